@@ -1,0 +1,62 @@
+/**
+ * The shape of a validated configuration. `config/schema.ts` validates a parsed config.yaml
+ * into this; `config/effective.ts` merges it with the store into the one the app runs on.
+ */
+export type BackendType = 'openai' | 'anthropic' | 'comfyui';
+
+export interface BackendSpec {
+  name: string;
+  /** Base URL without a trailing `/v1`. */
+  url: string;
+  type: BackendType;
+  enabled: boolean;
+  api_key?: string;
+  /** In-flight cap; undefined = the global `max_concurrent`; 0 = unlimited. */
+  max_concurrent?: number;
+  paid: boolean;
+  /** List this backend's models also under their bare ids. */
+  local: boolean;
+  chat_only: boolean;
+  serverless_only: boolean;
+  /** Physical machine this backend runs on (a label; backends on one host share a GPU). */
+  host?: string;
+}
+
+/** An alias maps to one model id (any backend serving it) or to one model per backend. */
+export type VirtualModel = string | Record<string, string>;
+
+export type MetricsAccess = 'loopback' | 'open' | 'key';
+
+export interface GatewayConfig {
+  api_key?: string;
+  store_dir: string;
+  jobs_dir: string;
+  log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** Seconds between discovery polls. */
+  health_check_interval: number;
+  model_prefix: boolean;
+  /** Global default in-flight cap per backend; 0 = unlimited. */
+  max_concurrent: number;
+  backends: BackendSpec[];
+  virtual_models: Record<string, VirtualModel>;
+
+  // scheduler (issue 3)
+  park_timeout_s: number;
+  alias_park: Record<string, number>;
+  max_parked: number;
+  affinity_max_wait_s: number;
+  fast_probe_interval_s: number;
+  stream_idle_timeout_s: number;
+  /** 0 = off. */
+  first_byte_timeout_s: number;
+  /** Seconds to wait for an upstream response head before giving up on that backend. */
+  upstream_timeout_s: number;
+  failure_threshold: number;
+
+  // accounting (issue 4)
+  metrics_access: MetricsAccess;
+  retention_days: number;
+  capture_bodies: boolean;
+  body_retention_days: number;
+  stats_flush_ms: number;
+}

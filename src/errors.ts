@@ -1,0 +1,85 @@
+/**
+ * One error type for everything the gateway refuses or fails at. Routes throw it; the error
+ * handler renders it per surface (OpenAI shape on /v1/*, Anthropic shape on /v1/messages).
+ */
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'rate_limit_error'
+  | 'insufficient_quota'
+  | 'api_error'
+  | 'overloaded_error'
+  | 'timeout_error';
+
+export interface GatewayErrorInit {
+  status: number;
+  message: string;
+  code: string;
+  type?: ErrorType;
+  param?: string | null;
+  /** Seconds for a Retry-After header. */
+  retryAfter?: number;
+}
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly type: ErrorType;
+  readonly param: string | null;
+  readonly retryAfter?: number;
+
+  constructor(init: GatewayErrorInit) {
+    super(init.message);
+    this.name = 'GatewayError';
+    this.status = init.status;
+    this.code = init.code;
+    this.type = init.type ?? defaultType(init.status);
+    this.param = init.param ?? null;
+    this.retryAfter = init.retryAfter;
+  }
+
+  toOpenAI(): { error: { message: string; type: string; param: string | null; code: string } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+
+  toAnthropic(): { type: 'error'; error: { type: string; message: string } } {
+    return { type: 'error', error: { type: anthropicType(this.status), message: this.message } };
+  }
+}
+
+function defaultType(status: number): ErrorType {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'invalid_request_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 504) return 'timeout_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+function anthropicType(status: number): string {
+  switch (status) {
+    case 400: case 413: case 422: return 'invalid_request_error';
+    case 401: return 'authentication_error';
+    case 403: return 'permission_error';
+    case 404: return 'not_found_error';
+    case 429: return 'rate_limit_error';
+    case 503: case 529: return 'overloaded_error';
+    default: return 'api_error';
+  }
+}
+
+export const modelNotFound = (model: string | undefined): GatewayError =>
+  new GatewayError({
+    status: 404,
+    code: 'model_not_found',
+    param: 'model',
+    message: model
+      ? `The model \`${model}\` does not exist or you do not have access to it.`
+      : 'You must provide a model parameter.',
+  });
+
+export const badRequest = (message: string, param: string | null = null, code = 'invalid_request'): GatewayError =>
+  new GatewayError({ status: 400, code, param, message });
