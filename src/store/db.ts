@@ -1,0 +1,37 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { STORE_MIGRATIONS, type Migration } from './migrations.ts';
+
+export type Db = Database.Database;
+
+/**
+ * Opens (creating if needed) a SQLite file in WAL mode and brings its schema up to date.
+ * `file` may be ':memory:' for tests.
+ */
+export function openDatabase(file: string, migrations: readonly Migration[]): Db {
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  migrate(db, migrations);
+  return db;
+}
+
+/** store.db under `storeDir` (created on first start). */
+export function openStore(storeDir: string): Db {
+  mkdirSync(storeDir, { recursive: true });
+  return openDatabase(join(storeDir, 'store.db'), STORE_MIGRATIONS);
+}
+
+export function migrate(db: Db, migrations: readonly Migration[]): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    })();
+  }
+}
