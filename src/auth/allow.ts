@@ -1,0 +1,44 @@
+/**
+ * Allow-lists (pure). An entry may name a chat or generation alias, a backend (all its
+ * models, including aliases that map onto it), a `<backend>/<model>` pair, or a bare model id.
+ * An empty list allows everything. Callers turn "nothing allowed" into the same 404
+ * `model_not_found` an unknown model gets, so nobody can enumerate what they may not use.
+ */
+
+export interface Candidate {
+  backend: string;
+  model: string;
+}
+
+export interface AllowContext {
+  /** What the client asked for. */
+  requested: string;
+  /** Set when `requested` is an alias (then equal to it). */
+  alias?: string;
+  /** Resolved candidates, in routing order. */
+  candidates: Candidate[];
+}
+
+/** The candidates `allow` permits, in their original order. */
+export function filterAllowed(allow: readonly string[], ctx: AllowContext): Candidate[] {
+  if (allow.length === 0) return ctx.candidates;
+  if (ctx.alias !== undefined && allow.includes(ctx.alias)) return ctx.candidates;
+  const entries = new Set(allow);
+  return ctx.candidates.filter(
+    (c) => entries.has(c.backend) || entries.has(c.model) || entries.has(`${c.backend}/${c.model}`),
+  );
+}
+
+export interface ListedModel {
+  id: string;
+  /** True for alias entries of the listing. */
+  alias?: boolean;
+  candidates: Candidate[];
+}
+
+/** Whether an entry of `GET /v1/models` is visible under `allow` (same rules as `filterAllowed`). */
+export function isListedModelVisible(allow: readonly string[], listing: ListedModel): boolean {
+  if (allow.length === 0 || allow.includes(listing.id)) return true;
+  const ctx: AllowContext = { requested: listing.id, alias: listing.alias ? listing.id : undefined, candidates: listing.candidates };
+  return filterAllowed(allow, ctx).length > 0;
+}

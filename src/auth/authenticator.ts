@@ -1,0 +1,90 @@
+/**
+ * Who is calling: the master key, a user key, or nobody (only while the gateway is
+ * bootstrap-open: no master key and no users). Nothing is cached, so a new master key or
+ * user locks the gateway on the very next request; a user lookup is one indexed read.
+ */
+import { GatewayError } from '../errors.ts';
+import type { User, UsersRepo } from '../store/users-repo.ts';
+import { constantTimeEqual, extractKey, type HeaderBag } from './keys.ts';
+
+export interface Caller {
+  kind: 'master' | 'user' | 'anonymous';
+  user?: User;
+  /** Master key, admin users, and anonymous callers while bootstrap-open. */
+  isAdmin: boolean;
+  /** Allow-list; empty = everything. */
+  allow: string[];
+}
+
+export interface AuthenticatorDeps {
+  users: Pick<UsersRepo, 'findByKey' | 'count'>;
+  /** The effective master key right now (see `effectiveMasterKey`). */
+  masterKey: () => string | undefined;
+}
+
+export class Authenticator {
+  private readonly deps: AuthenticatorDeps;
+
+  constructor(deps: AuthenticatorDeps) {
+    this.deps = deps;
+  }
+
+  /** True while there is no master key and no user: anyone may call, the admin API included. */
+  isOpen(): boolean {
+    return !this.deps.masterKey() && this.deps.users.count() === 0;
+  }
+
+  /** Resolves the caller or throws 401 (missing/wrong key, disabled user). */
+  authenticate(headers: HeaderBag): Caller {
+    const key = extractKey(headers);
+    if (key === undefined) {
+      if (this.isOpen()) return anonymous();
+      throw unauthorized(
+        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the x-api-key header.",
+      );
+    }
+
+    const master = this.deps.masterKey();
+    if (master && constantTimeEqual(key, master)) return { kind: 'master', isAdmin: true, allow: [] };
+
+    const user = this.deps.users.findByKey(key);
+    if (user) {
+      if (!user.enabled) throw unauthorized('This API key belongs to a disabled user.');
+      return { kind: 'user', user, isAdmin: user.role === 'admin', allow: user.allow };
+    }
+
+    // While open, clients that insist on sending some placeholder key still get in.
+    if (this.isOpen()) return anonymous();
+    throw unauthorized('Incorrect API key provided.');
+  }
+
+  /** Like `authenticate`, but also throws 403 unless the caller may use the admin API. */
+  authenticateAdmin(headers: HeaderBag): Caller {
+    const caller = this.authenticate(headers);
+    if (!caller.isAdmin) {
+      throw new GatewayError({ status: 403, code: 'admin_required', message: 'This action requires an admin key.' });
+    }
+    return caller;
+  }
+}
+
+/**
+ * The master key in force: a store setting overrides the top-level `api_key` of config.yaml.
+ * Blank values (e.g. an unset `${ENV}`) count as no key.
+ */
+export function effectiveMasterKey(configKey: string | undefined, storeKey: string | undefined): string | undefined {
+  return nonBlank(storeKey) ?? nonBlank(configKey);
+}
+
+function nonBlank(value: string | undefined): string | undefined {
+  const trimmed = value?.trim();
+  return trimmed ? trimmed : undefined;
+}
+
+function anonymous(): Caller {
+  return { kind: 'anonymous', isAdmin: true, allow: [] };
+}
+
+function unauthorized(message: string): GatewayError {
+  return new GatewayError({ status: 401, code: 'invalid_api_key', type: 'authentication_error', message });
+}

@@ -1,0 +1,39 @@
+/** API key primitives: generation, constant-time comparison, extraction from request headers. */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** Bytes of randomness in a generated key (256 bits; the floor is 192). */
+export const KEY_RANDOM_BYTES = 32;
+/** Shortest key a user may paste instead of a generated one. */
+export const MIN_PASTED_KEY_LENGTH = 16;
+
+/** A fresh `sk-` key: base64url of 32 random bytes. */
+export function generateKey(): string {
+  return `sk-${randomBytes(KEY_RANDOM_BYTES).toString('base64url')}`;
+}
+
+/** Compares two strings in constant time; hashing first means even their lengths don't leak. */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const da = createHash('sha256').update(a, 'utf8').digest();
+  const db = createHash('sha256').update(b, 'utf8').digest();
+  return timingSafeEqual(da, db);
+}
+
+/** A safe-to-show hint of a key: `sk-…wxyz` (or `…wxyz` for keys without the `sk-` prefix). */
+export function keyHint(key: string): string {
+  return `${key.startsWith('sk-') ? 'sk-' : ''}…${key.slice(-4)}`;
+}
+
+export type HeaderBag = Record<string, string | string[] | undefined>;
+
+/** The key a client sent: `Authorization: Bearer <key>` (preferred) or `x-api-key: <key>`. */
+export function extractKey(headers: HeaderBag): string | undefined {
+  const authorization = firstValue(headers.authorization);
+  const bearer = authorization?.match(/^\s*Bearer\s+(\S.*?)\s*$/i)?.[1];
+  if (bearer) return bearer;
+  const apiKey = firstValue(headers['x-api-key'])?.trim();
+  return apiKey || undefined;
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,113 @@
+import type { Dispatcher } from 'undici';
+import type { BackendSpec } from '../config/types.ts';
+import { describeError } from './errors.ts';
+import { probeBackend, ProbeError } from './probe.ts';
+import type { BackendRegistry } from './registry.ts';
+import type { BackendError, ModelInfo } from './types.ts';
+
+export interface DiscoveryDeps {
+  registry: BackendRegistry;
+  dispatcherFor: (spec: BackendSpec) => Dispatcher;
+  settings: () => { healthCheckIntervalS: number; fastProbeIntervalS: number };
+  /** True while calls are parked: unhealthy backends are then re-probed fast. */
+  hasParked: () => boolean;
+  saveModels?: (backend: string, models: ModelInfo[]) => void;
+  onError?: (backend: string, error: Omit<BackendError, 'since'>) => void;
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  probeTimeoutMs?: number;
+  now?: () => number;
+}
+
+/**
+ * Keeps the registry's view of every backend fresh: polls all backends in parallel every
+ * `health_check_interval`, and while calls are parked re-probes the unhealthy ones every
+ * `fast_probe_interval_s`. One probe per backend at a time (a half-open backend gets one
+ * probe, not a stampede).
+ */
+export class Discovery {
+  private pollTimer?: NodeJS.Timeout;
+  private fastTimer?: NodeJS.Timeout;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private stopped = false;
+
+  constructor(private readonly deps: DiscoveryDeps) {}
+
+  start(): void {
+    this.stopped = false;
+    void this.pollAll();
+    this.reschedule();
+  }
+
+  /** Re-arms the timers with the current settings (after a config reload). */
+  reschedule(): void {
+    if (this.stopped) return;
+    clearInterval(this.pollTimer);
+    clearInterval(this.fastTimer);
+    const { healthCheckIntervalS, fastProbeIntervalS } = this.deps.settings();
+    if (healthCheckIntervalS > 0) {
+      this.pollTimer = setInterval(() => void this.pollAll(), healthCheckIntervalS * 1000);
+      this.pollTimer.unref();
+    }
+    if (fastProbeIntervalS > 0) {
+      this.fastTimer = setInterval(() => void this.probeUnhealthyWhileParked(), fastProbeIntervalS * 1000);
+      this.fastTimer.unref();
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    clearInterval(this.fastTimer);
+  }
+
+  async pollAll(): Promise<void> {
+    await Promise.all(this.deps.registry.list().map((b) => this.probe(b.name)));
+  }
+
+  /** Probes one backend now (joins a probe already running). */
+  probe(name: string): Promise<void> {
+    const running = this.inFlight.get(name);
+    if (running) return running;
+    const p = this.runProbe(name).finally(() => this.inFlight.delete(name));
+    this.inFlight.set(name, p);
+    return p;
+  }
+
+  private async probeUnhealthyWhileParked(): Promise<void> {
+    if (!this.deps.hasParked()) return;
+    await Promise.all(
+      this.deps.registry.list().filter((b) => b.spec.enabled && !b.healthy).map((b) => this.probe(b.name)),
+    );
+  }
+
+  private async runProbe(name: string): Promise<void> {
+    const { registry } = this.deps;
+    const backend = registry.get(name);
+    if (!backend || !backend.spec.enabled) return;
+    const spec = backend.spec;
+    try {
+      const models = await probeBackend(spec, this.deps.dispatcherFor(spec), this.deps.probeTimeoutMs ?? 5000);
+      if (registry.get(name)?.spec !== spec) return; // reconfigured meanwhile
+      const stable = keepCreatedStable(backend.models, models, (this.deps.now ?? Date.now)());
+      const wasHealthy = backend.healthy;
+      registry.discovered(name, stable);
+      this.deps.saveModels?.(name, stable);
+      if (!wasHealthy) this.deps.log.info({ backend: name, models: stable.length }, 'backend is up');
+    } catch (err) {
+      if (registry.get(name)?.spec !== spec) return;
+      const error = err instanceof ProbeError
+        ? { kind: err.kind, status: err.status, detail: err.message }
+        : describeError(err);
+      if (backend.healthy || !backend.known) this.deps.log.warn({ backend: name, error }, 'backend is down');
+      registry.markDown(name, error);
+      this.deps.onError?.(name, error);
+    }
+  }
+}
+
+/** Gives models without their own `created` the time they were first seen, kept across polls. */
+function keepCreatedStable(previous: ModelInfo[], current: ModelInfo[], nowMs: number): ModelInfo[] {
+  const before = new Map(previous.map((m) => [m.id, m.created]));
+  const firstSeen = Math.floor(nowMs / 1000);
+  return current.map((m) => (m.created !== undefined ? m : { ...m, created: before.get(m.id) ?? firstSeen }));
+}

@@ -1,0 +1,176 @@
+import type { BackendSpec } from '../config/types.ts';
+import type { BackendError, ModelInfo } from './types.ts';
+
+/** One backend as the gateway currently knows it: its spec plus live state. */
+export interface BackendState {
+  readonly name: string;
+  spec: BackendSpec;
+  /** Effective in-flight cap (spec's, else the global default); 0 = unlimited. */
+  cap: number;
+  healthy: boolean;
+  /** Set once the first discovery poll (or the model cache) has spoken. */
+  known: boolean;
+  error?: BackendError;
+  models: ModelInfo[];
+  modelIds: ReadonlySet<string>;
+  discoveredAt?: number;
+  consecutiveFailures: number;
+}
+
+export interface RegistryChange {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
+
+type Listener = (name: string) => void;
+
+/**
+ * The registry of backends and their live state. It knows nothing about HTTP: discovery and
+ * the request path report into it; routing and the scheduler read from it. Every state change
+ * notifies `onChange` listeners (the scheduler adapter, the model index).
+ */
+export class BackendRegistry {
+  private readonly backends = new Map<string, BackendState>();
+  private readonly listeners: Listener[] = [];
+  private readonly removedListeners: Listener[] = [];
+  private modelIndex?: Map<string, string[]>;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  onChange(fn: Listener): void {
+    this.listeners.push(fn);
+  }
+
+  onRemoved(fn: Listener): void {
+    this.removedListeners.push(fn);
+  }
+
+  get(name: string): BackendState | undefined {
+    return this.backends.get(name);
+  }
+
+  list(): BackendState[] {
+    return [...this.backends.values()];
+  }
+
+  /** Brings the registry in line with a new list of specs; live state of kept backends survives. */
+  reconcile(specs: BackendSpec[], globalCap: number): RegistryChange {
+    const change: RegistryChange = { added: [], removed: [], changed: [] };
+    const wanted = new Map(specs.map((s) => [s.name, s]));
+    for (const name of [...this.backends.keys()]) {
+      if (!wanted.has(name)) {
+        this.backends.delete(name);
+        change.removed.push(name);
+      }
+    }
+    for (const spec of specs) {
+      const cap = spec.max_concurrent ?? globalCap;
+      const existing = this.backends.get(spec.name);
+      if (!existing) {
+        this.backends.set(spec.name, {
+          name: spec.name, spec, cap, healthy: false, known: false, models: [], modelIds: new Set(),
+          consecutiveFailures: 0,
+        });
+        change.added.push(spec.name);
+      } else if (JSON.stringify(existing.spec) !== JSON.stringify(spec) || existing.cap !== cap) {
+        const urlChanged = existing.spec.url !== spec.url || existing.spec.api_key !== spec.api_key;
+        existing.spec = spec;
+        existing.cap = cap;
+        if (urlChanged) {
+          existing.healthy = false;
+          existing.known = false;
+        }
+        change.changed.push(spec.name);
+      }
+    }
+    this.modelIndex = undefined;
+    for (const name of change.removed) for (const fn of this.removedListeners) fn(name);
+    for (const name of [...change.added, ...change.changed]) this.emit(name);
+    return change;
+  }
+
+  /** Seeds a backend's models from the store's cache so a restart routes before the first poll. */
+  seedModels(name: string, models: ModelInfo[]): void {
+    const b = this.backends.get(name);
+    if (!b || b.known) return;
+    this.setModelList(b, models);
+    b.healthy = true;
+    b.known = true;
+    this.emit(name);
+  }
+
+  /** A successful discovery poll. */
+  discovered(name: string, models: ModelInfo[]): void {
+    const b = this.backends.get(name);
+    if (!b) return;
+    this.setModelList(b, models);
+    b.discoveredAt = this.now();
+    b.known = true;
+    b.healthy = true;
+    b.error = undefined;
+    b.consecutiveFailures = 0;
+    this.emit(name);
+  }
+
+  /** A failed poll or a failure threshold crossed: down, but the model list is kept. */
+  markDown(name: string, error: Omit<BackendError, 'since'>): void {
+    const b = this.backends.get(name);
+    if (!b) return;
+    const since = b.error && b.error.kind === error.kind && !b.healthy ? b.error.since : this.now();
+    b.error = { ...error, since };
+    b.known = true;
+    const wasHealthy = b.healthy;
+    b.healthy = false;
+    if (wasHealthy) this.modelIndex = undefined;
+    this.emit(name);
+  }
+
+  /**
+   * A forwarding failure (connect error, timeout, stall, 5xx). Returns true when it pushed the
+   * backend past `threshold` consecutive failures and marked it down.
+   */
+  recordFailure(name: string, error: Omit<BackendError, 'since'>, threshold: number): boolean {
+    const b = this.backends.get(name);
+    if (!b) return false;
+    b.consecutiveFailures++;
+    if (b.healthy && threshold > 0 && b.consecutiveFailures >= threshold) {
+      this.markDown(name, error);
+      return true;
+    }
+    return false;
+  }
+
+  recordSuccess(name: string): void {
+    const b = this.backends.get(name);
+    if (b) b.consecutiveFailures = 0;
+  }
+
+  /** Backend names that list `modelId`, healthy or not (routing decides what to do with them). */
+  backendsServing(modelId: string): readonly string[] {
+    if (!this.modelIndex) this.modelIndex = this.buildModelIndex();
+    return this.modelIndex.get(modelId) ?? [];
+  }
+
+  private buildModelIndex(): Map<string, string[]> {
+    const index = new Map<string, string[]>();
+    for (const b of this.backends.values()) {
+      for (const id of b.modelIds) {
+        const list = index.get(id);
+        if (list) list.push(b.name);
+        else index.set(id, [b.name]);
+      }
+    }
+    return index;
+  }
+
+  private setModelList(b: BackendState, models: ModelInfo[]): void {
+    b.models = models;
+    b.modelIds = new Set(models.map((m) => m.id));
+    this.modelIndex = undefined;
+  }
+
+  private emit(name: string): void {
+    for (const fn of this.listeners) fn(name);
+  }
+}

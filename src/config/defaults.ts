@@ -1,0 +1,71 @@
+/**
+ * Default values of every configuration key, and the configuration the gateway runs on when
+ * there is no config.yaml at all. `schema.ts` reads these defaults; `config.example.yaml`
+ * documents them (keep the three in step).
+ */
+import type { BackendSpec, GatewayConfig } from './types.ts';
+
+/** Defaults of the top-level keys that have one (everything but `api_key` and `backends`). */
+export const DEFAULTS = Object.freeze({
+  store_dir: 'store',
+  jobs_dir: 'jobs',
+  log_level: 'info',
+  health_check_interval: 30,
+  model_prefix: true,
+  max_concurrent: 0,
+  park_timeout_s: 60,
+  max_parked: 100,
+  affinity_max_wait_s: 120,
+  fast_probe_interval_s: 3,
+  stream_idle_timeout_s: 180,
+  first_byte_timeout_s: 0,
+  upstream_timeout_s: 600,
+  failure_threshold: 3,
+  metrics_access: 'loopback',
+  retention_days: 0,
+  capture_bodies: false,
+  body_retention_days: 14,
+  stats_flush_ms: 1000,
+} as const satisfies Partial<GatewayConfig>);
+
+/** Defaults of the optional fields of one `backends[]` entry. */
+export const BACKEND_DEFAULTS = Object.freeze({
+  type: 'openai',
+  enabled: true,
+  paid: false,
+  local: false,
+  chat_only: false,
+  serverless_only: false,
+} as const satisfies Partial<BackendSpec>);
+
+/** Keys that only take effect at start-up; a reload that changes them needs a restart. */
+export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(['store_dir', 'jobs_dir']);
+
+/** Printed when the gateway starts without a config file. */
+export const howToWriteConfigHint =
+  'No config.yaml found: running on built-in defaults (probing Ollama, llama.cpp, vLLM, LM Studio ' +
+  'and ComfyUI on their usual 127.0.0.1 ports). To configure your fleet, copy config.example.yaml ' +
+  'to config.yaml and edit it; changes are picked up without a restart.';
+
+function loopbackBackend(name: string, url: string, type: BackendSpec['type'] = 'openai'): BackendSpec {
+  return { ...BACKEND_DEFAULTS, name, url, type, local: type === 'openai' };
+}
+
+/**
+ * The configuration used when no config file exists: every default, and a fleet that probes
+ * the usual loopback ports of common local servers (unreachable ones simply stay unhealthy).
+ */
+export function embeddedDefaultConfig(): GatewayConfig {
+  return {
+    ...DEFAULTS,
+    backends: [
+      loopbackBackend('ollama', 'http://127.0.0.1:11434'),
+      loopbackBackend('llamacpp', 'http://127.0.0.1:8080'),
+      loopbackBackend('vllm', 'http://127.0.0.1:8000'),
+      loopbackBackend('lmstudio', 'http://127.0.0.1:1234'),
+      loopbackBackend('comfyui', 'http://127.0.0.1:8188', 'comfyui'),
+    ],
+    virtual_models: {},
+    alias_park: {},
+  };
+}

@@ -1,0 +1,298 @@
+/**
+ * Validates a parsed (and interpolated) config.yaml into a `GatewayConfig`: JSON Schema
+ * through ajv (types, unknown keys, defaults), then the checks a schema cannot express
+ * (duplicate backend names, URL shape, aliases naming unknown backends). Every problem is
+ * reported at once, each with the key path it is about.
+ */
+import { Ajv, type ErrorObject } from 'ajv';
+import { BACKEND_DEFAULTS, DEFAULTS } from './defaults.ts';
+import type { BackendSpec, GatewayConfig } from './types.ts';
+
+/** One thing wrong with a configuration, at a key path such as `backends[2].url`. */
+export type ConfigProblem = { path: string; message: string };
+
+export type ValidationResult = { ok: true; config: GatewayConfig } | { ok: false; problems: ConfigProblem[] };
+export type BackendValidationResult = { ok: true; spec: BackendSpec } | { ok: false; problems: ConfigProblem[] };
+
+/** Renders problems one per line, for a log line or a start-up error. */
+export function formatProblems(problems: readonly ConfigProblem[]): string {
+  return problems.map((p) => `  - ${p.path || '(top level)'}: ${p.message}`).join('\n');
+}
+
+/** `base` + one more key or index, as `a.b`, `a[2]`, or `a["odd key"]` for keys with odd characters. */
+export function childPath(base: string, key: string | number): string {
+  if (typeof key === 'number') return `${base}[${key}]`;
+  const part = /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key);
+  if (!base) return part.startsWith('"') ? `[${part}]` : part;
+  return part.startsWith('"') ? `${base}[${part}]` : `${base}.${part}`;
+}
+
+const nonNegativeNumber = { type: 'number', minimum: 0 } as const;
+const nonNegativeInteger = { type: 'integer', minimum: 0 } as const;
+const secret = { type: 'string', minLength: 1, hint: 'must be a non-empty string (leave the key out for none)' } as const;
+
+const backendSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'url'],
+  properties: {
+    name: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9._-]+$',
+      hint: "must be non-empty and use only letters, digits, '.', '_' and '-'",
+    },
+    url: { type: 'string', minLength: 1 },
+    type: { enum: ['openai', 'anthropic', 'comfyui'], default: BACKEND_DEFAULTS.type },
+    enabled: { type: 'boolean', default: BACKEND_DEFAULTS.enabled },
+    api_key: secret,
+    max_concurrent: nonNegativeInteger,
+    paid: { type: 'boolean', default: BACKEND_DEFAULTS.paid },
+    local: { type: 'boolean', default: BACKEND_DEFAULTS.local },
+    chat_only: { type: 'boolean', default: BACKEND_DEFAULTS.chat_only },
+    serverless_only: { type: 'boolean', default: BACKEND_DEFAULTS.serverless_only },
+    host: { type: 'string', minLength: 1 },
+  },
+} as const;
+
+/** JSON Schema of config.yaml (after interpolation; null-valued keys already removed). */
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    api_key: secret,
+    store_dir: { type: 'string', minLength: 1, default: DEFAULTS.store_dir },
+    jobs_dir: { type: 'string', minLength: 1, default: DEFAULTS.jobs_dir },
+    log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'], default: DEFAULTS.log_level },
+    health_check_interval: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.health_check_interval },
+    model_prefix: { type: 'boolean', default: DEFAULTS.model_prefix },
+    max_concurrent: { ...nonNegativeInteger, default: DEFAULTS.max_concurrent },
+    backends: { type: 'array', items: backendSchema, default: [] },
+    virtual_models: {
+      type: 'object',
+      default: {},
+      additionalProperties: {
+        type: ['string', 'object'],
+        minLength: 1,
+        minProperties: 1,
+        additionalProperties: { type: 'string', minLength: 1 },
+        hint: 'must be a model id, or a map of backend name to model id',
+      },
+    },
+    park_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.park_timeout_s },
+    alias_park: { type: 'object', default: {}, additionalProperties: nonNegativeNumber },
+    max_parked: { ...nonNegativeInteger, default: DEFAULTS.max_parked },
+    affinity_max_wait_s: { ...nonNegativeNumber, default: DEFAULTS.affinity_max_wait_s },
+    fast_probe_interval_s: { ...nonNegativeNumber, default: DEFAULTS.fast_probe_interval_s },
+    stream_idle_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.stream_idle_timeout_s },
+    first_byte_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.first_byte_timeout_s },
+    upstream_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.upstream_timeout_s },
+    failure_threshold: { type: 'integer', minimum: 1, default: DEFAULTS.failure_threshold },
+    metrics_access: { enum: ['loopback', 'open', 'key'], default: DEFAULTS.metrics_access },
+    retention_days: { ...nonNegativeNumber, default: DEFAULTS.retention_days },
+    capture_bodies: { type: 'boolean', default: DEFAULTS.capture_bodies },
+    body_retention_days: { ...nonNegativeNumber, default: DEFAULTS.body_retention_days },
+    stats_flush_ms: { type: 'integer', minimum: 1, default: DEFAULTS.stats_flush_ms },
+  },
+} as const;
+
+/** Every top-level key config.yaml may have. */
+export const TOP_LEVEL_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(
+  Object.keys(configSchema.properties) as (keyof GatewayConfig)[],
+);
+
+/** A compiled validator. Build one per app (ajv compilation is the costly part). */
+export interface ConfigValidator {
+  /**
+   * Validates `raw`, which it mutates: null-valued keys are dropped (= not set), defaults
+   * filled in, trailing slashes stripped from backend URLs.
+   */
+  validate(raw: unknown): ValidationResult;
+  /**
+   * Validates one backend on its own (e.g. from the console before it is stored), with the
+   * same rules and defaults as a `backends[]` entry; paths are relative (`url`).
+   */
+  validateBackend(raw: unknown): BackendValidationResult;
+}
+
+export function createConfigValidator(): ConfigValidator {
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, verbose: true, allowUnionTypes: true });
+  ajv.addKeyword({ keyword: 'hint', schemaType: 'string' });
+  const check = ajv.compile(configSchema);
+  const checkBackend = ajv.compile(backendSchema);
+  return {
+    validate(raw) {
+      dropNullValuedKeys(raw);
+      const schemaProblems = check(raw) ? [] : (check.errors ?? []).map(problemFromAjv);
+      const problems = [...uniqueProblems(schemaProblems), ...semanticProblems(raw)];
+      if (problems.length > 0) return { ok: false, problems };
+      const config = raw as GatewayConfig;
+      for (const b of config.backends) b.url = b.url.replace(/\/+$/, '');
+      return { ok: true, config };
+    },
+    validateBackend(raw) {
+      if (isPlainObject(raw)) deleteNulls(raw);
+      const problems = checkBackend(raw) ? [] : uniqueProblems((checkBackend.errors ?? []).map(problemFromAjv));
+      if (isPlainObject(raw) && typeof raw.url === 'string' && raw.url) {
+        const message = urlProblem(raw.url);
+        if (message) problems.push({ path: 'url', message });
+      }
+      if (problems.length > 0) return { ok: false, problems };
+      const spec = raw as unknown as BackendSpec;
+      spec.url = spec.url.replace(/\/+$/, '');
+      return { ok: true, spec };
+    },
+  };
+}
+
+/** Validates with a fresh validator (convenient; prefer a shared `createConfigValidator()` when validating often). */
+export function validateConfig(raw: unknown): ValidationResult {
+  return createConfigValidator().validate(raw);
+}
+
+/**
+ * `key:` with nothing after it (null) means "not set": this lets a section whose entries are
+ * all commented out, or `api_key: ${KEY:-}`, fall back to the default.
+ */
+function dropNullValuedKeys(raw: unknown): void {
+  if (!isPlainObject(raw)) return;
+  deleteNulls(raw);
+  if (Array.isArray(raw.backends)) for (const b of raw.backends) if (isPlainObject(b)) deleteNulls(b);
+}
+
+function deleteNulls(obj: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(obj)) if (v === null) delete obj[k];
+}
+
+/** ajv's instancePath (`/backends/2/url`) as a key path (`backends[2].url`). */
+function keyPathFromPointer(pointer: string): string {
+  if (!pointer) return '';
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((seg) => seg.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce<string>((path, seg) => childPath(path, /^\d+$/.test(seg) ? Number(seg) : seg), '');
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+function problemFromAjv(e: ErrorObject): ConfigProblem {
+  const path = keyPathFromPointer(e.instancePath);
+  const hint = (e.parentSchema as { hint?: string } | undefined)?.hint;
+  switch (e.keyword) {
+    case 'additionalProperties': {
+      const key = String(e.params.additionalProperty);
+      return { path: childPath(path, key), message: unknownKeyMessage(key, e.parentSchema) };
+    }
+    case 'required':
+      return { path: childPath(path, String(e.params.missingProperty)), message: 'is required' };
+    case 'type': {
+      const wanted = String(e.params.type).replace(',', ' or ');
+      return { path, message: hint ?? `must be ${article(wanted)}, got ${describeType(e.data)}` };
+    }
+    case 'enum':
+      return { path, message: `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}, got ${describeType(e.data)}` };
+    case 'minLength':
+      return { path, message: hint ?? 'must not be empty' };
+    case 'minProperties':
+      return { path, message: hint ?? 'must not be empty' };
+    default:
+      return { path, message: hint ?? e.message ?? `fails ${e.keyword}` };
+  }
+}
+
+function article(typeName: string): string {
+  const words: Record<string, string> = { object: 'mapping', array: 'list' };
+  const name = typeName
+    .split(' or ')
+    .map((t) => words[t] ?? t)
+    .join(' or ');
+  return /^[aeiou]/.test(name) ? `an ${name}` : `a ${name}`;
+}
+
+function unknownKeyMessage(key: string, parentSchema: unknown): string {
+  const known = Object.keys((parentSchema as { properties?: object } | undefined)?.properties ?? {});
+  const close = known.find((k) => editDistance(k, key) <= 2);
+  return close ? `unknown key (did you mean "${close}"?)` : 'unknown key';
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length];
+}
+
+function uniqueProblems(problems: ConfigProblem[]): ConfigProblem[] {
+  const seen = new Set<string>();
+  return problems.filter((p) => {
+    const id = `${p.path}\u0000${p.message}`;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/** Checks a JSON Schema cannot express. Defensive: `raw` may be invalid in other ways. */
+function semanticProblems(raw: unknown): ConfigProblem[] {
+  if (!isPlainObject(raw)) return [];
+  const problems: ConfigProblem[] = [];
+  const backends = Array.isArray(raw.backends) ? raw.backends : [];
+  const names = new Map<string, number>();
+  backends.forEach((b, i) => {
+    if (!isPlainObject(b)) return;
+    if (typeof b.name === 'string') {
+      const first = names.get(b.name);
+      if (first !== undefined) {
+        problems.push({ path: childPath(childPath('backends', i), 'name'), message: `duplicate backend name "${b.name}" (also backends[${first}])` });
+      } else names.set(b.name, i);
+    }
+    if (typeof b.url === 'string' && b.url) {
+      const message = urlProblem(b.url);
+      if (message) problems.push({ path: childPath(childPath('backends', i), 'url'), message });
+    }
+  });
+  if (isPlainObject(raw.virtual_models)) {
+    for (const [alias, target] of Object.entries(raw.virtual_models)) {
+      if (!isPlainObject(target)) continue;
+      for (const backend of Object.keys(target)) {
+        if (names.has(backend)) continue;
+        const known = [...names.keys()].join(', ') || 'none';
+        problems.push({
+          path: childPath(childPath('virtual_models', alias), backend),
+          message: `names no backend in backends[] (known: ${known})`,
+        });
+      }
+    }
+  }
+  return problems;
+}
+
+/** Why a backend URL is unusable, or undefined when it is fine. */
+export function urlProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `"${url}" is not a URL (write e.g. http://10.0.0.5:8080)`;
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `must be an http:// or https:// URL, got "${url}"`;
+  if (/\/v1\/?$/.test(parsed.pathname)) return `must not end in /v1 (the gateway adds it): write "${url.replace(/\/v1\/?$/, '')}"`;
+  if (parsed.search || parsed.hash) return 'must not have a query string or fragment';
+  return undefined;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,187 @@
+import type { Logger } from 'pino';
+import { BackendRegistry, type BackendState } from './backends/registry.ts';
+import { Discovery } from './backends/discovery.ts';
+import type { ConfigProblem } from './config/load.ts';
+import { computeEffectiveConfig } from './config/effective.ts';
+import type { GatewayConfig } from './config/types.ts';
+import { openStore, type Db } from './store/db.ts';
+import { SettingsRepo } from './store/settings-repo.ts';
+import { BackendsRepo } from './store/backends-repo.ts';
+import { ModelCacheRepo } from './store/model-cache-repo.ts';
+import { loadOrCreateSecretBox } from './store/secret.ts';
+import type { SecretBox } from './store/secret-box.ts';
+import { Scheduler, systemClock, type Clock } from './scheduler/index.ts';
+import { UpstreamPools } from './upstream/pools.ts';
+import { Proxy } from './upstream/proxy.ts';
+import type { CallOutcome } from './upstream/outcome.ts';
+import { buildModelListing, type ListingEntry } from './routing/model-listing.ts';
+import { resolveModel, SURFACE_TYPES } from './routing/resolve.ts';
+
+export interface GatewayOptions {
+  /** The validated config file (or the embedded default). */
+  fileConfig: GatewayConfig;
+  /** Where the file config came from, for /health and the log ('embedded default' when none). */
+  configSource: string;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/**
+ * Everything with a lifecycle behind the HTTP surface: store, registry, scheduler, discovery,
+ * upstream pools and the proxy. One instance per app; no module-level state.
+ */
+export class Gateway {
+  readonly store: Db;
+  readonly secrets: SecretBox;
+  readonly settings: SettingsRepo;
+  readonly storedBackends: BackendsRepo;
+  readonly modelCache: ModelCacheRepo;
+  readonly registry: BackendRegistry;
+  readonly scheduler: Scheduler;
+  readonly pools = new UpstreamPools();
+  readonly discovery: Discovery;
+  readonly proxy: Proxy;
+  readonly configSource: string;
+  readonly startedAt = Date.now();
+  /** Problems of the last rejected reload (the previous config stays in force). */
+  reloadProblems: ConfigProblem[] = [];
+  private fileConfig: GatewayConfig;
+  private effective: GatewayConfig;
+  private listing?: ListingEntry[];
+  private readonly outcomeListeners: ((o: CallOutcome) => void)[] = [];
+  private readonly log: Logger;
+
+  constructor(opts: GatewayOptions) {
+    this.log = opts.logger;
+    this.configSource = opts.configSource;
+    this.fileConfig = opts.fileConfig;
+    this.store = openStore(opts.fileConfig.store_dir);
+    this.secrets = loadOrCreateSecretBox(opts.fileConfig.store_dir);
+    this.settings = new SettingsRepo(this.store);
+    this.storedBackends = new BackendsRepo(this.store, this.secrets);
+    this.modelCache = new ModelCacheRepo(this.store);
+    this.effective = this.computeEffective();
+
+    const clock = opts.clock ?? systemClock;
+    this.scheduler = new Scheduler({
+      clock,
+      maxParked: this.effective.max_parked,
+      affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,
+    });
+    this.registry = new BackendRegistry(() => clock.now());
+    this.registry.onChange((name) => {
+      this.listing = undefined;
+      const b = this.registry.get(name);
+      if (b) this.scheduler.upsertBackend(slotSpec(b));
+    });
+    this.registry.onRemoved((name) => {
+      this.listing = undefined;
+      this.scheduler.removeBackend(name);
+      this.pools.retire(name);
+    });
+    this.discovery = new Discovery({
+      registry: this.registry,
+      dispatcherFor: (spec) => this.pools.get(spec.name, spec.url),
+      settings: () => ({
+        healthCheckIntervalS: this.effective.health_check_interval,
+        fastProbeIntervalS: this.effective.fast_probe_interval_s,
+      }),
+      hasParked: () => this.scheduler.hasParked(),
+      saveModels: (backend, models) => this.modelCache.save(backend, models),
+      onError: (backend, error) => this.log.debug({ backend, error }, 'discovery failed'),
+      log: this.log,
+    });
+    this.proxy = new Proxy({
+      registry: this.registry,
+      scheduler: this.scheduler,
+      dispatcherFor: (b) => this.pools.get(b.name, b.spec.url),
+      config: () => this.effective,
+      now: () => clock.now(),
+      onOutcome: (o) => {
+        for (const fn of this.outcomeListeners) fn(o);
+      },
+      log: this.log,
+    });
+    this.applyBackends();
+    const cached = this.modelCache.loadAll();
+    for (const [name, models] of cached) this.registry.seedModels(name, models);
+  }
+
+  config(): GatewayConfig {
+    return this.effective;
+  }
+
+  onOutcome(fn: (o: CallOutcome) => void): void {
+    this.outcomeListeners.push(fn);
+  }
+
+  start(): void {
+    this.discovery.start();
+  }
+
+  /** A new valid config file arrived: recompute, reconcile backends, re-arm timers. */
+  reload(fileConfig: GatewayConfig): void {
+    this.fileConfig = fileConfig;
+    this.reloadProblems = [];
+    this.applyEffective();
+  }
+
+  /** The store changed (admin API): recompute the effective configuration. */
+  storeChanged(): void {
+    this.applyEffective();
+  }
+
+  rejectReload(problems: ConfigProblem[]): void {
+    this.reloadProblems = problems;
+  }
+
+  /** `/v1/models` entries, computed once per fleet/config change. */
+  modelListing(): ListingEntry[] {
+    if (!this.listing) {
+      const cfg = this.effective;
+      this.listing = buildModelListing(this.registry.list(), cfg.virtual_models, {
+        modelPrefix: cfg.model_prefix,
+        surfaceTypes: SURFACE_TYPES.openai,
+        resolveAlias: (alias) => resolveModel(alias, this.registry, cfg.virtual_models, 'openai')?.candidates ?? [],
+      });
+    }
+    return this.listing;
+  }
+
+  async close(): Promise<void> {
+    this.discovery.stop();
+    await this.pools.closeAll();
+    this.store.close();
+  }
+
+  private computeEffective(): GatewayConfig {
+    return computeEffectiveConfig(this.fileConfig, {
+      settings: this.settings.all(),
+      backends: this.storedBackends.list(),
+    });
+  }
+
+  private applyEffective(): void {
+    const before = this.effective;
+    this.effective = this.computeEffective();
+    this.scheduler.configure({
+      maxParked: this.effective.max_parked,
+      affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,
+    });
+    const change = this.applyBackends();
+    this.listing = undefined;
+    for (const name of [...change.added, ...change.changed]) void this.discovery.probe(name);
+    if (before.health_check_interval !== this.effective.health_check_interval
+      || before.fast_probe_interval_s !== this.effective.fast_probe_interval_s) {
+      this.discovery.reschedule();
+    }
+  }
+
+  private applyBackends() {
+    return this.registry.reconcile(this.effective.backends, this.effective.max_concurrent);
+  }
+}
+
+function slotSpec(b: BackendState) {
+  return { name: b.name, cap: b.cap, paid: b.spec.paid, available: b.spec.enabled && b.healthy };
+}

@@ -1,0 +1,96 @@
+import type { BackendSpec, BackendType, VirtualModel } from '../config/types.ts';
+
+/** What resolution needs to know about the fleet (the registry satisfies it). */
+export interface FleetView {
+  get(name: string): { spec: BackendSpec; modelIds: ReadonlySet<string> } | undefined;
+  backendsServing(modelId: string): readonly string[];
+}
+
+export interface Candidate {
+  backend: string;
+  /** The model id as that backend knows it. */
+  model: string;
+}
+
+export interface Resolution {
+  requested: string;
+  /** Set when `requested` named a virtual model. */
+  alias?: string;
+  candidates: Candidate[];
+}
+
+/** Which backend kinds can answer on a surface: Anthropic backends only behind /v1/messages. */
+export const SURFACE_TYPES = {
+  openai: ['openai'],
+  messages: ['openai', 'anthropic'],
+} as const satisfies Record<string, readonly BackendType[]>;
+export type Surface = keyof typeof SURFACE_TYPES;
+
+/**
+ * Turns a requested model into candidates (ARCHITECTURE §3): an alias from `virtual_models`,
+ * a `<backend>/<model>` pin, or a bare id served anywhere. Disabled backends and backends of
+ * a kind the surface cannot reach are left out. Health is the scheduler's business.
+ * Returns undefined when nothing matches (the caller answers 404 model_not_found).
+ */
+export function resolveModel(
+  requested: string,
+  fleet: FleetView,
+  aliases: Record<string, VirtualModel>,
+  surface: Surface,
+): Resolution | undefined {
+  const usable = (name: string): boolean => {
+    const b = fleet.get(name);
+    return !!b && b.spec.enabled && (SURFACE_TYPES[surface] as readonly BackendType[]).includes(b.spec.type);
+  };
+  const target = Object.hasOwn(aliases, requested) ? aliases[requested] : undefined;
+  if (target !== undefined) {
+    const candidates = typeof target === 'string'
+      ? resolveTarget(target, fleet).filter((c) => usable(c.backend))
+      : Object.entries(target)
+        .filter(([backend, model]) => usable(backend) && fleet.get(backend)!.modelIds.has(model))
+        .map(([backend, model]) => ({ backend, model }));
+    return candidates.length ? { requested, alias: requested, candidates } : undefined;
+  }
+  const candidates = resolveTarget(requested, fleet).filter((c) => usable(c.backend));
+  return candidates.length ? { requested, candidates } : undefined;
+}
+
+/** A `<backend>/<model>` pin when the prefix names a backend that lists the rest, else a bare id. */
+function resolveTarget(id: string, fleet: FleetView): Candidate[] {
+  const slash = id.indexOf('/');
+  if (slash > 0) {
+    const backend = id.slice(0, slash);
+    const model = id.slice(slash + 1);
+    if (fleet.get(backend)?.modelIds.has(model)) return [{ backend, model }];
+  }
+  return fleet.backendsServing(id).map((backend) => ({ backend, model: id }));
+}
+
+export interface AliasCollision {
+  alias: string;
+  /** Backends serving the real model id that the alias still reaches. */
+  stillServedBy: string[];
+  /** Backends serving the real id that become unreachable by the bare id (only by prefix). */
+  unreachable: string[];
+}
+
+/** Aliases that shadow a real model id: who still serves that id through the alias, who does not. */
+export function aliasCollisions(aliases: Record<string, VirtualModel>, fleet: FleetView): AliasCollision[] {
+  const out: AliasCollision[] = [];
+  for (const alias of Object.keys(aliases)) {
+    const real = fleet.backendsServing(alias);
+    if (!real.length) continue;
+    const target = aliases[alias];
+    const reached = new Set(
+      typeof target === 'string'
+        ? resolveTarget(target, fleet).filter((c) => c.model === alias).map((c) => c.backend)
+        : Object.entries(target).filter(([, m]) => m === alias).map(([b]) => b),
+    );
+    out.push({
+      alias,
+      stillServedBy: real.filter((b) => reached.has(b)),
+      unreachable: real.filter((b) => !reached.has(b)),
+    });
+  }
+  return out;
+}

@@ -1,0 +1,22 @@
+/**
+ * The scheduler: one queue for every call. Pick a free backend now, or park until one frees;
+ * a lease is one in-flight slot on one backend. Pure logic with an injected clock.
+ */
+export { systemClock, type Clock } from './clock.ts';
+export { FakeClock } from './fake-clock.ts';
+export { Scheduler } from './scheduler.ts';
+export { compareBackends } from './ordering.ts';
+export { MIN_OUTPUT_TOKENS_FOR_SPEED, SPEED_EWMA_ALPHA } from './speed.ts';
+export {
+  SchedulerRejection,
+  type BackendSlotSpec,
+  type BackendSlotsSnapshot,
+  type Candidate,
+  type Lease,
+  type ParkedTicketSnapshot,
+  type RejectReason,
+  type SchedulerOptions,
+  type SchedulerSnapshot,
+  type SpeedSample,
+  type Ticket,
+} from './types.ts';

@@ -1,0 +1,98 @@
+import type { Clock } from './clock.ts';
+
+/** What the scheduler needs to know about one backend's slots. */
+export interface BackendSlotSpec {
+  name: string;
+  /** Concurrent requests allowed; 0 = unlimited. */
+  cap: number;
+  paid: boolean;
+  /** enabled && healthy. */
+  available: boolean;
+}
+
+/** One place a ticket may run: a backend and the real model id on it. */
+export interface Candidate {
+  backend: string;
+  /** Real model id on that backend (generation alias for media); same key ⇒ no model reload. */
+  typeKey: string;
+}
+
+/** One call waiting for a slot. */
+export interface Ticket {
+  /** What the client asked for; for observability and per-alias park settings. */
+  alias: string;
+  candidates: Candidate[];
+  /** How long the ticket may park; 0 = parking off. */
+  parkMs: number;
+  /** Aborts when the client goes away; a parked ticket then leaves the queue at once. */
+  signal?: AbortSignal;
+}
+
+/** One in-flight slot on one backend. */
+export interface Lease {
+  readonly backend: string;
+  readonly typeKey: string;
+  /** Time spent parked before the slot was granted (0 when granted at once). */
+  readonly waitedMs: number;
+  /** Frees the slot and hands it to the next waiter. Idempotent. */
+  release(): void;
+}
+
+export type RejectReason = 'no_backend' | 'parking_off' | 'queue_full' | 'park_timeout' | 'aborted';
+
+/** Why a ticket got no lease; `retryAfter` (seconds) is set where the client should retry. */
+export class SchedulerRejection extends Error {
+  readonly reason: RejectReason;
+  readonly retryAfter?: number;
+
+  constructor(reason: RejectReason, message: string, retryAfter?: number) {
+    super(message);
+    this.name = 'SchedulerRejection';
+    this.reason = reason;
+    if (retryAfter !== undefined) this.retryAfter = retryAfter;
+  }
+}
+
+export interface SchedulerOptions {
+  clock: Clock;
+  /** Waiters allowed at once; one more is refused with 'queue_full'. */
+  maxParked: number;
+  /** A waiter parked longer than this beats model affinity at hand-off. */
+  affinityMaxWaitMs: number;
+}
+
+export interface BackendSlotsSnapshot {
+  name: string;
+  inflight: number;
+  cap: number;
+  paid: boolean;
+  available: boolean;
+  /** Type key of the most recent lease granted on the backend. */
+  lastTypeKey?: string;
+  /** EWMA of output tokens per second; undefined = never measured. */
+  speed?: number;
+}
+
+export interface ParkedTicketSnapshot {
+  alias: string;
+  /** Distinct type keys the ticket can run as, in candidate order. */
+  typeKeys: string[];
+  /** Distinct backends the ticket can run on, in candidate order. */
+  backends: string[];
+  ageMs: number;
+  remainingMs: number;
+}
+
+export interface SchedulerSnapshot {
+  backends: BackendSlotsSnapshot[];
+  /** Oldest first. */
+  parked: ParkedTicketSnapshot[];
+  parkedByAlias: Record<string, number>;
+}
+
+/** One speed measurement of a finished call. */
+export interface SpeedSample {
+  status: number;
+  outputTokens: number;
+  seconds: number;
+}

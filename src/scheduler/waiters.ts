@@ -1,0 +1,125 @@
+import { LazyFifo } from './lazy-fifo.ts';
+import type { Candidate, Lease, SchedulerRejection } from './types.ts';
+
+/** A parked ticket. Leaves every queue at once by being marked settled. */
+export interface Waiter {
+  /** Monotonic arrival number: smaller = older. */
+  readonly seq: number;
+  readonly alias: string;
+  readonly enqueuedAt: number;
+  readonly deadline: number;
+  /** Type keys the waiter can run as on each backend, in candidate order. */
+  readonly typeKeysByBackend: ReadonlyMap<string, readonly string[]>;
+  readonly resolve: (lease: Lease) => void;
+  readonly reject: (rejection: SchedulerRejection) => void;
+  settled: boolean;
+  timer: unknown;
+  detachAbort?: () => void;
+}
+
+/** Groups a ticket's candidates by backend, keeping candidate order and dropping repeats. */
+export function typeKeysByBackend(candidates: readonly Candidate[]): Map<string, string[]> {
+  const byBackend = new Map<string, string[]>();
+  for (const { backend, typeKey } of candidates) {
+    const keys = byBackend.get(backend);
+    if (!keys) byBackend.set(backend, [typeKey]);
+    else if (!keys.includes(typeKey)) keys.push(typeKey);
+  }
+  return byBackend;
+}
+
+/** Waiters that can use one backend: all of them, and split by the type key they would run. */
+class BackendWaiters {
+  readonly all = new LazyFifo<Waiter>();
+  readonly byTypeKey = new Map<string, LazyFifo<Waiter>>();
+}
+
+/** The waiter a free slot goes to, and the type key it will run there. */
+export interface Designation {
+  waiter: Waiter;
+  typeKey: string;
+}
+
+/**
+ * Parked tickets, indexed by backend name (known or not yet known) and by (backend, type key),
+ * each queue FIFO by arrival. Every lookup touches queue heads only.
+ */
+export class WaiterIndex {
+  private readonly byBackend = new Map<string, BackendWaiters>();
+  /** Unsettled waiters in arrival order (a Set keeps insertion order). */
+  private readonly parked = new Set<Waiter>();
+  private readonly countByAlias = new Map<string, number>();
+
+  get size(): number {
+    return this.parked.size;
+  }
+
+  add(waiter: Waiter): void {
+    this.parked.add(waiter);
+    this.countByAlias.set(waiter.alias, (this.countByAlias.get(waiter.alias) ?? 0) + 1);
+    for (const [backend, typeKeys] of waiter.typeKeysByBackend) {
+      let queues = this.byBackend.get(backend);
+      if (!queues) this.byBackend.set(backend, (queues = new BackendWaiters()));
+      queues.all.push(waiter);
+      for (const typeKey of typeKeys) {
+        let queue = queues.byTypeKey.get(typeKey);
+        if (!queue) queues.byTypeKey.set(typeKey, (queue = new LazyFifo<Waiter>()));
+        queue.push(waiter);
+      }
+    }
+  }
+
+  /** Marks the waiter settled and takes it out of every queue (O(its candidates)). */
+  remove(waiter: Waiter): void {
+    if (waiter.settled) return;
+    waiter.settled = true;
+    this.parked.delete(waiter);
+    const left = (this.countByAlias.get(waiter.alias) ?? 1) - 1;
+    if (left > 0) this.countByAlias.set(waiter.alias, left);
+    else this.countByAlias.delete(waiter.alias);
+    for (const [backend, typeKeys] of waiter.typeKeysByBackend) {
+      const queues = this.byBackend.get(backend);
+      if (!queues) continue;
+      queues.all.noteSettled();
+      for (const typeKey of typeKeys) {
+        const queue = queues.byTypeKey.get(typeKey);
+        if (!queue) continue;
+        queue.noteSettled();
+        if (queue.live === 0) queues.byTypeKey.delete(typeKey);
+      }
+      if (queues.all.live === 0) this.byBackend.delete(backend);
+    }
+  }
+
+  /** Whether anyone is waiting for this backend. */
+  hasWaitersFor(backend: string): boolean {
+    return this.byBackend.get(backend)?.all.peek() !== undefined;
+  }
+
+  /**
+   * Who gets a slot that frees on `backend`: (1) the oldest waiter if it is overdue (parked
+   * longer than `affinityMaxWaitMs`), else (2) the oldest whose type key there equals
+   * `lastTypeKey`, else (3) the oldest. O(1) amortised.
+   */
+  designate(backend: string, lastTypeKey: string | undefined, now: number, affinityMaxWaitMs: number): Designation | undefined {
+    const queues = this.byBackend.get(backend);
+    const oldest = queues?.all.peek();
+    if (!queues || !oldest) return undefined;
+    const oldestTypeKey = oldest.typeKeysByBackend.get(backend)![0];
+    if (now - oldest.enqueuedAt > affinityMaxWaitMs) return { waiter: oldest, typeKey: oldestTypeKey };
+    if (lastTypeKey !== undefined) {
+      const sameModel = queues.byTypeKey.get(lastTypeKey)?.peek();
+      if (sameModel) return { waiter: sameModel, typeKey: lastTypeKey };
+    }
+    return { waiter: oldest, typeKey: oldestTypeKey };
+  }
+
+  /** Unsettled waiters, oldest first. */
+  values(): IterableIterator<Waiter> {
+    return this.parked.values();
+  }
+
+  countsByAlias(): Record<string, number> {
+    return Object.fromEntries(this.countByAlias);
+  }
+}

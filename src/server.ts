@@ -1,0 +1,83 @@
+/**
+ * Start-up only: flags/env, config, logger, listen, signals, graceful shutdown.
+ *   npm start -- --config <file> --port <n> --host <addr>
+ *   env LLM_GATEWAY_CONFIG, PORT, HOST do the same. Defaults: ./config.yaml, 4000, 127.0.0.1.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { buildApp } from './app.ts';
+import { embeddedDefaultConfig, howToWriteConfigHint } from './config/defaults.ts';
+import { loadConfigFile } from './config/load.ts';
+import { formatProblems } from './config/schema.ts';
+import type { GatewayConfig } from './config/types.ts';
+
+const SHUTDOWN_GRACE_MS = 30_000;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } },
+    allowPositionals: false,
+  });
+  const configPath = resolve(values.config ?? process.env.LLM_GATEWAY_CONFIG ?? 'config.yaml');
+  const explicit = values.config !== undefined || process.env.LLM_GATEWAY_CONFIG !== undefined;
+  const port = Number(values.port ?? process.env.PORT ?? 4000);
+  const host = values.host ?? process.env.HOST ?? '127.0.0.1';
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`invalid port: ${values.port ?? process.env.PORT}`);
+
+  let config: GatewayConfig;
+  let configSource: string;
+  if (existsSync(configPath)) {
+    const result = loadConfigFile(configPath, process.env);
+    if (!result.ok) fail(`invalid configuration in ${configPath}:\n${formatProblems(result.problems)}`);
+    config = result.config;
+    configSource = configPath;
+  } else if (explicit) {
+    fail(`config file not found: ${configPath}`);
+  } else {
+    config = embeddedDefaultConfig();
+    configSource = 'embedded default';
+  }
+
+  const logger = pino({
+    level: config.log_level,
+    redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', '*.api_key', '*.key'], censor: '[redacted]' },
+  });
+  if (configSource === 'embedded default') {
+    logger.warn(`no config file at ${configPath}: using the embedded default (probing loopback ports for Ollama, llama.cpp, vLLM, LM Studio, ComfyUI). ${howToWriteConfigHint}`);
+  } else {
+    logger.info(`using config ${configPath}`);
+  }
+
+  const { app } = await buildApp({ config, configSource, logger, watchConfigPath: configPath });
+  await app.listen({ port, host });
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.info(`${signal}: no new connections; letting in-flight requests finish (up to ${SHUTDOWN_GRACE_MS / 1000} s)`);
+    const force = setTimeout(() => {
+      logger.warn('grace period over; closing remaining connections');
+      app.server.closeAllConnections();
+    }, SHUTDOWN_GRACE_MS);
+    force.unref();
+    await app.close();
+    clearTimeout(force);
+    logger.info('stopped cleanly');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+function fail(message: string): never {
+  process.stderr.write(`llm-gateway: ${message}\n`);
+  process.exit(1);
+}
+
+main().catch((err) => {
+  process.stderr.write(`llm-gateway: failed to start: ${err?.stack ?? err}\n`);
+  process.exit(1);
+});

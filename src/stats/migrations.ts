@@ -1,0 +1,64 @@
+/**
+ * Versioned schema of stats.db (the call log), kept apart from store.db so a busy log never
+ * contends with configuration writes. Append a migration, never edit a shipped one.
+ */
+import type { Migration } from '../store/migrations.ts';
+
+export const STATS_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'call log, captured bodies, per-user daily usage for quotas',
+    sql: `
+      CREATE TABLE calls (
+        id                 INTEGER PRIMARY KEY,
+        ts                 INTEGER NOT NULL,     -- unix ms, call arrival
+        request_id         TEXT NOT NULL,
+        duration_ms        INTEGER NOT NULL,
+        ttft_ms            INTEGER,
+        endpoint           TEXT NOT NULL,
+        source             TEXT NOT NULL,
+        user_id            INTEGER,
+        requested_model    TEXT,
+        model              TEXT,
+        backend            TEXT NOT NULL,        -- '(refused)' for refusals
+        status             INTEGER NOT NULL,
+        reason             TEXT,
+        prompt_tokens      INTEGER NOT NULL DEFAULT 0,  -- cached reads and writes included
+        completion_tokens  INTEGER NOT NULL DEFAULT 0,
+        cached_tokens      INTEGER NOT NULL DEFAULT 0,
+        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+        reasoning          TEXT,
+        cost_usd           REAL NOT NULL DEFAULT 0,
+        upstream_cost_usd  REAL
+      );
+      CREATE INDEX calls_ts ON calls (ts);
+      CREATE INDEX calls_user_ts ON calls (user_id, ts);
+      CREATE INDEX calls_source_ts ON calls (source, ts);
+      CREATE INDEX calls_backend_ts ON calls (backend, ts);
+      CREATE INDEX calls_model_ts ON calls (model, ts);
+      CREATE INDEX calls_requested_model_ts ON calls (requested_model, ts);
+      CREATE INDEX calls_request_id ON calls (request_id);
+
+      -- gzip'd request/response bodies, capped before compression; pruned sooner than calls
+      CREATE TABLE call_bodies (
+        call_id        INTEGER PRIMARY KEY REFERENCES calls (id) ON DELETE CASCADE,
+        ts             INTEGER NOT NULL,
+        request        BLOB,
+        response       BLOB,
+        request_bytes  INTEGER,                 -- size before the cap
+        response_bytes INTEGER
+      );
+      CREATE INDEX call_bodies_ts ON call_bodies (ts);
+
+      -- quota counters: written in the same transaction as the calls they sum, so they
+      -- survive restarts, and kept when retention prunes old calls
+      CREATE TABLE quota_usage (
+        user_id  INTEGER NOT NULL,
+        day      INTEGER NOT NULL,              -- UTC days since the epoch
+        requests INTEGER NOT NULL,
+        cost_usd REAL NOT NULL,
+        PRIMARY KEY (user_id, day)
+      ) WITHOUT ROWID;
+    `,
+  },
+];

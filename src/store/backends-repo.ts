@@ -1,0 +1,67 @@
+/**
+ * The `backends` table: backends added or edited in the console. The spec is stored as JSON
+ * without its name (the primary key); the API key is encrypted through the SecretBox and
+ * never written in clear.
+ */
+import type { Statement } from 'better-sqlite3';
+import { BACKEND_DEFAULTS } from '../config/defaults.ts';
+import type { BackendSpec } from '../config/types.ts';
+import type { Db } from './db.ts';
+import type { SecretBox } from './secret-box.ts';
+
+/** The JSON in `backends.spec`. */
+type StoredSpec = Omit<BackendSpec, 'name' | 'api_key'> & { api_key_cipher?: string };
+
+interface BackendRow {
+  name: string;
+  spec: string;
+}
+
+export class BackendsRepo {
+  readonly #box: SecretBox;
+  readonly #list: Statement<[], BackendRow>;
+  readonly #get: Statement<[string], BackendRow>;
+  readonly #upsert: Statement<[string, string, number]>;
+  readonly #delete: Statement<[string]>;
+
+  constructor(db: Db, box: SecretBox) {
+    this.#box = box;
+    this.#list = db.prepare('SELECT name, spec FROM backends ORDER BY rowid');
+    this.#get = db.prepare('SELECT name, spec FROM backends WHERE name = ?');
+    this.#upsert = db.prepare(
+      `INSERT INTO backends (name, spec, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at`,
+    );
+    this.#delete = db.prepare('DELETE FROM backends WHERE name = ?');
+  }
+
+  /** Every stored backend, in the order they were first added. */
+  list(): BackendSpec[] {
+    return this.#list.all().map((row) => this.#fromRow(row));
+  }
+
+  get(name: string): BackendSpec | undefined {
+    const row = this.#get.get(name);
+    return row === undefined ? undefined : this.#fromRow(row);
+  }
+
+  /** Inserts or replaces the whole spec of `spec.name` (an absent api_key removes the stored one). */
+  upsert(spec: BackendSpec): void {
+    const { name, api_key, ...rest } = spec;
+    const stored: StoredSpec = { ...rest };
+    if (api_key !== undefined) stored.api_key_cipher = this.#box.encrypt(api_key);
+    this.#upsert.run(name, JSON.stringify(stored), Date.now());
+  }
+
+  /** Removes the backend; returns whether it existed. */
+  delete(name: string): boolean {
+    return this.#delete.run(name).changes > 0;
+  }
+
+  #fromRow(row: BackendRow): BackendSpec {
+    const { api_key_cipher, ...rest } = JSON.parse(row.spec) as StoredSpec;
+    const spec: BackendSpec = { ...BACKEND_DEFAULTS, ...rest, name: row.name };
+    if (api_key_cipher !== undefined) spec.api_key = this.#box.decrypt(api_key_cipher);
+    return spec;
+  }
+}

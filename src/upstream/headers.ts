@@ -1,0 +1,50 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) plus ones the gateway recomputes or must not forward. */
+const DROPPED_REQUEST_HEADERS = new Set([
+  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
+  'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
+  // client credentials never reach a backend; the backend's own are added instead
+  'authorization', 'x-api-key', 'cookie',
+  // the relay parses SSE and JSON, so ask for identity encoding
+  'accept-encoding',
+]);
+
+const DROPPED_RESPONSE_HEADERS = new Set([
+  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
+  'transfer-encoding', 'upgrade', 'content-length', 'set-cookie', 'date', 'server',
+]);
+
+/** Request headers to send upstream: the client's, minus hop-by-hop and credentials, plus the backend's. */
+export function upstreamRequestHeaders(
+  client: IncomingHttpHeaders,
+  credentials: Record<string, string>,
+  contentLength: number,
+): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const connectionListed = listedInConnection(client.connection);
+  for (const [name, value] of Object.entries(client)) {
+    if (value === undefined || DROPPED_REQUEST_HEADERS.has(name) || connectionListed.has(name)) continue;
+    out[name] = value;
+  }
+  out['content-type'] = 'application/json';
+  out['content-length'] = String(contentLength);
+  return Object.assign(out, credentials);
+}
+
+/** Response headers to pass back to the client from an upstream answer. */
+export function clientResponseHeaders(upstream: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const connectionListed = listedInConnection(upstream.connection);
+  for (const [name, value] of Object.entries(upstream)) {
+    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name) || connectionListed.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function listedInConnection(value: string | string[] | undefined): Set<string> {
+  if (!value) return new Set();
+  const text = Array.isArray(value) ? value.join(',') : value;
+  return new Set(text.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
+}

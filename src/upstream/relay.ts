@@ -1,0 +1,133 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import type { Dispatcher } from 'undici';
+import { describeError } from '../backends/errors.ts';
+import type { BackendError } from '../backends/types.ts';
+import { SseSplitter } from './sse.ts';
+import { createUsageTap, type StreamSummary } from './stream-usage.ts';
+
+export interface RelayOptions {
+  upstream: Dispatcher.ResponseData;
+  reply: FastifyReply;
+  /** Gateway headers to add to the client's response head. */
+  headers: Record<string, string>;
+  clientWantsUsage: boolean;
+  promptTokenEstimate: number;
+  now: () => number;
+  /** 0 = no limit on the wait for the first body byte. */
+  firstByteTimeoutMs: number;
+  /** Aborts the upstream request (used by the first-byte timer). */
+  abort: (reason: Error) => void;
+}
+
+export type RelayResult =
+  | { kind: 'complete'; summary: StreamSummary }
+  /** Nothing reached the client yet: the caller may try the next candidate. */
+  | { kind: 'failover'; error: Omit<BackendError, 'since'>; summary: StreamSummary }
+  | { kind: 'client_closed'; summary: StreamSummary }
+  | { kind: 'upstream_failed'; error: Omit<BackendError, 'since'>; summary: StreamSummary };
+
+const SSE_HEAD = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+};
+
+/**
+ * Relays an upstream SSE stream to the client event by event, never buffering the stream:
+ * each chunk's complete events are written as soon as they arrive (one write per chunk). The
+ * client's response head is written with the first upstream byte, so a backend that fails
+ * before sending anything can still be failed over. After that, a broken stream ends with an
+ * error event and no `[DONE]`.
+ */
+export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
+  const { upstream, reply } = opts;
+  const res = reply.raw;
+  const splitter = new SseSplitter();
+  const tap = createUsageTap({ clientWantsUsage: opts.clientWantsUsage, promptTokenEstimate: opts.promptTokenEstimate, now: opts.now });
+  let headWritten = false;
+  let sawDone = false;
+  const firstByteTimer = opts.firstByteTimeoutMs > 0
+    ? setTimeout(() => opts.abort(Object.assign(new Error(`no first byte within ${opts.firstByteTimeoutMs} ms`), { code: 'UND_ERR_HEADERS_TIMEOUT' })), opts.firstByteTimeoutMs)
+    : undefined;
+
+  const writeHead = () => {
+    clearTimeout(firstByteTimer);
+    reply.hijack();
+    res.writeHead(200, { ...SSE_HEAD, ...opts.headers });
+    headWritten = true;
+  };
+
+  const relay = async (events: ReturnType<SseSplitter['push']>) => {
+    const out: Buffer[] = [];
+    for (const ev of events) {
+      if (sawDone) break;
+      if (ev.data === '[DONE]') {
+        const usage = tap.beforeDone();
+        if (usage) out.push(usage);
+        out.push(ev.raw);
+        sawDone = true;
+        continue;
+      }
+      const bytes = tap.onEvent(ev);
+      if (bytes) out.push(bytes);
+    }
+    if (out.length) await write(res, out.length === 1 ? out[0] : Buffer.concat(out));
+  };
+
+  try {
+    for await (const chunk of upstream.body) {
+      if (!headWritten) writeHead();
+      await relay(splitter.push(chunk as Buffer));
+      if (res.destroyed) throw new ClientGone();
+    }
+    await relay(splitter.flush());
+    if (!headWritten) writeHead();
+    if (!sawDone) {
+      const error = { kind: 'upstream' as const, detail: 'the backend ended the stream without [DONE]' };
+      if (!tap.summary().finishReason) {
+        endWithError(res, error.detail);
+        return { kind: 'upstream_failed', error, summary: tap.summary() };
+      }
+    }
+    res.end();
+    return { kind: 'complete', summary: tap.summary() };
+  } catch (err) {
+    clearTimeout(firstByteTimer);
+    upstream.body.destroy();
+    if (err instanceof ClientGone || res.destroyed || (reply.raw.socket?.destroyed ?? false)) {
+      if (!res.destroyed) res.destroy();
+      return { kind: 'client_closed', summary: tap.summary() };
+    }
+    const error = describeError(err);
+    if (!headWritten) return { kind: 'failover', error, summary: tap.summary() };
+    endWithError(res, error.kind === 'timeout' ? 'the backend stopped sending (stream idle timeout)' : `the backend broke the stream: ${error.detail}`);
+    return { kind: 'upstream_failed', error, summary: tap.summary() };
+  }
+}
+
+class ClientGone extends Error {}
+
+function endWithError(res: ServerResponse, message: string): void {
+  if (res.destroyed) return;
+  const event = { error: { message, type: 'upstream_error', param: null, code: 'stream_interrupted' } };
+  res.end(`data: ${JSON.stringify(event)}\n\n`);
+}
+
+/** Writes with backpressure: waits for 'drain' when the socket buffer is full (or the client leaves). */
+function write(res: ServerResponse, bytes: Buffer): Promise<void> | void {
+  if (res.write(bytes)) return;
+  return new Promise<void>((resolve, reject) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', gone);
+      resolve();
+    };
+    const gone = () => {
+      res.off('drain', done);
+      reject(new ClientGone());
+    };
+    res.once('drain', done);
+    res.once('close', gone);
+  });
+}

@@ -1,0 +1,96 @@
+/**
+ * Token usage in one shape, whatever the backend reported it in.
+ *
+ * `prompt_tokens` always counts the whole prompt, cached parts included (OpenAI's meaning);
+ * `cached_tokens` and `cache_write_tokens` say how much of it was read from / written to a
+ * prompt cache.
+ */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cached_tokens?: number;
+  cache_write_tokens?: number;
+  /** Upstream-reported cost in USD (OpenRouter `usage.cost`). */
+  cost?: number;
+}
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function count(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+}
+
+function withOptional(usage: Usage, cached: number | undefined, cacheWrite: number | undefined, cost?: number): Usage {
+  if (cached !== undefined) usage.cached_tokens = cached;
+  if (cacheWrite !== undefined) usage.cache_write_tokens = cacheWrite;
+  if (cost !== undefined) usage.cost = cost;
+  return usage;
+}
+
+/**
+ * Reads `obj.usage` of an OpenAI-style body or chunk: chat completions
+ * (`prompt_tokens`, `prompt_tokens_details.cached_tokens|cache_write_tokens`, OpenRouter `cost`)
+ * and, as a fallback, the Responses API (`input_tokens`, `input_tokens_details.cached_tokens`).
+ * Undefined when there is no usage object with token counts.
+ */
+export function usageFromOpenAI(obj: unknown): Usage | undefined {
+  if (!isObject(obj) || !isObject(obj.usage)) return undefined;
+  const u = obj.usage;
+  const prompt = count(u.prompt_tokens) ?? count(u.input_tokens);
+  const completion = count(u.completion_tokens) ?? count(u.output_tokens);
+  if (prompt === undefined && completion === undefined) return undefined;
+  const details = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details
+    : isObject(u.input_tokens_details) ? u.input_tokens_details : undefined;
+  const usage: Usage = {
+    prompt_tokens: prompt ?? 0,
+    completion_tokens: completion ?? 0,
+    total_tokens: count(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0),
+  };
+  return withOptional(usage, count(details?.cached_tokens), count(details?.cache_write_tokens), count(u.cost));
+}
+
+/**
+ * Reads Anthropic usage from a Messages body, a `message_delta` event (`usage`) or a
+ * `message_start` event (`message.usage`). Anthropic's `input_tokens` excludes cached tokens,
+ * so `prompt_tokens` = input + cache reads + cache writes.
+ */
+export function usageFromAnthropic(obj: unknown): Usage | undefined {
+  if (!isObject(obj)) return undefined;
+  const u = isObject(obj.usage) ? obj.usage : isObject(obj.message) && isObject(obj.message.usage) ? obj.message.usage : undefined;
+  if (!u) return undefined;
+  const input = count(u.input_tokens);
+  const output = count(u.output_tokens);
+  if (input === undefined && output === undefined) return undefined;
+  const cacheRead = count(u.cache_read_input_tokens);
+  const cacheWrite = count(u.cache_creation_input_tokens);
+  const prompt = (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
+  const completion = output ?? 0;
+  return withOptional({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }, cacheRead, cacheWrite);
+}
+
+/**
+ * Usage from llama.cpp's `timings` object: `prompt_n` tokens evaluated plus `cache_n` reused
+ * from the KV cache make the prompt; `predicted_n` is the output.
+ */
+export function usageFromLlamaCppTimings(timings: unknown): Usage | undefined {
+  if (!isObject(timings)) return undefined;
+  const evaluated = count(timings.prompt_n);
+  const predicted = count(timings.predicted_n);
+  if (evaluated === undefined && predicted === undefined) return undefined;
+  const cached = count(timings.cache_n);
+  const prompt = (evaluated ?? 0) + (cached ?? 0);
+  const completion = predicted ?? 0;
+  const usage: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  if (cached) usage.cached_tokens = cached;
+  return usage;
+}
+
+/** A rough token count for text nobody counted: about four characters per token, at least 1 when non-empty. */
+export function estimateTokens(text: string): number {
+  return text.length === 0 ? 0 : Math.max(1, Math.round(text.length / 4));
+}

@@ -1,0 +1,36 @@
+/**
+ * The fake backend fleet: real HTTP servers on 127.0.0.1 that answer like llama.cpp, llama-swap,
+ * vLLM, Ollama, OpenRouter and Together, with knobs for latency, pacing, errors, drops and stalls.
+ *
+ * Every kind: GET <url>/v1/models, POST <url>/v1/{chat/completions,completions,embeddings}
+ * (OpenRouter's url already ends in /api). Besides:
+ *   llamacpp   GET /health /v1/health /props /slots /models
+ *   llamaswap  GET /health (text "OK") /running, GET|POST /unload
+ *   vllm       GET /health /version
+ *   ollama     GET / /api/tags /api/ps /api/version
+ * Model data is the fakes' own (catalogues.ts); conformance tests hold the shapes against
+ * ../shared/fixtures/llm.
+ */
+import { startFake } from './server.ts';
+import type { FakeBackend, FakeKind } from './types.ts';
+
+export { startFake, apiPrefix } from './server.ts';
+export { DEFAULT_KNOBS, FAKE_KINDS } from './types.ts';
+export type { FakeBackend, FakeKind, FakeKnobs, RecordedRequest, StartFakeOptions } from './types.ts';
+export { DEFAULT_MODELS, openRouterSpec, togetherSpec } from './catalogues.ts';
+export { TOOL_ARGUMENTS, TOOL_NAME, contentWords } from './replies.ts';
+export { embeddingVector, toBase64Float32, EMBEDDING_DIMENSIONS } from './embeddings.ts';
+export { parseSse, type ParsedSse } from './sse.ts';
+export { assertSameShape, jsonType } from './shape.ts';
+
+/** Starts one fake of each kind given, with default models and knobs (all or none: a failure closes the rest). */
+export async function startFleet(kinds: FakeKind[]): Promise<FakeBackend[]> {
+  const settled = await Promise.allSettled(kinds.map((kind) => startFake(kind)));
+  const started = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failure = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failure) {
+    await Promise.all(started.map((f) => f.close()));
+    throw failure.reason;
+  }
+  return started;
+}

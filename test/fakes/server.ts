@@ -1,0 +1,329 @@
+/**
+ * One fake backend: a real node:http server on 127.0.0.1 that answers like `kind` does,
+ * records every request and obeys its knobs. All state lives in the startFake closure.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import {
+  DEFAULT_MODELS, llamaCppProps, llamaCppSlots, llamaSwapRunning, modelList, ollamaPs, ollamaTags,
+  togetherIsDedicatedOnly, type CatalogueState,
+} from './catalogues.ts';
+import { DIALECTS } from './dialects.ts';
+import { embeddingsReply } from './embeddings.ts';
+import {
+  badJson, knobError, loadingModel, modelNotFound, pathNotFound, togetherNonServerless, unableToStartProcess,
+  unauthorized, type FakeReply,
+} from './errors.ts';
+import {
+  chatChunks, chatCompletion, countTokens, planReply, textChunks, textCompletion, type ChunkSequence, type ReplyPlan,
+} from './replies.ts';
+import { SSE_DONE, sseData } from './sse.ts';
+import { DEFAULT_KNOBS, type FakeBackend, type FakeKind, type FakeKnobs, type RecordedRequest, type StartFakeOptions } from './types.ts';
+
+type Generation = 'chat' | 'text' | 'embeddings';
+
+/** The OpenAI-compatible prefix: OpenRouter lives under /api/v1, everyone else under /v1. */
+export function apiPrefix(kind: FakeKind): string {
+  return kind === 'openrouter' ? '/api/v1' : '/v1';
+}
+
+function generationOf(kind: FakeKind, method: string, path: string): Generation | undefined {
+  if (method !== 'POST') return undefined;
+  const p = apiPrefix(kind);
+  if (path === `${p}/chat/completions`) return 'chat';
+  if (path === `${p}/completions`) return 'text';
+  if (path === `${p}/embeddings`) return 'embeddings';
+  return undefined;
+}
+
+/** Paths the real server serves without an API key even when one is configured. */
+function isPublicPath(kind: FakeKind, path: string): boolean {
+  switch (kind) {
+    case 'llamacpp': return ['/health', '/v1/health', '/models', '/v1/models', '/api/tags'].includes(path);
+    case 'vllm': return !path.startsWith('/v1');
+    case 'llamaswap': return path === '/health';
+    case 'openrouter': return path === '/api/v1/models';
+    default: return false;
+  }
+}
+
+function messageText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('');
+  return '';
+}
+
+/** What servedOrder records: the last user message, else the prompt, input or `user`. */
+function servedLabel(body: any): string {
+  const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
+  const lastUser = [...messages].reverse().find((m) => m?.role === 'user');
+  if (lastUser) return messageText(lastUser.content);
+  for (const v of [body?.prompt, body?.input]) {
+    if (typeof v === 'string') return v;
+    if (Array.isArray(v) && typeof v[0] === 'string') return v[0];
+  }
+  return typeof body?.user === 'string' ? body.user : '';
+}
+
+function promptTokensOf(body: any): number {
+  if (Array.isArray(body?.messages)) return countTokens(body.messages.map((m: any) => messageText(m?.content)).join('\n'));
+  const prompt = body?.prompt;
+  return countTokens(Array.isArray(prompt) ? prompt.join('\n') : typeof prompt === 'string' ? prompt : '');
+}
+
+function maxTokensOf(body: any): number | undefined {
+  const v = body?.max_completion_tokens ?? body?.max_tokens;
+  return typeof v === 'number' ? v : undefined;
+}
+
+function send(res: ServerResponse, reply: FakeReply): void {
+  if (res.destroyed) return;
+  const text = typeof reply.body === 'string';
+  const payload = text ? (reply.body as string) : JSON.stringify(reply.body);
+  res.writeHead(reply.status, { 'Content-Type': text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8' });
+  res.end(payload);
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts (the timer is cleared). */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => { clearTimeout(timer); signal.removeEventListener('abort', done); resolve(); };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+function untilAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+/** Writes and waits until the data is handed to the socket (or the response is gone). */
+function write(res: ServerResponse, data: string, signal: AbortSignal): Promise<void> {
+  if (res.destroyed || res.writableEnded || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => { signal.removeEventListener('abort', done); resolve(); };
+    signal.addEventListener('abort', done, { once: true });
+    res.write(data, () => done());
+  });
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const chunk of req) parts.push(chunk as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** Starts one fake backend of `kind` on 127.0.0.1. */
+export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Promise<FakeBackend> {
+  const models = [...(opts.models ?? DEFAULT_MODELS[kind])];
+  const knobs: FakeKnobs = { ...DEFAULT_KNOBS, ...opts.knobs };
+  const dialect = DIALECTS[kind];
+  const created = Math.floor(Date.now() / 1000);
+  const slots = opts.slots ?? 4;
+  const requests: RecordedRequest[] = [];
+  const servedOrder: string[] = [];
+  const sockets = new Set<Socket>();
+  let running: CatalogueState['running'] = kind === 'llamaswap' || kind === 'ollama' ? [{ model: models[0]!, state: 'ready' }] : [];
+  let loadingSince = Date.now();
+  let inflight = 0;
+  let maxInflight = 0;
+
+  const catalogueState = (): CatalogueState => ({ models, created, running, busy: inflight, slots });
+  const isLoading = () => kind === 'llamacpp' && knobs.loadingMs > 0 && Date.now() - loadingSince < knobs.loadingMs;
+
+  /** GET endpoints other than the generations; undefined when the path is unknown. */
+  function statusReply(method: string, path: string): FakeReply | undefined {
+    if (method !== 'GET' && method !== 'HEAD') {
+      if (kind === 'llamaswap' && path === '/unload') { running = []; return { status: 200, body: 'OK' }; }
+      return undefined;
+    }
+    const ok = (body: unknown): FakeReply => ({ status: 200, body });
+    if (path === `${apiPrefix(kind)}/models`) return ok(modelList(kind, catalogueState()));
+    switch (kind) {
+      case 'llamacpp':
+        if (path === '/health' || path === '/v1/health') return ok({ status: 'ok' });
+        if (path === '/models') return ok(modelList(kind, catalogueState()));
+        if (path === '/props') return ok(llamaCppProps(catalogueState()));
+        if (path === '/slots') return ok(llamaCppSlots(catalogueState()));
+        return undefined;
+      case 'llamaswap':
+        if (path === '/health') return ok('OK');
+        if (path === '/running') return ok(llamaSwapRunning(catalogueState()));
+        if (path === '/unload') { running = []; return ok('OK'); }
+        return undefined;
+      case 'vllm':
+        if (path === '/health') return ok('');
+        if (path === '/version') return ok({ version: '0.11.0' });
+        return undefined;
+      case 'ollama':
+        if (path === '/') return ok('Ollama is running');
+        if (path === '/api/tags') return ok(ollamaTags(catalogueState()));
+        if (path === '/api/ps') return ok(ollamaPs(catalogueState()));
+        if (path === '/api/version') return ok({ version: '0.12.3' });
+        return undefined;
+      default:
+        return undefined;
+    }
+  }
+
+  /** llama-swap swaps to the requested model (taking loadingMs); Ollama keeps it loaded too. */
+  async function ensureRunning(model: string, signal: AbortSignal): Promise<void> {
+    if (kind === 'ollama' && !running.some((r) => r.model === model)) running = [...running, { model, state: 'ready' }];
+    if (kind !== 'llamaswap' || running.some((r) => r.model === model && r.state === 'ready')) return;
+    running = [{ model, state: 'starting' }];
+    await sleep(knobs.loadingMs, signal);
+    if (running[0]?.model === model) running = [{ model, state: 'ready' }];
+  }
+
+  /** The error a generation request gets before any content, if any. */
+  function generationRefusal(model: string): FakeReply | undefined {
+    if (!models.includes(model)) return modelNotFound(kind, model);
+    if (knobs.errorStatus > 0) {
+      return knobs.errorBody === undefined ? knobError(kind, knobs.errorStatus) : { status: knobs.errorStatus, body: knobs.errorBody };
+    }
+    if (kind === 'llamaswap' && knobs.unableToStart) return unableToStartProcess();
+    if (kind === 'together' && togetherIsDedicatedOnly(model)) return togetherNonServerless(model);
+    return undefined;
+  }
+
+  async function streamReply(res: ServerResponse, seq: ChunkSequence, started: () => void, signal: AbortSignal): Promise<void> {
+    const { tokensPerSecond, dropAfterChunks: drop, stallAfterChunks: stall } = knobs;
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+    started();
+    for (const c of seq.lead) await write(res, sseData(c), signal);
+    const cut = async (sent: number): Promise<boolean> => {
+      if (drop >= 0 && sent >= Math.min(drop, seq.content.length)) { res.socket?.destroy(); return true; }
+      if (stall >= 0 && sent >= Math.min(stall, seq.content.length)) { await untilAborted(signal); return true; }
+      return false;
+    };
+    for (let i = 0; i < seq.content.length; i++) {
+      if (await cut(i)) return;
+      if (tokensPerSecond > 0) await sleep(1000 / tokensPerSecond, signal);
+      if (signal.aborted) return;
+      await write(res, sseData(seq.content[i]), signal);
+    }
+    if (await cut(seq.content.length)) return;
+    for (const c of seq.tail) await write(res, sseData(c), signal);
+    await write(res, SSE_DONE, signal);
+    res.end();
+  }
+
+  async function serveGeneration(what: Generation, body: any, res: ServerResponse, signal: AbortSignal): Promise<void> {
+    let startedOnce = false;
+    const started = () => { if (!startedOnce) { startedOnce = true; servedOrder.push(servedLabel(body)); } };
+    const reply = (r: FakeReply) => { started(); send(res, r); };
+
+    await sleep(knobs.latencyMs, signal);
+    if (signal.aborted) return;
+    const model = typeof body?.model === 'string' ? body.model : models[0]!;
+    const refusal = generationRefusal(model);
+    if (refusal) return reply(refusal);
+    await ensureRunning(model, signal);
+    if (signal.aborted) return;
+
+    const streaming = body?.stream === true && what !== 'embeddings';
+    if (!streaming && knobs.dropAfterChunks >= 0) { res.socket?.destroy(); return; }
+    if (!streaming && knobs.stallAfterChunks >= 0) return untilAborted(signal);
+    if (what === 'embeddings') return reply({ status: 200, body: embeddingsReply(kind, model, body?.input, body?.encoding_format) });
+
+    const plan: ReplyPlan = planReply({
+      dialect, what, model,
+      promptTokens: promptTokensOf(body),
+      chunkCount: knobs.chunkCount,
+      maxTokens: maxTokensOf(body),
+      toolCall: knobs.toolCall,
+      tokensPerSecond: knobs.tokensPerSecond,
+    });
+    if (streaming) {
+      const includeUsage = knobs.includeUsage && (body?.stream_options?.include_usage === true || (kind === 'openrouter' && body?.usage?.include === true));
+      const seq = what === 'chat' ? chatChunks(plan, includeUsage) : textChunks(plan, includeUsage);
+      return streamReply(res, seq, started, signal);
+    }
+    if (knobs.tokensPerSecond > 0) await sleep((plan.pieces.length * 1000) / knobs.tokensPerSecond, signal);
+    if (signal.aborted) return;
+    reply({ status: 200, body: what === 'chat' ? chatCompletion(plan) : textCompletion(plan) });
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (knobs.refuse) { req.socket.resetAndDestroy(); return; }
+    const url = new URL(req.url ?? '/', 'http://fake.invalid');
+    const path = url.pathname;
+    const method = req.method ?? 'GET';
+    const record: RecordedRequest = { method, path, query: url.search.slice(1), headers: { ...req.headers }, body: undefined, startedAt: Date.now() };
+    requests.push(record);
+    const abort = new AbortController();
+    res.on('close', () => { record.endedAt = Date.now(); abort.abort(); });
+
+    const what = generationOf(kind, method, path);
+    if (what) {
+      inflight++;
+      maxInflight = Math.max(maxInflight, inflight);
+      res.once('close', () => { inflight--; });
+    }
+
+    let raw: string;
+    try { raw = await readBody(req); } catch { return; }
+    let body: any;
+    let parsed = true;
+    if (raw.length > 0) {
+      try { body = JSON.parse(raw); } catch { body = raw; parsed = false; }
+    }
+    record.body = body;
+
+    if (opts.apiKey !== undefined && !isPublicPath(kind, path) && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
+      return send(res, unauthorized(kind));
+    }
+    if (isLoading()) return send(res, loadingModel());
+    if (what) {
+      if (!parsed) return send(res, badJson(kind));
+      return serveGeneration(what, body, res, abort.signal);
+    }
+    send(res, statusReply(method, path) ?? pathNotFound(kind));
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) send(res, { status: 500, body: `fake ${kind} crashed: ${String(err)}` });
+      else res.destroy();
+    });
+  });
+  server.on('connection', (socket: Socket) => {
+    if (knobs.refuse) { socket.resetAndDestroy(); return; }
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, '127.0.0.1', () => { server.off('error', reject); resolve(); });
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('fake backend: no TCP address');
+  const port = address.port;
+  const origin = `http://127.0.0.1:${port}`;
+
+  return {
+    kind,
+    url: kind === 'openrouter' ? `${origin}/api` : origin,
+    port,
+    models,
+    knobs,
+    setKnobs(patch: Partial<FakeKnobs>) {
+      Object.assign(knobs, patch);
+      if ('loadingMs' in patch) loadingSince = Date.now();
+    },
+    requests,
+    get inflight() { return inflight; },
+    get maxInflight() { return maxInflight; },
+    servedOrder,
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        for (const s of sockets) s.destroy();
+      });
+    },
+  };
+}

@@ -1,0 +1,93 @@
+/** Public types of the fake backend fleet (see index.ts). */
+
+export type FakeKind = 'llamacpp' | 'llamaswap' | 'vllm' | 'ollama' | 'openrouter' | 'together';
+
+export const FAKE_KINDS: readonly FakeKind[] = ['llamacpp', 'llamaswap', 'vllm', 'ollama', 'openrouter', 'together'];
+
+/** Behaviour switches; they apply to chat/completions/embeddings unless said otherwise. */
+export interface FakeKnobs {
+  /** Delay before the response head (ms). */
+  latencyMs: number;
+  /** Stream pacing, one chunk ≈ one token; 0 = as fast as possible. */
+  tokensPerSecond: number;
+  /** Content chunks per reply (also the completion token count, non-stream too). */
+  chunkCount: number;
+  /** 0 = off; else answer with this status and `errorBody`. */
+  errorStatus: number;
+  /** Body for `errorStatus`; default: the kind's own error shape. A string is sent as text/plain. */
+  errorBody?: unknown;
+  /** -1 = off; destroy the socket after N content chunks (no [DONE]). Non-stream: destroy before the body. */
+  dropAfterChunks: number;
+  /** -1 = off; send N content chunks and then nothing, socket open until close(). Non-stream: never answer. */
+  stallAfterChunks: number;
+  /** Reply with a get_weather tool call whose JSON arguments are split over `chunkCount` chunks. */
+  toolCall: boolean;
+  /**
+   * llamacpp: for this long after start (or after a setKnobs that sets it) every endpoint answers
+   * 503 "Loading model". llamaswap: the swap delay when a request needs a model that is not loaded.
+   */
+  loadingMs: number;
+  /** llamaswap: chat/completions/embeddings → 502 text "unable to start process: ...". */
+  unableToStart: boolean;
+  /** Honour stream_options.include_usage; false imitates an old server that ignores it. */
+  includeUsage: boolean;
+  /** Reset new connections (and requests on kept-alive ones) at once, like a dead host. */
+  refuse: boolean;
+}
+
+export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
+  latencyMs: 0,
+  tokensPerSecond: 0,
+  chunkCount: 8,
+  errorStatus: 0,
+  errorBody: undefined,
+  dropAfterChunks: -1,
+  stallAfterChunks: -1,
+  toolCall: false,
+  loadingMs: 0,
+  unableToStart: false,
+  includeUsage: true,
+  refuse: false,
+});
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  /** The raw query string without the leading '?' ('' when none). */
+  query: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** Parsed JSON body; the raw text when it is not JSON; undefined when empty. */
+  body: any;
+  startedAt: number;
+  endedAt?: number;
+}
+
+export interface FakeBackend {
+  kind: FakeKind;
+  /** Base URL without /v1, e.g. http://127.0.0.1:PORT (openrouter: http://127.0.0.1:PORT/api). */
+  url: string;
+  port: number;
+  models: string[];
+  /** Live knobs; mutate through setKnobs (or directly). */
+  knobs: FakeKnobs;
+  setKnobs(patch: Partial<FakeKnobs>): void;
+  /** Every request, in arrival order. */
+  requests: RecordedRequest[];
+  /** chat/completions/embeddings being served now, and the most ever seen at once. */
+  inflight: number;
+  maxInflight: number;
+  /** Last user message text (or prompt / input) of each request, in the order responses started. */
+  servedOrder: string[];
+  /** Closes the server and destroys open sockets. */
+  close(): Promise<void>;
+}
+
+export interface StartFakeOptions {
+  models?: string[];
+  knobs?: Partial<FakeKnobs>;
+  /** When set, requests need `Authorization: Bearer <apiKey>` (except the kind's public paths). */
+  apiKey?: string;
+  port?: number;
+  /** llamacpp: number of slots in /slots and /props (default 4). */
+  slots?: number;
+}

@@ -1,0 +1,54 @@
+/**
+ * Starts a real gateway on 127.0.0.1 port 0 with a temporary store, wired to the given
+ * backends, and waits until discovery has spoken for each of them.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { buildApp, type App } from '../../src/app.ts';
+import { embeddedDefaultConfig } from '../../src/config/defaults.ts';
+import type { BackendSpec, GatewayConfig } from '../../src/config/types.ts';
+
+export interface TestGateway extends App {
+  url: string;
+  storeDir: string;
+  close(): Promise<void>;
+}
+
+export type BackendInput = Partial<BackendSpec> & { name: string; url: string };
+
+export function backendSpec(b: BackendInput): BackendSpec {
+  return { type: 'openai', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false, ...b };
+}
+
+export async function startGateway(
+  backends: BackendInput[],
+  overrides: Partial<GatewayConfig> = {},
+  opts: { logStream?: NodeJS.WritableStream; storeDir?: string } = {},
+): Promise<TestGateway> {
+  const storeDir = opts.storeDir ?? mkdtempSync(join(tmpdir(), 'llmgw-test-'));
+  const config: GatewayConfig = {
+    ...embeddedDefaultConfig(),
+    store_dir: storeDir,
+    jobs_dir: join(storeDir, 'jobs'),
+    log_level: 'warn',
+    ...overrides,
+    backends: backends.map(backendSpec),
+  };
+  const logger = pino({ level: config.log_level }, opts.logStream ?? pino.destination({ dest: 2, sync: false }));
+  const built = await buildApp({ config, configSource: 'test', logger });
+  await built.app.listen({ port: 0, host: '127.0.0.1' });
+  await built.gateway.discovery.pollAll();
+  const address = built.app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    ...built,
+    url: `http://127.0.0.1:${port}`,
+    storeDir,
+    close: async () => {
+      await built.app.close();
+      if (!opts.storeDir) rmSync(storeDir, { recursive: true, force: true });
+    },
+  };
+}
