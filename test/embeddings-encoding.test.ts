@@ -4,7 +4,7 @@ import { adaptEmbeddingsResponse } from '../src/upstream/embeddings.ts';
 
 const floats = [0.1, -2.5, 3.4028234663852886e38, 0, -0.0001234];
 
-function body(embedding: unknown, more: unknown[] = []) {
+function body(embedding: unknown, more: object[] = []): any {
   return {
     object: 'list',
     data: [{ object: 'embedding', index: 0, embedding }, ...more],
