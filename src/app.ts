@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/types.ts';
 import { formatProblems } from './config/schema.ts';
@@ -8,13 +8,17 @@ import { Gateway } from './gateway.ts';
 import type { Clock } from './scheduler/index.ts';
 import { installErrorHandlers } from './routes/error-handler.ts';
 import { openaiRoutes } from './routes/openai.ts';
-import { opsRoutes } from './routes/ops.ts';
+import { metricsRoute, opsRoutes } from './routes/ops.ts';
+import { adminUsersRoutes } from './routes/admin-users.ts';
+import { adminStatsRoutes } from './routes/admin-stats.ts';
 
 export interface AppOptions {
   config: GatewayConfig;
   configSource: string;
   logger: Logger;
   clock?: Clock;
+  /** Process metrics (GC, event loop) on /metrics; tests building many apps turn them off. */
+  processMetrics?: boolean;
   /** Start discovery right away (tests that seed the registry themselves may turn it off). */
   startDiscovery?: boolean;
   /** Watch this config file and hot-reload it (absent: no watching). */
@@ -33,7 +37,10 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
  * explicitly in tiers. Closing the fastify instance closes the gateway.
  */
 export async function buildApp(opts: AppOptions): Promise<App> {
-  const gateway = new Gateway({ fileConfig: opts.config, configSource: opts.configSource, logger: opts.logger, clock: opts.clock });
+  const gateway = new Gateway({
+    fileConfig: opts.config, configSource: opts.configSource, logger: opts.logger, clock: opts.clock,
+    processMetrics: opts.processMetrics,
+  });
   const app: FastifyInstance = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     disableRequestLogging: true,
@@ -57,6 +64,19 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   // tier 2: API surfaces
   await app.register(openaiRoutes, { gateway });
   await app.register(opsRoutes, { gateway });
+  await app.register(metricsRoute, { gateway });
+  // tier 3: administration (admin role or master key; open only while bootstrap-open)
+  const requireAdmin = (req: FastifyRequest) => {
+    gateway.authenticator.authenticateAdmin(req.headers);
+  };
+  await app.register(adminUsersRoutes, {
+    users: gateway.users, ipAliases: gateway.ipAliases, requireAdmin, hasMasterKey: () => !!gateway.masterKey(),
+  });
+  await app.register(adminStatsRoutes, { callLog: gateway.callLog, requireAdmin });
+
+  if (gateway.authenticator.isOpen()) {
+    opts.logger.warn('the gateway is OPEN: no master key and no users, so anyone who can reach it may use it (and its admin API). Set api_key in the config or create an admin user to lock it.');
+  }
 
   if (opts.startDiscovery !== false) gateway.start();
   return { app, gateway };

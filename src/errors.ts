@@ -21,6 +21,8 @@ export interface GatewayErrorInit {
   param?: string | null;
   /** Seconds for a Retry-After header. */
   retryAfter?: number;
+  /** Why a call was refused, for the call log (defaults to `code`). */
+  reason?: string;
 }
 
 export class GatewayError extends Error {
@@ -29,6 +31,7 @@ export class GatewayError extends Error {
   readonly type: ErrorType;
   readonly param: string | null;
   readonly retryAfter?: number;
+  readonly reason: string;
 
   constructor(init: GatewayErrorInit) {
     super(init.message);
@@ -38,6 +41,7 @@ export class GatewayError extends Error {
     this.type = init.type ?? defaultType(init.status);
     this.param = init.param ?? null;
     this.retryAfter = init.retryAfter;
+    this.reason = init.reason ?? init.code;
   }
 
   toOpenAI(): { error: { message: string; type: string; param: string | null; code: string } } {
@@ -75,6 +79,7 @@ export const modelNotFound = (model: string | undefined): GatewayError =>
   new GatewayError({
     status: 404,
     code: 'model_not_found',
+    reason: 'unknown_model',
     param: 'model',
     message: model
       ? `The model \`${model}\` does not exist or you do not have access to it.`

@@ -15,6 +15,12 @@ import { UpstreamPools } from './upstream/pools.ts';
 import { Proxy } from './upstream/proxy.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { buildModelListing, type ListingEntry } from './routing/model-listing.ts';
+import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
+import { UsersRepo } from './store/users-repo.ts';
+import { IpAliasesRepo } from './store/ip-aliases-repo.ts';
+import { CallLog } from './stats/call-log.ts';
+import { GatewayMetrics } from './stats/metrics.ts';
+import { toCallRecord } from './stats/outcome-record.ts';
 import { resolveModel, SURFACE_TYPES } from './routing/resolve.ts';
 
 export interface GatewayOptions {
@@ -24,6 +30,8 @@ export interface GatewayOptions {
   configSource: string;
   logger: Logger;
   clock?: Clock;
+  /** Process metrics (GC, event loop) on /metrics; tests building many apps turn them off. */
+  processMetrics?: boolean;
 }
 
 /**
@@ -41,6 +49,11 @@ export class Gateway {
   readonly pools = new UpstreamPools();
   readonly discovery: Discovery;
   readonly proxy: Proxy;
+  readonly users: UsersRepo;
+  readonly ipAliases: IpAliasesRepo;
+  readonly authenticator: Authenticator;
+  readonly callLog: CallLog;
+  readonly metrics: GatewayMetrics;
   readonly configSource: string;
   readonly startedAt = Date.now();
   /** Problems of the last rejected reload (the previous config stays in force). */
@@ -61,6 +74,18 @@ export class Gateway {
     this.storedBackends = new BackendsRepo(this.store, this.secrets);
     this.modelCache = new ModelCacheRepo(this.store);
     this.effective = this.computeEffective();
+    this.users = new UsersRepo(this.store, this.secrets);
+    this.ipAliases = new IpAliasesRepo(this.store);
+    this.authenticator = new Authenticator({ users: this.users, masterKey: () => this.masterKey() });
+    const cfg = this.effective;
+    this.callLog = CallLog.open(cfg.store_dir, {
+      flushMs: cfg.stats_flush_ms,
+      retentionDays: cfg.retention_days,
+      captureBodies: cfg.capture_bodies,
+      bodyRetentionDays: cfg.body_retention_days,
+      onError: (err, during) => this.log.error({ err }, `call log ${during} failed`),
+    });
+    this.metrics = new GatewayMetrics({ defaultMetrics: opts.processMetrics !== false });
 
     const clock = opts.clock ?? systemClock;
     this.scheduler = new Scheduler({
@@ -88,7 +113,7 @@ export class Gateway {
       }),
       hasParked: () => this.scheduler.hasParked(),
       saveModels: (backend, models) => this.modelCache.save(backend, models),
-      onError: (backend, error) => this.log.debug({ backend, error }, 'discovery failed'),
+      onError: (backend, error) => this.metrics.discoveryError(backend, error.kind),
       log: this.log,
     });
     this.proxy = new Proxy({
@@ -97,9 +122,7 @@ export class Gateway {
       dispatcherFor: (b) => this.pools.get(b.name, b.spec.url),
       config: () => this.effective,
       now: () => clock.now(),
-      onOutcome: (o) => {
-        for (const fn of this.outcomeListeners) fn(o);
-      },
+      onOutcome: (o) => this.recordOutcome(o),
       log: this.log,
     });
     this.applyBackends();
@@ -113,6 +136,30 @@ export class Gateway {
 
   onOutcome(fn: (o: CallOutcome) => void): void {
     this.outcomeListeners.push(fn);
+  }
+
+  /** The master key in force: the store's setting, else config's `api_key`; blank = none. */
+  masterKey(): string | undefined {
+    return effectiveMasterKey(this.effective.api_key, undefined);
+  }
+
+  /** Queues the call-log row and counts the call in the metrics (no I/O on this path). */
+  recordOutcome(o: CallOutcome): void {
+    const backend = o.backend ? this.registry.get(o.backend) : undefined;
+    const pricing = backend && o.model ? backend.modelsById.get(o.model)?.pricing : undefined;
+    const rec = toCallRecord(o, { pricing, paid: backend?.spec.paid ?? false }, this.effective.capture_bodies);
+    this.callLog.record(rec);
+    this.metrics.observeCall(rec);
+    for (const fn of this.outcomeListeners) fn(o);
+  }
+
+  /** Refreshes the gauges that are read off live state, right before /metrics renders. */
+  refreshGauges(): void {
+    const slots = new Map(this.scheduler.snapshot().backends.map((b) => [b.name, b]));
+    this.metrics.setBackendGauges(this.registry.list().map((b) => ({
+      name: b.name, up: b.healthy, inflight: slots.get(b.name)?.inflight ?? 0, cap: b.cap,
+    })));
+    this.metrics.setParked(this.scheduler.snapshot().parkedByAlias);
   }
 
   start(): void {
@@ -151,6 +198,7 @@ export class Gateway {
   async close(): Promise<void> {
     this.discovery.stop();
     await this.pools.closeAll();
+    this.callLog.close();
     this.store.close();
   }
 

@@ -15,7 +15,7 @@ export interface SourceInput {
   /** Socket (or trusted-proxy) address of the client. */
   ip: string;
   /** Aliases keyed by IP or by `<prefix>::/64`. */
-  ipAliases: Record<string, string>;
+  ipAliases: Readonly<Record<string, string>>;
 }
 
 export function attributeSource(input: SourceInput): string {
@@ -65,7 +65,7 @@ function stripZone(ip: string): string {
   return percent === -1 ? ip : ip.slice(0, percent);
 }
 
-function aliasOf(aliases: Record<string, string>, key: string): string | undefined {
+function aliasOf(aliases: Readonly<Record<string, string>>, key: string): string | undefined {
   return Object.hasOwn(aliases, key) ? aliases[key] : undefined;
 }
 

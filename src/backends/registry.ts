@@ -12,7 +12,7 @@ export interface BackendState {
   known: boolean;
   error?: BackendError;
   models: ModelInfo[];
-  modelIds: ReadonlySet<string>;
+  modelsById: ReadonlyMap<string, ModelInfo>;
   discoveredAt?: number;
   consecutiveFailures: number;
 }
@@ -69,7 +69,7 @@ export class BackendRegistry {
       const existing = this.backends.get(spec.name);
       if (!existing) {
         this.backends.set(spec.name, {
-          name: spec.name, spec, cap, healthy: false, known: false, models: [], modelIds: new Set(),
+          name: spec.name, spec, cap, healthy: false, known: false, models: [], modelsById: new Map(),
           consecutiveFailures: 0,
         });
         change.added.push(spec.name);
@@ -155,7 +155,7 @@ export class BackendRegistry {
   private buildModelIndex(): Map<string, string[]> {
     const index = new Map<string, string[]>();
     for (const b of this.backends.values()) {
-      for (const id of b.modelIds) {
+      for (const id of b.modelsById.keys()) {
         const list = index.get(id);
         if (list) list.push(b.name);
         else index.set(id, [b.name]);
@@ -166,7 +166,7 @@ export class BackendRegistry {
 
   private setModelList(b: BackendState, models: ModelInfo[]): void {
     b.models = models;
-    b.modelIds = new Set(models.map((m) => m.id));
+    b.modelsById = new Map(models.map((m) => [m.id, m]));
     this.modelIndex = undefined;
   }
 

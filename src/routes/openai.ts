@@ -1,8 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, modelNotFound } from '../errors.ts';
+import { filterAllowed, isListedModelVisible } from '../auth/allow.ts';
+import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
 import type { Gateway } from '../gateway.ts';
 import { resolveModel } from '../routing/resolve.ts';
 import type { Endpoint } from '../upstream/proxy.ts';
+import { anonymousAttribution, enforceQuota, identifyCaller, type CallerContext } from './caller.ts';
 
 export interface OpenAIRoutesOptions {
   gateway: Gateway;
@@ -12,35 +14,67 @@ export interface OpenAIRoutesOptions {
 export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
 
 /**
- * The OpenAI-compatible surface: model listing from memory, and the three proxied calls.
- * Thin: parse, resolve, hand to the proxy.
+ * The OpenAI-compatible surface: model listing from memory (filtered by the caller's
+ * allow-list), and the three proxied calls. Thin: authenticate, resolve, gate, hand to the proxy.
  */
 export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptions): Promise<void> {
   const { gateway } = opts;
 
-  app.get('/v1/models', async () => ({
-    object: 'list',
-    data: gateway.modelListing().map((e) => e.model),
-  }));
+  const visibleModels = (ctx: CallerContext) => {
+    const entries = gateway.modelListing();
+    const allow = ctx.caller.allow;
+    if (!allow.length) return entries;
+    return entries.filter((e) => isListedModelVisible(allow, { id: e.model.id, alias: e.alias, candidates: e.candidates }));
+  };
+
+  app.get('/v1/models', async (req) => {
+    const ctx = identifyCaller(gateway, req);
+    return { object: 'list', data: visibleModels(ctx).map((e) => e.model) };
+  });
 
   app.get('/v1/models/*', async (req) => {
+    const ctx = identifyCaller(gateway, req);
     const id = decodeURIComponent((req.params as { '*': string })['*']);
-    const entry = gateway.modelListing().find((e) => e.model.id === id);
+    const entry = visibleModels(ctx).find((e) => e.model.id === id);
     if (!entry) throw modelNotFound(id);
     return entry.model;
   });
 
   const proxied = (endpoint: Endpoint) => async (req: FastifyRequest, reply: FastifyReply) => {
-    const body = req.body;
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw badRequest('The request body must be a JSON object.');
+    const startedAt = Date.now();
+    let ctx: CallerContext | undefined;
+    let requested: string | null = null;
+    try {
+      ctx = identifyCaller(gateway, req);
+      const body = req.body;
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        throw badRequest('The request body must be a JSON object.');
+      }
+      const model = (body as { model?: unknown }).model;
+      if (typeof model !== 'string' || model === '') throw modelNotFound(undefined);
+      requested = model;
+      const resolution = resolveModel(model, gateway.registry, gateway.config().virtual_models, 'openai');
+      if (!resolution) throw modelNotFound(model);
+      // a model outside the allow-list looks exactly like an unknown one
+      const allowed = filterAllowed(ctx.caller.allow, resolution);
+      if (!allowed.length) throw modelNotFound(model);
+      enforceQuota(gateway, ctx);
+      await gateway.proxy.handle({
+        endpoint, body: body as Record<string, unknown>, resolution: { ...resolution, candidates: allowed },
+        req, reply, caller: { source: ctx.source, userId: ctx.userId },
+      });
+      return reply;
+    } catch (err) {
+      if (err instanceof GatewayError && !reply.sent && !reply.raw.headersSent) {
+        const who = ctx ?? anonymousAttribution(gateway, req);
+        gateway.recordOutcome({
+          requestId: String(req.id), endpoint, requestedModel: requested, alias: null, backend: null, model: null,
+          status: err.status, reason: err.reason, startedAt, durationMs: Date.now() - startedAt, ttftMs: null,
+          streamed: false, source: who.source, userId: who.userId,
+        });
+      }
+      throw err;
     }
-    const model = (body as { model?: unknown }).model;
-    if (typeof model !== 'string' || model === '') throw modelNotFound(undefined);
-    const resolution = resolveModel(model, gateway.registry, gateway.config().virtual_models, 'openai');
-    if (!resolution) throw modelNotFound(model);
-    await gateway.proxy.handle({ endpoint, body: body as Record<string, unknown>, resolution, req, reply });
-    return reply;
   };
 
   const post = { bodyLimit: JSON_BODY_LIMIT };

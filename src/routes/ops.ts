@@ -29,6 +29,9 @@ export async function opsRoutes(app: FastifyInstance, opts: { gateway: Gateway }
     const healthy = list.filter((b) => b.healthy).length;
     return {
       status: healthy === list.length ? 'ok' : healthy > 0 ? 'degraded' : 'down',
+      auth: gateway.authenticator.isOpen()
+        ? { open: true, warning: 'OPEN: no master key and no users; anyone who can reach this port may use it. Set api_key or create an admin user.' }
+        : { open: false },
       uptime_s: Math.round((Date.now() - gateway.startedAt) / 1000),
       config: { source: gateway.configSource, reload_errors: gateway.reloadProblems },
       backends,
@@ -39,5 +42,20 @@ export async function opsRoutes(app: FastifyInstance, opts: { gateway: Gateway }
       },
       alias_collisions: aliasCollisions(cfg.virtual_models, gateway.registry),
     };
+  });
+}
+
+const LOOPBACK = /^(127\.|::1$|::ffff:127\.)/;
+
+/** GET /metrics in Prometheus text; open on loopback by default, else the master/admin key. */
+export async function metricsRoute(app: FastifyInstance, opts: { gateway: Gateway }): Promise<void> {
+  const { gateway } = opts;
+  app.get('/metrics', async (req, reply) => {
+    const access = gateway.config().metrics_access;
+    const needsKey = access === 'key' || (access === 'loopback' && !LOOPBACK.test(req.ip));
+    if (needsKey) gateway.authenticator.authenticateAdmin(req.headers);
+    gateway.refreshGauges();
+    reply.header('content-type', gateway.metrics.contentType);
+    return gateway.metrics.render();
   });
 }

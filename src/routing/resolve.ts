@@ -2,7 +2,7 @@ import type { BackendSpec, BackendType, VirtualModel } from '../config/types.ts'
 
 /** What resolution needs to know about the fleet (the registry satisfies it). */
 export interface FleetView {
-  get(name: string): { spec: BackendSpec; modelIds: ReadonlySet<string> } | undefined;
+  get(name: string): { spec: BackendSpec; modelsById: { has(id: string): boolean } } | undefined;
   backendsServing(modelId: string): readonly string[];
 }
 
@@ -47,7 +47,7 @@ export function resolveModel(
     const candidates = typeof target === 'string'
       ? resolveTarget(target, fleet).filter((c) => usable(c.backend))
       : Object.entries(target)
-        .filter(([backend, model]) => usable(backend) && fleet.get(backend)!.modelIds.has(model))
+        .filter(([backend, model]) => usable(backend) && fleet.get(backend)!.modelsById.has(model))
         .map(([backend, model]) => ({ backend, model }));
     return candidates.length ? { requested, alias: requested, candidates } : undefined;
   }
@@ -61,7 +61,7 @@ function resolveTarget(id: string, fleet: FleetView): Candidate[] {
   if (slash > 0) {
     const backend = id.slice(0, slash);
     const model = id.slice(slash + 1);
-    if (fleet.get(backend)?.modelIds.has(model)) return [{ backend, model }];
+    if (fleet.get(backend)?.modelsById.has(model)) return [{ backend, model }];
   }
   return fleet.backendsServing(id).map((backend) => ({ backend, model: id }));
 }

@@ -4,6 +4,9 @@ import type { Usage } from './usage.ts';
 export interface CallOutcome {
   requestId: string;
   endpoint: string;
+  /** Who called (user name, X-Source or IP alias) and their user id, for the call log. */
+  source: string;
+  userId: number | null;
   requestedModel: string | null;
   alias: string | null;
   backend: string | null;

@@ -33,6 +33,8 @@ export interface ProxyCall {
   resolution: Resolution;
   req: FastifyRequest;
   reply: FastifyReply;
+  /** Who is calling, for the call log. */
+  caller: { source: string; userId: number | null };
 }
 
 /** Why an attempt on one backend did not produce an answer and the next candidate should try. */
@@ -44,10 +46,15 @@ interface Failover {
 
 const LOAD_FAILURE = /unable to start process|loading model/i;
 
+/** What the call inspector keeps of a streamed answer (the call log caps it again). */
+const CAPTURE_BYTES = 256 * 1024;
+
 /**
  * Forwards one OpenAI-style call: waits for a lease from the scheduler, sends the request to
  * that backend, fails over to the next free candidate on errors before the response head, and
- * relays the answer (streams event by event). Writes the response itself.
+ * relays the answer (streams event by event). Writes the response itself and reports every
+ * answered call through `onOutcome`; a call it refuses comes back as a thrown GatewayError,
+ * which the route records.
  */
 export class Proxy {
   constructor(private readonly deps: ProxyDeps) {}
@@ -66,6 +73,8 @@ export class Proxy {
     const base: Omit<CallOutcome, 'status' | 'reason' | 'durationMs'> = {
       requestId: String(call.req.id), endpoint: call.endpoint, requestedModel: call.resolution.requested,
       alias: call.resolution.alias ?? null, backend: null, model: null, startedAt, ttftMs: null, streamed: false,
+      source: call.caller.source, userId: call.caller.userId,
+      requestBody: cfg.capture_bodies ? JSON.stringify(call.body) : undefined,
     };
 
     let lease: Lease | null;
@@ -73,9 +82,10 @@ export class Proxy {
       lease = await deps.scheduler.acquire(ticket);
     } catch (err) {
       if (err instanceof SchedulerRejection) {
-        const status = err.reason === 'aborted' ? 499 : 503;
-        deps.onOutcome({ ...base, status, reason: err.reason, durationMs: deps.now() - startedAt });
-        if (err.reason === 'aborted') return;
+        if (err.reason === 'aborted') {
+          deps.onOutcome({ ...base, status: 499, reason: 'client_closed_while_parked', durationMs: deps.now() - startedAt });
+          return;
+        }
         throw rejectionError(err, ticket.alias);
       }
       throw err;
@@ -100,9 +110,7 @@ export class Proxy {
       }
       lease = deps.scheduler.tryAcquireNow(ticket.candidates, tried);
     }
-    const err = exhaustedError(lastFailure);
-    deps.onOutcome({ ...base, status: err.status, reason: err.code, durationMs: deps.now() - startedAt });
-    throw err;
+    throw exhaustedError(lastFailure);
   }
 
   /** One try on the leased backend. Returns a Failover when the next candidate should try. */
@@ -172,7 +180,7 @@ export class Proxy {
       }
       releaseAll();
       this.sendUpstreamAnswer(call.reply, backend, res, scrubSecret(text, backend.spec.api_key));
-      deps.onOutcome({ ...outcomeBase, status: res.statusCode, reason: 'upstream_error', durationMs: deps.now() - base.startedAt, responseBody: text });
+      deps.onOutcome({ ...outcomeBase, status: res.statusCode, reason: 'upstream_error', durationMs: deps.now() - base.startedAt, responseBody: cfg.capture_bodies ? text : undefined });
       return undefined;
     }
 
@@ -187,6 +195,7 @@ export class Proxy {
         now: deps.now,
         firstByteTimeoutMs: firstByteMs,
         abort: (reason) => attemptAbort.abort(reason),
+        captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
       });
       detach();
       if (result.kind === 'failover') {
@@ -210,6 +219,7 @@ export class Proxy {
         durationMs: deps.now() - base.startedAt,
         ttftMs: summary.firstTokenAt !== undefined ? summary.firstTokenAt - base.startedAt : null,
         usage: summary.usage, usageEstimated: summary.usageSource === 'estimated',
+        responseBody: result.captured,
       });
       return undefined;
     }
@@ -247,7 +257,8 @@ export class Proxy {
     const usage = usageFromOpenAI(parsed) ?? (parsed.timings ? usageFromLlamaCppTimings(parsed.timings) : undefined);
     if (call.endpoint === 'embeddings') {
       const requested = call.body.encoding_format as 'float' | 'base64' | undefined;
-      return { body: JSON.stringify(adaptEmbeddingsResponse(parsed, requested)), usage };
+      const adapted = adaptEmbeddingsResponse(parsed, requested);
+      return { body: adapted === parsed ? raw : JSON.stringify(adapted), usage };
     }
     return { body: raw, usage };
   }
@@ -300,6 +311,7 @@ function rejectionError(err: SchedulerRejection, alias: string): GatewayError {
     type: 'api_error',
     message: messages[err.reason] ?? err.message,
     retryAfter: err.retryAfter,
+    reason: err.reason,
   });
 }
 

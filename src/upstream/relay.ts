@@ -18,14 +18,17 @@ export interface RelayOptions {
   firstByteTimeoutMs: number;
   /** Aborts the upstream request (used by the first-byte timer). */
   abort: (reason: Error) => void;
+  /** Keep up to this many bytes of what the client got, for the call inspector; 0 = none. */
+  captureBytes: number;
 }
 
-export type RelayResult =
-  | { kind: 'complete'; summary: StreamSummary }
+export type RelayResult = { summary: StreamSummary; captured?: Buffer } & (
+  | { kind: 'complete' }
   /** Nothing reached the client yet: the caller may try the next candidate. */
-  | { kind: 'failover'; error: Omit<BackendError, 'since'>; summary: StreamSummary }
-  | { kind: 'client_closed'; summary: StreamSummary }
-  | { kind: 'upstream_failed'; error: Omit<BackendError, 'since'>; summary: StreamSummary };
+  | { kind: 'failover'; error: Omit<BackendError, 'since'> }
+  | { kind: 'client_closed' }
+  | { kind: 'upstream_failed'; error: Omit<BackendError, 'since'> }
+);
 
 const SSE_HEAD = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -47,6 +50,8 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const tap = createUsageTap({ clientWantsUsage: opts.clientWantsUsage, promptTokenEstimate: opts.promptTokenEstimate, now: opts.now });
   let headWritten = false;
   let sawDone = false;
+  const captured: Buffer[] = [];
+  let capturedBytes = 0;
   const firstByteTimer = opts.firstByteTimeoutMs > 0
     ? setTimeout(() => opts.abort(Object.assign(new Error(`no first byte within ${opts.firstByteTimeoutMs} ms`), { code: 'UND_ERR_HEADERS_TIMEOUT' })), opts.firstByteTimeoutMs)
     : undefined;
@@ -62,18 +67,22 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     const out: Buffer[] = [];
     for (const ev of events) {
       if (sawDone) break;
-      if (ev.data === '[DONE]') {
-        const usage = tap.beforeDone();
-        if (usage) out.push(usage);
-        out.push(ev.raw);
-        sawDone = true;
-        continue;
-      }
+      // a half event cut off by the end of the stream is garbage, unless it is the end marker
+      if (ev.incomplete && ev.data !== '[DONE]') continue;
+      if (ev.data === '[DONE]') sawDone = true;
       const bytes = tap.onEvent(ev);
       if (bytes) out.push(bytes);
     }
-    if (out.length) await write(res, out.length === 1 ? out[0] : Buffer.concat(out));
+    if (!out.length) return;
+    const bytes = out.length === 1 ? out[0] : Buffer.concat(out);
+    if (capturedBytes < opts.captureBytes) {
+      captured.push(bytes);
+      capturedBytes += bytes.length;
+    }
+    await write(res, bytes);
   };
+  const result = <T extends object>(r: T) =>
+    ({ ...r, summary: tap.summary(), captured: captured.length ? Buffer.concat(captured) : undefined });
 
   try {
     for await (const chunk of upstream.body) {
@@ -87,22 +96,22 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
       const error = { kind: 'upstream' as const, detail: 'the backend ended the stream without [DONE]' };
       if (!tap.summary().finishReason) {
         endWithError(res, error.detail);
-        return { kind: 'upstream_failed', error, summary: tap.summary() };
+        return result({ kind: 'upstream_failed' as const, error });
       }
     }
     res.end();
-    return { kind: 'complete', summary: tap.summary() };
+    return result({ kind: 'complete' as const });
   } catch (err) {
     clearTimeout(firstByteTimer);
     upstream.body.destroy();
     if (err instanceof ClientGone || res.destroyed || (reply.raw.socket?.destroyed ?? false)) {
       if (!res.destroyed) res.destroy();
-      return { kind: 'client_closed', summary: tap.summary() };
+      return result({ kind: 'client_closed' as const });
     }
     const error = describeError(err);
-    if (!headWritten) return { kind: 'failover', error, summary: tap.summary() };
+    if (!headWritten) return result({ kind: 'failover' as const, error });
     endWithError(res, error.kind === 'timeout' ? 'the backend stopped sending (stream idle timeout)' : `the backend broke the stream: ${error.detail}`);
-    return { kind: 'upstream_failed', error, summary: tap.summary() };
+    return result({ kind: 'upstream_failed' as const, error });
   }
 }
 

@@ -37,7 +37,7 @@ export async function startGateway(
     backends: backends.map(backendSpec),
   };
   const logger = pino({ level: config.log_level }, opts.logStream ?? pino.destination({ dest: 2, sync: false }));
-  const built = await buildApp({ config, configSource: 'test', logger });
+  const built = await buildApp({ config, configSource: 'test', logger, processMetrics: false });
   await built.app.listen({ port: 0, host: '127.0.0.1' });
   await built.gateway.discovery.pollAll();
   const address = built.app.server.address();

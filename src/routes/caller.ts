@@ -1,0 +1,54 @@
+import type { FastifyRequest } from 'fastify';
+import type { Caller } from '../auth/authenticator.ts';
+import { attributeSource } from '../auth/source.ts';
+import { GatewayError } from '../errors.ts';
+import type { Gateway } from '../gateway.ts';
+import { checkQuota } from '../stats/quota.ts';
+
+/** The authenticated caller of a request plus who the call log attributes it to. */
+export interface CallerContext {
+  caller: Caller;
+  source: string;
+  userId: number | null;
+}
+
+/**
+ * Resolves who is calling (throws 401) and the source the call is attributed to: the user,
+ * else an `X-Source` header, else the client IP shown through its IP alias.
+ */
+export function identifyCaller(gateway: Gateway, req: FastifyRequest): CallerContext {
+  const caller = gateway.authenticator.authenticate(req.headers);
+  return { caller, ...attribution(gateway, req, caller) };
+}
+
+/** Attribution for a request whose caller is unknown (it was refused before auth passed). */
+export function anonymousAttribution(gateway: Gateway, req: FastifyRequest): Omit<CallerContext, 'caller'> {
+  return attribution(gateway, req, undefined);
+}
+
+function attribution(gateway: Gateway, req: FastifyRequest, caller: Caller | undefined): Omit<CallerContext, 'caller'> {
+  const source = attributeSource({
+    user: caller?.user?.name,
+    header: req.headers['x-source'],
+    ip: req.ip,
+    ipAliases: gateway.ipAliases.current(),
+  });
+  return { source, userId: caller?.user?.id ?? null };
+}
+
+/** Throws 429 `insufficient_quota` with Retry-After when the caller's user is over a quota. */
+export function enforceQuota(gateway: Gateway, ctx: CallerContext): void {
+  const user = ctx.caller.user;
+  if (!user) return;
+  const verdict = checkQuota(user, gateway.callLog, Date.now());
+  if (!verdict.ok) {
+    throw new GatewayError({
+      status: 429,
+      code: 'insufficient_quota',
+      type: 'insufficient_quota',
+      message: verdict.message,
+      retryAfter: verdict.retryAfterSec,
+      reason: verdict.kind === 'day' ? 'quota_day' : 'quota_month',
+    });
+  }
+}
