@@ -238,13 +238,15 @@ export interface OpenRouterModelSpec {
   id: string;
   prompt: string;
   completion: string;
+  /** Per-token price of prompt-cache reads, when the model has one. */
+  cacheRead?: string;
   input: string[];
   output: string[];
   contextLength: number;
 }
 
 const OPENROUTER_KNOWN: Record<string, Omit<OpenRouterModelSpec, 'id'>> = {
-  'acme/chat-large': { prompt: '0.000003', completion: '0.000015', input: ['text', 'image'], output: ['text'], contextLength: 200000 },
+  'acme/chat-large': { prompt: '0.000003', completion: '0.000015', cacheRead: '0.0000003', input: ['text', 'image'], output: ['text'], contextLength: 200000 },
   'acme/chat-mini': { prompt: '0.00000015', completion: '0.0000006', input: ['text'], output: ['text'], contextLength: 128000 },
   'acme/painter-image': { prompt: '0.0000003', completion: '0.0000025', input: ['image', 'text'], output: ['image', 'text'], contextLength: 32768 },
   'acme/tiny-chat:free': { prompt: '0', completion: '0', input: ['text'], output: ['text'], contextLength: 32768 },
@@ -287,7 +289,7 @@ export function openRouterModels(s: CatalogueState): Record<string, unknown> {
           tokenizer: 'Other',
           instruct_type: null,
         },
-        pricing: { prompt: m.prompt, completion: m.completion },
+        pricing: { prompt: m.prompt, completion: m.completion, ...(m.cacheRead ? { input_cache_read: m.cacheRead } : {}) },
         top_provider: { context_length: m.contextLength, max_completion_tokens: 8192, is_moderated: false },
         per_request_limits: null,
         supported_parameters: ['max_tokens', 'stop', 'temperature', 'tool_choice', 'tools', 'top_p'],

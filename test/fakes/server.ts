@@ -8,7 +8,7 @@ import {
   DEFAULT_MODELS, llamaCppProps, llamaCppSlots, llamaSwapRunning, modelList, ollamaPs, ollamaTags,
   togetherIsDedicatedOnly, type CatalogueState,
 } from './catalogues.ts';
-import { DIALECTS } from './dialects.ts';
+import { DIALECTS, type Dialect } from './dialects.ts';
 import { embeddingsReply } from './embeddings.ts';
 import {
   badJson, knobError, loadingModel, modelNotFound, pathNotFound, togetherNonServerless, unableToStartProcess,
@@ -119,7 +119,8 @@ async function readBody(req: IncomingMessage): Promise<string> {
 export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Promise<FakeBackend> {
   const models = [...(opts.models ?? DEFAULT_MODELS[kind])];
   const knobs: FakeKnobs = { ...DEFAULT_KNOBS, ...opts.knobs };
-  const dialect = DIALECTS[kind];
+  // prompt-cache hits (knob `cachedPromptTokens`) are reported the way OpenAI-style servers do
+  const dialect = { ...DIALECTS[kind], usage: withCacheHits(DIALECTS[kind].usage, () => knobs.cachedPromptTokens) };
   const created = Math.floor(Date.now() / 1000);
   const slots = opts.slots ?? 4;
   const requests: RecordedRequest[] = [];
@@ -325,5 +326,16 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
         for (const s of sockets) s.destroy();
       });
     },
+  };
+}
+
+/** Wraps a dialect's usage so that `cached()` prompt tokens are reported as cache hits. */
+function withCacheHits(usage: Dialect['usage'], cached: () => number): Dialect['usage'] {
+  return (model, prompt, completion) => {
+    const u = usage(model, prompt, completion);
+    const hits = Math.min(cached(), prompt);
+    if (hits <= 0) return u;
+    const details = (u as { prompt_tokens_details?: object }).prompt_tokens_details ?? {};
+    return { ...u, prompt_tokens_details: { ...details, cached_tokens: hits } };
   };
 }

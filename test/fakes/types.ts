@@ -33,6 +33,8 @@ export interface FakeKnobs {
   includeUsage: boolean;
   /** Reset new connections (and requests on kept-alive ones) at once, like a dead host. */
   refuse: boolean;
+  /** Prompt tokens reported as prompt-cache hits (`prompt_tokens_details.cached_tokens`). */
+  cachedPromptTokens: number;
 }
 
 export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
@@ -48,6 +50,7 @@ export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
   unableToStart: false,
   includeUsage: true,
   refuse: false,
+  cachedPromptTokens: 0,
 });
 
 export interface RecordedRequest {
