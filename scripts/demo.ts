@@ -1,0 +1,102 @@
+/**
+ * npm run demo — a fake fleet of four backends plus the gateway wired to them, then a short
+ * walk through discovery, aliases and streaming. Everything listens on 127.0.0.1 only.
+ *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
+ *   npm run demo -- --once   exits after it
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { buildApp } from '../src/app.ts';
+import { embeddedDefaultConfig } from '../src/config/defaults.ts';
+import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
+import { startFake } from '../test/fakes/index.ts';
+
+const once = process.argv.includes('--once');
+const port = Number(process.env.PORT ?? 4000);
+const say = (text: string) => process.stdout.write(`${text}\n`);
+
+const gpu = await startFake('llamacpp', { models: ['qwen3-8b-q4_k_m'], knobs: { tokensPerSecond: 40, chunkCount: 24 } });
+const swap = await startFake('llamaswap', { models: ['qwen3-8b-q4_k_m', 'gemma3-12b'], knobs: { tokensPerSecond: 25 } });
+const ollama = await startFake('ollama', { models: ['llama3.2:3b', 'nomic-embed-text'] });
+const cloud = await startFake('openrouter', { models: ['acme/chat-large', 'acme/chat-mini', 'acme/painter-image'] });
+
+const spec = (s: Partial<BackendSpec> & { name: string; url: string }): BackendSpec =>
+  ({ type: 'openai', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false, ...s });
+const config: GatewayConfig = {
+  ...embeddedDefaultConfig(),
+  store_dir: mkdtempSync(join(tmpdir(), 'llm-gateway-demo-')),
+  log_level: 'warn',
+  backends: [
+    spec({ name: 'gpu-box', url: gpu.url, local: true, max_concurrent: 2 }),
+    spec({ name: 'swap', url: swap.url, max_concurrent: 1 }),
+    spec({ name: 'ollama', url: ollama.url, local: true }),
+    spec({ name: 'openrouter', url: cloud.url, paid: true, chat_only: true }),
+  ],
+  virtual_models: {
+    fast: 'qwen3-8b-q4_k_m',
+    smart: { openrouter: 'acme/chat-large' },
+    small: { ollama: 'llama3.2:3b' },
+  },
+};
+const { app, gateway } = await buildApp({ config, configSource: 'demo (in memory)', logger: pino({ level: 'warn' }) });
+await app.listen({ port, host: '127.0.0.1' });
+await gateway.discovery.pollAll();
+const base = `http://127.0.0.1:${port}`;
+
+say(`\nllm-gateway demo on ${base}  (fake fleet: gpu-box=llama.cpp, swap=llama-swap, ollama, openrouter [paid])\n`);
+const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
+say(`1. discovery — GET /v1/models lists ${models.data.length} ids:`);
+say(`   ${models.data.map((m) => m.id).join('\n   ')}`);
+say(`   (aliases first; <backend>/<model> for every model; bare ids for local backends; openrouter's image model filtered by chat_only)\n`);
+
+say('2. an alias — "fast" is qwen3-8b on two boxes; the scheduler picks the free, unpaid, fastest one:');
+const chat = await fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'fast', messages: [{ role: 'user', content: 'Say hello' }] }),
+});
+const answer = (await chat.json()) as { choices: { message: { content: string } }[] };
+say(`   answered by ${chat.headers.get('x-gateway-backend')}: "${answer.choices[0].message.content.slice(0, 60)}…"\n`);
+
+say('3. streaming — POST /v1/chat/completions stream:true, relayed event by event:');
+const stream = await fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'gpu-box/qwen3-8b-q4_k_m', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Count' }] }),
+});
+process.stdout.write('   ');
+let usage = '';
+const decoder = new TextDecoder();
+let pending = '';
+for await (const chunk of stream.body!) {
+  pending += decoder.decode(chunk, { stream: true });
+  const events = pending.split('\n\n');
+  pending = events.pop()!;
+  for (const ev of events) {
+    const data = ev.replace(/^data: /, '');
+    if (data === '[DONE]') continue;
+    const parsed = JSON.parse(data) as { choices: { delta?: { content?: string } }[]; usage?: object };
+    process.stdout.write(parsed.choices[0]?.delta?.content ?? '');
+    if (parsed.usage) usage = JSON.stringify(parsed.usage);
+  }
+}
+say(`\n   usage: ${usage}\n`);
+
+const health = (await (await fetch(`${base}/health`)).json()) as { status: string; backends: Record<string, { healthy: boolean; models: number; paid: boolean; speed: number | null }> };
+say(`4. GET /health — ${health.status}:`);
+for (const [name, b] of Object.entries(health.backends)) {
+  say(`   ${name.padEnd(11)} healthy=${b.healthy} models=${b.models} paid=${b.paid} speed=${b.speed === null ? 'unmeasured' : `${b.speed.toFixed(1)} tok/s`}`);
+}
+say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n`);
+
+const stop = async () => {
+  await app.close();
+  await Promise.all([gpu, swap, ollama, cloud].map((f) => f.close()));
+  process.exit(0);
+};
+if (once) await stop();
+else {
+  say('Running; Ctrl-C to stop.');
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+}
