@@ -3,6 +3,7 @@ import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
 import type { ConfigProblem } from './config/load.ts';
 import { computeEffectiveConfig } from './config/effective.ts';
+import { RESTART_ONLY_KEYS } from './config/defaults.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { openStore, type Db } from './store/db.ts';
 import { SettingsRepo } from './store/settings-repo.ts';
@@ -148,7 +149,7 @@ export class Gateway {
     const backend = o.backend ? this.registry.get(o.backend) : undefined;
     const pricing = backend && o.model ? backend.modelsById.get(o.model)?.pricing : undefined;
     const rec = toCallRecord(o, { pricing, paid: backend?.spec.paid ?? false }, this.effective.capture_bodies);
-    this.callLog.record(rec);
+    if (this.effective.call_log) this.callLog.record(rec);
     this.metrics.observeCall(rec);
     for (const fn of this.outcomeListeners) fn(o);
   }
@@ -168,6 +169,8 @@ export class Gateway {
 
   /** A new valid config file arrived: recompute, reconcile backends, re-arm timers. */
   reload(fileConfig: GatewayConfig): void {
+    const needRestart = RESTART_ONLY_KEYS.filter((k) => JSON.stringify(fileConfig[k]) !== JSON.stringify(this.fileConfig[k]));
+    if (needRestart.length) this.log.warn(`changed keys take effect only after a restart: ${needRestart.join(', ')}`);
     this.fileConfig = fileConfig;
     this.reloadProblems = [];
     this.applyEffective();
@@ -215,6 +218,11 @@ export class Gateway {
     this.scheduler.configure({
       maxParked: this.effective.max_parked,
       affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,
+    });
+    this.callLog.reconfigure({
+      retentionDays: this.effective.retention_days,
+      captureBodies: this.effective.capture_bodies,
+      bodyRetentionDays: this.effective.body_retention_days,
     });
     const change = this.applyBackends();
     this.listing = undefined;

@@ -26,6 +26,7 @@ export const DEFAULTS = Object.freeze({
   capture_bodies: false,
   body_retention_days: 14,
   stats_flush_ms: 1000,
+  call_log: true,
 } as const satisfies Partial<GatewayConfig>);
 
 /** Defaults of the optional fields of one `backends[]` entry. */
@@ -39,7 +40,7 @@ export const BACKEND_DEFAULTS = Object.freeze({
 } as const satisfies Partial<BackendSpec>);
 
 /** Keys that only take effect at start-up; a reload that changes them needs a restart. */
-export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(['store_dir', 'jobs_dir']);
+export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(['store_dir', 'jobs_dir', 'stats_flush_ms']);
 
 /** Printed when the gateway starts without a config file. */
 export const howToWriteConfigHint =

@@ -92,6 +92,7 @@ export const configSchema = {
     capture_bodies: { type: 'boolean', default: DEFAULTS.capture_bodies },
     body_retention_days: { ...nonNegativeNumber, default: DEFAULTS.body_retention_days },
     stats_flush_ms: { type: 'integer', minimum: 1, default: DEFAULTS.stats_flush_ms },
+    call_log: { type: 'boolean', default: DEFAULTS.call_log },
   },
 } as const;
 

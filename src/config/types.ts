@@ -59,4 +59,6 @@ export interface GatewayConfig {
   capture_bodies: boolean;
   body_retention_days: number;
   stats_flush_ms: number;
+  /** Record every call in stats.db (quotas and the console read it). */
+  call_log: boolean;
 }

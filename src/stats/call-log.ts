@@ -116,7 +116,7 @@ interface PreparedCall {
 
 export class CallLog {
   private readonly db: Db;
-  private readonly opts: CallLogOptions;
+  private opts: CallLogOptions;
   private readonly now: () => number;
   private readonly statements: Statements;
   private queue: CallRecord[] = [];
@@ -145,6 +145,11 @@ export class CallLog {
   static open(storeDir: string, opts: CallLogOptions): CallLog {
     mkdirSync(storeDir, { recursive: true });
     return new CallLog(openDatabase(join(storeDir, 'stats.db'), STATS_MIGRATIONS), opts);
+  }
+
+  /** Applies reloaded retention and capture settings (the flush interval needs a restart). */
+  reconfigure(patch: Partial<Pick<CallLogOptions, 'retentionDays' | 'captureBodies' | 'bodyRetentionDays'>>): void {
+    this.opts = { ...this.opts, ...patch };
   }
 
   /** Queues one call. O(1), no I/O; the row reaches the database at the next flush. */
