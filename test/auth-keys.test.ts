@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { constantTimeEqual, extractKey, generateKey, keyHint } from '../src/auth/keys.ts';
+import { keyMatcher, extractKey, generateKey, keyHint } from '../src/auth/keys.ts';
 
 test('generated keys are sk- plus at least 192 bits of randomness, all distinct', () => {
   const keys = new Set<string>();
@@ -14,12 +14,12 @@ test('generated keys are sk- plus at least 192 bits of randomness, all distinct'
   assert.equal(keys.size, 200);
 });
 
-test('constantTimeEqual compares strings of any length', () => {
-  assert.equal(constantTimeEqual('sk-same', 'sk-same'), true);
-  assert.equal(constantTimeEqual('sk-same', 'sk-samf'), false);
-  assert.equal(constantTimeEqual('sk-short', 'sk-much-longer-key'), false);
-  assert.equal(constantTimeEqual('', ''), true);
-  assert.equal(constantTimeEqual('', 'x'), false);
+test('keyMatcher compares keys of any length', () => {
+  assert.equal(keyMatcher('sk-same')('sk-same'), true);
+  assert.equal(keyMatcher('sk-same')('sk-samf'), false);
+  assert.equal(keyMatcher('sk-short')('sk-much-longer-key'), false);
+  assert.equal(keyMatcher('')(''), true);
+  assert.equal(keyMatcher('')('x'), false);
 });
 
 test('extractKey reads Bearer (any case) first, then x-api-key', () => {

@@ -11,12 +11,16 @@ export function generateKey(): string {
   return `sk-${randomBytes(KEY_RANDOM_BYTES).toString('base64url')}`;
 }
 
-/** Compares two strings in constant time; hashing first means even their lengths don't leak. */
-export function constantTimeEqual(a: string, b: string): boolean {
-  const da = createHash('sha256').update(a, 'utf8').digest();
-  const db = createHash('sha256').update(b, 'utf8').digest();
-  return timingSafeEqual(da, db);
+/**
+ * A constant-time test of candidates against one expected key. Both sides are hashed, so not
+ * even the lengths leak; the expected key's digest is computed once.
+ */
+export function keyMatcher(expected: string): (candidate: string) => boolean {
+  const digest = sha256(expected);
+  return (candidate) => timingSafeEqual(sha256(candidate), digest);
 }
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 /** A safe-to-show hint of a key: `sk-…wxyz` (or `…wxyz` for keys without the `sk-` prefix). */
 export function keyHint(key: string): string {

@@ -122,6 +122,8 @@ export class CallLog {
   private queue: CallRecord[] = [];
   /** Queued rows per user, for the quota counters. */
   private pendingByUser = new Map<number, CallRecord[]>();
+  /** Per `user:since`, what is on disk; cleared by every write (flush, prune). */
+  private readonly diskUsage = new Map<string, { requests: number; cost: number }>();
   private readonly timers: NodeJS.Timeout[] = [];
   private eagerFlushScheduled = false;
   private flushCount = 0;
@@ -199,6 +201,7 @@ export class CallLog {
     this.flushCount++;
     this.queue = [];
     this.pendingByUser = new Map();
+    this.diskUsage.clear();
   }
 
   /**
@@ -333,6 +336,7 @@ export class CallLog {
       rowCutoff,
       this.opts.bodyRetentionDays > 0 ? now - this.opts.bodyRetentionDays * DAY_MS : -Infinity,
     );
+    this.diskUsage.clear();
     return this.statements.prune(rowCutoff, bodyCutoff, utcDayNumber(now) - QUOTA_USAGE_KEEP_DAYS);
   }
 
@@ -342,6 +346,17 @@ export class CallLog {
    */
   private fromDisk(userId: number, since: number): { requests: number; cost: number } {
     if (this.closed) return { requests: 0, cost: 0 };
+    const key = `${userId}:${since}`;
+    let usage = this.diskUsage.get(key);
+    if (!usage) {
+      usage = this.readDiskUsage(userId, since);
+      this.diskUsage.set(key, usage);
+    }
+    return usage;
+  }
+
+  /** What stats.db holds for a user since `since` (cached in `diskUsage` until the next write). */
+  private readDiskUsage(userId: number, since: number): { requests: number; cost: number } {
     const dayStart = startOfUtcDay(since);
     const firstWholeDay = dayStart === since ? utcDayNumber(since) : utcDayNumber(since) + 1;
     const whole = this.statements.usageFromDay.get(userId, firstWholeDay) as { requests: number; cost: number };

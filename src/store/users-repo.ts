@@ -93,6 +93,8 @@ function prepareStatements(db: Db) {
 export class UsersRepo {
   private readonly box: SecretBox;
   private readonly sql: Statements;
+  private readonly byDigest = new Map<string, User>();
+  private userCount?: number;
 
   constructor(db: Db, box: SecretBox) {
     this.box = box;
@@ -109,10 +111,20 @@ export class UsersRepo {
     return row && toUser(row);
   }
 
-  /** The user owning `key` (enabled or not), by its keyed digest. */
+  /**
+   * The user owning `key` (enabled or not), by its keyed digest. Found users are remembered
+   * until the next write through this repository (every write goes through it), so the
+   * request path does no SQLite read for a known key.
+   */
   findByKey(key: string): User | undefined {
-    const row = this.sql.byDigest.get(this.box.digest(key));
-    return row && toUser(row);
+    const digest = this.box.digest(key);
+    const known = this.byDigest.get(digest);
+    if (known) return known;
+    const row = this.sql.byDigest.get(digest);
+    if (!row) return undefined;
+    const user = toUser(row);
+    this.byDigest.set(digest, user);
+    return user;
   }
 
   /** Creates a user; the returned `key` is the only time it is ever available in clear. */
@@ -133,6 +145,7 @@ export class UsersRepo {
         now,
       }),
     );
+    this.invalidate();
     return { user: this.get(Number(info.lastInsertRowid))!, key };
   }
 
@@ -153,12 +166,15 @@ export class UsersRepo {
         now: Date.now(),
       }),
     );
+    this.invalidate();
     return this.get(id)!;
   }
 
   /** Throws 404 for an unknown id. */
   delete(id: number): void {
-    if (this.sql.delete.run(id).changes === 0) throw userNotFound(id);
+    const deleted = this.sql.delete.run(id).changes;
+    this.invalidate();
+    if (deleted === 0) throw userNotFound(id);
   }
 
   /** Replaces a user's key (generated unless one is pasted); the old key stops working at once. */
@@ -167,11 +183,19 @@ export class UsersRepo {
     const key = pastedKey ?? generateKey();
     checkPastedKey(key);
     this.uniquely(() => this.sql.setKey.run({ id, ...this.sealKey(key), now: Date.now() }));
+    this.invalidate();
     return key;
   }
 
   count(): number {
-    return this.sql.count.get()!.n;
+    this.userCount ??= this.sql.count.get()!.n;
+    return this.userCount;
+  }
+
+  /** Forgets what the read caches hold; called after every write. */
+  private invalidate(): void {
+    this.byDigest.clear();
+    this.userCount = undefined;
   }
 
   /** Whether an enabled admin exists. */
