@@ -122,6 +122,8 @@ export class CallLog {
   private queue: CallRecord[] = [];
   /** Queued rows per user, for the quota counters. */
   private pendingByUser = new Map<number, CallRecord[]>();
+  /** Queued rows that count toward quotas, summed per user and UTC day (quota checks are O(days)). */
+  private pendingDayTotals = new Map<number, Map<number, { requests: number; cost: number }>>();
   /** Per `user:since`, what is on disk; cleared by every write (flush, prune). */
   private readonly diskUsage = new Map<string, { requests: number; cost: number }>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -166,6 +168,7 @@ export class CallLog {
       const mine = this.pendingByUser.get(rec.user_id);
       if (mine) mine.push(rec);
       else this.pendingByUser.set(rec.user_id, [rec]);
+      if (countsTowardQuota(rec)) this.addPendingDayTotal(rec.user_id, rec);
     }
     // every EAGER_FLUSH_ROWS rows, not on every row: a failing database is not retried per call
     if (this.queue.length % EAGER_FLUSH_ROWS === 0 && !this.eagerFlushScheduled) {
@@ -201,6 +204,7 @@ export class CallLog {
     this.flushCount++;
     this.queue = [];
     this.pendingByUser = new Map();
+    this.pendingDayTotals = new Map();
     this.diskUsage.clear();
   }
 
@@ -310,6 +314,7 @@ export class CallLog {
   /** Calls of a user since `since` (unix ms) that count towards quotas, queued ones included. */
   requestsSince(userId: number, since: number): number {
     let n = this.fromDisk(userId, since).requests;
+    if (startOfUtcDay(since) === since) return n + this.pendingSinceDay(userId, since).requests;
     for (const rec of this.pendingByUser.get(userId) ?? []) {
       if (rec.ts >= since && countsTowardQuota(rec)) n++;
     }
@@ -319,6 +324,7 @@ export class CallLog {
   /** USD a user spent since `since` (upstream-reported cost where known), queued calls included. */
   costSince(userId: number, since: number): number {
     let usd = this.fromDisk(userId, since).cost;
+    if (startOfUtcDay(since) === since) return usd + this.pendingSinceDay(userId, since).cost;
     for (const rec of this.pendingByUser.get(userId) ?? []) {
       if (rec.ts >= since && countsTowardQuota(rec)) usd += effectiveCost(rec);
     }
@@ -338,6 +344,28 @@ export class CallLog {
     );
     this.diskUsage.clear();
     return this.statements.prune(rowCutoff, bodyCutoff, utcDayNumber(now) - QUOTA_USAGE_KEEP_DAYS);
+  }
+
+  private addPendingDayTotal(userId: number, rec: CallRecord): void {
+    let days = this.pendingDayTotals.get(userId);
+    if (!days) this.pendingDayTotals.set(userId, (days = new Map()));
+    const day = utcDayNumber(rec.ts);
+    const total = days.get(day) ?? { requests: 0, cost: 0 };
+    total.requests++;
+    total.cost += effectiveCost(rec);
+    days.set(day, total);
+  }
+
+  /** Queued quota usage of a user from the UTC day starting at `dayStart` on. */
+  private pendingSinceDay(userId: number, dayStart: number): { requests: number; cost: number } {
+    const sum = { requests: 0, cost: 0 };
+    const first = utcDayNumber(dayStart);
+    for (const [day, total] of this.pendingDayTotals.get(userId) ?? []) {
+      if (day < first) continue;
+      sum.requests += total.requests;
+      sum.cost += total.cost;
+    }
+    return sum;
   }
 
   /**
