@@ -266,3 +266,14 @@ describe('FakeClock', () => {
     assert.deepEqual(fired, [10, 15]);
   });
 });
+
+describe('systemClock', () => {
+  it('caps very long delays instead of letting Node fire them after 1 ms', async () => {
+    const { systemClock } = await import('../src/scheduler/index.ts');
+    let fired = false;
+    const handle = systemClock.setTimeout(() => (fired = true), Number.POSITIVE_INFINITY);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    systemClock.clearTimeout(handle);
+    assert.equal(fired, false);
+  });
+});
