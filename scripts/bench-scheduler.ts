@@ -9,6 +9,11 @@
  *   - free slot:     acquire() when a slot is free and nobody waits for it.
  * The parked count stays constant: every served waiter is replaced by a fresh parked ticket.
  *
+ * Also, in milliseconds, one refreshCandidates() (model lists changed) with the same parked
+ * counts, worst case: the older half of the tickets gains a backend on which the younger half
+ * already waits, so every late joiner is inserted in the middle of that queue; and a second
+ * refresh that adds nothing.
+ *
  * Run: npx tsx scripts/bench-scheduler.ts   (no network; pure in-process)
  */
 import { Scheduler, systemClock, type Candidate, type Lease, type Ticket } from '../src/scheduler/index.ts';
@@ -20,6 +25,8 @@ const PARKED_SIZES = [10, 1_000, 10_000];
 const WARMUP_ITERATIONS = 2_000;
 const ITERATIONS = 20_000;
 const SPARE = 'spare';
+const LATE = 'late';
+const REFRESH_ROUNDS = 5;
 
 /** Deterministic PRNG (mulberry32), so runs are comparable. */
 function prng(seed: number): () => number {
@@ -127,6 +134,46 @@ async function measure(parkedCount: number, seed: number): Promise<Samples> {
   return samples;
 }
 
+interface RefreshSamples {
+  widening: number[];
+  unchanged: number[];
+}
+
+/** refreshCandidates() cost with `parkedCount` tickets parked on a full fleet (see the header). */
+function measureRefresh(parkedCount: number, seed: number): RefreshSamples {
+  const random = prng(seed);
+  const samples: RefreshSamples = { widening: [], unchanged: [] };
+  for (let round = 0; round < REFRESH_ROUNDS; round++) {
+    const scheduler = new Scheduler({ clock: systemClock, maxParked: parkedCount + 10, affinityMaxWaitMs: 120_000 });
+    const names = [...Array.from({ length: BACKENDS }, (_, i) => `gpu${i}`), LATE];
+    for (const name of names) scheduler.upsertBackend({ name, cap: 1, paid: false, available: true });
+    const held = names.map((name) => scheduler.tryAcquireNow([{ backend: name, typeKey: 'warm' }], new Set())!);
+    const controllers: AbortController[] = [];
+    for (let i = 0; i < parkedCount; i++) {
+      const typeKey = `model-${Math.floor(random() * TYPE_KEYS)}`;
+      const own: Candidate[] = [{ backend: names[Math.floor(random() * BACKENDS)], typeKey }];
+      const older = i < parkedCount / 2;
+      const candidates = older ? own : [...own, { backend: LATE, typeKey }];
+      const refreshed = [...own, { backend: LATE, typeKey }];
+      const controller = new AbortController();
+      controllers.push(controller);
+      scheduler
+        .acquire({ alias: 'bench', candidates, parkMs: 600_000, signal: controller.signal, refresh: () => refreshed })
+        .catch(() => {});
+    }
+    let start = process.hrtime.bigint();
+    scheduler.refreshCandidates();
+    samples.widening.push(microsSince(start) / 1_000);
+    start = process.hrtime.bigint();
+    scheduler.refreshCandidates();
+    samples.unchanged.push(microsSince(start) / 1_000);
+    if (scheduler.snapshot().parked.some((p) => !p.backends.includes(LATE))) throw new Error('a ticket was not widened');
+    for (const controller of controllers) controller.abort();
+    for (const lease of held) lease.release();
+  }
+  return samples;
+}
+
 function quantile(values: number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
@@ -162,6 +209,14 @@ async function main(): Promise<void> {
   table('(a) hand-off: release() → waiter’s promise callback has run', (s) => s.handOffResolved);
   table('(b) fresh decision, fleet full → ticket parks', (s) => s.park);
   table('(b) fresh decision, free slot with no eligible waiter → lease now', (s) => s.freeSlot);
+
+  measureRefresh(1_000, 7); // JIT warm-up
+  console.log(`\nrefreshCandidates(), ms (median of ${REFRESH_ROUNDS}; older half widened onto a backend the younger half waits on)`);
+  console.log('  parked   widening   nothing new');
+  for (const parked of PARKED_SIZES) {
+    const { widening, unchanged } = measureRefresh(parked, parked);
+    console.log(`  ${String(parked).padStart(6)}  ${quantile(widening, 0.5).toFixed(2).padStart(9)}  ${quantile(unchanged, 0.5).toFixed(2).padStart(12)}`);
+  }
   console.log(`\ntotal ${((performance.now() - started) / 1_000).toFixed(1)} s`);
 }
 

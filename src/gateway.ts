@@ -62,6 +62,7 @@ export class Gateway {
   private fileConfig: GatewayConfig;
   private effective: GatewayConfig;
   private listing?: ListingEntry[];
+  private refreshQueued = false;
   private readonly outcomeListeners: ((o: CallOutcome) => void)[] = [];
   private readonly log: Logger;
 
@@ -100,6 +101,7 @@ export class Gateway {
       const b = this.registry.get(name);
       if (b) this.scheduler.upsertBackend(slotSpec(b));
     });
+    this.registry.onModelsChanged(() => this.refreshParkedSoon());
     this.registry.onRemoved((name) => {
       this.listing = undefined;
       this.scheduler.removeBackend(name);
@@ -152,6 +154,16 @@ export class Gateway {
     if (this.effective.call_log) this.callLog.record(rec);
     this.metrics.observeCall(rec);
     for (const fn of this.outcomeListeners) fn(o);
+  }
+
+  /** Model lists changed: parked calls re-resolve once per tick (however many backends changed). */
+  private refreshParkedSoon(): void {
+    if (this.refreshQueued) return;
+    this.refreshQueued = true;
+    queueMicrotask(() => {
+      this.refreshQueued = false;
+      this.scheduler.refreshCandidates();
+    });
   }
 
   /** Refreshes the gauges that are read off live state, right before /metrics renders. */

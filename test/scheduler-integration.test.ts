@@ -194,3 +194,24 @@ describe('scheduler, end to end', () => {
     assert.ok(!chatRequests(f).some((r) => lastUserText(r.body) === 'gone'), 'never forwarded');
   });
 });
+
+describe('parked calls and a changing fleet', () => {
+  test('a backend added by a config change while calls are parked takes them at once', async (t) => {
+    const busy = await startFake('llamacpp', { models: ['m'], knobs: { tokensPerSecond: 20, chunkCount: 40 } });
+    const added = await startFake('ollama', { models: ['m'] });
+    const gw = await startGateway([{ name: 'busy', url: busy.url, max_concurrent: 1 }], { health_check_interval: 300 });
+    t.after(async () => { await gw.close(); await busy.close(); await added.close(); });
+    const long = post(gw.url, ask('m', 'long')).then((r) => r.text());
+    await waitFor(() => busy.inflight === 1, 'busy occupied');
+    const parked = post(gw.url, ask('m', 'parked', false));
+    await waitFor(() => gw.gateway.scheduler.snapshot().parked.length === 1, 'call parked');
+    const { backendSpec } = await import('./helpers/gateway.ts');
+    const cfg = gw.gateway.config();
+    gw.gateway.reload({ ...cfg, backends: [...cfg.backends, backendSpec({ name: 'added', url: added.url })] });
+    const res = await parked;
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-gateway-backend'), 'added');
+    assert.equal(busy.inflight, 1, 'while the busy backend was still busy');
+    await long;
+  });
+});

@@ -1,7 +1,8 @@
 /**
  * Randomised check of the scheduler against a brute-force reference model of the rules
  * (scan every waiter on every decision). Thousands of mixed operations — park, release,
- * time passing, disconnects, fleet changes — must give every call the same outcome.
+ * time passing, disconnects, fleet changes, model-list refreshes — must give every call the
+ * same outcome.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -24,7 +25,10 @@ function prng(seed: number): () => number {
 type Outcome = { kind: 'pending' } | { kind: 'leased'; backend: string; typeKey: string } | { kind: 'rejected'; reason: string };
 
 interface ModelBackend { name: string; cap: number; paid: boolean; available: boolean; inflight: number; last?: string }
-interface ModelWaiter { id: number; candidates: Candidate[]; enqueuedAt: number; deadline: number }
+interface ModelWaiter { id: number; candidates: Candidate[]; enqueuedAt: number; deadline: number; refreshable: boolean }
+
+/** What each ticket's refresh returns during one refresh: candidates, or a throw. */
+type RefreshAnswers = ReadonlyMap<number, Candidate[] | 'throw'>;
 
 /** The rules, written the obvious way: every decision scans all waiters. */
 class ReferenceModel {
@@ -41,7 +45,7 @@ class ReferenceModel {
     for (const b of this.backends) this.handOff(b);
   }
 
-  acquire(id: number, candidates: Candidate[], parkMs: number): void {
+  acquire(id: number, candidates: Candidate[], parkMs: number, refreshable: boolean): void {
     const usable = candidates
       .filter((c) => this.backend(c.backend)?.available)
       .sort((x, y) => Number(this.backend(x.backend)!.paid) - Number(this.backend(y.backend)!.paid));
@@ -50,7 +54,7 @@ class ReferenceModel {
     if (free) return this.grant(id, this.backend(free.backend)!, free.typeKey);
     if (parkMs === 0) return void this.outcomes.set(id, { kind: 'rejected', reason: 'parking_off' });
     if (this.waiters.length >= this.maxParked) return void this.outcomes.set(id, { kind: 'rejected', reason: 'queue_full' });
-    this.waiters.push({ id, candidates, enqueuedAt: this.now, deadline: this.now + parkMs });
+    this.waiters.push({ id, candidates, enqueuedAt: this.now, deadline: this.now + parkMs, refreshable });
     this.outcomes.set(id, { kind: 'pending' });
   }
 
@@ -58,6 +62,18 @@ class ReferenceModel {
     const b = this.backend(backend)!;
     b.inflight--;
     this.handOff(b);
+  }
+
+  /** Refreshable waiters gain the candidates on backends they did not have; then hand-off everywhere. */
+  refresh(answers: RefreshAnswers): void {
+    for (const w of this.waiters) {
+      if (!w.refreshable) continue;
+      const answer = answers.get(w.id);
+      const fresh = answer === undefined || answer === 'throw' ? [] : answer;
+      const had = new Set(w.candidates.map((c) => c.backend));
+      w.candidates = [...w.candidates, ...fresh.filter((c) => !had.has(c.backend))];
+    }
+    for (const b of this.backends) this.handOff(b);
   }
 
   advance(ms: number): void {
@@ -116,7 +132,11 @@ async function runScenario(seed: number, steps: number): Promise<void> {
   const actual = new Map<number, Outcome>();
   const leases = new Map<number, Lease>();
   const aborters = new Map<number, AbortController>();
+  let refreshAnswers: RefreshAnswers = new Map();
+  let refreshedIds: number[] = [];
   let nextId = 1;
+  const randomCandidates = (max: number): Candidate[] =>
+    Array.from({ length: Math.floor(random() * (max + 1)) }, () => ({ backend: pickOne(names), typeKey: pickOne(models) }));
 
   const upsert = (spec: { name: string; cap: number; paid: boolean; available: boolean }) => {
     scheduler.upsertBackend(spec);
@@ -128,22 +148,27 @@ async function runScenario(seed: number, steps: number): Promise<void> {
     const roll = random();
     if (roll < 0.45) {
       const id = nextId++;
-      const candidates: Candidate[] = Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({
-        backend: pickOne(names),
-        typeKey: pickOne(models),
-      }));
+      const candidates: Candidate[] = [{ backend: pickOne(names), typeKey: pickOne(models) }, ...randomCandidates(2)];
       const parkMs = random() < 0.1 ? 0 : 100 + Math.floor(random() * 2_000);
+      const refreshable = random() < 0.6;
+      const refresh = () => {
+        refreshedIds.push(id);
+        const answer = refreshAnswers.get(id);
+        if (answer === 'throw') throw new Error(`refresh of call ${id} failed`);
+        return answer ?? [];
+      };
       const controller = new AbortController();
       aborters.set(id, controller);
       actual.set(id, { kind: 'pending' });
-      scheduler.acquire({ alias: `alias-${id % 3}`, candidates, parkMs, signal: controller.signal }).then(
+      const ticket = { alias: `alias-${id % 3}`, candidates, parkMs, signal: controller.signal, refresh: refreshable ? refresh : undefined };
+      scheduler.acquire(ticket).then(
         (lease) => {
           leases.set(id, lease);
           actual.set(id, { kind: 'leased', backend: lease.backend, typeKey: lease.typeKey });
         },
         (error: SchedulerRejection) => void actual.set(id, { kind: 'rejected', reason: error.reason }),
       );
-      model.acquire(id, candidates, parkMs);
+      model.acquire(id, candidates, parkMs, refreshable);
     } else if (roll < 0.75 && leases.size > 0) {
       const id = pickOne([...leases.keys()]);
       const lease = leases.get(id)!;
@@ -161,9 +186,17 @@ async function runScenario(seed: number, steps: number): Promise<void> {
         aborters.get(id)!.abort();
         model.leave(id, 'aborted');
       }
-    } else {
+    } else if (roll < 0.96) {
       const name = pickOne(names.slice(0, 5));
       upsert({ name, cap: Math.floor(random() * 3), paid: name === 'd', available: random() < 0.8 });
+    } else {
+      // Model lists changed: every refreshable waiter re-resolves, oldest first, once.
+      refreshAnswers = new Map(model.waiters.map((w) => [w.id, random() < 0.15 ? 'throw' : randomCandidates(3)]));
+      const expectedOrder = model.waiters.filter((w) => w.refreshable).map((w) => w.id);
+      refreshedIds = [];
+      scheduler.refreshCandidates();
+      model.refresh(refreshAnswers);
+      assert.deepEqual(refreshedIds, expectedOrder, `seed ${seed}, step ${step}: refresh order`);
     }
     await settle();
     for (const [id, expected] of model.outcomes) {

@@ -34,6 +34,7 @@ export class BackendRegistry {
   private readonly backends = new Map<string, BackendState>();
   private readonly listeners: Listener[] = [];
   private readonly removedListeners: Listener[] = [];
+  private readonly modelsListeners: Listener[] = [];
   private modelIndex?: Map<string, string[]>;
 
   constructor(private readonly now: () => number = Date.now) {}
@@ -44,6 +45,11 @@ export class BackendRegistry {
 
   onRemoved(fn: Listener): void {
     this.removedListeners.push(fn);
+  }
+
+  /** Fires after `onChange` listeners when a backend's set of model ids changed. */
+  onModelsChanged(fn: Listener): void {
+    this.modelsListeners.push(fn);
   }
 
   get(name: string): BackendState | undefined {
@@ -94,23 +100,23 @@ export class BackendRegistry {
   seedModels(name: string, models: ModelInfo[]): void {
     const b = this.backends.get(name);
     if (!b || b.known) return;
-    this.setModelList(b, models);
+    const changed = this.setModelList(b, models);
     b.healthy = true;
     b.known = true;
-    this.emit(name);
+    this.emit(name, changed);
   }
 
   /** A successful discovery poll. */
   discovered(name: string, models: ModelInfo[]): void {
     const b = this.backends.get(name);
     if (!b) return;
-    this.setModelList(b, models);
+    const changed = this.setModelList(b, models);
     b.discoveredAt = this.now();
     b.known = true;
     b.healthy = true;
     b.error = undefined;
     b.consecutiveFailures = 0;
-    this.emit(name);
+    this.emit(name, changed);
   }
 
   /** A failed poll or a failure threshold crossed: down, but the model list is kept. */
@@ -120,9 +126,7 @@ export class BackendRegistry {
     const since = b.error && b.error.kind === error.kind && !b.healthy ? b.error.since : this.now();
     b.error = { ...error, since };
     b.known = true;
-    const wasHealthy = b.healthy;
     b.healthy = false;
-    if (wasHealthy) this.modelIndex = undefined;
     this.emit(name);
   }
 
@@ -164,13 +168,18 @@ export class BackendRegistry {
     return index;
   }
 
-  private setModelList(b: BackendState, models: ModelInfo[]): void {
+  /** Replaces a backend's model list; true when the set of ids changed. */
+  private setModelList(b: BackendState, models: ModelInfo[]): boolean {
+    const before = b.modelsById;
     b.models = models;
     b.modelsById = new Map(models.map((m) => [m.id, m]));
-    this.modelIndex = undefined;
+    const changed = before.size !== b.modelsById.size || [...b.modelsById.keys()].some((id) => !before.has(id));
+    if (changed) this.modelIndex = undefined;
+    return changed;
   }
 
-  private emit(name: string): void {
+  private emit(name: string, modelsChanged = false): void {
     for (const fn of this.listeners) fn(name);
+    if (modelsChanged) for (const fn of this.modelsListeners) fn(name);
   }
 }

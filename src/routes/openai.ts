@@ -53,15 +53,19 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       const model = (body as { model?: unknown }).model;
       if (typeof model !== 'string' || model === '') throw modelNotFound(undefined);
       requested = model;
-      const resolution = resolveModel(model, gateway.registry, gateway.config().virtual_models, 'openai');
-      if (!resolution) throw modelNotFound(model);
-      // a model outside the allow-list looks exactly like an unknown one
-      const allowed = filterAllowed(ctx.caller.allow, resolution);
-      if (!allowed.length) throw modelNotFound(model);
+      const allow = ctx.caller.allow;
+      const candidatesNow = () => {
+        const resolved = resolveModel(model, gateway.registry, gateway.config().virtual_models, 'openai');
+        // a model outside the allow-list looks exactly like an unknown one
+        return resolved ? { ...resolved, candidates: filterAllowed(allow, resolved) } : undefined;
+      };
+      const resolution = candidatesNow();
+      if (!resolution?.candidates.length) throw modelNotFound(model);
       enforceQuota(gateway, ctx);
       await gateway.proxy.handle({
-        endpoint, body: body as Record<string, unknown>, resolution: { ...resolution, candidates: allowed },
+        endpoint, body: body as Record<string, unknown>, resolution,
         req, reply, caller: { source: ctx.source, userId: ctx.userId },
+        refreshCandidates: () => candidatesNow()?.candidates ?? [],
       });
       return reply;
     } catch (err) {

@@ -3,12 +3,20 @@ export interface Settleable {
   readonly settled: boolean;
 }
 
+/** Anything with a place in arrival order: smaller `seq` = older. */
+export interface Sequenced {
+  readonly seq: number;
+}
+
 /**
  * A FIFO whose items leave by being marked settled (lazy deletion): settled items are skipped
  * when peeking and swept out in bulk, so removal costs O(1) amortised. The owner calls
  * `noteSettled()` once for each of its items that settles, which keeps `live` exact.
+ *
+ * Items are kept in `seq` order: `push` appends (callers push in arrival order), and the rare
+ * late joiner goes in with `insertInOrder`.
  */
-export class LazyFifo<T extends Settleable> {
+export class LazyFifo<T extends Settleable & Sequenced> {
   private items: T[] = [];
   private head = 0;
   /** Settled items at or after `head`. */
@@ -19,8 +27,26 @@ export class LazyFifo<T extends Settleable> {
     return this.items.length - this.head - this.dead;
   }
 
+  /** Appends an item younger than every queued one (the hot path). */
   push(item: T): void {
     this.items.push(item);
+  }
+
+  /**
+   * Puts an item that joins late where its `seq` belongs, so the head stays the oldest.
+   * Binary search over the queued items (settled ones included, which are in order too), then
+   * a splice: O(n), for rare events only.
+   */
+  insertInOrder(item: T): void {
+    let low = this.head;
+    let high = this.items.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (this.items[mid].seq < item.seq) low = mid + 1;
+      else high = mid;
+    }
+    if (low === this.items.length) this.items.push(item);
+    else this.items.splice(low, 0, item);
   }
 
   /** The oldest unsettled item, if any. */

@@ -70,6 +70,28 @@ export class Scheduler {
   }
 
   /**
+   * The fleet's model lists changed: every parked ticket that has `refresh` is re-resolved,
+   * once each and oldest first, and also waits on the backends it did not have (in its place
+   * by age there, not at the back). Then free slots are handed off as after any fleet change,
+   * so a waiter whose new backend is free gets its lease at once.
+   *
+   * Backends the ticket already had are kept even if they no longer serve it: hand-off only
+   * goes to available backends, and the request path checks the model again. New type keys
+   * on a backend the ticket already had are not added either. A refresh that throws (or
+   * returns a non-array) counts as no candidates. O(parked × their candidates), plus an
+   * O(queue length) insert for each backend a ticket gains: for model-list changes, not for
+   * every request.
+   */
+  refreshCandidates(): void {
+    // A copy: a refresh may settle waiters (an abort) or park new ones.
+    for (const waiter of [...this.waiters.values()]) {
+      if (waiter.settled || !waiter.refresh) continue;
+      this.waiters.widen(waiter, refreshedCandidates(waiter.refresh));
+    }
+    this.handOffEverywhere();
+  }
+
+  /**
    * A lease on the best free candidate now, or one handed over later while parked. Rejects with
    * a SchedulerRejection: 'no_backend' (no candidate is a known, available backend; never
    * parks), 'parking_off', 'queue_full', 'park_timeout' or 'aborted'.
@@ -150,6 +172,7 @@ export class Scheduler {
         enqueuedAt,
         deadline: enqueuedAt + ticket.parkMs,
         typeKeysByBackend: typeKeysByBackend(ticket.candidates),
+        refresh: ticket.refresh,
         resolve,
         reject,
         settled: false,
@@ -239,6 +262,16 @@ export class Scheduler {
 
 function hasFreeSlot(slots: BackendSlots): boolean {
   return slots.spec.cap === 0 || slots.inflight < slots.spec.cap;
+}
+
+/** What a ticket's refresh returns now; nothing if it throws or returns something else. */
+function refreshedCandidates(refresh: () => Candidate[]): readonly Candidate[] {
+  try {
+    const candidates = refresh();
+    return Array.isArray(candidates) ? candidates : [];
+  } catch {
+    return [];
+  }
 }
 
 function aborted(): SchedulerRejection {

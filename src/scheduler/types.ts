@@ -26,6 +26,12 @@ export interface Ticket {
   parkMs: number;
   /** Aborts when the client goes away; a parked ticket then leaves the queue at once. */
   signal?: AbortSignal;
+  /**
+   * Re-resolves the ticket's candidates against the current fleet (routing + allow-list).
+   * Called by `Scheduler.refreshCandidates()` while the ticket is parked, so it can also wait
+   * on backends that gained its model or joined the fleet. Absent = the candidates are fixed.
+   */
+  refresh?: () => Candidate[];
 }
 
 /** One in-flight slot on one backend. */
@@ -75,9 +81,9 @@ export interface BackendSlotsSnapshot {
 
 export interface ParkedTicketSnapshot {
   alias: string;
-  /** Distinct type keys the ticket can run as, in candidate order. */
+  /** Distinct type keys the ticket can run as, in candidate order (refreshed ones included). */
   typeKeys: string[];
-  /** Distinct backends the ticket can run on, in candidate order. */
+  /** Distinct backends the ticket can run on, in candidate order, then those added by a refresh. */
   backends: string[];
   ageMs: number;
   remainingMs: number;

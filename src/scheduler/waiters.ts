@@ -8,8 +8,13 @@ export interface Waiter {
   readonly alias: string;
   readonly enqueuedAt: number;
   readonly deadline: number;
-  /** Type keys the waiter can run as on each backend, in candidate order. */
-  readonly typeKeysByBackend: ReadonlyMap<string, readonly string[]>;
+  /**
+   * Type keys the waiter can run as on each backend, in candidate order; backends gained by
+   * `WaiterIndex.widen` come after. Change it only through the index, which queues by it.
+   */
+  readonly typeKeysByBackend: Map<string, readonly string[]>;
+  /** Re-resolves the ticket's candidates against the current fleet; absent = fixed candidates. */
+  readonly refresh?: () => Candidate[];
   readonly resolve: (lease: Lease) => void;
   readonly reject: (rejection: SchedulerRejection) => void;
   settled: boolean;
@@ -54,19 +59,29 @@ export class WaiterIndex {
     return this.parked.size;
   }
 
+  /** Parks a waiter younger than every parked one (it has the highest `seq`). */
   add(waiter: Waiter): void {
     this.parked.add(waiter);
     this.countByAlias.set(waiter.alias, (this.countByAlias.get(waiter.alias) ?? 0) + 1);
-    for (const [backend, typeKeys] of waiter.typeKeysByBackend) {
-      let queues = this.byBackend.get(backend);
-      if (!queues) this.byBackend.set(backend, (queues = new BackendWaiters()));
-      queues.all.push(waiter);
-      for (const typeKey of typeKeys) {
-        let queue = queues.byTypeKey.get(typeKey);
-        if (!queue) queues.byTypeKey.set(typeKey, (queue = new LazyFifo<Waiter>()));
-        queue.push(waiter);
-      }
+    for (const [backend, typeKeys] of waiter.typeKeysByBackend) this.enqueue(waiter, backend, typeKeys, false);
+  }
+
+  /**
+   * Lets a parked waiter also wait on the backends among `candidates` it did not have yet: it
+   * joins their queues in arrival order, not at the tail, so it is as old there as everywhere.
+   * Backends it already has are left as they are (new type keys on them are ignored). Returns
+   * the backends added. O(its candidates × queue length) for the ordered inserts.
+   */
+  widen(waiter: Waiter, candidates: readonly Candidate[]): string[] {
+    if (waiter.settled) return [];
+    const added: string[] = [];
+    for (const [backend, typeKeys] of typeKeysByBackend(candidates)) {
+      if (waiter.typeKeysByBackend.has(backend)) continue;
+      waiter.typeKeysByBackend.set(backend, typeKeys);
+      this.enqueue(waiter, backend, typeKeys, true);
+      added.push(backend);
     }
+    return added;
   }
 
   /** Marks the waiter settled and takes it out of every queue (O(its candidates)). */
@@ -121,5 +136,19 @@ export class WaiterIndex {
 
   countsByAlias(): Record<string, number> {
     return Object.fromEntries(this.countByAlias);
+  }
+
+  /** Queues the waiter on one backend: in `all` and under each of its type keys there. */
+  private enqueue(waiter: Waiter, backend: string, typeKeys: readonly string[], late: boolean): void {
+    let queues = this.byBackend.get(backend);
+    if (!queues) this.byBackend.set(backend, (queues = new BackendWaiters()));
+    if (late) queues.all.insertInOrder(waiter);
+    else queues.all.push(waiter);
+    for (const typeKey of typeKeys) {
+      let queue = queues.byTypeKey.get(typeKey);
+      if (!queue) queues.byTypeKey.set(typeKey, (queue = new LazyFifo<Waiter>()));
+      if (late) queue.insertInOrder(waiter);
+      else queue.push(waiter);
+    }
   }
 }

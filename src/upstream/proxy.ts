@@ -35,6 +35,8 @@ export interface ProxyCall {
   reply: FastifyReply;
   /** Who is calling, for the call log. */
   caller: { source: string; userId: number | null };
+  /** Re-resolves the candidates against the current fleet while the call is parked. */
+  refreshCandidates?: () => Resolution['candidates'];
 }
 
 /** Why an attempt on one backend did not produce an answer and the next candidate should try. */
@@ -69,6 +71,7 @@ export class Proxy {
       candidates: call.resolution.candidates.map((c) => ({ backend: c.backend, typeKey: c.model })),
       parkMs: parkSeconds(cfg, call.resolution.alias ?? call.resolution.requested) * 1000,
       signal: clientGone.signal,
+      refresh: call.refreshCandidates && (() => call.refreshCandidates!().map((c) => ({ backend: c.backend, typeKey: c.model }))),
     };
     const base: Omit<CallOutcome, 'status' | 'reason' | 'durationMs'> = {
       requestId: String(call.req.id), endpoint: call.endpoint, requestedModel: call.resolution.requested,
@@ -108,7 +111,7 @@ export class Proxy {
         deps.onOutcome({ ...base, backend, status: 499, reason: 'client_closed', durationMs: deps.now() - startedAt });
         return;
       }
-      lease = deps.scheduler.tryAcquireNow(ticket.candidates, tried);
+      lease = deps.scheduler.tryAcquireNow(ticket.refresh?.() ?? ticket.candidates, tried);
     }
     throw exhaustedError(lastFailure);
   }
