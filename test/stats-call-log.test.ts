@@ -96,13 +96,31 @@ describe('batching', () => {
     assert.equal(log.flushes, 1, 'an empty queue does not open a transaction');
   });
 
-  test('a long queue is flushed on the next event-loop turn, not inside record()', async (t) => {
+  test('a long queue is written from the next event-loop turn on, in short slices, never inside record()', async (t) => {
     const { log } = openLog(t);
     for (let i = 0; i < 5000; i++) log.record(call());
     assert.equal(log.flushes, 0);
     await new Promise((r) => setImmediate(r));
-    assert.equal(log.flushes, 1);
+    assert.equal(log.flushes, 1, 'one slice per event-loop turn');
+    assert.ok(log.pending > 0 && log.pending < 5000, `a slice was written (${log.pending} left)`);
+    for (let turn = 0; turn < 20 && log.pending > 0; turn++) await new Promise((r) => setImmediate(r));
     assert.equal(log.pending, 0);
+    assert.ok(log.flushes > 2, `${log.flushes} slices`);
+  });
+
+  test('quota counters stay exact while the queue is written in slices', async (t) => {
+    const { log } = openLog(t);
+    const since = Date.UTC(2026, 0, 1);
+    for (let i = 0; i < 5000; i++) log.record(call({ user_id: 7, ts: since + 1000 + i, cost_usd: 0.001 }));
+    const expect = () => {
+      assert.equal(log.requestsSince(7, since), 5000);
+      assert.ok(Math.abs(log.costSince(7, since) - 5) < 1e-6, String(log.costSince(7, since)));
+    };
+    expect();
+    while (log.pending > 0) {
+      await new Promise((r) => setImmediate(r));
+      expect();
+    }
   });
 
   test('the timer flushes in the background', async (t) => {

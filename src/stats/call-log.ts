@@ -84,6 +84,8 @@ const PRUNE_INTERVAL_MS = 3_600_000;
 const FIRST_PRUNE_DELAY_MS = 10_000;
 /** A queue this long is flushed on the next turn of the event loop instead of waiting. */
 const EAGER_FLUSH_ROWS = 5_000;
+/** Rows per background write transaction (~3 ms): keeps the event loop's pauses short. */
+const WRITE_SLICE_ROWS = 500;
 /** Days of per-user usage kept for quotas (a month window needs at most 31). */
 const QUOTA_USAGE_KEEP_DAYS = 100;
 const MAX_RECENT = 1_000;
@@ -128,6 +130,7 @@ export class CallLog {
   private readonly diskUsage = new Map<string, { requests: number; cost: number }>();
   private readonly timers: NodeJS.Timeout[] = [];
   private eagerFlushScheduled = false;
+  private sliceScheduled = false;
   private flushCount = 0;
   private droppedCount = 0;
   private closed = false;
@@ -197,15 +200,52 @@ export class CallLog {
 
   /** Writes every queued row (and its bodies and quota counters) in one transaction. */
   flush(): void {
+    this.writeOldest(this.queue.length);
+  }
+
+  /**
+   * Writes the `n` oldest queued rows in one transaction and forgets them from the pending
+   * counters. The background writer uses slices so that no single write stalls the event
+   * loop for long, however busy the gateway is.
+   */
+  private writeOldest(n: number): void {
     if (this.closed || this.queue.length === 0) return;
-    const batch = this.queue;
-    const prepared = batch.map((rec) => this.prepare(rec));
-    this.statements.writeBatch(prepared, quotaUsageOf(batch));
+    const all = n >= this.queue.length;
+    const batch = all ? this.queue : this.queue.slice(0, n);
+    this.statements.writeBatch(batch.map((rec) => this.prepare(rec)), quotaUsageOf(batch));
     this.flushCount++;
-    this.queue = [];
-    this.pendingByUser = new Map();
-    this.pendingDayTotals = new Map();
     this.diskUsage.clear();
+    if (all) {
+      this.queue = [];
+      this.pendingByUser = new Map();
+      this.pendingDayTotals = new Map();
+      return;
+    }
+    this.queue = this.queue.slice(n);
+    this.forgetPending(batch);
+  }
+
+  /** Takes written rows (the oldest of each user's pending list) out of the pending counters. */
+  private forgetPending(written: readonly CallRecord[]): void {
+    const writtenPerUser = new Map<number, number>();
+    for (const rec of written) {
+      if (typeof rec.user_id !== 'number') continue;
+      writtenPerUser.set(rec.user_id, (writtenPerUser.get(rec.user_id) ?? 0) + 1);
+      if (!countsTowardQuota(rec)) continue;
+      const total = this.pendingDayTotals.get(rec.user_id)?.get(utcDayNumber(rec.ts));
+      if (total) {
+        total.requests--;
+        total.cost -= effectiveCost(rec);
+      }
+    }
+    for (const [user, count] of writtenPerUser) {
+      const rest = this.pendingByUser.get(user)?.slice(count) ?? [];
+      if (rest.length) this.pendingByUser.set(user, rest);
+      else {
+        this.pendingByUser.delete(user);
+        this.pendingDayTotals.delete(user);
+      }
+    }
   }
 
   /**
@@ -215,7 +255,11 @@ export class CallLog {
   close(): void {
     if (this.closed) return;
     for (const t of this.timers) clearInterval(t);
-    this.backgroundFlush();
+    try {
+      this.flush();
+    } catch (err) {
+      this.report(err, 'flush');
+    }
     this.closed = true;
     this.db.close();
   }
@@ -405,11 +449,21 @@ export class CallLog {
     };
   }
 
+  /** Writes the queue in slices of WRITE_SLICE_ROWS, yielding to the event loop between them. */
   private backgroundFlush(): void {
+    if (this.closed) return;
     try {
-      this.flush();
+      this.writeOldest(WRITE_SLICE_ROWS);
     } catch (err) {
       this.report(err, 'flush');
+      return;
+    }
+    if (this.queue.length > 0 && !this.sliceScheduled) {
+      this.sliceScheduled = true;
+      setImmediate(() => {
+        this.sliceScheduled = false;
+        this.backgroundFlush();
+      });
     }
   }
 
@@ -431,7 +485,7 @@ type Statements = ReturnType<typeof prepareStatements>;
 
 function prepareStatements(db: Db) {
   const insertCall = db.prepare(
-    `INSERT INTO calls (${CALL_COLUMNS.join(', ')}) VALUES (${CALL_COLUMNS.map((c) => '@' + c).join(', ')})`,
+    `INSERT INTO calls (${CALL_COLUMNS.join(', ')}) VALUES (${CALL_COLUMNS.map(() => '?').join(', ')})`,
   );
   const insertBodies = db.prepare(
     `INSERT INTO call_bodies (call_id, ts, request, response, request_bytes, response_bytes)
@@ -449,7 +503,8 @@ function prepareStatements(db: Db) {
   return {
     writeBatch: db.transaction((calls: PreparedCall[], usage: QuotaUsage[]) => {
       for (const c of calls) {
-        const id = insertCall.run(c.row).lastInsertRowid;
+        // positional binding: markedly cheaper than named parameters on a hot batch
+        const id = insertCall.run(CALL_COLUMNS.map((col) => c.row[col])).lastInsertRowid;
         if (c.request || c.response) {
           insertBodies.run(
             id, c.row.ts, c.request?.gz ?? null, c.response?.gz ?? null, c.request?.bytes ?? null, c.response?.bytes ?? null,
