@@ -1,10 +1,13 @@
 import type { BackendSpec } from '../config/types.ts';
 import type { BackendError, ModelInfo } from './types.ts';
+import { basePath } from '../upstream/pools.ts';
 
 /** One backend as the gateway currently knows it: its spec plus live state. */
 export interface BackendState {
   readonly name: string;
   spec: BackendSpec;
+  /** Path prefix of the spec's URL ('' or e.g. '/api'), prepended to every upstream path. */
+  basePath: string;
   /** Effective in-flight cap (spec's, else the global default); 0 = unlimited. */
   cap: number;
   healthy: boolean;
@@ -75,13 +78,14 @@ export class BackendRegistry {
       const existing = this.backends.get(spec.name);
       if (!existing) {
         this.backends.set(spec.name, {
-          name: spec.name, spec, cap, healthy: false, known: false, models: [], modelsById: new Map(),
+          name: spec.name, spec, basePath: basePath(spec.url), cap, healthy: false, known: false, models: [], modelsById: new Map(),
           consecutiveFailures: 0,
         });
         change.added.push(spec.name);
       } else if (JSON.stringify(existing.spec) !== JSON.stringify(spec) || existing.cap !== cap) {
         const urlChanged = existing.spec.url !== spec.url || existing.spec.api_key !== spec.api_key;
         existing.spec = spec;
+        existing.basePath = basePath(spec.url);
         existing.cap = cap;
         if (urlChanged) {
           existing.healthy = false;

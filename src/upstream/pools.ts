@@ -9,15 +9,19 @@ export interface PoolOptions {
  * removed gets its pool closed gracefully: in-flight requests finish, new ones use the new pool.
  */
 export class UpstreamPools {
-  private readonly pools = new Map<string, { origin: string; pool: Pool }>();
+  private readonly pools = new Map<string, { url: string; origin: string; pool: Pool }>();
 
   constructor(private readonly opts: PoolOptions = { connectTimeoutMs: 10_000 }) {}
 
   /** The dispatcher for `name` whose base URL is `url`. */
   get(name: string, url: string): Dispatcher {
-    const origin = new URL(url).origin;
     const entry = this.pools.get(name);
-    if (entry && entry.origin === origin) return entry.pool;
+    if (entry?.url === url) return entry.pool;
+    const origin = new URL(url).origin;
+    if (entry && entry.origin === origin) {
+      entry.url = url;
+      return entry.pool;
+    }
     if (entry) void entry.pool.close().catch(() => {});
     const pool = new Pool(origin, {
       connections: null,
@@ -29,7 +33,7 @@ export class UpstreamPools {
       headersTimeout: 0,
       bodyTimeout: 0,
     });
-    this.pools.set(name, { origin, pool });
+    this.pools.set(name, { url, origin, pool });
     return pool;
   }
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { request as undiciRequest, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import { credentialHeaders } from '../backends/probe.ts';
 import { describeError, kindForStatus } from '../backends/errors.ts';
@@ -11,7 +11,6 @@ import { SchedulerRejection, type Lease, type Scheduler, type Ticket } from '../
 import { adaptEmbeddingsResponse } from './embeddings.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
-import { basePath } from './pools.ts';
 import { relayStream } from './relay.ts';
 import { usageFromOpenAI, usageFromLlamaCppTimings } from './usage.ts';
 
@@ -130,46 +129,34 @@ export class Proxy {
     const outcomeBase = { ...base, backend: backend.name, model: lease.typeKey };
     const wantsStream = call.endpoint !== 'embeddings' && call.body.stream === true;
     const payload = Buffer.from(JSON.stringify(upstreamBody(call.body, lease.typeKey, wantsStream)));
-    const url = new URL(backend.spec.url);
-    const path = `${basePath(backend.spec.url)}${call.req.url.startsWith('/v1/') ? call.req.url : `/v1${call.req.url}`}`;
+    const path = `${backend.basePath}${call.req.url}`;
 
-    const attemptAbort = new AbortController();
-    const onClientGone = () => attemptAbort.abort(new Error('client closed the connection'));
-    clientGone.signal.addEventListener('abort', onClientGone, { once: true });
-    const detach = () => clientGone.signal.removeEventListener('abort', onClientGone);
     const firstByteMs = cfg.first_byte_timeout_s > 0 ? cfg.first_byte_timeout_s * 1000 : 0;
 
     let res: Dispatcher.ResponseData;
     try {
-      res = await undiciRequest(url.origin + path, {
+      res = await deps.dispatcherFor(backend).request({
+        path,
         method: 'POST',
-        dispatcher: deps.dispatcherFor(backend),
         headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), payload.length),
         body: payload,
-        signal: attemptAbort.signal,
+        signal: clientGone.signal,
         headersTimeout: firstByteMs || cfg.upstream_timeout_s * 1000,
         bodyTimeout: cfg.stream_idle_timeout_s * 1000,
       });
     } catch (err) {
-      detach();
       return { error: describeError(err), countsAsFailure: !clientGone.signal.aborted };
     }
 
-    const releaseAll = () => {
-      detach();
-      lease.release();
-    };
 
     if (res.statusCode !== 200) {
       let text: string;
       try {
         text = await res.body.text();
       } catch (err) {
-        detach();
         return { error: describeError(err), countsAsFailure: true };
       }
       if ((res.statusCode === 502 || res.statusCode === 503) && LOAD_FAILURE.test(text)) {
-        detach();
         return {
           error: { kind: 'upstream', status: res.statusCode, detail: text.slice(0, 300) },
           countsAsFailure: res.statusCode === 502,
@@ -181,7 +168,7 @@ export class Proxy {
       } else {
         deps.registry.recordSuccess(backend.name);
       }
-      releaseAll();
+      lease.release();
       this.sendUpstreamAnswer(call.reply, backend, res, scrubSecret(text, backend.spec.api_key));
       deps.onOutcome({ ...outcomeBase, status: res.statusCode, reason: 'upstream_error', durationMs: deps.now() - base.startedAt, responseBody: cfg.capture_bodies ? text : undefined });
       return undefined;
@@ -197,10 +184,8 @@ export class Proxy {
         promptTokenEstimate: estimatePromptTokens(call.body),
         now: deps.now,
         firstByteTimeoutMs: firstByteMs,
-        abort: (reason) => attemptAbort.abort(reason),
         captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
       });
-      detach();
       if (result.kind === 'failover') {
         return { error: result.error, countsAsFailure: true };
       }
@@ -231,11 +216,10 @@ export class Proxy {
     try {
       raw = Buffer.from(await res.body.arrayBuffer());
     } catch (err) {
-      detach();
       return { error: describeError(err), countsAsFailure: !clientGone.signal.aborted };
     }
     deps.registry.recordSuccess(backend.name);
-    releaseAll();
+    lease.release();
     const { body, usage } = this.inspectJson(call, raw);
     const elapsed = deps.now() - base.startedAt;
     if (usage && call.endpoint !== 'embeddings') {

@@ -16,8 +16,6 @@ export interface RelayOptions {
   now: () => number;
   /** 0 = no limit on the wait for the first body byte. */
   firstByteTimeoutMs: number;
-  /** Aborts the upstream request (used by the first-byte timer). */
-  abort: (reason: Error) => void;
   /** Keep up to this many bytes of what the client got, for the call inspector; 0 = none. */
   captureBytes: number;
 }
@@ -53,7 +51,7 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const captured: Buffer[] = [];
   let capturedBytes = 0;
   const firstByteTimer = opts.firstByteTimeoutMs > 0
-    ? setTimeout(() => opts.abort(Object.assign(new Error(`no first byte within ${opts.firstByteTimeoutMs} ms`), { code: 'UND_ERR_HEADERS_TIMEOUT' })), opts.firstByteTimeoutMs)
+    ? setTimeout(() => upstream.body.destroy(Object.assign(new Error(`no first byte within ${opts.firstByteTimeoutMs} ms`), { code: 'UND_ERR_HEADERS_TIMEOUT' })), opts.firstByteTimeoutMs)
     : undefined;
 
   const writeHead = () => {
