@@ -145,6 +145,15 @@ describe('scheduler, end to end', () => {
     assert.equal(gw.gateway.registry.get('s')!.healthy, true, 'a successful probe brings it back');
   });
 
+  test('a long prefill before the first token is not a stall', async (t) => {
+    const slowStart = await startFake('llamacpp', { models: ['m'], knobs: { prefillMs: 700, chunkCount: 5 } });
+    const gw = await startGateway([{ name: 'p', url: slowStart.url }], { stream_idle_timeout_s: 0.3 });
+    t.after(async () => { await gw.close(); await slowStart.close(); });
+    const text = await (await post(gw.url, ask('m', 'x'))).text();
+    assert.ok(text.trimEnd().endsWith('data: [DONE]'), text.slice(-200));
+    assert.equal(gw.gateway.registry.get('p')!.consecutiveFailures, 0);
+  });
+
   test('parking limits: park timeout, parking off per alias, queue full — each a 503 with Retry-After', async (t) => {
     const f = await startFake('llamacpp', { models: ['m'], knobs: { tokensPerSecond: 20, chunkCount: 40 } });
     const gw = await startGateway(

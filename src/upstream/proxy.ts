@@ -142,7 +142,9 @@ export class Proxy {
         body: payload,
         signal: clientGone.signal,
         headersTimeout: firstByteMs || cfg.upstream_timeout_s * 1000,
-        bodyTimeout: cfg.stream_idle_timeout_s * 1000,
+        // a stream may legitimately wait long for its first token (prefill); the relay watches
+        // the silence between data after that. A JSON answer gets the idle limit as a whole.
+        bodyTimeout: wantsStream ? 0 : cfg.stream_idle_timeout_s * 1000,
       });
     } catch (err) {
       return { error: describeError(err), countsAsFailure: !clientGone.signal.aborted };
@@ -184,6 +186,7 @@ export class Proxy {
         promptTokenEstimate: estimatePromptTokens(call.body),
         now: deps.now,
         firstByteTimeoutMs: firstByteMs,
+        idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
         captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
       });
       if (result.kind === 'failover') {

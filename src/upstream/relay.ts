@@ -16,6 +16,8 @@ export interface RelayOptions {
   now: () => number;
   /** 0 = no limit on the wait for the first body byte. */
   firstByteTimeoutMs: number;
+  /** Longest silence between data after the first byte (stalled stream); 0 = none. */
+  idleTimeoutMs: number;
   /** Keep up to this many bytes of what the client got, for the call inspector; 0 = none. */
   captureBytes: number;
 }
@@ -54,8 +56,15 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     ? setTimeout(() => upstream.body.destroy(Object.assign(new Error(`no first byte within ${opts.firstByteTimeoutMs} ms`), { code: 'UND_ERR_HEADERS_TIMEOUT' })), opts.firstByteTimeoutMs)
     : undefined;
 
+  // one timer for the whole stream, re-armed per chunk with refresh() (no allocation)
+  let idleTimer: NodeJS.Timeout | undefined;
+  const stalled = () => upstream.body.destroy(Object.assign(
+    new Error(`no data for ${opts.idleTimeoutMs} ms`), { code: 'UND_ERR_BODY_TIMEOUT' },
+  ));
+
   const writeHead = () => {
     clearTimeout(firstByteTimer);
+    if (opts.idleTimeoutMs > 0) idleTimer = setTimeout(stalled, opts.idleTimeoutMs);
     reply.hijack();
     res.writeHead(200, { ...SSE_HEAD, ...opts.headers });
     headWritten = true;
@@ -85,11 +94,15 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   try {
     for await (const chunk of upstream.body) {
       if (!headWritten) writeHead();
+      else idleTimer?.refresh();
       await relay(splitter.push(chunk as Buffer));
+      idleTimer?.refresh(); // time spent waiting for a slow client is not the backend's silence
       if (res.destroyed) throw new ClientGone();
     }
+    clearTimeout(idleTimer);
     await relay(splitter.flush());
     if (!headWritten) writeHead();
+    clearTimeout(idleTimer);
     if (!sawDone) {
       const error = { kind: 'upstream' as const, detail: 'the backend ended the stream without [DONE]' };
       if (!tap.summary().finishReason) {
@@ -101,6 +114,7 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     return result({ kind: 'complete' as const });
   } catch (err) {
     clearTimeout(firstByteTimer);
+    clearTimeout(idleTimer);
     upstream.body.destroy();
     if (err instanceof ClientGone || res.destroyed || (reply.raw.socket?.destroyed ?? false)) {
       if (!res.destroyed) res.destroy();

@@ -192,7 +192,9 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
   async function streamReply(res: ServerResponse, seq: ChunkSequence, started: () => void, signal: AbortSignal): Promise<void> {
     const { tokensPerSecond, dropAfterChunks: drop, stallAfterChunks: stall } = knobs;
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+    res.flushHeaders();
     started();
+    if (knobs.prefillMs > 0) await sleep(knobs.prefillMs, signal);
     for (const c of seq.lead) await write(res, sseData(c), signal);
     const cut = async (sent: number): Promise<boolean> => {
       if (drop >= 0 && sent >= Math.min(drop, seq.content.length)) { res.socket?.destroy(); return true; }

@@ -33,6 +33,8 @@ export interface FakeKnobs {
   includeUsage: boolean;
   /** Reset new connections (and requests on kept-alive ones) at once, like a dead host. */
   refuse: boolean;
+  /** Streams: silence between the response head and the first chunk (a long prefill), ms. */
+  prefillMs: number;
   /** Prompt tokens reported as prompt-cache hits (`prompt_tokens_details.cached_tokens`). */
   cachedPromptTokens: number;
 }
@@ -51,6 +53,7 @@ export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
   includeUsage: true,
   refuse: false,
   cachedPromptTokens: 0,
+  prefillMs: 0,
 });
 
 export interface RecordedRequest {
