@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
@@ -71,6 +72,7 @@ export class Gateway {
     this.configSource = opts.configSource;
     this.fileConfig = opts.fileConfig;
     this.store = openStore(opts.fileConfig.store_dir);
+    mkdirSync(opts.fileConfig.jobs_dir, { recursive: true }); // media jobs and artifacts live here
     this.secrets = loadOrCreateSecretBox(opts.fileConfig.store_dir);
     this.settings = new SettingsRepo(this.store);
     this.storedBackends = new BackendsRepo(this.store, this.secrets);
