@@ -1,0 +1,96 @@
+/**
+ * Benchmark plumbing: fake backends and gateways as their own processes (pinned with taskset
+ * when it exists: gateway on CPU 0, fakes and drivers on CPU 1), /proc readings of CPU and RSS.
+ * Everything listens on 127.0.0.1; every child is killed when the benchmark exits.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const DURATION_S = Number(process.env.DURATION ?? 5);
+const WARMUP_S = Number(process.env.WARMUP ?? 1);
+const WORKLOADS = (process.env.WORKLOADS ?? 'ns-c1 ns-c64 stream-c16 slow-c500 accounting').split(/\s+/);
+export const HAS_TASKSET = spawnSync('taskset', ['-V']).status === 0;
+const children: ChildProcess[] = [];
+const scratch = mkdtempSync(join(tmpdir(), 'llmgw-bench-'));
+
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+// ───────────────────────────── processes
+
+function pinned(cpu: number, cmd: string, args: string[]): [string, string[]] {
+  return HAS_TASKSET ? ['taskset', ['-c', String(cpu), cmd, ...args]] : [cmd, args];
+}
+
+async function startProcess(cpu: number, args: string[], ready: RegExp, env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; line: string }> {
+  const [cmd, argv] = pinned(cpu, process.execPath, ['--import', 'tsx', ...args]);
+  const child = spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
+  const rl = createInterface({ input: child.stdout! });
+  return await new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timeout starting ${args.join(' ')}: ${stderr}`)), 20_000);
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited ${code}: ${stderr}`)));
+    rl.on('line', (line) => {
+      if (ready.test(line)) {
+        clearTimeout(timer);
+        resolvePromise({ child, line });
+      }
+    });
+  });
+}
+
+/** A fake vLLM serving model `bench`, answering `chunks` chunks at `tps` per second (0 = at once). */
+export async function startFakeProcess(chunks: number, tps: number): Promise<string> {
+  const { line } = await startProcess(1, ['scripts/fake-backend.ts', '--kind', 'vllm', '--models', 'bench', '--chunks', String(chunks), '--tps', String(tps)], /^READY /);
+  return line.slice('READY '.length).trim();
+}
+
+/** A gateway process with one backend per entry of `backends` and extra config lines; waits for /health ok. */
+export async function startGatewayProcess(name: string, backends: Record<string, string>, extra: string[]): Promise<{ url: string; pid: number }> {
+  const port = 18_300 + Math.floor(Math.random() * 1000);
+  const config = join(scratch, `${name}.yaml`);
+  writeFileSync(config, [
+    `store_dir: ${join(scratch, name)}`,
+    'log_level: warn',
+    'health_check_interval: 300',
+    ...extra,
+    'backends:',
+    ...Object.entries(backends).map(([b, url]) => `  - { name: ${b}, url: "${url}" }`),
+  ].join('\n'));
+  const [cmd, argv] = pinned(0, process.execPath, ['--import', 'tsx', 'src/server.ts', '--config', config, '--port', String(port)]);
+  const child = spawn(cmd, argv, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    const health = await fetch(`${url}/health`).then((r) => r.json() as Promise<{ status: string }>, () => undefined);
+    if (health?.status === 'ok') return { url, pid: child.pid! }; // taskset execs node: same pid
+    await sleep(100);
+  }
+  throw new Error(`gateway ${name} did not come up`);
+}
+
+export function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, 100 Hz ticks
+}
+
+export function peakRssMb(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Current RSS of a process in MB. */
+export function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
