@@ -132,6 +132,7 @@ export class Proxy {
     const path = `${backend.basePath}${call.req.url}`;
 
     const firstByteMs = cfg.first_byte_timeout_s > 0 ? cfg.first_byte_timeout_s * 1000 : 0;
+    const attemptStartedAt = deps.now();
 
     let res: Dispatcher.ResponseData;
     try {
@@ -149,7 +150,6 @@ export class Proxy {
     } catch (err) {
       return { error: describeError(err), countsAsFailure: !clientGone.signal.aborted };
     }
-
 
     if (res.statusCode !== 200) {
       let text: string;
@@ -224,15 +224,21 @@ export class Proxy {
     deps.registry.recordSuccess(backend.name);
     lease.release();
     const { body, usage } = this.inspectJson(call, raw);
-    const elapsed = deps.now() - base.startedAt;
+    const now = deps.now();
+    const elapsed = now - base.startedAt;
     if (usage && call.endpoint !== 'embeddings') {
-      deps.scheduler.recordSpeed(backend.name, { status: 200, outputTokens: usage.completion_tokens, seconds: Math.max(0.001, elapsed / 1000) });
+      // generation speed: time on this backend only, not time spent parked
+      const seconds = Math.max(0.001, (now - attemptStartedAt) / 1000);
+      deps.scheduler.recordSpeed(backend.name, { status: 200, outputTokens: usage.completion_tokens, seconds });
     }
     call.reply
       .code(200)
       .headers({ ...clientResponseHeaders(res.headers), ...gatewayHeaders(backend.name, call.req.id) })
       .send(body);
-    deps.onOutcome({ ...outcomeBase, status: 200, reason: null, durationMs: elapsed, ttftMs: elapsed, usage, responseBody: raw });
+    deps.onOutcome({
+      ...outcomeBase, status: 200, reason: null, durationMs: elapsed, ttftMs: elapsed, usage,
+      responseBody: cfg.capture_bodies ? raw : undefined,
+    });
     return undefined;
   }
 
