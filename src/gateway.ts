@@ -64,7 +64,6 @@ export class Gateway {
   private effective: GatewayConfig;
   private listing?: ListingEntry[];
   private refreshQueued = false;
-  private readonly outcomeListeners: ((o: CallOutcome) => void)[] = [];
   private readonly log: Logger;
 
   constructor(opts: GatewayOptions) {
@@ -73,7 +72,7 @@ export class Gateway {
     this.fileConfig = opts.fileConfig;
     this.store = openStore(opts.fileConfig.store_dir);
     mkdirSync(opts.fileConfig.jobs_dir, { recursive: true }); // media jobs and artifacts live here
-    this.secrets = loadOrCreateSecretBox(opts.fileConfig.store_dir);
+    this.secrets = loadOrCreateSecretBox(opts.fileConfig.store_dir, { warn: (msg) => this.log.warn(msg) });
     this.settings = new SettingsRepo(this.store);
     this.storedBackends = new BackendsRepo(this.store, this.secrets);
     this.modelCache = new ModelCacheRepo(this.store);
@@ -139,10 +138,6 @@ export class Gateway {
     return this.effective;
   }
 
-  onOutcome(fn: (o: CallOutcome) => void): void {
-    this.outcomeListeners.push(fn);
-  }
-
   /** The master key in force: the store's setting, else config's `api_key`; blank = none. */
   masterKey(): string | undefined {
     return effectiveMasterKey(this.effective.api_key, undefined);
@@ -155,7 +150,6 @@ export class Gateway {
     const rec = toCallRecord(o, { pricing, paid: backend?.spec.paid ?? false }, this.effective.capture_bodies);
     if (this.effective.call_log) this.callLog.record(rec);
     this.metrics.observeCall(rec);
-    for (const fn of this.outcomeListeners) fn(o);
   }
 
   /** Model lists changed: parked calls re-resolve once per tick (however many backends changed). */
