@@ -17,6 +17,7 @@
  * Run: npx tsx scripts/bench-scheduler.ts   (no network; pure in-process)
  */
 import { Scheduler, systemClock, type Candidate, type Lease, type Ticket } from '../src/scheduler/index.ts';
+import { prng } from '../test/helpers/prng.ts';
 
 const BACKENDS = 20;
 const CAP = 4;
@@ -27,18 +28,6 @@ const ITERATIONS = 20_000;
 const SPARE = 'spare';
 const LATE = 'late';
 const REFRESH_ROUNDS = 5;
-
-/** Deterministic PRNG (mulberry32), so runs are comparable. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Samples {
   handOffSync: number[];

@@ -7,20 +7,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock, Scheduler, type Candidate, type Lease, type SchedulerRejection } from '../src/scheduler/index.ts';
+import { prng } from './helpers/prng.ts';
+import { settle } from './helpers/scheduler-harness.ts';
 
 const AFFINITY_MS = 400;
-
-/** Small deterministic PRNG (mulberry32) so a failure can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Outcome = { kind: 'pending' } | { kind: 'leased'; backend: string; typeKey: string } | { kind: 'rejected'; reason: string };
 
@@ -116,8 +106,6 @@ class ReferenceModel {
 function isFree(b: ModelBackend): boolean {
   return b.cap === 0 || b.inflight < b.cap;
 }
-
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 async function runScenario(seed: number, steps: number): Promise<void> {
   const random = prng(seed);

@@ -4,77 +4,22 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { SchedulerRejection, type BackendSlotSpec } from '../src/scheduler/index.ts';
 import {
-  FakeClock,
-  Scheduler,
-  SchedulerRejection,
-  type BackendSlotSpec,
-  type Candidate,
-  type Lease,
-} from '../src/scheduler/index.ts';
-
-const AFFINITY_MAX_WAIT_MS = 10_000;
-const PARK_MS = 60_000;
-
-/** 'gpu1/llama' → { backend: 'gpu1', typeKey: 'llama' }. */
-function candidates(...specs: string[]): Candidate[] {
-  return specs.map((spec) => {
-    const [backend, typeKey] = spec.split('/');
-    return { backend, typeKey };
-  });
-}
-
-/** A call as the test sees it: settled or not, and with what. */
-interface Call {
-  readonly name: string;
-  lease?: Lease;
-  rejection?: SchedulerRejection;
-}
-
-/** A scheduler on a fake clock with helpers to park calls and let promises settle. */
-function harness(fleet: (Partial<BackendSlotSpec> & { name: string })[], opts: { maxParked?: number } = {}) {
-  const clock = new FakeClock();
-  const scheduler = new Scheduler({ clock, maxParked: opts.maxParked ?? 100, affinityMaxWaitMs: AFFINITY_MAX_WAIT_MS });
-  for (const spec of fleet) scheduler.upsertBackend({ cap: 1, paid: false, available: true, ...spec });
-
-  /** Starts a call; `name` doubles as alias unless given. */
-  function call(name: string, asks: string[], more: { alias?: string; parkMs?: number; signal?: AbortSignal } = {}): Call {
-    const tracked: Call = { name };
-    scheduler
-      .acquire({ alias: more.alias ?? name, candidates: candidates(...asks), parkMs: more.parkMs ?? PARK_MS, signal: more.signal })
-      .then(
-        (lease) => void (tracked.lease = lease),
-        (error: SchedulerRejection) => void (tracked.rejection = error),
-      );
-    return tracked;
-  }
-
-  /** A lease granted at once (fails the test otherwise). */
-  function hold(asks: string[]): Lease {
-    const lease = scheduler.tryAcquireNow(candidates(...asks), new Set());
-    assert.ok(lease, `expected a free slot for ${asks.join(', ')}`);
-    return lease;
-  }
-
-  return { clock, scheduler, call, hold };
-}
-
-/** Lets resolved promises run their callbacks. */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** The call's lease (a function, so TypeScript does not keep an earlier narrowing). */
-function leaseOf(c: Call): Lease | undefined {
-  return c.lease;
-}
-
-/** 'backend/typeKey' of the call's lease, if it has one. */
-function grantedOn(c: Call): string | undefined {
-  return c.lease && `${c.lease.backend}/${c.lease.typeKey}`;
-}
+  AFFINITY_MAX_WAIT_MS,
+  PARK_MS,
+  candidates,
+  grantedOn,
+  leaseOf,
+  schedulerHarness,
+  settle,
+  type FleetBackend,
+  type TrackedCall,
+} from './helpers/scheduler-harness.ts';
 
 describe('scheduler: parking is FIFO', () => {
   it('waiters get a freed slot in arrival order', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     let current = hold(['gpu/m']);
     const calls = ['first', 'second', 'third'].map((name) => call(name, ['gpu/m']));
     await settle();
@@ -94,7 +39,7 @@ describe('scheduler: parking is FIFO', () => {
   });
 
   it('the lease tells how long the ticket waited', async () => {
-    const { clock, call, hold } = harness([{ name: 'gpu' }]);
+    const { clock, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const busy = hold(['gpu/m']);
     const waiting = call('w', ['gpu/m']);
     clock.advance(1234);
@@ -169,7 +114,7 @@ describe('scheduler: hand-off when a slot frees', () => {
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const { clock, scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'other' }]);
+      const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'other' }]);
       const running = hold([`gpu/${c.lastRan}`]);
       hold(['other/busy']);
       const calls = c.waiters.map((w) => {
@@ -187,7 +132,7 @@ describe('scheduler: hand-off when a slot frees', () => {
   }
 
   it('lastTypeKey follows the most recent lease granted, and affinity follows it', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const first = hold(['gpu/a']);
     const wantsB = call('wants-b', ['gpu/b']);
     const wantsA = call('wants-a', ['gpu/a']);
@@ -205,7 +150,7 @@ describe('scheduler: hand-off when a slot frees', () => {
   });
 
   it('a waiter with several backends is served once, by the first to free', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'a' }, { name: 'b' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'a' }, { name: 'b' }]);
     const onA = hold(['a/m']);
     const onB = hold(['b/m']);
     const both = call('both', ['a/m', 'b/m']);
@@ -220,7 +165,7 @@ describe('scheduler: hand-off when a slot frees', () => {
 
 describe('scheduler: fresh arrivals never overtake waiters', () => {
   it('a slot freed while someone waits is not up for grabs', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const running = hold(['gpu/m']);
     const waiter = call('waiter', ['gpu/m']);
     running.release();
@@ -233,7 +178,7 @@ describe('scheduler: fresh arrivals never overtake waiters', () => {
   });
 
   it('a fresh arrival parks behind the waiters and is served after them', async () => {
-    const { call, hold } = harness([{ name: 'gpu' }]);
+    const { call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const running = hold(['gpu/m']);
     const early = call('early', ['gpu/m']);
     const late = call('late', ['gpu/m']);
@@ -246,7 +191,7 @@ describe('scheduler: fresh arrivals never overtake waiters', () => {
   });
 
   it('tryAcquireNow still takes free slots nobody waits for', async () => {
-    const { call, hold, scheduler } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+    const { call, hold, scheduler } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
     hold(['gpu/m']);
     const waiter = call('waiter', ['gpu/m']);
     const lease = scheduler.tryAcquireNow(candidates('gpu/m', 'spare/m'), new Set());
@@ -258,7 +203,7 @@ describe('scheduler: fresh arrivals never overtake waiters', () => {
 
 describe('scheduler: fairness across aliases', () => {
   it('no head-of-line blocking: a younger waiter gets its own backend when that frees first', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'a' }, { name: 'b' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'a' }, { name: 'b' }]);
     const onA = hold(['a/m']);
     const onB = hold(['b/m']);
     const older = call('older', ['a/m'], { alias: 'alias-a' });
@@ -275,7 +220,7 @@ describe('scheduler: fairness across aliases', () => {
 });
 
 describe('scheduler: fleet changes hand free slots to waiters at once', () => {
-  const cases: { name: string; fleet: (Partial<BackendSlotSpec> & { name: string })[]; change: BackendSlotSpec }[] = [
+  const cases: { name: string; fleet: FleetBackend[]; change: BackendSlotSpec }[] = [
     {
       name: 'a backend unknown at park time is added by config',
       fleet: [{ name: 'gpu' }],
@@ -299,7 +244,7 @@ describe('scheduler: fleet changes hand free slots to waiters at once', () => {
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const { scheduler, call, hold } = harness(c.fleet);
+      const { scheduler, call, hold } = schedulerHarness(c.fleet);
       hold(['gpu/m']);
       if (scheduler.snapshot().backends.some((b) => b.name === 'new' && b.available)) hold(['new/m']);
       const waiter = call('waiter', ['gpu/m', 'new/m2']);
@@ -313,7 +258,7 @@ describe('scheduler: fleet changes hand free slots to waiters at once', () => {
   }
 
   it('raising a cap serves as many waiters as there are new slots, in order', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu', cap: 1 }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu', cap: 1 }]);
     hold(['gpu/m']);
     const calls = ['w1', 'w2', 'w3', 'w4'].map((name) => call(name, ['gpu/m']));
     scheduler.upsertBackend({ name: 'gpu', cap: 3, paid: false, available: true });
@@ -322,7 +267,7 @@ describe('scheduler: fleet changes hand free slots to waiters at once', () => {
   });
 
   it('a slot that frees on an unavailable backend waits until the backend is back', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const running = hold(['gpu/m']);
     const waiter = call('waiter', ['gpu/m']);
     scheduler.upsertBackend({ name: 'gpu', cap: 1, paid: false, available: false });
@@ -336,14 +281,14 @@ describe('scheduler: fleet changes hand free slots to waiters at once', () => {
 });
 
 describe('scheduler: refusals', () => {
-  function expectRejection(c: Call, reason: string, retryAfter: number | undefined): void {
+  function expectRejection(c: TrackedCall, reason: string, retryAfter: number | undefined): void {
     assert.ok(c.rejection instanceof SchedulerRejection, `${c.name} should be refused`);
     assert.equal(c.rejection.reason, reason);
     assert.equal(c.rejection.retryAfter, retryAfter);
   }
 
   it("park timeout: 'park_timeout', Retry-After 2, and the waiter leaves the queue at once", async () => {
-    const { clock, scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const running = hold(['gpu/m']);
     const waiter = call('waiter', ['gpu/m'], { parkMs: 5_000 });
     const patient = call('patient', ['gpu/m'], { parkMs: 50_000 });
@@ -361,7 +306,7 @@ describe('scheduler: refusals', () => {
   });
 
   it("parking off (parkMs 0): 'parking_off', Retry-After 1", async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     hold(['gpu/m']);
     const refused = call('refused', ['gpu/m'], { parkMs: 0 });
     await settle();
@@ -370,7 +315,7 @@ describe('scheduler: refusals', () => {
   });
 
   it("queue full: 'queue_full', Retry-After 2; room again once a waiter leaves", async () => {
-    const { clock, call, hold } = harness([{ name: 'gpu' }], { maxParked: 2 });
+    const { clock, call, hold } = schedulerHarness([{ name: 'gpu' }], { maxParked: 2 });
     hold(['gpu/m']);
     const parked = [call('w1', ['gpu/m'], { parkMs: 1_000 }), call('w2', ['gpu/m'])];
     const third = call('w3', ['gpu/m']);
@@ -384,7 +329,7 @@ describe('scheduler: refusals', () => {
   });
 
   it('configure() changes max parked and affinity wait on the fly', async () => {
-    const { clock, scheduler, call, hold } = harness([{ name: 'gpu' }], { maxParked: 1 });
+    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }], { maxParked: 1 });
     const running = hold(['gpu/a']);
     const old = call('old', ['gpu/b']);
     scheduler.configure({ maxParked: 2, affinityMaxWaitMs: 5 });
@@ -397,7 +342,7 @@ describe('scheduler: refusals', () => {
   });
 
   it("client disconnect while parked: 'aborted' at once, the ticket leaves the queue", async () => {
-    const { clock, scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const running = hold(['gpu/m']);
     const controller = new AbortController();
     const gone = call('gone', ['gpu/m'], { signal: controller.signal });
@@ -413,7 +358,7 @@ describe('scheduler: refusals', () => {
   });
 
   it("an already aborted signal is refused with 'aborted' without parking", async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     hold(['gpu/m']);
     const gone = call('gone', ['gpu/m'], { signal: AbortSignal.abort() });
     await settle();
@@ -422,7 +367,7 @@ describe('scheduler: refusals', () => {
   });
 
   it('an abort after the lease was granted changes nothing', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const running = hold(['gpu/m']);
     const controller = new AbortController();
     const waiter = call('waiter', ['gpu/m'], { signal: controller.signal });
@@ -437,7 +382,7 @@ describe('scheduler: refusals', () => {
 
 describe('scheduler: leases', () => {
   it('release is idempotent', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const lease = hold(['gpu/m']);
     const w1 = call('w1', ['gpu/m']);
     const w2 = call('w2', ['gpu/m']);
@@ -455,7 +400,7 @@ describe('scheduler: leases', () => {
   });
 
   it('removeBackend with a lease out: out of routing at once, release is harmless', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'other' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'other' }]);
     const lease = hold(['gpu/m']);
     scheduler.removeBackend('gpu');
     assert.deepEqual(scheduler.snapshot().backends.map((b) => b.name), ['other']);
@@ -470,7 +415,7 @@ describe('scheduler: leases', () => {
   });
 
   it('a backend re-added while old leases are out still counts them against its cap', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const old = hold(['gpu/m']);
     scheduler.removeBackend('gpu');
     scheduler.upsertBackend({ name: 'gpu', cap: 1, paid: false, available: true });
@@ -483,7 +428,7 @@ describe('scheduler: leases', () => {
   });
 
   it('waiters parked for a removed backend keep waiting for it to come back', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     const lease = hold(['gpu/m']);
     const waiter = call('waiter', ['gpu/m']);
     scheduler.removeBackend('gpu');
@@ -498,7 +443,7 @@ describe('scheduler: leases', () => {
 
 describe('scheduler: snapshot of parked tickets', () => {
   it('lists each waiter with its age and remaining time, oldest first, and counts per alias', async () => {
-    const { clock, scheduler, call, hold } = harness([{ name: 'a' }, { name: 'b' }]);
+    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'a' }, { name: 'b' }]);
     hold(['a/x']);
     hold(['b/x']);
     call('one', ['a/qwen', 'b/qwen', 'b/llama'], { alias: 'chat', parkMs: 10_000 });

@@ -4,17 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  FakeClock,
-  Scheduler,
-  SchedulerRejection,
-  type BackendSlotSpec,
-  type Candidate,
-  type Lease,
-} from '../src/scheduler/index.ts';
+import { FakeClock, SchedulerRejection, type Lease, type Scheduler } from '../src/scheduler/index.ts';
+import { candidates, schedulerHarness, type FleetBackend } from './helpers/scheduler-harness.ts';
 
-interface FleetEntry extends Partial<BackendSlotSpec> {
-  name: string;
+interface FleetEntry extends FleetBackend {
   /** Output tok/s to record once before the test; omitted = never measured. */
   speed?: number;
   /** Slots to occupy before the test. */
@@ -23,23 +16,13 @@ interface FleetEntry extends Partial<BackendSlotSpec> {
 
 /** A scheduler over the given fleet (cap 1, unpaid, available unless said otherwise). */
 function fleet(entries: FleetEntry[]): Scheduler {
-  const scheduler = new Scheduler({ clock: new FakeClock(), maxParked: 100, affinityMaxWaitMs: 120_000 });
+  const { scheduler, addBackend, hold } = schedulerHarness([]);
   for (const { speed, busy, ...spec } of entries) {
-    scheduler.upsertBackend({ cap: 1, paid: false, available: true, ...spec });
+    addBackend(spec);
     if (speed !== undefined) scheduler.recordSpeed(spec.name, { status: 200, outputTokens: speed * 100, seconds: 100 });
-    for (let i = 0; i < (busy ?? 0); i++) {
-      assert.ok(scheduler.tryAcquireNow([{ backend: spec.name, typeKey: 'warm' }], new Set()), `fill ${spec.name}`);
-    }
+    for (let i = 0; i < (busy ?? 0); i++) hold([`${spec.name}/warm`]);
   }
   return scheduler;
-}
-
-/** 'gpu1/llama' → { backend: 'gpu1', typeKey: 'llama' }. */
-function candidates(...specs: string[]): Candidate[] {
-  return specs.map((spec) => {
-    const [backend, typeKey] = spec.split('/');
-    return { backend, typeKey };
-  });
 }
 
 async function acquireNow(scheduler: Scheduler, specs: string[]): Promise<Lease> {

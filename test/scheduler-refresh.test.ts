@@ -6,88 +6,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LazyFifo } from '../src/scheduler/lazy-fifo.ts';
+import type { Candidate } from '../src/scheduler/index.ts';
 import {
-  FakeClock,
-  Scheduler,
-  SchedulerRejection,
-  type BackendSlotSpec,
-  type Candidate,
-  type Lease,
-} from '../src/scheduler/index.ts';
-
-const AFFINITY_MAX_WAIT_MS = 10_000;
-const PARK_MS = 60_000;
-
-/** 'gpu1/llama' → { backend: 'gpu1', typeKey: 'llama' }. */
-function candidates(...specs: string[]): Candidate[] {
-  return specs.map((spec) => {
-    const [backend, typeKey] = spec.split('/');
-    return { backend, typeKey };
-  });
-}
-
-/** A call as the test sees it: settled or not, with what, and how often it was refreshed. */
-interface Call {
-  readonly name: string;
-  lease?: Lease;
-  rejection?: SchedulerRejection;
-  refreshes: number;
-}
-
-interface CallOptions {
-  /** What the call's refresh returns: candidate specs, or a function (may throw). Omitted = no refresh. */
-  refresh?: string[] | (() => Candidate[]);
-  signal?: AbortSignal;
-}
-
-/** A scheduler on a fake clock with helpers to park calls and let promises settle. */
-function harness(fleet: (Partial<BackendSlotSpec> & { name: string })[]) {
-  const clock = new FakeClock();
-  const scheduler = new Scheduler({ clock, maxParked: 100, affinityMaxWaitMs: AFFINITY_MAX_WAIT_MS });
-  const addBackend = (spec: Partial<BackendSlotSpec> & { name: string }) =>
-    scheduler.upsertBackend({ cap: 1, paid: false, available: true, ...spec });
-  for (const spec of fleet) addBackend(spec);
-
-  function call(name: string, asks: string[], more: CallOptions = {}): Call {
-    const tracked: Call = { name, refreshes: 0 };
-    const answer = more.refresh;
-    const refresh =
-      answer === undefined
-        ? undefined
-        : () => {
-            tracked.refreshes++;
-            return typeof answer === 'function' ? answer() : candidates(...answer);
-          };
-    scheduler.acquire({ alias: name, candidates: candidates(...asks), parkMs: PARK_MS, signal: more.signal, refresh }).then(
-      (lease) => void (tracked.lease = lease),
-      (error: SchedulerRejection) => void (tracked.rejection = error),
-    );
-    return tracked;
-  }
-
-  /** A lease granted at once (fails the test otherwise). */
-  function hold(asks: string[]): Lease {
-    const lease = scheduler.tryAcquireNow(candidates(...asks), new Set());
-    assert.ok(lease, `expected a free slot for ${asks.join(', ')}`);
-    return lease;
-  }
-
-  return { clock, scheduler, call, hold, addBackend };
-}
-
-/** Lets resolved promises run their callbacks. */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** 'backend/typeKey' of the call's lease, if it has one (a function, so no stale narrowing). */
-function grantedOn(c: Call): string | undefined {
-  return c.lease && `${c.lease.backend}/${c.lease.typeKey}`;
-}
+  AFFINITY_MAX_WAIT_MS,
+  PARK_MS,
+  grantedOn,
+  schedulerHarness,
+  settle,
+  type FleetBackend,
+} from './helpers/scheduler-harness.ts';
 
 describe('refreshCandidates: a parked call uses a backend that gained its model at once', () => {
   const cases: {
     name: string;
     /** Fleet besides the busy 'gpu'. */
-    fleet: (Partial<BackendSlotSpec> & { name: string })[];
+    fleet: FleetBackend[];
     refresh: string[];
     expect: string;
   }[] = [
@@ -112,7 +45,7 @@ describe('refreshCandidates: a parked call uses a backend that gained its model 
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const { scheduler, call, hold } = harness([{ name: 'gpu' }, ...c.fleet]);
+      const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, ...c.fleet]);
       hold(['gpu/m']);
       const waiter = call('waiter', ['gpu/m'], { refresh: c.refresh });
       await settle();
@@ -126,7 +59,7 @@ describe('refreshCandidates: a parked call uses a backend that gained its model 
   }
 
   it('a backend the fleet does not know yet is used once it is added', async () => {
-    const { scheduler, call, hold, addBackend } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold, addBackend } = schedulerHarness([{ name: 'gpu' }]);
     hold(['gpu/m']);
     const waiter = call('waiter', ['gpu/m'], { refresh: ['gpu/m', 'later/m'] });
     scheduler.refreshCandidates();
@@ -139,7 +72,7 @@ describe('refreshCandidates: a parked call uses a backend that gained its model 
   });
 
   it('an unavailable new backend serves the waiter when it comes back up', async () => {
-    const { scheduler, call, hold, addBackend } = harness([{ name: 'gpu' }, { name: 'spare', available: false }]);
+    const { scheduler, call, hold, addBackend } = schedulerHarness([{ name: 'gpu' }, { name: 'spare', available: false }]);
     hold(['gpu/m']);
     const waiter = call('waiter', ['gpu/m'], { refresh: ['spare/m'] });
     scheduler.refreshCandidates();
@@ -151,7 +84,7 @@ describe('refreshCandidates: a parked call uses a backend that gained its model 
   });
 
   it('a busy new backend hands its next free slot to the widened waiter', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
     hold(['gpu/m']);
     const onSpare = hold(['spare/other']);
     const waiter = call('waiter', ['gpu/m'], { refresh: ['spare/m'] });
@@ -164,7 +97,7 @@ describe('refreshCandidates: a parked call uses a backend that gained its model 
   });
 
   it('snapshot lists the added backends and type keys after the original ones', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
     hold(['gpu/m']);
     hold(['spare/busy']);
     call('waiter', ['gpu/m'], { refresh: ['spare/m-q8', 'gpu/m-other', 'new/m'] });
@@ -188,7 +121,7 @@ describe('refreshCandidates: widened waiters keep their place by age', () => {
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const { scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+      const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
       hold(['gpu/busy']);
       let running = hold(['spare/busy']);
       const { eldest: e, old: o, young: y, youngest: z } = c.typeKeys;
@@ -215,7 +148,7 @@ describe('refreshCandidates: widened waiters keep their place by age', () => {
   }
 
   it('a widened waiter is served before younger ones on every one of its backends', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'a' }, { name: 'b' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'a' }, { name: 'b' }]);
     hold(['gpu/m']);
     const onA = hold(['a/m']);
     const onB = hold(['b/m']);
@@ -281,7 +214,7 @@ describe('refreshCandidates: the hand-off rules apply on the widened backend', (
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const { clock, scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+      const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
       hold(['gpu/busy']);
       const running = hold([`spare/${c.lastRan}`]);
       const calls = c.waiters.map((w) => {
@@ -312,7 +245,7 @@ describe('refreshCandidates: what changes nothing', () => {
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const { scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+      const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
       const running = hold(['gpu/m']);
       const waiter = call('waiter', ['gpu/m'], { refresh: c.refresh });
       const before = scheduler.snapshot();
@@ -328,7 +261,7 @@ describe('refreshCandidates: what changes nothing', () => {
   }
 
   it('waiters without refresh keep their candidates', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
     hold(['gpu/m']);
     const fixed = call('fixed', ['gpu/m']);
     const widened = call('widened', ['gpu/m'], { refresh: ['spare/m'] });
@@ -340,7 +273,7 @@ describe('refreshCandidates: what changes nothing', () => {
   });
 
   it('with nothing parked it is a no-op', () => {
-    const { scheduler } = harness([{ name: 'gpu' }]);
+    const { scheduler } = schedulerHarness([{ name: 'gpu' }]);
     const before = scheduler.snapshot();
     scheduler.refreshCandidates();
     assert.deepEqual(scheduler.snapshot(), before);
@@ -349,7 +282,7 @@ describe('refreshCandidates: what changes nothing', () => {
 
 describe('refreshCandidates: each parked ticket is refreshed once, oldest first', () => {
   it('calls refresh in arrival order, skipping tickets without one', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
     hold(['gpu/m']);
     const seen: string[] = [];
     const tracked = (name: string) => () => (seen.push(name), []);
@@ -361,7 +294,7 @@ describe('refreshCandidates: each parked ticket is refreshed once, oldest first'
   });
 
   it('a refresh that disconnects a later waiter: that one is not refreshed and leaves', async () => {
-    const { scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
     hold(['gpu/m']);
     const controller = new AbortController();
     const first = call('first', ['gpu/m'], {
@@ -380,7 +313,7 @@ describe('refreshCandidates: each parked ticket is refreshed once, oldest first'
   });
 
   it('a widened waiter that leaves is gone from its new backend too', async () => {
-    const { clock, scheduler, call, hold } = harness([{ name: 'gpu' }, { name: 'spare' }]);
+    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'spare' }]);
     hold(['gpu/m']);
     const onSpare = hold(['spare/busy']);
     const waiter = call('waiter', ['gpu/m'], { refresh: ['spare/m'] });

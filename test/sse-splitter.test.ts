@@ -3,18 +3,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { SseSplitter, formatSseData, type SseEvent } from '../src/upstream/sse.ts';
 import { fixturePath, skipWithoutFixtures } from './helpers/fixtures.ts';
-
-/** Deterministic PRNG (mulberry32) so a failing chunking can be reproduced from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from './helpers/prng.ts';
 
 function chunkAt(input: Buffer, sizes: () => number): Buffer[] {
   const chunks: Buffer[] = [];
