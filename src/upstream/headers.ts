@@ -43,8 +43,11 @@ export function clientResponseHeaders(upstream: Record<string, string | string[]
   return out;
 }
 
-function listedInConnection(value: string | string[] | undefined): Set<string> {
-  if (!value) return new Set();
+const NONE: ReadonlySet<string> = new Set();
+
+/** Header names a `Connection` header lists (hop-by-hop for this hop only). */
+function listedInConnection(value: string | string[] | undefined): ReadonlySet<string> {
+  if (!value) return NONE;
   const text = Array.isArray(value) ? value.join(',') : value;
   return new Set(text.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
 }
