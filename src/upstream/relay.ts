@@ -81,7 +81,7 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
       if (bytes) out.push(bytes);
     }
     if (!out.length) return;
-    const bytes = out.length === 1 ? out[0] : Buffer.concat(out);
+    const bytes = out.length === 1 ? out[0] : joinAdjacent(out);
     if (capturedBytes < opts.captureBytes) {
       captured.push(bytes);
       capturedBytes += bytes.length;
@@ -151,4 +151,19 @@ function write(res: ServerResponse, bytes: Buffer): Promise<void> | void {
     res.once('drain', done);
     res.once('close', gone);
   });
+}
+
+/**
+ * Joins buffers for one write. Events passed through untouched are adjacent views of the same
+ * upstream chunk: then the result is one view over them, without copying a byte.
+ */
+function joinAdjacent(parts: Buffer[]): Buffer {
+  const first = parts[0];
+  let end = first.byteOffset + first.length;
+  for (let i = 1; i < parts.length; i++) {
+    const part = parts[i];
+    if (part.buffer !== first.buffer || part.byteOffset !== end) return Buffer.concat(parts);
+    end += part.length;
+  }
+  return Buffer.from(first.buffer, first.byteOffset, end - first.byteOffset);
 }
