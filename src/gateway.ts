@@ -88,6 +88,7 @@ export class Gateway {
       bodyRetentionDays: cfg.body_retention_days,
       onError: (err, during) => this.log.error({ err }, `call log ${during} failed`),
     });
+    this.callLog.startWriter(); // the writer thread is ready before the first batch
     this.metrics = new GatewayMetrics({ defaultMetrics: opts.processMetrics !== false });
 
     const clock = opts.clock ?? systemClock;

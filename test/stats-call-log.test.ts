@@ -6,10 +6,12 @@ import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import type { ModelPricing } from '../src/backends/types.ts';
 import { BODY_CAP_BYTES, truncationMarker } from '../src/stats/bodies.ts';
-import { CallLog, type CallLogOptions, type CallRecord } from '../src/stats/call-log.ts';
+import type { Worker } from 'node:worker_threads';
+import { CallLog, type CallLogOptions, type CallLogSeams, type CallRecord } from '../src/stats/call-log.ts';
 import { computeCost, normalizeUsage } from '../src/stats/cost.ts';
 import { DAY_MS } from '../src/stats/period.ts';
 import { REFUSED_BACKEND, RefusalReason, STATUS_CLIENT_CLOSED, STATUS_UPSTREAM_DROPPED } from '../src/stats/record.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const NOW = Date.UTC(2026, 2, 15, 12, 0, 0); // 2026-03-15T12:00:00Z
 const SONNET: ModelPricing = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
@@ -27,8 +29,13 @@ function tempStore(): string {
 
 const QUIET: CallLogOptions = { flushMs: 60_000, retentionDays: 0, captureBodies: false, bodyRetentionDays: 14 };
 
-function openLog(t: { after: (fn: () => void) => void }, opts: Partial<CallLogOptions> = {}, dir = tempStore()) {
-  const log = CallLog.open(dir, { ...QUIET, ...opts });
+function openLog(
+  t: { after: (fn: () => void) => void },
+  opts: Partial<CallLogOptions> = {},
+  dir = tempStore(),
+  seams: CallLogSeams = {},
+) {
+  const log = CallLog.open(dir, { ...QUIET, ...opts }, seams);
   t.after(() => log.close());
   return { log, dir, file: join(dir, 'stats.db') };
 }
@@ -61,13 +68,38 @@ function call(over: Partial<CallRecord> = {}): CallRecord {
 
 /** Rows on disk, seen through a second connection (what a crash would leave). */
 function rowsOnDisk(file: string): number {
+  return onDisk(file).rows;
+}
+
+/** Rows and distinct request ids on disk (equal when no row was written twice). */
+function onDisk(file: string): { rows: number; ids: number } {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    return (db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n;
+    return db.prepare('SELECT COUNT(*) AS rows, COUNT(DISTINCT request_id) AS ids FROM calls').get() as {
+      rows: number;
+      ids: number;
+    };
   } finally {
     db.close();
   }
 }
+
+/** A log whose writer thread is up. */
+async function openWithWriter(
+  t: { after: (fn: () => void) => void },
+  opts: Partial<CallLogOptions> = {},
+  seams: CallLogSeams = {},
+) {
+  const opened = openLog(t, opts, tempStore(), seams);
+  opened.log.startWriter();
+  await waitFor(() => opened.log.writerReady, 'writer thread ready', 10_000);
+  return opened;
+}
+
+const turn = () => new Promise((r) => setImmediate(r));
+
+/** A writer module that does not exist: the writer thread cannot start. */
+const NO_WRITER = new URL('./no-such-writer.ts', import.meta.url);
 
 function fileState(file: string): string {
   return [file, `${file}-wal`]
@@ -96,20 +128,28 @@ describe('batching', () => {
     assert.equal(log.flushes, 1, 'an empty queue does not open a transaction');
   });
 
-  test('a long queue is written from the next event-loop turn on, in short slices, never inside record()', async (t) => {
-    const { log } = openLog(t);
+  test('without a writer thread, a long queue is written from the next turn on, in short slices, never inside record()', async (t) => {
+    const errors: string[] = [];
+    const { log } = openLog(
+      t,
+      { flushMs: 20, onError: (err) => errors.push(String(err)) },
+      tempStore(),
+      { writerModule: NO_WRITER },
+    );
+    log.record(call());
+    await waitFor(() => errors.length > 0 && log.pending === 0, 'fallback to main-thread writes', 10_000);
+    const before = log.mainThreadWrites;
     for (let i = 0; i < 5000; i++) log.record(call());
-    assert.equal(log.flushes, 0);
-    await new Promise((r) => setImmediate(r));
-    assert.equal(log.flushes, 1, 'one slice per event-loop turn');
-    assert.ok(log.pending > 0 && log.pending < 5000, `a slice was written (${log.pending} left)`);
-    for (let turn = 0; turn < 20 && log.pending > 0; turn++) await new Promise((r) => setImmediate(r));
+    assert.equal(log.mainThreadWrites, before, 'record() never writes');
+    await turn();
+    assert.ok(log.pending > 0 && log.pending < 5000, `a slice per turn (${log.pending} left)`);
+    for (let turns = 0; turns < 20 && log.pending > 0; turns++) await turn();
     assert.equal(log.pending, 0);
-    assert.ok(log.flushes > 2, `${log.flushes} slices`);
+    assert.ok(log.mainThreadWrites - before > 2, `${log.mainThreadWrites - before} slices`);
   });
 
   test('quota counters stay exact while the queue is written in slices', async (t) => {
-    const { log } = openLog(t);
+    const { log } = openLog(t, { onError: () => {} }, tempStore(), { writerModule: NO_WRITER });
     const since = Date.UTC(2026, 0, 1);
     for (let i = 0; i < 5000; i++) log.record(call({ user_id: 7, ts: since + 1000 + i, cost_usd: 0.001 }));
     const expect = () => {
@@ -118,7 +158,7 @@ describe('batching', () => {
     };
     expect();
     while (log.pending > 0) {
-      await new Promise((r) => setImmediate(r));
+      await turn();
       expect();
     }
   });
@@ -167,6 +207,145 @@ describe('batching', () => {
     log.record(call({ request_id: 'fine' }));
     log.flush();
     assert.equal(log.recent().length, 2);
+  });
+});
+
+describe('writer thread', () => {
+  test('background writes happen in the writer thread: rows reach disk, this thread writes nothing', async (t) => {
+    const { log, file } = await openWithWriter(t, { flushMs: 20 });
+    const before = fileState(file);
+    for (let i = 0; i < 6000; i++) log.record(call({ ts: NOW + i }));
+    assert.equal(fileState(file), before, 'record() only queues');
+    assert.equal(log.pending, 6000);
+    await waitFor(() => log.pending === 0, 'background write', 10_000);
+    assert.equal(log.mainThreadWrites, 0, 'no INSERT on the main connection');
+    assert.deepEqual(onDisk(file), { rows: 6000, ids: 6000 });
+    assert.ok(log.flushes >= 2, `the writer thread committed ${log.flushes} batches (at most 5,000 rows each)`);
+  });
+
+  test('a long queue goes to the writer thread without waiting for the timer, never inside record()', async (t) => {
+    const { log, file } = await openWithWriter(t); // the timer never fires
+    for (let i = 0; i < 5000; i++) log.record(call());
+    assert.equal(log.pending, 5000);
+    assert.equal(log.flushes, 0);
+    await waitFor(() => log.pending === 0, 'eager background write', 10_000);
+    assert.equal(rowsOnDisk(file), 5000);
+    assert.equal(log.flushes, 1);
+    assert.equal(log.mainThreadWrites, 0);
+  });
+
+  test('quota counters stay exact while batches are in flight, on every turn and between commits', async (t) => {
+    const { log } = await openWithWriter(t, { flushMs: 20, captureBodies: true });
+    const dayStart = Date.UTC(2026, 2, 15);
+    const body = 'x'.repeat(2_000); // gzip in the writer makes each batch take a while
+    const total = 12_000;
+    for (let i = 0; i < total; i++) {
+      log.record(call({ user_id: 7, ts: dayStart + 1000 + i, cost_usd: 0.001, request_body: body }));
+    }
+    const flushesBefore = log.flushes;
+    let since = dayStart + 1; // a new `since` each time: a fresh read of the disk, never the cache
+    const expectExact = () => {
+      assert.equal(log.requestsSince(7, dayStart), total);
+      assert.ok(Math.abs(log.costSince(7, dayStart) - total * 0.001) < 1e-6, String(log.costSince(7, dayStart)));
+      since = since >= dayStart + 1000 ? dayStart + 1 : since + 1;
+      assert.equal(log.requestsSince(7, since), total);
+    };
+    while (log.pending > 0) {
+      expectExact();
+      // spin a few ms: a batch committed meanwhile is on disk before its message arrives
+      const until = performance.now() + 3;
+      while (performance.now() < until) expectExact();
+      await turn();
+    }
+    expectExact();
+    assert.ok(log.flushes - flushesBefore >= 3, `${log.flushes - flushesBefore} batches`);
+    assert.equal(log.mainThreadWrites, 0);
+  });
+
+  test('flush() right after a batch was posted returns with every row on disk, written once', async (t) => {
+    const { log, file } = await openWithWriter(t, { captureBodies: true });
+    const body = 'y'.repeat(100); // 1 MB in all: packed in ~10 turns, gzip'd by the writer in far longer
+    for (let i = 0; i < 5000; i++) log.record(call({ request_body: body, response_body: body }));
+    for (let i = 0; i < 20; i++) await turn(); // packed (500 rows a turn) and posted
+    log.record(call({ request_id: 'queued-after' }));
+    log.flush();
+    assert.equal(log.pending, 0);
+    assert.deepEqual(onDisk(file), { rows: 5001, ids: 5001 });
+    assert.equal(log.flushes, 2, 'the batch (writer thread) and the row queued after it');
+    assert.equal(log.mainThreadWrites, 1, 'only the row queued after the post is written here');
+  });
+
+  test('a writer thread that cannot start: reported once, this thread writes, nothing lost', async (t) => {
+    const errors: string[] = [];
+    const { log, file } = openLog(
+      t,
+      { flushMs: 20, onError: (err, during) => errors.push(`${during}: ${String(err)}`) },
+      tempStore(),
+      { writerModule: NO_WRITER },
+    );
+    for (let i = 0; i < 300; i++) log.record(call());
+    await waitFor(() => log.pending === 0, 'fallback write', 10_000);
+    for (let i = 0; i < 300; i++) log.record(call());
+    await waitFor(() => log.pending === 0, 'second fallback write', 10_000);
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.match(errors[0], /^flush: .*writer thread unavailable/);
+    assert.equal(log.writerReady, false);
+    assert.ok(log.mainThreadWrites >= 2);
+    assert.deepEqual(onDisk(file), { rows: 600, ids: 600 });
+  });
+
+  test('a writer thread that dies with a batch in flight: the batch is written here, once', async (t) => {
+    const errors: string[] = [];
+    let worker: Worker | undefined;
+    const { log, file } = await openWithWriter(
+      t,
+      { captureBodies: true, onError: (err) => errors.push(String(err)) },
+      { onWriterStarted: (w) => (worker = w) },
+    );
+    const body = 'z'.repeat(100);
+    for (let i = 0; i < 5000; i++) log.record(call({ request_body: body }));
+    for (let i = 0; i < 20; i++) await turn(); // posted
+    await worker!.terminate(); // "crash"
+    await waitFor(() => errors.length > 0 && log.pending === 0, 'fallback after the crash', 10_000);
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.match(errors[0], /writer thread unavailable/);
+    assert.ok(log.mainThreadWrites > 0, 'written here');
+    log.record(call({ request_id: 'after-crash' }));
+    log.flush();
+    assert.deepEqual(onDisk(file), { rows: 5001, ids: 5001 });
+  });
+
+  test('the background prune runs in the writer thread', async (t) => {
+    const errors: unknown[] = [];
+    const { log, file } = openLog(
+      t,
+      { retentionDays: 30, captureBodies: true, bodyRetentionDays: 7, now: () => NOW, onError: (err) => errors.push(err) },
+      tempStore(),
+      { firstPruneDelayMs: 50 },
+    );
+    for (const age of [40, 10, 1]) log.record(call({ ts: NOW - age * DAY_MS, request_id: `age-${age}`, request_body: 'q' }));
+    log.flush();
+    log.startWriter(); // the prune comes due while the thread starts, and runs once it is ready
+    await waitFor(() => rowsOnDisk(file) === 2, 'background prune', 10_000);
+    assert.equal(log.writerReady, true);
+    assert.deepEqual(log.recent().map((r) => r.request_id), ['age-1', 'age-10']);
+    assert.equal(log.bodies(log.recent({ limit: 1, until: NOW - 5 * DAY_MS })[0].id), null, 'the old body went first');
+    assert.deepEqual(errors, []);
+  });
+
+  test('close() waits for the batch in flight; every row is there after reopening', async (t) => {
+    const dir = tempStore();
+    const first = CallLog.open(dir, { ...QUIET, captureBodies: true });
+    first.startWriter();
+    await waitFor(() => first.writerReady, 'writer thread ready', 10_000);
+    for (let i = 0; i < 5000; i++) first.record(call({ response_body: 'w'.repeat(100) }));
+    for (let i = 0; i < 20; i++) await turn(); // posted
+    first.record(call({ request_id: 'last-words' }));
+    first.close();
+    assert.equal(first.pending, 0);
+    const { log, file } = openLog(t, {}, dir);
+    assert.deepEqual(onDisk(file), { rows: 5001, ids: 5001 });
+    assert.equal(log.recent({ limit: 1 })[0].request_id, 'last-words');
   });
 });
 

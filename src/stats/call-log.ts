@@ -1,19 +1,35 @@
 /**
  * The call log: one row per call in `store/stats.db`, written in batches off the request path.
  *
- * `record()` only queues (O(1), no I/O); a timer flushes the queue in one transaction every
- * `flushMs`, so a crash loses at most that interval, and `close()` flushes what is left. The
- * quota counters (`requestsSince`, `costSince`) add the queued rows to what is on disk, so a
- * quota is hit exactly at its boundary even between flushes.
+ * `record()` only queues (O(1), no I/O). Every `flushMs` a timer hands the queue to the
+ * writer thread (call-log-writer.ts), which writes it in one transaction on its own
+ * connection — commit and WAL I/O, body gzip and the hourly prune never pause this thread's
+ * event loop. So a crash loses at most that interval, and `close()` flushes what is left.
+ *
+ * Rows are "pending" from `record()` until their batch committed: queued here, then in flight
+ * to the writer. The quota counters (`requestsSince`, `costSince`) add the pending rows to
+ * what is on disk, so a quota is hit exactly at its boundary even between flushes.
+ *
+ * `flush()` is synchronous: it waits (Atomics, bounded) for the batch in flight and writes
+ * the rest of the queue itself, on the main connection. Reads go through the main
+ * connection too (WAL readers and the writer do not block each other). Until the writer
+ * thread is up, and for good if it cannot start or dies, the main thread writes in short
+ * slices as it did before there was a writer thread.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { openDatabase, type Db } from '../store/db.ts';
-import { packBody, unpackBody, type PackedBody } from './bodies.ts';
+import { unpackBody } from './bodies.ts';
+import { CALL_COLUMNS, callBatchOf, type StoredCall } from './call-rows.ts';
+import { prepareCallWrites, type CallWrites, type PruneCutoffs } from './call-writes.ts';
 import { effectiveCost } from './cost.ts';
 import { STATS_MIGRATIONS } from './migrations.ts';
 import { DAY_MS, startOfUtcDay, utcDayNumber } from './period.ts';
 import { countsTowardQuota, RefusalReason, REFUSED_BACKEND, type CallRecord } from './record.ts';
+import { WriterSignals, type WriterMessage } from './writer-protocol.ts';
+import { WriterThread } from './writer-thread.ts';
+import { WriteBatchPacker } from './write-batch-packer.ts';
 
 export type { CallRecord } from './record.ts';
 
@@ -31,8 +47,18 @@ export interface CallLogOptions {
   onError?: (err: unknown, during: 'flush' | 'prune') => void;
 }
 
+/** Seams for tests; production passes none. */
+export interface CallLogSeams {
+  /** The module the writer thread runs; a broken one simulates a writer that cannot start. */
+  writerModule?: URL;
+  /** Sees the writer thread when it starts (terminating it simulates a crash). */
+  onWriterStarted?: (worker: Worker) => void;
+  /** Delay of the first background prune (default 10 s). */
+  firstPruneDelayMs?: number;
+}
+
 /** A stored call (bodies are fetched separately with `bodies(id)`). */
-export type CallRow = Omit<CallRecord, 'request_body' | 'response_body'> & { id: number; has_bodies: boolean };
+export type CallRow = StoredCall & { id: number; has_bodies: boolean };
 
 export interface CallFilter {
   /** Rows to return, newest first; default 100, at most 1,000. */
@@ -84,13 +110,28 @@ const PRUNE_INTERVAL_MS = 3_600_000;
 const FIRST_PRUNE_DELAY_MS = 10_000;
 /** A queue this long is flushed on the next turn of the event loop instead of waiting. */
 const EAGER_FLUSH_ROWS = 5_000;
-/** Rows per background write transaction (~3 ms): keeps the event loop's pauses short. */
+/** Rows per batch posted to the writer thread. */
+const MAX_BATCH_ROWS = 5_000;
+/** Rows packed for the writer per event-loop turn (~0.5 µs each: turns stay well under a ms)... */
+const PACK_SLICE_ROWS = 500;
+/** ...or fewer, once their captured bodies (copied once each) reach this many bytes. */
+const PACK_SLICE_BODY_BYTES = 512 * 1024;
+/** Rows per write transaction when this thread writes in the background (~3 ms each). */
 const WRITE_SLICE_ROWS = 500;
+/**
+ * How long `flush()` waits for the writer to settle the batch in flight. Longer than the
+ * connection's busy timeout (5 s), so a batch stuck on a lock fails, and is retried, first.
+ */
+const FLUSH_WAIT_MS = 6_000;
+/** A writer thread not ready this long after it was started is given up on. */
+const WRITER_START_TIMEOUT_MS = 15_000;
+/** How long a quota read waits for a commit under way in the writer (usually a few ms). */
+const COMMIT_WAIT_MS = 1_000;
 /** Days of per-user usage kept for quotas (a month window needs at most 31). */
 const QUOTA_USAGE_KEEP_DAYS = 100;
 const MAX_RECENT = 1_000;
 /** While flushes fail (disk full, locked), at most this many rows wait in memory. */
-const MAX_QUEUED_ROWS = 100_000;
+const MAX_PENDING_ROWS = 100_000;
 
 /** SQL truth of `countsTowardQuota` (reason may be NULL). */
 const COUNTS_TOWARD_QUOTA_SQL = `NOT (backend = '${REFUSED_BACKEND}' AND COALESCE(reason, '') IN ('${RefusalReason.quotaDay}', '${RefusalReason.quotaMonth}'))`;
@@ -102,29 +143,34 @@ const GROUP_KEY_SQL: Record<AggregateGroup, string> = {
   day: "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')",
 };
 
-const CALL_COLUMNS = [
-  'ts', 'request_id', 'duration_ms', 'ttft_ms', 'endpoint', 'source', 'user_id', 'requested_model', 'model',
-  'backend', 'status', 'reason', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens',
-  'reasoning', 'cost_usd', 'upstream_cost_usd',
-] as const;
-
-type StoredCall = Omit<CallRow, 'id' | 'has_bodies'>;
-
-interface PreparedCall {
-  row: StoredCall;
-  request: PackedBody | null;
-  response: PackedBody | null;
+/** A batch handed to the writer thread and not settled yet. */
+interface InFlight {
+  seq: number;
+  rows: CallRecord[];
+  /** False while it is still being packed (over a few event-loop turns). */
+  posted: boolean;
 }
 
 export class CallLog {
   private readonly db: Db;
+  private readonly file: string;
   private opts: CallLogOptions;
+  private readonly seams: CallLogSeams;
   private readonly now: () => number;
-  private readonly statements: Statements;
+  private readonly writes: CallWrites;
+  private readonly reads: Reads;
+  /** Started with the first background write; null before, and for good once it failed. */
+  private writer: WriterThread | null = null;
+  private writerFailed = false;
   private queue: CallRecord[] = [];
-  /** Queued rows per user, for the quota counters. */
+  private inFlight: InFlight | null = null;
+  private pruneInFlight: number | null = null;
+  /** A background prune came due while the writer thread was starting. */
+  private pruneDue = false;
+  private lastSeq = 0;
+  /** Pending rows (queued and in flight) per user, oldest first, for the quota counters. */
   private pendingByUser = new Map<number, CallRecord[]>();
-  /** Queued rows that count toward quotas, summed per user and UTC day (quota checks are O(days)). */
+  /** Pending rows that count toward quotas, summed per user and UTC day (quota checks are O(days)). */
   private pendingDayTotals = new Map<number, Map<number, { requests: number; cost: number }>>();
   /** Per `user:since`, what is on disk; cleared by every write (flush, prune). */
   private readonly diskUsage = new Map<string, { requests: number; cost: number }>();
@@ -132,26 +178,31 @@ export class CallLog {
   private eagerFlushScheduled = false;
   private sliceScheduled = false;
   private flushCount = 0;
+  private mainThreadWriteCount = 0;
   private droppedCount = 0;
   private closed = false;
 
-  private constructor(db: Db, opts: CallLogOptions) {
+  private constructor(db: Db, file: string, opts: CallLogOptions, seams: CallLogSeams) {
     this.db = db;
+    this.file = file;
     this.opts = opts;
+    this.seams = seams;
     this.now = opts.now ?? Date.now;
-    this.statements = prepareStatements(db);
+    this.writes = prepareCallWrites(db);
+    this.reads = prepareReads(db);
     const flushMs = Math.max(10, opts.flushMs);
     this.timers.push(
       setInterval(() => this.backgroundFlush(), flushMs).unref(),
-      setTimeout(() => this.backgroundPrune(), FIRST_PRUNE_DELAY_MS).unref(),
+      setTimeout(() => this.backgroundPrune(), seams.firstPruneDelayMs ?? FIRST_PRUNE_DELAY_MS).unref(),
       setInterval(() => this.backgroundPrune(), PRUNE_INTERVAL_MS).unref(),
     );
   }
 
   /** Opens (creating if needed) `<storeDir>/stats.db` and starts the flush and prune timers. */
-  static open(storeDir: string, opts: CallLogOptions): CallLog {
+  static open(storeDir: string, opts: CallLogOptions, seams: CallLogSeams = {}): CallLog {
     mkdirSync(storeDir, { recursive: true });
-    return new CallLog(openDatabase(join(storeDir, 'stats.db'), STATS_MIGRATIONS), opts);
+    const file = join(storeDir, 'stats.db');
+    return new CallLog(openDatabase(file, STATS_MIGRATIONS), file, opts, seams);
   }
 
   /** Applies reloaded retention and capture settings (the flush interval needs a restart). */
@@ -161,7 +212,7 @@ export class CallLog {
 
   /** Queues one call. O(1), no I/O; the row reaches the database at the next flush. */
   record(rec: CallRecord): void {
-    if (this.closed || this.queue.length >= MAX_QUEUED_ROWS) {
+    if (this.closed || this.pending >= MAX_PENDING_ROWS) {
       // after close (shutdown order), or the database has failed for long: keep memory bounded
       this.droppedCount++;
       return;
@@ -183,9 +234,9 @@ export class CallLog {
     }
   }
 
-  /** Rows queued and not yet written. */
+  /** Rows recorded and not yet written (queued, or in flight to the writer thread). */
   get pending(): number {
-    return this.queue.length;
+    return this.queue.length + (this.inFlight?.rows.length ?? 0);
   }
 
   /** Rows dropped: recorded after `close()`, or while the queue was full of failed flushes. */
@@ -193,64 +244,43 @@ export class CallLog {
     return this.droppedCount;
   }
 
-  /** Flush transactions committed so far. */
+  /** Write transactions committed so far (by the writer thread and by this thread). */
   get flushes(): number {
     return this.flushCount;
   }
 
-  /** Writes every queued row (and its bodies and quota counters) in one transaction. */
+  /** Write transactions this thread committed itself: `flush()`, or while no writer thread runs. */
+  get mainThreadWrites(): number {
+    return this.mainThreadWriteCount;
+  }
+
+  /** Whether background writes go to the writer thread (it starts with the first one). */
+  get writerReady(): boolean {
+    return this.writer?.ready ?? false;
+  }
+
+  /**
+   * Starts the writer thread now instead of with the first background write, so that the
+   * first batch does not wait for it (~0.3 s). Safe to call more than once.
+   */
+  startWriter(): void {
+    if (!this.closed) this.startedWriter();
+  }
+
+  /**
+   * Puts every recorded row on disk before it returns: waits for the batch the writer thread
+   * has in flight, then writes the rest of the queue (rows, bodies, quota counters) in one
+   * transaction here. Throws when that transaction fails (the rows stay queued).
+   */
   flush(): void {
+    if (this.closed) return;
+    this.awaitInFlight();
     this.writeOldest(this.queue.length);
   }
 
   /**
-   * Writes the `n` oldest queued rows in one transaction and forgets them from the pending
-   * counters. The background writer uses slices so that no single write stalls the event
-   * loop for long, however busy the gateway is.
-   */
-  private writeOldest(n: number): void {
-    if (this.closed || this.queue.length === 0) return;
-    const all = n >= this.queue.length;
-    const batch = all ? this.queue : this.queue.slice(0, n);
-    this.statements.writeBatch(batch.map((rec) => this.prepare(rec)), quotaUsageOf(batch));
-    this.flushCount++;
-    this.diskUsage.clear();
-    if (all) {
-      this.queue = [];
-      this.pendingByUser = new Map();
-      this.pendingDayTotals = new Map();
-      return;
-    }
-    this.queue = this.queue.slice(n);
-    this.forgetPending(batch);
-  }
-
-  /** Takes written rows (the oldest of each user's pending list) out of the pending counters. */
-  private forgetPending(written: readonly CallRecord[]): void {
-    const writtenPerUser = new Map<number, number>();
-    for (const rec of written) {
-      if (typeof rec.user_id !== 'number') continue;
-      writtenPerUser.set(rec.user_id, (writtenPerUser.get(rec.user_id) ?? 0) + 1);
-      if (!countsTowardQuota(rec)) continue;
-      const total = this.pendingDayTotals.get(rec.user_id)?.get(utcDayNumber(rec.ts));
-      if (total) {
-        total.requests--;
-        total.cost -= effectiveCost(rec);
-      }
-    }
-    for (const [user, count] of writtenPerUser) {
-      const rest = this.pendingByUser.get(user)?.slice(count) ?? [];
-      if (rest.length) this.pendingByUser.set(user, rest);
-      else {
-        this.pendingByUser.delete(user);
-        this.pendingDayTotals.delete(user);
-      }
-    }
-  }
-
-  /**
-   * Flushes, stops the timers and closes the database. A failing last flush is reported
-   * through `onError`, not thrown. Later `record()` calls are dropped.
+   * Flushes, stops the timers and the writer thread, and closes the database. A failing
+   * last flush is reported through `onError`, not thrown. Later `record()` calls are dropped.
    */
   close(): void {
     if (this.closed) return;
@@ -260,7 +290,12 @@ export class CallLog {
     } catch (err) {
       this.report(err, 'flush');
     }
+    if (this.inFlight) {
+      this.report(new Error(`call log closed with ${this.inFlight.rows.length} rows unconfirmed by the writer thread`), 'flush');
+    }
     this.closed = true;
+    this.writer?.terminate(); // everything is written: no need to wait for the thread to end
+    this.writer = null;
     this.db.close();
   }
 
@@ -302,7 +337,7 @@ export class CallLog {
   /** The captured bodies of one call, decompressed; null when none were captured. */
   bodies(callId: number): CapturedBodies | null {
     this.flush();
-    const row = this.statements.selectBodies.get(callId) as
+    const row = this.reads.selectBodies.get(callId) as
       | { request: Buffer | null; response: Buffer | null; request_bytes: number | null; response_bytes: number | null }
       | undefined;
     if (!row) return null;
@@ -355,7 +390,7 @@ export class CallLog {
       : rows.sort((a, b) => b.calls - a.calls || a.key.localeCompare(b.key));
   }
 
-  /** Calls of a user since `since` (unix ms) that count towards quotas, queued ones included. */
+  /** Calls of a user since `since` (unix ms) that count towards quotas, pending ones included. */
   requestsSince(userId: number, since: number): number {
     let n = this.fromDisk(userId, since).requests;
     if (startOfUtcDay(since) === since) return n + this.pendingSinceDay(userId, since).requests;
@@ -365,7 +400,7 @@ export class CallLog {
     return n;
   }
 
-  /** USD a user spent since `since` (upstream-reported cost where known), queued calls included. */
+  /** USD a user spent since `since` (upstream-reported cost where known), pending calls included. */
   costSince(userId: number, since: number): number {
     let usd = this.fromDisk(userId, since).cost;
     if (startOfUtcDay(since) === since) return usd + this.pendingSinceDay(userId, since).cost;
@@ -377,81 +412,40 @@ export class CallLog {
 
   /**
    * Deletes rows older than `retentionDays` and bodies older than `bodyRetentionDays` (or
-   * than their row), plus quota counters older than any quota window.
+   * than their row), plus quota counters older than any quota window, in one transaction on
+   * this thread. (The hourly background prune runs in the writer thread, in short steps.)
    */
   prune(now: number = this.now()): { rows: number; bodies: number } {
     if (this.closed) return { rows: 0, bodies: 0 };
+    this.diskUsage.clear();
+    return this.writes.pruneAll(this.pruneCutoffs(now));
+  }
+
+  private pruneCutoffs(now: number): PruneCutoffs {
     const rowCutoff = this.opts.retentionDays > 0 ? now - this.opts.retentionDays * DAY_MS : -Infinity;
     const bodyCutoff = Math.max(
       rowCutoff,
       this.opts.bodyRetentionDays > 0 ? now - this.opts.bodyRetentionDays * DAY_MS : -Infinity,
     );
-    this.diskUsage.clear();
-    return this.statements.prune(rowCutoff, bodyCutoff, utcDayNumber(now) - QUOTA_USAGE_KEEP_DAYS);
+    return { rowCutoff, bodyCutoff, firstUsageDay: utcDayNumber(now) - QUOTA_USAGE_KEEP_DAYS };
   }
 
-  private addPendingDayTotal(userId: number, rec: CallRecord): void {
-    let days = this.pendingDayTotals.get(userId);
-    if (!days) this.pendingDayTotals.set(userId, (days = new Map()));
-    const day = utcDayNumber(rec.ts);
-    const total = days.get(day) ?? { requests: 0, cost: 0 };
-    total.requests++;
-    total.cost += effectiveCost(rec);
-    days.set(day, total);
-  }
-
-  /** Queued quota usage of a user from the UTC day starting at `dayStart` on. */
-  private pendingSinceDay(userId: number, dayStart: number): { requests: number; cost: number } {
-    const sum = { requests: 0, cost: 0 };
-    const first = utcDayNumber(dayStart);
-    for (const [day, total] of this.pendingDayTotals.get(userId) ?? []) {
-      if (day < first) continue;
-      sum.requests += total.requests;
-      sum.cost += total.cost;
-    }
-    return sum;
-  }
+  // --- background writes ---
 
   /**
-   * Quota usage on disk since `since`: whole UTC days from the daily counters (a primary-key
-   * range of at most a few dozen rows), a partial first day from the calls index.
+   * Hands the queue to the writer thread (started by the first call; until it is ready,
+   * typically a few hundred ms, the rows wait). Without a writer thread, writes the queue
+   * here in slices, yielding to the event loop between them.
    */
-  private fromDisk(userId: number, since: number): { requests: number; cost: number } {
-    if (this.closed) return { requests: 0, cost: 0 };
-    const key = `${userId}:${since}`;
-    let usage = this.diskUsage.get(key);
-    if (!usage) {
-      usage = this.readDiskUsage(userId, since);
-      this.diskUsage.set(key, usage);
-    }
-    return usage;
-  }
-
-  /** What stats.db holds for a user since `since` (cached in `diskUsage` until the next write). */
-  private readDiskUsage(userId: number, since: number): { requests: number; cost: number } {
-    const dayStart = startOfUtcDay(since);
-    const firstWholeDay = dayStart === since ? utcDayNumber(since) : utcDayNumber(since) + 1;
-    const whole = this.statements.usageFromDay.get(userId, firstWholeDay) as { requests: number; cost: number };
-    if (dayStart === since) return whole;
-    const partial = this.statements.usageBetween.get(userId, since, dayStart + DAY_MS) as {
-      requests: number;
-      cost: number;
-    };
-    return { requests: whole.requests + partial.requests, cost: whole.cost + partial.cost };
-  }
-
-  private prepare(rec: CallRecord): PreparedCall {
-    const capture = this.opts.captureBodies;
-    return {
-      row: storedCall(rec),
-      request: capture ? packBody(rec.request_body) : null,
-      response: capture ? packBody(rec.response_body) : null,
-    };
-  }
-
-  /** Writes the queue in slices of WRITE_SLICE_ROWS, yielding to the event loop between them. */
   private backgroundFlush(): void {
-    if (this.closed) return;
+    if (this.closed || this.queue.length === 0) return;
+    const writer = this.startedWriter();
+    if (writer?.ready) {
+      this.collectSettled();
+      if (!this.inFlight) this.postBatch(writer);
+      return;
+    }
+    if (writer) return; // it posts 'ready', which flushes
     try {
       this.writeOldest(WRITE_SLICE_ROWS);
     } catch (err) {
@@ -467,12 +461,274 @@ export class CallLog {
     }
   }
 
+  /**
+   * Moves the oldest queued rows in flight as one batch, packs them a slice per event-loop
+   * turn and posts them (bodies raw: the writer gzips them). `flush()` may take the batch
+   * back before it is posted.
+   */
+  private postBatch(writer: WriterThread): void {
+    const rows = this.queue.length <= MAX_BATCH_ROWS ? this.queue : this.queue.slice(0, MAX_BATCH_ROWS);
+    this.queue = rows === this.queue ? [] : this.queue.slice(MAX_BATCH_ROWS);
+    const batch: InFlight = { seq: (this.lastSeq = WriterSignals.next(this.lastSeq)), rows, posted: false };
+    this.inFlight = batch;
+    const packer = new WriteBatchPacker(rows, this.opts.captureBodies);
+    const packSlice = () => {
+      if (this.inFlight !== batch) return; // taken back by flush(), or the writer is gone
+      try {
+        if (!packer.pack(PACK_SLICE_ROWS, PACK_SLICE_BODY_BYTES)) {
+          setImmediate(packSlice);
+          return;
+        }
+        const { op, transfer } = packer.op(batch.seq);
+        writer.post(op, transfer);
+        batch.posted = true;
+      } catch (err) {
+        this.takeBackInFlight();
+        this.report(err, 'flush');
+      }
+    };
+    packSlice();
+  }
+
+  /** Puts the batch in flight back at the front of the queue. */
+  private takeBackInFlight(): void {
+    if (!this.inFlight) return;
+    this.queue = this.inFlight.rows.concat(this.queue);
+    this.inFlight = null;
+  }
+
+  /** Has the writer thread prune in short steps; without one, prunes here. */
   private backgroundPrune(): void {
+    if (this.closed) return;
+    const writer = this.startedWriter();
+    if (writer?.ready) {
+      this.pruneDue = false;
+      if (this.pruneInFlight !== null) return;
+      const seq = (this.lastSeq = WriterSignals.next(this.lastSeq));
+      this.pruneInFlight = seq;
+      writer.post({ kind: 'prune', seq, ...this.pruneCutoffs(this.now()) });
+      return;
+    }
+    if (writer) {
+      this.pruneDue = true; // done on 'ready'
+      return;
+    }
     try {
       this.prune();
     } catch (err) {
       this.report(err, 'prune');
     }
+  }
+
+  /** The writer thread, started on first use; null while none can run. */
+  private startedWriter(): WriterThread | null {
+    if (this.writer && !this.writer.ready && performance.now() - this.writer.startedAt > WRITER_START_TIMEOUT_MS) {
+      this.onWriterGone(new Error(`not ready ${WRITER_START_TIMEOUT_MS} ms after it was started`));
+    }
+    if (this.writer || this.writerFailed) return this.writer;
+    try {
+      this.writer = new WriterThread({
+        file: this.file,
+        module: this.seams.writerModule,
+        onMessage: (message) => this.onWriterMessage(message),
+        onGone: (err) => this.onWriterGone(err),
+      });
+      this.seams.onWriterStarted?.(this.writer.worker);
+    } catch (err) {
+      this.onWriterGone(err instanceof Error ? err : new Error(String(err)));
+    }
+    return this.writer;
+  }
+
+  private onWriterMessage(message: WriterMessage): void {
+    if (this.closed) return;
+    if (message.kind === 'ready') {
+      this.backgroundFlush();
+      if (this.pruneDue) this.backgroundPrune();
+      return;
+    }
+    if (!message.ok) this.report(new Error(message.error), message.kind === 'prune' ? 'prune' : 'flush');
+    this.applySettled(message.seq, message.ok); // a no-op when flush() already applied it
+    if (this.queue.length >= EAGER_FLUSH_ROWS) this.backgroundFlush(); // a backlog goes on at once
+  }
+
+  /** The writer cannot start or died: report it once, take its unsettled batch back, write here from now on. */
+  private onWriterGone(err: Error): void {
+    if (this.closed || this.writerFailed) return;
+    this.writerFailed = true;
+    this.report(new Error(`call log writer thread unavailable, writing on the main thread: ${err.message}`), 'flush');
+    if (this.writer) this.collectSettled();
+    this.takeBackInFlight();
+    this.pruneInFlight = null;
+    this.pruneDue = false;
+    this.writer?.terminate();
+    this.writer = null;
+    if (this.queue.length > 0) setImmediate(() => this.backgroundFlush()); // what waited for the writer
+  }
+
+  /**
+   * Blocks until the writer settled the batch in flight (bounded: reported, and left in
+   * flight, on timeout). A batch still being packed is taken back instead.
+   */
+  private awaitInFlight(): void {
+    if (!this.inFlight || !this.writer) return;
+    if (!this.inFlight.posted) {
+      this.takeBackInFlight();
+      return;
+    }
+    if (!this.writer.signals.waitSettled([this.inFlight.seq], FLUSH_WAIT_MS)) {
+      this.report(new Error(`call log writer thread did not settle a batch within ${FLUSH_WAIT_MS} ms`), 'flush');
+      return;
+    }
+    this.collectSettled();
+  }
+
+  /** Applies what the writer settled in shared memory, ahead of its messages. */
+  private collectSettled(): void {
+    const signals = this.writer?.signals;
+    if (!signals) return;
+    for (const seq of [this.inFlight?.seq, this.pruneInFlight]) {
+      if (seq === undefined || seq === null) continue;
+      const status = signals.status(seq);
+      if (status !== 'pending') this.applySettled(seq, status === 'ok');
+    }
+  }
+
+  /** A committed batch leaves the pending counters; a failed one goes back to the front of the queue. */
+  private applySettled(seq: number, ok: boolean): void {
+    if (this.pruneInFlight === seq) {
+      this.pruneInFlight = null;
+      this.diskUsage.clear();
+      return;
+    }
+    if (this.inFlight?.seq !== seq) return;
+    const { rows } = this.inFlight;
+    this.inFlight = null;
+    if (!ok) {
+      this.queue = rows.concat(this.queue);
+      return;
+    }
+    // (the ok path also runs for a batch settled in shared memory before its message arrives)
+    this.flushCount++;
+    this.diskUsage.clear();
+    this.forgetPending(rows);
+  }
+
+  // --- writes on this thread ---
+
+  /** Writes the `n` oldest queued rows in one transaction and forgets them from the pending counters. */
+  private writeOldest(n: number): void {
+    if (this.closed || this.queue.length === 0) return;
+    const all = n >= this.queue.length;
+    const rows = all ? this.queue : this.queue.slice(0, n);
+    this.writes.writeBatch(callBatchOf(rows, this.opts.captureBodies));
+    this.flushCount++;
+    this.mainThreadWriteCount++;
+    this.diskUsage.clear();
+    this.queue = all ? [] : this.queue.slice(n);
+    this.forgetPending(rows);
+  }
+
+  // --- pending counters ---
+
+  /** Takes written rows out of the pending counters. */
+  private forgetPending(written: readonly CallRecord[]): void {
+    if (this.queue.length === 0 && !this.inFlight) {
+      this.pendingByUser = new Map();
+      this.pendingDayTotals = new Map();
+      return;
+    }
+    const users = new Set<number>();
+    for (const rec of written) {
+      if (typeof rec.user_id !== 'number') continue;
+      users.add(rec.user_id);
+      if (!countsTowardQuota(rec)) continue;
+      const total = this.pendingDayTotals.get(rec.user_id)?.get(utcDayNumber(rec.ts));
+      if (total) {
+        total.requests--;
+        total.cost -= effectiveCost(rec);
+      }
+    }
+    const gone = new Set(written);
+    for (const user of users) {
+      const rest = this.pendingByUser.get(user)?.filter((rec) => !gone.has(rec)) ?? [];
+      if (rest.length) this.pendingByUser.set(user, rest);
+      else {
+        this.pendingByUser.delete(user);
+        this.pendingDayTotals.delete(user);
+      }
+    }
+  }
+
+  private addPendingDayTotal(userId: number, rec: CallRecord): void {
+    let days = this.pendingDayTotals.get(userId);
+    if (!days) this.pendingDayTotals.set(userId, (days = new Map()));
+    const day = utcDayNumber(rec.ts);
+    const total = days.get(day) ?? { requests: 0, cost: 0 };
+    total.requests++;
+    total.cost += effectiveCost(rec);
+    days.set(day, total);
+  }
+
+  /** Pending quota usage of a user from the UTC day starting at `dayStart` on. */
+  private pendingSinceDay(userId: number, dayStart: number): { requests: number; cost: number } {
+    const sum = { requests: 0, cost: 0 };
+    const first = utcDayNumber(dayStart);
+    for (const [day, total] of this.pendingDayTotals.get(userId) ?? []) {
+      if (day < first) continue;
+      sum.requests += total.requests;
+      sum.cost += total.cost;
+    }
+    return sum;
+  }
+
+  // --- quota usage on disk ---
+
+  /**
+   * Quota usage on disk since `since`: whole UTC days from the daily counters (a primary-key
+   * range of at most a few dozen rows), a partial first day from the calls index.
+   */
+  private fromDisk(userId: number, since: number): { requests: number; cost: number } {
+    if (this.closed) return { requests: 0, cost: 0 };
+    const key = `${userId}:${since}`;
+    let usage = this.diskUsage.get(key);
+    if (!usage) {
+      usage = this.readDiskUsageExactly(userId, since);
+      this.diskUsage.set(key, usage);
+    }
+    return usage;
+  }
+
+  /**
+   * Disk usage that leaves out exactly the rows still counted as pending. The writer thread
+   * may commit the batch in flight at any moment, before its message arrives; a read then
+   * would count those rows twice. So: wait out a commit under way, apply what has settled,
+   * read, and retry if a commit began meanwhile (a seqlock on the writer's commit epoch).
+   */
+  private readDiskUsageExactly(userId: number, since: number): { requests: number; cost: number } {
+    const signals = this.writer?.signals;
+    for (let attempt = 0; attempt < 3 && signals && this.inFlight?.posted; attempt++) {
+      const epoch = signals.quietEpoch(COMMIT_WAIT_MS);
+      if (epoch === null) break; // the writer is stuck in a commit: count its batch twice for a while
+      this.collectSettled();
+      if (!this.inFlight?.posted) break;
+      const usage = this.readDiskUsage(userId, since);
+      if (signals.epoch === epoch) return usage;
+    }
+    return this.readDiskUsage(userId, since);
+  }
+
+  /** What stats.db holds for a user since `since`. */
+  private readDiskUsage(userId: number, since: number): { requests: number; cost: number } {
+    const dayStart = startOfUtcDay(since);
+    const firstWholeDay = dayStart === since ? utcDayNumber(since) : utcDayNumber(since) + 1;
+    const whole = this.reads.usageFromDay.get(userId, firstWholeDay) as { requests: number; cost: number };
+    if (dayStart === since) return whole;
+    const partial = this.reads.usageBetween.get(userId, since, dayStart + DAY_MS) as {
+      requests: number;
+      cost: number;
+    };
+    return { requests: whole.requests + partial.requests, cost: whole.cost + partial.cost };
   }
 
   private report(err: unknown, during: 'flush' | 'prune'): void {
@@ -481,44 +737,10 @@ export class CallLog {
   }
 }
 
-type Statements = ReturnType<typeof prepareStatements>;
+type Reads = ReturnType<typeof prepareReads>;
 
-function prepareStatements(db: Db) {
-  const insertCall = db.prepare(
-    `INSERT INTO calls (${CALL_COLUMNS.join(', ')}) VALUES (${CALL_COLUMNS.map(() => '?').join(', ')})`,
-  );
-  const insertBodies = db.prepare(
-    `INSERT INTO call_bodies (call_id, ts, request, response, request_bytes, response_bytes)
-     VALUES (?, ?, ?, ?, ?, ?)`,
-  );
-  const addUsage = db.prepare(
-    `INSERT INTO quota_usage (user_id, day, requests, cost_usd) VALUES (?, ?, ?, ?)
-     ON CONFLICT (user_id, day) DO UPDATE SET
-       requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd`,
-  );
-  const deleteBodies = db.prepare('DELETE FROM call_bodies WHERE ts < ?');
-  const deleteCalls = db.prepare('DELETE FROM calls WHERE ts < ?');
-  const deleteUsage = db.prepare('DELETE FROM quota_usage WHERE day < ?');
-
+function prepareReads(db: Db) {
   return {
-    writeBatch: db.transaction((calls: PreparedCall[], usage: QuotaUsage[]) => {
-      for (const c of calls) {
-        // positional binding: markedly cheaper than named parameters on a hot batch
-        const id = insertCall.run(CALL_COLUMNS.map((col) => c.row[col])).lastInsertRowid;
-        if (c.request || c.response) {
-          insertBodies.run(
-            id, c.row.ts, c.request?.gz ?? null, c.response?.gz ?? null, c.request?.bytes ?? null, c.response?.bytes ?? null,
-          );
-        }
-      }
-      for (const u of usage) addUsage.run(u.user_id, u.day, u.requests, u.cost);
-    }),
-    prune: db.transaction((rowCutoff: number, bodyCutoff: number, firstUsageDay: number) => {
-      const bodies = Number.isFinite(bodyCutoff) ? deleteBodies.run(bodyCutoff).changes : 0;
-      const rows = Number.isFinite(rowCutoff) ? deleteCalls.run(rowCutoff).changes : 0;
-      deleteUsage.run(firstUsageDay);
-      return { rows, bodies };
-    }),
     selectBodies: db.prepare(
       'SELECT request, response, request_bytes, response_bytes FROM call_bodies WHERE call_id = ?',
     ),
@@ -531,63 +753,6 @@ function prepareStatements(db: Db) {
        FROM calls WHERE user_id = ? AND ts >= ? AND ts < ? AND ${COUNTS_TOWARD_QUOTA_SQL}`,
     ),
   };
-}
-
-interface QuotaUsage {
-  user_id: number;
-  day: number;
-  requests: number;
-  cost: number;
-}
-
-/** Per user and UTC day: the calls of a batch that count towards quotas, and their cost. */
-function quotaUsageOf(batch: readonly CallRecord[]): QuotaUsage[] {
-  const byKey = new Map<string, QuotaUsage>();
-  for (const rec of batch) {
-    if (typeof rec.user_id !== 'number' || !countsTowardQuota(rec)) continue;
-    const day = utcDayNumber(rec.ts);
-    const key = `${rec.user_id}:${day}`;
-    const u = byKey.get(key) ?? { user_id: rec.user_id, day, requests: 0, cost: 0 };
-    u.requests++;
-    u.cost += effectiveCost(rec);
-    byKey.set(key, u);
-  }
-  return [...byKey.values()];
-}
-
-/**
- * A record as stored: counts made whole and non-negative, missing fields filled, no bodies.
- * A malformed record must never fail the batch (a poison row would wedge every flush).
- */
-function storedCall(rec: CallRecord): StoredCall {
-  return {
-    ts: whole(rec.ts),
-    request_id: String(rec.request_id ?? ''),
-    duration_ms: whole(rec.duration_ms),
-    ttft_ms: rec.ttft_ms === null || rec.ttft_ms === undefined ? null : whole(rec.ttft_ms),
-    endpoint: String(rec.endpoint ?? ''),
-    source: String(rec.source ?? ''),
-    user_id: Number.isInteger(rec.user_id) ? rec.user_id : null,
-    requested_model: rec.requested_model ?? null,
-    model: rec.model ?? null,
-    backend: String(rec.backend ?? ''),
-    status: whole(rec.status),
-    reason: rec.reason ?? null,
-    prompt_tokens: whole(rec.prompt_tokens),
-    completion_tokens: whole(rec.completion_tokens),
-    cached_tokens: whole(rec.cached_tokens),
-    cache_write_tokens: whole(rec.cache_write_tokens),
-    reasoning: rec.reasoning ?? null,
-    cost_usd: Number.isFinite(rec.cost_usd) && rec.cost_usd > 0 ? rec.cost_usd : 0,
-    upstream_cost_usd:
-      typeof rec.upstream_cost_usd === 'number' && Number.isFinite(rec.upstream_cost_usd) && rec.upstream_cost_usd >= 0
-        ? rec.upstream_cost_usd
-        : null,
-  };
-}
-
-function whole(n: number): number {
-  return Number.isFinite(n) && n > 0 ? Math.round(n) : 0;
 }
 
 function addTimeRange(where: string[], params: Record<string, unknown>, f: { since?: number; until?: number }): void {
