@@ -8,7 +8,16 @@ import type { ModelPricing } from '../src/backends/types.ts';
 import { BODY_CAP_BYTES, truncationMarker } from '../src/stats/bodies.ts';
 import type { Worker } from 'node:worker_threads';
 import { CallLog, type CallLogOptions, type CallLogSeams, type CallRecord } from '../src/stats/call-log.ts';
-import { computeCost, normalizeUsage } from '../src/stats/cost.ts';
+import { computeCost } from '../src/stats/cost.ts';
+import { usageFromAnthropic, usageFromOpenAI, type Usage } from '../src/upstream/usage.ts';
+
+/** The call-log columns of a usage read by the request path. */
+function usageColumns(u: Usage) {
+  return {
+    prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, cached_tokens: u.cached_tokens ?? 0,
+    cache_write_tokens: u.cache_write_tokens ?? 0, upstream_cost_usd: u.cost ?? null,
+  };
+}
 import { DAY_MS } from '../src/stats/period.ts';
 import { REFUSED_BACKEND, RefusalReason, STATUS_CLIENT_CLOSED, STATUS_UPSTREAM_DROPPED } from '../src/stats/record.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -352,14 +361,14 @@ describe('writer thread', () => {
 describe('rows', () => {
   test('non-streamed and streamed calls with tokens, cache split and cost', (t) => {
     const { log } = openLog(t);
-    const plain = normalizeUsage({ prompt_tokens: 1000, completion_tokens: 200, cost: 0.0031 }, 'openai');
+    const plain = usageColumns(usageFromOpenAI({ usage: { prompt_tokens: 1000, completion_tokens: 200, cost: 0.0031 } })!);
     log.record(
       call({
         request_id: 'plain', ttft_ms: null, backend: 'openrouter', model: 'anthropic/claude-sonnet-4.6',
         ...plain, cost_usd: computeCost(plain, SONNET, { local: false, shape: 'openai' }),
       }),
     );
-    const cached = normalizeUsage({ input_tokens: 50, cache_read_input_tokens: 30_000, cache_creation_input_tokens: 1_000, output_tokens: 400 }, 'anthropic');
+    const cached = usageColumns(usageFromAnthropic({ usage: { input_tokens: 50, cache_read_input_tokens: 30_000, cache_creation_input_tokens: 1_000, output_tokens: 400 } })!);
     log.record(
       call({
         request_id: 'stream', ts: NOW + 1, endpoint: '/v1/messages', ttft_ms: 850, duration_ms: 4200, backend: 'anthropic',

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ModelPricing } from '../src/backends/types.ts';
-import { computeCost, effectiveCost, normalizeUsage, type CostOptions, type TokenUsage } from '../src/stats/cost.ts';
+import { computeCost, effectiveCost, type CostOptions, type TokenUsage } from '../src/stats/cost.ts';
+import { usageFromAnthropic, usageFromOpenAI } from '../src/upstream/usage.ts';
 import { readFixture, readFixtureJson, skipWithoutFixtures } from './helpers/fixtures.ts';
 
 /** anthropic/claude-sonnet-4.6 on OpenRouter, per million tokens (checked against the fixture below). */
@@ -50,7 +51,7 @@ describe('computeCost', () => {
     let correct = 0;
     let naive = 0;
     for (const t of turns) {
-      const u = normalizeUsage(t, 'anthropic');
+      const u = usageFromAnthropic({ usage: t })!;
       correct += computeCost(u, SONNET, OPENAI);
       // the reference implementation's mistake: every prompt token billed as fresh input
       naive += computeCost({ prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens }, SONNET, OPENAI);
@@ -76,34 +77,41 @@ describe('computeCost', () => {
   });
 });
 
-describe('normalizeUsage', () => {
+// The request path reads usage with upstream/usage.ts; these pin what the cost needs from it.
+describe('usage as the call log reads it', () => {
+  const openai = (usage: object) => usageFromOpenAI({ usage });
+
   test('OpenAI chat: prompt_tokens includes cached_tokens', () => {
-    const u = normalizeUsage({ prompt_tokens: 1200, completion_tokens: 30, prompt_tokens_details: { cached_tokens: 1024 } }, 'openai');
-    assert.deepEqual(u, { prompt_tokens: 1200, completion_tokens: 30, cached_tokens: 1024, cache_write_tokens: 0, upstream_cost_usd: null });
+    assert.deepEqual(openai({ prompt_tokens: 1200, completion_tokens: 30, prompt_tokens_details: { cached_tokens: 1024 } }),
+      { prompt_tokens: 1200, completion_tokens: 30, total_tokens: 1230, cached_tokens: 1024 });
   });
 
   test('OpenRouter: usage.cost and cache_write_tokens', () => {
-    const u = normalizeUsage(
-      { prompt_tokens: 5000, completion_tokens: 100, cost: 0.0123, prompt_tokens_details: { cached_tokens: 3000, cache_write_tokens: 1500 } },
-      'openai',
+    assert.deepEqual(
+      openai({ prompt_tokens: 5000, completion_tokens: 100, cost: 0.0123, prompt_tokens_details: { cached_tokens: 3000, cache_write_tokens: 1500 } }),
+      { prompt_tokens: 5000, completion_tokens: 100, total_tokens: 5100, cached_tokens: 3000, cache_write_tokens: 1500, cost: 0.0123 },
     );
-    assert.deepEqual(u, { prompt_tokens: 5000, completion_tokens: 100, cached_tokens: 3000, cache_write_tokens: 1500, upstream_cost_usd: 0.0123 });
   });
 
   test('DeepSeek prompt_cache_hit_tokens', () => {
-    const u = normalizeUsage({ prompt_tokens: 900, completion_tokens: 9, prompt_cache_hit_tokens: 640, prompt_cache_miss_tokens: 260 }, 'openai');
-    assert.equal(u.cached_tokens, 640);
+    assert.equal(openai({ prompt_tokens: 900, completion_tokens: 9, prompt_cache_hit_tokens: 640, prompt_cache_miss_tokens: 260 })!.cached_tokens, 640);
   });
 
-  test('missing or malformed usage is all zeros', () => {
-    assert.deepEqual(normalizeUsage(undefined, 'openai'), { prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, upstream_cost_usd: null });
-    assert.deepEqual(normalizeUsage({ input_tokens: 'x', cost: -1 }, 'anthropic').prompt_tokens, 0);
-    assert.equal(normalizeUsage({ prompt_tokens: 10, cost: 'free' }, 'openai').upstream_cost_usd, null);
+  test('cache counts never exceed the prompt', () => {
+    const u = openai({ prompt_tokens: 100, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 150, cache_write_tokens: 50 } })!;
+    assert.equal(u.cached_tokens, 100);
+    assert.equal(u.cache_write_tokens, 0);
+  });
+
+  test('missing or malformed usage is no usage; a malformed cost is ignored', () => {
+    assert.equal(usageFromOpenAI({}), undefined);
+    assert.equal(usageFromAnthropic({ usage: { input_tokens: 'x' } }), undefined);
+    assert.equal(openai({ prompt_tokens: 10, cost: 'free' })!.cost, undefined);
   });
 
   test('Anthropic: cache counts are added to input_tokens', () => {
-    const u = normalizeUsage({ input_tokens: 12, cache_read_input_tokens: 40_000, cache_creation_input_tokens: 900, output_tokens: 77 }, 'anthropic');
-    assert.deepEqual(u, { prompt_tokens: 40_912, completion_tokens: 77, cached_tokens: 40_000, cache_write_tokens: 900, upstream_cost_usd: null });
+    assert.deepEqual(usageFromAnthropic({ usage: { input_tokens: 12, cache_read_input_tokens: 40_000, cache_creation_input_tokens: 900, output_tokens: 77 } }),
+      { prompt_tokens: 40_912, completion_tokens: 77, total_tokens: 40_989, cached_tokens: 40_000, cache_write_tokens: 900 });
   });
 
   const usageEvents = (rel: string) =>
@@ -116,17 +124,18 @@ describe('normalizeUsage', () => {
     const events = usageEvents('llm/anthropic/messages_stream_thinking.sse.txt');
     const start = events.find((e) => e.type === 'message_start')!.message.usage;
     const delta = events.findLast((e) => e.type === 'message_delta')!.usage;
-    const u = normalizeUsage({ ...start, ...delta }, 'anthropic');
+    const u = usageFromAnthropic({ usage: { ...start, ...delta } })!;
     assert.equal(u.prompt_tokens, 69);
     assert.equal(u.completion_tokens, 53);
-    assert.equal(u.cached_tokens, 0);
+    assert.equal(u.cached_tokens ?? 0, 0);
   });
 
   test('real OpenAI chat stream usage chunk and Responses usage', { skip: skipWithoutFixtures }, () => {
     const chat = usageEvents('llm/openai/chat_completions_stream_tool_call_usage.sse.txt').findLast((e) => e.usage)!.usage;
-    assert.deepEqual(normalizeUsage(chat, 'openai'), { prompt_tokens: 44, completion_tokens: 16, cached_tokens: 0, cache_write_tokens: 0, upstream_cost_usd: null });
+    const fromChat = openai(chat)!;
+    assert.deepEqual([fromChat.prompt_tokens, fromChat.completion_tokens, fromChat.cached_tokens ?? 0], [44, 16, 0]);
     const completed = usageEvents('llm/openai/responses_stream_text.sse.txt').find((e) => e.type === 'response.completed')!;
-    const u = normalizeUsage(completed.response.usage, 'openai');
+    const u = openai(completed.response.usage)!;
     assert.equal(u.prompt_tokens, completed.response.usage.input_tokens);
     assert.equal(u.completion_tokens, completed.response.usage.output_tokens);
     assert.ok(u.prompt_tokens > 0 && u.completion_tokens > 0);

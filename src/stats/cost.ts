@@ -7,7 +7,7 @@
  * - Anthropic Messages: `input_tokens` EXCLUDES `cache_read_input_tokens` and
  *   `cache_creation_input_tokens`.
  * The call log stores the OpenAI convention (prompt = every input token, cached ones
- * included), which is what `normalizeUsage` returns.
+ * included), which is what `usageFromOpenAI` / `usageFromAnthropic` (upstream/usage.ts) return.
  */
 import type { ModelPricing } from '../backends/types.ts';
 
@@ -54,56 +54,6 @@ export function computeCost(usage: TokenUsage, pricing: ModelPricing | undefined
   return usd * PER_TOKEN;
 }
 
-/** Usage in the call log's convention, plus the upstream's own cost figure when it gave one. */
-export interface NormalizedUsage {
-  /** Every input token, cached reads and cache writes included. */
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  /** OpenRouter's `usage.cost` (USD), when reported. */
-  upstream_cost_usd: number | null;
-}
-
-/**
- * Reads a provider's `usage` object into the call log's convention. OpenAI shape accepts
- * Chat Completions (`prompt_tokens`, `prompt_tokens_details`), Responses (`input_tokens`,
- * `input_tokens_details`), DeepSeek's `prompt_cache_hit_tokens` and OpenRouter's `cost` and
- * `cache_write_tokens`. Anthropic shape adds the cache counts to `input_tokens`. Missing or
- * malformed fields count as 0.
- */
-export function normalizeUsage(raw: unknown, shape: UsageShape): NormalizedUsage {
-  const u: Record<string, unknown> = isObject(raw) ? raw : {};
-  if (shape === 'anthropic') {
-    const cached = count(u.cache_read_input_tokens);
-    const written = count(u.cache_creation_input_tokens);
-    return {
-      prompt_tokens: count(u.input_tokens) + cached + written,
-      completion_tokens: count(u.output_tokens),
-      cached_tokens: cached,
-      cache_write_tokens: written,
-      upstream_cost_usd: null,
-    };
-  }
-  const details: Record<string, unknown> = isObject(u.prompt_tokens_details)
-    ? u.prompt_tokens_details
-    : isObject(u.input_tokens_details)
-      ? u.input_tokens_details
-      : {};
-  const prompt = u.prompt_tokens !== undefined ? count(u.prompt_tokens) : count(u.input_tokens);
-  const completion = u.completion_tokens !== undefined ? count(u.completion_tokens) : count(u.output_tokens);
-  const cached = details.cached_tokens !== undefined ? count(details.cached_tokens) : count(u.prompt_cache_hit_tokens);
-  const written = count(details.cache_write_tokens ?? u.cache_creation_input_tokens);
-  const cost = typeof u.cost === 'number' && Number.isFinite(u.cost) && u.cost >= 0 ? u.cost : null;
-  return {
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    cached_tokens: Math.min(cached, prompt),
-    cache_write_tokens: Math.min(written, Math.max(0, prompt - cached)),
-    upstream_cost_usd: cost,
-  };
-}
-
 /**
  * The amount that counts as spent: the upstream's own figure when it reported one (it is
  * what the provider bills), else the computed cost.
@@ -120,8 +70,4 @@ function count(v: unknown): number {
 
 function price(v: number | undefined, fallback = 0): number {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : fallback;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -51,7 +51,13 @@ export function usageFromOpenAI(obj: unknown): Usage | undefined {
     completion_tokens: completion ?? 0,
     total_tokens: count(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0),
   };
-  return withOptional(usage, count(details?.cached_tokens), count(details?.cache_write_tokens), count(u.cost));
+  // DeepSeek reports cache hits as `prompt_cache_hit_tokens`; some servers put cache writes
+  // at the top level like Anthropic. Both are parts of the prompt, so never more than it.
+  const cached = count(details?.cached_tokens) ?? count(u.prompt_cache_hit_tokens);
+  const written = count(details?.cache_write_tokens) ?? count(u.cache_creation_input_tokens);
+  const within = (n: number | undefined, room: number) => (n === undefined ? undefined : Math.min(n, room));
+  const cachedWithin = within(cached, usage.prompt_tokens);
+  return withOptional(usage, cachedWithin, within(written, usage.prompt_tokens - (cachedWithin ?? 0)), count(u.cost));
 }
 
 /**
