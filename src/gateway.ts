@@ -58,6 +58,8 @@ export class Gateway {
   readonly metrics: GatewayMetrics;
   readonly configSource: string;
   readonly startedAt = Date.now();
+  /** Calls admitted per user and not finished yet (quota checks count them). */
+  readonly userInflight = new Map<number, number>();
   /** Problems of the last rejected reload (the previous config stays in force). */
   reloadProblems: ConfigProblem[] = [];
   private fileConfig: GatewayConfig;

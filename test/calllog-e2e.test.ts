@@ -108,6 +108,18 @@ describe('call log', () => {
     assert.equal((await call(again.url)).status, 429, 'the count survived the restart');
   });
 
+  test('day quota under concurrency: of six simultaneous calls at a limit of three, exactly three pass', async (t) => {
+    const fake = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 150 } });
+    const gw = await startGateway([{ name: 'v', url: fake.url }], { api_key: 'master-key-0123456789' });
+    t.after(async () => { await gw.close(); await fake.close(); });
+    const admin = { authorization: 'Bearer master-key-0123456789', 'content-type': 'application/json' };
+    const user = await (await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'burst', quota_req_day: 3 }) })).json() as { key: string };
+    const statuses = await Promise.all(Array.from({ length: 6 }, () =>
+      post(gw.url, { model: 'v/m', messages: [{ role: 'user', content: 'x' }] }, { authorization: `Bearer ${user.key}` }).then(async (r) => { await r.text(); return r.status; })));
+    assert.deepEqual([...statuses].sort(), [200, 200, 200, 429, 429, 429]);
+    assert.equal(gw.gateway.userInflight.size, 0, 'nothing left counted as running');
+  });
+
   test('/metrics is Prometheus text and moves with traffic', async (t) => {
     const fake = await startFake('ollama', { models: ['m'] });
     const gw = await startGateway([{ name: 'o', url: fake.url }]);

@@ -36,11 +36,16 @@ function attribution(gateway: Gateway, req: FastifyRequest, caller: Caller | und
   return { source, userId: caller?.user?.id ?? null };
 }
 
-/** Throws 429 `insufficient_quota` with Retry-After when the caller's user is over a quota. */
-export function enforceQuota(gateway: Gateway, ctx: CallerContext): void {
+/**
+ * Admits a call within its user's quotas, or throws 429 `insufficient_quota` with Retry-After.
+ * Calls admitted but not yet finished count too, so concurrent calls cannot all slip past a
+ * limit; the returned `done` (idempotent) ends that count once the call is on record.
+ */
+export function admitWithinQuota(gateway: Gateway, ctx: CallerContext): () => void {
   const user = ctx.caller.user;
-  if (!user) return;
-  const verdict = checkQuota(user, gateway.callLog, Date.now());
+  if (!user) return () => {};
+  const running = gateway.userInflight.get(user.id) ?? 0;
+  const verdict = checkQuota(user, gateway.callLog, Date.now(), { inflightRequests: running });
   if (!verdict.ok) {
     throw new GatewayError({
       status: 429,
@@ -51,4 +56,13 @@ export function enforceQuota(gateway: Gateway, ctx: CallerContext): void {
       reason: verdict.kind === 'day' ? 'quota_day' : 'quota_month',
     });
   }
+  gateway.userInflight.set(user.id, running + 1);
+  let finished = false;
+  return () => {
+    if (finished) return;
+    finished = true;
+    const left = (gateway.userInflight.get(user.id) ?? 1) - 1;
+    if (left > 0) gateway.userInflight.set(user.id, left);
+    else gateway.userInflight.delete(user.id);
+  };
 }

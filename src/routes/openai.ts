@@ -4,7 +4,7 @@ import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
 import type { Gateway } from '../gateway.ts';
 import { resolveModel } from '../routing/resolve.ts';
 import type { Endpoint } from '../upstream/proxy.ts';
-import { anonymousAttribution, enforceQuota, identifyCaller, type CallerContext } from './caller.ts';
+import { admitWithinQuota, anonymousAttribution, identifyCaller, type CallerContext } from './caller.ts';
 
 export interface OpenAIRoutesOptions {
   gateway: Gateway;
@@ -61,12 +61,16 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       };
       const resolution = candidatesNow();
       if (!resolution?.candidates.length) throw modelNotFound(model);
-      enforceQuota(gateway, ctx);
-      await gateway.proxy.handle({
-        endpoint, body: body as Record<string, unknown>, resolution,
-        req, reply, caller: { source: ctx.source, userId: ctx.userId },
-        refreshCandidates: () => candidatesNow()?.candidates ?? [],
-      });
+      const done = admitWithinQuota(gateway, ctx);
+      try {
+        await gateway.proxy.handle({
+          endpoint, body: body as Record<string, unknown>, resolution,
+          req, reply, caller: { source: ctx.source, userId: ctx.userId },
+          refreshCandidates: () => candidatesNow()?.candidates ?? [],
+        });
+      } finally {
+        done(); // after the call's row is queued: it is counted in flight or on record, never by neither
+      }
       return reply;
     } catch (err) {
       if (err instanceof GatewayError && !reply.sent && !reply.raw.headersSent) {
