@@ -69,7 +69,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
           refreshCandidates: () => candidatesNow()?.candidates ?? [],
         });
       } finally {
-        done(); // after the call's row is queued: it is counted in flight or on record, never by neither
+        done(); // only after the call's row is queued, so it is never left uncounted
       }
       return reply;
     } catch (err) {
