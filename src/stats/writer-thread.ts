@@ -8,6 +8,8 @@
  * it again (under another URL: Node caches the failed import). Runtimes that load `.ts` in
  * workers natively take the first path.
  */
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { WriterSignals, type WriterData, type WriterMessage, type WriterOp } from './writer-protocol.ts';
 
@@ -22,7 +24,8 @@ import(entry).catch(async (err) => {
 });
 `;
 
-export const WRITER_MODULE = new URL('./call-log-writer.ts', import.meta.url);
+/** The writer module beside this one, with this module's own extension (`.ts` in the source tree, `.mjs` in dist/). */
+export const WRITER_MODULE = new URL(`./call-log-writer${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
 export interface WriterThreadOptions {
   /** stats.db, created and migrated. */
