@@ -32,7 +32,8 @@ export async function startGateway(
     ...embeddedDefaultConfig(),
     store_dir: storeDir,
     jobs_dir: join(storeDir, 'jobs'),
-    log_level: 'warn',
+    // quiet by default so test output stays readable; LLM_GATEWAY_TEST_LOG=warn (or debug) shows it
+    log_level: (process.env.LLM_GATEWAY_TEST_LOG as GatewayConfig['log_level'] | undefined) ?? 'fatal',
     ...overrides,
     backends: backends.map(backendSpec),
   };
