@@ -13,6 +13,7 @@ export async function opsRoutes(app: FastifyInstance, opts: { gateway: Gateway }
       const s = slots.get(b.name);
       return [b.name, {
         type: b.spec.type,
+        host: b.spec.host ?? null,
         enabled: b.spec.enabled,
         healthy: b.healthy,
         error: b.error ?? null,
