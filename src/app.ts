@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/types.ts';
 import { formatProblems } from './config/schema.ts';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.ts';
 import { Gateway } from './gateway.ts';
 import type { Clock } from './scheduler/index.ts';
-import { installErrorHandlers } from './routes/error-handler.ts';
+import { installErrorHandlers, sendError, toGatewayError } from './routes/error-handler.ts';
 import { openaiRoutes } from './routes/openai.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
@@ -53,6 +53,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // errors fastify raises before routing (a malformed URL escape, …) get the same shape
+    frameworkErrors: (err, req, reply) => sendError(reply as FastifyReply, toGatewayError(err), req.url),
   });
   app.addHook('onClose', async () => gateway.close());
   if (opts.watchConfigPath) {

@@ -193,3 +193,21 @@ describe('the openai SDK through the gateway', () => {
   });
 });
 
+
+describe('model ids in paths', () => {
+  test('encoded slashes and colons, a literal %, and a malformed escape', async (t) => {
+    const { startFake } = await import('./fakes/index.ts');
+    const { startGateway } = await import('./helpers/gateway.ts');
+    const fake = await startFake('ollama', { models: ['hf.co/org/model:Q4', '100%-real'] });
+    const gw = await startGateway([{ name: 'o', url: fake.url }]);
+    t.after(async () => { await gw.close(); await fake.close(); });
+    const get = (path: string) => fetch(`${gw.url}/v1/models/${path}`);
+    assert.equal(((await (await get('o/hf.co%2Forg%2Fmodel%3AQ4')).json()) as { id: string }).id, 'o/hf.co/org/model:Q4');
+    assert.equal(((await (await get('o/hf.co/org/model:Q4')).json()) as { id: string }).id, 'o/hf.co/org/model:Q4');
+    assert.equal(((await (await get('o/100%25-real')).json()) as { id: string }).id, 'o/100%-real');
+    const bad = await get('o/x%ZZ');
+    assert.equal(bad.status, 400);
+    const body = await bad.json() as { error: { message: string; type: string } };
+    assert.equal(body.error.type, 'invalid_request_error');
+  });
+});

@@ -36,14 +36,15 @@ export function installErrorHandlers(app: FastifyInstance): void {
       if (!reply.raw.writableEnded) reply.raw.end();
       return;
     }
-    send(reply, gerr, req.url);
+    sendError(reply, gerr, req.url);
   });
   app.setNotFoundHandler((req, reply) => {
-    send(reply, new GatewayError({ status: 404, code: 'not_found', message: `Unknown route: ${req.method} ${req.url.split('?')[0]}` }), req.url);
+    sendError(reply, new GatewayError({ status: 404, code: 'not_found', message: `Unknown route: ${req.method} ${req.url.split('?')[0]}` }), req.url);
   });
 }
 
-function send(reply: FastifyReply, err: GatewayError, url: string): void {
+/** Writes `err` in the shape of the surface `url` belongs to, with Retry-After and x-request-id. */
+export function sendError(reply: FastifyReply, err: GatewayError, url: string): void {
   if (err.retryAfter !== undefined) reply.header('retry-after', String(err.retryAfter));
   reply.header('x-request-id', reply.request.id);
   const anthropic = url.startsWith('/v1/messages');

@@ -34,7 +34,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
 
   app.get('/v1/models/*', async (req) => {
     const ctx = identifyCaller(gateway, req);
-    const id = decodeURIComponent((req.params as { '*': string })['*']);
+    const id = (req.params as { '*': string })['*']; // fastify has decoded it already
     const entry = visibleModels(ctx).find((e) => e.model.id === id);
     if (!entry) throw modelNotFound(id);
     return entry.model;
