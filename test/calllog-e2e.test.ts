@@ -32,6 +32,7 @@ describe('call log', () => {
     const [paid] = log.recent({ backend: 'or' });
     assert.equal(paid.status, 200);
     assert.equal(paid.source, 'n8n');
+    assert.equal(cloud.requests.at(-1)!.headers['x-source'], undefined, 'the attribution header stays in the gateway');
     assert.equal(paid.prompt_tokens, answer.usage.prompt_tokens);
     assert.equal(paid.completion_tokens, answer.usage.completion_tokens);
     assert.equal(paid.cached_tokens, 40);

@@ -8,6 +8,8 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'authorization', 'x-api-key', 'cookie',
   // the relay parses SSE and JSON, so ask for identity encoding
   'accept-encoding',
+  // the gateway's own attribution header stays here
+  'x-source',
 ]);
 
 const DROPPED_RESPONSE_HEADERS = new Set([
