@@ -23,10 +23,10 @@ import { openDatabase, type Db } from '../store/db.ts';
 import { unpackBody } from './bodies.ts';
 import { CALL_COLUMNS, callBatchOf, type StoredCall } from './call-rows.ts';
 import { prepareCallWrites, type CallWrites, type PruneCutoffs } from './call-writes.ts';
-import { effectiveCost } from './cost.ts';
 import { STATS_MIGRATIONS } from './migrations.ts';
 import { DAY_MS, startOfUtcDay, utcDayNumber } from './period.ts';
-import { countsTowardQuota, RefusalReason, REFUSED_BACKEND, type CallRecord } from './record.ts';
+import { PendingUsage } from './pending-usage.ts';
+import { RefusalReason, REFUSED_BACKEND, type CallRecord } from './record.ts';
 import { WriterSignals, type WriterMessage } from './writer-protocol.ts';
 import { WriterThread } from './writer-thread.ts';
 import { WriteBatchPacker } from './write-batch-packer.ts';
@@ -168,10 +168,8 @@ export class CallLog {
   /** A background prune came due while the writer thread was starting. */
   private pruneDue = false;
   private lastSeq = 0;
-  /** Pending rows (queued and in flight) per user, oldest first, for the quota counters. */
-  private pendingByUser = new Map<number, CallRecord[]>();
-  /** Pending rows that count toward quotas, summed per user and UTC day (quota checks are O(days)). */
-  private pendingDayTotals = new Map<number, Map<number, { requests: number; cost: number }>>();
+  /** Quota usage of the rows queued or in flight, for the quota counters. */
+  private readonly pendingUsage = new PendingUsage();
   /** Per `user:since`, what is on disk; cleared by every write (flush, prune). */
   private readonly diskUsage = new Map<string, { requests: number; cost: number }>();
   private readonly timers: NodeJS.Timeout[] = [];
@@ -218,12 +216,7 @@ export class CallLog {
       return;
     }
     this.queue.push(rec);
-    if (typeof rec.user_id === 'number') {
-      const mine = this.pendingByUser.get(rec.user_id);
-      if (mine) mine.push(rec);
-      else this.pendingByUser.set(rec.user_id, [rec]);
-      if (countsTowardQuota(rec)) this.addPendingDayTotal(rec.user_id, rec);
-    }
+    this.pendingUsage.add(rec);
     // every EAGER_FLUSH_ROWS rows, not on every row: a failing database is not retried per call
     if (this.queue.length % EAGER_FLUSH_ROWS === 0 && !this.eagerFlushScheduled) {
       this.eagerFlushScheduled = true;
@@ -392,22 +385,12 @@ export class CallLog {
 
   /** Calls of a user since `since` (unix ms) that count towards quotas, pending ones included. */
   requestsSince(userId: number, since: number): number {
-    let n = this.fromDisk(userId, since).requests;
-    if (startOfUtcDay(since) === since) return n + this.pendingSinceDay(userId, since).requests;
-    for (const rec of this.pendingByUser.get(userId) ?? []) {
-      if (rec.ts >= since && countsTowardQuota(rec)) n++;
-    }
-    return n;
+    return this.fromDisk(userId, since).requests + this.pendingUsage.since(userId, since).requests;
   }
 
   /** USD a user spent since `since` (upstream-reported cost where known), pending calls included. */
   costSince(userId: number, since: number): number {
-    let usd = this.fromDisk(userId, since).cost;
-    if (startOfUtcDay(since) === since) return usd + this.pendingSinceDay(userId, since).cost;
-    for (const rec of this.pendingByUser.get(userId) ?? []) {
-      if (rec.ts >= since && countsTowardQuota(rec)) usd += effectiveCost(rec);
-    }
-    return usd;
+    return this.fromDisk(userId, since).cost + this.pendingUsage.since(userId, since).cost;
   }
 
   /**
@@ -631,55 +614,10 @@ export class CallLog {
 
   // --- pending counters ---
 
-  /** Takes written rows out of the pending counters. */
+  /** Written rows leave the pending counters. */
   private forgetPending(written: readonly CallRecord[]): void {
-    if (this.queue.length === 0 && !this.inFlight) {
-      this.pendingByUser = new Map();
-      this.pendingDayTotals = new Map();
-      return;
-    }
-    const users = new Set<number>();
-    for (const rec of written) {
-      if (typeof rec.user_id !== 'number') continue;
-      users.add(rec.user_id);
-      if (!countsTowardQuota(rec)) continue;
-      const total = this.pendingDayTotals.get(rec.user_id)?.get(utcDayNumber(rec.ts));
-      if (total) {
-        total.requests--;
-        total.cost -= effectiveCost(rec);
-      }
-    }
-    const gone = new Set(written);
-    for (const user of users) {
-      const rest = this.pendingByUser.get(user)?.filter((rec) => !gone.has(rec)) ?? [];
-      if (rest.length) this.pendingByUser.set(user, rest);
-      else {
-        this.pendingByUser.delete(user);
-        this.pendingDayTotals.delete(user);
-      }
-    }
-  }
-
-  private addPendingDayTotal(userId: number, rec: CallRecord): void {
-    let days = this.pendingDayTotals.get(userId);
-    if (!days) this.pendingDayTotals.set(userId, (days = new Map()));
-    const day = utcDayNumber(rec.ts);
-    const total = days.get(day) ?? { requests: 0, cost: 0 };
-    total.requests++;
-    total.cost += effectiveCost(rec);
-    days.set(day, total);
-  }
-
-  /** Pending quota usage of a user from the UTC day starting at `dayStart` on. */
-  private pendingSinceDay(userId: number, dayStart: number): { requests: number; cost: number } {
-    const sum = { requests: 0, cost: 0 };
-    const first = utcDayNumber(dayStart);
-    for (const [day, total] of this.pendingDayTotals.get(userId) ?? []) {
-      if (day < first) continue;
-      sum.requests += total.requests;
-      sum.cost += total.cost;
-    }
-    return sum;
+    if (this.queue.length === 0 && !this.inFlight) this.pendingUsage.clear();
+    else this.pendingUsage.forget(written);
   }
 
   // --- quota usage on disk ---
