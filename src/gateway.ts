@@ -167,11 +167,12 @@ export class Gateway {
 
   /** Refreshes the gauges that are read off live state, right before /metrics renders. */
   refreshGauges(): void {
-    const slots = new Map(this.scheduler.snapshot().backends.map((b) => [b.name, b]));
+    const snapshot = this.scheduler.snapshot();
+    const slots = new Map(snapshot.backends.map((b) => [b.name, b]));
     this.metrics.setBackendGauges(this.registry.list().map((b) => ({
       name: b.name, up: b.healthy, inflight: slots.get(b.name)?.inflight ?? 0, cap: b.cap,
     })));
-    this.metrics.setParked(this.scheduler.snapshot().parkedByAlias);
+    this.metrics.setParked(snapshot.parkedByAlias);
   }
 
   start(): void {

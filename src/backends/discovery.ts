@@ -90,8 +90,9 @@ export class Discovery {
       if (registry.get(name)?.spec !== spec) return; // reconfigured meanwhile
       const stable = keepCreatedStable(backend.models, models, (this.deps.now ?? Date.now)());
       const wasHealthy = backend.healthy;
+      const sameList = JSON.stringify(backend.models) === JSON.stringify(stable);
       registry.discovered(name, stable);
-      this.deps.saveModels?.(name, stable);
+      if (!sameList) this.deps.saveModels?.(name, stable); // the store only hears of changes
       if (!wasHealthy) this.deps.log.info({ backend: name, models: stable.length }, 'backend is up');
     } catch (err) {
       if (registry.get(name)?.spec !== spec) return;
