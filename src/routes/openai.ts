@@ -76,9 +76,9 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       if (err instanceof GatewayError && !reply.sent && !reply.raw.headersSent) {
         const who = ctx ?? anonymousAttribution(gateway, req);
         gateway.recordOutcome({
-          requestId: String(req.id), endpoint, requestedModel: requested, alias: null, backend: null, model: null,
+          requestId: String(req.id), endpoint, requestedModel: requested, backend: null, model: null,
           status: err.status, reason: err.reason, startedAt, durationMs: Date.now() - startedAt, ttftMs: null,
-          streamed: false, source: who.source, userId: who.userId,
+          source: who.source, userId: who.userId,
         });
       }
       throw err;

@@ -1,6 +1,6 @@
 import type { Usage } from './usage.ts';
 
-/** What one proxied call came to: the call log, metrics and speed estimate learn from it. */
+/** What one call came to (answered or refused): the call log and the metrics learn from it. */
 export interface CallOutcome {
   requestId: string;
   endpoint: string;
@@ -8,7 +8,6 @@ export interface CallOutcome {
   source: string;
   userId: number | null;
   requestedModel: string | null;
-  alias: string | null;
   backend: string | null;
   model: string | null;
   status: number;
@@ -18,9 +17,6 @@ export interface CallOutcome {
   durationMs: number;
   ttftMs: number | null;
   usage?: Usage;
-  /** True when usage was estimated rather than reported by the backend. */
-  usageEstimated?: boolean;
-  streamed: boolean;
   requestBody?: Buffer | string;
   responseBody?: Buffer | string;
 }

@@ -74,7 +74,7 @@ export class Proxy {
     };
     const base: Omit<CallOutcome, 'status' | 'reason' | 'durationMs'> = {
       requestId: String(call.req.id), endpoint: call.endpoint, requestedModel: call.resolution.requested,
-      alias: call.resolution.alias ?? null, backend: null, model: null, startedAt, ttftMs: null, streamed: false,
+      backend: null, model: null, startedAt, ttftMs: null,
       source: call.caller.source, userId: call.caller.userId,
       requestBody: cfg.capture_bodies ? JSON.stringify(call.body) : undefined,
     };
@@ -206,10 +206,10 @@ export class Proxy {
         });
       }
       deps.onOutcome({
-        ...outcomeBase, status, reason: result.kind === 'complete' ? null : result.kind, streamed: true,
+        ...outcomeBase, status, reason: result.kind === 'complete' ? null : result.kind,
         durationMs: deps.now() - base.startedAt,
         ttftMs: summary.firstTokenAt !== undefined ? summary.firstTokenAt - base.startedAt : null,
-        usage: summary.usage, usageEstimated: summary.usageSource === 'estimated',
+        usage: summary.usage,
         responseBody: result.captured,
       });
       return undefined;
