@@ -15,7 +15,6 @@ const post = (url: string, body: object, signal?: AbortSignal) => fetch(`${url}/
 const ask = (model: string, text: string, stream = true) => ({ model, stream, messages: [{ role: 'user', content: text }] });
 const chatRequests = (f: FakeBackend) => f.requests.filter((r) => r.path === '/v1/chat/completions');
 const lastUserText = (body: any) => body.messages.at(-1).content as string;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('scheduler, end to end', () => {
   test('20 concurrent streams over two backends capped at 1: all complete, in arrival order, one at a time each', async (t) => {
@@ -26,7 +25,12 @@ describe('scheduler, end to end', () => {
     const calls: Promise<{ status: number; text: string }>[] = [];
     for (let i = 0; i < 20; i++) {
       calls.push(post(gw.url, ask('m', String(i))).then(async (r) => ({ status: r.status, text: await r.text() })));
-      await sleep(3); // distinct arrival order
+      // the next call is sent only once this one reached the gateway (parked or forwarded), so
+      // arrival order is the order of i, whatever the client's connections do
+      await waitFor(
+        () => gw.gateway.scheduler.snapshot().parked.length + chatRequests(a).length + chatRequests(b).length > i,
+        `call ${i} arrived`,
+      );
     }
     const results = await Promise.all(calls);
     for (const r of results) {
