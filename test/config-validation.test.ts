@@ -117,7 +117,7 @@ test('config.example.yaml is valid and documents every key', () => {
   // Every top-level key appears, set to its documented default.
   const raw = parse(readFileSync(exampleFile, 'utf8')) as Record<string, unknown>;
   assert.deepEqual(Object.keys(raw).sort(), [...TOP_LEVEL_KEYS].sort());
-  for (const [key, value] of Object.entries(DEFAULTS)) assert.equal(raw[key], value, `example ${key} should show its default`);
+  for (const [key, value] of Object.entries(DEFAULTS)) assert.deepEqual(raw[key], value, `example ${key} should show its default`);
   // Every backend field is described in the comment table.
   const text = readFileSync(exampleFile, 'utf8');
   for (const field of Object.keys(configSchema.properties.backends.items.properties)) {

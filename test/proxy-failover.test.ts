@@ -72,7 +72,7 @@ describe('failover and upstream errors', () => {
 
   test('upstream timeout before the head: 504', async (t) => {
     const slow = await startFake('vllm', { models: ['m'] });
-    const gw = await startGateway([{ name: 'slow', url: slow.url }], { upstream_timeout_s: 0.3 });
+    const gw = await startGateway([{ name: 'slow', url: slow.url }], { request_timeout_s: 0.3 });
     t.after(async () => { await gw.close(); await slow.close(); });
     slow.setKnobs({ latencyMs: 2000 });
     const res = await chat(gw.url, 'm');

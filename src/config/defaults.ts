@@ -10,6 +10,7 @@ export const DEFAULTS = Object.freeze({
   store_dir: 'store',
   jobs_dir: 'jobs',
   log_level: 'info',
+  log_format: 'auto',
   health_check_interval: 30,
   model_prefix: true,
   max_concurrent: 0,
@@ -18,15 +19,18 @@ export const DEFAULTS = Object.freeze({
   affinity_max_wait_s: 120,
   fast_probe_interval_s: 3,
   stream_idle_timeout_s: 180,
-  first_byte_timeout_s: 0,
-  upstream_timeout_s: 600,
+  first_byte_timeout_s: 300,
+  request_timeout_s: 600,
+  stream_keepalive_s: 10,
   failure_threshold: 3,
   metrics_access: 'loopback',
-  retention_days: 0,
+  retention_days: 90,
   capture_bodies: false,
   body_retention_days: 14,
   stats_flush_ms: 1000,
   call_log: true,
+  trust_proxy: false,
+  cors_origins: [],
 } as const satisfies Partial<GatewayConfig>);
 
 /** Defaults of the optional fields of one `backends[]` entry. */
@@ -40,7 +44,7 @@ export const BACKEND_DEFAULTS = Object.freeze({
 } as const satisfies Partial<BackendSpec>);
 
 /** Keys that only take effect at start-up; a reload that changes them needs a restart. */
-export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(['store_dir', 'jobs_dir', 'stats_flush_ms']);
+export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(['store_dir', 'jobs_dir', 'stats_flush_ms', 'trust_proxy', 'log_format']);
 
 /** Printed when the gateway starts without a config file. */
 export const howToWriteConfigHint =
@@ -68,5 +72,6 @@ export function embeddedDefaultConfig(): GatewayConfig {
     ],
     virtual_models: {},
     alias_park: {},
+    cors_origins: [],
   };
 }

@@ -63,6 +63,7 @@ export const configSchema = {
     store_dir: { type: 'string', minLength: 1, default: DEFAULTS.store_dir },
     jobs_dir: { type: 'string', minLength: 1, default: DEFAULTS.jobs_dir },
     log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'], default: DEFAULTS.log_level },
+    log_format: { enum: ['auto', 'pretty', 'json'], default: DEFAULTS.log_format },
     health_check_interval: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.health_check_interval },
     model_prefix: { type: 'boolean', default: DEFAULTS.model_prefix },
     max_concurrent: { ...nonNegativeInteger, default: DEFAULTS.max_concurrent },
@@ -85,7 +86,8 @@ export const configSchema = {
     fast_probe_interval_s: { ...nonNegativeNumber, default: DEFAULTS.fast_probe_interval_s },
     stream_idle_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.stream_idle_timeout_s },
     first_byte_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.first_byte_timeout_s },
-    upstream_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.upstream_timeout_s },
+    request_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.request_timeout_s },
+    stream_keepalive_s: { ...nonNegativeNumber, default: DEFAULTS.stream_keepalive_s },
     failure_threshold: { type: 'integer', minimum: 1, default: DEFAULTS.failure_threshold },
     metrics_access: { enum: ['loopback', 'open', 'key'], default: DEFAULTS.metrics_access },
     retention_days: { ...nonNegativeNumber, default: DEFAULTS.retention_days },
@@ -93,8 +95,19 @@ export const configSchema = {
     body_retention_days: { ...nonNegativeNumber, default: DEFAULTS.body_retention_days },
     stats_flush_ms: { type: 'integer', minimum: 1, default: DEFAULTS.stats_flush_ms },
     call_log: { type: 'boolean', default: DEFAULTS.call_log },
+    trust_proxy: {
+      type: ['boolean', 'integer', 'string', 'array'],
+      items: { type: 'string', minLength: 1 },
+      minimum: 0,
+      default: DEFAULTS.trust_proxy,
+      hint: 'must be true/false, a hop count, or an address/CIDR (or a list of them)',
+    },
+    cors_origins: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
   },
 } as const;
+
+/** Old key names still accepted, each read as its new name by `validate`; never documented. */
+const DEPRECATED_KEYS: ReadonlyMap<string, keyof GatewayConfig> = new Map([['upstream_timeout_s', 'request_timeout_s']]);
 
 /** Every top-level key config.yaml may have. */
 export const TOP_LEVEL_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(
@@ -123,6 +136,7 @@ export function createConfigValidator(): ConfigValidator {
   return {
     validate(raw) {
       dropNullValuedKeys(raw);
+      renameDeprecatedKeys(raw);
       const schemaProblems = check(raw) ? [] : (check.errors ?? []).map(problemFromAjv);
       const problems = [...uniqueProblems(schemaProblems), ...semanticProblems(raw)];
       if (problems.length > 0) return { ok: false, problems };
@@ -158,6 +172,16 @@ function dropNullValuedKeys(raw: unknown): void {
   if (!isPlainObject(raw)) return;
   deleteNulls(raw);
   if (Array.isArray(raw.backends)) for (const b of raw.backends) if (isPlainObject(b)) deleteNulls(b);
+}
+
+/** An old key name counts as its new one, unless the new one is set too (then the new one wins). */
+function renameDeprecatedKeys(raw: unknown): void {
+  if (!isPlainObject(raw)) return;
+  for (const [old, current] of DEPRECATED_KEYS) {
+    if (!Object.hasOwn(raw, old)) continue;
+    if (!Object.hasOwn(raw, current)) raw[current] = raw[old];
+    delete raw[old];
+  }
 }
 
 function deleteNulls(obj: Record<string, unknown>): void {

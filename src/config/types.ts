@@ -32,6 +32,8 @@ export interface GatewayConfig {
   store_dir: string;
   jobs_dir: string;
   log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  /** auto = pretty when stdout is a terminal, JSON otherwise. */
+  log_format: 'auto' | 'pretty' | 'json';
   /** Seconds between discovery polls. */
   health_check_interval: number;
   model_prefix: boolean;
@@ -46,11 +48,14 @@ export interface GatewayConfig {
   max_parked: number;
   affinity_max_wait_s: number;
   fast_probe_interval_s: number;
+  /** Longest silence between stream events (after the first byte), and longest client back-pressure; 0 = none. */
   stream_idle_timeout_s: number;
-  /** 0 = off. */
+  /** Streams: longest wait for the first byte of the body (head included); 0 = none. */
   first_byte_timeout_s: number;
-  /** Seconds to wait for an upstream response head before giving up on that backend. */
-  upstream_timeout_s: number;
+  /** Non-stream calls: longest wait for the whole answer; 0 = none. */
+  request_timeout_s: number;
+  /** Streams: SSE comment every N seconds while nothing else is sent (parked, prefill); 0 = off. */
+  stream_keepalive_s: number;
   failure_threshold: number;
 
   // accounting (issue 4)
@@ -61,4 +66,10 @@ export interface GatewayConfig {
   stats_flush_ms: number;
   /** Record every call in stats.db (quotas and the console read it). */
   call_log: boolean;
+
+  // exposure (issue 7)
+  /** fastify's trustProxy: false, true, a hop count, or addresses/CIDRs of trusted proxies. [restart] */
+  trust_proxy: boolean | number | string | string[];
+  /** Browser origins allowed by CORS; [] = CORS off. */
+  cors_origins: string[];
 }

@@ -142,7 +142,7 @@ export class Proxy {
         headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), payload.length),
         body: payload,
         signal: clientGone.signal,
-        headersTimeout: firstByteMs || cfg.upstream_timeout_s * 1000,
+        headersTimeout: firstByteMs || cfg.request_timeout_s * 1000,
         // a stream may legitimately wait long for its first token (prefill); the relay watches
         // the silence between data after that. A JSON answer gets the idle limit as a whole.
         bodyTimeout: wantsStream ? 0 : cfg.stream_idle_timeout_s * 1000,
