@@ -17,6 +17,8 @@ export interface CallOutcome {
   durationMs: number;
   ttftMs: number | null;
   usage?: Usage;
+  /** The usage is the gateway's estimate (the backend reported none). */
+  usageEstimated?: boolean;
   requestBody?: Buffer | string;
   responseBody?: Buffer | string;
 }
