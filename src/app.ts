@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/types.ts';
@@ -6,7 +7,7 @@ import { formatProblems } from './config/schema.ts';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.ts';
 import { Gateway } from './gateway.ts';
 import type { Clock } from './scheduler/index.ts';
-import { installErrorHandlers, sendError, toGatewayError } from './routes/error-handler.ts';
+import { clientErrorHandler, installErrorHandlers, sendError, toGatewayError } from './routes/error-handler.ts';
 import { openaiRoutes } from './routes/openai.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
@@ -53,8 +54,14 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     },
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // req.ip is the client behind these proxies (loopback rules, attribution); restart-only
+    trustProxy: trustProxyOption(opts.config.trust_proxy, opts.logger),
+    // clients and reverse proxies that build URLs by concatenation: /v1/models/, /v1//models
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
     // errors fastify raises before routing (a malformed URL escape, …) get the same shape
     frameworkErrors: (err, req, reply) => sendError(reply as FastifyReply, toGatewayError(err), req.url),
+    // … and so do the ones Node's HTTP parser raises before fastify sees a request (431, …)
+    clientErrorHandler,
   });
   app.addHook('onClose', async () => gateway.close());
   if (opts.watchConfigPath) {
@@ -64,13 +71,18 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   // tier 1: cross-cutting
   installErrorHandlers(app);
+  await registerCors(app, gateway);
+  // fastify parses text/plain as a string by default; the API takes JSON only, and refusing
+  // text/plain (415) also refuses the one body type a web page may POST to a loopback gateway
+  // without a CORS preflight
+  app.removeContentTypeParser('text/plain');
   // tier 2: API surfaces
   await app.register(openaiRoutes, { gateway });
   await app.register(opsRoutes, { gateway });
   await app.register(metricsRoute, { gateway });
   // tier 3: administration (admin role or master key; open only while bootstrap-open)
   const requireAdmin = (req: FastifyRequest) => {
-    gateway.authenticator.authenticateAdmin(req.headers);
+    gateway.authenticator.authenticateAdmin(req.headers, req.ip);
   };
   await app.register(adminUsersRoutes, {
     users: gateway.users, ipAliases: gateway.ipAliases, requireAdmin, hasMasterKey: () => !!gateway.masterKey(),
@@ -78,11 +90,24 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(adminStatsRoutes, { callLog: gateway.callLog, requireAdmin });
 
   if (gateway.authenticator.isOpen()) {
-    opts.logger.warn('the gateway is OPEN: no master key and no users, so anyone who can reach it may use it (and its admin API). Set api_key in the config or create an admin user to lock it.');
+    opts.logger.warn('the gateway is OPEN: no master key and no users, so anyone who can reach it may use its models (its admin API answers loopback callers only). Set api_key in the config or create an admin user to lock it.');
   }
 
   if (opts.startDiscovery !== false) gateway.start();
   return { app, gateway };
+}
+
+/**
+ * fastify's `trustProxy` from `trust_proxy`. A bare hop count trusts no proxy in fastify 5.12+
+ * (the immediate peer is not checked, so any client could forge X-Forwarded-For): say so
+ * instead of ignoring it silently.
+ */
+function trustProxyOption(value: GatewayConfig['trust_proxy'], log: Logger): boolean | string | string[] {
+  if (typeof value !== 'number') return value;
+  if (value > 0) {
+    log.warn(`trust_proxy: ${value} (a hop count) is not honoured: X-Forwarded-For is ignored. Name the proxies instead, e.g. trust_proxy: [127.0.0.1] (or true for any).`);
+  }
+  return false;
 }
 
 /** Hot reload: a valid file replaces the config; an invalid one is logged and shown in /health. */
@@ -96,4 +121,39 @@ function watchGatewayConfig(gateway: Gateway, path: string, log: Logger): Config
       log.error(`config reload rejected, the previous configuration stays in force:\n${formatProblems(result.problems)}`);
     }
   });
+}
+
+/** Response headers a browser page may read: who answered, the id to quote, when to retry. */
+const CORS_EXPOSED = ['x-request-id', 'x-gateway-backend', 'retry-after'];
+
+/**
+ * CORS for browser clients, off while `cors_origins` is [] and hot (the origin check reads the
+ * live config). Preflights are answered in an onRequest hook, before any key is asked for
+ * (browsers never send one on a preflight). Requested headers are echoed back rather than
+ * listed: the OpenAI and Anthropic SDKs send their own (x-stainless-*, anthropic-version) on
+ * top of authorization, content-type, x-api-key and x-source.
+ */
+async function registerCors(app: FastifyInstance, gateway: Gateway): Promise<void> {
+  await app.register(cors, {
+    origin: (origin, cb) => cb(null, origin !== undefined && originAllowed(origin, gateway.config().cors_origins) ? origin : false),
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    exposedHeaders: CORS_EXPOSED,
+    maxAge: 600,
+  });
+  // streams write their own head on the raw response (reply.hijack), which would drop the
+  // CORS headers set on the reply: put them on the raw response too
+  app.addHook('onRequest', async (_req, reply) => {
+    if (reply.getHeader('access-control-allow-origin') === undefined) return;
+    for (const name of ['access-control-allow-origin', 'access-control-expose-headers', 'vary']) {
+      const value = reply.getHeader(name);
+      if (value !== undefined) reply.raw.setHeader(name, value);
+    }
+  });
+}
+
+/** Exact origin match (scheme, host and port; case and a trailing slash in the config aside), or "*". */
+export function originAllowed(origin: string, allowed: readonly string[]): boolean {
+  if (allowed.length === 0) return false;
+  const wanted = origin.toLowerCase();
+  return allowed.some((a) => a === '*' || a.toLowerCase().replace(/\/+$/, '') === wanted);
 }

@@ -14,7 +14,7 @@ import { loadOrCreateSecretBox } from './store/secret.ts';
 import type { SecretBox } from './store/secret-box.ts';
 import { Scheduler, systemClock, type Clock } from './scheduler/index.ts';
 import { UpstreamPools } from './upstream/pools.ts';
-import { Proxy } from './upstream/proxy.ts';
+import { UpstreamProxy } from './upstream/proxy.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { buildModelListing, type ListingEntry } from './routing/model-listing.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
@@ -50,7 +50,7 @@ export class Gateway {
   readonly scheduler: Scheduler;
   readonly pools = new UpstreamPools();
   readonly discovery: Discovery;
-  readonly proxy: Proxy;
+  readonly proxy: UpstreamProxy;
   readonly users: UsersRepo;
   readonly ipAliases: IpAliasesRepo;
   readonly authenticator: Authenticator;
@@ -88,6 +88,7 @@ export class Gateway {
       retentionDays: cfg.retention_days,
       captureBodies: cfg.capture_bodies,
       bodyRetentionDays: cfg.body_retention_days,
+      logCalls: cfg.call_log,
       onError: (err, during) => this.log.error({ err }, `call log ${during} failed`),
     });
     this.callLog.startWriter(); // the writer thread is ready before the first batch
@@ -123,13 +124,14 @@ export class Gateway {
       onError: (backend, error) => this.metrics.discoveryError(backend, error.kind),
       log: this.log,
     });
-    this.proxy = new Proxy({
+    this.proxy = new UpstreamProxy({
       registry: this.registry,
       scheduler: this.scheduler,
       dispatcherFor: (b) => this.pools.get(b.name, b.spec.url),
       config: () => this.effective,
       now: () => clock.now(),
       onOutcome: (o) => this.recordOutcome(o),
+      probe: (name) => void this.discovery.probe(name),
       log: this.log,
     });
     this.applyBackends();
@@ -146,12 +148,15 @@ export class Gateway {
     return effectiveMasterKey(this.effective.api_key, undefined);
   }
 
-  /** Queues the call-log row and counts the call in the metrics (no I/O on this path). */
+  /**
+   * Queues the call-log row and counts the call in the metrics (no I/O on this path). With
+   * `call_log: false` the call log writes no row but still counts the call for quotas.
+   */
   recordOutcome(o: CallOutcome): void {
     const backend = o.backend ? this.registry.get(o.backend) : undefined;
     const pricing = backend && o.model ? backend.modelsById.get(o.model)?.pricing : undefined;
     const rec = toCallRecord(o, { pricing, paid: backend?.spec.paid ?? false }, this.effective.capture_bodies);
-    if (this.effective.call_log) this.callLog.record(rec);
+    this.callLog.record(rec);
     this.metrics.observeCall(rec);
   }
 
@@ -186,6 +191,18 @@ export class Gateway {
     this.fileConfig = fileConfig;
     this.reloadProblems = [];
     this.applyEffective();
+    this.applyLogLevel();
+  }
+
+  /**
+   * `log_level` is hot: set it on the process logger, which fastify shares (request loggers
+   * are its children, created per request, so they follow at once).
+   */
+  private applyLogLevel(): void {
+    const level = this.effective.log_level;
+    if (this.log.level === level) return;
+    this.log.level = level;
+    this.log.info(`log level is now ${level}`);
   }
 
   /** The store changed (admin API): recompute the effective configuration. */
@@ -235,10 +252,13 @@ export class Gateway {
       retentionDays: this.effective.retention_days,
       captureBodies: this.effective.capture_bodies,
       bodyRetentionDays: this.effective.body_retention_days,
+      logCalls: this.effective.call_log,
     });
     const change = this.applyBackends();
     this.listing = undefined;
     for (const name of [...change.added, ...change.changed]) void this.discovery.probe(name);
+    // an alias edit or a new backend may give parked calls somewhere to go
+    this.refreshParkedSoon();
     if (before.health_check_interval !== this.effective.health_check_interval
       || before.fast_probe_interval_s !== this.effective.fast_probe_interval_s) {
       this.discovery.reschedule();

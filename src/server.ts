@@ -6,12 +6,13 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
 import { buildApp } from './app.ts';
+import { isLoopbackHost } from './auth/loopback.ts';
 import { embeddedDefaultConfig, howToWriteConfigHint } from './config/defaults.ts';
 import { loadConfigFile } from './config/load.ts';
 import { formatProblems } from './config/schema.ts';
 import type { GatewayConfig } from './config/types.ts';
+import { createLogger } from './logging.ts';
 
 const SHUTDOWN_GRACE_MS = 30_000;
 
@@ -40,18 +41,23 @@ async function main(): Promise<void> {
     configSource = 'embedded default';
   }
 
-  const logger = pino({
-    level: config.log_level,
-    redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]', '*.api_key', '*.key'], censor: '[redacted]' },
-  });
+  const logger = createLogger(config, { isTTY: process.stdout.isTTY === true });
   if (configSource === 'embedded default') {
     logger.warn(`no config file at ${configPath}: using the embedded default (probing loopback ports for Ollama, llama.cpp, vLLM, LM Studio, ComfyUI). ${howToWriteConfigHint}`);
   } else {
     logger.info(`using config ${configPath}`);
   }
 
-  const { app } = await buildApp({ config, configSource, logger, watchConfigPath: configPath });
+  const { app, gateway } = await buildApp({ config, configSource, logger, watchConfigPath: configPath });
   await app.listen({ port, host });
+  // open and reachable from the network: the model endpoints answer anyone who finds the port
+  // (the admin API still answers loopback only): error level, so `log_level: error` shows it too
+  if (gateway.authenticator.isOpen() && !isLoopbackHost(host)) {
+    const bound = app.server.address();
+    const actualPort = typeof bound === 'object' && bound ? bound.port : port;
+    logger.error(`SECURITY: the gateway is OPEN and listening on ${host}, not loopback: anyone who can reach port ${actualPort} may use every backend (paid ones included). `
+      + 'Set api_key in the config (e.g. api_key: ${GATEWAY_API_KEY}) or create an admin user from this host, or listen on 127.0.0.1 (--host / HOST).');
+  }
 
   let closing = false;
   const shutdown = async (signal: string) => {

@@ -150,7 +150,7 @@ describe('the openai SDK through the gateway', () => {
     assert.ok(ok.choices[0].message.content);
   });
 
-  test('unknown and missing model: 404 model_not_found', async () => {
+  test('unknown model: 404 model_not_found; missing model: 400 param model', async () => {
     await assert.rejects(
       client.chat.completions.create({ model: 'nope/nothing', messages: [{ role: 'user', content: 'x' }] }),
       (err: unknown) => err instanceof OpenAI.NotFoundError && (err as InstanceType<typeof OpenAI.APIError>).code === 'model_not_found',
@@ -158,10 +158,15 @@ describe('the openai SDK through the gateway', () => {
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [] }),
     });
-    assert.equal(res.status, 404);
+    assert.equal(res.status, 400);
     const body = await res.json() as { error: { code: string; type: string; message: string; param: string } };
-    assert.equal(body.error.code, 'model_not_found');
-    assert.equal(typeof body.error.message, 'string');
+    assert.equal(body.error.type, 'invalid_request_error');
+    assert.equal(body.error.param, 'model');
+    assert.match(body.error.message, /model/);
+    await assert.rejects(
+      client.chat.completions.create({ model: 42 as unknown as string, messages: [{ role: 'user', content: 'x' }] }),
+      (err: unknown) => err instanceof OpenAI.BadRequestError && (err as InstanceType<typeof OpenAI.APIError>).param === 'model',
+    );
   });
 
   test('malformed JSON: 400 OpenAI-shaped', async () => {

@@ -32,7 +32,7 @@ function row(over: Partial<StoredCall> = {}): StoredCall {
     ts: NOW, request_id: 'req-1', duration_ms: 120, ttft_ms: 40, endpoint: '/v1/chat/completions', source: 'alice',
     user_id: 1, requested_model: 'fast', model: 'qwen3-8b', backend: 'gpu1', status: 200, reason: null,
     prompt_tokens: 100, completion_tokens: 20, cached_tokens: 5, cache_write_tokens: 1, reasoning: null,
-    cost_usd: 0.00123, upstream_cost_usd: null,
+    cost_usd: 0.00123, upstream_cost_usd: null, usage_estimated: 0, paid: 1, count: 1,
     ...over,
   };
 }
@@ -57,6 +57,7 @@ describe('row codec', () => {
       row({
         request_id: '', ttft_ms: null, user_id: null, requested_model: null, model: null, reason: 'no_backend',
         reasoning: 'thinking:on', upstream_cost_usd: 0.5, cost_usd: 0, source: 'zoë 🚀 \u0000 "x"', status: 503,
+        usage_estimated: 1, paid: 0, count: 37,
       }),
       row({ request_id: 'r'.repeat(10_000), ts: 2 ** 52, duration_ms: 0, endpoint: '/v1/embeddings' }),
     ];

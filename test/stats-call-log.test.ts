@@ -397,7 +397,8 @@ describe('rows', () => {
   });
 
   test('refusals and broken streams are rows too', (t) => {
-    const { log } = openLog(t);
+    let now = NOW;
+    const { log } = openLog(t, { now: () => now });
     const refused = (reason: string, status: number, user_id: number | null = 1) =>
       call({ backend: REFUSED_BACKEND, model: null, status, reason, user_id, prompt_tokens: 0, completion_tokens: 0, ttft_ms: null });
     log.record(refused(RefusalReason.badKey, 401, null));
@@ -408,6 +409,8 @@ describe('rows', () => {
     log.record(call({ status: STATUS_CLIENT_CLOSED, reason: 'client closed', completion_tokens: 37 }));
     log.record(call({ status: STATUS_UPSTREAM_DROPPED, reason: 'upstream dropped', completion_tokens: 12 }));
 
+    assert.equal(log.recent({ status: 401 }).length, 0, 'an unauthenticated 401 waits for its minute to end');
+    now += 60_000;
     const refusals = log.recent({ backend: REFUSED_BACKEND });
     assert.deepEqual(
       refusals.map((r) => r.reason).sort(),

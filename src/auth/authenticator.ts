@@ -6,6 +6,7 @@
 import { GatewayError } from '../errors.ts';
 import type { User, UsersRepo } from '../store/users-repo.ts';
 import { extractKey, keyMatcher, type HeaderBag } from './keys.ts';
+import { isLoopbackIp } from './loopback.ts';
 
 export interface Caller {
   kind: 'master' | 'user' | 'anonymous';
@@ -30,7 +31,10 @@ export class Authenticator {
     this.deps = deps;
   }
 
-  /** True while there is no master key and no user: anyone may call, the admin API included. */
+  /**
+   * True while there is no master key and no user: anyone may call the model endpoints, and
+   * loopback callers the admin API (see `authenticateAdmin`).
+   */
   isOpen(): boolean {
     return !this.deps.masterKey() && this.deps.users.count() === 0;
   }
@@ -65,8 +69,14 @@ export class Authenticator {
     return this.master.matches(key);
   }
 
-  /** Like `authenticate`, but also throws 403 unless the caller may use the admin API. */
-  authenticateAdmin(headers: HeaderBag): Caller {
+  /**
+   * Like `authenticate`, but also throws 403 unless the caller may use the admin API. While the
+   * gateway is open only loopback callers may (`clientIp`, i.e. req.ip; unknown counts as
+   * remote): anyone else reaching an open gateway bound to 0.0.0.0 could otherwise create the
+   * first admin and lock its owner out.
+   */
+  authenticateAdmin(headers: HeaderBag, clientIp?: string): Caller {
+    if (this.isOpen() && !isLoopbackIp(clientIp)) throw openAdminRemote();
     const caller = this.authenticate(headers);
     if (!caller.isAdmin) {
       throw new GatewayError({ status: 403, code: 'admin_required', message: 'This action requires an admin key.' });
@@ -90,6 +100,16 @@ function nonBlank(value: string | undefined): string | undefined {
 
 function anonymous(): Caller {
   return { kind: 'anonymous', isAdmin: true, allow: [] };
+}
+
+function openAdminRemote(): GatewayError {
+  return new GatewayError({
+    status: 403,
+    code: 'admin_loopback_only',
+    message: 'This gateway is open (no api_key and no users), so its admin API answers only callers on its own host (loopback). '
+      + 'Lock it first: set api_key in config.yaml, or create an admin user from the gateway host '
+      + '(POST http://127.0.0.1:<port>/admin/api/users with {"name":"admin","role":"admin"}); then call the admin API with that key.',
+  });
 }
 
 function unauthorized(message: string): GatewayError {

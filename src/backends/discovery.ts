@@ -27,7 +27,8 @@ export interface DiscoveryDeps {
 export class Discovery {
   private pollTimer?: NodeJS.Timeout;
   private fastTimer?: NodeJS.Timeout;
-  private readonly inFlight = new Map<string, Promise<void>>();
+  /** The probe running per backend, with the spec it probes. */
+  private readonly inFlight = new Map<string, { spec: BackendSpec; done: Promise<void> }>();
   private stopped = false;
 
   constructor(private readonly deps: DiscoveryDeps) {}
@@ -64,13 +65,20 @@ export class Discovery {
     await Promise.all(this.deps.registry.list().map((b) => this.probe(b.name)));
   }
 
-  /** Probes one backend now (joins a probe already running). */
+  /**
+   * Probes one backend now. Joins a probe already running for the same spec; after a reload
+   * changed the spec, a new probe starts at once (the old one's answer is ignored).
+   */
   probe(name: string): Promise<void> {
+    const spec = this.deps.registry.get(name)?.spec;
     const running = this.inFlight.get(name);
-    if (running) return running;
-    const p = this.runProbe(name).finally(() => this.inFlight.delete(name));
-    this.inFlight.set(name, p);
-    return p;
+    if (running && running.spec === spec) return running.done;
+    const entry = { spec: spec!, done: Promise.resolve() };
+    entry.done = this.runProbe(name).finally(() => {
+      if (this.inFlight.get(name) === entry) this.inFlight.delete(name);
+    });
+    this.inFlight.set(name, entry);
+    return entry.done;
   }
 
   private async probeUnhealthyWhileParked(): Promise<void> {

@@ -135,18 +135,16 @@ export class BackendRegistry {
   }
 
   /**
-   * A forwarding failure (connect error, timeout, stall, 5xx). Returns true when it pushed the
-   * backend past `threshold` consecutive failures and marked it down.
+   * A forwarding failure (connect error, timeout, stall, 5xx). Returns true when the backend
+   * has now failed `threshold` times in a row: the caller then asks for a health probe, and
+   * only a failed probe marks it down (one client's odd prompt does not take a healthy
+   * backend out). A successful probe or call starts the count again.
    */
-  recordFailure(name: string, error: Omit<BackendError, 'since'>, threshold: number): boolean {
+  recordFailure(name: string, _error: Omit<BackendError, 'since'>, threshold: number): boolean {
     const b = this.backends.get(name);
     if (!b) return false;
     b.consecutiveFailures++;
-    if (b.healthy && threshold > 0 && b.consecutiveFailures >= threshold) {
-      this.markDown(name, error);
-      return true;
-    }
-    return false;
+    return b.healthy && threshold > 0 && b.consecutiveFailures >= threshold;
   }
 
   recordSuccess(name: string): void {

@@ -8,17 +8,21 @@ export interface AdminStatsOptions {
 }
 
 const GROUPS: readonly AggregateGroup[] = ['backend', 'model', 'source', 'day'];
+const CALLS_KEYS = ['limit', 'source', 'backend', 'model', 'status', 'since', 'until', 'before_id'] as const;
+const STATS_KEYS = ['group', 'since', 'until'] as const;
 
 /**
  * The call log for the console: `GET /admin/api/calls` (recent rows with filters) and
- * `GET /admin/api/stats?group=` (aggregates). Admin only.
+ * `GET /admin/api/stats?group=` (aggregates). Admin only. Every query parameter is known and
+ * given once as a plain string; anything else (`?source=a&source=b`, `?since[x]=1`, a typo)
+ * is a 400 naming it in `param`.
  */
 export async function adminStatsRoutes(app: FastifyInstance, opts: AdminStatsOptions): Promise<void> {
   const { callLog } = opts;
   app.addHook('onRequest', async (req) => opts.requireAdmin(req));
 
   app.get('/admin/api/calls', async (req) => {
-    const q = req.query as Record<string, string | undefined>;
+    const q = singleStrings(req.query, CALLS_KEYS);
     return {
       data: callLog.recent({
         limit: optionalInt(q.limit, 'limit', 1, 1000),
@@ -34,11 +38,32 @@ export async function adminStatsRoutes(app: FastifyInstance, opts: AdminStatsOpt
   });
 
   app.get('/admin/api/stats', async (req) => {
-    const q = req.query as Record<string, string | undefined>;
+    const q = singleStrings(req.query, STATS_KEYS);
     const group = (q.group ?? 'backend') as AggregateGroup;
     if (!GROUPS.includes(group)) throw badRequest(`\`group\` must be one of ${GROUPS.join(', ')}.`, 'group');
     return { group, data: callLog.aggregate(group, { since: optionalTime(q.since, 'since'), until: optionalTime(q.until, 'until') }) };
   });
+}
+
+/**
+ * The query as one string per known key. Repeated keys arrive as arrays, bracket syntax as
+ * objects (or, with fastify's default parser, as keys like `since[x]`): each is a 400.
+ */
+function singleStrings<K extends string>(query: unknown, known: readonly K[]): Partial<Record<K, string>> {
+  const out: Partial<Record<K, string>> = {};
+  if (query === null || typeof query !== 'object') return out;
+  for (const [key, value] of Object.entries(query)) {
+    const base = /^([^[\]]+)\[/.exec(key)?.[1];
+    if (base !== undefined && (known as readonly string[]).includes(base)) {
+      throw badRequest(`\`${base}\` must be given once, as a plain value.`, base);
+    }
+    if (!(known as readonly string[]).includes(key)) {
+      throw badRequest(`Unknown query parameter \`${key}\`; known: ${known.join(', ')}.`, key);
+    }
+    if (typeof value !== 'string') throw badRequest(`\`${key}\` must be given once, as a plain value.`, key);
+    out[key as K] = value;
+  }
+  return out;
 }
 
 function optionalInt(value: string | undefined, name: string, min: number, max: number): number | undefined {

@@ -21,15 +21,24 @@ export function identifyCaller(gateway: Gateway, req: FastifyRequest): CallerCon
   return { caller, ...attribution(gateway, req, caller) };
 }
 
-/** Attribution for a request whose caller is unknown (it was refused before auth passed). */
+/**
+ * Attribution for a request whose caller is unknown (it was refused before auth passed): its
+ * IP (through its alias), never its `X-Source` header — an unauthenticated caller does not get
+ * to name itself in the log, nor to dodge the per-source folding of 401s with a new name each time.
+ */
 export function anonymousAttribution(gateway: Gateway, req: FastifyRequest): Omit<CallerContext, 'caller'> {
-  return attribution(gateway, req, undefined);
+  return attribution(gateway, req, undefined, false);
 }
 
-function attribution(gateway: Gateway, req: FastifyRequest, caller: Caller | undefined): Omit<CallerContext, 'caller'> {
+function attribution(
+  gateway: Gateway,
+  req: FastifyRequest,
+  caller: Caller | undefined,
+  trustHeader = true,
+): Omit<CallerContext, 'caller'> {
   const source = attributeSource({
     user: caller?.user?.name,
-    header: req.headers['x-source'],
+    header: trustHeader ? req.headers['x-source'] : undefined,
     ip: req.ip,
     ipAliases: gateway.ipAliases.current(),
   });

@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { maxHeaderSize, STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 
 /** Maps fastify's own errors (body parsing, limits, schemas) to stable gateway errors. */
@@ -47,6 +49,54 @@ export function installErrorHandlers(app: FastifyInstance): void {
 export function sendError(reply: FastifyReply, err: GatewayError, url: string): void {
   if (err.retryAfter !== undefined) reply.header('retry-after', String(err.retryAfter));
   reply.header('x-request-id', reply.request.id);
-  const anthropic = url.startsWith('/v1/messages');
-  reply.code(err.status).send(anthropic ? err.toAnthropic() : err.toOpenAI());
+  reply.code(err.status).send(errorBody(err, url));
+}
+
+function errorBody(err: GatewayError, url: string) {
+  return url.startsWith('/v1/messages') ? err.toAnthropic() : err.toOpenAI();
+}
+
+/**
+ * fastify's `clientErrorHandler`: errors Node's HTTP parser raises before a request exists
+ * (headers too large, a garbled request line, a header timeout), which no fastify hook or
+ * error handler ever sees. Answers them in the same shape as every other error (SDKs parse
+ * `error.message`), then closes the connection: the parser cannot resume mid-stream.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: ConnectionError, socket: Socket): void {
+  // a reset connection is gone already; nothing to answer
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  this.log.trace({ err }, 'client error');
+  // a response already under way on this keep-alive socket: a second head would corrupt it
+  const current = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
+  if (socket.writable && !current?.headersSent) {
+    const gerr = clientGatewayError(err);
+    const body = JSON.stringify(errorBody(gerr, requestTarget(err.rawPacket)));
+    socket.write(
+      `HTTP/1.1 ${gerr.status} ${STATUS_CODES[gerr.status]}\r\n`
+      + 'content-type: application/json; charset=utf-8\r\n'
+      + `content-length: ${Buffer.byteLength(body)}\r\n`
+      + 'connection: close\r\n\r\n'
+      + body,
+    );
+  }
+  socket.destroy(err);
+}
+
+function clientGatewayError(err: ConnectionError): GatewayError {
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    return new GatewayError({
+      status: 431, code: 'request_headers_too_large',
+      message: `The request headers are larger than the gateway accepts (${Math.round(maxHeaderSize / 1024)} KiB in all).`,
+    });
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new GatewayError({ status: 408, code: 'request_timeout', message: 'The request was not received in time.' });
+  }
+  return new GatewayError({ status: 400, code: 'malformed_request', message: 'The gateway could not parse this HTTP request.' });
+}
+
+/** The request target of the packet the parser choked on, when it starts with a request line ('' otherwise). */
+function requestTarget(raw: unknown): string {
+  if (!Buffer.isBuffer(raw)) return '';
+  return /^[A-Z]+ (\S+) HTTP\//.exec(raw.subarray(0, 2048).toString('latin1'))?.[1] ?? '';
 }

@@ -4,6 +4,7 @@ import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
 import type { Gateway } from '../gateway.ts';
 import { resolveModel } from '../routing/resolve.ts';
 import type { Endpoint } from '../upstream/proxy.ts';
+import { useRawJsonBodies } from './json-body.ts';
 import { admitWithinQuota, anonymousAttribution, identifyCaller, type CallerContext } from './caller.ts';
 
 export interface OpenAIRoutesOptions {
@@ -19,6 +20,7 @@ export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
  */
 export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptions): Promise<void> {
   const { gateway } = opts;
+  useRawJsonBodies(app, JSON_BODY_LIMIT);
 
   const visibleModels = (ctx: CallerContext) => {
     const entries = gateway.modelListing();
@@ -51,7 +53,8 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
         throw badRequest('The request body must be a JSON object.');
       }
       const model = (body as { model?: unknown }).model;
-      if (typeof model !== 'string' || model === '') throw modelNotFound(undefined);
+      if (model === undefined || model === null) throw badRequest('You must provide a model parameter.', 'model', 'missing_model');
+      if (typeof model !== 'string' || model === '') throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
       requested = model;
       const allow = ctx.caller.allow;
       const candidatesNow = () => {
@@ -64,7 +67,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       const done = admitWithinQuota(gateway, ctx);
       try {
         await gateway.proxy.handle({
-          endpoint, body: body as Record<string, unknown>, resolution,
+          endpoint, body: body as Record<string, unknown>, rawBody: req.rawBody, resolution,
           req, reply, caller: { source: ctx.source, userId: ctx.userId },
           refreshCandidates: () => candidatesNow()?.candidates ?? [],
         });

@@ -35,6 +35,8 @@ export class Scheduler {
   private affinityMaxWaitMs: number;
   private readonly backends = new Map<string, BackendSlots>();
   private readonly waiters = new WaiterIndex();
+  /** The waiter of each parked ticket, for `queuePosition`. */
+  private readonly waiterOfTicket = new WeakMap<Ticket, Waiter>();
   private nextSeq = 1;
 
   constructor(opts: SchedulerOptions) {
@@ -140,6 +142,27 @@ export class Scheduler {
     return this.waiters.size > 0;
   }
 
+  /**
+   * Where a parked ticket stands: 1 + the older waiters that wait on any of its backends (they
+   * are served before it there), and how long it has waited. Undefined when it is not parked.
+   * O(parked × backends): for keep-alive comments every few seconds, not per request.
+   */
+  queuePosition(ticket: Ticket): { position: number; waitedMs: number } | undefined {
+    const waiter = this.waiterOfTicket.get(ticket);
+    if (!waiter || waiter.settled) return undefined;
+    let ahead = 0;
+    for (const other of this.waiters.values()) {
+      if (other.seq >= waiter.seq) break;
+      for (const backend of other.typeKeysByBackend.keys()) {
+        if (waiter.typeKeysByBackend.has(backend)) {
+          ahead++;
+          break;
+        }
+      }
+    }
+    return { position: ahead + 1, waitedMs: this.clock.now() - waiter.enqueuedAt };
+  }
+
   snapshot(): SchedulerSnapshot {
     const now = this.clock.now();
     const backends = [...this.backends.values()]
@@ -193,6 +216,7 @@ export class Scheduler {
         waiter.detachAbort = () => signal.removeEventListener('abort', onAbort);
       }
       this.waiters.add(waiter);
+      this.waiterOfTicket.set(ticket, waiter);
     });
   }
 

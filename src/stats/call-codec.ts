@@ -7,7 +7,7 @@ import type { CapturedBody, StoredCall } from './call-rows.ts';
 
 export interface PackedCalls {
   count: number;
-  /** 11 numbers per row, in `packCalls`' order; NaN stands for null (a stored number is never NaN). */
+  /** 14 numbers per row, in `packCalls`' order; NaN stands for null (a stored number is never NaN). */
   numbers: Float64Array;
   /** 8 string lengths per row, in `packCalls`' order; -1 stands for null... */
   stringLengths: Int32Array;
@@ -15,7 +15,7 @@ export interface PackedCalls {
   strings: string;
 }
 
-const NUMBERS_PER_ROW = 11;
+const NUMBERS_PER_ROW = 14;
 const STRINGS_PER_ROW = 8;
 
 /** Packs rows one at a time (so a big batch can be packed over several event-loop turns). */
@@ -46,6 +46,9 @@ export class CallPacker {
     this.num(r.cache_write_tokens);
     this.num(r.cost_usd);
     this.num(r.upstream_cost_usd);
+    this.num(r.usage_estimated);
+    this.num(r.paid);
+    this.num(r.count);
     this.str(r.request_id);
     this.str(r.endpoint);
     this.str(r.source);
@@ -121,6 +124,9 @@ export function unpackCalls(p: PackedCalls): StoredCall[] {
     const cache_write_tokens = num()!;
     const cost_usd = num()!;
     const upstream_cost_usd = num();
+    const usage_estimated = num() === 1 ? 1 : 0;
+    const paid = num() === 0 ? 0 : 1;
+    const count = num()!;
     const request_id = str()!;
     const endpoint = str()!;
     const source = str()!;
@@ -132,6 +138,7 @@ export function unpackCalls(p: PackedCalls): StoredCall[] {
     rows.push({
       ts, request_id, duration_ms, ttft_ms, endpoint, source, user_id, requested_model, model, backend, status, reason,
       prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, reasoning, cost_usd, upstream_cost_usd,
+      usage_estimated, paid, count,
     });
   }
   return rows;

@@ -11,27 +11,34 @@
  * what is on disk, so a quota is hit exactly at its boundary even between flushes.
  *
  * `flush()` is synchronous: it waits (Atomics, bounded) for the batch in flight and writes
- * the rest of the queue itself, on the main connection. Reads go through the main
- * connection too (WAL readers and the writer do not block each other). Until the writer
- * thread is up, and for good if it cannot start or dies, the main thread writes in short
- * slices as it did before there was a writer thread.
+ * the rest of the queue itself, on the main connection. Reads (call-queries.ts) go through
+ * the main connection too (WAL readers and the writer do not block each other). Until the
+ * writer thread is up, and for good if it cannot start or dies, the main thread writes in
+ * short slices as it did before there was a writer thread.
+ *
+ * Unauthenticated 401s are folded per source and minute (refusal-aggregator.ts) and queued
+ * once their minute ended. With `logCalls` off no row is written, but the calls of users
+ * still feed the quota counters.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { openDatabase, type Db } from '../store/db.ts';
-import { unpackBody } from './bodies.ts';
-import { CALL_COLUMNS, callBatchOf, type StoredCall } from './call-rows.ts';
+import { callBatchOf } from './call-rows.ts';
+import { CallQueries, type AggregateGroup, type AggregateRow, type CallFilter, type CallRow, type CapturedBodies } from './call-queries.ts';
 import { prepareCallWrites, type CallWrites, type PruneCutoffs } from './call-writes.ts';
 import { STATS_MIGRATIONS } from './migrations.ts';
 import { DAY_MS, startOfUtcDay, utcDayNumber } from './period.ts';
 import { PendingUsage } from './pending-usage.ts';
-import { RefusalReason, REFUSED_BACKEND, type CallRecord } from './record.ts';
+import { quotaOnlyRecord } from './quota-rules.ts';
+import type { CallRecord } from './record.ts';
+import { isUnauthenticatedRefusal, RefusalAggregator } from './refusal-aggregator.ts';
 import { WriterSignals, type WriterMessage } from './writer-protocol.ts';
 import { WriterThread } from './writer-thread.ts';
 import { WriteBatchPacker } from './write-batch-packer.ts';
 
 export type { CallRecord } from './record.ts';
+export type { AggregateGroup, AggregateRow, CallFilter, CallRow, CapturedBodies } from './call-queries.ts';
 
 export interface CallLogOptions {
   /** Milliseconds between flushes of the queue. */
@@ -41,7 +48,9 @@ export interface CallLogOptions {
   captureBodies: boolean;
   /** Days captured bodies are kept (never longer than their row); 0 = as long as the row. */
   bodyRetentionDays: number;
-  /** Clock for pruning; defaults to `Date.now`. */
+  /** Write call rows (`call_log`); off, calls only feed the quota counters. Default true. */
+  logCalls?: boolean;
+  /** Clock for pruning and for folding refusals into minutes; defaults to `Date.now`. */
   now?: () => number;
   /** Where a failed background flush or prune is reported (the queue is kept for a retry). */
   onError?: (err: unknown, during: 'flush' | 'prune') => void;
@@ -55,55 +64,6 @@ export interface CallLogSeams {
   onWriterStarted?: (worker: Worker) => void;
   /** Delay of the first background prune (default 10 s). */
   firstPruneDelayMs?: number;
-}
-
-/** A stored call (bodies are fetched separately with `bodies(id)`). */
-export type CallRow = StoredCall & { id: number; has_bodies: boolean };
-
-export interface CallFilter {
-  /** Rows to return, newest first; default 100, at most 1,000. */
-  limit?: number;
-  source?: string;
-  backend?: string;
-  /** Matches the served model or the requested model/alias. */
-  model?: string;
-  status?: number;
-  user_id?: number;
-  /** Unix ms, inclusive. */
-  since?: number;
-  /** Unix ms, exclusive. */
-  until?: number;
-  /** Paging cursor: only rows with a smaller id. */
-  beforeId?: number;
-}
-
-export type AggregateGroup = 'backend' | 'model' | 'source' | 'day';
-
-export interface AggregateRow {
-  /** Backend, model (`(none)` when no model was served), source, or `YYYY-MM-DD` (UTC). */
-  key: string;
-  calls: number;
-  /** Calls with status >= 400 (refusals included). */
-  errors: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  /** Spent: the upstream-reported cost where there is one, else the computed cost. */
-  cost_usd: number;
-  /** cached_tokens / prompt_tokens (0 when there were no prompt tokens). */
-  cache_hit_share: number;
-  /** Nearest-rank percentiles of duration_ms. */
-  p50_ms: number;
-  p95_ms: number;
-}
-
-export interface CapturedBodies {
-  request: Buffer | null;
-  response: Buffer | null;
-  /** Sizes before the cap (the stored body ends with a marker when it was cut). */
-  request_bytes: number | null;
-  response_bytes: number | null;
 }
 
 const PRUNE_INTERVAL_MS = 3_600_000;
@@ -129,19 +89,8 @@ const WRITER_START_TIMEOUT_MS = 15_000;
 const COMMIT_WAIT_MS = 1_000;
 /** Days of per-user usage kept for quotas (a month window needs at most 31). */
 const QUOTA_USAGE_KEEP_DAYS = 100;
-const MAX_RECENT = 1_000;
 /** While flushes fail (disk full, locked), at most this many rows wait in memory. */
 const MAX_PENDING_ROWS = 100_000;
-
-/** SQL truth of `countsTowardQuota` (reason may be NULL). */
-const COUNTS_TOWARD_QUOTA_SQL = `NOT (backend = '${REFUSED_BACKEND}' AND COALESCE(reason, '') IN ('${RefusalReason.quotaDay}', '${RefusalReason.quotaMonth}'))`;
-
-const GROUP_KEY_SQL: Record<AggregateGroup, string> = {
-  backend: 'backend',
-  model: "COALESCE(model, '(none)')",
-  source: 'source',
-  day: "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')",
-};
 
 /** A batch handed to the writer thread and not settled yet. */
 interface InFlight {
@@ -158,7 +107,8 @@ export class CallLog {
   private readonly seams: CallLogSeams;
   private readonly now: () => number;
   private readonly writes: CallWrites;
-  private readonly reads: Reads;
+  private readonly reads: CallQueries;
+  private readonly refusals = new RefusalAggregator();
   /** Started with the first background write; null before, and for good once it failed. */
   private writer: WriterThread | null = null;
   private writerFailed = false;
@@ -187,7 +137,7 @@ export class CallLog {
     this.seams = seams;
     this.now = opts.now ?? Date.now;
     this.writes = prepareCallWrites(db);
-    this.reads = prepareReads(db);
+    this.reads = new CallQueries(db);
     const flushMs = Math.max(10, opts.flushMs);
     this.timers.push(
       setInterval(() => this.backgroundFlush(), flushMs).unref(),
@@ -203,18 +153,30 @@ export class CallLog {
     return new CallLog(openDatabase(file, STATS_MIGRATIONS), file, opts, seams);
   }
 
-  /** Applies reloaded retention and capture settings (the flush interval needs a restart). */
-  reconfigure(patch: Partial<Pick<CallLogOptions, 'retentionDays' | 'captureBodies' | 'bodyRetentionDays'>>): void {
+  /** Applies reloaded retention, capture and logging settings (the flush interval needs a restart). */
+  reconfigure(patch: Partial<Pick<CallLogOptions, 'retentionDays' | 'captureBodies' | 'bodyRetentionDays' | 'logCalls'>>): void {
     this.opts = { ...this.opts, ...patch };
   }
 
-  /** Queues one call. O(1), no I/O; the row reaches the database at the next flush. */
+  /**
+   * Queues one call. O(1), no I/O; the row reaches the database at the next flush (an
+   * unauthenticated 401 once its minute ended, folded with its source's others).
+   */
   record(rec: CallRecord): void {
     if (this.closed || this.pending >= MAX_PENDING_ROWS) {
       // after close (shutdown order), or the database has failed for long: keep memory bounded
       this.droppedCount++;
       return;
     }
+    if (this.opts.logCalls === false) {
+      const counted = quotaOnlyRecord(rec);
+      if (counted) this.enqueue(counted);
+    } else if (isUnauthenticatedRefusal(rec)) {
+      for (const row of this.refusals.add(rec, this.now())) this.enqueue(row);
+    } else this.enqueue(rec);
+  }
+
+  private enqueue(rec: CallRecord): void {
     this.queue.push(rec);
     this.pendingUsage.add(rec);
     // every EAGER_FLUSH_ROWS rows, not on every row: a failing database is not retried per call
@@ -263,10 +225,12 @@ export class CallLog {
   /**
    * Puts every recorded row on disk before it returns: waits for the batch the writer thread
    * has in flight, then writes the rest of the queue (rows, bodies, quota counters) in one
-   * transaction here. Throws when that transaction fails (the rows stay queued).
+   * transaction here. Throws when that transaction fails (the rows stay queued). Folded
+   * refusals of the minute under way stay folded (`close()` writes them).
    */
   flush(): void {
     if (this.closed) return;
+    this.queueEndedRefusals();
     this.awaitInFlight();
     this.writeOldest(this.queue.length);
   }
@@ -278,6 +242,7 @@ export class CallLog {
   close(): void {
     if (this.closed) return;
     for (const t of this.timers) clearInterval(t);
+    for (const row of this.refusals.takeAll()) this.enqueue(row);
     try {
       this.flush();
     } catch (err) {
@@ -295,92 +260,19 @@ export class CallLog {
   /** Calls newest first, filtered. Flushes first, so it sees every recorded call. */
   recent(filter: CallFilter = {}): CallRow[] {
     this.flush();
-    const where: string[] = [];
-    const params: Record<string, unknown> = {};
-    const eq = (column: string, value: unknown) => {
-      if (value === undefined) return;
-      where.push(`${column} = @${column}`);
-      params[column] = value;
-    };
-    eq('source', filter.source);
-    eq('backend', filter.backend);
-    eq('status', filter.status);
-    eq('user_id', filter.user_id);
-    if (filter.model !== undefined) {
-      where.push('(model = @model OR requested_model = @model)');
-      params.model = filter.model;
-    }
-    addTimeRange(where, params, filter);
-    if (filter.beforeId !== undefined) {
-      where.push('id < @beforeId');
-      params.beforeId = filter.beforeId;
-    }
-    params.limit = Math.min(MAX_RECENT, Math.max(1, Math.floor(filter.limit ?? 100)));
-    const rows = this.db
-      .prepare(
-        `SELECT id, ${CALL_COLUMNS.join(', ')},
-           EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies
-         FROM calls ${whereClause(where)}
-         ORDER BY ts DESC, id DESC LIMIT @limit`,
-      )
-      .all(params) as (StoredCall & { id: number; has_bodies: number })[];
-    return rows.map((r) => ({ ...r, has_bodies: r.has_bodies === 1 }));
+    return this.reads.recent(filter);
   }
 
   /** The captured bodies of one call, decompressed; null when none were captured. */
   bodies(callId: number): CapturedBodies | null {
     this.flush();
-    const row = this.reads.selectBodies.get(callId) as
-      | { request: Buffer | null; response: Buffer | null; request_bytes: number | null; response_bytes: number | null }
-      | undefined;
-    if (!row) return null;
-    return {
-      request: unpackBody(row.request),
-      response: unpackBody(row.response),
-      request_bytes: row.request_bytes,
-      response_bytes: row.response_bytes,
-    };
+    return this.reads.bodies(callId);
   }
 
   /** Totals per backend, model, source or UTC day over a time range, most calls first (days in order). */
   aggregate(group: AggregateGroup, filter: { since?: number; until?: number } = {}): AggregateRow[] {
     this.flush();
-    const where: string[] = [];
-    const params: Record<string, unknown> = {};
-    addTimeRange(where, params, filter);
-    const key = GROUP_KEY_SQL[group];
-    const totals = this.db
-      .prepare(
-        `SELECT ${key} AS key, COUNT(*) AS calls, SUM(status >= 400) AS errors,
-           SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens,
-           SUM(cached_tokens) AS cached_tokens, SUM(cache_write_tokens) AS cache_write_tokens,
-           SUM(COALESCE(upstream_cost_usd, cost_usd)) AS cost_usd
-         FROM calls ${whereClause(where)} GROUP BY 1`,
-      )
-      .all(params) as Omit<AggregateRow, 'cache_hit_share' | 'p50_ms' | 'p95_ms'>[];
-    const percentiles = this.db
-      .prepare(
-        `WITH ranked AS (
-           SELECT ${key} AS key, duration_ms,
-             ROW_NUMBER() OVER (PARTITION BY ${key} ORDER BY duration_ms) AS rn,
-             COUNT(*) OVER (PARTITION BY ${key}) AS n
-           FROM calls ${whereClause(where)})
-         SELECT key,
-           MAX(CASE WHEN rn = (n * 50 + 99) / 100 THEN duration_ms END) AS p50_ms,
-           MAX(CASE WHEN rn = (n * 95 + 99) / 100 THEN duration_ms END) AS p95_ms
-         FROM ranked GROUP BY key`,
-      )
-      .all(params) as { key: string; p50_ms: number; p95_ms: number }[];
-    const byKey = new Map(percentiles.map((p) => [p.key, p]));
-    const rows = totals.map((t) => ({
-      ...t,
-      cache_hit_share: t.prompt_tokens > 0 ? t.cached_tokens / t.prompt_tokens : 0,
-      p50_ms: byKey.get(t.key)?.p50_ms ?? 0,
-      p95_ms: byKey.get(t.key)?.p95_ms ?? 0,
-    }));
-    return group === 'day'
-      ? rows.sort((a, b) => a.key.localeCompare(b.key))
-      : rows.sort((a, b) => b.calls - a.calls || a.key.localeCompare(b.key));
+    return this.reads.aggregate(group, filter);
   }
 
   /** Calls of a user since `since` (unix ms) that count towards quotas, pending ones included. */
@@ -421,7 +313,9 @@ export class CallLog {
    * here in slices, yielding to the event loop between them.
    */
   private backgroundFlush(): void {
-    if (this.closed || this.queue.length === 0) return;
+    if (this.closed) return;
+    this.queueEndedRefusals();
+    if (this.queue.length === 0) return;
     const writer = this.startedWriter();
     if (writer?.ready) {
       this.collectSettled();
@@ -471,6 +365,11 @@ export class CallLog {
       }
     };
     packSlice();
+  }
+
+  /** Queues the folded refusals of a minute that has ended. */
+  private queueEndedRefusals(): void {
+    for (const row of this.refusals.takeClosed(this.now())) this.enqueue(row);
   }
 
   /** Puts the batch in flight back at the front of the queue. */
@@ -660,12 +559,10 @@ export class CallLog {
   private readDiskUsage(userId: number, since: number): { requests: number; cost: number } {
     const dayStart = startOfUtcDay(since);
     const firstWholeDay = dayStart === since ? utcDayNumber(since) : utcDayNumber(since) + 1;
-    const whole = this.reads.usageFromDay.get(userId, firstWholeDay) as { requests: number; cost: number };
+    const whole = this.reads.usageFromDay(userId, firstWholeDay);
     if (dayStart === since) return whole;
-    const partial = this.reads.usageBetween.get(userId, since, dayStart + DAY_MS) as {
-      requests: number;
-      cost: number;
-    };
+    // (a partial first day is summed from the call rows: while the log is off there are none)
+    const partial = this.reads.usageBetween(userId, since, dayStart + DAY_MS);
     return { requests: whole.requests + partial.requests, cost: whole.cost + partial.cost };
   }
 
@@ -673,37 +570,4 @@ export class CallLog {
     if (this.opts.onError) this.opts.onError(err, during);
     else process.emitWarning(`call log ${during} failed: ${err instanceof Error ? err.message : String(err)}`);
   }
-}
-
-type Reads = ReturnType<typeof prepareReads>;
-
-function prepareReads(db: Db) {
-  return {
-    selectBodies: db.prepare(
-      'SELECT request, response, request_bytes, response_bytes FROM call_bodies WHERE call_id = ?',
-    ),
-    usageFromDay: db.prepare(
-      `SELECT COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(cost_usd), 0) AS cost
-       FROM quota_usage WHERE user_id = ? AND day >= ?`,
-    ),
-    usageBetween: db.prepare(
-      `SELECT COUNT(*) AS requests, COALESCE(SUM(COALESCE(upstream_cost_usd, cost_usd)), 0) AS cost
-       FROM calls WHERE user_id = ? AND ts >= ? AND ts < ? AND ${COUNTS_TOWARD_QUOTA_SQL}`,
-    ),
-  };
-}
-
-function addTimeRange(where: string[], params: Record<string, unknown>, f: { since?: number; until?: number }): void {
-  if (f.since !== undefined) {
-    where.push('ts >= @since');
-    params.since = f.since;
-  }
-  if (f.until !== undefined) {
-    where.push('ts < @until');
-    params.until = f.until;
-  }
-}
-
-function whereClause(where: string[]): string {
-  return where.length ? `WHERE ${where.join(' AND ')}` : '';
 }

@@ -3,19 +3,26 @@
  * and the per-user quota counters a batch adds. Pure; shared by the main thread and the
  * writer thread.
  */
-import { effectiveCost } from './cost.ts';
 import { utcDayNumber } from './period.ts';
-import { countsTowardQuota, type CallRecord } from './record.ts';
+import { callCount, countsTowardQuota, quotaUsageOfRecord } from './quota-rules.ts';
+import type { CallRecord } from './record.ts';
 
 /** Columns of `calls` besides `id`, in insert order. */
 export const CALL_COLUMNS = [
   'ts', 'request_id', 'duration_ms', 'ttft_ms', 'endpoint', 'source', 'user_id', 'requested_model', 'model',
   'backend', 'status', 'reason', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens',
-  'reasoning', 'cost_usd', 'upstream_cost_usd',
+  'reasoning', 'cost_usd', 'upstream_cost_usd', 'usage_estimated', 'paid', 'count',
 ] as const;
 
-/** A call row as stored, without its id. */
-export type StoredCall = Omit<CallRecord, 'request_body' | 'response_body'>;
+/** A call row as stored, without its id (flags as SQLite stores them: 0 or 1). */
+export type StoredCall = Omit<
+  CallRecord, 'request_body' | 'response_body' | 'usage_estimated' | 'paid' | 'count' | 'usage_only'
+> & {
+  usage_estimated: 0 | 1;
+  paid: 0 | 1;
+  /** Calls the row stands for (folded refusals), at least 1. */
+  count: number;
+};
 
 /** Quota usage a batch adds to one user's UTC day. */
 export interface QuotaUsage {
@@ -32,7 +39,10 @@ export interface CapturedBody {
   response?: Uint8Array | string;
 }
 
-/** What one write transaction stores: rows, their captured bodies, the quota counters they add. */
+/**
+ * What one write transaction stores: rows, their captured bodies, the quota counters they add.
+ * Records marked `usage_only` add to the counters but are no rows.
+ */
 export interface CallBatch {
   calls: StoredCall[];
   /** Only calls with a body, and none at all when capture is off. */
@@ -42,9 +52,10 @@ export interface CallBatch {
 
 /** The batch that stores `records` (bodies kept only when `captureBodies`). */
 export function callBatchOf(records: readonly CallRecord[], captureBodies: boolean): CallBatch {
+  const rows = records.some((rec) => rec.usage_only) ? records.filter((rec) => !rec.usage_only) : records;
   return {
-    calls: records.map(storedCall),
-    bodies: captureBodies ? capturedBodiesOf(records) : [],
+    calls: rows.map(storedCall),
+    bodies: captureBodies ? capturedBodiesOf(rows) : [],
     usage: quotaUsageOf(records),
   };
 }
@@ -89,8 +100,9 @@ export class QuotaUsageTally {
     const day = utcDayNumber(rec.ts);
     let u = days.get(day);
     if (!u) days.set(day, (u = { user_id: rec.user_id, day, requests: 0, cost: 0 }));
-    u.requests++;
-    u.cost += effectiveCost(rec);
+    const adds = quotaUsageOfRecord(rec);
+    u.requests += adds.requests;
+    u.cost += adds.cost;
   }
 
   list(): QuotaUsage[] {
@@ -126,6 +138,9 @@ export function storedCall(rec: CallRecord): StoredCall {
       typeof rec.upstream_cost_usd === 'number' && Number.isFinite(rec.upstream_cost_usd) && rec.upstream_cost_usd >= 0
         ? rec.upstream_cost_usd
         : null,
+    usage_estimated: rec.usage_estimated === true ? 1 : 0,
+    paid: rec.paid === false ? 0 : 1,
+    count: callCount(rec),
   };
 }
 

@@ -55,14 +55,19 @@ export function computeCost(usage: TokenUsage, pricing: ModelPricing | undefined
 }
 
 /**
- * The amount that counts as spent: the upstream's own figure when it reported one (it is
- * what the provider bills), else the computed cost.
+ * The amount that counts as spent: nothing on a free backend (`paid: false`, whatever it
+ * reported), else the upstream's own figure when it reported one (it is what the provider
+ * bills), else the computed cost. `paid` absent counts as paid (rows from before it existed).
  */
-export function effectiveCost(rec: { cost_usd: number; upstream_cost_usd: number | null }): number {
+export function effectiveCost(rec: { cost_usd: number; upstream_cost_usd: number | null; paid?: boolean }): number {
+  if (rec.paid === false) return 0;
   const upstream = rec.upstream_cost_usd;
   if (typeof upstream === 'number' && Number.isFinite(upstream) && upstream >= 0) return upstream;
   return Number.isFinite(rec.cost_usd) && rec.cost_usd > 0 ? rec.cost_usd : 0;
 }
+
+/** SQL truth of `effectiveCost` on a stored `calls` row (costs there are already normalised). */
+export const SPENT_SQL = 'CASE WHEN paid = 0 THEN 0 ELSE COALESCE(upstream_cost_usd, cost_usd) END';
 
 function count(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;

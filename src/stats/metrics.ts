@@ -61,6 +61,12 @@ export class GatewayMetrics {
     labelNames: ['backend', 'direction'] as const,
     registers: [this.registry],
   });
+  private readonly estimatedTokens = new Counter({
+    name: 'llm_gateway_estimated_tokens_total',
+    help: 'The part of llm_gateway_tokens_total the gateway estimated because the backend reported no usage.',
+    labelNames: ['backend', 'direction'] as const,
+    registers: [this.registry],
+  });
   private readonly cacheTokens = new Counter({
     name: 'llm_gateway_cache_tokens_total',
     help: 'Prompt tokens read from ("read") or written to ("write") the provider prompt cache.',
@@ -108,7 +114,7 @@ export class GatewayMetrics {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Counts one finished or refused call. */
+  /** Counts one finished or refused call (free backends add no cost: see effectiveCost). */
   observeCall(rec: CallRecord): void {
     const backend = rec.backend;
     this.requests.inc({ endpoint: rec.endpoint, backend, status: String(rec.status) });
@@ -116,6 +122,10 @@ export class GatewayMetrics {
     if (rec.ttft_ms !== null) this.ttft.observe({ backend }, seconds(rec.ttft_ms));
     addIfPositive(this.tokens, { backend, direction: 'in' }, rec.prompt_tokens);
     addIfPositive(this.tokens, { backend, direction: 'out' }, rec.completion_tokens);
+    if (rec.usage_estimated) {
+      addIfPositive(this.estimatedTokens, { backend, direction: 'in' }, rec.prompt_tokens);
+      addIfPositive(this.estimatedTokens, { backend, direction: 'out' }, rec.completion_tokens);
+    }
     addIfPositive(this.cacheTokens, { backend, kind: 'read' }, rec.cached_tokens);
     addIfPositive(this.cacheTokens, { backend, kind: 'write' }, rec.cache_write_tokens);
     addIfPositive(this.cost, { backend }, effectiveCost(rec));

@@ -59,4 +59,22 @@ export const STATS_MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 2,
+    description: 'estimated usage, free backends, folded rows; gate refusals leave the quota counters',
+    sql: `
+      ALTER TABLE calls ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0; -- 1: the gateway estimated the tokens
+      ALTER TABLE calls ADD COLUMN paid INTEGER NOT NULL DEFAULT 1;            -- 0: a free backend, it spent nothing
+      ALTER TABLE calls ADD COLUMN count INTEGER NOT NULL DEFAULT 1;           -- calls the row stands for (folded 401s)
+
+      -- calls refused at the gate (no backend, a 4xx but 499) no longer count towards quotas:
+      -- take the ones still on record out of the counters (quota refusals never were in them)
+      UPDATE quota_usage SET requests = MAX(0, requests - (
+        SELECT COUNT(*) FROM calls
+        WHERE calls.user_id = quota_usage.user_id
+          AND calls.ts >= quota_usage.day * 86400000 AND calls.ts < (quota_usage.day + 1) * 86400000
+          AND backend = '(refused)' AND status >= 400 AND status < 500 AND status <> 499
+          AND COALESCE(reason, '') NOT IN ('quota_day', 'quota_month')));
+    `,
+  },
 ];

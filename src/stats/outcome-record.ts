@@ -13,7 +13,7 @@ export const ENDPOINT_ROUTES: Record<string, string> = {
 
 export interface PricingContext {
   pricing?: ModelPricing;
-  /** Unpaid (local) backends cost nothing, whatever a pricing table says. */
+  /** Unpaid (local) backends cost nothing, whatever a pricing table or the upstream says. */
   paid: boolean;
 }
 
@@ -42,7 +42,11 @@ export function toCallRecord(o: CallOutcome, price: PricingContext, captureBodie
     ...usage,
     reasoning: null,
     cost_usd: u ? computeCost(usage, price.pricing, { local: !price.paid, shape: 'openai' }) : 0,
+    // kept as reported, also from a free backend (which spends nothing: see effectiveCost)
     upstream_cost_usd: u?.cost ?? null,
+    usage_estimated: u !== undefined && o.usageEstimated === true,
+    paid: price.paid,
+    count: 1,
     ...(captureBodies ? { request_body: o.requestBody, response_body: o.responseBody } : {}),
   };
 }

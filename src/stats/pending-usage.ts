@@ -1,6 +1,6 @@
-import { effectiveCost } from './cost.ts';
 import { startOfUtcDay, utcDayNumber } from './period.ts';
-import { countsTowardQuota, type CallRecord } from './record.ts';
+import { countsTowardQuota, quotaUsageOfRecord } from './quota-rules.ts';
+import type { CallRecord } from './record.ts';
 
 export interface Usage {
   requests: number;
@@ -28,8 +28,9 @@ export class PendingUsage {
     if (!days) this.dayTotals.set(rec.user_id, (days = new Map()));
     const day = utcDayNumber(rec.ts);
     const total = days.get(day) ?? { requests: 0, cost: 0 };
-    total.requests++;
-    total.cost += effectiveCost(rec);
+    const adds = quotaUsageOfRecord(rec);
+    total.requests += adds.requests;
+    total.cost += adds.cost;
     days.set(day, total);
   }
 
@@ -42,8 +43,9 @@ export class PendingUsage {
       if (!countsTowardQuota(rec)) continue;
       const total = this.dayTotals.get(rec.user_id)?.get(utcDayNumber(rec.ts));
       if (total) {
-        total.requests--;
-        total.cost -= effectiveCost(rec);
+        const adds = quotaUsageOfRecord(rec);
+        total.requests -= adds.requests;
+        total.cost -= adds.cost;
       }
     }
     const gone = new Set(written);
@@ -76,9 +78,10 @@ export class PendingUsage {
       return sum;
     }
     for (const rec of this.byUser.get(userId) ?? []) {
-      if (rec.ts < since || !countsTowardQuota(rec)) continue;
-      sum.requests++;
-      sum.cost += effectiveCost(rec);
+      if (rec.ts < since) continue;
+      const adds = quotaUsageOfRecord(rec);
+      sum.requests += adds.requests;
+      sum.cost += adds.cost;
     }
     return sum;
   }

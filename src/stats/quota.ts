@@ -1,13 +1,21 @@
 /**
- * Per-user quotas, checked on the request path against the call log.
+ * Per-user quotas, checked on the request path against the call log's quota counters.
  *
- * - `quota_req_day`: calls per UTC calendar day. Every logged call of the user counts
- *   (failed and refused ones too: they used the gateway), EXCEPT calls refused for a quota,
- *   so hammering a locked-out key never extends the lockout. See `countsTowardQuota`.
+ * What counts (quota-rules.ts holds the rule, in JavaScript and in SQL):
+ * - `quota_req_day`: calls per UTC calendar day that got past the gate. A call counts once it
+ *   reached the scheduler, however it ended: answered, failed upstream (5xx, timeouts, a 429
+ *   from the upstream), parked until its time ran out, no backend (503), the client leaving
+ *   (499). A call refused at the gate does NOT count: no backend was chosen and it was
+ *   answered with a 4xx — unknown or forbidden model (404/403), malformed body (400), bad or
+ *   missing key (401), and the quota refusals themselves (429), so a typo costs nothing and
+ *   hammering a locked-out key never extends the lockout. See `countsTowardQuota`.
  * - `quota_cost_month`: USD per UTC calendar month, the upstream-reported cost where the
- *   backend gave one, else the computed cost.
+ *   backend gave one, else the computed cost; a free backend (`paid: false`) spends nothing
+ *   whatever it reports (`effectiveCost`; its reported cost is still in `upstream_cost_usd`).
  * - `null` or a value <= 0 means no limit (the gateway's "0 = unlimited" convention; disable
  *   a user to block it).
+ * - The counters do not depend on the call log: with `call_log: false` the calls still feed
+ *   the per-user counters (`quota_usage`), only no call rows are written.
  *
  * A call is allowed while usage is strictly below the limit: with a day limit of N the N-th
  * call of the day passes and the N+1-th is refused. Spend is checked before the call, so the

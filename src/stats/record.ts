@@ -1,5 +1,6 @@
 /**
- * One call, as the call log, the quota check and the metrics see it. Pure types and rules.
+ * One call, as the call log, the quota check and the metrics see it. Pure types (what counts
+ * towards quotas is in quota-rules.ts).
  */
 
 /** `backend` of a call the gateway refused before any backend was chosen. */
@@ -52,19 +53,18 @@ export interface CallRecord {
   cost_usd: number;
   /** Cost the upstream reported itself (OpenRouter `usage.cost`). */
   upstream_cost_usd: number | null;
+  /** The tokens are the gateway's estimate: the backend reported no usage. */
+  usage_estimated?: boolean;
+  /**
+   * The backend is paid (`paid: true` in its spec). A free backend's calls spend nothing,
+   * whatever it reports in `upstream_cost_usd` (still stored). Absent: paid (rows from before).
+   */
+  paid?: boolean;
+  /** Calls this row stands for (unauthenticated 401s are folded per source and minute); default 1. */
+  count?: number;
+  /** Counts towards its user's quotas but is not stored as a call row (the call log is off). */
+  usage_only?: boolean;
   /** Captured only when `capture_bodies` is on. */
   request_body?: Buffer | string;
   response_body?: Buffer | string;
-}
-
-/**
- * Whether a call counts towards its user's quotas: every call does, except the ones refused
- * for a quota. Counting those would let a client that keeps retrying extend its own lockout
- * past the period's end (and a month's cost quota never moves on a refusal anyway).
- */
-export function countsTowardQuota(rec: Pick<CallRecord, 'backend' | 'reason'>): boolean {
-  return !(
-    rec.backend === REFUSED_BACKEND &&
-    (rec.reason === RefusalReason.quotaDay || rec.reason === RefusalReason.quotaMonth)
-  );
 }

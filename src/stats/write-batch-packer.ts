@@ -15,6 +15,8 @@ export class WriteBatchPacker {
   private readonly bodies = new BodyPacker();
   private readonly usage = new QuotaUsageTally();
   private next = 0;
+  /** Rows packed so far (records marked `usage_only` only add to the quota counters). */
+  private rows = 0;
 
   constructor(records: readonly CallRecord[], captureBodies: boolean) {
     this.records = records;
@@ -30,12 +32,14 @@ export class WriteBatchPacker {
     const end = Math.min(this.records.length, this.next + rows);
     for (; this.next < end && this.bodies.pendingBytes < bodyBytes; this.next++) {
       const rec = this.records[this.next];
-      this.calls.add(storedCall(rec));
       this.usage.add(rec);
+      if (rec.usage_only) continue;
+      this.calls.add(storedCall(rec));
       if (this.captureBodies) {
-        this.bodies.add(this.next, 'request', rec.request_body);
-        this.bodies.add(this.next, 'response', rec.response_body);
+        this.bodies.add(this.rows, 'request', rec.request_body);
+        this.bodies.add(this.rows, 'response', rec.response_body);
       }
+      this.rows++;
     }
     this.bodies.endSlice();
     return this.next >= this.records.length;

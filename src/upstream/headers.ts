@@ -6,6 +6,10 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
   // client credentials never reach a backend; the backend's own are added instead
   'authorization', 'x-api-key', 'cookie',
+  // nor do the client's own account selectors (OpenAI organization/project, Azure's key
+  // header): the backend's credentials decide which account pays, and a stray org id makes
+  // OpenAI refuse the backend's key
+  'openai-organization', 'openai-project', 'api-key',
   // the relay parses SSE and JSON, so ask for identity encoding
   'accept-encoding',
   // the gateway's own attribution header stays here

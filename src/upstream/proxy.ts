@@ -2,16 +2,20 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import { credentialHeaders } from '../backends/probe.ts';
-import { describeError, kindForStatus } from '../backends/errors.ts';
-import type { BackendError } from '../backends/types.ts';
 import type { GatewayConfig } from '../config/types.ts';
-import { GatewayError } from '../errors.ts';
+import type { GatewayError } from '../errors.ts';
 import type { Resolution } from '../routing/resolve.ts';
-import { SchedulerRejection, type Lease, type Scheduler, type Ticket } from '../scheduler/index.ts';
+import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type SpeedSample, type Ticket } from '../scheduler/index.ts';
+import { classifyStatus, type HealthEffect } from './classify.ts';
+import { AttemptDeadline } from './deadline.ts';
 import { adaptEmbeddingsResponse } from './embeddings.ts';
+import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
+import { editTopLevel, topLevelValueText } from './raw-json.ts';
+import { exhaustedError, rejectionError, type AttemptFailure } from './refusals.ts';
 import { relayStream } from './relay.ts';
+import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { usageFromOpenAI, usageFromLlamaCppTimings } from './usage.ts';
 
 export type Endpoint = 'chat' | 'completions' | 'embeddings';
@@ -23,12 +27,17 @@ export interface ProxyDeps {
   config: () => GatewayConfig;
   now: () => number;
   onOutcome: (outcome: CallOutcome) => void;
+  /** Asks discovery to probe a backend now (failures crossed the threshold, or it is unreachable). */
+  probe: (backend: string) => void;
   log: { warn(obj: object, msg: string): void };
 }
 
 export interface ProxyCall {
   endpoint: Endpoint;
+  /** The parsed body, for the fields the gateway reads. */
   body: Record<string, unknown>;
+  /** The body exactly as the client sent it; only the fields the gateway sets are edited in it. */
+  rawBody: string;
   resolution: Resolution;
   req: FastifyRequest;
   reply: FastifyReply;
@@ -38,232 +47,298 @@ export interface ProxyCall {
   refreshCandidates?: () => Resolution['candidates'];
 }
 
-/** Why an attempt on one backend did not produce an answer and the next candidate should try. */
-interface Failover {
-  error: Omit<BackendError, 'since'>;
-  /** Counts towards the backend's consecutive-failure threshold (a model still loading does not). */
-  countsAsFailure: boolean;
+type OutcomeBase = Omit<CallOutcome, 'status' | 'reason' | 'durationMs'>;
+
+/** One call on its way through the gateway, across all of its attempts. */
+interface CallState {
+  readonly call: ProxyCall;
+  readonly cfg: GatewayConfig;
+  readonly alias: string;
+  readonly clientGone: AbortController;
+  /** The client's stream, for stream calls (shared by every attempt and the keep-alive). */
+  readonly sse?: SseResponse;
+  readonly base: OutcomeBase;
+  /** When the call's park time runs out (failover may park again until then). */
+  readonly parkDeadline: number;
+  /** The ticket parked now or last, for the keep-alive's queue position. */
+  ticket: Ticket;
+  phase: 'parked' | 'dispatched';
 }
 
-const LOAD_FAILURE = /unable to start process|loading model/i;
+/** How one attempt ended, for `settle`; `failover` set = the next candidate should try. */
+interface AttemptEnd {
+  health: HealthEffect;
+  error?: AttemptFailure['error'];
+  speed?: SpeedSample;
+  failover?: AttemptFailure;
+}
 
 /** What the call inspector keeps of a streamed answer (the call log caps it again). */
 const CAPTURE_BYTES = 256 * 1024;
 
 /**
- * Forwards one OpenAI-style call: waits for a lease from the scheduler, sends the request to
- * that backend, fails over to the next free candidate on errors before the response head, and
- * relays the answer (streams event by event). Writes the response itself and reports every
- * answered call through `onOutcome`; a call it refuses comes back as a thrown GatewayError,
- * which the route records.
+ * Forwards one OpenAI-style call: a lease from the scheduler (parking when every candidate is
+ * busy), one attempt per backend, failover to the next candidate (parking again for the time
+ * left) while nothing reached the client, and the answer written back. Every lease is
+ * released in a `finally`; every attempt is settled once (health, speed); every answered call
+ * is reported through `onOutcome`. A call refused before anything was sent comes back as a
+ * thrown GatewayError, which the route renders and records.
  */
-export class Proxy {
+export class UpstreamProxy {
   constructor(private readonly deps: ProxyDeps) {}
 
   async handle(call: ProxyCall): Promise<void> {
+    const state = this.begin(call);
+    const keepalive = state.sse && new StreamKeepalive(state.sse, state.cfg.stream_keepalive_s * 1000, () => this.keepaliveText(state));
+    try {
+      await this.run(state);
+    } finally {
+      keepalive?.stop();
+    }
+  }
+
+  private begin(call: ProxyCall): CallState {
     const { deps } = this;
     const cfg = deps.config();
     const startedAt = deps.now();
+    const alias = call.resolution.alias ?? call.resolution.requested;
     const clientGone = abortOnClientClose(call.reply);
-    const ticket: Ticket = {
-      alias: call.resolution.alias ?? call.resolution.requested,
-      candidates: call.resolution.candidates.map((c) => ({ backend: c.backend, typeKey: c.model })),
-      parkMs: parkSeconds(cfg, call.resolution.alias ?? call.resolution.requested) * 1000,
-      signal: clientGone.signal,
-      refresh: call.refreshCandidates && (() => call.refreshCandidates!().map((c) => ({ backend: c.backend, typeKey: c.model }))),
+    const stream = call.endpoint !== 'embeddings' && call.body.stream === true;
+    const parkMs = parkSeconds(cfg, alias) * 1000;
+    return {
+      call, cfg, alias, clientGone,
+      sse: stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
+      base: {
+        requestId: String(call.req.id), endpoint: call.endpoint, requestedModel: call.resolution.requested,
+        backend: null, model: null, startedAt, ttftMs: null,
+        source: call.caller.source, userId: call.caller.userId,
+        requestBody: cfg.capture_bodies ? call.rawBody : undefined,
+      },
+      parkDeadline: startedAt + parkMs,
+      ticket: {
+        alias, candidates: toCandidates(call.resolution.candidates), parkMs, signal: clientGone.signal,
+        refresh: call.refreshCandidates && (() => toCandidates(call.refreshCandidates!())),
+      },
+      phase: 'parked',
     };
-    const base: Omit<CallOutcome, 'status' | 'reason' | 'durationMs'> = {
-      requestId: String(call.req.id), endpoint: call.endpoint, requestedModel: call.resolution.requested,
-      backend: null, model: null, startedAt, ttftMs: null,
-      source: call.caller.source, userId: call.caller.userId,
-      requestBody: cfg.capture_bodies ? JSON.stringify(call.body) : undefined,
-    };
+  }
 
-    let lease: Lease | null;
-    try {
-      lease = await deps.scheduler.acquire(ticket);
-    } catch (err) {
-      if (err instanceof SchedulerRejection) {
-        if (err.reason === 'aborted') {
-          deps.onOutcome({ ...base, status: 499, reason: 'client_closed_while_parked', durationMs: deps.now() - startedAt });
-          return;
-        }
-        throw rejectionError(err, ticket.alias);
-      }
-      throw err;
-    }
-
+  /** The failover loop: lease, attempt, release, settle; next candidate or park again. */
+  private async run(state: CallState): Promise<void> {
     const tried = new Set<string>();
-    let lastFailure: Failover | undefined;
+    let last: AttemptFailure | undefined;
+    let lease = await this.firstLease(state);
     while (lease) {
       tried.add(lease.backend);
-      const failover = await this.attempt(call, lease, clientGone, base);
-      if (!failover) return;
-      lastFailure = failover;
-      const backend = lease.backend;
-      lease.release();
-      if (failover.countsAsFailure) {
-        deps.registry.recordFailure(backend, failover.error, cfg.failure_threshold);
-      }
-      deps.log.warn({ backend, reqId: call.req.id, error: failover.error }, 'upstream attempt failed; trying the next candidate');
-      if (clientGone.signal.aborted) {
-        deps.onOutcome({ ...base, backend, status: 499, reason: 'client_closed', durationMs: deps.now() - startedAt });
-        return;
-      }
-      lease = deps.scheduler.tryAcquireNow(ticket.refresh?.() ?? ticket.candidates, tried);
-    }
-    throw exhaustedError(lastFailure);
-  }
-
-  /** One try on the leased backend. Returns a Failover when the next candidate should try. */
-  private async attempt(
-    call: ProxyCall,
-    lease: Lease,
-    clientGone: AbortController,
-    base: Omit<CallOutcome, 'status' | 'reason' | 'durationMs'>,
-  ): Promise<Failover | undefined> {
-    const { deps } = this;
-    const cfg = deps.config();
-    const backend = deps.registry.get(lease.backend);
-    if (!backend) return { error: { kind: 'error', detail: 'backend was removed' }, countsAsFailure: false };
-    const outcomeBase = { ...base, backend: backend.name, model: lease.typeKey };
-    const wantsStream = call.endpoint !== 'embeddings' && call.body.stream === true;
-    const payload = Buffer.from(JSON.stringify(upstreamBody(call.body, lease.typeKey, wantsStream)));
-    const path = `${backend.basePath}${call.req.url}`;
-
-    const firstByteMs = cfg.first_byte_timeout_s > 0 ? cfg.first_byte_timeout_s * 1000 : 0;
-    const attemptStartedAt = deps.now();
-
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await deps.dispatcherFor(backend).request({
-        path,
-        method: 'POST',
-        headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), payload.length),
-        body: payload,
-        signal: clientGone.signal,
-        headersTimeout: firstByteMs || cfg.request_timeout_s * 1000,
-        // a stream may legitimately wait long for its first token (prefill); the relay watches
-        // the silence between data after that. A JSON answer gets the idle limit as a whole.
-        bodyTimeout: wantsStream ? 0 : cfg.stream_idle_timeout_s * 1000,
-      });
-    } catch (err) {
-      return { error: describeError(err), countsAsFailure: !clientGone.signal.aborted };
-    }
-
-    if (res.statusCode !== 200) {
-      let text: string;
+      state.phase = 'dispatched';
+      let end: AttemptEnd;
       try {
-        text = await res.body.text();
-      } catch (err) {
-        return { error: describeError(err), countsAsFailure: true };
+        end = await this.attempt(state, lease);
+      } finally {
+        lease.release();
       }
-      if ((res.statusCode === 502 || res.statusCode === 503) && LOAD_FAILURE.test(text)) {
-        return {
-          error: { kind: 'upstream', status: res.statusCode, detail: text.slice(0, 300) },
-          countsAsFailure: res.statusCode === 502,
-        };
-      }
-      const countsAsFailure = res.statusCode >= 500 || res.statusCode === 408 || res.statusCode === 429;
-      if (countsAsFailure) {
-        deps.registry.recordFailure(backend.name, { kind: kindForStatus(res.statusCode), status: res.statusCode, detail: text.slice(0, 300) }, cfg.failure_threshold);
-      } else {
-        deps.registry.recordSuccess(backend.name);
-      }
-      lease.release();
-      this.sendUpstreamAnswer(call.reply, backend, res, scrubSecret(text, backend.spec.api_key));
-      deps.onOutcome({ ...outcomeBase, status: res.statusCode, reason: 'upstream_error', durationMs: deps.now() - base.startedAt, responseBody: cfg.capture_bodies ? text : undefined });
-      return undefined;
+      this.settle(lease.backend, end);
+      if (!end.failover) return;
+      last = end.failover;
+      this.deps.log.warn({ backend: last.backend, reqId: state.call.req.id, error: last.error }, 'upstream attempt failed; trying the next candidate');
+      lease = state.clientGone.signal.aborted ? null : await this.nextLease(state, tried);
     }
-
-    const contentType = String(res.headers['content-type'] ?? '');
-    if (wantsStream && contentType.includes('text/event-stream')) {
-      const result = await relayStream({
-        upstream: res,
-        reply: call.reply,
-        headers: { ...gatewayHeaders(backend.name, call.req.id) },
-        clientWantsUsage: (call.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true,
-        promptTokenEstimate: estimatePromptTokens(call.body),
-        now: deps.now,
-        firstByteTimeoutMs: firstByteMs,
-        idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
-        captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
-      });
-      if (result.kind === 'failover') {
-        return { error: result.error, countsAsFailure: true };
-      }
-      const status = result.kind === 'complete' ? 200 : result.kind === 'client_closed' ? 499 : 502;
-      if (result.kind === 'upstream_failed') {
-        deps.registry.recordFailure(backend.name, result.error, cfg.failure_threshold);
-      } else {
-        deps.registry.recordSuccess(backend.name);
-      }
-      lease.release();
-      const summary = result.summary;
-      if (status === 200 && summary.usage && summary.firstTokenAt !== undefined) {
-        deps.scheduler.recordSpeed(backend.name, {
-          status, outputTokens: summary.usage.completion_tokens, seconds: Math.max(0.001, (deps.now() - summary.firstTokenAt) / 1000),
-        });
-      }
-      deps.onOutcome({
-        ...outcomeBase, status, reason: result.kind === 'complete' ? null : result.kind,
-        durationMs: deps.now() - base.startedAt,
-        ttftMs: summary.firstTokenAt !== undefined ? summary.firstTokenAt - base.startedAt : null,
-        usage: summary.usage,
-        responseBody: result.captured,
-      });
-      return undefined;
+    if (state.clientGone.signal.aborted) {
+      this.report(state, { backend: last?.backend ?? null, status: 499, reason: 'client_closed' });
+      return;
     }
+    if (last?.answer) {
+      this.sendUpstreamAnswer(state, last.backend, last.answer);
+      this.report(state, { backend: last.backend, status: last.answer.status, reason: 'upstream_error', responseBody: state.cfg.capture_bodies ? last.answer.text : undefined });
+      return;
+    }
+    this.refuse(state, exhaustedError(last), last?.backend ?? null);
+  }
 
-    let raw: Buffer;
+  /** The call's first lease, parking if need be; null when it was refused (already answered). */
+  private async firstLease(state: CallState): Promise<Lease | null> {
     try {
-      raw = Buffer.from(await res.body.arrayBuffer());
+      return await this.deps.scheduler.acquire(state.ticket);
     } catch (err) {
-      return { error: describeError(err), countsAsFailure: !clientGone.signal.aborted };
+      if (!(err instanceof SchedulerRejection)) throw err;
+      if (err.reason === 'aborted') {
+        this.report(state, { status: 499, reason: 'client_closed_while_parked' });
+        return null;
+      }
+      this.refuse(state, rejectionError(err, state.alias), null);
+      return null;
     }
-    deps.registry.recordSuccess(backend.name);
-    lease.release();
-    const { body, usage } = this.inspectJson(call, raw);
-    const now = deps.now();
-    const elapsed = now - base.startedAt;
-    if (usage && call.endpoint !== 'embeddings') {
-      // generation speed: time on this backend only, not time spent parked
-      const seconds = Math.max(0.001, (now - attemptStartedAt) / 1000);
-      deps.scheduler.recordSpeed(backend.name, { status: 200, outputTokens: usage.completion_tokens, seconds });
-    }
-    call.reply
-      .code(200)
-      .headers({ ...clientResponseHeaders(res.headers), ...gatewayHeaders(backend.name, call.req.id) })
-      .send(body);
-    deps.onOutcome({
-      ...outcomeBase, status: 200, reason: null, durationMs: elapsed, ttftMs: elapsed, usage,
-      responseBody: cfg.capture_bodies ? raw : undefined,
-    });
-    return undefined;
   }
 
-  /** Reads usage out of a JSON answer; embeddings are re-encoded to what the client asked for. */
-  private inspectJson(call: ProxyCall, raw: Buffer): { body: Buffer | string; usage?: ReturnType<typeof usageFromOpenAI> } {
-    let parsed: Record<string, unknown>;
+  /**
+   * After a failed attempt: a free candidate not tried yet, else park on the busy ones for the
+   * time the call has left; null when there is none or the wait ran out.
+   */
+  private async nextLease(state: CallState, tried: ReadonlySet<string>): Promise<Lease | null> {
+    const { scheduler } = this.deps;
+    const untried = () => (state.ticket.refresh?.() ?? state.ticket.candidates).filter((c) => !tried.has(c.backend));
+    const candidates = untried();
+    const now = scheduler.tryAcquireNow(candidates, tried);
+    if (now) return now;
+    const parkMs = state.parkDeadline - this.deps.now();
+    if (parkMs <= 0 || scheduler.order(candidates).length === 0) return null;
+    state.ticket = { alias: state.alias, candidates, parkMs, signal: state.clientGone.signal, refresh: state.ticket.refresh && untried };
+    state.phase = 'parked';
     try {
-      parsed = JSON.parse(raw.toString('utf8'));
-    } catch {
-      return { body: raw };
+      return await scheduler.acquire(state.ticket);
+    } catch (err) {
+      if (err instanceof SchedulerRejection) return null;
+      throw err;
     }
-    const usage = usageFromOpenAI(parsed) ?? (parsed.timings ? usageFromLlamaCppTimings(parsed.timings) : undefined);
-    if (call.endpoint === 'embeddings') {
-      const requested = call.body.encoding_format as 'float' | 'base64' | undefined;
-      const adapted = adaptEmbeddingsResponse(parsed, requested);
-      return { body: adapted === parsed ? raw : JSON.stringify(adapted), usage };
-    }
-    return { body: raw, usage };
   }
 
-  private sendUpstreamAnswer(reply: FastifyReply, backend: BackendState, res: Dispatcher.ResponseData, text: string): void {
-    reply
-      .code(res.statusCode)
-      .headers({ ...clientResponseHeaders(res.headers), ...gatewayHeaders(backend.name, reply.request.id) })
-      .send(text);
+  /** One try on the leased backend. Never leaves the lease held: the caller releases it. */
+  private async attempt(state: CallState, lease: Lease): Promise<AttemptEnd> {
+    const { deps } = this;
+    const { call, cfg } = state;
+    const backend = deps.registry.get(lease.backend);
+    if (!backend) return { health: 'none', failover: { backend: lease.backend, error: { kind: 'error', detail: 'backend was removed' }, health: 'none' } };
+    const deadline = new AttemptDeadline(state.clientGone.signal);
+    try {
+      if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
+      else deadline.arm(cfg.request_timeout_s * 1000, `no complete answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
+      const body = upstreamBody(call, lease.typeKey, state.sse !== undefined);
+      const result = await forward({
+        dispatcher: deps.dispatcherFor(backend),
+        path: `${backend.basePath}${call.req.url}`,
+        headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), Buffer.byteLength(body)),
+        body,
+        signal: deadline.signal,
+        stream: state.sse !== undefined,
+      });
+      const outcome = { backend: backend.name, model: lease.typeKey };
+      switch (result.kind) {
+        case 'transport-error': {
+          const health = state.clientGone.signal.aborted ? 'none' : result.error.kind === 'unreachable' ? 'unreachable' : 'failure';
+          return { health, error: result.error, failover: { backend: backend.name, error: result.error, health } };
+        }
+        case 'bad-answer':
+          return { health: 'failure', error: result.error, failover: { backend: backend.name, error: result.error, health: 'failure' } };
+        case 'upstream-status': {
+          const verdict = classifyStatus(result.status, result.text);
+          if (verdict.action === 'failover') {
+            const answer = verdict.relayable ? { status: result.status, headers: result.headers, text: scrubSecret(result.text, backend.spec.api_key) } : undefined;
+            return { health: verdict.health, error: verdict.error, failover: { backend: backend.name, error: verdict.error, health: verdict.health, answer } };
+          }
+          const text = scrubSecret(result.text, backend.spec.api_key);
+          this.sendUpstreamAnswer(state, backend.name, { status: result.status, headers: result.headers, text });
+          this.report(state, { ...outcome, status: result.status, reason: 'upstream_error', responseBody: cfg.capture_bodies ? text : undefined });
+          return { health: 'ok' };
+        }
+        case 'ok-json': {
+          const { body: answer, usage } = inspectJson(call, result.raw, result.json);
+          this.sendJson(state, backend.name, 200, result.headers, answer);
+          this.report(state, { ...outcome, status: 200, reason: null, usage, responseBody: cfg.capture_bodies ? result.raw : undefined });
+          return { health: 'ok' };
+        }
+        case 'ok-stream':
+          return await this.relay(state, backend.name, lease.typeKey, result.response, deadline);
+      }
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private async relay(state: CallState, backend: string, model: string, response: Dispatcher.ResponseData, deadline: AttemptDeadline): Promise<AttemptEnd> {
+    const { deps } = this;
+    const { call, cfg } = state;
+    const result = await relayStream({
+      upstream: response,
+      sse: state.sse!,
+      headers: gatewayHeaders(backend, call.req.id),
+      clientWantsUsage: (call.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true,
+      promptTokenEstimate: estimatePromptTokens(call.body),
+      now: deps.now,
+      onFirstByte: () => deadline.clear(),
+      idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
+      captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
+    });
+    if (result.kind === 'failover') {
+      const health = state.clientGone.signal.aborted ? 'none' : result.error.kind === 'unreachable' ? 'unreachable' : 'failure';
+      return { health, error: result.error, failover: { backend, error: result.error, health } };
+    }
+    const { summary } = result;
+    const status = result.kind === 'complete' ? 200 : result.kind === 'upstream_failed' ? 502 : 499;
+    this.report(state, {
+      backend, model, status, reason: result.kind === 'complete' ? null : result.kind,
+      ttftMs: summary.firstTokenAt !== undefined ? summary.firstTokenAt - state.base.startedAt : null,
+      usage: summary.usage, usageEstimated: summary.usageSource === 'estimated',
+      responseBody: result.captured,
+    });
+    if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error };
+    if (result.kind === 'client_stalled') return { health: 'none' };
+    // speed = decoding only: from the first token to the end, never a model load or a park
+    const speed = result.kind === 'complete' && summary.firstTokenAt !== undefined
+      ? { status: 200, outputTokens: summary.usage.completion_tokens, seconds: Math.max(0.001, (deps.now() - summary.firstTokenAt) / 1000) }
+      : undefined;
+    return { health: 'ok', speed };
+  }
+
+  /** Applies one attempt's effect on its backend: health, probes, speed. Called once per attempt. */
+  private settle(backend: string, end: AttemptEnd): void {
+    const { registry, scheduler } = this.deps;
+    const error = end.error ?? { kind: 'error' as const, detail: 'attempt failed' };
+    switch (end.health) {
+      case 'ok':
+        registry.recordSuccess(backend);
+        break;
+      case 'failure':
+        if (registry.recordFailure(backend, error, this.deps.config().failure_threshold)) this.deps.probe(backend);
+        break;
+      case 'unreachable':
+        registry.recordFailure(backend, error, this.deps.config().failure_threshold);
+        this.deps.probe(backend);
+        break;
+      case 'auth':
+        registry.markDown(backend, { ...error, kind: 'auth' });
+        break;
+      case 'none':
+        break;
+    }
+    if (end.speed) scheduler.recordSpeed(backend, end.speed);
+  }
+
+  /** A refusal: as an error event once the stream head is out, else thrown for the route. */
+  private refuse(state: CallState, err: GatewayError, backend: string | null): void {
+    if (!state.sse?.headWritten) throw err;
+    state.sse.endWithEvent(err.toOpenAI());
+    this.report(state, { backend, status: err.status, reason: err.reason });
+  }
+
+  private sendUpstreamAnswer(state: CallState, backend: string, answer: { status: number; headers: UpstreamHeaders; text: string }): void {
+    if (state.sse?.headWritten) {
+      state.sse.endWithEvent(asErrorEvent(answer.status, answer.text));
+      return;
+    }
+    this.sendJson(state, backend, answer.status, answer.headers, answer.text);
+  }
+
+  private sendJson(state: CallState, backend: string, status: number, headers: UpstreamHeaders, body: Buffer | string): void {
+    if (state.sse?.headWritten) {
+      state.sse.endWithEvent(Buffer.isBuffer(body) ? body.toString('utf8') : body);
+      return;
+    }
+    state.call.reply
+      .code(status)
+      .headers({ ...clientResponseHeaders(headers), ...gatewayHeaders(backend, state.call.req.id) })
+      .send(body);
+  }
+
+  private report(state: CallState, fields: Partial<CallOutcome> & Pick<CallOutcome, 'status' | 'reason'>): void {
+    this.deps.onOutcome({ ...state.base, ...fields, durationMs: this.deps.now() - state.base.startedAt });
+  }
+
+  private keepaliveText(state: CallState): string {
+    if (state.phase === 'parked') {
+      const where = this.deps.scheduler.queuePosition(state.ticket);
+      if (where) return `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
+    }
+    return state.sse?.dataWritten ? 'keepalive' : 'waiting for first token';
   }
 }
 
@@ -271,14 +346,45 @@ export function gatewayHeaders(backend: string, requestId: string): Record<strin
   return { 'x-gateway-backend': backend, 'x-request-id': requestId };
 }
 
-/** The body sent upstream: the client's, untouched but for the real model id and the usage request. */
-function upstreamBody(body: Record<string, unknown>, model: string, stream: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...body, model };
+function toCandidates(candidates: Resolution['candidates']): Candidate[] {
+  return candidates.map((c) => ({ backend: c.backend, typeKey: c.model }));
+}
+
+/**
+ * The body sent upstream: the client's bytes, with only the real model id and (streams) the
+ * usage request edited in; every other byte as it came (big integers, key order, escapes).
+ */
+function upstreamBody(call: ProxyCall, model: string, stream: boolean): string {
+  const edits = new Map<string, string | null>();
+  if (call.body.model !== model) edits.set('model', JSON.stringify(model));
   if (stream) {
-    const opts = (typeof body.stream_options === 'object' && body.stream_options) || {};
-    out.stream_options = { ...opts, include_usage: true };
+    const opts = call.body.stream_options;
+    const isObject = typeof opts === 'object' && opts !== null && !Array.isArray(opts);
+    if (!isObject || (opts as { include_usage?: unknown }).include_usage !== true) {
+      const text = isObject ? topLevelValueText(call.rawBody, 'stream_options') : undefined;
+      edits.set('stream_options', text ? editTopLevel(text, new Map([['include_usage', 'true']])) : '{"include_usage":true}');
+    }
   }
-  return out;
+  return edits.size ? editTopLevel(call.rawBody, edits) : call.rawBody;
+}
+
+/** Usage out of a JSON answer; embeddings re-encoded to what the client asked for. */
+function inspectJson(call: ProxyCall, raw: Buffer, parsed: Record<string, unknown>): { body: Buffer | string; usage?: ReturnType<typeof usageFromOpenAI> } {
+  const usage = usageFromOpenAI(parsed) ?? (parsed.timings ? usageFromLlamaCppTimings(parsed.timings) : undefined);
+  if (call.endpoint === 'embeddings') {
+    const adapted = adaptEmbeddingsResponse(parsed, call.body.encoding_format as 'float' | 'base64' | undefined);
+    return { body: adapted === parsed ? raw : JSON.stringify(adapted), usage };
+  }
+  return { body: raw, usage };
+}
+
+/** An upstream error as the body of an SSE error event: its own JSON error, else wrapped. */
+function asErrorEvent(status: number, text: string): unknown {
+  try {
+    const parsed = JSON.parse(text);
+    if (parsed && typeof parsed === 'object' && 'error' in parsed) return parsed;
+  } catch { /* not JSON: wrapped below */ }
+  return { error: { message: text.slice(0, 2000) || `HTTP ${status}`, type: 'upstream_error', param: null, code: String(status) } };
 }
 
 function parkSeconds(cfg: GatewayConfig, alias: string): number {
@@ -292,33 +398,6 @@ function abortOnClientClose(reply: FastifyReply): AbortController {
     if (!reply.raw.writableFinished) ac.abort(new Error('client closed the connection'));
   });
   return ac;
-}
-
-function rejectionError(err: SchedulerRejection, alias: string): GatewayError {
-  const messages: Record<string, string> = {
-    no_backend: `No healthy backend is serving \`${alias}\` right now.`,
-    parking_off: `Every backend serving \`${alias}\` is busy and parking is off for it; retry shortly.`,
-    queue_full: `Too many calls are waiting for a backend; retry shortly.`,
-    park_timeout: `Every backend serving \`${alias}\` stayed busy for the whole wait; retry shortly.`,
-  };
-  return new GatewayError({
-    status: 503,
-    code: err.reason === 'no_backend' ? 'no_healthy_backend' : err.reason,
-    type: 'api_error',
-    message: messages[err.reason] ?? err.message,
-    retryAfter: err.retryAfter,
-    reason: err.reason,
-  });
-}
-
-function exhaustedError(failure: Failover | undefined): GatewayError {
-  if (failure?.error.kind === 'timeout') {
-    return new GatewayError({ status: 504, code: 'upstream_timeout', type: 'timeout_error', message: `The backend did not answer in time (${failure.error.detail}).` });
-  }
-  if (failure?.error.status === 503 || failure?.error.status === 502) {
-    return new GatewayError({ status: 503, code: 'backend_unavailable', message: `No backend could take the call: ${failure.error.detail}`, retryAfter: 2 });
-  }
-  return new GatewayError({ status: 502, code: 'upstream_unreachable', message: `No backend could be reached: ${failure?.error.detail ?? 'unknown error'}` });
 }
 
 function scrubSecret(text: string, secret: string | undefined): string {

@@ -7,6 +7,8 @@ import type { FakeKind } from './types.ts';
 export interface FakeReply {
   status: number;
   body: unknown;
+  /** Extra response headers (content-type is set from the body). */
+  headers?: Record<string, string>;
 }
 
 /** llama.cpp's error `type` for a status (server-common.h error_type names). */

@@ -80,8 +80,24 @@ function send(res: ServerResponse, reply: FakeReply): void {
   if (res.destroyed) return;
   const text = typeof reply.body === 'string';
   const payload = text ? (reply.body as string) : JSON.stringify(reply.body);
-  res.writeHead(reply.status, { 'Content-Type': text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8' });
+  res.writeHead(reply.status, { 'Content-Type': text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8', ...reply.headers });
   res.end(payload);
+}
+
+/** The garbageJson answer: 200, application/json, and `body` serialised but cut in half (not JSON). */
+function sendGarbled(res: ServerResponse, body: unknown): void {
+  if (res.destroyed) return;
+  const json = JSON.stringify(body);
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' });
+  res.end(json.slice(0, Math.floor(json.length / 2)));
+}
+
+/** The headThenSilence answer: a 200 head, then nothing until the client goes away or close(). */
+function headThenSilence(res: ServerResponse, streaming: boolean, signal: AbortSignal): Promise<void> {
+  const type = streaming ? { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' } : { 'Content-Type': 'application/json; charset=utf-8' };
+  res.writeHead(200, type);
+  res.flushHeaders();
+  return untilAborted(signal);
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts (the timer is cleared). */
@@ -130,6 +146,8 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
   let loadingSince = Date.now();
   let inflight = 0;
   let maxInflight = 0;
+  /** errorStatus answers sent since errorCount/errorStatus were last set. */
+  let errorsSent = 0;
 
   const catalogueState = (): CatalogueState => ({ models, created, running, busy: inflight, slots });
   const isLoading = () => kind === 'llamacpp' && knobs.loadingMs > 0 && Date.now() - loadingSince < knobs.loadingMs;
@@ -181,8 +199,10 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
   /** The error a generation request gets before any content, if any. */
   function generationRefusal(model: string): FakeReply | undefined {
     if (!models.includes(model)) return modelNotFound(kind, model);
-    if (knobs.errorStatus > 0) {
-      return knobs.errorBody === undefined ? knobError(kind, knobs.errorStatus) : { status: knobs.errorStatus, body: knobs.errorBody };
+    if (knobs.errorStatus > 0 && (knobs.errorCount <= 0 || errorsSent < knobs.errorCount)) {
+      if (knobs.errorCount > 0) errorsSent++;
+      const error = knobs.errorBody === undefined ? knobError(kind, knobs.errorStatus) : { status: knobs.errorStatus, body: knobs.errorBody };
+      return knobs.retryAfter === undefined ? error : { ...error, headers: { ...error.headers, 'Retry-After': knobs.retryAfter } };
     }
     if (kind === 'llamaswap' && knobs.unableToStart) return unableToStartProcess();
     if (kind === 'together' && togetherIsDedicatedOnly(model)) return togetherNonServerless(model);
@@ -227,9 +247,15 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     if (signal.aborted) return;
 
     const streaming = body?.stream === true && what !== 'embeddings';
+    if (knobs.headThenSilence) { started(); return headThenSilence(res, streaming, signal); }
     if (!streaming && knobs.dropAfterChunks >= 0) { res.socket?.destroy(); return; }
     if (!streaming && knobs.stallAfterChunks >= 0) return untilAborted(signal);
-    if (what === 'embeddings') return reply({ status: 200, body: embeddingsReply(kind, model, body?.input, body?.encoding_format) });
+    const answer = (json: unknown) => {
+      if (!knobs.garbageJson) return reply({ status: 200, body: json });
+      started();
+      sendGarbled(res, json);
+    };
+    if (what === 'embeddings') return answer(embeddingsReply(kind, model, body?.input, body?.encoding_format));
 
     const plan: ReplyPlan = planReply({
       dialect, what, model,
@@ -246,7 +272,7 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     }
     if (knobs.tokensPerSecond > 0) await sleep((plan.pieces.length * 1000) / knobs.tokensPerSecond, signal);
     if (signal.aborted) return;
-    reply({ status: 200, body: what === 'chat' ? chatCompletion(plan) : textCompletion(plan) });
+    answer(what === 'chat' ? chatCompletion(plan) : textCompletion(plan));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -316,6 +342,7 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     setKnobs(patch: Partial<FakeKnobs>) {
       Object.assign(knobs, patch);
       if ('loadingMs' in patch) loadingSince = Date.now();
+      if ('errorCount' in patch || 'errorStatus' in patch) errorsSent = 0;
     },
     requests,
     get inflight() { return inflight; },

@@ -16,6 +16,14 @@ export interface FakeKnobs {
   errorStatus: number;
   /** Body for `errorStatus`; default: the kind's own error shape. A string is sent as text/plain. */
   errorBody?: unknown;
+  /**
+   * With `errorStatus`: only the next N generation requests get the error, later ones are served
+   * normally ("500 × 3 then healthy"); 0 = every request. Counted from start, or from a setKnobs
+   * that sets `errorCount` or `errorStatus`. Requests refused earlier (unknown model) do not count.
+   */
+  errorCount: number;
+  /** With `errorStatus`: the `retry-after` header of the error answer (e.g. '7'); undefined = none. */
+  retryAfter?: string;
   /** -1 = off; destroy the socket after N content chunks (no [DONE]). Non-stream: destroy before the body. */
   dropAfterChunks: number;
   /** -1 = off; send N content chunks and then nothing, socket open until close(). Non-stream: never answer. */
@@ -37,6 +45,17 @@ export interface FakeKnobs {
   prefillMs: number;
   /** Prompt tokens reported as prompt-cache hits (`prompt_tokens_details.cached_tokens`). */
   cachedPromptTokens: number;
+  /**
+   * Send the 200 response head (text/event-stream for streams, application/json otherwise) and
+   * then nothing, the socket open until the client goes away or close(). errorStatus wins.
+   */
+  headThenSilence: boolean;
+  /**
+   * Non-stream answers (embeddings too): 200 with `content-type: application/json` and a complete
+   * body that is not JSON, the real reply cut in half (`{"id":…` without its end). Streams are
+   * not affected.
+   */
+  garbageJson: boolean;
 }
 
 export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
@@ -45,6 +64,8 @@ export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
   chunkCount: 8,
   errorStatus: 0,
   errorBody: undefined,
+  errorCount: 0,
+  retryAfter: undefined,
   dropAfterChunks: -1,
   stallAfterChunks: -1,
   toolCall: false,
@@ -54,6 +75,8 @@ export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
   refuse: false,
   cachedPromptTokens: 0,
   prefillMs: 0,
+  headThenSilence: false,
+  garbageJson: false,
 });
 
 export interface RecordedRequest {

@@ -12,6 +12,7 @@ import type { BackendSpec, GatewayConfig } from '../../src/config/types.ts';
 
 export interface TestGateway extends App {
   url: string;
+  port: number;
   storeDir: string;
   close(): Promise<void>;
 }
@@ -25,7 +26,12 @@ export function backendSpec(b: BackendInput): BackendSpec {
 export async function startGateway(
   backends: BackendInput[],
   overrides: Partial<GatewayConfig> = {},
-  opts: { logStream?: NodeJS.WritableStream; storeDir?: string } = {},
+  opts: {
+    logStream?: NodeJS.WritableStream;
+    storeDir?: string;
+    /** Listen address (default 127.0.0.1); `url` stays on 127.0.0.1 for a wildcard one. */
+    host?: string;
+  } = {},
 ): Promise<TestGateway> {
   const storeDir = opts.storeDir ?? mkdtempSync(join(tmpdir(), 'llmgw-test-'));
   const config: GatewayConfig = {
@@ -39,13 +45,15 @@ export async function startGateway(
   };
   const logger = pino({ level: config.log_level }, opts.logStream ?? pino.destination({ dest: 2, sync: false }));
   const built = await buildApp({ config, configSource: 'test', logger, processMetrics: false });
-  await built.app.listen({ port: 0, host: '127.0.0.1' });
+  const host = opts.host ?? '127.0.0.1';
+  await built.app.listen({ port: 0, host });
   await built.gateway.discovery.pollAll();
   const address = built.app.server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
     ...built,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`,
+    port,
     storeDir,
     close: async () => {
       await built.app.close();

@@ -1,0 +1,43 @@
+import type { FastifyInstance } from 'fastify';
+import { badRequest, GatewayError } from '../errors.ts';
+import { nestingDepthExceeds } from '../upstream/raw-json.ts';
+
+/** Deeper nesting than this is refused at parse time (no chat body needs it; deep values make JSON tools throw). */
+export const MAX_JSON_DEPTH = 256;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The JSON body exactly as the client sent it ('' for other bodies). */
+    rawBody: string;
+  }
+}
+
+/**
+ * The JSON body parser of the proxied routes (scoped to the plugin that calls it): keeps the
+ * client's text next to the parsed object, so the body reaches the backend byte for byte but
+ * for the fields the gateway sets, and refuses nesting beyond MAX_JSON_DEPTH with a 400.
+ */
+export function useRawJsonBodies(app: FastifyInstance, bodyLimit: number): void {
+  app.decorateRequest('rawBody', '');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (req, text, done) => {
+    const body = text as string;
+    if (nestingDepthExceeds(body, MAX_JSON_DEPTH)) {
+      done(badRequest(`The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`, null, 'json_too_deep'), undefined);
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body);
+    } catch (err) {
+      done(invalidJson((err as Error).message), undefined);
+      return;
+    }
+    req.rawBody = body;
+    done(null, parsed);
+  });
+}
+
+function invalidJson(detail: string): GatewayError {
+  return new GatewayError({ status: 400, code: 'invalid_json', message: `We could not parse the JSON body of your request: ${detail}` });
+}

@@ -1,0 +1,77 @@
+import type { Dispatcher } from 'undici';
+import { describeError } from '../backends/errors.ts';
+import type { BackendError } from '../backends/types.ts';
+
+export type UpstreamHeaders = Record<string, string | string[] | undefined>;
+
+export interface ForwardRequest {
+  dispatcher: Dispatcher;
+  path: string;
+  headers: Record<string, string | string[]>;
+  body: string | Buffer;
+  /** Aborts the request: the client left, or the attempt's deadline passed. */
+  signal: AbortSignal;
+  /** The client asked for a stream: a 200 event stream is handed back unread. */
+  stream: boolean;
+}
+
+/** What one HTTP exchange with a backend came to, before anyone decides what it means. */
+export type Forwarded =
+  /** A 200 JSON answer, read whole and parsed. */
+  | { kind: 'ok-json'; headers: UpstreamHeaders; raw: Buffer; json: Record<string, unknown> }
+  /** A 200 event stream, body not read yet (the relay reads it). */
+  | { kind: 'ok-stream'; response: Dispatcher.ResponseData }
+  /** Any other status, with its body as text. */
+  | { kind: 'upstream-status'; status: number; headers: UpstreamHeaders; text: string }
+  /** A 200 whose body is not a JSON object: the backend is broken, not the client. */
+  | { kind: 'bad-answer'; error: Omit<BackendError, 'since'> }
+  /** No answer: connection refused or reset, a deadline passed, the client left. */
+  | { kind: 'transport-error'; error: Omit<BackendError, 'since'> };
+
+/**
+ * Sends one request to one backend and turns the undici response into a typed result. Never
+ * throws: every failure is a `transport-error`. Deadlines come in through `signal` (the
+ * gateway's own timers), so undici's head/body timeouts stay off.
+ */
+export async function forward(req: ForwardRequest): Promise<Forwarded> {
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await req.dispatcher.request({
+      path: req.path,
+      method: 'POST',
+      headers: req.headers,
+      body: req.body,
+      signal: req.signal,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+  } catch (err) {
+    return { kind: 'transport-error', error: describeError(err) };
+  }
+  try {
+    if (res.statusCode !== 200) {
+      return { kind: 'upstream-status', status: res.statusCode, headers: res.headers, text: await res.body.text() };
+    }
+    const contentType = String(res.headers['content-type'] ?? '');
+    if (req.stream && contentType.includes('text/event-stream')) return { kind: 'ok-stream', response: res };
+    const raw = Buffer.from(await res.body.arrayBuffer());
+    const json = parseObject(raw);
+    if (!json) {
+      const preview = raw.subarray(0, 120).toString('utf8').replace(/\s+/g, ' ');
+      return { kind: 'bad-answer', error: { kind: 'upstream', status: 200, detail: `answered 200 with a body that is not a JSON object (${contentType || 'no content type'}): ${preview}` } };
+    }
+    return { kind: 'ok-json', headers: res.headers, raw, json };
+  } catch (err) {
+    res.body.destroy();
+    return { kind: 'transport-error', error: describeError(err) };
+  }
+}
+
+function parseObject(raw: Buffer): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(raw.toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,54 @@
+/** The errors a call gets when the scheduler or the fleet cannot serve it. */
+import type { BackendError } from '../backends/types.ts';
+import { GatewayError } from '../errors.ts';
+import type { SchedulerRejection } from '../scheduler/index.ts';
+import type { HealthEffect } from './classify.ts';
+
+/** Why the last candidate tried did not answer. */
+export interface AttemptFailure {
+  backend: string;
+  error: Omit<BackendError, 'since'>;
+  health: HealthEffect;
+  /** The backend's own answer (a 5xx, 429 or 408), relayed as it was if no one does better. */
+  answer?: { status: number; headers: Record<string, string | string[] | undefined>; text: string };
+}
+
+export function rejectionError(err: SchedulerRejection, alias: string): GatewayError {
+  const messages: Record<string, string> = {
+    no_backend: `No healthy backend is serving \`${alias}\` right now.`,
+    parking_off: `Every backend serving \`${alias}\` is busy and parking is off for it; retry shortly.`,
+    queue_full: `Too many calls are waiting for a backend; retry shortly.`,
+    park_timeout: `Every backend serving \`${alias}\` stayed busy for the whole wait; retry shortly.`,
+  };
+  return new GatewayError({
+    status: 503,
+    code: err.reason === 'no_backend' ? 'no_healthy_backend' : err.reason,
+    type: 'api_error',
+    message: messages[err.reason] ?? err.message,
+    retryAfter: err.retryAfter,
+    reason: err.reason,
+  });
+}
+
+/** Every candidate failed (or the rest stayed busy): what the last failure tells the client. */
+export function exhaustedError(failure: AttemptFailure | undefined): GatewayError {
+  const error = failure?.error;
+  if (failure?.health === 'auth') {
+    return new GatewayError({
+      status: 502,
+      code: 'upstream_auth_failed',
+      reason: 'upstream_auth',
+      message: `The backend \`${failure.backend}\` refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); your key is fine. The gateway's operator must fix that backend's api_key.`,
+    });
+  }
+  if (error?.kind === 'timeout') {
+    return new GatewayError({ status: 504, code: 'upstream_timeout', type: 'timeout_error', message: `The backend did not answer in time (${error.detail}).` });
+  }
+  if (error?.status === 503 || error?.status === 502) {
+    return new GatewayError({ status: 503, code: 'backend_unavailable', message: `No backend could take the call: ${error.detail}`, retryAfter: 2 });
+  }
+  if (error?.status === 200) {
+    return new GatewayError({ status: 502, code: 'upstream_bad_response', message: `The backend \`${failure!.backend}\` ${error.detail}` });
+  }
+  return new GatewayError({ status: 502, code: 'upstream_unreachable', message: `No backend could be reached: ${error?.detail ?? 'unknown error'}` });
+}

@@ -1,0 +1,132 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+
+const SSE_HEAD = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+};
+
+/** The client stopped reading and its socket buffer stayed full past the deadline. */
+export class ClientStalled extends Error {
+  constructor(ms: number) {
+    super(`the client read nothing for ${ms} ms`);
+  }
+}
+
+/** The client's connection closed while the gateway was writing. */
+export class ClientGone extends Error {}
+
+/**
+ * The client's side of one streamed call, shared by every attempt (failover) and by the
+ * keep-alive: the head is written once (by whoever writes first), data with back-pressure and
+ * a deadline, comments only when the socket has room. `dataWritten` tells the proxy whether a
+ * failover is still invisible to the client.
+ */
+export class SseResponse {
+  headWritten = false;
+  /** A data event reached the client: from now on the answer is committed to one backend. */
+  dataWritten = false;
+  /** Called after every write (data or comment): the keep-alive re-arms on it. */
+  onWrite?: () => void;
+
+  constructor(private readonly reply: FastifyReply, private readonly baseHeaders: Record<string, string>) {}
+
+  get raw(): ServerResponse {
+    return this.reply.raw;
+  }
+
+  /** Gone or ended: nothing more can be written. */
+  get closed(): boolean {
+    return this.raw.destroyed || this.raw.writableEnded;
+  }
+
+  /** Writes the 200 SSE head unless it went out already; `extra` headers only count then. */
+  ensureHead(extra?: Record<string, string>): void {
+    if (this.headWritten) return;
+    this.reply.hijack();
+    this.raw.writeHead(200, extra ? { ...SSE_HEAD, ...this.baseHeaders, ...extra } : { ...SSE_HEAD, ...this.baseHeaders });
+    this.headWritten = true;
+  }
+
+  /**
+   * Writes data events. When the socket buffer is full it waits for 'drain', at most
+   * `stallMs` (0 = no limit), then rejects with ClientStalled; ClientGone if the client left.
+   */
+  write(bytes: Buffer, stallMs: number): Promise<void> | void {
+    this.ensureHead();
+    this.dataWritten = true;
+    const res = this.raw;
+    const flushed = res.write(bytes);
+    this.onWrite?.();
+    if (flushed) return;
+    return new Promise<void>((resolve, reject) => {
+      const timer = stallMs > 0 ? setTimeout(() => settle(new ClientStalled(stallMs)), stallMs) : undefined;
+      const settle = (err?: Error) => {
+        clearTimeout(timer);
+        res.off('drain', drained);
+        res.off('close', gone);
+        if (err) reject(err);
+        else resolve();
+      };
+      const drained = () => settle();
+      const gone = () => settle(new ClientGone());
+      res.once('drain', drained);
+      res.once('close', gone);
+    });
+  }
+
+  /** An SSE comment line (clients ignore it), skipped while the client is not reading. */
+  comment(text: string): void {
+    if (this.closed) return;
+    this.ensureHead();
+    if (this.raw.writableNeedDrain) return;
+    this.raw.write(`: ${text}\n\n`);
+    this.onWrite?.();
+  }
+
+  /** Ends the stream with one data event holding `body` (an OpenAI-shaped error, as a rule). */
+  endWithEvent(body: unknown): void {
+    if (this.closed) return;
+    this.ensureHead();
+    this.raw.end(`data: ${typeof body === 'string' ? body : JSON.stringify(body)}\n\n`);
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.ensureHead();
+    this.raw.end();
+  }
+
+  /** Drops the connection (a stalled or vanished client). */
+  destroy(): void {
+    if (!this.raw.destroyed) this.raw.destroy();
+  }
+}
+
+/**
+ * Keeps a waiting stream alive: after `intervalMs` without a byte to the client it writes the
+ * SSE head and then a comment every `intervalMs` (`status()` says what: queued position, or
+ * waiting for the first token), so reverse proxies and clients with header timeouts hold on.
+ */
+export class StreamKeepalive {
+  private readonly timer?: NodeJS.Timeout;
+
+  constructor(private readonly sse: SseResponse, intervalMs: number, private readonly status: () => string) {
+    if (!(intervalMs > 0)) return;
+    const timer = setTimeout(() => this.tick(), intervalMs);
+    this.timer = timer;
+    sse.onWrite = () => timer.refresh();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.sse.onWrite = undefined;
+  }
+
+  private tick(): void {
+    if (this.sse.closed) return this.stop();
+    this.sse.comment(this.status());
+    this.timer?.refresh();
+  }
+}

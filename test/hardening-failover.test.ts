@@ -1,0 +1,140 @@
+/**
+ * Failures classified honestly: 5xx/429 fail over and the last answer passes through, the
+ * client's 4xx passes at once, a refused gateway credential is a 502 naming the backend, a
+ * 200 that is not JSON is a failure, a threshold of failures probes instead of marking down,
+ * and a call whose other candidates are busy parks instead of failing.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { startFake, type FakeBackend } from './fakes/index.ts';
+import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const post = (url: string, body: unknown) => fetch(`${url}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+});
+const ask = (model: string, stream = false) => ({ model, stream, messages: [{ role: 'user', content: 'hi' }] });
+const chats = (f: FakeBackend) => f.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
+/** Makes `first` the scheduler's first choice (neither is measured: list order decides). */
+function assertFirst(gw: TestGateway, first: string, other: string): void {
+  const order = gw.gateway.scheduler.order([{ backend: first, typeKey: 'm' }, { backend: other, typeKey: 'm' }]);
+  assert.equal(order[0].backend, first);
+}
+
+describe('failover on upstream statuses', () => {
+  test('a 500 fails over to the next candidate; alone, the 500 passes through as it was', async (t) => {
+    const bad = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 500, errorBody: { error: { message: 'CUDA error', type: 'server_error' } } } });
+    const good = await startFake('llamacpp', { models: ['m'] });
+    const gw = await startGateway([{ name: 'bad', url: bad.url }, { name: 'good', url: good.url }]);
+    t.after(async () => { await gw.close(); await bad.close(); await good.close(); });
+    assertFirst(gw, 'bad', 'good');
+    const res = await post(gw.url, ask('m'));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-gateway-backend'), 'good');
+    const alone = await post(gw.url, ask('bad/m'));
+    assert.equal(alone.status, 500);
+    assert.deepEqual(await alone.json(), { error: { message: 'CUDA error', type: 'server_error' } });
+  });
+
+  test('429 everywhere: the last candidate\'s 429 reaches the client with its retry-after', async (t) => {
+    const a = await startFake('openrouter', { models: ['m'], knobs: { errorStatus: 429, retryAfter: '7' } });
+    const b = await startFake('together', { models: ['m'], knobs: { errorStatus: 429, retryAfter: '9' } });
+    const gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url }]);
+    t.after(async () => { await gw.close(); await a.close(); await b.close(); });
+    assertFirst(gw, 'a', 'b');
+    const res = await post(gw.url, ask('m'));
+    assert.equal(res.status, 429);
+    assert.equal(chats(a), 1);
+    assert.equal(chats(b), 1);
+    assert.equal(res.headers.get('x-gateway-backend'), 'b');
+    assert.equal(res.headers.get('retry-after'), '9');
+    assert.equal(gw.gateway.registry.get('a')!.consecutiveFailures + gw.gateway.registry.get('b')!.consecutiveFailures, 0, '429 is not a failure');
+  });
+
+  test("the client's own 400 passes through at once and never fails over", async (t) => {
+    const a = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 400, errorBody: { object: 'error', message: 'max_tokens is too large', type: 'BadRequestError', code: 400 } } });
+    const b = await startFake('llamacpp', { models: ['m'] });
+    const gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url }]);
+    t.after(async () => { await gw.close(); await a.close(); await b.close(); });
+    assertFirst(gw, 'a', 'b');
+    const res = await post(gw.url, ask('m'));
+    assert.equal(res.status, 400);
+    assert.equal(chats(b), 0);
+    assert.equal(gw.gateway.registry.get('a')!.healthy, true);
+  });
+
+  test("an upstream 401 (the gateway's key for it is wrong) fails over; alone it is a 502 naming the backend; /health says auth", async (t) => {
+    // llama.cpp with --api-key: /v1/models is public, so discovery sees it up; chat needs the key
+    const locked = await startFake('llamacpp', { models: ['m'], apiKey: 'sk-right-key' });
+    const good = await startFake('vllm', { models: ['m'] });
+    const gw = await startGateway([{ name: 'locked', url: locked.url, api_key: 'sk-wrong-key' }, { name: 'good', url: good.url }]);
+    t.after(async () => { await gw.close(); await locked.close(); await good.close(); });
+    assert.equal(gw.gateway.registry.get('locked')!.healthy, true);
+    assertFirst(gw, 'locked', 'good');
+    const res = await post(gw.url, ask('m'));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-gateway-backend'), 'good');
+    const health = await (await fetch(`${gw.url}/health`)).json() as any;
+    assert.equal(health.backends.locked.error.kind, 'auth');
+
+    gw.gateway.registry.discovered('locked', [{ id: 'm' }]);
+    const alone = await post(gw.url, ask('locked/m'));
+    assert.equal(alone.status, 502);
+    const err = ((await alone.json()) as any).error;
+    assert.equal(err.code, 'upstream_auth_failed');
+    assert.match(err.message, /`locked`/);
+  });
+
+  test('a 200 whose body is not JSON is a failure: fail over, alone a 502', async (t) => {
+    const garbage = await startFake('vllm', { models: ['m'], knobs: { garbageJson: true } });
+    const good = await startFake('llamacpp', { models: ['m'] });
+    const gw = await startGateway([{ name: 'garbage', url: garbage.url }, { name: 'good', url: good.url }]);
+    t.after(async () => { await gw.close(); await garbage.close(); await good.close(); });
+    assertFirst(gw, 'garbage', 'good');
+    const res = await post(gw.url, ask('m'));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-gateway-backend'), 'good');
+    assert.ok(((await res.json()) as any).choices);
+    const alone = await post(gw.url, ask('garbage/m'));
+    assert.equal(alone.status, 502);
+    assert.equal(((await alone.json()) as any).error.code, 'upstream_bad_response');
+  });
+});
+
+describe('failure threshold and parking on failover', () => {
+  test('500 × 3 then healthy: the threshold probes, the probe succeeds, the backend stays up and answers', async (t) => {
+    const box = await startFake('llamacpp', { models: ['m'], knobs: { errorStatus: 500, errorCount: 3 } });
+    const gw = await startGateway([{ name: 'box', url: box.url }], { failure_threshold: 3 });
+    t.after(async () => { await gw.close(); await box.close(); });
+    const probes = () => box.requests.filter((r) => r.path === '/v1/models').length;
+    const before = probes();
+    for (let i = 0; i < 3; i++) assert.equal((await post(gw.url, ask('m'))).status, 500);
+    await waitFor(() => probes() > before, 'threshold triggered a probe');
+    await waitFor(() => gw.gateway.registry.get('box')!.consecutiveFailures === 0, 'probe answered');
+    assert.equal(gw.gateway.registry.get('box')!.healthy, true);
+    assert.equal((await post(gw.url, ask('m'))).status, 200);
+  });
+
+  test('a dead box goes down at once (its connection refusal probes right away)', async (t) => {
+    const box = await startFake('llamacpp', { models: ['m'] });
+    const gw = await startGateway([{ name: 'box', url: box.url }], { failure_threshold: 3 });
+    t.after(async () => { await gw.close(); await box.close(); });
+    box.setKnobs({ refuse: true });
+    assert.equal((await post(gw.url, ask('m'))).status, 502);
+    await waitFor(() => !gw.gateway.registry.get('box')!.healthy, 'marked down after one refusal and a failed probe');
+  });
+
+  test('the first candidate fails and the other is busy: the call parks for its time left instead of a 503', async (t) => {
+    const bad = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 503 } });
+    const busy = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 400 } });
+    const gw = await startGateway([{ name: 'bad', url: bad.url }, { name: 'busy', url: busy.url, max_concurrent: 1 }], { park_timeout_s: 5 });
+    t.after(async () => { await gw.close(); await bad.close(); await busy.close(); });
+    const hog = post(gw.url, ask('busy/m'));
+    await waitFor(() => busy.inflight === 1, 'busy is busy');
+    const res = await post(gw.url, ask('m'));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-gateway-backend'), 'busy');
+    assert.equal(chats(bad), 1);
+    assert.equal((await hog).status, 200);
+  });
+});
