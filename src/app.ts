@@ -56,8 +56,11 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     return503OnClosing: true,
     // req.ip is the client behind these proxies (loopback rules, attribution); restart-only
     trustProxy: trustProxyOption(opts.config.trust_proxy, opts.logger),
-    // clients and reverse proxies that build URLs by concatenation: /v1/models/, /v1//models
+    // clients and reverse proxies that build URLs by concatenation: /v1/models/, /v1//models.
+    // The router tolerates them, and the URL is made canonical before routing because the
+    // proxy forwards req.url's path to the backend, which may not tolerate them
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    rewriteUrl: (req) => canonicalUrl(req.url ?? '/'),
     // errors fastify raises before routing (a malformed URL escape, …) get the same shape
     frameworkErrors: (err, req, reply) => sendError(reply as FastifyReply, toGatewayError(err), req.url),
     // … and so do the ones Node's HTTP parser raises before fastify sees a request (431, …)
@@ -95,6 +98,15 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   if (opts.startDiscovery !== false) gateway.start();
   return { app, gateway };
+}
+
+/** `url` with doubled slashes collapsed and no trailing slash in its path (the query as is). */
+export function canonicalUrl(url: string): string {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  if (!path.includes('//') && (path.length <= 1 || !path.endsWith('/'))) return url;
+  const canonical = path.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1');
+  return q === -1 ? canonical : canonical + url.slice(q);
 }
 
 /**

@@ -121,4 +121,18 @@ describe('no slot without a deadline', () => {
     assert.equal(ok.status, 200);
     assert.ok(Date.now() - started < 900, 'the next call did not park');
   });
+
+  test('an oversized body gets an OpenAI-shaped 413, not a reset, and the gateway keeps serving', async (t) => {
+    const fake = await startFake('vllm', { models: ['m'] });
+    const gw = await startGateway([{ name: 'v', url: fake.url }]);
+    t.after(async () => { await gw.close(); await fake.close(); });
+    const big = JSON.stringify(ask('m', false, 'x'.repeat(33 * 1024 * 1024)));
+    const res = await post(gw.url, big);
+    assert.equal(res.status, 413);
+    const err = ((await res.json()) as any).error;
+    assert.equal(err.code, 'request_too_large');
+    assert.equal(err.type, 'invalid_request_error');
+    assert.equal(fake.requests.filter((r) => r.path === '/v1/chat/completions').length, 0);
+    assert.equal((await post(gw.url, ask('m', false))).status, 200);
+  });
 });

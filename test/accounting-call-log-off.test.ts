@@ -1,0 +1,68 @@
+/**
+ * `call_log: false` writes no call rows, yet both quotas keep working: the calls still feed
+ * the per-user counters (quota_usage), which survive a restart.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { startFake } from './fakes/index.ts';
+import { startGateway } from './helpers/gateway.ts';
+
+const MASTER = 'master-key-0123456789';
+const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
+
+async function createUser(url: string, body: object): Promise<{ id: number; key: string }> {
+  const res = await fetch(`${url}/admin/api/users`, { method: 'POST', headers: admin, body: JSON.stringify(body) });
+  assert.equal(res.status, 201);
+  return await res.json() as { id: number; key: string };
+}
+
+async function chat(url: string, key: string, model: string): Promise<number> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'word '.repeat(50) }] }),
+  });
+  await res.text();
+  return res.status;
+}
+
+function callRowsOnDisk(storeDir: string): number {
+  const db = new Database(join(storeDir, 'stats.db'), { readonly: true });
+  try {
+    return (db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+describe('call_log: false', () => {
+  test('the day quota still counts: the third call of a two-a-day user is 429, also after a restart', async (t) => {
+    const fake = await startFake('vllm', { models: ['m'] });
+    const first = await startGateway([{ name: 'v', url: fake.url }], { api_key: MASTER, call_log: false });
+    const user = await createUser(first.url, { name: 'kid', quota_req_day: 2 });
+    assert.equal(await chat(first.url, user.key, 'v/mm'), 404, 'a typo costs nothing');
+    assert.equal(await chat(first.url, user.key, 'v/m'), 200);
+    assert.equal(await chat(first.url, user.key, 'v/m'), 200);
+    assert.equal(await chat(first.url, user.key, 'v/m'), 429);
+    assert.deepEqual(first.gateway.callLog.recent(), [], 'no call rows');
+    await first.app.close();
+    assert.equal(callRowsOnDisk(first.storeDir), 0, 'nothing written to calls');
+
+    const again = await startGateway([{ name: 'v', url: fake.url }], { api_key: MASTER, call_log: false }, { storeDir: first.storeDir });
+    t.after(async () => { await again.close(); await fake.close(); });
+    assert.equal(await chat(again.url, user.key, 'v/m'), 429, 'the count survived the restart');
+  });
+
+  test('the month cost quota still counts: a paid, priced backend is refused once the budget is spent', async (t) => {
+    const cloud = await startFake('openrouter', { models: ['acme/chat-large'] });
+    const gw = await startGateway([{ name: 'or', url: cloud.url, paid: true }], { api_key: MASTER, call_log: false });
+    t.after(async () => { await gw.close(); await cloud.close(); });
+    const user = await createUser(gw.url, { name: 'spender', quota_cost_month: 0.0001 });
+    assert.equal(await chat(gw.url, user.key, 'or/acme/chat-large'), 200, 'the call that crosses the budget completes');
+    const spent = gw.gateway.callLog.costSince(user.id, Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1));
+    assert.ok(spent >= 0.0001, `spent ${spent}`);
+    assert.equal(await chat(gw.url, user.key, 'or/acme/chat-large'), 429, 'the next one is refused');
+    assert.deepEqual(gw.gateway.callLog.recent(), [], 'no call rows');
+  });
+});
