@@ -78,4 +78,16 @@ describe('the body is forwarded untouched', () => {
     assert.equal(sent.match(/"model"/g)?.length, 1);
     assert.equal(JSON.parse(sent).model, 'real-model');
   });
+
+  test('duplicate stream_options whose first is not an object: the parsed one is sent, once', async (t) => {
+    const backend = await startCapturingBackend();
+    const gw = await startGateway([{ name: 'b', url: backend.url, local: true }]);
+    t.after(async () => { await gw.close(); backend.server.close(); });
+    const res = await send(gw.url, '{"model":"real-model","stream":true,"stream_options":1,"stream_options":{"include_usage":false},"messages":[]}');
+    assert.equal(res.status, 200);
+    await res.text();
+    const sent = backend.bodies.at(-1)!;
+    assert.equal(sent.match(/"stream_options"/g)?.length, 1);
+    assert.deepEqual(JSON.parse(sent).stream_options, { include_usage: true });
+  });
 });

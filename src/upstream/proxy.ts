@@ -361,11 +361,21 @@ function upstreamBody(call: ProxyCall, model: string, stream: boolean): string {
     const opts = call.body.stream_options;
     const isObject = typeof opts === 'object' && opts !== null && !Array.isArray(opts);
     if (!isObject || (opts as { include_usage?: unknown }).include_usage !== true) {
-      const text = isObject ? topLevelValueText(call.rawBody, 'stream_options') : undefined;
-      edits.set('stream_options', text ? editTopLevel(text, new Map([['include_usage', 'true']])) : '{"include_usage":true}');
+      edits.set('stream_options', isObject ? withIncludeUsage(call.rawBody, opts as Record<string, unknown>) : '{"include_usage":true}');
     }
   }
   return edits.size ? editTopLevel(call.rawBody, edits) : call.rawBody;
+}
+
+/**
+ * The client's stream_options with include_usage set, edited in its own text. With duplicate
+ * keys the text's first one may not be the object JSON.parse kept (the last): then the parsed
+ * one is re-serialised.
+ */
+function withIncludeUsage(rawBody: string, parsed: Record<string, unknown>): string {
+  const text = topLevelValueText(rawBody, 'stream_options');
+  if (text?.startsWith('{')) return editTopLevel(text, new Map([['include_usage', 'true']]));
+  return JSON.stringify({ ...parsed, include_usage: true });
 }
 
 /** Usage out of a JSON answer; embeddings re-encoded to what the client asked for. */

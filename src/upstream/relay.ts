@@ -49,9 +49,15 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
 
   // one timer for the whole stream, re-armed per chunk with refresh() (no allocation)
   let idleTimer: NodeJS.Timeout | undefined;
-  const stalled = () => upstream.body.destroy(Object.assign(
-    new Error(`no data for ${opts.idleTimeoutMs} ms`), { code: 'UND_ERR_BODY_TIMEOUT' },
-  ));
+  /** True while a write waits for a slow client: that time is not the backend's silence. */
+  let waitingForClient = false;
+  const stalled = () => {
+    if (waitingForClient) {
+      idleTimer?.refresh();
+      return;
+    }
+    upstream.body.destroy(Object.assign(new Error(`no data for ${opts.idleTimeoutMs} ms`), { code: 'UND_ERR_BODY_TIMEOUT' }));
+  };
 
   const firstByte = () => {
     sawFirstByte = true;
@@ -76,7 +82,14 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
       capturedBytes += bytes.length;
     }
     sse.ensureHead(opts.headers);
-    await sse.write(bytes, opts.idleTimeoutMs);
+    const pending = sse.write(bytes, opts.idleTimeoutMs);
+    if (!pending) return;
+    waitingForClient = true;
+    try {
+      await pending;
+    } finally {
+      waitingForClient = false;
+    }
   };
   const result = <T extends object>(r: T) =>
     ({ ...r, summary: tap.summary(), captured: captured.length ? Buffer.concat(captured) : undefined });
