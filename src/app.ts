@@ -55,7 +55,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     forceCloseConnections: 'idle',
     return503OnClosing: true,
     // req.ip is the client behind these proxies (loopback rules, attribution); restart-only
-    trustProxy: trustProxyOption(opts.config.trust_proxy, opts.logger),
+    // a bare hop count is refused by the schema: fastify 5 would trust no proxy with it
+    trustProxy: opts.config.trust_proxy,
     // clients and reverse proxies that build URLs by concatenation: /v1/models/, /v1//models.
     // The router tolerates them, and the URL is made canonical before routing because the
     // proxy forwards req.url's path to the backend, which may not tolerate them
@@ -67,6 +68,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     clientErrorHandler,
   });
   app.addHook('onClose', async () => gateway.close());
+  // fastify logs through a child of opts.logger, made just now: reloads must reach it too
+  gateway.followLogLevel(app.log);
   if (opts.watchConfigPath) {
     const watcher = watchGatewayConfig(gateway, opts.watchConfigPath, opts.logger);
     app.addHook('onClose', async () => watcher.close());
@@ -107,19 +110,6 @@ export function canonicalUrl(url: string): string {
   if (!path.includes('//') && (path.length <= 1 || !path.endsWith('/'))) return url;
   const canonical = path.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1');
   return q === -1 ? canonical : canonical + url.slice(q);
-}
-
-/**
- * fastify's `trustProxy` from `trust_proxy`. A bare hop count trusts no proxy in fastify 5.12+
- * (the immediate peer is not checked, so any client could forge X-Forwarded-For): say so
- * instead of ignoring it silently.
- */
-function trustProxyOption(value: GatewayConfig['trust_proxy'], log: Logger): boolean | string | string[] {
-  if (typeof value !== 'number') return value;
-  if (value > 0) {
-    log.warn(`trust_proxy: ${value} (a hop count) is not honoured: X-Forwarded-For is ignored. Name the proxies instead, e.g. trust_proxy: [127.0.0.1] (or true for any).`);
-  }
-  return false;
 }
 
 /** Hot reload: a valid file replaces the config; an invalid one is logged and shown in /health. */

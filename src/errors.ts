@@ -65,7 +65,7 @@ function defaultType(status: number): ErrorType {
 
 function anthropicType(status: number): string {
   switch (status) {
-    case 400: case 413: case 422: return 'invalid_request_error';
+    case 400: case 408: case 413: case 415: case 422: case 431: return 'invalid_request_error';
     case 401: return 'authentication_error';
     case 403: return 'permission_error';
     case 404: return 'not_found_error';

@@ -195,11 +195,21 @@ export class Gateway {
   }
 
   /**
-   * `log_level` is hot: set it on the process logger, which fastify shares (request loggers
-   * are its children, created per request, so they follow at once).
+   * Children of the process logger made before a reload that must follow its level: a pino
+   * child keeps the level it was created with, and fastify's app.log is one (made at start-up;
+   * the request loggers are its children, created per request, so they follow it at once).
    */
+  private readonly levelFollowers = new Set<{ level: string }>();
+
+  /** Keeps `logger`'s level equal to `log_level` across reloads. */
+  followLogLevel(logger: { level: string }): void {
+    this.levelFollowers.add(logger);
+  }
+
+  /** `log_level` is hot: applied to the process logger and its followers. */
   private applyLogLevel(): void {
     const level = this.effective.log_level;
+    for (const follower of this.levelFollowers) follower.level = level;
     if (this.log.level === level) return;
     this.log.level = level;
     this.log.info(`log level is now ${level}`);

@@ -113,7 +113,8 @@ describe('over HTTP', () => {
   test('a scanner with bad keys, changing X-Source every time, gets one row per minute', async (t) => {
     const fake = await startFake('vllm', { models: ['m'] });
     const gw = await startGateway([{ name: 'v', url: fake.url }], { api_key: 'master-key-0123456789' });
-    t.after(async () => { await gw.close(); await fake.close(); });
+    let again: Awaited<ReturnType<typeof startGateway>> | undefined;
+    t.after(async () => { await again?.close(); await gw.close(); await fake.close(); });
     // all within one minute of the clock: wait out the end of a minute that is about to close
     const left = 60_000 - (Date.now() % 60_000);
     if (left < 5_000) await new Promise((r) => setTimeout(r, left + 50));
@@ -130,8 +131,7 @@ describe('over HTTP', () => {
     assert.match(metrics, /^llm_gateway_requests_total\{endpoint="\/v1\/chat\/completions",backend="\(refused\)",status="401"\} 30$/m, 'metrics count every call');
 
     await gw.app.close(); // the minute under way is written at close
-    const again = await startGateway([{ name: 'v', url: fake.url }], { api_key: 'master-key-0123456789' }, { storeDir: gw.storeDir });
-    t.after(() => again.close());
+    again = await startGateway([{ name: 'v', url: fake.url }], { api_key: 'master-key-0123456789' }, { storeDir: gw.storeDir });
     const admin = { authorization: 'Bearer master-key-0123456789' };
     const rows = (await (await fetch(`${again.url}/admin/api/calls?status=401`, { headers: admin })).json() as {
       data: { source: string; count: number; reason: string }[];

@@ -12,7 +12,7 @@ function outcome(over: Partial<CallOutcome>): CallOutcome {
   return {
     requestId: 'r', endpoint: 'chat', source: 'tester', userId: null, requestedModel: 'v/m', backend: 'v', model: 'm',
     status: 200, reason: null, startedAt: Date.now(), durationMs: 50, ttftMs: 10,
-    usage: { prompt_tokens: 30, completion_tokens: 7 }, ...over,
+    usage: { prompt_tokens: 30, completion_tokens: 7, total_tokens: 37 }, ...over,
   };
 }
 
@@ -33,7 +33,7 @@ describe('estimated usage', () => {
     t.after(async () => { await gw.close(); await fake.close(); });
 
     gw.gateway.recordOutcome(outcome({ requestId: 'reported' }));
-    gw.gateway.recordOutcome(outcome({ requestId: 'estimated', usageEstimated: true, usage: { prompt_tokens: 12, completion_tokens: 5 } }));
+    gw.gateway.recordOutcome(outcome({ requestId: 'estimated', usageEstimated: true, usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 } }));
     gw.gateway.recordOutcome(outcome({ requestId: 'no-usage', usageEstimated: true, usage: undefined, status: 502, reason: 'upstream_error' }));
 
     const res = await fetch(`${gw.url}/admin/api/calls?limit=10`);

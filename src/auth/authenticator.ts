@@ -11,7 +11,10 @@ import { isLoopbackIp } from './loopback.ts';
 export interface Caller {
   kind: 'master' | 'user' | 'anonymous';
   user?: User;
-  /** Master key, admin users, and anonymous callers while bootstrap-open. */
+  /**
+   * Master key, admin users, and anonymous callers while bootstrap-open. Not enough on its
+   * own for admin actions: `authenticateAdmin` also limits open-mode callers to loopback.
+   */
   isAdmin: boolean;
   /** Allow-list; empty = everything. */
   allow: string[];

@@ -96,11 +96,10 @@ export const configSchema = {
     stats_flush_ms: { type: 'integer', minimum: 1, default: DEFAULTS.stats_flush_ms },
     call_log: { type: 'boolean', default: DEFAULTS.call_log },
     trust_proxy: {
-      type: ['boolean', 'integer', 'string', 'array'],
+      type: ['boolean', 'string', 'array'],
       items: { type: 'string', minLength: 1 },
-      minimum: 0,
       default: DEFAULTS.trust_proxy,
-      hint: 'must be true/false, a hop count, or an address/CIDR (or a list of them)',
+      hint: 'must be true/false, or an address/CIDR (or a list of them)',
     },
     cors_origins: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
   },

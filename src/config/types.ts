@@ -68,8 +68,8 @@ export interface GatewayConfig {
   call_log: boolean;
 
   // exposure (issue 7)
-  /** fastify's trustProxy: false, true, a hop count, or addresses/CIDRs of trusted proxies. [restart] */
-  trust_proxy: boolean | number | string | string[];
+  /** fastify's trustProxy: false, true, or addresses/CIDRs of trusted proxies. [restart] */
+  trust_proxy: boolean | string | string[];
   /** Browser origins allowed by CORS; [] = CORS off. */
   cors_origins: string[];
 }
