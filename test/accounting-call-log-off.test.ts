@@ -3,11 +3,16 @@
  * the per-user counters (quota_usage), which survive a restart.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import { join } from 'node:path';
+import { CallLog, type CallRecord } from '../src/stats/call-log.ts';
+import { REFUSED_BACKEND, RefusalReason } from '../src/stats/record.ts';
 import { startFake } from './fakes/index.ts';
 import { startGateway } from './helpers/gateway.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const MASTER = 'master-key-0123456789';
 const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
@@ -28,15 +33,58 @@ async function chat(url: string, key: string, model: string): Promise<number> {
 }
 
 function callRowsOnDisk(storeDir: string): number {
+  return onDisk(storeDir).rows;
+}
+
+/** What stats.db holds, through a connection of its own. */
+function onDisk(storeDir: string): { rows: number; requests: number; cost: number } {
   const db = new Database(join(storeDir, 'stats.db'), { readonly: true });
   try {
-    return (db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n;
+    const rows = (db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n;
+    const usage = db.prepare('SELECT COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(cost_usd), 0) AS cost FROM quota_usage').get() as { requests: number; cost: number };
+    return { rows, ...usage };
   } finally {
     db.close();
   }
 }
 
+const NOON = Date.UTC(2026, 2, 15, 12);
+let seq = 0;
+function call(over: Partial<CallRecord> = {}): CallRecord {
+  return {
+    ts: NOON, request_id: `r-${++seq}`, duration_ms: 10, ttft_ms: null, endpoint: '/v1/chat/completions',
+    source: 'kid', user_id: 1, requested_model: 'm', model: 'm', backend: 'b', status: 200, reason: null,
+    prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cache_write_tokens: 0, reasoning: null,
+    cost_usd: 0.25, upstream_cost_usd: null, paid: true, request_body: 'q', response_body: 'a', ...over,
+  };
+}
+
 describe('call_log: false', () => {
+  test('the call log keeps only the quota counters, through the writer thread too, and switches at once', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'llmgw-nolog-'));
+    const log = CallLog.open(dir, { flushMs: 10, retentionDays: 0, captureBodies: true, bodyRetentionDays: 0, logCalls: false });
+    t.after(() => { log.close(); rmSync(dir, { recursive: true, force: true }); });
+    log.startWriter();
+    await waitFor(() => log.writerReady, 'writer thread');
+    log.record(call());
+    log.record(call({ user_id: null })); // no user: nothing to keep
+    log.record(call({ backend: REFUSED_BACKEND, status: 404, reason: RefusalReason.unknownModel })); // refused at the gate
+    log.record(call({ backend: REFUSED_BACKEND, status: 401, reason: RefusalReason.badKey, user_id: null }));
+    log.record(call({ status: 502, reason: 'upstream_error', cost_usd: 0 }));
+    assert.equal(log.requestsSince(1, Date.UTC(2026, 2, 15)), 2, 'pending');
+    assert.equal(log.costSince(1, Date.UTC(2026, 2, 1)), 0.25);
+    await waitFor(() => log.pending === 0, 'written in the background');
+    assert.ok(log.mainThreadWrites === 0, 'by the writer thread');
+    assert.deepEqual(onDisk(dir), { rows: 0, requests: 2, cost: 0.25 });
+    assert.equal(log.requestsSince(1, Date.UTC(2026, 2, 15)), 2, 'on disk');
+
+    log.reconfigure({ logCalls: true });
+    log.record(call());
+    log.flush();
+    assert.deepEqual(onDisk(dir), { rows: 1, requests: 3, cost: 0.5 }, 'back on: rows again');
+    assert.equal(log.bodies(log.recent()[0].id)!.request!.toString(), 'q');
+  });
+
   test('the day quota still counts: the third call of a two-a-day user is 429, also after a restart', async (t) => {
     const fake = await startFake('vllm', { models: ['m'] });
     const first = await startGateway([{ name: 'v', url: fake.url }], { api_key: MASTER, call_log: false });

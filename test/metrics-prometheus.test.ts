@@ -128,6 +128,20 @@ describe('GatewayMetrics', () => {
     assert.equal(Math.max(...LATENCY_BUCKETS_S), 600);
   });
 
+  test('estimated tokens are counted apart (and in the totals); a free backend adds no cost', async () => {
+    const m = new GatewayMetrics({ defaultMetrics: false });
+    m.observeCall(call());
+    m.observeCall(call({ usage_estimated: true, prompt_tokens: 30, completion_tokens: 7 }));
+    m.observeCall(call({ backend: 'free', paid: false, upstream_cost_usd: 0.3 }));
+    const { samples, type } = parseExposition(await m.render());
+    assert.equal(type.get('llm_gateway_estimated_tokens_total'), 'counter');
+    assert.equal(value(samples, 'llm_gateway_tokens_total', { backend: 'gpu1', direction: 'in' }), 1030);
+    assert.equal(value(samples, 'llm_gateway_estimated_tokens_total', { backend: 'gpu1', direction: 'in' }), 30);
+    assert.equal(value(samples, 'llm_gateway_estimated_tokens_total', { backend: 'gpu1', direction: 'out' }), 7);
+    assert.equal(value(samples, 'llm_gateway_estimated_tokens_total', { backend: 'free' }), undefined);
+    assert.equal(value(samples, 'llm_gateway_cost_usd_total', { backend: 'free' }), undefined);
+  });
+
   test('no user, source, request id or model in any label', async () => {
     const m = new GatewayMetrics({ defaultMetrics: false });
     m.observeCall(call());

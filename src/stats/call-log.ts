@@ -172,8 +172,13 @@ export class CallLog {
       const counted = quotaOnlyRecord(rec);
       if (counted) this.enqueue(counted);
     } else if (isUnauthenticatedRefusal(rec)) {
-      for (const row of this.refusals.add(rec, this.now())) this.enqueue(row);
+      this.queueFolded(this.refusals.add(rec, this.now()));
     } else this.enqueue(rec);
+  }
+
+  /** Folded refusals handed over (dropped if logging was turned off meanwhile: they count for no quota). */
+  private queueFolded(rows: CallRecord[]): void {
+    if (this.opts.logCalls !== false) for (const row of rows) this.enqueue(row);
   }
 
   private enqueue(rec: CallRecord): void {
@@ -242,7 +247,7 @@ export class CallLog {
   close(): void {
     if (this.closed) return;
     for (const t of this.timers) clearInterval(t);
-    for (const row of this.refusals.takeAll()) this.enqueue(row);
+    this.queueFolded(this.refusals.takeAll());
     try {
       this.flush();
     } catch (err) {
@@ -369,7 +374,7 @@ export class CallLog {
 
   /** Queues the folded refusals of a minute that has ended. */
   private queueEndedRefusals(): void {
-    for (const row of this.refusals.takeClosed(this.now())) this.enqueue(row);
+    this.queueFolded(this.refusals.takeClosed(this.now()));
   }
 
   /** Puts the batch in flight back at the front of the queue. */
