@@ -144,12 +144,15 @@ async function registerCors(app: FastifyInstance, gateway: Gateway): Promise<voi
   });
   // streams write their own head on the raw response (reply.hijack), which would drop the
   // CORS headers set on the reply: put them on the raw response too
-  app.addHook('onRequest', async (_req, reply) => {
-    if (reply.getHeader('access-control-allow-origin') === undefined) return;
-    for (const name of ['access-control-allow-origin', 'access-control-expose-headers', 'vary']) {
-      const value = reply.getHeader(name);
-      if (value !== undefined) reply.raw.setHeader(name, value);
+  app.addHook('onRequest', (req, reply, done) => {
+    // SDKs send no Origin: nothing to copy (a sync hook, no promise per request)
+    if (req.headers.origin !== undefined && reply.getHeader('access-control-allow-origin') !== undefined) {
+      for (const name of ['access-control-allow-origin', 'access-control-expose-headers', 'vary']) {
+        const value = reply.getHeader(name);
+        if (value !== undefined) reply.raw.setHeader(name, value);
+      }
     }
+    done();
   });
 }
 

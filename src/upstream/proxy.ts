@@ -7,16 +7,14 @@ import type { GatewayError } from '../errors.ts';
 import type { Resolution } from '../routing/resolve.ts';
 import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type SpeedSample, type Ticket } from '../scheduler/index.ts';
 import { classifyStatus, type HealthEffect } from './classify.ts';
-import { AttemptDeadline } from './deadline.ts';
-import { adaptEmbeddingsResponse } from './embeddings.ts';
+import { UpstreamSignal } from './deadline.ts';
+import { asErrorEvent, estimatePromptTokens, inspectJson, scrubSecret, upstreamBody } from './call-bytes.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
-import { editTopLevel, topLevelValueText } from './raw-json.ts';
 import { exhaustedError, rejectionError, type AttemptFailure } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
-import { usageFromOpenAI, usageFromLlamaCppTimings } from './usage.ts';
 
 export type Endpoint = 'chat' | 'completions' | 'embeddings';
 
@@ -54,7 +52,8 @@ interface CallState {
   readonly call: ProxyCall;
   readonly cfg: GatewayConfig;
   readonly alias: string;
-  readonly clientGone: AbortController;
+  /** Aborts upstream work when the client leaves or an attempt's deadline passes. */
+  readonly upstream: UpstreamSignal;
   /** The client's stream, for stream calls (shared by every attempt and the keep-alive). */
   readonly sse?: SseResponse;
   readonly base: OutcomeBase;
@@ -102,11 +101,11 @@ export class UpstreamProxy {
     const cfg = deps.config();
     const startedAt = deps.now();
     const alias = call.resolution.alias ?? call.resolution.requested;
-    const clientGone = abortOnClientClose(call.reply);
+    const upstream = new UpstreamSignal(call.reply);
     const stream = call.endpoint !== 'embeddings' && call.body.stream === true;
     const parkMs = parkSeconds(cfg, alias) * 1000;
     return {
-      call, cfg, alias, clientGone,
+      call, cfg, alias, upstream,
       sse: stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
       base: {
         requestId: String(call.req.id), endpoint: call.endpoint, requestedModel: call.resolution.requested,
@@ -116,7 +115,7 @@ export class UpstreamProxy {
       },
       parkDeadline: startedAt + parkMs,
       ticket: {
-        alias, candidates: toCandidates(call.resolution.candidates), parkMs, signal: clientGone.signal,
+        alias, candidates: toCandidates(call.resolution.candidates), parkMs, signal: upstream.signal,
         refresh: call.refreshCandidates && (() => toCandidates(call.refreshCandidates!())),
       },
       phase: 'parked',
@@ -141,9 +140,9 @@ export class UpstreamProxy {
       if (!end.failover) return;
       last = end.failover;
       this.deps.log.warn({ backend: last.backend, reqId: state.call.req.id, error: last.error }, 'upstream attempt failed; trying the next candidate');
-      lease = state.clientGone.signal.aborted ? null : await this.nextLease(state, tried);
+      lease = state.upstream.clientGone ? null : await this.nextLease(state, tried);
     }
-    if (state.clientGone.signal.aborted) {
+    if (state.upstream.clientGone) {
       this.report(state, { backend: last?.backend ?? null, status: 499, reason: 'client_closed' });
       return;
     }
@@ -182,7 +181,8 @@ export class UpstreamProxy {
     if (now) return now;
     const parkMs = state.parkDeadline - this.deps.now();
     if (parkMs <= 0 || scheduler.order(candidates).length === 0) return null;
-    state.ticket = { alias: state.alias, candidates, parkMs, signal: state.clientGone.signal, refresh: state.ticket.refresh && untried };
+    state.upstream.renew();
+    state.ticket = { alias: state.alias, candidates, parkMs, signal: state.upstream.signal, refresh: state.ticket.refresh && untried };
     state.phase = 'parked';
     try {
       return await scheduler.acquire(state.ticket);
@@ -198,7 +198,7 @@ export class UpstreamProxy {
     const { call, cfg } = state;
     const backend = deps.registry.get(lease.backend);
     if (!backend) return { health: 'none', failover: { backend: lease.backend, error: { kind: 'error', detail: 'backend was removed' }, health: 'none' } };
-    const deadline = new AttemptDeadline(state.clientGone.signal);
+    const deadline = state.upstream;
     try {
       if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
       else deadline.arm(cfg.request_timeout_s * 1000, `no complete answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
@@ -214,7 +214,7 @@ export class UpstreamProxy {
       const outcome = { backend: backend.name, model: lease.typeKey };
       switch (result.kind) {
         case 'transport-error': {
-          const health = state.clientGone.signal.aborted ? 'none' : result.error.kind === 'unreachable' ? 'unreachable' : 'failure';
+          const health = state.upstream.clientGone ? 'none' : result.error.kind === 'unreachable' ? 'unreachable' : 'failure';
           return { health, error: result.error, failover: { backend: backend.name, error: result.error, health } };
         }
         case 'bad-answer':
@@ -240,11 +240,11 @@ export class UpstreamProxy {
           return await this.relay(state, backend.name, lease.typeKey, result.response, deadline);
       }
     } finally {
-      deadline.dispose();
+      deadline.clear();
     }
   }
 
-  private async relay(state: CallState, backend: string, model: string, response: Dispatcher.ResponseData, deadline: AttemptDeadline): Promise<AttemptEnd> {
+  private async relay(state: CallState, backend: string, model: string, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
     const { deps } = this;
     const { call, cfg } = state;
     const result = await relayStream({
@@ -259,7 +259,7 @@ export class UpstreamProxy {
       captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
     });
     if (result.kind === 'failover') {
-      const health = state.clientGone.signal.aborted ? 'none' : result.error.kind === 'unreachable' ? 'unreachable' : 'failure';
+      const health = state.upstream.clientGone ? 'none' : result.error.kind === 'unreachable' ? 'unreachable' : 'failure';
       return { health, error: result.error, failover: { backend, error: result.error, health } };
     }
     const { summary } = result;
@@ -350,81 +350,8 @@ function toCandidates(candidates: Resolution['candidates']): Candidate[] {
   return candidates.map((c) => ({ backend: c.backend, typeKey: c.model }));
 }
 
-/**
- * The body sent upstream: the client's bytes, with only the real model id and (streams) the
- * usage request edited in; every other byte as it came (big integers, key order, escapes).
- */
-function upstreamBody(call: ProxyCall, model: string, stream: boolean): string {
-  const edits = new Map<string, string | null>();
-  if (call.body.model !== model) edits.set('model', JSON.stringify(model));
-  if (stream) {
-    const opts = call.body.stream_options;
-    const isObject = typeof opts === 'object' && opts !== null && !Array.isArray(opts);
-    if (!isObject || (opts as { include_usage?: unknown }).include_usage !== true) {
-      edits.set('stream_options', isObject ? withIncludeUsage(call.rawBody, opts as Record<string, unknown>) : '{"include_usage":true}');
-    }
-  }
-  return edits.size ? editTopLevel(call.rawBody, edits) : call.rawBody;
-}
-
-/**
- * The client's stream_options with include_usage set, edited in its own text. With duplicate
- * keys the text's first one may not be the object JSON.parse kept (the last): then the parsed
- * one is re-serialised.
- */
-function withIncludeUsage(rawBody: string, parsed: Record<string, unknown>): string {
-  const text = topLevelValueText(rawBody, 'stream_options');
-  if (text?.startsWith('{')) return editTopLevel(text, new Map([['include_usage', 'true']]));
-  return JSON.stringify({ ...parsed, include_usage: true });
-}
-
-/** Usage out of a JSON answer; embeddings re-encoded to what the client asked for. */
-function inspectJson(call: ProxyCall, raw: Buffer, parsed: Record<string, unknown>): { body: Buffer | string; usage?: ReturnType<typeof usageFromOpenAI> } {
-  const usage = usageFromOpenAI(parsed) ?? (parsed.timings ? usageFromLlamaCppTimings(parsed.timings) : undefined);
-  if (call.endpoint === 'embeddings') {
-    const adapted = adaptEmbeddingsResponse(parsed, call.body.encoding_format as 'float' | 'base64' | undefined);
-    return { body: adapted === parsed ? raw : JSON.stringify(adapted), usage };
-  }
-  return { body: raw, usage };
-}
-
-/** An upstream error as the body of an SSE error event: its own JSON error, else wrapped. */
-function asErrorEvent(status: number, text: string): unknown {
-  try {
-    const parsed = JSON.parse(text);
-    if (parsed && typeof parsed === 'object' && 'error' in parsed) return parsed;
-  } catch { /* not JSON: wrapped below */ }
-  return { error: { message: text.slice(0, 2000) || `HTTP ${status}`, type: 'upstream_error', param: null, code: String(status) } };
-}
-
 function parkSeconds(cfg: GatewayConfig, alias: string): number {
   return Object.hasOwn(cfg.alias_park, alias) ? cfg.alias_park[alias] : cfg.park_timeout_s;
 }
 
-/** An AbortController that fires when the client goes away before the response finished. */
-function abortOnClientClose(reply: FastifyReply): AbortController {
-  const ac = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) ac.abort(new Error('client closed the connection'));
-  });
-  return ac;
-}
 
-function scrubSecret(text: string, secret: string | undefined): string {
-  return secret && secret.length >= 8 ? text.split(secret).join('[redacted]') : text;
-}
-
-/** A cheap prompt-size estimate for synthesised usage: the text of messages / prompt. */
-function estimatePromptTokens(body: Record<string, unknown>): number {
-  const messages = body.messages;
-  if (Array.isArray(messages)) {
-    let chars = 0;
-    for (const m of messages) {
-      const c = (m as { content?: unknown })?.content;
-      chars += typeof c === 'string' ? c.length : c ? JSON.stringify(c).length : 0;
-    }
-    return Math.ceil(chars / 4);
-  }
-  if (typeof body.prompt === 'string') return Math.ceil(body.prompt.length / 4);
-  return 0;
-}

@@ -27,8 +27,8 @@ export class SseResponse {
   headWritten = false;
   /** A data event reached the client: from now on the answer is committed to one backend. */
   dataWritten = false;
-  /** Called after every write (data or comment): the keep-alive re-arms on it. */
-  onWrite?: () => void;
+  /** Writes so far (data or comment): the keep-alive compares it between ticks (no timer work per write). */
+  writes = 0;
 
   constructor(private readonly reply: FastifyReply, private readonly baseHeaders: Record<string, string>) {}
 
@@ -57,9 +57,8 @@ export class SseResponse {
     this.ensureHead();
     this.dataWritten = true;
     const res = this.raw;
-    const flushed = res.write(bytes);
-    this.onWrite?.();
-    if (flushed) return;
+    this.writes++;
+    if (res.write(bytes)) return;
     return new Promise<void>((resolve, reject) => {
       const timer = stallMs > 0 ? setTimeout(() => settle(new ClientStalled(stallMs)), stallMs) : undefined;
       const settle = (err?: Error) => {
@@ -82,7 +81,7 @@ export class SseResponse {
     this.ensureHead();
     if (this.raw.writableNeedDrain) return;
     this.raw.write(`: ${text}\n\n`);
-    this.onWrite?.();
+    this.writes++;
   }
 
   /** Ends the stream with one data event holding `body` (an OpenAI-shaped error, as a rule). */
@@ -105,28 +104,28 @@ export class SseResponse {
 }
 
 /**
- * Keeps a waiting stream alive: after `intervalMs` without a byte to the client it writes the
- * SSE head and then a comment every `intervalMs` (`status()` says what: queued position, or
- * waiting for the first token), so reverse proxies and clients with header timeouts hold on.
+ * Keeps a waiting stream alive: when a tick of `intervalMs` finds that nothing was written
+ * since the last one, it writes the SSE head (once) and a comment (`status()` says what:
+ * queued position, or waiting for the first token), so reverse proxies and clients with
+ * header timeouts hold on. A comment thus follows between one and two intervals of silence;
+ * in exchange a busy stream costs no timer work per write.
  */
 export class StreamKeepalive {
   private readonly timer?: NodeJS.Timeout;
+  private seenWrites = 0;
 
   constructor(private readonly sse: SseResponse, intervalMs: number, private readonly status: () => string) {
     if (!(intervalMs > 0)) return;
-    const timer = setTimeout(() => this.tick(), intervalMs);
-    this.timer = timer;
-    sse.onWrite = () => timer.refresh();
+    this.timer = setInterval(() => this.tick(), intervalMs);
   }
 
   stop(): void {
-    clearTimeout(this.timer);
-    this.sse.onWrite = undefined;
+    clearInterval(this.timer);
   }
 
   private tick(): void {
     if (this.sse.closed) return this.stop();
-    this.sse.comment(this.status());
-    this.timer?.refresh();
+    if (this.sse.writes === this.seenWrites) this.sse.comment(this.status());
+    this.seenWrites = this.sse.writes;
   }
 }
