@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { startFake, type FakeBackend } from './fakes/index.ts';
-import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import { backendSpec, startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const post = (url: string, body: unknown) => fetch(`${url}/v1/chat/completions`, {
@@ -136,5 +136,40 @@ describe('failure threshold and parking on failover', () => {
     assert.equal(res.headers.get('x-gateway-backend'), 'busy');
     assert.equal(chats(bad), 1);
     assert.equal((await hog).status, 200);
+  });
+
+  test('a call parked again after a failover still re-resolves: a backend that joins serves it at once', async (t) => {
+    const bad = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 500 } });
+    const busy = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 3000 } });
+    const joiner = await startFake('ollama', { models: ['m'] });
+    const gw = await startGateway([{ name: 'bad', url: bad.url }, { name: 'busy', url: busy.url, max_concurrent: 1 }], { park_timeout_s: 10 });
+    t.after(async () => { await gw.close(); await bad.close(); await busy.close(); await joiner.close(); });
+    const hog = post(gw.url, ask('busy/m'));
+    await waitFor(() => busy.inflight === 1, 'busy is busy');
+    const call = post(gw.url, ask('m'));
+    await waitFor(() => chats(bad) === 1 && gw.gateway.scheduler.snapshot().parked.length === 1, 'failed over and parked');
+    const started = Date.now();
+    const cfg = gw.gateway.config();
+    gw.gateway.reload({ ...cfg, backends: [...cfg.backends, backendSpec({ name: 'joiner', url: joiner.url })] });
+    const res = await call;
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-gateway-backend'), 'joiner');
+    assert.ok(Date.now() - started < 2000, 'served by the new backend, not after the hog');
+    await hog;
+  });
+
+  test('two failovers in a row, the second after parking, end with the last answer (no crash)', async (t) => {
+    const a = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 500 } });
+    const b = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 300 } });
+    const gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url, max_concurrent: 1 }], { park_timeout_s: 5 });
+    t.after(async () => { await gw.close(); await a.close(); await b.close(); });
+    const hog = post(gw.url, ask('b/m'));
+    await waitFor(() => b.inflight === 1, 'b is busy');
+    b.setKnobs({ errorStatus: 503, errorBody: { error: { message: 'overloaded', type: 'server_error' } } });
+    const res = await post(gw.url, ask('m'));
+    await hog;
+    assert.equal(res.status, 503);
+    assert.deepEqual(await res.json(), { error: { message: 'overloaded', type: 'server_error' } });
+    assert.equal(res.headers.get('x-gateway-backend'), 'b');
   });
 });

@@ -140,7 +140,7 @@ export class BackendRegistry {
    * only a failed probe marks it down (one client's odd prompt does not take a healthy
    * backend out). A successful probe or call starts the count again.
    */
-  recordFailure(name: string, _error: Omit<BackendError, 'since'>, threshold: number): boolean {
+  recordFailure(name: string, threshold: number): boolean {
     const b = this.backends.get(name);
     if (!b) return false;
     b.consecutiveFailures++;

@@ -59,17 +59,21 @@ interface CallState {
   readonly base: OutcomeBase;
   /** When the call's park time runs out (failover may park again until then). */
   readonly parkDeadline: number;
+  /** The call's candidates now (re-resolved against the current fleet when it can be). */
+  readonly candidates: () => Candidate[];
   /** The ticket parked now or last, for the keep-alive's queue position. */
   ticket: Ticket;
-  phase: 'parked' | 'dispatched';
 }
 
-/** How one attempt ended, for `settle`; `failover` set = the next candidate should try. */
+/** How one attempt ended, for `settle` and the failover loop. */
 interface AttemptEnd {
   health: HealthEffect;
   error?: AttemptFailure['error'];
   speed?: SpeedSample;
-  failover?: AttemptFailure;
+  /** Nothing reached the client: the next candidate should try. */
+  failover?: true;
+  /** With `failover`: the backend's own answer, relayed if no one does better. */
+  answer?: AttemptFailure['answer'];
 }
 
 /** What the call inspector keeps of a streamed answer (the call log caps it again). */
@@ -104,6 +108,9 @@ export class UpstreamProxy {
     const upstream = new UpstreamSignal(call.reply);
     const stream = call.endpoint !== 'embeddings' && call.body.stream === true;
     const parkMs = parkSeconds(cfg, alias) * 1000;
+    const refresh = call.refreshCandidates;
+    const fixed = toCandidates(call.resolution.candidates);
+    const candidates = refresh ? () => toCandidates(refresh()) : () => fixed;
     return {
       call, cfg, alias, upstream,
       sse: stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
@@ -114,11 +121,8 @@ export class UpstreamProxy {
         requestBody: cfg.capture_bodies ? call.rawBody : undefined,
       },
       parkDeadline: startedAt + parkMs,
-      ticket: {
-        alias, candidates: toCandidates(call.resolution.candidates), parkMs, signal: upstream.signal,
-        refresh: call.refreshCandidates && (() => toCandidates(call.refreshCandidates!())),
-      },
-      phase: 'parked',
+      candidates,
+      ticket: { alias, candidates: fixed, parkMs, signal: upstream.signal, refresh: refresh && candidates },
     };
   }
 
@@ -129,7 +133,6 @@ export class UpstreamProxy {
     let lease = await this.firstLease(state);
     while (lease) {
       tried.add(lease.backend);
-      state.phase = 'dispatched';
       let end: AttemptEnd;
       try {
         end = await this.attempt(state, lease);
@@ -138,7 +141,7 @@ export class UpstreamProxy {
       }
       this.settle(lease.backend, end);
       if (!end.failover) return;
-      last = end.failover;
+      last = { backend: lease.backend, error: end.error!, health: end.health, answer: end.answer };
       this.deps.log.warn({ backend: last.backend, reqId: state.call.req.id, error: last.error }, 'upstream attempt failed; trying the next candidate');
       lease = state.upstream.clientGone ? null : await this.nextLease(state, tried);
     }
@@ -175,15 +178,14 @@ export class UpstreamProxy {
    */
   private async nextLease(state: CallState, tried: ReadonlySet<string>): Promise<Lease | null> {
     const { scheduler } = this.deps;
-    const untried = () => (state.ticket.refresh?.() ?? state.ticket.candidates).filter((c) => !tried.has(c.backend));
+    const untried = () => state.candidates().filter((c) => !tried.has(c.backend));
     const candidates = untried();
     const now = scheduler.tryAcquireNow(candidates, tried);
     if (now) return now;
     const parkMs = state.parkDeadline - this.deps.now();
     if (parkMs <= 0 || scheduler.order(candidates).length === 0) return null;
     state.upstream.renew();
-    state.ticket = { alias: state.alias, candidates, parkMs, signal: state.upstream.signal, refresh: state.ticket.refresh && untried };
-    state.phase = 'parked';
+    state.ticket = { alias: state.alias, candidates, parkMs, signal: state.upstream.signal, refresh: state.call.refreshCandidates && untried };
     try {
       return await scheduler.acquire(state.ticket);
     } catch (err) {
@@ -197,7 +199,7 @@ export class UpstreamProxy {
     const { deps } = this;
     const { call, cfg } = state;
     const backend = deps.registry.get(lease.backend);
-    if (!backend) return { health: 'none', failover: { backend: lease.backend, error: { kind: 'error', detail: 'backend was removed' }, health: 'none' } };
+    if (!backend) return { health: 'none', error: { kind: 'error', detail: 'backend was removed' }, failover: true };
     const deadline = state.upstream;
     try {
       if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
@@ -213,19 +215,17 @@ export class UpstreamProxy {
       });
       const outcome = { backend: backend.name, model: lease.typeKey };
       switch (result.kind) {
-        case 'transport-error': {
-          const health = state.upstream.clientGone ? 'none' : result.error.kind === 'unreachable' ? 'unreachable' : 'failure';
-          return { health, error: result.error, failover: { backend: backend.name, error: result.error, health } };
-        }
+        case 'transport-error':
+          return this.noAnswer(state, result.error);
         case 'bad-answer':
-          return { health: 'failure', error: result.error, failover: { backend: backend.name, error: result.error, health: 'failure' } };
+          return { health: 'failure', error: result.error, failover: true };
         case 'upstream-status': {
           const verdict = classifyStatus(result.status, result.text);
-          if (verdict.action === 'failover') {
-            const answer = verdict.relayable ? { status: result.status, headers: result.headers, text: scrubSecret(result.text, backend.spec.api_key) } : undefined;
-            return { health: verdict.health, error: verdict.error, failover: { backend: backend.name, error: verdict.error, health: verdict.health, answer } };
-          }
           const text = scrubSecret(result.text, backend.spec.api_key);
+          if (verdict.action === 'failover') {
+            const answer = verdict.relayable ? { status: result.status, headers: result.headers, text } : undefined;
+            return { health: verdict.health, error: verdict.error, failover: true, answer };
+          }
           this.sendUpstreamAnswer(state, backend.name, { status: result.status, headers: result.headers, text });
           this.report(state, { ...outcome, status: result.status, reason: 'upstream_error', responseBody: cfg.capture_bodies ? text : undefined });
           return { health: 'ok' };
@@ -258,10 +258,7 @@ export class UpstreamProxy {
       idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
       captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
     });
-    if (result.kind === 'failover') {
-      const health = state.upstream.clientGone ? 'none' : result.error.kind === 'unreachable' ? 'unreachable' : 'failure';
-      return { health, error: result.error, failover: { backend, error: result.error, health } };
-    }
+    if (result.kind === 'failover') return this.noAnswer(state, result.error);
     const { summary } = result;
     const status = result.kind === 'complete' ? 200 : result.kind === 'upstream_failed' ? 502 : 499;
     this.report(state, {
@@ -279,6 +276,12 @@ export class UpstreamProxy {
     return { health: 'ok', speed };
   }
 
+  /** The backend gave no answer (or none reached the client): fail over; its fault unless the client left. */
+  private noAnswer(state: CallState, error: AttemptFailure['error']): AttemptEnd {
+    const health = state.upstream.clientGone ? 'none' : error.kind === 'unreachable' ? 'unreachable' : 'failure';
+    return { health, error, failover: true };
+  }
+
   /** Applies one attempt's effect on its backend: health, probes, speed. Called once per attempt. */
   private settle(backend: string, end: AttemptEnd): void {
     const { registry, scheduler } = this.deps;
@@ -288,10 +291,10 @@ export class UpstreamProxy {
         registry.recordSuccess(backend);
         break;
       case 'failure':
-        if (registry.recordFailure(backend, error, this.deps.config().failure_threshold)) this.deps.probe(backend);
+        if (registry.recordFailure(backend, this.deps.config().failure_threshold)) this.deps.probe(backend);
         break;
       case 'unreachable':
-        registry.recordFailure(backend, error, this.deps.config().failure_threshold);
+        registry.recordFailure(backend, this.deps.config().failure_threshold);
         this.deps.probe(backend);
         break;
       case 'auth':
@@ -334,10 +337,8 @@ export class UpstreamProxy {
   }
 
   private keepaliveText(state: CallState): string {
-    if (state.phase === 'parked') {
-      const where = this.deps.scheduler.queuePosition(state.ticket);
-      if (where) return `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
-    }
+    const where = this.deps.scheduler.queuePosition(state.ticket);
+    if (where) return `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
     return state.sse?.dataWritten ? 'keepalive' : 'waiting for first token';
   }
 }
