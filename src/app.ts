@@ -57,11 +57,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     // req.ip is the client behind these proxies (loopback rules, attribution); restart-only
     // a bare hop count is refused by the schema: fastify 5 would trust no proxy with it
     trustProxy: opts.config.trust_proxy,
-    // clients and reverse proxies that build URLs by concatenation: /v1/models/, /v1//models.
-    // The router tolerates them, and the URL is made canonical before routing because the
-    // proxy forwards req.url's path to the backend, which may not tolerate them
+    // clients and reverse proxies that build URLs by concatenation: /v1/models/, /v1//models
+    // (the proxy forwards the matched route's own path, so backends never see the odd form)
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
-    rewriteUrl: (req) => canonicalUrl(req.url ?? '/'),
     // errors fastify raises before routing (a malformed URL escape, …) get the same shape
     frameworkErrors: (err, req, reply) => sendError(reply as FastifyReply, toGatewayError(err), req.url),
     // … and so do the ones Node's HTTP parser raises before fastify sees a request (431, …)
@@ -103,15 +101,6 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   return { app, gateway };
 }
 
-/** `url` with doubled slashes collapsed and no trailing slash in its path (the query as is). */
-export function canonicalUrl(url: string): string {
-  const q = url.indexOf('?');
-  const path = q === -1 ? url : url.slice(0, q);
-  if (!path.includes('//') && (path.length <= 1 || !path.endsWith('/'))) return url;
-  const canonical = path.replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1');
-  return q === -1 ? canonical : canonical + url.slice(q);
-}
-
 /** Hot reload: a valid file replaces the config; an invalid one is logged and shown in /health. */
 function watchGatewayConfig(gateway: Gateway, path: string, log: Logger): ConfigWatcher {
   return watchConfigFile(path, (result) => {
@@ -141,18 +130,6 @@ async function registerCors(app: FastifyInstance, gateway: Gateway): Promise<voi
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     exposedHeaders: CORS_EXPOSED,
     maxAge: 600,
-  });
-  // streams write their own head on the raw response (reply.hijack), which would drop the
-  // CORS headers set on the reply: put them on the raw response too
-  app.addHook('onRequest', (req, reply, done) => {
-    // SDKs send no Origin: nothing to copy (a sync hook, no promise per request)
-    if (req.headers.origin !== undefined && reply.getHeader('access-control-allow-origin') !== undefined) {
-      for (const name of ['access-control-allow-origin', 'access-control-expose-headers', 'vary']) {
-        const value = reply.getHeader(name);
-        if (value !== undefined) reply.raw.setHeader(name, value);
-      }
-    }
-    done();
   });
 }
 

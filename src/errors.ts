@@ -88,3 +88,6 @@ export const modelNotFound = (model: string | undefined): GatewayError =>
 
 export const badRequest = (message: string, param: string | null = null, code = 'invalid_request'): GatewayError =>
   new GatewayError({ status: 400, code, param, message });
+
+export const invalidJson = (detail: string): GatewayError =>
+  new GatewayError({ status: 400, code: 'invalid_json', message: `We could not parse the JSON body of your request: ${detail}` });

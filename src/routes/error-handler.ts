@@ -1,7 +1,7 @@
 import { maxHeaderSize, STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../errors.ts';
+import { GatewayError, invalidJson } from '../errors.ts';
 
 /** Maps fastify's own errors (body parsing, limits, schemas) to stable gateway errors. */
 export function toGatewayError(err: FastifyError | Error): GatewayError {
@@ -15,7 +15,7 @@ export function toGatewayError(err: FastifyError | Error): GatewayError {
     return new GatewayError({ status: 400, code: 'invalid_request', param: field, message: `Invalid request body: ${field ? `\`${field}\` ` : ''}${first?.message ?? e.message}` });
   }
   if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || (status === 400 && /JSON/i.test(e.message))) {
-    return new GatewayError({ status: 400, code: 'invalid_json', message: `We could not parse the JSON body of your request: ${e.message}` });
+    return invalidJson(e.message);
   }
   if (status === 413) {
     return new GatewayError({ status: 413, code: 'request_too_large', message: 'The request body is larger than this endpoint accepts.' });

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { badRequest, GatewayError } from '../errors.ts';
+import { badRequest, invalidJson } from '../errors.ts';
 import { nestingDepthExceeds } from '../upstream/raw-json.ts';
 
 /** Deeper nesting than this is refused at parse time (no chat body needs it; deep values make JSON tools throw). */
@@ -36,8 +36,4 @@ export function useRawJsonBodies(app: FastifyInstance, bodyLimit: number): void 
     req.rawBody = body;
     done(null, parsed);
   });
-}
-
-function invalidJson(detail: string): GatewayError {
-  return new GatewayError({ status: 400, code: 'invalid_json', message: `We could not parse the JSON body of your request: ${detail}` });
 }

@@ -207,7 +207,7 @@ export class UpstreamProxy {
       const body = upstreamBody(call, lease.typeKey, state.sse !== undefined);
       const result = await forward({
         dispatcher: deps.dispatcherFor(backend),
-        path: `${backend.basePath}${call.req.url}`,
+        path: backend.basePath + upstreamPath(call.req),
         headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), Buffer.byteLength(body)),
         body,
         signal: deadline.signal,
@@ -345,6 +345,12 @@ export class UpstreamProxy {
 
 export function gatewayHeaders(backend: string, requestId: string): Record<string, string> {
   return { 'x-gateway-backend': backend, 'x-request-id': requestId };
+}
+
+/** The matched route's own path (never the client's `/v1//x/` spelling), with the client's query. */
+function upstreamPath(req: FastifyRequest): string {
+  const query = req.url.indexOf('?');
+  return query === -1 ? req.routeOptions.url! : req.routeOptions.url + req.url.slice(query);
 }
 
 function toCandidates(candidates: Resolution['candidates']): Candidate[] {

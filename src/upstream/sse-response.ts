@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 
 const SSE_HEAD = {
@@ -41,11 +41,14 @@ export class SseResponse {
     return this.raw.destroyed || this.raw.writableEnded;
   }
 
-  /** Writes the 200 SSE head unless it went out already; `extra` headers only count then. */
+  /**
+   * Writes the 200 SSE head unless it went out already; `extra` headers only count then. The
+   * headers hooks set on the reply (CORS) go out too: the head bypasses fastify's send.
+   */
   ensureHead(extra?: Record<string, string>): void {
     if (this.headWritten) return;
     this.reply.hijack();
-    this.raw.writeHead(200, extra ? { ...SSE_HEAD, ...this.baseHeaders, ...extra } : { ...SSE_HEAD, ...this.baseHeaders });
+    this.raw.writeHead(200, { ...this.reply.getHeaders(), ...SSE_HEAD, ...this.baseHeaders, ...extra } as OutgoingHttpHeaders);
     this.headWritten = true;
   }
 
