@@ -1,6 +1,7 @@
 /**
  * npm run demo — a fake fleet of four backends plus the gateway wired to them, then a short
- * walk through discovery, aliases and streaming. Everything listens on 127.0.0.1 only.
+ * walk through discovery, aliases, streaming, failover and a parked stream kept alive.
+ * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
  */
@@ -28,6 +29,7 @@ const config: GatewayConfig = {
   ...embeddedDefaultConfig(),
   store_dir: mkdtempSync(join(tmpdir(), 'llm-gateway-demo-')),
   log_level: 'warn',
+  stream_keepalive_s: 1, // 10 by default; short so the demo shows the comments
   backends: [
     spec({ name: 'gpu-box', url: gpu.url, local: true, max_concurrent: 2 }),
     spec({ name: 'swap', url: swap.url, max_concurrent: 1 }),
@@ -82,8 +84,34 @@ for await (const chunk of stream.body!) {
 }
 say(`\n   usage: ${usage}\n`);
 
+say('4. failover — gpu-box answers 500 once; the call moves to the next candidate unseen:');
+gpu.setKnobs({ errorStatus: 500, errorCount: 1 });
+const failedOver = await fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'fast', messages: [{ role: 'user', content: 'Say hello again' }] }),
+});
+say(`   status ${failedOver.status}, answered by ${failedOver.headers.get('x-gateway-backend')} (gpu-box was tried first)\n`);
+await failedOver.text();
+
+say('5. parked and kept alive — swap (max_concurrent 1) is busy; a stream for it waits in the queue');
+say('   and gets SSE comments (stream_keepalive_s, 1 s here) until its turn:');
+swap.setKnobs({ latencyMs: 2500 });
+const hog = fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'swap/gemma3-12b', messages: [{ role: 'user', content: 'a long one' }] }),
+});
+await new Promise((r) => setTimeout(r, 100));
+const parked = await (await fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'swap/gemma3-12b', stream: true, messages: [{ role: 'user', content: 'wait for me' }] }),
+})).text();
+await hog;
+swap.setKnobs({ latencyMs: 0 });
+for (const line of parked.split('\n').filter((l) => l.startsWith(':'))) say(`   ${line}`);
+say(`   … then ${parked.split('\n').filter((l) => l.startsWith('data: {')).length} data events and [DONE]\n`);
+
 const health = (await (await fetch(`${base}/health`)).json()) as { status: string; backends: Record<string, { healthy: boolean; models: number; paid: boolean; speed: number | null }> };
-say(`4. GET /health — ${health.status}:`);
+say(`6. GET /health — ${health.status}:`);
 for (const [name, b] of Object.entries(health.backends)) {
   say(`   ${name.padEnd(11)} healthy=${b.healthy} models=${b.models} paid=${b.paid} speed=${b.speed === null ? 'unmeasured' : `${b.speed.toFixed(1)} tok/s`}`);
 }

@@ -97,9 +97,9 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   try {
     for await (const chunk of upstream.body) {
       if (!sawFirstByte) firstByte();
-      else idleTimer?.refresh();
       await relay(splitter.push(chunk as Buffer));
-      idleTimer?.refresh(); // time spent waiting for a slow client is not the backend's silence
+      // the backend's silence counts from here: processing and a slow client's drain were ours
+      idleTimer?.refresh();
       if (sse.raw.destroyed) throw new ClientGone();
     }
     clearTimeout(idleTimer);
