@@ -42,7 +42,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
     return entry.model;
   });
 
-  const proxied = (endpoint: Endpoint) => async (req: FastifyRequest, reply: FastifyReply) => {
+  const proxied = (endpoint: Endpoint, path: string) => async (req: FastifyRequest, reply: FastifyReply) => {
     const startedAt = Date.now();
     let ctx: CallerContext | undefined;
     let requested: string | null = null;
@@ -67,7 +67,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       const done = admitWithinQuota(gateway, ctx);
       try {
         await gateway.proxy.handle({
-          endpoint, body: body as Record<string, unknown>, rawBody: req.rawBody, resolution,
+          endpoint, path, body: body as Record<string, unknown>, rawBody: req.rawBody, resolution,
           req, reply, caller: { source: ctx.source, userId: ctx.userId },
           refreshCandidates: () => candidatesNow()?.candidates ?? [],
         });
@@ -89,7 +89,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
   };
 
   const post = { bodyLimit: JSON_BODY_LIMIT };
-  app.post('/v1/chat/completions', post, proxied('chat'));
-  app.post('/v1/completions', post, proxied('completions'));
-  app.post('/v1/embeddings', post, proxied('embeddings'));
+  for (const [endpoint, path] of [['chat', '/v1/chat/completions'], ['completions', '/v1/completions'], ['embeddings', '/v1/embeddings']] as const) {
+    app.post(path, post, proxied(endpoint, path));
+  }
 }

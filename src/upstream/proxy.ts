@@ -32,6 +32,8 @@ export interface ProxyDeps {
 
 export interface ProxyCall {
   endpoint: Endpoint;
+  /** The route's own path (forwarded as is: never the client's `/v1//x/` spelling). */
+  path: string;
   /** The parsed body, for the fields the gateway reads. */
   body: Record<string, unknown>;
   /** The body exactly as the client sent it; only the fields the gateway sets are edited in it. */
@@ -207,7 +209,7 @@ export class UpstreamProxy {
       const body = upstreamBody(call, lease.typeKey, state.sse !== undefined);
       const result = await forward({
         dispatcher: deps.dispatcherFor(backend),
-        path: backend.basePath + upstreamPath(call.req),
+        path: backend.basePath + upstreamPath(call),
         headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), Buffer.byteLength(body)),
         body,
         signal: deadline.signal,
@@ -347,10 +349,10 @@ export function gatewayHeaders(backend: string, requestId: string): Record<strin
   return { 'x-gateway-backend': backend, 'x-request-id': requestId };
 }
 
-/** The matched route's own path (never the client's `/v1//x/` spelling), with the client's query. */
-function upstreamPath(req: FastifyRequest): string {
-  const query = req.url.indexOf('?');
-  return query === -1 ? req.routeOptions.url! : req.routeOptions.url + req.url.slice(query);
+/** The route's path with the client's query string, if any. */
+function upstreamPath(call: ProxyCall): string {
+  const query = call.req.url.indexOf('?');
+  return query === -1 ? call.path : call.path + call.req.url.slice(query);
 }
 
 function toCandidates(candidates: Resolution['candidates']): Candidate[] {
