@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { CallLog, type CallRecord } from '../src/stats/call-log.ts';
 import { REFUSED_BACKEND, RefusalReason } from '../src/stats/record.ts';
 import { startFake } from './fakes/index.ts';
+import { callRecord } from './helpers/call-record.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -49,15 +50,9 @@ function onDisk(storeDir: string): { rows: number; requests: number; cost: numbe
 }
 
 const NOON = Date.UTC(2026, 2, 15, 12);
-let seq = 0;
-function call(over: Partial<CallRecord> = {}): CallRecord {
-  return {
-    ts: NOON, request_id: `r-${++seq}`, duration_ms: 10, ttft_ms: null, endpoint: '/v1/chat/completions',
-    source: 'kid', user_id: 1, requested_model: 'm', model: 'm', backend: 'b', status: 200, reason: null,
-    prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cache_write_tokens: 0, reasoning: null,
-    cost_usd: 0.25, upstream_cost_usd: null, paid: true, request_body: 'q', response_body: 'a', ...over,
-  };
-}
+const call = (over: Partial<CallRecord> = {}): CallRecord =>
+  callRecord({ ts: NOON, cost_usd: 0.25, paid: true, request_body: 'q', response_body: 'a', ...over });
+
 
 describe('call_log: false', () => {
   test('the call log keeps only the quota counters, through the writer thread too, and switches at once', async (t) => {

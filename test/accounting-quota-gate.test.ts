@@ -16,6 +16,7 @@ import { countsTowardQuota } from '../src/stats/quota-rules.ts';
 import { REFUSED_BACKEND, RefusalReason, STATUS_CLIENT_CLOSED } from '../src/stats/record.ts';
 import { openDatabase } from '../src/store/db.ts';
 import { startFake } from './fakes/index.ts';
+import { callRecord } from './helpers/call-record.ts';
 import { startGateway } from './helpers/gateway.ts';
 
 const NOON = Date.UTC(2026, 2, 15, 12);
@@ -32,15 +33,8 @@ function tempStore(): string {
   return dir;
 }
 
-let seq = 0;
-function call(over: Partial<CallRecord> = {}): CallRecord {
-  return {
-    ts: NOON, request_id: `r-${++seq}`, duration_ms: 10, ttft_ms: null, endpoint: '/v1/chat/completions',
-    source: 'kid', user_id: 1, requested_model: 'm', model: 'm', backend: 'b', status: 200, reason: null,
-    prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cache_write_tokens: 0, reasoning: null,
-    cost_usd: 0, upstream_cost_usd: null, ...over,
-  };
-}
+const call = (over: Partial<CallRecord> = {}): CallRecord => callRecord({ ts: NOON, ...over });
+
 const refused = (status: number, reason: string) => call({ backend: REFUSED_BACKEND, model: null, status, reason });
 
 /** Refused at the gate: none of these counts. */
