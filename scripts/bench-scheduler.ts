@@ -47,7 +47,7 @@ async function measure(parkedCount: number, seed: number): Promise<Samples> {
 
   const held: Lease[] = [];
   for (let i = 0; i < BACKENDS; i++) {
-    for (let slot = 0; slot < CAP; slot++) held.push(scheduler.tryAcquireNow([{ backend: backendName(i), typeKey: 'warm' }], new Set())!);
+    for (let slot = 0; slot < CAP; slot++) held.push(scheduler.tryAcquireNow([{ backend: backendName(i), model: 'warm' }], new Set())!);
   }
 
   const randomCandidates = (): Candidate[] => {
@@ -55,7 +55,7 @@ async function measure(parkedCount: number, seed: number): Promise<Samples> {
     const count = 1 + Math.floor(random() * 3);
     const picked = new Set<number>();
     while (picked.size < count) picked.add(Math.floor(random() * BACKENDS));
-    return [...picked].map((i) => ({ backend: backendName(i), typeKey: random() < 0.8 ? typeKey : `model-${Math.floor(random() * TYPE_KEYS)}` }));
+    return [...picked].map((i) => ({ backend: backendName(i), model: random() < 0.8 ? typeKey : `model-${Math.floor(random() * TYPE_KEYS)}` }));
   };
 
   const controllers: AbortController[] = [];
@@ -104,11 +104,11 @@ async function measure(parkedCount: number, seed: number): Promise<Samples> {
       if (record) samples.park.push(microsSince(parkStart));
     } else {
       // Nobody could use that backend: refill the slot so the fleet stays full.
-      held.push(scheduler.tryAcquireNow([{ backend: lease.backend, typeKey: 'refill' }], new Set())!);
+      held.push(scheduler.tryAcquireNow([{ backend: lease.backend, model: 'refill' }], new Set())!);
     }
 
     // (b2) a free slot nobody waits for, behind two full backends in candidate order.
-    const freeCandidates = [...randomCandidates().slice(0, 2), { backend: SPARE, typeKey: 'spare-model' }];
+    const freeCandidates = [...randomCandidates().slice(0, 2), { backend: SPARE, model: 'spare-model' }];
     const freeStart = process.hrtime.bigint();
     const spareLease = scheduler.acquire({ alias: 'fresh', candidates: freeCandidates, parkMs: 0 });
     if (record) samples.freeSlot.push(microsSince(freeStart));
@@ -136,14 +136,14 @@ function measureRefresh(parkedCount: number, seed: number): RefreshSamples {
     const scheduler = new Scheduler({ clock: systemClock, maxParked: parkedCount + 10, affinityMaxWaitMs: 120_000 });
     const names = [...Array.from({ length: BACKENDS }, (_, i) => `gpu${i}`), LATE];
     for (const name of names) scheduler.upsertBackend({ name, cap: 1, paid: false, available: true });
-    const held = names.map((name) => scheduler.tryAcquireNow([{ backend: name, typeKey: 'warm' }], new Set())!);
+    const held = names.map((name) => scheduler.tryAcquireNow([{ backend: name, model: 'warm' }], new Set())!);
     const controllers: AbortController[] = [];
     for (let i = 0; i < parkedCount; i++) {
       const typeKey = `model-${Math.floor(random() * TYPE_KEYS)}`;
-      const own: Candidate[] = [{ backend: names[Math.floor(random() * BACKENDS)], typeKey }];
+      const own: Candidate[] = [{ backend: names[Math.floor(random() * BACKENDS)], model: typeKey }];
       const older = i < parkedCount / 2;
-      const candidates = older ? own : [...own, { backend: LATE, typeKey }];
-      const refreshed = [...own, { backend: LATE, typeKey }];
+      const candidates = older ? own : [...own, { backend: LATE, model: typeKey }];
+      const refreshed = [...own, { backend: LATE, model: typeKey }];
       const controller = new AbortController();
       controllers.push(controller);
       scheduler

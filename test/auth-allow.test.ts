@@ -51,9 +51,10 @@ test('filterAllowed keeps the routing order of candidates', () => {
 });
 
 test('isListedModelVisible applies the same rules to /v1/models entries', () => {
-  const alias = { id: 'fast', alias: true, candidates: fastAlias.candidates };
-  const pinned = { id: 'gpu2/qwen3', candidates: [{ backend: 'gpu2', model: 'qwen3' }] };
-  const bare = { id: 'qwen3', candidates: bareQwen.candidates };
+  const listed = (id: string) => ({ id, object: 'model' as const, created: 0, owned_by: 'test' });
+  const alias = { model: listed('fast'), alias: true, candidates: fastAlias.candidates };
+  const pinned = { model: listed('gpu2/qwen3'), alias: false, candidates: [{ backend: 'gpu2', model: 'qwen3' }] };
+  const bare = { model: listed('qwen3'), alias: false, candidates: bareQwen.candidates };
 
   assert.equal(isListedModelVisible([], alias), true);
   assert.equal(isListedModelVisible(['fast'], alias), true);

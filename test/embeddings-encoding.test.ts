@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { adaptEmbeddingsResponse } from '../src/upstream/embeddings.ts';
+import { adaptEmbeddingsResponse } from '../src/backends/embeddings-encoding.ts';
 
 const floats = [0.1, -2.5, 3.4028234663852886e38, 0, -0.0001234];
 

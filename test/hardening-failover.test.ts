@@ -17,7 +17,7 @@ const ask = (model: string, stream = false) => ({ model, stream, messages: [{ ro
 const chats = (f: FakeBackend) => f.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
 /** Makes `first` the scheduler's first choice (neither is measured: list order decides). */
 function assertFirst(gw: TestGateway, first: string, other: string): void {
-  const order = gw.gateway.scheduler.order([{ backend: first, typeKey: 'm' }, { backend: other, typeKey: 'm' }]);
+  const order = gw.gateway.scheduler.order([{ backend: first, model: 'm' }, { backend: other, model: 'm' }]);
   assert.equal(order[0].backend, first);
 }
 

@@ -52,7 +52,7 @@ describe('parked streams stay alive', () => {
     const good = await startFake('llamacpp', { models: ['m'] });
     const gw = await startGateway([{ name: 'silent', url: silent.url }, { name: 'good', url: good.url }], { stream_keepalive_s: 0.1, first_byte_timeout_s: 0.5 });
     t.after(async () => { await gw.close(); await silent.close(); await good.close(); });
-    const order = gw.gateway.scheduler.order([{ backend: 'silent', typeKey: 'm' }, { backend: 'good', typeKey: 'm' }]);
+    const order = gw.gateway.scheduler.order([{ backend: 'silent', model: 'm' }, { backend: 'good', model: 'm' }]);
     assert.equal(order[0].backend, 'silent');
     const text = await (await post(gw.url, ask('m'))).text();
     assert.match(text, /^: waiting for first token\n\n/);

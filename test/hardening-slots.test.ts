@@ -22,7 +22,7 @@ describe('no slot without a deadline', () => {
     const good = await startFake('llamacpp', { models: ['m'] });
     const gw = await startGateway([{ name: 'silent', url: silent.url, max_concurrent: 1 }, { name: 'good', url: good.url }], { first_byte_timeout_s: 0.3 });
     t.after(async () => { await gw.close(); await silent.close(); await good.close(); });
-    const order = gw.gateway.scheduler.order([{ backend: 'silent', typeKey: 'm' }, { backend: 'good', typeKey: 'm' }]);
+    const order = gw.gateway.scheduler.order([{ backend: 'silent', model: 'm' }, { backend: 'good', model: 'm' }]);
     assert.equal(order[0].backend, 'silent', 'the silent backend is tried first');
     const res = await post(gw.url, ask('m', true));
     const text = await res.text();

@@ -22,7 +22,7 @@ describe('failover and upstream errors', () => {
     t.after(async () => { await gw.close(); await dead.close(); await alive.close(); });
     dead.setKnobs({ refuse: true });
     // the dead box is never measured and listed first: make sure it is tried first
-    const order = gw.gateway.scheduler.order([{ backend: 'dead', typeKey: 'm' }, { backend: 'alive', typeKey: 'm' }]);
+    const order = gw.gateway.scheduler.order([{ backend: 'dead', model: 'm' }, { backend: 'alive', model: 'm' }]);
     assert.equal(order[0].backend, 'dead');
     const res = await chat(gw.url, 'm');
     assert.equal(res.status, 200);

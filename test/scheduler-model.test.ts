@@ -12,7 +12,7 @@ import { settle } from './helpers/scheduler-harness.ts';
 
 const AFFINITY_MS = 400;
 
-type Outcome = { kind: 'pending' } | { kind: 'leased'; backend: string; typeKey: string } | { kind: 'rejected'; reason: string };
+type Outcome = { kind: 'pending' } | { kind: 'leased'; backend: string; model: string } | { kind: 'rejected'; reason: string };
 
 interface ModelBackend { name: string; cap: number; paid: boolean; available: boolean; inflight: number; last?: string }
 interface ModelWaiter { id: number; candidates: Candidate[]; enqueuedAt: number; deadline: number; refreshable: boolean }
@@ -41,7 +41,7 @@ class ReferenceModel {
       .sort((x, y) => Number(this.backend(x.backend)!.paid) - Number(this.backend(y.backend)!.paid));
     if (usable.length === 0) return void this.outcomes.set(id, { kind: 'rejected', reason: 'no_backend' });
     const free = usable.find((c) => isFree(this.backend(c.backend)!));
-    if (free) return this.grant(id, this.backend(free.backend)!, free.typeKey);
+    if (free) return this.grant(id, this.backend(free.backend)!, free.model);
     if (parkMs === 0) return void this.outcomes.set(id, { kind: 'rejected', reason: 'parking_off' });
     if (this.waiters.length >= this.maxParked) return void this.outcomes.set(id, { kind: 'rejected', reason: 'queue_full' });
     this.waiters.push({ id, candidates, enqueuedAt: this.now, deadline: this.now + parkMs, refreshable });
@@ -81,21 +81,21 @@ class ReferenceModel {
       const eligible = this.waiters.filter((w) => w.candidates.some((c) => c.backend === b.name));
       if (eligible.length === 0) return;
       const oldest = eligible[0];
-      const firstKey = (w: ModelWaiter) => w.candidates.find((c) => c.backend === b.name)!.typeKey;
-      let pick = { waiter: oldest, typeKey: firstKey(oldest) };
+      const firstKey = (w: ModelWaiter) => w.candidates.find((c) => c.backend === b.name)!.model;
+      let pick = { waiter: oldest, model: firstKey(oldest) };
       if (!(this.now - oldest.enqueuedAt > AFFINITY_MS)) {
-        const sameModel = eligible.find((w) => w.candidates.some((c) => c.backend === b.name && c.typeKey === b.last));
-        if (sameModel) pick = { waiter: sameModel, typeKey: b.last! };
+        const sameModel = eligible.find((w) => w.candidates.some((c) => c.backend === b.name && c.model === b.last));
+        if (sameModel) pick = { waiter: sameModel, model: b.last! };
       }
       this.waiters = this.waiters.filter((w) => w !== pick.waiter);
-      this.grant(pick.waiter.id, b, pick.typeKey);
+      this.grant(pick.waiter.id, b, pick.model);
     }
   }
 
-  private grant(id: number, b: ModelBackend, typeKey: string): void {
+  private grant(id: number, b: ModelBackend, model: string): void {
     b.inflight++;
-    b.last = typeKey;
-    this.outcomes.set(id, { kind: 'leased', backend: b.name, typeKey });
+    b.last = model;
+    this.outcomes.set(id, { kind: 'leased', backend: b.name, model });
   }
 
   private backend(name: string): ModelBackend | undefined {
@@ -124,7 +124,7 @@ async function runScenario(seed: number, steps: number): Promise<void> {
   let refreshedIds: number[] = [];
   let nextId = 1;
   const randomCandidates = (max: number): Candidate[] =>
-    Array.from({ length: Math.floor(random() * (max + 1)) }, () => ({ backend: pickOne(names), typeKey: pickOne(models) }));
+    Array.from({ length: Math.floor(random() * (max + 1)) }, () => ({ backend: pickOne(names), model: pickOne(models) }));
 
   const upsert = (spec: { name: string; cap: number; paid: boolean; available: boolean }) => {
     scheduler.upsertBackend(spec);
@@ -136,7 +136,7 @@ async function runScenario(seed: number, steps: number): Promise<void> {
     const roll = random();
     if (roll < 0.45) {
       const id = nextId++;
-      const candidates: Candidate[] = [{ backend: pickOne(names), typeKey: pickOne(models) }, ...randomCandidates(2)];
+      const candidates: Candidate[] = [{ backend: pickOne(names), model: pickOne(models) }, ...randomCandidates(2)];
       const parkMs = random() < 0.1 ? 0 : 100 + Math.floor(random() * 2_000);
       const refreshable = random() < 0.6;
       const refresh = () => {
@@ -152,7 +152,7 @@ async function runScenario(seed: number, steps: number): Promise<void> {
       scheduler.acquire(ticket).then(
         (lease) => {
           leases.set(id, lease);
-          actual.set(id, { kind: 'leased', backend: lease.backend, typeKey: lease.typeKey });
+          actual.set(id, { kind: 'leased', backend: lease.backend, model: lease.model });
         },
         (error: SchedulerRejection) => void actual.set(id, { kind: 'rejected', reason: error.reason }),
       );

@@ -109,7 +109,7 @@ describe('scheduler: which free candidate a call gets', () => {
   it('leases the type key of the chosen candidate and counts the slot', async () => {
     const scheduler = fleet([{ name: 'a', cap: 2 }]);
     const lease = await acquireNow(scheduler, ['a/qwen3-8b']);
-    assert.equal(lease.typeKey, 'qwen3-8b');
+    assert.equal(lease.model, 'qwen3-8b');
     const [a] = scheduler.snapshot().backends;
     assert.equal(a.inflight, 1);
     assert.equal(a.lastTypeKey, 'qwen3-8b');

@@ -5,10 +5,8 @@
  * `model_not_found` an unknown model gets, so nobody can enumerate what they may not use.
  */
 
-export interface Candidate {
-  backend: string;
-  model: string;
-}
+import type { ListingEntry } from '../routing/model-listing.ts';
+import type { Candidate } from '../scheduler/types.ts';
 
 export interface AllowContext {
   /** What the client asked for. */
@@ -29,16 +27,10 @@ export function filterAllowed(allow: readonly string[], ctx: AllowContext): Cand
   );
 }
 
-export interface ListedModel {
-  id: string;
-  /** True for alias entries of the listing. */
-  alias?: boolean;
-  candidates: Candidate[];
-}
-
 /** Whether an entry of `GET /v1/models` is visible under `allow` (same rules as `filterAllowed`). */
-export function isListedModelVisible(allow: readonly string[], listing: ListedModel): boolean {
-  if (allow.length === 0 || allow.includes(listing.id)) return true;
-  const ctx: AllowContext = { requested: listing.id, alias: listing.alias ? listing.id : undefined, candidates: listing.candidates };
+export function isListedModelVisible(allow: readonly string[], entry: ListingEntry): boolean {
+  const id = entry.model.id;
+  if (allow.length === 0 || allow.includes(id)) return true;
+  const ctx: AllowContext = { requested: id, alias: entry.alias ? id : undefined, candidates: entry.candidates };
   return filterAllowed(allow, ctx).length > 0;
 }

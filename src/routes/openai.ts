@@ -3,7 +3,7 @@ import { filterAllowed, isListedModelVisible } from '../auth/allow.ts';
 import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
 import type { Gateway } from '../gateway.ts';
 import { resolveModel } from '../routing/resolve.ts';
-import type { Endpoint } from '../upstream/proxy.ts';
+import { openAISurface, type OpenAIEndpoint } from '../upstream/openai-surface.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import { admitWithinQuota, anonymousAttribution, identifyCaller, type CallerContext } from './caller.ts';
 
@@ -26,7 +26,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
     const entries = gateway.modelListing();
     const allow = ctx.caller.allow;
     if (!allow.length) return entries;
-    return entries.filter((e) => isListedModelVisible(allow, { id: e.model.id, alias: e.alias, candidates: e.candidates }));
+    return entries.filter((e) => isListedModelVisible(allow, e));
   };
 
   app.get('/v1/models', async (req) => {
@@ -42,7 +42,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
     return entry.model;
   });
 
-  const proxied = (endpoint: Endpoint, path: string) => async (req: FastifyRequest, reply: FastifyReply) => {
+  const proxied = (endpoint: OpenAIEndpoint, path: string) => async (req: FastifyRequest, reply: FastifyReply) => {
     const startedAt = Date.now();
     let ctx: CallerContext | undefined;
     let requested: string | null = null;
@@ -66,8 +66,12 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       if (!resolution?.candidates.length) throw modelNotFound(model);
       const done = admitWithinQuota(gateway, ctx);
       try {
+        const query = req.url.indexOf('?');
+        const surface = openAISurface({
+          endpoint, path, query: query === -1 ? '' : req.url.slice(query), body: body as Record<string, unknown>, rawBody: req.rawBody,
+        });
         await gateway.proxy.handle({
-          endpoint, path, body: body as Record<string, unknown>, rawBody: req.rawBody, resolution,
+          surface, resolution,
           req, reply, caller: { source: ctx.source, userId: ctx.userId },
           refreshCandidates: () => candidatesNow()?.candidates ?? [],
         });

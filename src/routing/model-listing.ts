@@ -1,5 +1,6 @@
 import type { VirtualModel } from '../config/types.ts';
 import type { BackendState } from '../backends/registry.ts';
+import type { Candidate } from '../scheduler/types.ts';
 
 export interface ListedModel {
   id: string;
@@ -12,7 +13,7 @@ export interface ListedModel {
 export interface ListingEntry {
   model: ListedModel;
   alias: boolean;
-  candidates: { backend: string; model: string }[];
+  candidates: Candidate[];
 }
 
 /**

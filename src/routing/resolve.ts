@@ -1,4 +1,5 @@
 import type { BackendSpec, BackendType, VirtualModel } from '../config/types.ts';
+import type { Candidate } from '../scheduler/types.ts';
 
 /** What resolution needs to know about the fleet (the registry satisfies it). */
 export interface FleetView {
@@ -6,11 +7,7 @@ export interface FleetView {
   backendsServing(modelId: string): readonly string[];
 }
 
-export interface Candidate {
-  backend: string;
-  /** The model id as that backend knows it. */
-  model: string;
-}
+export type { Candidate };
 
 export interface Resolution {
   requested: string;

@@ -235,7 +235,7 @@ export class Scheduler {
       // Hand-offs happen the moment a slot frees, so a free slot with waiters should not
       // exist; if it ever does, the waiters are served first.
       if (this.waiters.hasWaitersFor(candidate.backend)) this.handOff(slots);
-      if (hasFreeSlot(slots)) return this.grant(slots, candidate.typeKey, 0);
+      if (hasFreeSlot(slots)) return this.grant(slots, candidate.model, 0);
     }
     return null;
   }
@@ -269,7 +269,7 @@ export class Scheduler {
       }
       this.handOff(slots);
     };
-    return Object.freeze({ backend: slots.spec.name, typeKey, waitedMs, release });
+    return Object.freeze({ backend: slots.spec.name, model: typeKey, waitedMs, release });
   }
 
   /** The backend's slots if it is known, in the fleet and available. */

@@ -14,7 +14,7 @@ export interface BackendSlotSpec {
 export interface Candidate {
   backend: string;
   /** Real model id on that backend (generation alias for media); same key ⇒ no model reload. */
-  typeKey: string;
+  model: string;
 }
 
 /** One call waiting for a slot. */
@@ -37,7 +37,7 @@ export interface Ticket {
 /** One in-flight slot on one backend. */
 export interface Lease {
   readonly backend: string;
-  readonly typeKey: string;
+  readonly model: string;
   /** Time spent parked before the slot was granted (0 when granted at once). */
   readonly waitedMs: number;
   /** Frees the slot and hands it to the next waiter. Idempotent. */

@@ -25,7 +25,7 @@ export interface Waiter {
 /** Groups a ticket's candidates by backend, keeping candidate order and dropping repeats. */
 export function typeKeysByBackend(candidates: readonly Candidate[]): Map<string, string[]> {
   const byBackend = new Map<string, string[]>();
-  for (const { backend, typeKey } of candidates) {
+  for (const { backend, model: typeKey } of candidates) {
     const keys = byBackend.get(backend);
     if (!keys) byBackend.set(backend, [typeKey]);
     else if (!keys.includes(typeKey)) keys.push(typeKey);

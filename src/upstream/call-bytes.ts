@@ -1,15 +1,12 @@
 /**
- * The bytes of one call on their way up and down: the body sent to a backend (the client's,
- * with only the gateway's fields edited in), what the gateway reads out of a JSON answer, and
- * an upstream error turned into an SSE error event. Pure functions.
+ * The bytes of one OpenAI call on their way up and down: the body sent to a backend (the
+ * client's, with only the gateway's fields edited in), an upstream error turned into an SSE
+ * error event, a secret scrubbed from an upstream's text. Pure functions.
  */
-import { adaptEmbeddingsResponse } from './embeddings.ts';
 import { editTopLevel, topLevelValueText } from './raw-json.ts';
-import { usageFromOpenAI, usageFromLlamaCppTimings, type Usage } from './usage.ts';
 
 /** What these functions need of a call. */
 export interface CallBody {
-  endpoint: string;
   body: Record<string, unknown>;
   rawBody: string;
 }
@@ -40,16 +37,6 @@ function withIncludeUsage(rawBody: string, parsed: Record<string, unknown>): str
   const text = topLevelValueText(rawBody, 'stream_options');
   if (text?.startsWith('{')) return editTopLevel(text, new Map([['include_usage', 'true']]));
   return JSON.stringify({ ...parsed, include_usage: true });
-}
-
-/** Usage out of a JSON answer; embeddings re-encoded to what the client asked for. */
-export function inspectJson(call: CallBody, raw: Buffer, parsed: Record<string, unknown>): { body: Buffer | string; usage?: Usage } {
-  const usage = usageFromOpenAI(parsed) ?? (parsed.timings ? usageFromLlamaCppTimings(parsed.timings) : undefined);
-  if (call.endpoint === 'embeddings') {
-    const adapted = adaptEmbeddingsResponse(parsed, call.body.encoding_format as 'float' | 'base64' | undefined);
-    return { body: adapted === parsed ? raw : JSON.stringify(adapted), usage };
-  }
-  return { body: raw, usage };
 }
 
 /** An upstream error as the body of an SSE error event: its own JSON error, else wrapped. */

@@ -14,6 +14,8 @@
  */
 import type { BackendError } from '../backends/types.ts';
 import { kindForStatus } from '../backends/errors.ts';
+import { LOADING_MODEL } from '../backends/llama-cpp.ts';
+import { START_FAILURE } from '../backends/llama-swap.ts';
 
 /**
  * How an attempt affects its backend's health: `ok` resets its failure count; `failure`
@@ -32,12 +34,11 @@ export type StatusVerdict =
     relayable: boolean;
   };
 
-const LOAD_FAILURE = /unable to start process|loading model/i;
 
 export function classifyStatus(status: number, text: string): StatusVerdict {
   const error = { kind: kindForStatus(status), status, detail: text.slice(0, 300) };
   if (status === 401 || status === 403) return { action: 'failover', error, health: 'auth', relayable: false };
-  if ((status === 502 || status === 503) && LOAD_FAILURE.test(text)) {
+  if ((status === 502 || status === 503) && (START_FAILURE.test(text) || LOADING_MODEL.test(text))) {
     return { action: 'failover', error, health: status === 502 ? 'failure' : 'none', relayable: false };
   }
   if (status === 429) return { action: 'failover', error, health: 'none', relayable: true };

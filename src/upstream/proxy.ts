@@ -8,15 +8,15 @@ import type { Resolution } from '../routing/resolve.ts';
 import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type SpeedSample, type Ticket } from '../scheduler/index.ts';
 import { classifyStatus, type HealthEffect } from './classify.ts';
 import { UpstreamSignal } from './deadline.ts';
-import { asErrorEvent, estimatePromptTokens, inspectJson, scrubSecret, upstreamBody } from './call-bytes.ts';
+import { scrubSecret } from './call-bytes.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
 import { exhaustedError, rejectionError, type AttemptFailure } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
-
-export type Endpoint = 'chat' | 'completions' | 'embeddings';
+import { formatSseData } from './sse.ts';
+import type { CallSurface } from './surface.ts';
 
 export interface ProxyDeps {
   registry: BackendRegistry;
@@ -31,13 +31,8 @@ export interface ProxyDeps {
 }
 
 export interface ProxyCall {
-  endpoint: Endpoint;
-  /** The route's own path (forwarded as is: never the client's `/v1//x/` spelling). */
-  path: string;
-  /** The parsed body, for the fields the gateway reads. */
-  body: Record<string, unknown>;
-  /** The body exactly as the client sent it; only the fields the gateway sets are edited in it. */
-  rawBody: string;
+  /** The call's wire format: what the backend gets, what the client gets (surface.ts). */
+  surface: CallSurface;
   resolution: Resolution;
   req: FastifyRequest;
   reply: FastifyReply;
@@ -48,6 +43,8 @@ export interface ProxyCall {
 }
 
 type OutcomeBase = Omit<CallOutcome, 'status' | 'reason' | 'durationMs'>;
+/** What an attempt (or the end of the loop) adds to the call's outcome. */
+type OutcomeFields = Partial<CallOutcome> & Pick<CallOutcome, 'status' | 'reason'>;
 
 /** One call on its way through the gateway, across all of its attempts. */
 interface CallState {
@@ -70,6 +67,8 @@ interface CallState {
 /** How one attempt ended, for `settle` and the failover loop. */
 interface AttemptEnd {
   health: HealthEffect;
+  /** What the client got from this attempt: the call's outcome (absent when failing over). */
+  outcome?: OutcomeFields;
   error?: AttemptFailure['error'];
   speed?: SpeedSample;
   /** Nothing reached the client: the next candidate should try. */
@@ -108,19 +107,19 @@ export class UpstreamProxy {
     const startedAt = deps.now();
     const alias = call.resolution.alias ?? call.resolution.requested;
     const upstream = new UpstreamSignal(call.reply);
-    const stream = call.endpoint !== 'embeddings' && call.body.stream === true;
+    const { surface } = call;
     const parkMs = parkSeconds(cfg, alias) * 1000;
     const refresh = call.refreshCandidates;
-    const fixed = toCandidates(call.resolution.candidates);
-    const candidates = refresh ? () => toCandidates(refresh()) : () => fixed;
+    const fixed = call.resolution.candidates;
+    const candidates = refresh ?? (() => fixed);
     return {
       call, cfg, alias, upstream,
-      sse: stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
+      sse: surface.stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
       base: {
-        requestId: String(call.req.id), endpoint: call.endpoint, requestedModel: call.resolution.requested,
+        requestId: String(call.req.id), endpoint: surface.endpoint, requestedModel: call.resolution.requested,
         backend: null, model: null, startedAt, ttftMs: null,
         source: call.caller.source, userId: call.caller.userId,
-        requestBody: cfg.capture_bodies ? call.rawBody : undefined,
+        requestBody: cfg.capture_bodies ? surface.rawBody : undefined,
       },
       parkDeadline: startedAt + parkMs,
       candidates,
@@ -138,10 +137,11 @@ export class UpstreamProxy {
       let end: AttemptEnd;
       try {
         end = await this.attempt(state, lease);
-      } finally {
+      } catch (err) {
         lease.release();
+        throw err;
       }
-      this.settle(lease.backend, end);
+      this.settle(state, lease, end);
       if (!end.failover) return;
       last = { backend: lease.backend, error: end.error!, health: end.health, answer: end.answer };
       this.deps.log.warn({ backend: last.backend, reqId: state.call.req.id, error: last.error }, 'upstream attempt failed; trying the next candidate');
@@ -196,7 +196,7 @@ export class UpstreamProxy {
     }
   }
 
-  /** One try on the leased backend. Never leaves the lease held: the caller releases it. */
+  /** One try on the leased backend: forwards, writes what the client gets, says how it ended. */
   private async attempt(state: CallState, lease: Lease): Promise<AttemptEnd> {
     const { deps } = this;
     const { call, cfg } = state;
@@ -206,16 +206,16 @@ export class UpstreamProxy {
     try {
       if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
       else deadline.arm(cfg.request_timeout_s * 1000, `no complete answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
-      const body = upstreamBody(call, lease.typeKey, state.sse !== undefined);
+      const request = call.surface.upstreamRequest(lease.model);
       const result = await forward({
         dispatcher: deps.dispatcherFor(backend),
-        path: backend.basePath + upstreamPath(call),
-        headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), Buffer.byteLength(body)),
-        body,
+        path: backend.basePath + request.path,
+        headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), Buffer.byteLength(request.body)),
+        body: request.body,
         signal: deadline.signal,
         stream: state.sse !== undefined,
       });
-      const outcome = { backend: backend.name, model: lease.typeKey };
+      const served = { backend: backend.name, model: lease.model };
       switch (result.kind) {
         case 'transport-error':
           return this.noAnswer(state, result.error);
@@ -223,59 +223,54 @@ export class UpstreamProxy {
           return { health: 'failure', error: result.error, failover: true };
         case 'upstream-status': {
           const verdict = classifyStatus(result.status, result.text);
-          const text = scrubSecret(result.text, backend.spec.api_key);
-          if (verdict.action === 'failover') {
-            const answer = verdict.relayable ? { status: result.status, headers: result.headers, text } : undefined;
-            return { health: verdict.health, error: verdict.error, failover: true, answer };
-          }
-          this.sendUpstreamAnswer(state, backend.name, { status: result.status, headers: result.headers, text });
-          this.report(state, { ...outcome, status: result.status, reason: 'upstream_error', responseBody: cfg.capture_bodies ? text : undefined });
-          return { health: 'ok' };
+          const answer = { status: result.status, headers: result.headers, text: scrubSecret(result.text, backend.spec.api_key) };
+          if (verdict.action === 'failover') return { health: verdict.health, error: verdict.error, failover: true, answer: verdict.relayable ? answer : undefined };
+          this.sendUpstreamAnswer(state, backend.name, answer);
+          return { health: 'ok', outcome: { ...served, status: answer.status, reason: 'upstream_error', responseBody: cfg.capture_bodies ? answer.text : undefined } };
         }
         case 'ok-json': {
-          const { body: answer, usage } = inspectJson(call, result.raw, result.json);
-          this.sendJson(state, backend.name, 200, result.headers, answer);
-          this.report(state, { ...outcome, status: 200, reason: null, usage, responseBody: cfg.capture_bodies ? result.raw : undefined });
-          return { health: 'ok' };
+          const { body, usage } = call.surface.answer(result.raw, result.json);
+          this.sendJson(state, backend.name, 200, result.headers, body);
+          return { health: 'ok', outcome: { ...served, status: 200, reason: null, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
         }
         case 'ok-stream':
-          return await this.relay(state, backend.name, lease.typeKey, result.response, deadline);
+          return await this.relay(state, served, result.response, deadline);
       }
     } finally {
       deadline.clear();
     }
   }
 
-  private async relay(state: CallState, backend: string, model: string, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
+  private async relay(state: CallState, served: { backend: string; model: string }, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
     const { deps } = this;
     const { call, cfg } = state;
     const result = await relayStream({
       upstream: response,
       sse: state.sse!,
-      headers: gatewayHeaders(backend, call.req.id),
-      clientWantsUsage: (call.body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true,
-      promptTokenEstimate: estimatePromptTokens(call.body),
-      now: deps.now,
+      headers: gatewayHeaders(served.backend, call.req.id),
+      translator: call.surface.streamTranslator(deps.now),
+      errorEvent: call.surface.errorEvent,
       onFirstByte: () => deadline.clear(),
       idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
       captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
     });
     if (result.kind === 'failover') return this.noAnswer(state, result.error);
     const { summary } = result;
-    const status = result.kind === 'complete' ? 200 : result.kind === 'upstream_failed' ? 502 : 499;
-    this.report(state, {
-      backend, model, status, reason: result.kind === 'complete' ? null : result.kind,
+    const outcome: OutcomeFields = {
+      ...served,
+      status: result.kind === 'complete' ? 200 : result.kind === 'upstream_failed' ? 502 : 499,
+      reason: result.kind === 'complete' ? null : result.kind,
       ttftMs: summary.firstTokenAt !== undefined ? summary.firstTokenAt - state.base.startedAt : null,
       usage: summary.usage, usageEstimated: summary.usageSource === 'estimated',
       responseBody: result.captured,
-    });
-    if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error };
-    if (result.kind === 'client_stalled') return { health: 'none' };
+    };
+    if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error, outcome };
+    if (result.kind === 'client_stalled') return { health: 'none', outcome };
     // speed = decoding only: from the first token to the end, never a model load or a park
     const speed = result.kind === 'complete' && summary.firstTokenAt !== undefined
       ? { status: 200, outputTokens: summary.usage.completion_tokens, seconds: Math.max(0.001, (deps.now() - summary.firstTokenAt) / 1000) }
       : undefined;
-    return { health: 'ok', speed };
+    return { health: 'ok', speed, outcome };
   }
 
   /** The backend gave no answer (or none reached the client): fail over; its fault unless the client left. */
@@ -284,8 +279,13 @@ export class UpstreamProxy {
     return { health, error, failover: true };
   }
 
-  /** Applies one attempt's effect on its backend: health, probes, speed. Called once per attempt. */
-  private settle(backend: string, end: AttemptEnd): void {
+  /**
+   * The one place an attempt ends, once: its slot comes back, its backend's health and speed
+   * learn from it, and an attempt that answered the client reports the call's outcome.
+   */
+  private settle(state: CallState, lease: Lease, end: AttemptEnd): void {
+    lease.release();
+    const backend = lease.backend;
     const { registry, scheduler } = this.deps;
     const error = end.error ?? { kind: 'error' as const, detail: 'attempt failed' };
     switch (end.health) {
@@ -306,26 +306,28 @@ export class UpstreamProxy {
         break;
     }
     if (end.speed) scheduler.recordSpeed(backend, end.speed);
+    if (end.outcome) this.report(state, end.outcome);
   }
 
   /** A refusal: as an error event once the stream head is out, else thrown for the route. */
   private refuse(state: CallState, err: GatewayError, backend: string | null): void {
     if (!state.sse?.headWritten) throw err;
-    state.sse.endWithEvent(err.toOpenAI());
+    state.sse.endWithEvent(state.call.surface.errorEvent({ kind: 'refused', error: err }));
     this.report(state, { backend, status: err.status, reason: err.reason });
   }
 
   private sendUpstreamAnswer(state: CallState, backend: string, answer: { status: number; headers: UpstreamHeaders; text: string }): void {
     if (state.sse?.headWritten) {
-      state.sse.endWithEvent(asErrorEvent(answer.status, answer.text));
+      state.sse.endWithEvent(state.call.surface.errorEvent({ kind: 'upstream', status: answer.status, text: answer.text }));
       return;
     }
-    this.sendJson(state, backend, answer.status, answer.headers, answer.text);
+    this.sendJson(state, backend, answer.status, answer.headers, state.call.surface.upstreamErrorBody(answer.status, answer.text));
   }
 
+  /** A JSON answer; as one last event when a keep-alive already opened the client's stream. */
   private sendJson(state: CallState, backend: string, status: number, headers: UpstreamHeaders, body: Buffer | string): void {
     if (state.sse?.headWritten) {
-      state.sse.endWithEvent(Buffer.isBuffer(body) ? body.toString('utf8') : body);
+      state.sse.endWithEvent(formatSseData(Buffer.isBuffer(body) ? body.toString('utf8') : body));
       return;
     }
     state.call.reply
@@ -334,7 +336,7 @@ export class UpstreamProxy {
       .send(body);
   }
 
-  private report(state: CallState, fields: Partial<CallOutcome> & Pick<CallOutcome, 'status' | 'reason'>): void {
+  private report(state: CallState, fields: OutcomeFields): void {
     this.deps.onOutcome({ ...state.base, ...fields, durationMs: this.deps.now() - state.base.startedAt });
   }
 
@@ -347,16 +349,6 @@ export class UpstreamProxy {
 
 export function gatewayHeaders(backend: string, requestId: string): Record<string, string> {
   return { 'x-gateway-backend': backend, 'x-request-id': requestId };
-}
-
-/** The route's path with the client's query string, if any. */
-function upstreamPath(call: ProxyCall): string {
-  const query = call.req.url.indexOf('?');
-  return query === -1 ? call.path : call.path + call.req.url.slice(query);
-}
-
-function toCandidates(candidates: Resolution['candidates']): Candidate[] {
-  return candidates.map((c) => ({ backend: c.backend, typeKey: c.model }));
 }
 
 function parkSeconds(cfg: GatewayConfig, alias: string): number {

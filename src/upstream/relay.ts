@@ -3,16 +3,18 @@ import { describeError } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
 import { SseSplitter } from './sse.ts';
 import { ClientGone, ClientStalled, type SseResponse } from './sse-response.ts';
-import { createUsageTap, type StreamSummary } from './stream-usage.ts';
+import type { StreamSummary } from './stream-usage.ts';
+import type { StreamError, StreamTranslator } from './surface.ts';
 
 export interface RelayOptions {
   upstream: Dispatcher.ResponseData;
   sse: SseResponse;
   /** Gateway headers for the client's response head (if it is not written yet). */
   headers: Record<string, string>;
-  clientWantsUsage: boolean;
-  promptTokenEstimate: number;
-  now: () => number;
+  /** The surface's translation of each upstream event (the OpenAI usage tap passes bytes through). */
+  translator: StreamTranslator;
+  /** The surface's last event for a stream that broke after data reached the client. */
+  errorEvent: (error: StreamError) => string;
   /** Called with the first body byte: the first-byte deadline is met. */
   onFirstByte: () => void;
   /** Longest silence between data after the first byte, and longest client back-pressure; 0 = none. */
@@ -41,9 +43,9 @@ export type RelayResult = { summary: StreamSummary; captured?: Buffer } & (
 export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const { upstream, sse } = opts;
   const splitter = new SseSplitter();
-  const tap = createUsageTap({ clientWantsUsage: opts.clientWantsUsage, promptTokenEstimate: opts.promptTokenEstimate, now: opts.now });
+  const tap = opts.translator;
+  const interrupted = (message: string) => opts.errorEvent({ kind: 'interrupted', message });
   let sawFirstByte = false;
-  let sawDone = false;
   const captured: Buffer[] = [];
   let capturedBytes = 0;
 
@@ -68,10 +70,7 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const relay = async (events: ReturnType<SseSplitter['push']>) => {
     const out: Buffer[] = [];
     for (const ev of events) {
-      if (sawDone) break;
-      // a half event cut off by the end of the stream is garbage, unless it is the end marker
-      if (ev.incomplete && ev.data !== '[DONE]') continue;
-      if (ev.data === '[DONE]') sawDone = true;
+      if (tap.ended) break;
       const bytes = tap.onEvent(ev);
       if (bytes) out.push(bytes);
     }
@@ -105,10 +104,10 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     clearTimeout(idleTimer);
     await relay(splitter.flush());
     clearTimeout(idleTimer);
-    if (!sawDone && !tap.summary().finishReason) {
-      const error = { kind: 'upstream' as const, detail: 'the backend ended the stream without [DONE]' };
+    if (!tap.ended && !tap.finishedWithoutMarker()) {
+      const error = { kind: 'upstream' as const, detail: 'the backend ended the stream before its end marker' };
       if (!sse.dataWritten) return result({ kind: 'failover' as const, error });
-      sse.endWithEvent(streamError(error.detail));
+      sse.endWithEvent(interrupted(error.detail));
       return result({ kind: 'upstream_failed' as const, error });
     }
     sse.end();
@@ -126,13 +125,9 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     }
     const error = describeError(err);
     if (!sse.dataWritten) return result({ kind: 'failover' as const, error });
-    sse.endWithEvent(streamError(error.kind === 'timeout' ? 'the backend stopped sending (stream idle timeout)' : `the backend broke the stream: ${error.detail}`));
+    sse.endWithEvent(interrupted(error.kind === 'timeout' ? 'the backend stopped sending (stream idle timeout)' : `the backend broke the stream: ${error.detail}`));
     return result({ kind: 'upstream_failed' as const, error });
   }
-}
-
-function streamError(message: string) {
-  return { error: { message, type: 'upstream_error', param: null, code: 'stream_interrupted' } };
 }
 
 /**

@@ -87,11 +87,11 @@ export class SseResponse {
     this.writes++;
   }
 
-  /** Ends the stream with one data event holding `body` (an OpenAI-shaped error, as a rule). */
-  endWithEvent(body: unknown): void {
+  /** Ends the stream with one last event (`frame`: its whole SSE text; an error, as a rule). */
+  endWithEvent(frame: string): void {
     if (this.closed) return;
     this.ensureHead();
-    this.raw.end(`data: ${typeof body === 'string' ? body : JSON.stringify(body)}\n\n`);
+    this.raw.end(frame);
   }
 
   end(): void {

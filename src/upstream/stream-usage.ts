@@ -15,7 +15,9 @@
  * whose text shows a usage object, llama.cpp timings or a finish reason.
  */
 import { formatSseData, type SseEvent } from './sse.ts';
-import { usageFromLlamaCppTimings, usageFromOpenAI, type Usage } from './usage.ts';
+import type { StreamTranslator } from './surface.ts';
+import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
+import { usageFromOpenAI, type Usage } from './usage.ts';
 
 /** Where the summary's usage came from. */
 export type UsageSource = 'reported' | 'timings' | 'estimated';
@@ -37,7 +39,7 @@ export interface StreamSummary {
   usageSynthesised: boolean;
 }
 
-export interface UsageTap {
+export interface UsageTap extends StreamTranslator {
   /** Bytes to write for this upstream event: usually `ev.raw` untouched, null to drop it. */
   onEvent(ev: SseEvent): Buffer | null;
   /**
@@ -122,6 +124,8 @@ export function createUsageTap(opts: UsageTapOptions): UsageTap {
 
   function onEvent(ev: SseEvent): Buffer | null {
     const data = ev.data;
+    // a half event cut off by the end of the stream is garbage, unless it is the end marker
+    if (ev.incomplete && data !== '[DONE]') return null;
     if (data === '') return ev.raw;
     if (data === '[DONE]') {
       sawDone = true;
@@ -161,7 +165,11 @@ export function createUsageTap(opts: UsageTapOptions): UsageTap {
     return result;
   }
 
-  return { onEvent, beforeDone, summary };
+  return {
+    onEvent, beforeDone, summary,
+    get ended() { return sawDone; },
+    finishedWithoutMarker: () => finishReason !== undefined,
+  };
 }
 
 /** The OpenAI wire shape of a usage object (the SDK reads these fields). */

@@ -21,7 +21,8 @@ function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function count(value: unknown): number | undefined {
+/** A token count (or cost) as reported: a finite number ≥ 0, else undefined. */
+export function tokenCount(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
@@ -41,23 +42,23 @@ function withOptional(usage: Usage, cached: number | undefined, cacheWrite: numb
 export function usageFromOpenAI(obj: unknown): Usage | undefined {
   if (!isObject(obj) || !isObject(obj.usage)) return undefined;
   const u = obj.usage;
-  const prompt = count(u.prompt_tokens) ?? count(u.input_tokens);
-  const completion = count(u.completion_tokens) ?? count(u.output_tokens);
+  const prompt = tokenCount(u.prompt_tokens) ?? tokenCount(u.input_tokens);
+  const completion = tokenCount(u.completion_tokens) ?? tokenCount(u.output_tokens);
   if (prompt === undefined && completion === undefined) return undefined;
   const details = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details
     : isObject(u.input_tokens_details) ? u.input_tokens_details : undefined;
   const usage: Usage = {
     prompt_tokens: prompt ?? 0,
     completion_tokens: completion ?? 0,
-    total_tokens: count(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0),
+    total_tokens: tokenCount(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0),
   };
   // DeepSeek reports cache hits as `prompt_cache_hit_tokens`; some servers put cache writes
   // at the top level like Anthropic. Both are parts of the prompt, so never more than it.
-  const cached = count(details?.cached_tokens) ?? count(u.prompt_cache_hit_tokens);
-  const written = count(details?.cache_write_tokens) ?? count(u.cache_creation_input_tokens);
+  const cached = tokenCount(details?.cached_tokens) ?? tokenCount(u.prompt_cache_hit_tokens);
+  const written = tokenCount(details?.cache_write_tokens) ?? tokenCount(u.cache_creation_input_tokens);
   const within = (n: number | undefined, room: number) => (n === undefined ? undefined : Math.min(n, room));
   const cachedWithin = within(cached, usage.prompt_tokens);
-  return withOptional(usage, cachedWithin, within(written, usage.prompt_tokens - (cachedWithin ?? 0)), count(u.cost));
+  return withOptional(usage, cachedWithin, within(written, usage.prompt_tokens - (cachedWithin ?? 0)), tokenCount(u.cost));
 }
 
 /**
@@ -69,31 +70,14 @@ export function usageFromAnthropic(obj: unknown): Usage | undefined {
   if (!isObject(obj)) return undefined;
   const u = isObject(obj.usage) ? obj.usage : isObject(obj.message) && isObject(obj.message.usage) ? obj.message.usage : undefined;
   if (!u) return undefined;
-  const input = count(u.input_tokens);
-  const output = count(u.output_tokens);
+  const input = tokenCount(u.input_tokens);
+  const output = tokenCount(u.output_tokens);
   if (input === undefined && output === undefined) return undefined;
-  const cacheRead = count(u.cache_read_input_tokens);
-  const cacheWrite = count(u.cache_creation_input_tokens);
+  const cacheRead = tokenCount(u.cache_read_input_tokens);
+  const cacheWrite = tokenCount(u.cache_creation_input_tokens);
   const prompt = (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
   const completion = output ?? 0;
   return withOptional({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }, cacheRead, cacheWrite);
-}
-
-/**
- * Usage from llama.cpp's `timings` object: `prompt_n` tokens evaluated plus `cache_n` reused
- * from the KV cache make the prompt; `predicted_n` is the output.
- */
-export function usageFromLlamaCppTimings(timings: unknown): Usage | undefined {
-  if (!isObject(timings)) return undefined;
-  const evaluated = count(timings.prompt_n);
-  const predicted = count(timings.predicted_n);
-  if (evaluated === undefined && predicted === undefined) return undefined;
-  const cached = count(timings.cache_n);
-  const prompt = (evaluated ?? 0) + (cached ?? 0);
-  const completion = predicted ?? 0;
-  const usage: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-  if (cached) usage.cached_tokens = cached;
-  return usage;
 }
 
 /** A rough token count for text nobody counted: about four characters per token, at least 1 when non-empty. */

@@ -20,11 +20,11 @@ export const PARK_MS = 60_000;
 /** A backend of the fleet: cap 1, unpaid and available unless said otherwise. */
 export type FleetBackend = Partial<BackendSlotSpec> & { name: string };
 
-/** 'gpu1/llama' → { backend: 'gpu1', typeKey: 'llama' }. */
+/** 'gpu1/llama' → { backend: 'gpu1', model: 'llama' }. */
 export function candidates(...specs: string[]): Candidate[] {
   return specs.map((spec) => {
     const [backend, typeKey] = spec.split('/');
-    return { backend, typeKey };
+    return { backend, model: typeKey };
   });
 }
 
@@ -93,5 +93,5 @@ export function leaseOf(c: TrackedCall): Lease | undefined {
 
 /** 'backend/typeKey' of the call's lease, if it has one (a function, so no stale narrowing). */
 export function grantedOn(c: TrackedCall): string | undefined {
-  return c.lease && `${c.lease.backend}/${c.lease.typeKey}`;
+  return c.lease && `${c.lease.backend}/${c.lease.model}`;
 }

@@ -1,0 +1,26 @@
+/**
+ * llama.cpp's ways: usage from the `timings` object it puts on answers and on the last stream
+ * chunk (many builds report no `usage`), and the 503 it answers while a model is loading.
+ */
+import { tokenCount as count, type Usage } from '../upstream/usage.ts';
+
+/** llama.cpp answers 503 "Loading model" until the model is in memory: not a broken backend. */
+export const LOADING_MODEL = /loading model/i;
+
+/**
+ * Usage from llama.cpp's `timings` object: `prompt_n` tokens evaluated plus `cache_n` reused
+ * from the KV cache make the prompt; `predicted_n` is the output.
+ */
+export function usageFromLlamaCppTimings(timings: unknown): Usage | undefined {
+  if (typeof timings !== 'object' || timings === null) return undefined;
+  const t = timings as Record<string, unknown>;
+  const evaluated = count(t.prompt_n);
+  const predicted = count(t.predicted_n);
+  if (evaluated === undefined && predicted === undefined) return undefined;
+  const cached = count(t.cache_n);
+  const prompt = (evaluated ?? 0) + (cached ?? 0);
+  const completion = predicted ?? 0;
+  const usage: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  if (cached) usage.cached_tokens = cached;
+  return usage;
+}

@@ -1,0 +1,56 @@
+/**
+ * The seam between the proxy's core and one kind of call.
+ *
+ * The core (proxy.ts) knows leases, attempts, deadlines, failover and where bytes go; it never
+ * asks which endpoint a call came from. A surface knows the call's wire format: the request a
+ * backend gets, the answer the client gets, how a stream is translated event by event, and
+ * how an error looks to this client. The OpenAI surfaces pass bytes through
+ * (openai-surface.ts); a bridge (Anthropic, Responses) is one more surface that translates.
+ */
+import type { GatewayError } from '../errors.ts';
+import type { SseEvent } from './sse.ts';
+import type { StreamSummary } from './stream-usage.ts';
+import type { Usage } from './usage.ts';
+
+/** The upstream request of one attempt. */
+export interface UpstreamRequest {
+  /** Below the backend's base URL, query string included. */
+  path: string;
+  body: string;
+}
+
+/** One upstream event stream made into the client's: the OpenAI usage tap is one. */
+export interface StreamTranslator {
+  /** Bytes to write for this upstream event (its own bytes when passed through), or null. */
+  onEvent(ev: SseEvent): Buffer | null;
+  /** The upstream's end marker went by: later events are ignored. */
+  readonly ended: boolean;
+  /** The stream stopped without its end marker yet had finished its answer (a finish reason). */
+  finishedWithoutMarker(): boolean;
+  summary(): StreamSummary;
+}
+
+export interface CallSurface {
+  /** What the call log and the metrics call this kind of call. */
+  readonly endpoint: string;
+  /** The client asked for a stream. */
+  readonly stream: boolean;
+  /** The body as the client sent it, for body capture. */
+  readonly rawBody: string;
+  /** The request for `model` (the backend's own id) on a backend. */
+  upstreamRequest(model: string): UpstreamRequest;
+  /** A 200 JSON answer: the bytes the client gets and the usage for the call log. */
+  answer(raw: Buffer, parsed: Record<string, unknown>): { body: Buffer | string; usage?: Usage };
+  /** A fresh translator for one streamed attempt. */
+  streamTranslator(now: () => number): StreamTranslator;
+  /** A backend's error answer as this client's body (status and retry-after pass as they were). */
+  upstreamErrorBody(status: number, text: string): string;
+  /** The last event of a stream that broke, or was refused after its head went out. */
+  errorEvent(error: StreamError): string;
+}
+
+/** Why a stream ends early: the backend broke it, answered with an error, or the gateway refused. */
+export type StreamError =
+  | { kind: 'interrupted'; message: string }
+  | { kind: 'upstream'; status: number; text: string }
+  | { kind: 'refused'; error: GatewayError };
