@@ -89,5 +89,11 @@ export const modelNotFound = (model: string | undefined): GatewayError =>
 export const badRequest = (message: string, param: string | null = null, code = 'invalid_request'): GatewayError =>
   new GatewayError({ status: 400, code, param, message });
 
-export const invalidJson = (detail: string): GatewayError =>
-  new GatewayError({ status: 400, code: 'invalid_json', message: `We could not parse the JSON body of your request: ${detail}` });
+/** A body that is not JSON. The parser's message can quote the body (and so a key): only where it stopped is kept. */
+export const invalidJson = (parserMessage: string): GatewayError =>
+  new GatewayError({ status: 400, code: 'invalid_json', message: `We could not parse the JSON body of your request: ${parsePosition(parserMessage)}.` });
+
+function parsePosition(message: string): string {
+  const at = /position (\d+)/.exec(message);
+  return at ? `unexpected input at position ${at[1]}` : 'it is not valid JSON';
+}

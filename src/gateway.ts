@@ -58,8 +58,6 @@ export class Gateway {
   readonly metrics: GatewayMetrics;
   readonly configSource: string;
   readonly startedAt = Date.now();
-  /** Calls admitted per user and not finished yet (quota checks count them). */
-  readonly userInflight = new Map<number, number>();
   /** Problems of the last rejected reload (the previous config stays in force). */
   reloadProblems: ConfigProblem[] = [];
   private fileConfig: GatewayConfig;
@@ -91,7 +89,6 @@ export class Gateway {
       logCalls: cfg.call_log,
       onError: (err, during) => this.log.error({ err }, `call log ${during} failed`),
     });
-    this.callLog.startWriter(); // the writer thread is ready before the first batch
     this.metrics = new GatewayMetrics({ defaultMetrics: opts.processMetrics !== false });
 
     const clock = opts.clock ?? systemClock;
@@ -143,9 +140,9 @@ export class Gateway {
     return this.effective;
   }
 
-  /** The master key in force: the store's setting, else config's `api_key`; blank = none. */
+  /** The master key in force (the effective `api_key`: the store's setting wins); blank = none. */
   masterKey(): string | undefined {
-    return effectiveMasterKey(this.effective.api_key, undefined);
+    return effectiveMasterKey(this.effective.api_key);
   }
 
   /**
@@ -213,11 +210,6 @@ export class Gateway {
     if (this.log.level === level) return;
     this.log.level = level;
     this.log.info(`log level is now ${level}`);
-  }
-
-  /** The store changed (admin API): recompute the effective configuration. */
-  storeChanged(): void {
-    this.applyEffective();
   }
 
   rejectReload(problems: ConfigProblem[]): void {

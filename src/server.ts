@@ -3,15 +3,13 @@
  *   npm start -- --config <file> --port <n> --host <addr>
  *   env LLM_GATEWAY_CONFIG, PORT, HOST do the same. Defaults: ./config.yaml, 4000, 127.0.0.1.
  */
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildApp } from './app.ts';
 import { isLoopbackHost } from './auth/loopback.ts';
-import { embeddedDefaultConfig, howToWriteConfigHint } from './config/defaults.ts';
-import { loadConfigFile } from './config/load.ts';
+import { howToWriteConfigHint } from './config/defaults.ts';
+import { loadBootConfig } from './config/load.ts';
 import { formatProblems } from './config/schema.ts';
-import type { GatewayConfig } from './config/types.ts';
 import { createLogger } from './logging.ts';
 
 const SHUTDOWN_GRACE_MS = 30_000;
@@ -27,19 +25,10 @@ async function main(): Promise<void> {
   const host = values.host ?? process.env.HOST ?? '127.0.0.1';
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`invalid port: ${values.port ?? process.env.PORT}`);
 
-  let config: GatewayConfig;
-  let configSource: string;
-  if (existsSync(configPath)) {
-    const result = loadConfigFile(configPath, process.env);
-    if (!result.ok) fail(`invalid configuration in ${configPath}:\n${formatProblems(result.problems)}`);
-    config = result.config;
-    configSource = configPath;
-  } else if (explicit) {
-    fail(`config file not found: ${configPath}`);
-  } else {
-    config = embeddedDefaultConfig();
-    configSource = 'embedded default';
-  }
+  const boot = loadBootConfig(configPath, process.env, { explicit });
+  if (!boot.result.ok) fail(`invalid configuration in ${configPath}:\n${formatProblems(boot.result.problems)}`);
+  const { config } = boot.result;
+  const configSource = boot.source === 'file' ? configPath : 'embedded default';
 
   const logger = createLogger(config, { isTTY: process.stdout.isTTY === true });
   if (configSource === 'embedded default') {

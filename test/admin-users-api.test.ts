@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { installErrorHandlers } from '../src/routes/error-handler.ts';
 import { GatewayError } from '../src/errors.ts';
 import { adminUsersRoutes } from '../src/routes/admin-users.ts';
 import { openDatabase, type Db } from '../src/store/db.ts';
@@ -32,6 +33,7 @@ async function startHarness(hasMasterKey?: () => boolean): Promise<Harness> {
     if (!req.headers.authorization) throw new GatewayError({ status: 401, code: 'invalid_api_key', message: 'No key.' });
     if (req.headers.authorization !== ADMIN) throw new GatewayError({ status: 403, code: 'admin_required', message: 'Admins only.' });
   };
+  installErrorHandlers(app); // the app's one error mapper, as in buildApp
   await app.register(adminUsersRoutes, { users, ipAliases: new IpAliasesRepo(db), requireAdmin, hasMasterKey });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, db, users, base: address, logs };

@@ -117,10 +117,10 @@ test('authenticateAdmin refuses non-admin users with 403', (t) => {
   assert401(() => auth.authenticateAdmin({}));
 });
 
-test('the store master key overrides config; blank values count as none', () => {
-  assert.equal(effectiveMasterKey('sk-config-key', undefined), 'sk-config-key');
-  assert.equal(effectiveMasterKey('sk-config-key', 'sk-store-key'), 'sk-store-key');
-  assert.equal(effectiveMasterKey('sk-config-key', '  '), 'sk-config-key');
-  assert.equal(effectiveMasterKey('', undefined), undefined);
-  assert.equal(effectiveMasterKey(undefined, undefined), undefined);
+test('the master key is the effective api_key, trimmed; blank values count as none', () => {
+  assert.equal(effectiveMasterKey('sk-config-key'), 'sk-config-key');
+  assert.equal(effectiveMasterKey('  sk-config-key '), 'sk-config-key');
+  assert.equal(effectiveMasterKey('  '), undefined);
+  assert.equal(effectiveMasterKey(''), undefined);
+  assert.equal(effectiveMasterKey(undefined), undefined);
 });

@@ -141,6 +141,8 @@ test('a missing file is a problem for loadConfigFile and the embedded default fo
     const fromFile = loadBootConfig(path, {});
     assert.equal(fromFile.source, 'file');
     assert.ok(fromFile.result.ok && fromFile.result.config.log_level === 'debug');
+    const named = loadBootConfig(join(dir, 'other.yaml'), {}, { explicit: true });
+    assert.ok(!named.result.ok && /config file not found/.test(named.result.problems[0].message), 'a named file that is missing is an error, not the default');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

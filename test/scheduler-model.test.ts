@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock, Scheduler, type Candidate, type Lease, type SchedulerRejection } from '../src/scheduler/index.ts';
+import { FakeClock } from './helpers/fake-clock.ts';
+import { Scheduler, type Candidate, type Lease, type SchedulerRejection } from '../src/scheduler/index.ts';
 import { prng } from './helpers/prng.ts';
 import { settle } from './helpers/scheduler-harness.ts';
 

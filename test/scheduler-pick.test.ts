@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock, SchedulerRejection, type Lease, type Scheduler } from '../src/scheduler/index.ts';
+import { FakeClock } from './helpers/fake-clock.ts';
+import { SchedulerRejection, type Lease, type Scheduler } from '../src/scheduler/index.ts';
 import { candidates, schedulerHarness, type FleetBackend } from './helpers/scheduler-harness.ts';
 
 interface FleetEntry extends FleetBackend {

@@ -89,15 +89,11 @@ export class Authenticator {
 }
 
 /**
- * The master key in force: a store setting overrides the top-level `api_key` of config.yaml.
- * Blank values (e.g. an unset `${ENV}`) count as no key.
+ * The master key in force, from the effective config's `api_key` (config.yaml merged with the
+ * store, where a store setting wins). A blank value (e.g. an unset `${ENV}`) is no key.
  */
-export function effectiveMasterKey(configKey: string | undefined, storeKey: string | undefined): string | undefined {
-  return nonBlank(storeKey) ?? nonBlank(configKey);
-}
-
-function nonBlank(value: string | undefined): string | undefined {
-  const trimmed = value?.trim();
+export function effectiveMasterKey(apiKey: string | undefined): string | undefined {
+  const trimmed = apiKey?.trim();
   return trimmed ? trimmed : undefined;
 }
 

@@ -55,9 +55,11 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv, validator?:
 
 /**
  * What start-up runs on: the file when it exists (valid or not — the caller exits on
- * problems), else the embedded default fleet (the caller prints `howToWriteConfigHint`).
+ * problems); when it does not, the embedded default fleet, unless the path was given
+ * explicitly (`--config`, `LLM_GATEWAY_CONFIG`): then a missing file is a problem too.
  */
-export function loadBootConfig(path: string, env: NodeJS.ProcessEnv): { source: 'file' | 'embedded'; result: ConfigResult } {
-  if (!existsSync(path)) return { source: 'embedded', result: { ok: true, config: embeddedDefaultConfig() } };
-  return { source: 'file', result: loadConfigFile(path, env) };
+export function loadBootConfig(path: string, env: NodeJS.ProcessEnv, opts: { explicit?: boolean } = {}): { source: 'file' | 'embedded'; result: ConfigResult } {
+  if (existsSync(path)) return { source: 'file', result: loadConfigFile(path, env) };
+  if (opts.explicit) return { source: 'file', result: { ok: false, problems: [{ path: '', message: `config file not found: ${path}` }] } };
+  return { source: 'embedded', result: { ok: true, config: embeddedDefaultConfig() } };
 }

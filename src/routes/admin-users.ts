@@ -1,11 +1,12 @@
 /**
  * Admin JSON API for users and IP aliases (under /admin/api/, admin callers only).
  * Responses never carry key material except the `key` of create and rotate, and nothing
- * here logs a request body. Errors are OpenAI-shaped: `{error:{message,type,param,code}}`.
+ * here logs a request body. Errors go through the app's error handler (OpenAI-shaped, naming
+ * the offending field of a bad body).
  */
 import { isIP, isIPv6 } from 'node:net';
-import { Ajv, type ErrorObject } from 'ajv';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Ajv } from 'ajv';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError, badRequest } from '../errors.ts';
 import type { IpAliasesRepo } from '../store/ip-aliases-repo.ts';
 import { userNotFound, type NewUser, type User, type UserPatch, type UsersRepo } from '../store/users-repo.ts';
@@ -58,7 +59,6 @@ export async function adminUsersRoutes(app: FastifyInstance, opts: AdminUsersOpt
   // Strict validation: no type coercion, no silent removal of unknown fields.
   const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
   app.setValidatorCompiler(({ schema }) => ajv.compile(schema));
-  app.setErrorHandler(renderError);
   app.addHook('onRequest', async (req) => opts.requireAdmin(req));
 
   app.get('/admin/api/users', async () => ({ data: users.list() }));
@@ -157,47 +157,4 @@ function parseId(raw: string): number {
 
 function throwNotFound(id: number): never {
   throw userNotFound(id);
-}
-
-/** Renders every error of this plugin OpenAI-shaped, naming the offending field for bad bodies. */
-function renderError(err: FastifyError | GatewayError, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const gatewayError = toGatewayError(err);
-  if (gatewayError.status >= 500) req.log.error({ err }, 'admin users API failed');
-  if (gatewayError.retryAfter !== undefined) reply.header('retry-after', String(gatewayError.retryAfter));
-  return reply.code(gatewayError.status).send(gatewayError.toOpenAI());
-}
-
-function toGatewayError(err: FastifyError | GatewayError): GatewayError {
-  if (err instanceof GatewayError) return err;
-  if (err.validation && err.validation.length > 0) return validationError(err.validation[0] as ErrorObject);
-  const status = err.statusCode ?? 500;
-  // Parser messages can quote the body (and so a key): never echo them.
-  if (err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError) {
-    return badRequest('The request body is not valid JSON.', null, 'invalid_json');
-  }
-  if (status >= 400 && status < 500) {
-    return new GatewayError({ status, code: 'invalid_request', message: err.message });
-  }
-  return new GatewayError({ status: 500, code: 'internal_error', message: 'Internal error.' });
-}
-
-function validationError(e: ErrorObject): GatewayError {
-  const params = e.params as Record<string, unknown>;
-  if (e.keyword === 'required') {
-    const field = String(params.missingProperty);
-    return badRequest(`Missing required field '${field}'.`, field, 'missing_field');
-  }
-  if (e.keyword === 'additionalProperties') {
-    const field = String(params.additionalProperty);
-    return badRequest(`Unknown field '${field}'.`, field, 'unknown_field');
-  }
-  const path = e.instancePath.split('/').slice(1).map(unescapePointer);
-  if (path.length === 0) return badRequest(`The request body ${e.message ?? 'is invalid'}.`, null, 'invalid_body');
-  const [field, ...rest] = path;
-  const where = field + rest.map((p) => `[${p}]`).join('');
-  return badRequest(`Invalid '${where}': ${e.message ?? 'invalid value'}.`, field, 'invalid_field');
-}
-
-function unescapePointer(segment: string): string {
-  return segment.replace(/~1/g, '/').replace(/~0/g, '~');
 }

@@ -2,19 +2,19 @@ import { maxHeaderSize, STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, invalidJson } from '../errors.ts';
+import { schemaError } from './schema-errors.ts';
 
-/** Maps fastify's own errors (body parsing, limits, schemas) to stable gateway errors. */
+/**
+ * Maps every error a route can end with to a stable gateway error: its own GatewayErrors,
+ * fastify's (body parsing, limits, schema validation, naming the field) and anything
+ * unexpected (a 500 that says to look at the log, never the exception's text).
+ */
 export function toGatewayError(err: FastifyError | Error): GatewayError {
   if (err instanceof GatewayError) return err;
   const e = err as FastifyError;
   const status = e.statusCode ?? 500;
-  if (e.validation) {
-    const first = e.validation[0];
-    const field = (first?.instancePath || '').replace(/^\//, '').replace(/\//g, '.')
-      || (first?.params as { missingProperty?: string } | undefined)?.missingProperty || null;
-    return new GatewayError({ status: 400, code: 'invalid_request', param: field, message: `Invalid request body: ${field ? `\`${field}\` ` : ''}${first?.message ?? e.message}` });
-  }
-  if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || (status === 400 && /JSON/i.test(e.message))) {
+  if (e.validation?.length) return schemaError(e.validation[0]);
+  if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
     return invalidJson(e.message);
   }
   if (status === 413) {

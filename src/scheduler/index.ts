@@ -3,7 +3,6 @@
  * a lease is one in-flight slot on one backend. Pure logic with an injected clock.
  */
 export { systemClock, type Clock } from './clock.ts';
-export { FakeClock } from './fake-clock.ts';
 export { Scheduler } from './scheduler.ts';
 export { compareBackends } from './ordering.ts';
 export { MIN_OUTPUT_TOKENS_FOR_SPEED, SPEED_EWMA_ALPHA } from './speed.ts';

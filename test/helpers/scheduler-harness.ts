@@ -1,10 +1,10 @@
 /**
  * A scheduler on a fake clock for tests: a fleet of backends, calls tracked as they settle,
- * leases taken at once, and the 'backend/typeKey' shorthand for candidates.
+ * leases taken at once, and the 'backend/model' shorthand for candidates.
  */
 import assert from 'node:assert/strict';
+import { FakeClock } from './fake-clock.ts';
 import {
-  FakeClock,
   Scheduler,
   type BackendSlotSpec,
   type Candidate,
@@ -53,7 +53,7 @@ export function schedulerHarness(fleet: FleetBackend[], opts: { maxParked?: numb
   const addBackend = (spec: FleetBackend) => scheduler.upsertBackend({ cap: 1, paid: false, available: true, ...spec });
   for (const spec of fleet) addBackend(spec);
 
-  /** Starts a call asking for `asks` ('backend/typeKey'); its outcome lands on the returned object. */
+  /** Starts a call asking for `asks` ('backend/model'); its outcome lands on the returned object. */
   function call(name: string, asks: string[], more: CallOptions = {}): TrackedCall {
     const tracked: TrackedCall = { name, refreshes: 0 };
     const answer = more.refresh;
@@ -91,7 +91,7 @@ export function leaseOf(c: TrackedCall): Lease | undefined {
   return c.lease;
 }
 
-/** 'backend/typeKey' of the call's lease, if it has one (a function, so no stale narrowing). */
+/** 'backend/model' of the call's lease, if it has one (a function, so no stale narrowing). */
 export function grantedOn(c: TrackedCall): string | undefined {
   return c.lease && `${c.lease.backend}/${c.lease.model}`;
 }

@@ -1,4 +1,4 @@
-import type { Clock } from './clock.ts';
+import type { Clock } from '../../src/scheduler/clock.ts';
 
 interface FakeTimer {
   readonly id: number;
