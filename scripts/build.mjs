@@ -1,6 +1,5 @@
-// Bundles the gateway for production: dist/server.mjs and the call log's writer thread
-// dist/call-log-writer.mjs (esbuild, ~0.2 s; npm packages stay external). Running the bundle
-// with plain node saves tsx's loader thread (~50 MB RSS) in the main thread and in the writer.
+// Bundles the gateway for production: dist/server.mjs (esbuild, ~0.2 s; npm packages stay
+// external). Running the bundle with plain node saves tsx's loader thread (~50 MB RSS).
 //   node scripts/build.mjs        (npm start runs it before starting)
 import { build } from 'esbuild';
 import { dirname, join } from 'node:path';
@@ -8,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 await build({
-  entryPoints: { server: join(root, 'src/server.ts'), 'call-log-writer': join(root, 'src/stats/call-log-writer.ts') },
+  entryPoints: { server: join(root, 'src/server.ts') },
   outdir: join(root, 'dist'),
   outExtension: { '.js': '.mjs' },
   bundle: true,

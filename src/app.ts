@@ -81,13 +81,19 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   // without a CORS preflight
   app.removeContentTypeParser('text/plain');
   // tier 2: API surfaces
-  await app.register(openaiRoutes, { gateway });
-  await app.register(opsRoutes, { gateway });
-  await app.register(metricsRoute, { gateway });
-  // tier 3: administration (admin role or master key; open only while bootstrap-open)
   const requireAdmin = (req: FastifyRequest) => {
     gateway.authenticator.authenticateAdmin(req.headers, req.ip);
   };
+  await app.register(openaiRoutes, {
+    callers: gateway.callers, catalog: gateway.catalog, proxy: gateway.proxy,
+    recordOutcome: (outcome) => gateway.recordOutcome(outcome),
+  });
+  await app.register(opsRoutes, { health: gateway.health, requireAdmin });
+  await app.register(metricsRoute, {
+    render: () => gateway.renderMetrics(), contentType: gateway.metrics.contentType,
+    access: () => gateway.config().metrics_access, requireAdmin,
+  });
+  // tier 3: administration (admin role or master key; open only while bootstrap-open)
   await app.register(adminUsersRoutes, {
     users: gateway.users, ipAliases: gateway.ipAliases, requireAdmin, hasMasterKey: () => !!gateway.masterKey(),
   });

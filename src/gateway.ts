@@ -16,14 +16,15 @@ import { Scheduler, systemClock, type Clock } from './scheduler/index.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import { UpstreamProxy } from './upstream/proxy.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
-import { buildModelListing, type ListingEntry } from './routing/model-listing.ts';
+import { ModelCatalog } from './routing/catalog.ts';
+import { Callers } from './routes/caller.ts';
+import type { HealthView } from './routes/health.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
 import { UsersRepo } from './store/users-repo.ts';
 import { IpAliasesRepo } from './store/ip-aliases-repo.ts';
 import { CallLog } from './stats/call-log.ts';
 import { GatewayMetrics } from './stats/metrics.ts';
 import { toCallRecord } from './stats/outcome-record.ts';
-import { resolveModel, SURFACE_TYPES } from './routing/resolve.ts';
 
 export interface GatewayOptions {
   /** The validated config file (or the embedded default). */
@@ -56,13 +57,15 @@ export class Gateway {
   readonly authenticator: Authenticator;
   readonly callLog: CallLog;
   readonly metrics: GatewayMetrics;
+  readonly catalog: ModelCatalog;
+  readonly callers: Callers;
+  /** What /health reads. */
+  readonly health: HealthView;
   readonly configSource: string;
   readonly startedAt = Date.now();
-  /** Problems of the last rejected reload (the previous config stays in force). */
-  reloadProblems: ConfigProblem[] = [];
+  private problems: ConfigProblem[] = [];
   private fileConfig: GatewayConfig;
   private effective: GatewayConfig;
-  private listing?: ListingEntry[];
   private refreshQueued = false;
   private readonly log: Logger;
 
@@ -90,6 +93,11 @@ export class Gateway {
       onError: (err, during) => this.log.error({ err }, `call log ${during} failed`),
     });
     this.metrics = new GatewayMetrics({ defaultMetrics: opts.processMetrics !== false });
+    this.callers = new Callers({
+      authenticate: (headers) => this.authenticator.authenticate(headers),
+      ipAliases: () => this.ipAliases.current(),
+      admit: (user, now) => this.callLog.quotas.admit(user, now),
+    });
 
     const clock = opts.clock ?? systemClock;
     this.scheduler = new Scheduler({
@@ -98,14 +106,15 @@ export class Gateway {
       affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,
     });
     this.registry = new BackendRegistry(() => clock.now());
+    this.catalog = new ModelCatalog(this.registry, () => this.effective);
     this.registry.onChange((name) => {
-      this.listing = undefined;
+      this.catalog.invalidate();
       const b = this.registry.get(name);
       if (b) this.scheduler.upsertBackend(slotSpec(b));
     });
     this.registry.onModelsChanged(() => this.refreshParkedSoon());
     this.registry.onRemoved((name) => {
-      this.listing = undefined;
+      this.catalog.invalidate();
       this.scheduler.removeBackend(name);
       this.pools.retire(name);
     });
@@ -134,6 +143,15 @@ export class Gateway {
     this.applyBackends();
     const cached = this.modelCache.loadAll();
     for (const [name, models] of cached) this.registry.seedModels(name, models);
+    this.health = {
+      backends: () => this.registry.list(),
+      slots: () => this.scheduler.snapshot(),
+      isOpen: () => this.authenticator.isOpen(),
+      aliasCollisions: () => this.catalog.collisions(),
+      configSource: this.configSource,
+      reloadProblems: () => this.problems,
+      startedAt: this.startedAt,
+    };
   }
 
   config(): GatewayConfig {
@@ -167,8 +185,13 @@ export class Gateway {
     });
   }
 
-  /** Refreshes the gauges that are read off live state, right before /metrics renders. */
-  refreshGauges(): void {
+  /** The Prometheus text of /metrics, with the gauges read off live state just now. */
+  renderMetrics(): Promise<string> {
+    this.refreshGauges();
+    return this.metrics.render();
+  }
+
+  private refreshGauges(): void {
     const snapshot = this.scheduler.snapshot();
     const slots = new Map(snapshot.backends.map((b) => [b.name, b]));
     this.metrics.setBackendGauges(this.registry.list().map((b) => ({
@@ -186,7 +209,7 @@ export class Gateway {
     const needRestart = RESTART_ONLY_KEYS.filter((k) => JSON.stringify(fileConfig[k]) !== JSON.stringify(this.fileConfig[k]));
     if (needRestart.length) this.log.warn(`changed keys take effect only after a restart: ${needRestart.join(', ')}`);
     this.fileConfig = fileConfig;
-    this.reloadProblems = [];
+    this.problems = [];
     this.applyEffective();
     this.applyLogLevel();
   }
@@ -212,21 +235,14 @@ export class Gateway {
     this.log.info(`log level is now ${level}`);
   }
 
+  /** A config file that failed to load: the previous config stays in force; /health shows why. */
   rejectReload(problems: ConfigProblem[]): void {
-    this.reloadProblems = problems;
+    this.problems = problems;
   }
 
-  /** `/v1/models` entries, computed once per fleet/config change. */
-  modelListing(): ListingEntry[] {
-    if (!this.listing) {
-      const cfg = this.effective;
-      this.listing = buildModelListing(this.registry.list(), cfg.virtual_models, {
-        modelPrefix: cfg.model_prefix,
-        surfaceTypes: SURFACE_TYPES.openai,
-        resolveAlias: (alias) => resolveModel(alias, this.registry, cfg.virtual_models, 'openai')?.candidates ?? [],
-      });
-    }
-    return this.listing;
+  /** Problems of the last rejected reload (empty once a reload succeeded). */
+  get reloadProblems(): readonly ConfigProblem[] {
+    return this.problems;
   }
 
   async close(): Promise<void> {
@@ -257,7 +273,7 @@ export class Gateway {
       logCalls: this.effective.call_log,
     });
     const change = this.applyBackends();
-    this.listing = undefined;
+    this.catalog.invalidate();
     for (const name of [...change.added, ...change.changed]) void this.discovery.probe(name);
     // an alias edit or a new backend may give parked calls somewhere to go
     this.refreshParkedSoon();

@@ -1,7 +1,7 @@
 /**
  * Calls refused at the gate (bad key, unknown or forbidden model, malformed body) do not count
  * towards `quota_req_day`; calls that reached the scheduler do, however they ended. Checked on
- * the rule itself, on the call log (pending, on disk, partial days: JS and SQL agree), on a
+ * the rule itself, on the quota counters (queued, on disk, reopened), on a
  * stats.db written by the previous rule, and over real sockets.
  */
 import assert from 'node:assert/strict';
@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { CallLog, type CallLogOptions, type CallRecord } from '../src/stats/call-log.ts';
-import { STATS_MIGRATIONS } from '../src/stats/migrations.ts';
+import { STATS_MIGRATIONS } from '../src/store/calls-migrations.ts';
 import { DAY_MS, startOfUtcDay } from '../src/stats/period.ts';
-import { countsTowardQuota } from '../src/stats/quota-rules.ts';
+import { countsTowardQuota } from '../src/stats/quota.ts';
 import { REFUSED_BACKEND, RefusalReason, STATUS_CLIENT_CLOSED } from '../src/stats/record.ts';
 import { openDatabase } from '../src/store/db.ts';
 import { startFake } from './fakes/index.ts';
@@ -57,17 +57,18 @@ describe('gate refusals and quotas', () => {
     for (const rec of SCHEDULED) assert.equal(countsTowardQuota(rec), true, `${rec.backend} ${rec.status} ${rec.reason}`);
   });
 
-  test('the call log counts the same pending, on disk, by whole days and by a partial day', (t) => {
-    const log = CallLog.open(tempStore(), OPTS);
+  test('the quota counters count the same queued and on disk, and after reopening', async (t) => {
+    const dir = tempStore();
+    const first = CallLog.open(dir, OPTS);
+    for (const rec of [...GATE, ...SCHEDULED]) first.record(rec);
+    assert.equal(first.quotas.requestsSince(1, DAY), SCHEDULED.length, 'queued');
+    await first.flush();
+    assert.equal(first.pending, 0);
+    assert.equal(first.quotas.requestsSince(1, DAY), SCHEDULED.length, 'on disk');
+    first.close();
+    const log = CallLog.open(dir, OPTS);
     t.after(() => log.close());
-    for (const rec of [...GATE, ...SCHEDULED]) log.record(rec);
-    const partial = DAY + 3_600_000; // not a day start: summed from the rows (SQL) once on disk
-    assert.equal(log.requestsSince(1, DAY), SCHEDULED.length, 'pending, whole day');
-    assert.equal(log.requestsSince(1, partial), SCHEDULED.length, 'pending, partial day');
-    log.flush();
-    assert.equal(log.pending, 0);
-    assert.equal(log.requestsSince(1, DAY), SCHEDULED.length, 'quota_usage on disk');
-    assert.equal(log.requestsSince(1, partial), SCHEDULED.length, 'calls on disk (SQL mirror)');
+    assert.equal(log.quotas.requestsSince(1, DAY), SCHEDULED.length, 'seeded from quota_usage');
   });
 
   test('a stats.db written under the old rule loses its gate refusals from the counters on upgrade', () => {
@@ -89,8 +90,8 @@ describe('gate refusals and quotas', () => {
 
     const log = CallLog.open(dir, OPTS);
     try {
-      assert.equal(log.requestsSince(1, DAY), 2, 'the answered call and the park timeout');
-      assert.equal(log.requestsSince(1, DAY - DAY_MS), 2, 'the day before: its refusal is gone too');
+      assert.equal(log.quotas.requestsSince(1, DAY), 2, 'the answered call and the park timeout');
+      assert.equal(log.quotas.requestsSince(1, DAY - DAY_MS), 2, 'the day before: its refusal is gone too');
     } finally {
       log.close();
     }
@@ -122,7 +123,7 @@ describe('gate refusals and quotas', () => {
     assert.equal(await send(ok, 'sk-wrong-key-000000000000'), 401, 'a bad key');
     for (let i = 1; i <= 3; i++) assert.equal(await send(ok), 200, `allowed call ${i}`);
     assert.equal(await send(ok), 429, 'the fourth allowed call is over the quota');
-    assert.equal(gw.gateway.callLog.requestsSince(user.id, startOfUtcDay(Date.now())), 3);
+    assert.equal(gw.gateway.callLog.quotas.requestsSince(user.id, startOfUtcDay(Date.now())), 3);
     const mine = gw.gateway.callLog.recent({ user_id: user.id });
     assert.ok(mine.some((r) => r.status === 404) && mine.some((r) => r.status === 400), 'the refusals are still on record');
   });

@@ -71,7 +71,7 @@ describe('RefusalAggregator', () => {
 });
 
 describe('folded 401s in the call log', () => {
-  test('rows carry their count; aggregates and percentiles weigh it', (t) => {
+  test('rows carry their count; aggregates and percentiles weigh it', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'llmgw-fold-'));
     dirs.push(dir);
     let now = MINUTE;
@@ -86,6 +86,7 @@ describe('folded 401s in the call log', () => {
     now = MINUTE + 60_000;
     const folded = log.recent({ status: 401 });
     assert.deepEqual(folded.map((r) => [r.source, r.count]).sort(), [['1.2.3.4', 50], ['5.6.7.8', 3]]);
+    await log.flush(); // aggregates read what is on disk
     const [refused] = log.aggregate('backend').filter((r) => r.key === REFUSED_BACKEND);
     assert.equal(refused.calls, 54, '50 + 3 folded + 1');
     assert.equal(refused.errors, 54);

@@ -48,7 +48,7 @@ describe('server start-up (dist bundle)', () => {
     }
   });
 
-  test('env config/port/host, serving, call log through the writer thread, SIGTERM drains and exits 0', async (t) => {
+  test('env config/port/host, serving, the call log written by shutdown, SIGTERM drains and exits 0', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'llmgw-boot-'));
     const fake = await startFake('ollama', { models: ['m'], knobs: { tokensPerSecond: 50, chunkCount: 15 } });
     t.after(async () => { await fake.close(); rmSync(dir, { recursive: true, force: true }); });
@@ -68,7 +68,7 @@ describe('server start-up (dist bundle)', () => {
     assert.ok(text.trimEnd().endsWith('data: [DONE]'), 'the in-flight stream finished');
     assert.equal(await p.exited, 0, p.output());
     assert.match(p.output(), /stopped cleanly/);
-    // the call reached stats.db (written by the writer thread or the final flush)
+    // the call reached stats.db (written by a timer flush or by close() at shutdown)
     const again = run([], { LLM_GATEWAY_CONFIG: file, PORT: '0' });
     const url = await again.listening();
     const stats = await (await fetch(`${url}/admin/api/stats?group=backend`)).json() as { data: { key: string; calls: number }[] };

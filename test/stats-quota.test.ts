@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { CallLog, type CallLogOptions, type CallRecord } from '../src/stats/call-log.ts';
-import { checkQuota, type QuotaUser } from '../src/stats/quota.ts';
+import { checkQuota, QuotaGate, type QuotaUser } from '../src/stats/quota.ts';
 import { REFUSED_BACKEND, RefusalReason } from '../src/stats/record.ts';
 
 const NOON = Date.UTC(2026, 2, 15, 12); // 2026-03-15T12:00:00Z, 12 h before the day rolls over
@@ -32,7 +32,7 @@ function call(user_id: number, ts: number, over: Partial<CallRecord> = {}): Call
 
 /** What the request path does: check, then log the call or the quota refusal. */
 function attempt(log: CallLog, user: QuotaUser, now: number, cost = 0) {
-  const verdict = checkQuota(user, log, now);
+  const verdict = checkQuota(user, log.quotas, now);
   if (verdict.ok) log.record(call(user.id, now, { cost_usd: cost }));
   else {
     const reason = verdict.kind === 'day' ? RefusalReason.quotaDay : RefusalReason.quotaMonth;
@@ -58,16 +58,16 @@ describe('daily request quota', () => {
       assert.match(refused.message, /3 requests per day.*2026-03-16T00:00:00Z/);
 
       for (let i = 0; i < 5; i++) attempt(log, user, NOON + 10 + i); // hammering a locked key
-      assert.equal(log.requestsSince(7, Date.UTC(2026, 2, 15)), 3, 'quota refusals are not counted');
+      assert.equal(log.quotas.requestsSince(7, Date.UTC(2026, 2, 15)), 3, 'quota refusals are not counted');
 
       log.close();
       log = CallLog.open(dir, OPTS);
-      assert.equal(checkQuota(user, log, NOON + 100).ok, false, 'still locked after a restart');
-      assert.equal(checkQuota({ ...user, id: 8 }, log, NOON).ok, true, 'other users are not affected');
+      assert.equal(checkQuota(user, log.quotas, NOON + 100).ok, false, 'still locked after a restart');
+      assert.equal(checkQuota({ ...user, id: 8 }, log.quotas, NOON).ok, true, 'other users are not affected');
 
       const midnight = Date.UTC(2026, 2, 16);
-      assert.equal(checkQuota(user, log, midnight - 1).ok, false);
-      assert.deepEqual(checkQuota(user, log, midnight), { ok: true }, 'a new UTC day');
+      assert.equal(checkQuota(user, log.quotas, midnight - 1).ok, false);
+      assert.deepEqual(checkQuota(user, log.quotas, midnight), { ok: true }, 'a new UTC day');
     } finally {
       log.close();
     }
@@ -79,8 +79,8 @@ describe('daily request quota', () => {
       const user: QuotaUser = { id: 1, quota_req_day: 3, quota_cost_month: null };
       log.record(call(1, NOON, { status: 502 }));
       log.record(call(1, NOON, { backend: REFUSED_BACKEND, status: 503, reason: RefusalReason.parkTimeout }));
-      assert.equal(checkQuota(user, log, NOON).ok, true);
-      assert.equal(checkQuota(user, log, NOON, { inflightRequests: 1 }).ok, false);
+      assert.equal(checkQuota(user, log.quotas, NOON).ok, true);
+      assert.equal(checkQuota(user, log.quotas, NOON, 1).ok, false);
     } finally {
       log.close();
     }
@@ -100,20 +100,42 @@ describe('daily request quota', () => {
   });
 });
 
+describe('the quota gate', () => {
+  test('admitted calls count as running until done (idempotent); a refusal admits nothing', () => {
+    const gate = new QuotaGate();
+    const user: QuotaUser = { id: 5, quota_req_day: 2, quota_cost_month: null };
+    const first = gate.admit(user, NOON);
+    const second = gate.admit(user, NOON);
+    assert.ok(first.ok && second.ok);
+    assert.equal(gate.inflight(5), 2);
+    const third = gate.admit(user, NOON);
+    assert.ok(!third.ok, 'two running reach a limit of two');
+    assert.equal(gate.inflight(5), 2);
+    first.done();
+    first.done();
+    assert.equal(gate.inflight(5), 1, 'done() twice ends one call');
+    gate.count({ user_id: 5, day: NOON / 86_400_000 | 0, requests: 1, cost: 0 }); // the first call, on record
+    assert.equal(gate.admit(user, NOON).ok, false, 'one on record + one running');
+    second.done();
+    assert.equal(gate.inflight(5), 0);
+    assert.equal(gate.admit({ ...user, id: 6 }, NOON).ok, true, 'per user');
+  });
+});
+
 describe('monthly cost quota', () => {
-  test('refused once spend reaches the budget; upstream cost counts; other months do not', () => {
+  test('refused once spend reaches the budget; upstream cost counts; other months do not', async () => {
     const log = CallLog.open(tempStore(), OPTS);
     try {
       const user: QuotaUser = { id: 3, quota_req_day: null, quota_cost_month: 1 };
       log.record(call(3, Date.UTC(2026, 1, 28, 23, 59, 59), { cost_usd: 50 })); // February
       log.record(call(3, Date.UTC(2026, 2, 1), { cost_usd: 0.25 }));
-      log.flush();
+      await log.flush();
       log.record(call(3, Date.UTC(2026, 2, 2), { cost_usd: 0.1, upstream_cost_usd: 0.25 }));
       log.record(call(3, Date.UTC(2026, 2, 3), { cost_usd: 0.2 }));
-      assert.deepEqual(checkQuota(user, log, NOON), { ok: true }, '$0.70 of $1');
+      assert.deepEqual(checkQuota(user, log.quotas, NOON), { ok: true }, '$0.70 of $1');
 
       log.record(call(3, NOON, { cost_usd: 0.3 }));
-      const v = checkQuota(user, log, NOON + 1);
+      const v = checkQuota(user, log.quotas, NOON + 1);
       assert.ok(!v.ok);
       assert.equal(v.kind, 'month');
       assert.equal(v.retryAfterSec, Math.ceil((Date.UTC(2026, 3, 1) - (NOON + 1)) / 1000));

@@ -53,8 +53,16 @@ export async function startFakeProcess(chunks: number, tps: number): Promise<str
   return line.slice('READY '.length).trim();
 }
 
-/** A gateway process with one backend per entry of `backends` and extra config lines; waits for /health ok. */
-export async function startGatewayProcess(name: string, backends: Record<string, string>, extra: string[]): Promise<{ url: string; pid: number }> {
+/**
+ * A gateway process with one backend per entry of `backends` and extra config lines; waits for
+ * /health ok. `opts.nodeArgs` go to node before the bundle (e.g. `--import` a probe).
+ */
+export async function startGatewayProcess(
+  name: string,
+  backends: Record<string, string>,
+  extra: string[],
+  opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ url: string; pid: number }> {
   const port = 18_300 + Math.floor(Math.random() * 1000);
   const config = join(scratch, `${name}.yaml`);
   writeFileSync(config, [
@@ -66,8 +74,8 @@ export async function startGatewayProcess(name: string, backends: Record<string,
     ...Object.entries(backends).map(([b, url]) => `  - { name: ${b}, url: "${url}" }`),
   ].join('\n'));
   buildOnce();
-  const [cmd, argv] = pinned(0, process.execPath, ['--enable-source-maps', 'dist/server.mjs', '--config', config, '--port', String(port)]);
-  const child = spawn(cmd, argv, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [cmd, argv] = pinned(0, process.execPath, [...(opts.nodeArgs ?? []), '--enable-source-maps', 'dist/server.mjs', '--config', config, '--port', String(port)]);
+  const child = spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {

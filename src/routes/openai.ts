@@ -1,14 +1,20 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { filterAllowed, isListedModelVisible } from '../auth/allow.ts';
 import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
-import type { Gateway } from '../gateway.ts';
-import { resolveModel } from '../routing/resolve.ts';
+import type { ModelCatalogView } from '../routing/catalog.ts';
+import type { CallOutcome } from '../upstream/outcome.ts';
+import type { ProxyCall } from '../upstream/proxy.ts';
 import { openAISurface, type OpenAIEndpoint } from '../upstream/openai-surface.ts';
 import { useRawJsonBodies } from './json-body.ts';
-import { admitWithinQuota, anonymousAttribution, identifyCaller, type CallerContext } from './caller.ts';
+import type { CallerContext, Callers } from './caller.ts';
 
 export interface OpenAIRoutesOptions {
-  gateway: Gateway;
+  callers: Callers;
+  catalog: ModelCatalogView;
+  /** Runs a call through the scheduler and the backends and answers the client. */
+  proxy: { handle(call: ProxyCall): Promise<void> };
+  /** Records a call the route refused (the proxy reports the calls it answered itself). */
+  recordOutcome: (outcome: CallOutcome) => void;
 }
 
 /** Body limit for JSON chat-style calls (ARCHITECTURE §3). */
@@ -19,23 +25,23 @@ export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
  * allow-list), and the three proxied calls. Thin: authenticate, resolve, gate, hand to the proxy.
  */
 export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptions): Promise<void> {
-  const { gateway } = opts;
+  const { callers, catalog } = opts;
   useRawJsonBodies(app, JSON_BODY_LIMIT);
 
   const visibleModels = (ctx: CallerContext) => {
-    const entries = gateway.modelListing();
+    const entries = catalog.listing('openai');
     const allow = ctx.caller.allow;
     if (!allow.length) return entries;
     return entries.filter((e) => isListedModelVisible(allow, e));
   };
 
   app.get('/v1/models', async (req) => {
-    const ctx = identifyCaller(gateway, req);
+    const ctx = callers.identify(req);
     return { object: 'list', data: visibleModels(ctx).map((e) => e.model) };
   });
 
   app.get('/v1/models/*', async (req) => {
-    const ctx = identifyCaller(gateway, req);
+    const ctx = callers.identify(req);
     const id = (req.params as { '*': string })['*']; // fastify has decoded it already
     const entry = visibleModels(ctx).find((e) => e.model.id === id);
     if (!entry) throw modelNotFound(id);
@@ -47,7 +53,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
     let ctx: CallerContext | undefined;
     let requested: string | null = null;
     try {
-      ctx = identifyCaller(gateway, req);
+      ctx = callers.identify(req);
       const body = req.body;
       if (typeof body !== 'object' || body === null || Array.isArray(body)) {
         throw badRequest('The request body must be a JSON object.');
@@ -58,19 +64,19 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       requested = model;
       const allow = ctx.caller.allow;
       const candidatesNow = () => {
-        const resolved = resolveModel(model, gateway.registry, gateway.config().virtual_models, 'openai');
+        const resolved = catalog.resolve(model, 'openai');
         // a model outside the allow-list looks exactly like an unknown one
         return resolved ? { ...resolved, candidates: filterAllowed(allow, resolved) } : undefined;
       };
       const resolution = candidatesNow();
       if (!resolution?.candidates.length) throw modelNotFound(model);
-      const done = admitWithinQuota(gateway, ctx);
+      const done = callers.admit(ctx);
       try {
         const query = req.url.indexOf('?');
         const surface = openAISurface({
           endpoint, path, query: query === -1 ? '' : req.url.slice(query), body: body as Record<string, unknown>, rawBody: req.rawBody,
         });
-        await gateway.proxy.handle({
+        await opts.proxy.handle({
           surface, resolution,
           req, reply, caller: { source: ctx.source, userId: ctx.userId },
           refreshCandidates: () => candidatesNow()?.candidates ?? [],
@@ -81,8 +87,8 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       return reply;
     } catch (err) {
       if (err instanceof GatewayError && !reply.sent && !reply.raw.headersSent) {
-        const who = ctx ?? anonymousAttribution(gateway, req);
-        gateway.recordOutcome({
+        const who = ctx ?? callers.anonymous(req);
+        opts.recordOutcome({
           requestId: String(req.id), endpoint, requestedModel: requested, backend: null, model: null,
           status: err.status, reason: err.reason, startedAt, durationMs: Date.now() - startedAt, ttftMs: null,
           source: who.source, userId: who.userId,

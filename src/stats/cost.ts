@@ -66,8 +66,6 @@ export function effectiveCost(rec: { cost_usd: number; upstream_cost_usd: number
   return Number.isFinite(rec.cost_usd) && rec.cost_usd > 0 ? rec.cost_usd : 0;
 }
 
-/** SQL truth of `effectiveCost` on a stored `calls` row (costs there are already normalised). */
-export const SPENT_SQL = 'CASE WHEN paid = 0 THEN 0 ELSE COALESCE(upstream_cost_usd, cost_usd) END';
 
 function count(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;

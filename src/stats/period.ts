@@ -12,11 +12,6 @@ export function startOfUtcDay(ms: number): number {
   return utcDayNumber(ms) * DAY_MS;
 }
 
-/** Start (unix ms) of the next UTC day. */
-export function startOfNextUtcDay(ms: number): number {
-  return startOfUtcDay(ms) + DAY_MS;
-}
-
 /** Start (unix ms) of the UTC calendar month holding `ms`. */
 export function startOfUtcMonth(ms: number): number {
   const d = new Date(ms);

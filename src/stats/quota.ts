@@ -1,28 +1,32 @@
 /**
- * Per-user quotas, checked on the request path against the call log's quota counters.
+ * Per-user quotas: the counters they are checked against, and the admission of calls.
  *
- * What counts (quota-rules.ts holds the rule, in JavaScript and in SQL):
+ * What counts:
  * - `quota_req_day`: calls per UTC calendar day that got past the gate. A call counts once it
- *   reached the scheduler, however it ended: answered, failed upstream (5xx, timeouts, a 429
- *   from the upstream), parked until its time ran out, no backend (503), the client leaving
- *   (499). A call refused at the gate does NOT count: no backend was chosen and it was
- *   answered with a 4xx — unknown or forbidden model (404/403), malformed body (400), bad or
- *   missing key (401), and the quota refusals themselves (429), so a typo costs nothing and
- *   hammering a locked-out key never extends the lockout. See `countsTowardQuota`.
+ *   reached the scheduler, however it ended: answered, failed upstream, parked until its time
+ *   ran out, no backend, the client leaving. A call refused at the gate does NOT count (see
+ *   `countsTowardQuota`), so a typo costs nothing and hammering a locked-out key never extends
+ *   the lockout.
  * - `quota_cost_month`: USD per UTC calendar month, the upstream-reported cost where the
  *   backend gave one, else the computed cost; a free backend (`paid: false`) spends nothing
  *   whatever it reports (`effectiveCost`; its reported cost is still in `upstream_cost_usd`).
- * - `null` or a value <= 0 means no limit (the gateway's "0 = unlimited" convention; disable
- *   a user to block it).
+ * - `null` or a value <= 0 means no limit ("0 = unlimited"; disable a user to block it).
  * - The counters do not depend on the call log: with `call_log: false` the calls still feed
  *   the per-user counters (`quota_usage`), only no call rows are written.
  *
  * A call is allowed while usage is strictly below the limit: with a day limit of N the N-th
  * call of the day passes and the N+1-th is refused. Spend is checked before the call, so the
- * call that crosses the monthly budget completes and the next one is refused.
+ * call that crosses the monthly budget completes and the next one is refused. Calls admitted
+ * and still running count towards the day limit too, so concurrent calls cannot all slip past.
+ *
+ * The counters (`QuotaGate`) are in memory, per user and UTC day — a month is the sum of its
+ * days — seeded from `quota_usage` when the call log opens and added to by every `record()`:
+ * the request path never waits for the database, and a limit holds exactly at its boundary.
  */
-import type { CallLog } from './call-log.ts';
-import { startOfNextUtcDay, startOfNextUtcMonth, startOfUtcDay, startOfUtcMonth } from './period.ts';
+import type { DayUsage } from '../store/calls-repo.ts';
+import { effectiveCost } from './cost.ts';
+import { DAY_MS, startOfNextUtcMonth, startOfUtcDay, startOfUtcMonth, utcDayNumber } from './period.ts';
+import { callCount, RefusalReason, REFUSED_BACKEND, STATUS_CLIENT_CLOSED, type CallRecord } from './record.ts';
 
 export interface QuotaUser {
   id: number;
@@ -34,30 +38,47 @@ export type QuotaVerdict =
   | { ok: true }
   | { ok: false; kind: 'day' | 'month'; retryAfterSec: number; message: string };
 
-export interface QuotaCheckOptions {
-  /**
-   * Calls of this user admitted but not yet recorded (still running). Pass it to make the
-   * daily request limit exact under concurrency; without it, N concurrent calls admitted at
-   * usage N-1 all pass.
-   */
-  inflightRequests?: number;
+/** An admitted call's `done()` (idempotent) ends its count as running once it is on record. */
+export type Admission = { ok: true; done: () => void } | Extract<QuotaVerdict, { ok: false }>;
+
+/**
+ * Whether a call counts towards its user's quotas: every call that got past the gate. Refused
+ * at the gate means before the scheduler saw it: no backend was chosen and the status is a
+ * 4xx — bad or missing key (401), forbidden or unknown model (403/404), malformed body (400),
+ * quota (429). A call that reached the scheduler and got no backend ends in a 5xx (no backend,
+ * park timeout, upstream failures) or in 499 (the client left while it was parked).
+ */
+export function countsTowardQuota(rec: Pick<CallRecord, 'backend' | 'status' | 'reason'>): boolean {
+  return !(
+    rec.backend === REFUSED_BACKEND &&
+    ((rec.status >= 400 && rec.status < 500 && rec.status !== STATUS_CLIENT_CLOSED) ||
+      rec.reason === RefusalReason.quotaDay ||
+      rec.reason === RefusalReason.quotaMonth)
+  );
+}
+
+/**
+ * What a record adds to its user's quota counter of the UTC day it arrived on; null when it
+ * counts towards no quota (no user, or refused at the gate).
+ */
+export function dayUsageOf(rec: CallRecord): DayUsage | null {
+  if (!Number.isInteger(rec.user_id) || !Number.isFinite(rec.ts) || !countsTowardQuota(rec)) return null;
+  return { user_id: rec.user_id!, day: utcDayNumber(Math.max(0, Math.round(rec.ts))), requests: callCount(rec), cost: effectiveCost(rec) };
 }
 
 /** Float sums of many small costs drift; a spend within this of the budget counts as reaching it. */
 const COST_EPSILON_USD = 1e-9;
 
-/** Checks both quotas of `user` at `now` (unix ms). The day quota is checked first. */
-export function checkQuota(
-  user: QuotaUser,
-  log: Pick<CallLog, 'requestsSince' | 'costSince'>,
-  now: number,
-  opts: QuotaCheckOptions = {},
-): QuotaVerdict {
+/**
+ * Checks both quotas of `user` at `now` (unix ms), the day quota first. `running`: calls of
+ * the user admitted and not on record yet; without them N concurrent calls at usage N-1 all pass.
+ */
+export function checkQuota(user: QuotaUser, log: Pick<QuotaGate, 'requestsSince' | 'costSince'>, now: number, running = 0): QuotaVerdict {
   const perDay = user.quota_req_day;
   if (isLimit(perDay)) {
-    const used = log.requestsSince(user.id, startOfUtcDay(now)) + (opts.inflightRequests ?? 0);
+    const used = log.requestsSince(user.id, startOfUtcDay(now)) + running;
     if (used >= perDay) {
-      const resetAt = startOfNextUtcDay(now);
+      const resetAt = startOfUtcDay(now) + DAY_MS;
       return {
         ok: false,
         kind: 'day',
@@ -80,6 +101,70 @@ export function checkQuota(
     }
   }
   return { ok: true };
+}
+
+/** The quota counters in memory, and the calls admitted and still running, per user. */
+export class QuotaGate {
+  /** Per user, per UTC day number. */
+  private readonly days = new Map<number, Map<number, { requests: number; cost: number }>>();
+  private readonly running = new Map<number, number>();
+
+  /** Adds a call's usage (or a `quota_usage` row) to its user's day. */
+  count(u: DayUsage): void {
+    let days = this.days.get(u.user_id);
+    if (!days) this.days.set(u.user_id, (days = new Map()));
+    const day = days.get(u.day) ?? { requests: 0, cost: 0 };
+    day.requests += u.requests;
+    day.cost += u.cost;
+    days.set(u.day, day);
+  }
+
+  /** Calls that count, on the UTC days from the one holding `since` (unix ms) on. */
+  requestsSince(userId: number, since: number): number {
+    return this.sum(userId, since, 'requests');
+  }
+
+  /** USD spent on the UTC days from the one holding `since` on. */
+  costSince(userId: number, since: number): number {
+    return this.sum(userId, since, 'cost');
+  }
+
+  /** Forgets the days before `firstDay` (the prune drops them on disk too). */
+  forgetBefore(firstDay: number): void {
+    for (const [user, days] of this.days) {
+      for (const day of days.keys()) if (day < firstDay) days.delete(day);
+      if (days.size === 0) this.days.delete(user);
+    }
+  }
+
+  /** Calls of the user admitted and not done yet. */
+  inflight(userId: number): number {
+    return this.running.get(userId) ?? 0;
+  }
+
+  /** Admits a call of `user` at `now` (unix ms), counting it as running until `done()`, or refuses it. */
+  admit(user: QuotaUser, now: number): Admission {
+    const running = this.inflight(user.id);
+    const verdict = checkQuota(user, this, now, running);
+    if (!verdict.ok) return verdict;
+    this.running.set(user.id, running + 1);
+    let finished = false;
+    const done = () => {
+      if (finished) return;
+      finished = true;
+      const left = this.inflight(user.id) - 1;
+      if (left > 0) this.running.set(user.id, left);
+      else this.running.delete(user.id);
+    };
+    return { ok: true, done };
+  }
+
+  private sum(userId: number, since: number, field: 'requests' | 'cost'): number {
+    const first = utcDayNumber(since);
+    let total = 0;
+    for (const [day, usage] of this.days.get(userId) ?? []) if (day >= first) total += usage[field];
+    return total;
+  }
 }
 
 function isLimit(v: number | null): v is number {

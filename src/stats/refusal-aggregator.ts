@@ -10,8 +10,7 @@
  * endpoint, requested model, request id) with the count of all of them. Memory is bounded:
  * past `MAX_FOLDED_SOURCES` sources in one minute, the others share one overflow row.
  */
-import { callCount } from './quota-rules.ts';
-import { REFUSED_BACKEND, type CallRecord } from './record.ts';
+import { callCount, REFUSED_BACKEND, type CallRecord } from './record.ts';
 
 export const MINUTE_MS = 60_000;
 /** Distinct sources folded per minute; beyond them, refusals go to the overflow row. */

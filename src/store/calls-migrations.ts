@@ -2,7 +2,7 @@
  * Versioned schema of stats.db (the call log), kept apart from store.db so a busy log never
  * contends with configuration writes. Append a migration, never edit a shipped one.
  */
-import type { Migration } from '../store/migrations.ts';
+import type { Migration } from './migrations.ts';
 
 export const STATS_MIGRATIONS: readonly Migration[] = [
   {

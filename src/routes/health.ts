@@ -1,0 +1,94 @@
+/**
+ * The bodies of GET /health, from a read-only view of the fleet: a summary anyone may see
+ * (status and counts, nothing that names a host, a model or an error) and the full picture
+ * for admins.
+ */
+import type { BackendState } from '../backends/registry.ts';
+import type { ConfigProblem } from '../config/load.ts';
+import type { AliasCollision } from '../routing/resolve.ts';
+import type { SchedulerSnapshot } from '../scheduler/index.ts';
+
+/** What /health reads; the gateway provides it. */
+export interface HealthView {
+  backends(): readonly BackendState[];
+  slots(): SchedulerSnapshot;
+  isOpen(): boolean;
+  aliasCollisions(): AliasCollision[];
+  configSource: string;
+  /** Problems of the last rejected reload (the previous config stays in force). */
+  reloadProblems(): ConfigProblem[];
+  startedAt: number;
+}
+
+const OPEN_WARNING = 'OPEN: no master key and no users; anyone who can reach this port may use it. Set api_key or create an admin user.';
+
+function enabledCounts(view: HealthView) {
+  const list = view.backends().filter((b) => b.spec.enabled);
+  const healthy = list.filter((b) => b.healthy).length;
+  return {
+    status: healthy === list.length ? 'ok' : healthy > 0 ? 'degraded' : 'down',
+    total: list.length,
+    healthy,
+  };
+}
+
+function authState(view: HealthView) {
+  return view.isOpen() ? { open: true, warning: OPEN_WARNING } : { open: false };
+}
+
+const uptime = (view: HealthView) => Math.round((Date.now() - view.startedAt) / 1000);
+
+/** Status and counts only: nothing that names a host, a model or an error. */
+export function healthSummary(view: HealthView) {
+  const counts = enabledCounts(view);
+  const sched = view.slots();
+  return {
+    status: counts.status,
+    detail: 'summary; send an admin key for backends, models, parked calls and reload errors',
+    auth: authState(view),
+    uptime_s: uptime(view),
+    backends: {
+      total: counts.total,
+      healthy: counts.healthy,
+      inflight: sched.backends.reduce((sum, b) => sum + b.inflight, 0),
+    },
+    parked: { total: sched.parked.length },
+  };
+}
+
+/** Everything an operator needs to see at a glance. */
+export function fullHealth(view: HealthView) {
+  const sched = view.slots();
+  const slots = new Map(sched.backends.map((b) => [b.name, b]));
+  const backends = Object.fromEntries(view.backends().map((b) => {
+    const s = slots.get(b.name);
+    return [b.name, {
+      type: b.spec.type,
+      host: b.spec.host ?? null,
+      enabled: b.spec.enabled,
+      healthy: b.healthy,
+      error: b.error ?? null,
+      models: b.models.length,
+      inflight: s?.inflight ?? 0,
+      max_concurrent: b.cap,
+      paid: b.spec.paid,
+      speed: s?.speed ?? null,
+      last_type_key: s?.lastTypeKey ?? null,
+      discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
+    }];
+  }));
+  return {
+    status: enabledCounts(view).status,
+    detail: 'full',
+    auth: authState(view),
+    uptime_s: uptime(view),
+    config: { source: view.configSource, reload_errors: view.reloadProblems() },
+    backends,
+    parked: {
+      total: sched.parked.length,
+      by_alias: sched.parkedByAlias,
+      waiters: sched.parked.map((w) => ({ alias: w.alias, age_s: w.ageMs / 1000, remaining_s: w.remainingMs / 1000 })),
+    },
+    alias_collisions: view.aliasCollisions(),
+  };
+}

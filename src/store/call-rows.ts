@@ -1,0 +1,188 @@
+/**
+ * A stats.db call row: its shape as stored and as the console lists it, the input it is made
+ * from, the filter and aggregate shapes of its reads. Pure; the SQL is in calls-repo.ts.
+ */
+
+/** A call row as stored (flags as SQLite stores them: 0 or 1). */
+export interface StoredCall {
+  id: number;
+  /** Unix ms when the call arrived. */
+  ts: number;
+  request_id: string;
+  duration_ms: number;
+  /** Time to first byte of the response body; null when nothing was streamed. */
+  ttft_ms: number | null;
+  /** Route template (`/v1/chat/completions`), never a raw URL: it becomes a metric label. */
+  endpoint: string;
+  /** Who called, for display: user name, IP alias or IP. */
+  source: string;
+  user_id: number | null;
+  /** Model or alias the client asked for. */
+  requested_model: string | null;
+  /** Model id the backend served. */
+  model: string | null;
+  /** Backend name, or `(refused)` for a call refused before any backend was chosen. */
+  backend: string;
+  status: number;
+  /** Why the call was refused or failed, when it was. */
+  reason: string | null;
+  /** Every input token, cached reads and cache writes included (OpenAI convention). */
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** Reasoning control applied (the `x-reasoning-control` value), if any. */
+  reasoning: string | null;
+  /** Cost computed from the backend's pricing. */
+  cost_usd: number;
+  /** Cost the upstream reported itself (OpenRouter `usage.cost`). */
+  upstream_cost_usd: number | null;
+  /** 1: the tokens are the gateway's estimate. */
+  usage_estimated: 0 | 1;
+  /** 0: a free backend, the call spent nothing. */
+  paid: 0 | 1;
+  /** Calls the row stands for (folded refusals), at least 1. */
+  count: number;
+}
+
+/** A call row before it is stored: no id yet, flags as booleans. */
+export type CallInput = Omit<StoredCall, 'id' | 'usage_estimated' | 'paid' | 'count'> & {
+  /** The tokens are the gateway's estimate: the backend reported no usage. */
+  usage_estimated?: boolean;
+  /**
+   * The backend is paid (`paid: true` in its spec). A free backend's calls spend nothing,
+   * whatever it reports in `upstream_cost_usd` (still stored). Absent: paid (rows from before).
+   */
+  paid?: boolean;
+  /** Calls this row stands for (unauthenticated 401s are folded per source and minute); default 1. */
+  count?: number;
+};
+
+/** A call's captured bodies as stored: the gzip of each capped side, and its size before the cap. */
+export interface StoredBodies {
+  request: Buffer | null;
+  response: Buffer | null;
+  request_bytes: number | null;
+  response_bytes: number | null;
+}
+
+/** A user's quota usage on one UTC day: a `quota_usage` row, or what one call adds to it. */
+export interface DayUsage {
+  user_id: number;
+  /** UTC days since the epoch. */
+  day: number;
+  requests: number;
+  cost: number;
+}
+
+/** One entry of a batch: a call row with its bodies, and what it adds to its user's quota counters. */
+export interface CallWrite {
+  /** Null for a call that only counts towards quotas (the call log is off). */
+  row: StoredCall | null;
+  bodies: StoredBodies | null;
+  usage: DayUsage | null;
+}
+
+/** A call as the console lists it (bodies are fetched separately). */
+export type CallRow = Omit<StoredCall, 'usage_estimated' | 'paid'> & {
+  has_bodies: boolean;
+  /** The tokens are the gateway's estimate (the backend reported no usage). */
+  usage_estimated: boolean;
+  /** False for a free backend: the call spent nothing, whatever `upstream_cost_usd` says. */
+  paid: boolean;
+};
+
+export interface CallFilter {
+  /** Rows to return, newest first; default 100, at most 1,000. */
+  limit?: number;
+  source?: string;
+  backend?: string;
+  /** Matches the served model or the requested model/alias. */
+  model?: string;
+  status?: number;
+  user_id?: number;
+  /** Unix ms, inclusive. */
+  since?: number;
+  /** Unix ms, exclusive. */
+  until?: number;
+  /** Paging cursor: only rows with a smaller id. */
+  beforeId?: number;
+}
+
+export type AggregateGroup = 'backend' | 'model' | 'source' | 'day';
+
+export interface AggregateRow {
+  /** Backend, model (`(none)` when no model was served), source, or `YYYY-MM-DD` (UTC). */
+  key: string;
+  /** Calls, each row weighing its `count` (folded refusals). */
+  calls: number;
+  /** Calls with status >= 400 (refusals included). */
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** Spent: the upstream-reported cost where there is one, else the computed cost; 0 on free backends. */
+  cost_usd: number;
+  /** cached_tokens / prompt_tokens (0 when there were no prompt tokens). */
+  cache_hit_share: number;
+  /** Nearest-rank percentiles of duration_ms (a folded row counts `count` times). */
+  p50_ms: number;
+  p95_ms: number;
+}
+
+/** What a prune removes: call rows older than `rowCutoff`, bodies older than `bodyCutoff` (unix ms). */
+export interface PruneCutoffs {
+  /** -Infinity keeps every row. */
+  rowCutoff: number;
+  /** Never earlier than `rowCutoff`; -Infinity keeps every body. */
+  bodyCutoff: number;
+  /** Quota counters of UTC days before this one go. */
+  firstUsageDay: number;
+}
+
+export interface Pruned {
+  rows: number;
+  bodies: number;
+}
+
+/**
+ * An input as row `id`: counts made whole and non-negative, missing fields filled. A malformed
+ * input must never fail its batch (a poison row would wedge every write after it).
+ */
+export function storedCall(rec: CallInput, id: number): StoredCall {
+  const upstream = rec.upstream_cost_usd;
+  return {
+    id,
+    ts: whole(rec.ts),
+    request_id: String(rec.request_id ?? ''),
+    duration_ms: whole(rec.duration_ms),
+    ttft_ms: rec.ttft_ms === null || rec.ttft_ms === undefined ? null : whole(rec.ttft_ms),
+    endpoint: String(rec.endpoint ?? ''),
+    source: String(rec.source ?? ''),
+    user_id: Number.isInteger(rec.user_id) ? rec.user_id : null,
+    requested_model: nullableString(rec.requested_model),
+    model: nullableString(rec.model),
+    backend: String(rec.backend ?? ''),
+    status: whole(rec.status),
+    reason: nullableString(rec.reason),
+    prompt_tokens: whole(rec.prompt_tokens),
+    completion_tokens: whole(rec.completion_tokens),
+    cached_tokens: whole(rec.cached_tokens),
+    cache_write_tokens: whole(rec.cache_write_tokens),
+    reasoning: nullableString(rec.reasoning),
+    cost_usd: Number.isFinite(rec.cost_usd) && rec.cost_usd > 0 ? rec.cost_usd : 0,
+    upstream_cost_usd: typeof upstream === 'number' && Number.isFinite(upstream) && upstream >= 0 ? upstream : null,
+    usage_estimated: rec.usage_estimated === true ? 1 : 0,
+    paid: rec.paid === false ? 0 : 1,
+    count: Number.isInteger(rec.count) && rec.count! > 1 ? rec.count! : 1,
+  };
+}
+
+function whole(n: number): number {
+  return Number.isFinite(n) && n > 0 ? Math.round(n) : 0;
+}
+
+function nullableString(v: unknown): string | null {
+  return v === null || v === undefined ? null : String(v);
+}

@@ -1,0 +1,267 @@
+/**
+ * stats.db, the call log's database: the batched write (call rows, their gzip'd bodies and the
+ * per-user daily quota counters, in one transaction), the console's reads, the quota counters'
+ * seed, and pruning a slice at a time; beside the reads, the JavaScript twins of their filter
+ * and order, for the rows the call log (stats/call-log.ts) has not written yet.
+ *
+ * One connection, used by the thread that owns the call log. Its busy timeout is 0: a write
+ * that finds stats.db locked by another process fails at once (and is retried by the next
+ * flush) instead of holding up the event loop for the 5 s other connections wait.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type {
+  AggregateGroup, AggregateRow, CallFilter, CallRow, CallWrite, DayUsage, PruneCutoffs, Pruned, StoredBodies, StoredCall,
+} from './call-rows.ts';
+import { STATS_MIGRATIONS } from './calls-migrations.ts';
+import { openDatabase, type Db } from './db.ts';
+
+export type * from './call-rows.ts';
+export { storedCall } from './call-rows.ts';
+
+/** Rows `recent()` returns for a filter: `limit`, default 100, clamped to 1..1,000. */
+export function recentLimit(filter: CallFilter): number {
+  return Math.min(1_000, Math.max(1, Math.floor(filter.limit ?? 100)));
+}
+
+/**
+ * Whether a row passes a filter (its `limit` aside): the JavaScript twin of `recent()`'s WHERE
+ * clause, beside it so the two cannot drift, for rows not written yet.
+ */
+export function matchesFilter(r: StoredCall, f: CallFilter): boolean {
+  return (f.source === undefined || r.source === f.source)
+    && (f.backend === undefined || r.backend === f.backend)
+    && (f.status === undefined || r.status === f.status)
+    && (f.user_id === undefined || r.user_id === f.user_id)
+    && (f.model === undefined || r.model === f.model || r.requested_model === f.model)
+    && (f.since === undefined || r.ts >= f.since)
+    && (f.until === undefined || r.ts < f.until)
+    && (f.beforeId === undefined || r.id < f.beforeId);
+}
+
+/** `recent()`'s order (its ORDER BY): newest arrival first, then the later row. */
+export function newestFirst(a: Pick<StoredCall, 'ts' | 'id'>, b: Pick<StoredCall, 'ts' | 'id'>): number {
+  return b.ts - a.ts || b.id - a.id;
+}
+
+/** A row as the console lists it. */
+export function callRow(r: StoredCall, hasBodies: boolean): CallRow {
+  return { ...r, has_bodies: hasBodies, usage_estimated: r.usage_estimated === 1, paid: r.paid === 1 };
+}
+
+/**
+ * WAL pages after which a commit checkpoints (SQLite's default is 1,000). The checkpoint runs
+ * inside that commit, on the caller's thread, and costs about 2.5 ms per MB it copies: small
+ * ones keep every write short (bench-calllog.ts).
+ */
+const CHECKPOINT_PAGES = 200;
+
+const CALL_COLUMNS = [
+  'id', 'ts', 'request_id', 'duration_ms', 'ttft_ms', 'endpoint', 'source', 'user_id', 'requested_model', 'model',
+  'backend', 'status', 'reason', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens',
+  'reasoning', 'cost_usd', 'upstream_cost_usd', 'usage_estimated', 'paid', 'count',
+] as const satisfies readonly (keyof StoredCall)[];
+
+/** What a stored call spent: the SQL twin of stats/cost.ts `effectiveCost` (stored costs are normalised). */
+const SPENT_SQL = 'CASE WHEN paid = 0 THEN 0 ELSE COALESCE(upstream_cost_usd, cost_usd) END';
+
+const GROUP_KEY_SQL: Record<AggregateGroup, string> = {
+  backend: 'backend',
+  model: "COALESCE(model, '(none)')",
+  source: 'source',
+  day: "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')",
+};
+
+export class CallsRepo {
+  readonly #db: Db;
+  readonly #write: (batch: readonly CallWrite[]) => void;
+  readonly #pruneStep: (c: PruneCutoffs, limit: number) => Pruned & { done: boolean };
+  readonly #selectBodies;
+
+  /** Opens (creating and migrating if needed) `<storeDir>/stats.db`. */
+  static open(storeDir: string): CallsRepo {
+    mkdirSync(storeDir, { recursive: true });
+    return new CallsRepo(openDatabase(join(storeDir, 'stats.db'), STATS_MIGRATIONS));
+  }
+
+  constructor(db: Db) {
+    this.#db = db;
+    db.pragma('busy_timeout = 0');
+    db.pragma(`wal_autocheckpoint = ${CHECKPOINT_PAGES}`);
+    const insertCall = db.prepare(
+      `INSERT INTO calls (${CALL_COLUMNS.join(', ')}) VALUES (${CALL_COLUMNS.map(() => '?').join(', ')})`,
+    );
+    const insertBodies = db.prepare(
+      `INSERT INTO call_bodies (call_id, ts, request, response, request_bytes, response_bytes) VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    const addUsage = db.prepare(
+      `INSERT INTO quota_usage (user_id, day, requests, cost_usd) VALUES (?, ?, ?, ?)
+       ON CONFLICT (user_id, day) DO UPDATE SET
+         requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd`,
+    );
+    this.#write = db.transaction((batch: readonly CallWrite[]) => {
+      const usage = new Map<string, DayUsage>();
+      for (const { row: r, bodies: b, usage: u } of batch) {
+        if (r) {
+          // positional binding, one explicit argument per column: markedly cheaper than named parameters
+          insertCall.run(
+            r.id, r.ts, r.request_id, r.duration_ms, r.ttft_ms, r.endpoint, r.source, r.user_id, r.requested_model,
+            r.model, r.backend, r.status, r.reason, r.prompt_tokens, r.completion_tokens, r.cached_tokens,
+            r.cache_write_tokens, r.reasoning, r.cost_usd, r.upstream_cost_usd, r.usage_estimated, r.paid, r.count,
+          );
+          if (b) insertBodies.run(r.id, r.ts, b.request, b.response, b.request_bytes, b.response_bytes);
+        }
+        if (!u) continue;
+        const key = `${u.user_id}:${u.day}`;
+        const sum = usage.get(key);
+        if (sum) {
+          sum.requests += u.requests;
+          sum.cost += u.cost;
+        } else usage.set(key, { ...u });
+      }
+      for (const u of usage.values()) addUsage.run(u.user_id, u.day, u.requests, u.cost);
+    });
+    const deleteBodies = db.prepare(
+      'DELETE FROM call_bodies WHERE call_id IN (SELECT call_id FROM call_bodies WHERE ts < ? LIMIT ?)',
+    );
+    const deleteCalls = db.prepare('DELETE FROM calls WHERE id IN (SELECT id FROM calls WHERE ts < ? LIMIT ?)');
+    const deleteUsage = db.prepare('DELETE FROM quota_usage WHERE day < ?');
+    this.#pruneStep = db.transaction((c: PruneCutoffs, limit: number) => {
+      if (Number.isFinite(c.bodyCutoff)) {
+        const bodies = deleteBodies.run(c.bodyCutoff, limit).changes;
+        if (bodies > 0) return { rows: 0, bodies, done: false };
+      }
+      if (Number.isFinite(c.rowCutoff)) {
+        const rows = deleteCalls.run(c.rowCutoff, limit).changes;
+        if (rows > 0) return { rows, bodies: 0, done: false };
+      }
+      deleteUsage.run(c.firstUsageDay);
+      return { rows: 0, bodies: 0, done: true };
+    });
+    this.#selectBodies = db.prepare(
+      'SELECT request, response, request_bytes, response_bytes FROM call_bodies WHERE call_id = ?',
+    );
+  }
+
+  /** The largest call id on disk, 0 when there is none (the call log numbers new rows after it). */
+  maxId(): number {
+    return (this.#db.prepare('SELECT COALESCE(MAX(id), 0) AS id FROM calls').get() as { id: number }).id;
+  }
+
+  /** Every per-user daily quota counter on disk. */
+  quotaUsage(): DayUsage[] {
+    return this.#db.prepare('SELECT user_id, day, requests, cost_usd AS cost FROM quota_usage').all() as DayUsage[];
+  }
+
+  /** Writes a batch in one transaction: all of it, or (throwing) none of it. */
+  write(batch: readonly CallWrite[]): void {
+    this.#write(batch);
+  }
+
+  /** Stored calls newest first (by arrival, then id), filtered. */
+  recent(filter: CallFilter = {}): CallRow[] {
+    const where: string[] = [];
+    const params: Record<string, unknown> = {};
+    const eq = (column: string, value: unknown) => {
+      if (value === undefined) return;
+      where.push(`${column} = @${column}`);
+      params[column] = value;
+    };
+    eq('source', filter.source);
+    eq('backend', filter.backend);
+    eq('status', filter.status);
+    eq('user_id', filter.user_id);
+    if (filter.model !== undefined) {
+      where.push('(model = @model OR requested_model = @model)');
+      params.model = filter.model;
+    }
+    addTimeRange(where, params, filter);
+    if (filter.beforeId !== undefined) {
+      where.push('id < @beforeId');
+      params.beforeId = filter.beforeId;
+    }
+    params.limit = recentLimit(filter);
+    const rows = this.#db
+      .prepare(
+        `SELECT ${CALL_COLUMNS.join(', ')},
+           EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies
+         FROM calls ${whereClause(where)}
+         ORDER BY ts DESC, id DESC LIMIT @limit`,
+      )
+      .all(params) as (StoredCall & { has_bodies: number })[];
+    return rows.map(({ has_bodies, ...r }) => callRow(r, has_bodies === 1));
+  }
+
+  /** The stored (gzip'd) bodies of one call; null when none were captured. */
+  bodies(callId: number): StoredBodies | null {
+    return (this.#selectBodies.get(callId) as StoredBodies | undefined) ?? null;
+  }
+
+  /** Totals per backend, model, source or UTC day over a time range, most calls first (days in order). */
+  aggregate(group: AggregateGroup, filter: { since?: number; until?: number } = {}): AggregateRow[] {
+    const where: string[] = [];
+    const params: Record<string, unknown> = {};
+    addTimeRange(where, params, filter);
+    const key = GROUP_KEY_SQL[group];
+    const totals = this.#db
+      .prepare(
+        `SELECT ${key} AS key, SUM(count) AS calls, SUM(CASE WHEN status >= 400 THEN count ELSE 0 END) AS errors,
+           SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens,
+           SUM(cached_tokens) AS cached_tokens, SUM(cache_write_tokens) AS cache_write_tokens,
+           SUM(${SPENT_SQL}) AS cost_usd
+         FROM calls ${whereClause(where)} GROUP BY 1`,
+      )
+      .all(params) as Omit<AggregateRow, 'cache_hit_share' | 'p50_ms' | 'p95_ms'>[];
+    // nearest rank over calls, not rows: the rank-th call is the first row whose running count reaches it
+    const percentiles = this.#db
+      .prepare(
+        `WITH ranked AS (
+           SELECT ${key} AS key, duration_ms,
+             SUM(count) OVER (PARTITION BY ${key} ORDER BY duration_ms ROWS UNBOUNDED PRECEDING) AS reached,
+             SUM(count) OVER (PARTITION BY ${key}) AS n
+           FROM calls ${whereClause(where)})
+         SELECT key,
+           MIN(CASE WHEN reached >= (n * 50 + 99) / 100 THEN duration_ms END) AS p50_ms,
+           MIN(CASE WHEN reached >= (n * 95 + 99) / 100 THEN duration_ms END) AS p95_ms
+         FROM ranked GROUP BY key`,
+      )
+      .all(params) as { key: string; p50_ms: number; p95_ms: number }[];
+    const byKey = new Map(percentiles.map((p) => [p.key, p]));
+    const rows = totals.map((t) => ({
+      ...t,
+      cache_hit_share: t.prompt_tokens > 0 ? t.cached_tokens / t.prompt_tokens : 0,
+      p50_ms: byKey.get(t.key)?.p50_ms ?? 0,
+      p95_ms: byKey.get(t.key)?.p95_ms ?? 0,
+    }));
+    return group === 'day'
+      ? rows.sort((a, b) => a.key.localeCompare(b.key))
+      : rows.sort((a, b) => b.calls - a.calls || a.key.localeCompare(b.key));
+  }
+
+  /**
+   * One short prune transaction: at most `limit` bodies, else at most `limit` rows (their
+   * bodies go with them), else the old quota counters. Repeat until it returns `done`.
+   */
+  pruneStep(cutoffs: PruneCutoffs, limit: number): Pruned & { done: boolean } {
+    return this.#pruneStep(cutoffs, limit);
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+}
+
+function addTimeRange(where: string[], params: Record<string, unknown>, f: { since?: number; until?: number }): void {
+  if (f.since !== undefined) {
+    where.push('ts >= @since');
+    params.since = f.since;
+  }
+  if (f.until !== undefined) {
+    where.push('ts < @until');
+    params.until = f.until;
+  }
+}
+
+function whereClause(where: string[]): string {
+  return where.length ? `WHERE ${where.join(' AND ')}` : '';
+}
