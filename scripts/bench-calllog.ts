@@ -23,6 +23,7 @@
  * PARTS ("inprocess e2e", default both).
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,7 +92,8 @@ function makeRecord(i: number, random: () => number, body: { request: string; re
   const completion = 20 + Math.floor(random() * 800);
   const cached = b.paid ? Math.floor(prompt * random() * 0.8) : 0;
   return {
-    ts: Date.now(), request_id: `req-${i}-${Math.floor(random() * 1e9).toString(36)}`, duration_ms: 50 + Math.floor(random() * 4000),
+    ts: Date.now(), request_id: randomUUID(), // as the gateway makes them
+    duration_ms: 50 + Math.floor(random() * 4000),
     ttft_ms: random() < 0.6 ? 30 + Math.floor(random() * 400) : null, endpoint: '/v1/chat/completions',
     source: `user-${i % 20}`, user_id: 1 + (i % 20), requested_model: i % 4 === 0 ? 'fast' : `${b.backend}/${b.model}`,
     model: b.model, backend: b.backend, status: random() < 0.97 ? 200 : 502, reason: null,

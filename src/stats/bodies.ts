@@ -56,7 +56,7 @@ export class BodyCompressor {
 
   private started(): Worker | null {
     if (this.worker || this.failed) return this.worker;
-    const worker = (this.worker = new Worker(WORKER, { eval: true }));
+    const worker = (this.worker = new Worker(WORKER, { eval: true, execArgv: [] }));
     worker.unref();
     worker.on('message', (gz: (Uint8Array | null)[]) => {
       this.waiting.shift()?.resolve(gz.map((g) => g && Buffer.from(g.buffer, g.byteOffset, g.byteLength)));
