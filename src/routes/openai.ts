@@ -66,7 +66,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       const candidatesNow = () => {
         const resolved = catalog.resolve(model, 'openai');
         // a model outside the allow-list looks exactly like an unknown one
-        return resolved ? { ...resolved, candidates: filterAllowed(allow, resolved) } : undefined;
+        return resolved ? { requested: resolved.requested, alias: resolved.alias, candidates: filterAllowed(allow, resolved) } : undefined;
       };
       const resolution = candidatesNow();
       if (!resolution?.candidates.length) throw modelNotFound(model);

@@ -35,80 +35,54 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   readonly contentType: string = this.registry.contentType;
 
-  private readonly requests = new Counter({
-    name: 'llm_gateway_requests_total',
-    help: 'Calls handled, refused ones included (backend "(refused)").',
-    labelNames: ['endpoint', 'backend', 'status'] as const,
-    registers: [this.registry],
-  });
-  private readonly duration = new Histogram({
-    name: 'llm_gateway_request_duration_seconds',
-    help: 'Time from request to the last byte of the response.',
-    labelNames: ['endpoint', 'backend'] as const,
-    buckets: LATENCY_BUCKETS_S,
-    registers: [this.registry],
-  });
-  private readonly ttft = new Histogram({
-    name: 'llm_gateway_ttft_seconds',
-    help: 'Time to the first byte of the response body (includes parking and model loads).',
-    labelNames: ['backend'] as const,
-    buckets: LATENCY_BUCKETS_S,
-    registers: [this.registry],
-  });
-  private readonly tokens = new Counter({
-    name: 'llm_gateway_tokens_total',
-    help: 'Tokens processed; direction "in" includes cached prompt tokens.',
-    labelNames: ['backend', 'direction'] as const,
-    registers: [this.registry],
-  });
-  private readonly estimatedTokens = new Counter({
-    name: 'llm_gateway_estimated_tokens_total',
-    help: 'The part of llm_gateway_tokens_total the gateway estimated because the backend reported no usage.',
-    labelNames: ['backend', 'direction'] as const,
-    registers: [this.registry],
-  });
-  private readonly cacheTokens = new Counter({
-    name: 'llm_gateway_cache_tokens_total',
-    help: 'Prompt tokens read from ("read") or written to ("write") the provider prompt cache.',
-    labelNames: ['backend', 'kind'] as const,
-    registers: [this.registry],
-  });
-  private readonly cost = new Counter({
-    name: 'llm_gateway_cost_usd_total',
-    help: 'USD spent: upstream-reported cost where available, else computed from pricing.',
-    labelNames: ['backend'] as const,
-    registers: [this.registry],
-  });
-  private readonly inflight = new Gauge({
-    name: 'llm_gateway_backend_inflight',
-    help: 'Calls in flight per backend.',
-    labelNames: ['backend'] as const,
-    registers: [this.registry],
-  });
-  private readonly cap = new Gauge({
-    name: 'llm_gateway_backend_cap',
-    help: 'In-flight cap per backend (0 = unlimited).',
-    labelNames: ['backend'] as const,
-    registers: [this.registry],
-  });
-  private readonly up = new Gauge({
-    name: 'llm_gateway_backend_up',
-    help: '1 when the backend is healthy, else 0.',
-    labelNames: ['backend'] as const,
-    registers: [this.registry],
-  });
-  private readonly parked = new Gauge({
-    name: 'llm_gateway_parked_calls',
-    help: 'Calls parked waiting for a slot, per requested alias or model.',
-    labelNames: ['alias'] as const,
-    registers: [this.registry],
-  });
-  private readonly discoveryErrors = new Counter({
-    name: 'llm_gateway_discovery_errors_total',
-    help: 'Failed discovery or health polls per backend and error kind.',
-    labelNames: ['backend', 'kind'] as const,
-    registers: [this.registry],
-  });
+  private readonly requests = this.counter('llm_gateway_requests_total',
+    'Calls handled, refused ones included (backend "(refused)").',
+    ['endpoint', 'backend', 'status']);
+  private readonly duration = this.histogram('llm_gateway_request_duration_seconds',
+    'Time from request to the last byte of the response.',
+    ['endpoint', 'backend']);
+  private readonly ttft = this.histogram('llm_gateway_ttft_seconds',
+    'Time to the first byte of the response body (includes parking and model loads).',
+    ['backend']);
+  private readonly tokens = this.counter('llm_gateway_tokens_total',
+    'Tokens processed; direction "in" includes cached prompt tokens.',
+    ['backend', 'direction']);
+  private readonly estimatedTokens = this.counter('llm_gateway_estimated_tokens_total',
+    'The part of llm_gateway_tokens_total the gateway estimated because the backend reported no usage.',
+    ['backend', 'direction']);
+  private readonly cacheTokens = this.counter('llm_gateway_cache_tokens_total',
+    'Prompt tokens read from ("read") or written to ("write") the provider prompt cache.',
+    ['backend', 'kind']);
+  private readonly cost = this.counter('llm_gateway_cost_usd_total',
+    'USD spent: upstream-reported cost where available, else computed from pricing.',
+    ['backend']);
+  private readonly inflight = this.gauge('llm_gateway_backend_inflight',
+    'Calls in flight per backend.',
+    ['backend']);
+  private readonly cap = this.gauge('llm_gateway_backend_cap',
+    'In-flight cap per backend (0 = unlimited).',
+    ['backend']);
+  private readonly up = this.gauge('llm_gateway_backend_up',
+    '1 when the backend is healthy, else 0.',
+    ['backend']);
+  private readonly parked = this.gauge('llm_gateway_parked_calls',
+    'Calls parked waiting for a slot, per requested alias or model.',
+    ['alias']);
+  private readonly discoveryErrors = this.counter('llm_gateway_discovery_errors_total',
+    'Failed discovery or health polls per backend and error kind.',
+    ['backend', 'kind']);
+
+  private counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private gauge<L extends string>(name: string, help: string, labelNames: readonly L[]) {
+    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private histogram<L extends string>(name: string, help: string, labelNames: readonly L[]) {
+    return new Histogram({ name, help, labelNames, buckets: LATENCY_BUCKETS_S, registers: [this.registry] });
+  }
 
   constructor(opts: GatewayMetricsOptions = {}) {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -116,19 +90,59 @@ export class GatewayMetrics {
 
   /** Counts one finished or refused call (free backends add no cost: see effectiveCost). */
   observeCall(rec: CallRecord): void {
-    const backend = rec.backend;
-    this.requests.inc({ endpoint: rec.endpoint, backend, status: String(rec.status) });
-    this.duration.observe({ endpoint: rec.endpoint, backend }, seconds(rec.duration_ms));
-    if (rec.ttft_ms !== null) this.ttft.observe({ backend }, seconds(rec.ttft_ms));
-    addIfPositive(this.tokens, { backend, direction: 'in' }, rec.prompt_tokens);
-    addIfPositive(this.tokens, { backend, direction: 'out' }, rec.completion_tokens);
+    const call = this.callChildren(rec.endpoint, rec.backend, rec.status);
+    call.requests.inc();
+    call.duration.observe(seconds(rec.duration_ms));
+    const b = this.backendChildren(rec.backend);
+    if (rec.ttft_ms !== null) b.ttft.observe(seconds(rec.ttft_ms));
+    addIfPositive(b.tokensIn, rec.prompt_tokens);
+    addIfPositive(b.tokensOut, rec.completion_tokens);
     if (rec.usage_estimated) {
-      addIfPositive(this.estimatedTokens, { backend, direction: 'in' }, rec.prompt_tokens);
-      addIfPositive(this.estimatedTokens, { backend, direction: 'out' }, rec.completion_tokens);
+      addIfPositive(b.estimatedIn, rec.prompt_tokens);
+      addIfPositive(b.estimatedOut, rec.completion_tokens);
     }
-    addIfPositive(this.cacheTokens, { backend, kind: 'read' }, rec.cached_tokens);
-    addIfPositive(this.cacheTokens, { backend, kind: 'write' }, rec.cache_write_tokens);
-    addIfPositive(this.cost, { backend }, effectiveCost(rec));
+    addIfPositive(b.cacheRead, rec.cached_tokens);
+    addIfPositive(b.cacheWrite, rec.cache_write_tokens);
+    addIfPositive(b.cost, effectiveCost(rec));
+  }
+
+  /**
+   * prom-client hashes a label set on every `inc(labels)`; the children of a label set are
+   * looked up once and kept (few: endpoints × backends × statuses).
+   */
+  private readonly calls = new Map<string, { requests: CounterChild; duration: HistogramChild }>();
+  private readonly backends = new Map<string, ReturnType<GatewayMetrics['makeBackendChildren']>>();
+
+  private callChildren(endpoint: string, backend: string, status: number) {
+    const key = `${endpoint}\0${backend}\0${status}`;
+    let children = this.calls.get(key);
+    if (!children) {
+      children = {
+        requests: this.requests.labels({ endpoint, backend, status: String(status) }),
+        duration: this.duration.labels({ endpoint, backend }),
+      };
+      this.calls.set(key, children);
+    }
+    return children;
+  }
+
+  private backendChildren(backend: string) {
+    let children = this.backends.get(backend);
+    if (!children) this.backends.set(backend, (children = this.makeBackendChildren(backend)));
+    return children;
+  }
+
+  private makeBackendChildren(backend: string) {
+    return {
+      ttft: this.ttft.labels({ backend }),
+      tokensIn: this.tokens.labels({ backend, direction: 'in' }),
+      tokensOut: this.tokens.labels({ backend, direction: 'out' }),
+      estimatedIn: this.estimatedTokens.labels({ backend, direction: 'in' }),
+      estimatedOut: this.estimatedTokens.labels({ backend, direction: 'out' }),
+      cacheRead: this.cacheTokens.labels({ backend, kind: 'read' }),
+      cacheWrite: this.cacheTokens.labels({ backend, kind: 'write' }),
+      cost: this.cost.labels({ backend }),
+    };
   }
 
   /** Replaces the per-backend gauges (backends no longer listed disappear). */
@@ -163,6 +177,9 @@ function seconds(ms: number): number {
   return Number.isFinite(ms) && ms > 0 ? ms / 1000 : 0;
 }
 
-function addIfPositive<L extends string>(counter: Counter<L>, labels: Partial<Record<L, string>>, n: number): void {
-  if (Number.isFinite(n) && n > 0) counter.inc(labels, n);
+type CounterChild = ReturnType<Counter<string>['labels']>;
+type HistogramChild = ReturnType<Histogram<string>['labels']>;
+
+function addIfPositive(counter: CounterChild, n: number): void {
+  if (Number.isFinite(n) && n > 0) counter.inc(n);
 }

@@ -39,7 +39,10 @@ export function toCallRecord(o: CallOutcome, price: PricingContext, captureBodie
     backend: o.backend ?? REFUSED_BACKEND,
     status: o.status,
     reason: o.reason,
-    ...usage,
+    prompt_tokens: usage.prompt_tokens,
+    completion_tokens: usage.completion_tokens,
+    cached_tokens: usage.cached_tokens,
+    cache_write_tokens: usage.cache_write_tokens,
     reasoning: null,
     cost_usd: u ? computeCost(usage, price.pricing, { local: !price.paid, shape: 'openai' }) : 0,
     // kept as reported, also from a free backend (which spends nothing: see effectiveCost)
@@ -47,6 +50,7 @@ export function toCallRecord(o: CallOutcome, price: PricingContext, captureBodie
     usage_estimated: u !== undefined && o.usageEstimated === true,
     paid: price.paid,
     count: 1,
-    ...(captureBodies ? { request_body: o.requestBody, response_body: o.responseBody } : {}),
+    request_body: captureBodies ? o.requestBody : undefined,
+    response_body: captureBodies ? o.responseBody : undefined,
   };
 }

@@ -91,7 +91,7 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     }
   };
   const result = <T extends object>(r: T) =>
-    ({ ...r, summary: tap.summary(), captured: captured.length ? Buffer.concat(captured) : undefined });
+    Object.assign(r, { summary: tap.summary(), captured: captured.length ? Buffer.concat(captured) : undefined });
 
   try {
     for await (const chunk of upstream.body) {

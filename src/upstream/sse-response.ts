@@ -48,7 +48,10 @@ export class SseResponse {
   ensureHead(extra?: Record<string, string>): void {
     if (this.headWritten) return;
     this.reply.hijack();
-    this.raw.writeHead(200, { ...this.reply.getHeaders(), ...SSE_HEAD, ...this.baseHeaders, ...extra } as OutgoingHttpHeaders);
+    const head = this.reply.getHeaders() as OutgoingHttpHeaders; // a fresh copy: ours to add to
+    Object.assign(head, SSE_HEAD, this.baseHeaders);
+    if (extra) Object.assign(head, extra);
+    this.raw.writeHead(200, head);
     this.headWritten = true;
   }
 
