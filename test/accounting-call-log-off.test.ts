@@ -62,7 +62,7 @@ describe('call_log: false', () => {
     log.record(call());
     log.record(call({ user_id: null })); // no user: nothing to keep
     log.record(call({ backend: REFUSED_BACKEND, status: 404, reason: RefusalReason.unknownModel })); // refused at the gate
-    log.record(call({ backend: REFUSED_BACKEND, status: 401, reason: RefusalReason.badKey, user_id: null }));
+    log.record(call({ backend: REFUSED_BACKEND, status: 401, reason: 'invalid_api_key', user_id: null }));
     log.record(call({ status: 502, reason: 'upstream_error', cost_usd: 0 }));
     assert.equal(log.compressing, 0, 'no bodies to compress: there are no rows');
     assert.equal(log.quotas.requestsSince(1, Date.UTC(2026, 2, 15)), 2, 'counted at once');

@@ -39,7 +39,7 @@ const refused = (status: number, reason: string) => call({ backend: REFUSED_BACK
 
 /** Refused at the gate: none of these counts. */
 const GATE = [
-  refused(400, 'invalid_request'), refused(400, 'missing_model'), refused(401, RefusalReason.badKey),
+  refused(400, 'invalid_request'), refused(400, 'missing_model'), refused(401, 'invalid_api_key'),
   refused(403, 'admin_required'), refused(404, RefusalReason.unknownModel), refused(413, 'request_too_large'),
   refused(429, RefusalReason.quotaDay), refused(429, RefusalReason.quotaMonth),
 ];

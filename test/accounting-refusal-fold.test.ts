@@ -27,7 +27,7 @@ let seq = 0;
 function badKey(source: string, ts: number, over: Partial<CallRecord> = {}): CallRecord {
   return {
     ts, request_id: `r-${++seq}`, duration_ms: 2, ttft_ms: null, endpoint: '/v1/chat/completions', source, user_id: null,
-    requested_model: 'gpt-4', model: null, backend: REFUSED_BACKEND, status: 401, reason: RefusalReason.badKey,
+    requested_model: 'gpt-4', model: null, backend: REFUSED_BACKEND, status: 401, reason: 'invalid_api_key',
     prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, reasoning: null, cost_usd: 0,
     upstream_cost_usd: null, ...over,
   };

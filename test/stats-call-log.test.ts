@@ -10,7 +10,7 @@ import { BODY_CAP_BYTES, truncationMarker } from '../src/stats/bodies.ts';
 import { CallLog, type CallLogOptions, type CallRecord } from '../src/stats/call-log.ts';
 import { computeCost } from '../src/stats/cost.ts';
 import { DAY_MS } from '../src/stats/period.ts';
-import { REFUSED_BACKEND, RefusalReason, STATUS_CLIENT_CLOSED, STATUS_UPSTREAM_DROPPED } from '../src/stats/record.ts';
+import { REFUSED_BACKEND, RefusalReason, STATUS_CLIENT_CLOSED } from '../src/stats/record.ts';
 import { storedCall } from '../src/store/calls-repo.ts';
 import { usageFromAnthropic, usageFromOpenAI, type Usage } from '../src/upstream/usage.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -303,13 +303,13 @@ describe('rows', () => {
     const { log } = openLog(t, { now: () => now });
     const refused = (reason: string, status: number, user_id: number | null = 1) =>
       call({ backend: REFUSED_BACKEND, model: null, status, reason, user_id, prompt_tokens: 0, completion_tokens: 0, ttft_ms: null });
-    log.record(refused(RefusalReason.badKey, 401, null));
+    log.record(refused('invalid_api_key', 401, null));
     log.record(refused(RefusalReason.quotaDay, 429));
     log.record(refused(RefusalReason.unknownModel, 404));
     log.record(refused(RefusalReason.parkTimeout, 503));
     log.record(refused(RefusalReason.noBackend, 503));
     log.record(call({ status: STATUS_CLIENT_CLOSED, reason: 'client closed', completion_tokens: 37 }));
-    log.record(call({ status: STATUS_UPSTREAM_DROPPED, reason: 'upstream dropped', completion_tokens: 12 }));
+    log.record(call({ status: 502, reason: 'upstream dropped', completion_tokens: 12 }));
 
     assert.equal(log.recent({ status: 401 }).length, 0, 'an unauthenticated 401 waits for its minute to end');
     now += 60_000;

@@ -6,7 +6,6 @@ export const REFUSED_BACKEND = '(refused)';
 
 /** `reason` values of refused calls (the request path may add its own; these are known). */
 export const RefusalReason = Object.freeze({
-  badKey: 'bad_key',
   quotaDay: 'quota_day',
   quotaMonth: 'quota_month',
   unknownModel: 'unknown_model',
@@ -16,8 +15,6 @@ export const RefusalReason = Object.freeze({
 
 /** Status of a stream the client aborted (nginx's convention), logged with what was delivered. */
 export const STATUS_CLIENT_CLOSED = 499;
-/** Status of a stream the backend dropped after the first byte. */
-export const STATUS_UPSTREAM_DROPPED = 502;
 
 /** A call as recorded: its row's fields (store/calls-repo.ts `CallInput`) and the bodies captured, if any. */
 export type CallRecord = CallInput & {
