@@ -316,9 +316,9 @@ describe('rows', () => {
     const refusals = log.recent({ backend: REFUSED_BACKEND });
     assert.deepEqual(
       refusals.map((r) => r.reason).sort(),
-      ['bad_key', 'no_backend', 'park_timeout', 'quota_day', 'unknown_model'],
+      ['invalid_api_key', 'no_backend', 'park_timeout', 'quota_day', 'unknown_model'],
     );
-    assert.equal(refusals.find((r) => r.reason === 'bad_key')!.user_id, null);
+    assert.equal(refusals.find((r) => r.reason === 'invalid_api_key')!.user_id, null);
     const aborted = log.recent({ status: 499 });
     assert.equal(aborted.length, 1);
     assert.equal(aborted[0].completion_tokens, 37, 'what was delivered is kept');

@@ -1,5 +1,5 @@
 /** API key primitives: generation, constant-time comparison, extraction from request headers. */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Bytes of randomness in a generated key (256 bits; the floor is 192). */
 export const KEY_RANDOM_BYTES = 32;
@@ -20,7 +20,7 @@ export function keyMatcher(expected: string): (candidate: string) => boolean {
   return (candidate) => timingSafeEqual(sha256(candidate), digest);
 }
 
-const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+const sha256 = (text: string): Buffer => hash('sha256', text, 'buffer'); // one-shot: no Hash object per call
 
 /** A safe-to-show hint of a key: `sk-…wxyz` (or `…wxyz` for keys without the `sk-` prefix). */
 export function keyHint(key: string): string {

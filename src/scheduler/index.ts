@@ -8,6 +8,7 @@ export { compareBackends } from './ordering.ts';
 export { MIN_OUTPUT_TOKENS_FOR_SPEED, SPEED_EWMA_ALPHA } from './speed.ts';
 export {
   SchedulerRejection,
+  type AbortSignalLike,
   type BackendSlotSpec,
   type BackendSlotsSnapshot,
   type Candidate,

@@ -17,6 +17,14 @@ export interface Candidate {
   model: string;
 }
 
+/** What the scheduler (and undici) use of an AbortSignal; an AbortController's signal is one. */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 /** One call waiting for a slot. */
 export interface Ticket {
   /** What the client asked for; for observability and per-alias park settings. */
@@ -25,7 +33,7 @@ export interface Ticket {
   /** How long the ticket may park; 0 = parking off. */
   parkMs: number;
   /** Aborts when the client goes away; a parked ticket then leaves the queue at once. */
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
   /**
    * Re-resolves the ticket's candidates against the current fleet (routing + allow-list).
    * Called by `Scheduler.refreshCandidates()` while the ticket is parked, so it can also wait

@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
+import type { AbortSignalLike } from '../scheduler/index.ts';
 
 export type UpstreamHeaders = Record<string, string | string[] | undefined>;
 
@@ -10,7 +11,7 @@ export interface ForwardRequest {
   headers: Record<string, string | string[]>;
   body: string | Buffer;
   /** Aborts the request: the client left, or the attempt's deadline passed. */
-  signal: AbortSignal;
+  signal: AbortSignalLike;
   /** The client asked for a stream: a 200 event stream is handed back unread. */
   stream: boolean;
 }
@@ -41,7 +42,8 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
       method: 'POST',
       headers: req.headers,
       body: req.body,
-      signal: req.signal,
+      // undici takes any object with abort listeners (it checks for addEventListener)
+      signal: req.signal as AbortSignal,
       headersTimeout: 0,
       bodyTimeout: 0,
     });
