@@ -5,8 +5,6 @@
  * stats.db written by the previous rule, and over real sockets.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { CallLog, type CallLogOptions, type CallRecord } from '../src/stats/call-log.ts';
@@ -18,20 +16,13 @@ import { openDatabase } from '../src/store/db.ts';
 import { startFake } from './fakes/index.ts';
 import { callRecord } from './helpers/call-record.ts';
 import { startGateway } from './helpers/gateway.ts';
+import { tempDirs } from './helpers/temp-dirs.ts';
 
 const NOON = Date.UTC(2026, 2, 15, 12);
 const DAY = Date.UTC(2026, 2, 15);
 const OPTS: CallLogOptions = { flushMs: 60_000, retentionDays: 0, captureBodies: false, bodyRetentionDays: 14 };
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-function tempStore(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'llmgw-acct-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempStore = tempDirs('llmgw-acct-');
 
 const call = (over: Partial<CallRecord> = {}): CallRecord => callRecord({ ts: NOON, ...over });
 

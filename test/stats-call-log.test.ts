@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
@@ -14,6 +13,7 @@ import { REFUSED_BACKEND, RefusalReason, STATUS_CLIENT_CLOSED } from '../src/sta
 import { storedCall } from '../src/store/calls-repo.ts';
 import { usageFromAnthropic, usageFromOpenAI, type Usage } from '../src/upstream/usage.ts';
 import { waitFor } from './helpers/wait.ts';
+import { tempDirs } from './helpers/temp-dirs.ts';
 
 /** The call-log columns of a usage read by the request path. */
 function usageColumns(u: Usage) {
@@ -26,16 +26,7 @@ function usageColumns(u: Usage) {
 const NOW = Date.UTC(2026, 2, 15, 12, 0, 0); // 2026-03-15T12:00:00Z
 const SONNET: ModelPricing = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function tempStore(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'llmgw-stats-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempStore = tempDirs('llmgw-stats-');
 
 /** The timers never fire during a test: writes happen when the test says so. */
 const QUIET: CallLogOptions = { flushMs: 60_000, retentionDays: 0, captureBodies: false, bodyRetentionDays: 14 };

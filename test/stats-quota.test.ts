@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { CallLog, type CallLogOptions, type CallRecord } from '../src/stats/call-log.ts';
 import { checkQuota, QuotaGate, type QuotaUser } from '../src/stats/quota.ts';
 import { REFUSED_BACKEND, RefusalReason } from '../src/stats/record.ts';
+import { tempDirs } from './helpers/temp-dirs.ts';
 
 const NOON = Date.UTC(2026, 2, 15, 12); // 2026-03-15T12:00:00Z, 12 h before the day rolls over
 const OPTS: CallLogOptions = { flushMs: 60_000, retentionDays: 0, captureBodies: false, bodyRetentionDays: 14 };
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-
-function tempStore(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'llmgw-quota-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempStore = tempDirs('llmgw-quota-');
 
 function call(user_id: number, ts: number, over: Partial<CallRecord> = {}): CallRecord {
   return {

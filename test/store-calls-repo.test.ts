@@ -3,24 +3,15 @@
  * prune removes the same whatever its slice size.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { CallsRepo, type CallWrite, type PruneCutoffs, type StoredCall } from '../src/store/calls-repo.ts';
 import { DAY_MS } from '../src/stats/period.ts';
+import { tempDirs } from './helpers/temp-dirs.ts';
 
 const NOW = Date.UTC(2026, 2, 15, 12);
 
-const dirs: string[] = [];
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'llmgw-calls-repo-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = tempDirs('llmgw-calls-repo-');
 
 function row(over: Partial<StoredCall> = {}): StoredCall {
   return {
