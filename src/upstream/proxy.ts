@@ -127,7 +127,7 @@ export class UpstreamProxy {
     };
   }
 
-  /** The failover loop: lease, attempt, release, settle; next candidate or park again. */
+  /** The failover loop: lease, attempt, settle (the slot comes back there); next candidate or park again. */
   private async run(state: CallState): Promise<void> {
     const tried = new Set<string>();
     let last: AttemptFailure | undefined;
