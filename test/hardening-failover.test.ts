@@ -5,9 +5,9 @@
  * and a call whose other candidates are busy parks instead of failing.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
-import { startFake, type FakeBackend } from './fakes/index.ts';
-import { backendSpec, startGateway, type TestGateway } from './helpers/gateway.ts';
+import { describe, test, type TestContext } from 'node:test';
+import { startFake, type FakeBackend, type FakeKind, type StartFakeOptions } from './fakes/index.ts';
+import { backendSpec, startGateway, type BackendInput, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const post = (url: string, body: unknown) => fetch(`${url}/v1/chat/completions`, {
@@ -21,13 +21,24 @@ function assertFirst(gw: TestGateway, first: string, other: string): void {
   assert.equal(order[0].backend, first);
 }
 
+/** One side of `twoBackends`: a fake serving model `m`, and its backend's config. */
+interface Side { name: string; kind: FakeKind; fake?: StartFakeOptions; spec?: Partial<BackendInput> }
+
+/** Two fakes behind one gateway, `first` the scheduler's first choice; all closed after the test. */
+async function twoBackends(t: TestContext, first: Side, second: Side) {
+  const a = await startFake(first.kind, { models: ['m'], ...first.fake });
+  const b = await startFake(second.kind, { models: ['m'], ...second.fake });
+  const gw = await startGateway([{ name: first.name, url: a.url, ...first.spec }, { name: second.name, url: b.url, ...second.spec }]);
+  t.after(async () => { await gw.close(); await a.close(); await b.close(); });
+  assertFirst(gw, first.name, second.name);
+  return { gw, a, b };
+}
+
 describe('failover on upstream statuses', () => {
   test('a 500 fails over to the next candidate; alone, the 500 passes through as it was', async (t) => {
-    const bad = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 500, errorBody: { error: { message: 'CUDA error', type: 'server_error' } } } });
-    const good = await startFake('llamacpp', { models: ['m'] });
-    const gw = await startGateway([{ name: 'bad', url: bad.url }, { name: 'good', url: good.url }]);
-    t.after(async () => { await gw.close(); await bad.close(); await good.close(); });
-    assertFirst(gw, 'bad', 'good');
+    const { gw } = await twoBackends(t,
+      { name: 'bad', kind: 'vllm', fake: { knobs: { errorStatus: 500, errorBody: { error: { message: 'CUDA error', type: 'server_error' } } } } },
+      { name: 'good', kind: 'llamacpp' });
     const res = await post(gw.url, ask('m'));
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-gateway-backend'), 'good');
@@ -37,11 +48,9 @@ describe('failover on upstream statuses', () => {
   });
 
   test('429 everywhere: the last candidate\'s 429 reaches the client with its retry-after', async (t) => {
-    const a = await startFake('openrouter', { models: ['m'], knobs: { errorStatus: 429, retryAfter: '7' } });
-    const b = await startFake('together', { models: ['m'], knobs: { errorStatus: 429, retryAfter: '9' } });
-    const gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url }]);
-    t.after(async () => { await gw.close(); await a.close(); await b.close(); });
-    assertFirst(gw, 'a', 'b');
+    const { gw, a, b } = await twoBackends(t,
+      { name: 'a', kind: 'openrouter', fake: { knobs: { errorStatus: 429, retryAfter: '7' } } },
+      { name: 'b', kind: 'together', fake: { knobs: { errorStatus: 429, retryAfter: '9' } } });
     const res = await post(gw.url, ask('m'));
     assert.equal(res.status, 429);
     assert.equal(chats(a), 1);
@@ -52,11 +61,9 @@ describe('failover on upstream statuses', () => {
   });
 
   test("the client's own 400 passes through at once and never fails over", async (t) => {
-    const a = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 400, errorBody: { object: 'error', message: 'max_tokens is too large', type: 'BadRequestError', code: 400 } } });
-    const b = await startFake('llamacpp', { models: ['m'] });
-    const gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url }]);
-    t.after(async () => { await gw.close(); await a.close(); await b.close(); });
-    assertFirst(gw, 'a', 'b');
+    const { gw, b } = await twoBackends(t,
+      { name: 'a', kind: 'vllm', fake: { knobs: { errorStatus: 400, errorBody: { object: 'error', message: 'max_tokens is too large', type: 'BadRequestError', code: 400 } } } },
+      { name: 'b', kind: 'llamacpp' });
     const res = await post(gw.url, ask('m'));
     assert.equal(res.status, 400);
     assert.equal(chats(b), 0);
@@ -65,12 +72,10 @@ describe('failover on upstream statuses', () => {
 
   test("an upstream 401 (the gateway's key for it is wrong) fails over; alone it is a 502 naming the backend; /health says auth", async (t) => {
     // llama.cpp with --api-key: /v1/models is public, so discovery sees it up; chat needs the key
-    const locked = await startFake('llamacpp', { models: ['m'], apiKey: 'sk-right-key' });
-    const good = await startFake('vllm', { models: ['m'] });
-    const gw = await startGateway([{ name: 'locked', url: locked.url, api_key: 'sk-wrong-key' }, { name: 'good', url: good.url }]);
-    t.after(async () => { await gw.close(); await locked.close(); await good.close(); });
+    const { gw } = await twoBackends(t,
+      { name: 'locked', kind: 'llamacpp', fake: { apiKey: 'sk-right-key' }, spec: { api_key: 'sk-wrong-key' } },
+      { name: 'good', kind: 'vllm' });
     assert.equal(gw.gateway.registry.get('locked')!.healthy, true);
-    assertFirst(gw, 'locked', 'good');
     const res = await post(gw.url, ask('m'));
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-gateway-backend'), 'good');
@@ -86,11 +91,7 @@ describe('failover on upstream statuses', () => {
   });
 
   test('a 200 whose body is not JSON is a failure: fail over, alone a 502', async (t) => {
-    const garbage = await startFake('vllm', { models: ['m'], knobs: { garbageJson: true } });
-    const good = await startFake('llamacpp', { models: ['m'] });
-    const gw = await startGateway([{ name: 'garbage', url: garbage.url }, { name: 'good', url: good.url }]);
-    t.after(async () => { await gw.close(); await garbage.close(); await good.close(); });
-    assertFirst(gw, 'garbage', 'good');
+    const { gw } = await twoBackends(t, { name: 'garbage', kind: 'vllm', fake: { knobs: { garbageJson: true } } }, { name: 'good', kind: 'llamacpp' });
     const res = await post(gw.url, ask('m'));
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-gateway-backend'), 'good');
