@@ -4,7 +4,7 @@ import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import type { ProxyCall } from '../upstream/proxy.ts';
-import { openAISurface, type OpenAIEndpoint } from '../upstream/openai-surface.ts';
+import { OpenAISurface, type OpenAIEndpoint } from '../upstream/openai-surface.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import type { CallerContext, Callers } from './caller.ts';
 
@@ -73,7 +73,7 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
       const done = callers.admit(ctx);
       try {
         const query = req.url.indexOf('?');
-        const surface = openAISurface({
+        const surface = new OpenAISurface({
           endpoint, path, query: query === -1 ? '' : req.url.slice(query), body: body as Record<string, unknown>, rawBody: req.rawBody,
         });
         await opts.proxy.handle({

@@ -9,7 +9,7 @@ import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
 import { asErrorEvent, estimatePromptTokens, upstreamBody } from './call-bytes.ts';
 import { formatSseData } from './sse.ts';
 import { createUsageTap } from './stream-usage.ts';
-import type { CallSurface, StreamError } from './surface.ts';
+import type { CallSurface, StreamError, StreamTranslator, UpstreamRequest } from './surface.ts';
 import { usageFromOpenAI, type Usage } from './usage.ts';
 
 export type OpenAIEndpoint = 'chat' | 'completions' | 'embeddings';
@@ -26,20 +26,39 @@ export interface OpenAICall {
   rawBody: string;
 }
 
-export function openAISurface(call: OpenAICall): CallSurface {
-  const stream = call.endpoint !== 'embeddings' && call.body.stream === true;
-  const encoding = call.endpoint === 'embeddings' ? call.body.encoding_format as EmbeddingEncoding | undefined : undefined;
-  const clientWantsUsage = (call.body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-  return {
-    endpoint: call.endpoint,
-    stream,
-    rawBody: call.rawBody,
-    upstreamRequest: (model) => ({ path: call.path + call.query, body: upstreamBody(call, model, stream) }),
-    answer: call.endpoint === 'embeddings' ? (raw, parsed) => embeddingsAnswer(raw, parsed, encoding) : jsonAnswer,
-    streamTranslator: (now) => createUsageTap({ clientWantsUsage, promptTokenEstimate: estimatePromptTokens(call.body), now }),
-    upstreamErrorBody: (_status, text) => text,
-    errorEvent: openAIErrorEvent,
-  };
+/** One OpenAI call's surface (a class: nothing is allocated per call beyond the object itself). */
+export class OpenAISurface implements CallSurface {
+  readonly endpoint: OpenAIEndpoint;
+  readonly stream: boolean;
+  readonly rawBody: string;
+
+  constructor(private readonly call: OpenAICall) {
+    this.endpoint = call.endpoint;
+    this.stream = call.endpoint !== 'embeddings' && call.body.stream === true;
+    this.rawBody = call.rawBody;
+  }
+
+  upstreamRequest(model: string): UpstreamRequest {
+    return { path: this.call.path + this.call.query, body: upstreamBody(this.call, model, this.stream) };
+  }
+
+  answer(raw: Buffer, parsed: Record<string, unknown>): { body: Buffer | string; usage?: Usage } {
+    if (this.endpoint !== 'embeddings') return jsonAnswer(raw, parsed);
+    return embeddingsAnswer(raw, parsed, this.call.body.encoding_format as EmbeddingEncoding | undefined);
+  }
+
+  streamTranslator(now: () => number): StreamTranslator {
+    const options = this.call.body.stream_options as { include_usage?: unknown } | undefined;
+    return createUsageTap({ clientWantsUsage: options?.include_usage === true, promptTokenEstimate: estimatePromptTokens(this.call.body), now });
+  }
+
+  upstreamErrorBody(_status: number, text: string): string {
+    return text;
+  }
+
+  errorEvent(error: StreamError): string {
+    return openAIErrorEvent(error);
+  }
 }
 
 function jsonAnswer(raw: Buffer, parsed: Record<string, unknown>): { body: Buffer; usage?: Usage } {

@@ -82,11 +82,12 @@ interface AttemptEnd {
 const CAPTURE_BYTES = 256 * 1024;
 
 /**
- * Forwards one OpenAI-style call: a lease from the scheduler (parking when every candidate is
- * busy), one attempt per backend, failover to the next candidate (parking again for the time
- * left) while nothing reached the client, and the answer written back. Every lease is
- * released in a `finally`; every attempt is settled once (health, speed); every answered call
- * is reported through `onOutcome`. A call refused before anything was sent comes back as a
+ * Forwards one call in its surface's wire format: a lease from the scheduler (parking when
+ * every candidate is busy), one attempt per backend, failover to the next candidate (parking
+ * again for the time left) while nothing reached the client, and the answer written back.
+ * Every attempt is settled once (slot released, health, speed, outcome), and an attempt that
+ * throws releases its slot before the error goes on; every answered call is reported through
+ * `onOutcome`. A call refused before anything was sent comes back as a
  * thrown GatewayError, which the route renders and records.
  */
 export class UpstreamProxy {
@@ -249,7 +250,7 @@ export class UpstreamProxy {
       sse: state.sse!,
       headers: gatewayHeaders(served.backend, call.req.id),
       translator: call.surface.streamTranslator(deps.now),
-      errorEvent: call.surface.errorEvent,
+      errorEvent: (error) => call.surface.errorEvent(error),
       onFirstByte: () => deadline.clear(),
       idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
       captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
