@@ -35,23 +35,29 @@ export class BodyCompressor {
   private worker: Worker | null = null;
   private failed = false;
   /** Bodies posted, oldest first (the worker answers in order). */
-  private readonly waiting: { bodies: Bodies; resolve: (gz: Bodies) => void }[] = [];
+  private readonly waiting: { bodies: Bodies; resolve: (gz: Bodies) => void; reject: (err: unknown) => void }[] = [];
 
   /** The gzip of each body (null stays null). */
   compress(bodies: Bodies): Promise<Bodies> {
     const worker = this.started();
     if (!worker) return gzipHere(bodies);
-    return new Promise((resolve) => {
-      this.waiting.push({ bodies, resolve });
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ bodies, resolve, reject });
       const copies = bodies.map((b) => b && new Uint8Array(b)); // buffers of their own, to transfer
       worker.postMessage(copies, copies.flatMap((c) => (c ? [c.buffer] : [])));
     });
   }
 
+  /** Stops the worker; bodies still waiting for it are compressed here, so no promise is left hanging. */
   close(): void {
     const worker = this.worker;
-    [this.worker, this.failed] = [null, true];
+    this.stopUsing();
     void worker?.terminate();
+  }
+
+  private stopUsing(): void {
+    [this.worker, this.failed] = [null, true];
+    for (const w of this.waiting.splice(0)) gzipHere(w.bodies).then(w.resolve, w.reject);
   }
 
   private started(): Worker | null {
@@ -62,9 +68,7 @@ export class BodyCompressor {
       this.waiting.shift()?.resolve(gz.map((g) => g && Buffer.from(g.buffer, g.byteOffset, g.byteLength)));
     });
     const gone = () => {
-      if (this.worker !== worker) return;
-      [this.worker, this.failed] = [null, true];
-      for (const w of this.waiting.splice(0)) void gzipHere(w.bodies).then(w.resolve);
+      if (this.worker === worker) this.stopUsing();
     };
     worker.on('error', gone).on('exit', gone);
     return worker;
