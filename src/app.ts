@@ -7,8 +7,10 @@ import { formatProblems } from './config/schema.ts';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.ts';
 import { Gateway } from './gateway.ts';
 import type { Clock } from './scheduler/index.ts';
+import type { CallOutcome } from './upstream/outcome.ts';
 import { clientErrorHandler, installErrorHandlers, sendError, toGatewayError } from './routes/error-handler.ts';
 import { openaiRoutes } from './routes/openai.ts';
+import { anthropicRoutes } from './routes/anthropic.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
 import { adminStatsRoutes } from './routes/admin-stats.ts';
@@ -84,9 +86,15 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const requireAdmin = (req: FastifyRequest) => {
     gateway.authenticator.authenticateAdmin(req.headers, req.ip);
   };
-  await app.register(openaiRoutes, {
+  const proxied = {
     callers: gateway.callers, catalog: gateway.catalog, proxy: gateway.proxy,
-    recordOutcome: (outcome) => gateway.recordOutcome(outcome),
+    recordOutcome: (outcome: CallOutcome) => gateway.recordOutcome(outcome),
+  };
+  await app.register(openaiRoutes, proxied);
+  await app.register(anthropicRoutes, {
+    ...proxied,
+    backendType: (name) => gateway.registry.get(name)?.spec.type,
+    countTokens: (call, candidates, req) => gateway.tokenCounter.count(call, candidates, req.headers),
   });
   await app.register(opsRoutes, { health: gateway.health, requireAdmin });
   await app.register(metricsRoute, {

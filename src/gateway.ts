@@ -15,6 +15,7 @@ import type { SecretBox } from './store/secret-box.ts';
 import { Scheduler, systemClock, type Clock } from './scheduler/index.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import { UpstreamProxy } from './upstream/proxy.ts';
+import { TokenCounter } from './upstream/count-tokens.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { ModelCatalog } from './routing/catalog.ts';
 import { Callers } from './routes/caller.ts';
@@ -52,6 +53,7 @@ export class Gateway {
   readonly pools = new UpstreamPools();
   readonly discovery: Discovery;
   readonly proxy: UpstreamProxy;
+  readonly tokenCounter: TokenCounter;
   readonly users: UsersRepo;
   readonly ipAliases: IpAliasesRepo;
   readonly authenticator: Authenticator;
@@ -140,6 +142,11 @@ export class Gateway {
       probe: (name) => void this.discovery.probe(name),
       log: this.log,
     });
+    this.tokenCounter = new TokenCounter({
+      registry: this.registry,
+      dispatcherFor: (b) => this.pools.get(b.name, b.spec.url),
+      timeoutMs: () => Math.min(30, this.effective.request_timeout_s || 30) * 1000,
+    });
     this.applyBackends();
     const cached = this.modelCache.loadAll();
     for (const [name, models] of cached) this.registry.seedModels(name, models);
@@ -148,6 +155,7 @@ export class Gateway {
       slots: () => this.scheduler.snapshot(),
       isOpen: () => this.authenticator.isOpen(),
       aliasCollisions: () => this.catalog.collisions(),
+      aliasPatterns: () => this.catalog.patterns(),
       configSource: this.configSource,
       reloadProblems: () => this.problems,
       startedAt: this.startedAt,

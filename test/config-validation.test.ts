@@ -177,3 +177,21 @@ test('one backend can be validated on its own (console edits), with defaults and
   assert.ok(!bad.ok);
   assert.deepEqual(bad.problems.map((p) => p.path).sort(), ['colour', 'name', 'url']);
 });
+
+test('kind-specific backend options are refused on the other kinds, by key path', () => {
+  const result = validateConfig({
+    backends: [
+      { name: 'a', url: 'http://127.0.0.1:1', auth_mode: 'api_key' },
+      { name: 'b', url: 'http://127.0.0.1:2', type: 'anthropic', prompt_cache: true },
+      { name: 'c', url: 'http://127.0.0.1:3', type: 'anthropic', auth_mode: 'subscription' },
+      { name: 'd', url: 'http://127.0.0.1:4', type: 'anthropic', auth_mode: 'subscription', api_key: 'sk-ant-oat01-x', models: ['claude-x'] },
+      { name: 'e', url: 'http://127.0.0.1:5', prompt_cache: true, models: ['m'] },
+    ],
+  });
+  assert.equal(result.ok, false);
+  const paths = result.ok ? [] : result.problems.map((p) => p.path);
+  assert.deepEqual(paths.sort(), ['backends[0].auth_mode', 'backends[1].prompt_cache', 'backends[2].api_key']);
+  const one = createConfigValidator().validateBackend({ name: 'x', url: 'http://127.0.0.1:1', models: 'claude-x' });
+  assert.equal(one.ok, false);
+  assert.deepEqual(one.ok ? [] : one.problems.map((p) => p.path), ['models']);
+});

@@ -64,8 +64,13 @@ test('OpenRouter selection: each filter keeps what it should', { skip: skipWitho
 test('Together docs example: a bare array priced per million already', { skip: skipWithoutFixtures }, () => {
   const body = readFixtureJson('llm/together/v1_models_docs_example.json');
   assert.deepEqual(parseModelList(body, BOTH), [
-    { id: 'Austism/chronos-hermes-13b', created: 1692896905, pricing: { input: 0.3, output: 0.3 }, context_length: 2048 },
+    { id: 'Austism/chronos-hermes-13b', created: 1692896905, display_name: 'Chronos Hermes (13B)', pricing: { input: 0.3, output: 0.3 }, context_length: 2048 },
   ]);
+});
+
+test("Anthropic's list: created_at becomes unix seconds, display_name kept, type model is chat", () => {
+  const body = { data: [{ type: 'model', id: 'claude-x', display_name: 'Claude X', created_at: '2025-09-29T00:00:00Z' }], has_more: false };
+  assert.deepEqual(parseModelList(body, BOTH), [{ id: 'claude-x', created: 1759104000, display_name: 'Claude X' }]);
 });
 
 test('Together: type decides chat_only; a 0/0 dedicated-only model fails serverless_only', () => {

@@ -3,7 +3,8 @@
  *
  * Accepted shapes: `{data: [...]}` (OpenAI, OpenRouter, llama.cpp, llama-swap, vLLM, Ollama's
  * /v1), a bare array (Together) and `{models: [...]}` (Ollama's /api/tags and /api/ps, whose
- * entries name the model in `model` / `name`). Prices come out in USD per million tokens:
+ * entries name the model in `model` / `name`); Anthropic's list is `{data: [...]}` too, with
+ * `created_at` and `display_name`. Prices come out in USD per million tokens:
  * OpenRouter quotes strings per token (`pricing.prompt` / `completion` / `input_cache_read` /
  * `input_cache_write`), Together numbers per million (`pricing.input` / `output`). A negative
  * price (OpenRouter's router pseudo-models say "-1") means unknown, so no pricing.
@@ -19,8 +20,8 @@ export interface ModelListFilter {
 
 type Json = Record<string, unknown>;
 
-/** Together `type` values of text-generation models. */
-const CHAT_TYPES = new Set(['chat', 'language']);
+/** `type` values of text-generation models: Together's, and Anthropic's one (`model`). */
+const CHAT_TYPES = new Set(['chat', 'language', 'model']);
 
 /** Throws an Error naming what is wrong when the body is not a model list. */
 export function parseModelList(body: unknown, opts: ModelListFilter): ModelInfo[] {
@@ -63,6 +64,12 @@ function idOf(entry: Json): string | undefined {
 function toModelInfo(id: string, entry: Json): ModelInfo {
   const model: ModelInfo = { id };
   if (typeof entry.created === 'number') model.created = entry.created;
+  else if (typeof entry.created_at === 'string') {
+    // Anthropic: an RFC 3339 time instead of unix seconds
+    const ms = Date.parse(entry.created_at);
+    if (Number.isFinite(ms)) model.created = Math.floor(ms / 1000);
+  }
+  if (typeof entry.display_name === 'string' && entry.display_name) model.display_name = entry.display_name;
   if (typeof entry.owned_by === 'string') model.owned_by = entry.owned_by;
   const pricing = pricingOf(entry.pricing);
   if (pricing) model.pricing = pricing;

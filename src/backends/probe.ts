@@ -1,6 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { basePath } from '../upstream/pools.ts';
+import { anthropicOwnHeaders } from './anthropic.ts';
 import { kindForStatus } from './errors.ts';
 import { parseModelList } from './model-list.ts';
 import type { ModelInfo } from './types.ts';
@@ -11,20 +12,25 @@ export class ProbeError extends Error {
   }
 }
 
-/** Credential headers a backend of this kind expects. */
+/** Credential headers the gateway's own requests to a backend carry (Anthropic's with its version). */
 export function credentialHeaders(spec: BackendSpec): Record<string, string> {
+  if (spec.type === 'anthropic') return anthropicOwnHeaders(spec);
   if (!spec.api_key) return {};
-  if (spec.type === 'anthropic') return { 'x-api-key': spec.api_key, 'anthropic-version': '2023-06-01' };
   return { authorization: `Bearer ${spec.api_key}` };
 }
 
+/** Statuses of a model list refused to this credential: a configured `models:` list stands in. */
+const LIST_REFUSED = new Set([401, 403, 404]);
+
 /**
  * Asks a backend what it serves, without ever loading a model: `GET /v1/models` for
- * OpenAI-compatible and Anthropic backends, `GET /system_stats` for ComfyUI (its node list is
- * the media layer's business). Throws ProbeError or a network error.
+ * OpenAI-compatible and Anthropic backends (all of Anthropic's on one page), `GET
+ * /system_stats` for ComfyUI (its node list is the media layer's business). A backend that
+ * will not list its models to this credential (a Claude subscription token cannot) but has a
+ * configured `models:` list is up with that list. Throws ProbeError or a network error.
  */
 export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, timeoutMs: number): Promise<ModelInfo[]> {
-  const path = spec.type === 'comfyui' ? '/system_stats' : '/v1/models';
+  const path = spec.type === 'comfyui' ? '/system_stats' : spec.type === 'anthropic' ? '/v1/models?limit=1000' : '/v1/models';
   const res = await request(`${new URL(spec.url).origin}${basePath(spec.url)}${path}`, {
     method: 'GET',
     dispatcher,
@@ -32,6 +38,7 @@ export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, ti
     signal: AbortSignal.timeout(timeoutMs),
   });
   const text = await res.body.text();
+  if (res.statusCode !== 200 && spec.models?.length && LIST_REFUSED.has(res.statusCode)) return configuredModels(spec);
   if (res.statusCode !== 200) {
     throw new ProbeError(kindForStatus(res.statusCode), res.statusCode, `GET ${path} answered ${res.statusCode}: ${text.slice(0, 200)}`);
   }
@@ -43,4 +50,8 @@ export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, ti
     throw new ProbeError('error', 200, `GET ${path} answered with something that is not JSON`);
   }
   return parseModelList(body, { chatOnly: spec.chat_only, serverlessOnly: spec.serverless_only });
+}
+
+function configuredModels(spec: BackendSpec): ModelInfo[] {
+  return [...new Set(spec.models)].map((id) => ({ id }));
 }

@@ -14,6 +14,8 @@ export interface ModelInfo {
   /** The backend's own `created`, when it gave one (unix seconds). */
   created?: number;
   owned_by?: string;
+  /** A name for people (Anthropic lists one). */
+  display_name?: string;
   pricing?: ModelPricing;
   context_length?: number;
 }

@@ -51,6 +51,9 @@ const backendSchema = {
     chat_only: { type: 'boolean', default: BACKEND_DEFAULTS.chat_only },
     serverless_only: { type: 'boolean', default: BACKEND_DEFAULTS.serverless_only },
     host: { type: 'string', minLength: 1 },
+    auth_mode: { enum: ['api_key', 'subscription'] },
+    models: { type: 'array', items: { type: 'string', minLength: 1 }, hint: 'must be a list of model ids' },
+    prompt_cache: { type: 'boolean' },
   },
 } as const;
 
@@ -150,6 +153,7 @@ export function createConfigValidator(): ConfigValidator {
         const message = urlProblem(raw.url);
         if (message) problems.push({ path: 'url', message });
       }
+      if (isPlainObject(raw)) problems.push(...backendKindProblems(raw, ''));
       if (problems.length > 0) return { ok: false, problems };
       const spec = raw as unknown as BackendSpec;
       spec.url = spec.url.replace(/\/+$/, '');
@@ -286,6 +290,7 @@ function semanticProblems(raw: unknown): ConfigProblem[] {
       const message = urlProblem(b.url);
       if (message) problems.push({ path: childPath(childPath('backends', i), 'url'), message });
     }
+    problems.push(...backendKindProblems(b, childPath('backends', i)));
   });
   if (isPlainObject(raw.virtual_models)) {
     for (const [alias, target] of Object.entries(raw.virtual_models)) {
@@ -299,6 +304,22 @@ function semanticProblems(raw: unknown): ConfigProblem[] {
         });
       }
     }
+  }
+  return problems;
+}
+
+/** Options that only one kind of backend understands, set on another kind. */
+function backendKindProblems(b: Record<string, unknown>, path: string): ConfigProblem[] {
+  const type = b.type ?? BACKEND_DEFAULTS.type;
+  const problems: ConfigProblem[] = [];
+  if (b.auth_mode !== undefined && type !== 'anthropic') {
+    problems.push({ path: childPath(path, 'auth_mode'), message: 'only backends of type anthropic have an auth_mode' });
+  }
+  if (b.auth_mode === 'subscription' && b.api_key === undefined && b.enabled !== false) {
+    problems.push({ path: childPath(path, 'api_key'), message: 'auth_mode subscription needs the token from `claude setup-token` as api_key' });
+  }
+  if (b.prompt_cache !== undefined && type !== 'openai') {
+    problems.push({ path: childPath(path, 'prompt_cache'), message: 'only backends of type openai translate cache_control (anthropic backends get it as sent)' });
   }
   return problems;
 }

@@ -20,7 +20,19 @@ export interface BackendSpec {
   serverless_only: boolean;
   /** Physical machine this backend runs on (a label; backends on one host share a GPU). */
   host?: string;
+  /**
+   * anthropic: how `api_key` is sent. `api_key` → `x-api-key`; `subscription` (a
+   * `claude setup-token` OAuth token, `sk-ant-oat01-…`) → `Authorization: Bearer` plus the
+   * OAuth beta in `anthropic-beta`.
+   */
+  auth_mode?: AuthMode;
+  /** Model ids served when the backend will not list them (its GET /v1/models answers 401/403/404). */
+  models?: string[];
+  /** Translated Messages calls keep `cache_control` on chat content parts (OpenRouter passes it on to Anthropic and Gemini). */
+  prompt_cache?: boolean;
 }
+
+export type AuthMode = 'api_key' | 'subscription';
 
 /** An alias maps to one model id (any backend serving it) or to one model per backend. */
 export type VirtualModel = string | Record<string, string>;

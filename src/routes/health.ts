@@ -14,6 +14,8 @@ export interface HealthView {
   slots(): SchedulerSnapshot;
   isOpen(): boolean;
   aliasCollisions(): AliasCollision[];
+  /** Glob aliases, most specific first (they are not listed in /v1/models). */
+  aliasPatterns(): { pattern: string; target: unknown }[];
   configSource: string;
   /** Problems of the last rejected reload (the previous config stays in force). */
   reloadProblems(): ConfigProblem[];
@@ -90,5 +92,6 @@ export function fullHealth(view: HealthView) {
       waiters: sched.parked.map((w) => ({ alias: w.alias, age_s: w.ageMs / 1000, remaining_s: w.remainingMs / 1000 })),
     },
     alias_collisions: view.aliasCollisions(),
+    alias_patterns: view.aliasPatterns(),
   };
 }

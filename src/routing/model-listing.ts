@@ -1,4 +1,3 @@
-import type { VirtualModel } from '../config/types.ts';
 import type { BackendState } from '../backends/registry.ts';
 import type { Candidate } from '../scheduler/types.ts';
 
@@ -7,6 +6,8 @@ export interface ListedModel {
   object: 'model';
   created: number;
   owned_by: string;
+  /** Set on ids reachable only through these endpoints (anthropic backends: `["/v1/messages"]`). */
+  endpoints?: string[];
 }
 
 /** A listed id plus what it routes to, so allow-lists can filter the listing. */
@@ -14,6 +15,10 @@ export interface ListingEntry {
   model: ListedModel;
   alias: boolean;
   candidates: Candidate[];
+  /** The backend's name for people, when it gave one (Anthropic's listing shows it). */
+  displayName?: string;
+  /** Reachable only through POST /v1/messages (anthropic backends: the licence boundary). */
+  messagesOnly?: true;
 }
 
 /**
@@ -23,7 +28,8 @@ export interface ListingEntry {
  */
 export function buildModelListing(
   backends: readonly BackendState[],
-  aliases: Record<string, VirtualModel>,
+  /** The exact alias names (glob patterns are never listed). */
+  aliases: readonly string[],
   opts: { modelPrefix: boolean; surfaceTypes: readonly string[]; resolveAlias: (alias: string) => { backend: string; model: string }[] },
 ): ListingEntry[] {
   const byId = new Map<string, ListingEntry>();
@@ -32,7 +38,7 @@ export function buildModelListing(
     if (!existing) byId.set(e.model.id, e);
     else if (!existing.alias) existing.candidates.push(...e.candidates);
   };
-  for (const alias of Object.keys(aliases)) {
+  for (const alias of aliases) {
     const candidates = opts.resolveAlias(alias);
     if (!candidates.length) continue;
     add({ model: { id: alias, object: 'model', created: 0, owned_by: 'llm-gateway' }, alias: true, candidates });
@@ -42,8 +48,9 @@ export function buildModelListing(
     for (const m of b.models) {
       const model = { object: 'model' as const, created: m.created ?? 0, owned_by: m.owned_by ?? b.name };
       const candidates = [{ backend: b.name, model: m.id }];
-      if (opts.modelPrefix) add({ model: { id: `${b.name}/${m.id}`, ...model }, alias: false, candidates });
-      if (b.spec.local || !opts.modelPrefix) add({ model: { id: m.id, ...model }, alias: false, candidates: [...candidates] });
+      const displayName = m.display_name;
+      if (opts.modelPrefix) add({ model: { id: `${b.name}/${m.id}`, ...model }, alias: false, candidates, displayName });
+      if (b.spec.local || !opts.modelPrefix) add({ model: { id: m.id, ...model }, alias: false, candidates: [...candidates], displayName });
     }
   }
   return [...byId.values()];

@@ -1,5 +1,6 @@
 import type { BackendSpec, BackendType, VirtualModel } from '../config/types.ts';
 import type { Candidate } from '../scheduler/types.ts';
+import { exactAlias, patternAlias, type AliasMatch, type AliasTable } from './aliases.ts';
 
 /** What resolution needs to know about the fleet (the registry satisfies it). */
 export interface FleetView {
@@ -11,7 +12,7 @@ export type { Candidate };
 
 export interface Resolution {
   requested: string;
-  /** Set when `requested` named a virtual model. */
+  /** Set when `requested` named a virtual model: its key (the pattern, for a glob alias). */
   alias?: string;
   candidates: Candidate[];
 }
@@ -25,31 +26,53 @@ export type Surface = keyof typeof SURFACE_TYPES;
 
 /**
  * Turns a requested model into candidates (ARCHITECTURE §3): an alias from `virtual_models`,
- * a `<backend>/<model>` pin, or a bare id served anywhere. Disabled backends and backends of
- * a kind the surface cannot reach are left out. Health is the scheduler's business.
- * Returns undefined when nothing matches (the caller answers 404 model_not_found).
+ * a `<backend>/<model>` pin, or a bare id served anywhere, and last a glob alias (so a pattern
+ * such as `claude-*` never hides a model the fleet really serves under that name). Disabled
+ * backends and backends of a kind the surface cannot reach are left out. Health is the
+ * scheduler's business. Returns undefined when nothing matches (the caller answers 404).
  */
 export function resolveModel(
   requested: string,
   fleet: FleetView,
-  aliases: Record<string, VirtualModel>,
+  aliases: AliasTable,
   surface: Surface,
 ): Resolution | undefined {
   const usable = (name: string): boolean => {
     const b = fleet.get(name);
     return !!b && b.spec.enabled && (SURFACE_TYPES[surface] as readonly BackendType[]).includes(b.spec.type);
   };
-  const target = Object.hasOwn(aliases, requested) ? aliases[requested] : undefined;
-  if (target !== undefined) {
-    const candidates = typeof target === 'string'
-      ? resolveTarget(target, fleet).filter((c) => usable(c.backend))
-      : Object.entries(target)
-        .filter(([backend, model]) => usable(backend) && fleet.get(backend)!.modelsById.has(model))
-        .map(([backend, model]) => ({ backend, model }));
-    return candidates.length ? { requested, alias: requested, candidates } : undefined;
-  }
+  const exact = exactAlias(aliases, requested);
+  if (exact) return aliasResolution(requested, exact, fleet, aliases, usable);
   const candidates = resolveTarget(requested, fleet).filter((c) => usable(c.backend));
-  return candidates.length ? { requested, candidates } : undefined;
+  if (candidates.length) return { requested, candidates };
+  const pattern = patternAlias(aliases, requested);
+  return pattern && aliasResolution(requested, pattern, fleet, aliases, usable);
+}
+
+function aliasResolution(requested: string, match: AliasMatch, fleet: FleetView, aliases: AliasTable, usable: (backend: string) => boolean): Resolution | undefined {
+  const target = viaAliases(match, aliases);
+  const candidates = typeof target === 'string'
+    ? resolveTarget(target, fleet).filter((c) => usable(c.backend))
+    : Object.entries(target)
+      .filter(([backend, model]) => usable(backend) && fleet.get(backend)!.modelsById.has(model))
+      .map(([backend, model]) => ({ backend, model }));
+  return candidates.length ? { requested, alias: match.alias, candidates } : undefined;
+}
+
+/** Most alias hops followed (`"claude-*": big`, `big` an alias itself); a cycle stops there too. */
+const MAX_ALIAS_HOPS = 4;
+
+/** The alias's target, followed through exact aliases it names (a pattern pointing at an alias). */
+function viaAliases(match: AliasMatch, aliases: AliasTable): VirtualModel {
+  let target = match.target;
+  const seen = new Set([match.alias]);
+  for (let hop = 0; hop < MAX_ALIAS_HOPS && typeof target === 'string' && !seen.has(target); hop++) {
+    const next = exactAlias(aliases, target);
+    if (!next) break;
+    seen.add(target);
+    target = next.target;
+  }
+  return target;
 }
 
 /** A `<backend>/<model>` pin when the prefix names a backend that lists the rest, else a bare id. */
@@ -72,12 +95,12 @@ export interface AliasCollision {
 }
 
 /** Aliases that shadow a real model id: who still serves that id through the alias, who does not. */
-export function aliasCollisions(aliases: Record<string, VirtualModel>, fleet: FleetView): AliasCollision[] {
+export function aliasCollisions(aliases: AliasTable, fleet: FleetView): AliasCollision[] {
   const out: AliasCollision[] = [];
-  for (const alias of Object.keys(aliases)) {
+  for (const alias of Object.keys(aliases.exact)) {
     const real = fleet.backendsServing(alias);
     if (!real.length) continue;
-    const target = aliases[alias];
+    const target = aliases.exact[alias];
     const reached = new Set(
       typeof target === 'string'
         ? resolveTarget(target, fleet).filter((c) => c.model === alias).map((c) => c.backend)

@@ -8,6 +8,7 @@ export const ENDPOINT_ROUTES: Record<string, string> = {
   chat: '/v1/chat/completions',
   completions: '/v1/completions',
   embeddings: '/v1/embeddings',
+  messages: '/v1/messages',
   models: '/v1/models',
 };
 

@@ -4,12 +4,16 @@
  * in (call-bytes.ts); the answer comes back as the backend's bytes, streams event by event
  * through the usage tap; embeddings are re-encoded to what the client asked for.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import { credentialHeaders } from '../backends/probe.ts';
+import type { BackendSpec } from '../config/types.ts';
 import { adaptEmbeddingsResponse, type EmbeddingEncoding } from '../backends/embeddings-encoding.ts';
 import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
 import { asErrorEvent, estimatePromptTokens, upstreamBody } from './call-bytes.ts';
 import { formatSseData } from './sse.ts';
 import { createUsageTap } from './stream-usage.ts';
-import type { CallSurface, StreamError, StreamTranslator, UpstreamRequest } from './surface.ts';
+import { upstreamRequestHeaders } from './headers.ts';
+import type { AttemptSurface, CallSurface, StreamError, StreamTranslator, SurfaceAnswer, UpstreamRequest } from './surface.ts';
 import { usageFromOpenAI, type Usage } from './usage.ts';
 
 export type OpenAIEndpoint = 'chat' | 'completions' | 'embeddings';
@@ -26,11 +30,15 @@ export interface OpenAICall {
   rawBody: string;
 }
 
-/** One OpenAI call's surface (a class: nothing is allocated per call beyond the object itself). */
-export class OpenAISurface implements CallSurface {
+/**
+ * One OpenAI call's surface; every attempt looks the same, so it is its own attempt surface
+ * (a class: nothing is allocated per call beyond the object itself).
+ */
+export class OpenAISurface implements CallSurface, AttemptSurface {
   readonly endpoint: OpenAIEndpoint;
   readonly stream: boolean;
   readonly rawBody: string;
+  private backend?: BackendSpec;
 
   constructor(private readonly call: OpenAICall) {
     this.endpoint = call.endpoint;
@@ -38,11 +46,20 @@ export class OpenAISurface implements CallSurface {
     this.rawBody = call.rawBody;
   }
 
+  attempt(backend: BackendSpec): AttemptSurface {
+    this.backend = backend;
+    return this;
+  }
+
+  upstreamHeaders(client: IncomingHttpHeaders, contentLength: number): Record<string, string | string[]> {
+    return upstreamRequestHeaders(client, this.backend ? credentialHeaders(this.backend) : {}, contentLength);
+  }
+
   upstreamRequest(model: string): UpstreamRequest {
     return { path: this.call.path + this.call.query, body: upstreamBody(this.call, model, this.stream) };
   }
 
-  answer(raw: Buffer, parsed: Record<string, unknown>): { body: Buffer | string; usage?: Usage } {
+  answer(raw: Buffer, parsed: Record<string, unknown>): SurfaceAnswer {
     if (this.endpoint !== 'embeddings') return jsonAnswer(raw, parsed);
     return embeddingsAnswer(raw, parsed, this.call.body.encoding_format as EmbeddingEncoding | undefined);
   }
@@ -58,6 +75,10 @@ export class OpenAISurface implements CallSurface {
 
   errorEvent(error: StreamError): string {
     return openAIErrorEvent(error);
+  }
+
+  keepaliveFrame(status: string): string {
+    return `: ${status}\n\n`;
   }
 }
 

@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
-import { credentialHeaders } from '../backends/probe.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import type { GatewayError } from '../errors.ts';
 import type { Resolution } from '../routing/resolve.ts';
@@ -10,13 +9,13 @@ import { classifyStatus, type HealthEffect } from './classify.ts';
 import { UpstreamSignal } from './deadline.ts';
 import { scrubSecret } from './call-bytes.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
-import { clientResponseHeaders, upstreamRequestHeaders } from './headers.ts';
+import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
-import { exhaustedError, rejectionError, type AttemptFailure } from './refusals.ts';
+import { exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
-import type { CallSurface } from './surface.ts';
+import type { AttemptSurface, CallSurface } from './surface.ts';
 
 export interface ProxyDeps {
   registry: BackendRegistry;
@@ -95,7 +94,8 @@ export class UpstreamProxy {
 
   async handle(call: ProxyCall): Promise<void> {
     const state = this.begin(call);
-    const keepalive = state.sse && new StreamKeepalive(state.sse, state.cfg.stream_keepalive_s * 1000, () => this.keepaliveText(state));
+    const surface = call.surface;
+    const keepalive = state.sse && new StreamKeepalive(state.sse, state.cfg.stream_keepalive_s * 1000, () => surface.keepaliveFrame(this.keepaliveText(state)));
     try {
       await this.run(state);
     } finally {
@@ -207,11 +207,12 @@ export class UpstreamProxy {
     try {
       if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
       else deadline.arm(cfg.request_timeout_s * 1000, `no complete answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
-      const request = call.surface.upstreamRequest(lease.model);
+      const wire = call.surface.attempt(backend.spec);
+      const request = wire.upstreamRequest(lease.model);
       const result = await forward({
         dispatcher: deps.dispatcherFor(backend),
         path: backend.basePath + request.path,
-        headers: upstreamRequestHeaders(call.req.headers, credentialHeaders(backend.spec), Buffer.byteLength(request.body)),
+        headers: wire.upstreamHeaders(call.req.headers, Buffer.byteLength(request.body)),
         body: request.body,
         signal: deadline.signal,
         stream: state.sse !== undefined,
@@ -224,32 +225,34 @@ export class UpstreamProxy {
           return { health: 'failure', error: result.error, failover: true };
         case 'upstream-status': {
           const verdict = classifyStatus(result.status, result.text);
-          const answer = { status: result.status, headers: result.headers, text: scrubSecret(result.text, backend.spec.api_key) };
+          const text = scrubSecret(result.text, backend.spec.api_key);
+          const answer = { status: result.status, headers: result.headers, text, clientBody: wire.upstreamErrorBody(result.status, text) };
           if (verdict.action === 'failover') return { health: verdict.health, error: verdict.error, failover: true, answer: verdict.relayable ? answer : undefined };
           this.sendUpstreamAnswer(state, backend.name, answer);
           return { health: 'ok', outcome: { backend: served.backend, model: served.model, status: answer.status, reason: 'upstream_error', responseBody: cfg.capture_bodies ? answer.text : undefined } };
         }
         case 'ok-json': {
-          const { body, usage } = call.surface.answer(result.raw, result.json);
-          this.sendJson(state, backend.name, 200, result.headers, body);
-          return { health: 'ok', outcome: { backend: served.backend, model: served.model, status: 200, reason: null, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
+          const { body, usage, status = 200 } = wire.answer(result.raw, result.json);
+          this.sendJson(state, backend.name, status, result.headers, body);
+          const reason = status === 200 ? null : 'untranslatable_answer';
+          return { health: 'ok', outcome: { backend: served.backend, model: served.model, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
         }
         case 'ok-stream':
-          return await this.relay(state, served, result.response, deadline);
+          return await this.relay(state, served, wire, result.response, deadline);
       }
     } finally {
       deadline.clear();
     }
   }
 
-  private async relay(state: CallState, served: { backend: string; model: string }, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
+  private async relay(state: CallState, served: { backend: string; model: string }, wire: AttemptSurface, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
     const { deps } = this;
     const { call, cfg } = state;
     const result = await relayStream({
       upstream: response,
       sse: state.sse!,
       headers: gatewayHeaders(served.backend, call.req.id),
-      translator: call.surface.streamTranslator(deps.now),
+      translator: wire.streamTranslator(deps.now),
       errorEvent: (error) => call.surface.errorEvent(error),
       onFirstByte: () => deadline.clear(),
       idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
@@ -318,12 +321,12 @@ export class UpstreamProxy {
     this.report(state, { backend, status: err.status, reason: err.reason });
   }
 
-  private sendUpstreamAnswer(state: CallState, backend: string, answer: { status: number; headers: UpstreamHeaders; text: string }): void {
+  private sendUpstreamAnswer(state: CallState, backend: string, answer: UpstreamAnswer): void {
     if (state.sse?.headWritten) {
       state.sse.endWithEvent(state.call.surface.errorEvent({ kind: 'upstream', status: answer.status, text: answer.text }));
       return;
     }
-    this.sendJson(state, backend, answer.status, answer.headers, state.call.surface.upstreamErrorBody(answer.status, answer.text));
+    this.sendJson(state, backend, answer.status, answer.headers, answer.clientBody);
   }
 
   /** A JSON answer; as one last event when a keep-alive already opened the client's stream. */

@@ -10,7 +10,16 @@ export interface AttemptFailure {
   error: Omit<BackendError, 'since'>;
   health: HealthEffect;
   /** The backend's own answer (a 5xx, 429 or 408), relayed as it was if no one does better. */
-  answer?: { status: number; headers: Record<string, string | string[] | undefined>; text: string };
+  answer?: UpstreamAnswer;
+}
+
+/** A backend's non-200 answer: its text (scrubbed of the backend's key) and the client's body for it. */
+export interface UpstreamAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  /** `text` in the client's wire format (the surface's error shape). */
+  clientBody: string;
 }
 
 export function rejectionError(err: SchedulerRejection, alias: string): GatewayError {

@@ -44,7 +44,8 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const { upstream, sse } = opts;
   const splitter = new SseSplitter();
   const tap = opts.translator;
-  const interrupted = (message: string) => opts.errorEvent({ kind: 'interrupted', message });
+  // a bridge first closes what it opened (an Anthropic content block), then the error event
+  const interrupted = (message: string) => (tap.abortFrames?.() ?? '') + opts.errorEvent({ kind: 'interrupted', message });
   let sawFirstByte = false;
   const captured: Buffer[] = [];
   let capturedBytes = 0;
@@ -104,13 +105,23 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     clearTimeout(idleTimer);
     await relay(splitter.flush());
     clearTimeout(idleTimer);
+    const inBand = tap.inBandError?.();
+    if (inBand !== undefined) {
+      // the upstream said why in its own error event, which the client got (if it got anything)
+      const error = { kind: 'upstream' as const, detail: inBand };
+      if (!sse.dataWritten) return result({ kind: 'failover' as const, error });
+      sse.end();
+      return result({ kind: 'upstream_failed' as const, error });
+    }
     if (!tap.ended && !tap.finishedWithoutMarker()) {
       const error = { kind: 'upstream' as const, detail: 'the backend ended the stream before its end marker' };
       if (!sse.dataWritten) return result({ kind: 'failover' as const, error });
       sse.endWithEvent(interrupted(error.detail));
       return result({ kind: 'upstream_failed' as const, error });
     }
-    sse.end();
+    const tail = tap.ended ? null : tap.end?.();
+    if (tail) sse.endWithEvent(tail.toString('utf8'));
+    else sse.end();
     return result({ kind: 'complete' as const });
   } catch (err) {
     clearTimeout(idleTimer);

@@ -81,12 +81,15 @@ export class SseResponse {
     });
   }
 
-  /** An SSE comment line (clients ignore it), skipped while the client is not reading. */
-  comment(text: string): void {
+  /**
+   * A keep-alive frame (an SSE comment, or an event clients skip such as Anthropic's ping):
+   * skipped while the client is not reading; it never counts as data.
+   */
+  keepalive(frame: string): void {
     if (this.closed) return;
     this.ensureHead();
     if (this.raw.writableNeedDrain) return;
-    this.raw.write(`: ${text}\n\n`);
+    this.raw.write(frame);
     this.writes++;
   }
 
@@ -111,8 +114,8 @@ export class SseResponse {
 
 /**
  * Keeps a waiting stream alive: when a tick of `intervalMs` finds that nothing was written
- * since the last one, it writes the SSE head (once) and a comment (`status()` says what:
- * queued position, or waiting for the first token), so reverse proxies and clients with
+ * since the last one, it writes the SSE head (once) and a keep-alive frame (an SSE comment that
+ * says what the call waits for: queue position, or the first token), so reverse proxies and clients with
  * header timeouts hold on. A comment thus follows between one and two intervals of silence;
  * in exchange a busy stream costs no timer work per write.
  */
@@ -120,7 +123,8 @@ export class StreamKeepalive {
   private readonly timer?: NodeJS.Timeout;
   private seenWrites = 0;
 
-  constructor(private readonly sse: SseResponse, intervalMs: number, private readonly status: () => string) {
+  /** `frame()` gives the whole keep-alive text (an SSE comment saying what the call waits for). */
+  constructor(private readonly sse: SseResponse, intervalMs: number, private readonly frame: () => string) {
     if (!(intervalMs > 0)) return;
     this.timer = setInterval(() => this.tick(), intervalMs);
   }
@@ -131,7 +135,7 @@ export class StreamKeepalive {
 
   private tick(): void {
     if (this.sse.closed) return this.stop();
-    if (this.sse.writes === this.seenWrites) this.sse.comment(this.status());
+    if (this.sse.writes === this.seenWrites) this.sse.keepalive(this.frame());
     this.seenWrites = this.sse.writes;
   }
 }

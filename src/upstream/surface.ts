@@ -7,6 +7,8 @@
  * how an error looks to this client. The OpenAI surfaces pass bytes through
  * (openai-surface.ts); a bridge (Anthropic, Responses) is one more surface that translates.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { BackendSpec } from '../config/types.ts';
 import type { GatewayError } from '../errors.ts';
 import type { SseEvent } from './sse.ts';
 import type { StreamSummary } from './stream-usage.ts';
@@ -27,7 +29,38 @@ export interface StreamTranslator {
   readonly ended: boolean;
   /** The stream stopped without its end marker yet had finished its answer (a finish reason). */
   finishedWithoutMarker(): boolean;
+  /** Bytes that end a stream which finished without its end marker (a bridge closes its message). */
+  end?(): Buffer | null;
+  /** For a stream that broke: what closes the client's open parts before the error event. */
+  abortFrames?(): string;
+  /**
+   * The upstream reported an error inside the stream (Anthropic's `event: error`): the call
+   * failed. The event itself reached the client unless nothing else had (then it may fail over).
+   */
+  inBandError?(): string | undefined;
   summary(): StreamSummary;
+}
+
+/** A 200 JSON answer as the client gets it. */
+export interface SurfaceAnswer {
+  body: Buffer | string;
+  usage?: Usage;
+  /** Not 200: the backend's answer could not be made into this client's (e.g. unparsable tool arguments). */
+  status?: number;
+}
+
+/** How one attempt on one backend looks on the wire. */
+export interface AttemptSurface {
+  /** The request for `model` (the backend's own id). */
+  upstreamRequest(model: string): UpstreamRequest;
+  /** The request headers: the client's that may pass, plus the backend's credential. */
+  upstreamHeaders(client: IncomingHttpHeaders, contentLength: number): Record<string, string | string[]>;
+  /** A 200 JSON answer: the bytes the client gets and the usage for the call log. */
+  answer(raw: Buffer, parsed: Record<string, unknown>): SurfaceAnswer;
+  /** A fresh translator for one streamed attempt. */
+  streamTranslator(now: () => number): StreamTranslator;
+  /** A backend's error answer as this client's body (status and retry-after pass as they were). */
+  upstreamErrorBody(status: number, text: string): string;
 }
 
 export interface CallSurface {
@@ -37,16 +70,12 @@ export interface CallSurface {
   readonly stream: boolean;
   /** The body as the client sent it, for body capture. */
   readonly rawBody: string;
-  /** The request for `model` (the backend's own id) on a backend. */
-  upstreamRequest(model: string): UpstreamRequest;
-  /** A 200 JSON answer: the bytes the client gets and the usage for the call log. */
-  answer(raw: Buffer, parsed: Record<string, unknown>): { body: Buffer | string; usage?: Usage };
-  /** A fresh translator for one streamed attempt. */
-  streamTranslator(now: () => number): StreamTranslator;
-  /** A backend's error answer as this client's body (status and retry-after pass as they were). */
-  upstreamErrorBody(status: number, text: string): string;
+  /** The wire format of an attempt on `backend` (a bridge passes through or translates per kind). */
+  attempt(backend: BackendSpec): AttemptSurface;
   /** The last event of a stream that broke, or was refused after its head went out. */
   errorEvent(error: StreamError): string;
+  /** What keeps a waiting stream open (an SSE comment, Anthropic's ping), saying `status`. */
+  keepaliveFrame(status: string): string;
 }
 
 /** Why a stream ends early: the backend broke it, answered with an error, or the gateway refused. */

@@ -1,0 +1,66 @@
+/**
+ * A Messages call on an OpenAI-compatible backend: the pure bridge's chat-completions request
+ * (made once per call and kept for failover), the answer made back into an Anthropic Message,
+ * the stream translated event by event, and the backend's errors in Anthropic's shape. The
+ * client's `anthropic-*` headers stay here: they mean nothing to a chat backend.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
+import { estimateInputTokens } from '../bridges/anthropic/count-tokens.ts';
+import { anthropicErrorFromUpstream } from '../bridges/anthropic/errors.ts';
+import type { MessagesToChat } from '../bridges/anthropic/request.ts';
+import { chatToMessage } from '../bridges/anthropic/response.ts';
+import { ChatToMessagesStream } from '../bridges/anthropic/stream.ts';
+import type { BridgeError } from '../bridges/anthropic/types.ts';
+import { badRequest } from '../errors.ts';
+import { upstreamRequestHeaders } from './headers.ts';
+import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from './surface.ts';
+import { usageFromOpenAI } from './usage.ts';
+
+export class TranslatedMessages implements AttemptSurface {
+  /** Set when the request cannot be translated (the route answers 400 before any attempt). */
+  readonly problem?: BridgeError;
+  private readonly chat?: Record<string, unknown>;
+  private readonly stopSequences?: string[];
+  private credential: Record<string, string> = {};
+
+  constructor(translated: MessagesToChat, private readonly body: Record<string, unknown>, private readonly requested: string) {
+    if (translated.ok) this.chat = translated.chat;
+    else this.problem = translated.error;
+    const stops = body.stop_sequences;
+    if (Array.isArray(stops)) this.stopSequences = stops.filter((s): s is string => typeof s === 'string');
+  }
+
+  /** The attempt's backend credential (set per attempt: failover may change the backend). */
+  withCredential(apiKey: string | undefined): this {
+    this.credential = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+    return this;
+  }
+
+  upstreamRequest(model: string): UpstreamRequest {
+    if (!this.chat) throw badRequest(this.problem!.message, this.problem!.param ?? null);
+    this.chat.model = model;
+    return { path: '/v1/chat/completions', body: JSON.stringify(this.chat) };
+  }
+
+  upstreamHeaders(client: IncomingHttpHeaders, contentLength: number): Record<string, string | string[]> {
+    const headers = upstreamRequestHeaders(client, this.credential, contentLength);
+    for (const name of Object.keys(headers)) if (name.startsWith('anthropic-')) delete headers[name];
+    return headers;
+  }
+
+  answer(_raw: Buffer, parsed: Record<string, unknown>): SurfaceAnswer {
+    const usage = usageFromOpenAI(parsed) ?? usageFromLlamaCppTimings(parsed.timings);
+    const made = chatToMessage(parsed, { model: this.requested, stopSequences: this.stopSequences });
+    if (made.ok) return { body: JSON.stringify(made.message), usage };
+    return { status: made.error.status, body: JSON.stringify({ type: 'error', error: { type: 'api_error', message: made.error.message } }), usage };
+  }
+
+  streamTranslator(now: () => number): StreamTranslator {
+    return new ChatToMessagesStream({ model: this.requested, promptTokenEstimate: estimateInputTokens(this.body), now, stopSequences: this.stopSequences });
+  }
+
+  upstreamErrorBody(status: number, text: string): string {
+    return JSON.stringify(anthropicErrorFromUpstream(status, text));
+  }
+}
