@@ -13,7 +13,8 @@
  * driver share CPU 1. Env: DURATION (s, default 5), WARMUP (s, default 1), WORKLOADS.
  */
 import { Agent, request } from 'undici';
-import { cpuMs, HAS_TASKSET, peakRssMb, sleep, startFakeProcess, startGatewayProcess } from './lib/processes.ts';
+import { cpuMs, HAS_TASKSET, sleep, startFakeProcess, startGatewayProcess } from './lib/processes.ts';
+import { streaming as streamLoad } from './lib/stream-load.ts';
 
 const DURATION_S = Number(process.env.DURATION ?? 5);
 const WARMUP_S = Number(process.env.WARMUP ?? 1);
@@ -72,58 +73,9 @@ async function nonStreaming(t: Target, connections: number): Promise<NsResult> {
   };
 }
 
-interface StreamResult { eventsPerS: number; ttfbP50: number; completed: number; started: number; peakRssMb?: number }
-
-/** `concurrency` streams at once; closed loop for `loop`, else one wave ramped over 1 s. */
-async function streaming(t: Target, concurrency: number, loop: boolean): Promise<StreamResult> {
-  const agent = new Agent({ connections: concurrency, pipelining: 1 });
-  const body = CHAT_BODY(t.model, true);
-  const headers = { 'content-type': 'application/json', ...t.headers };
-  let events = 0;
-  let completed = 0;
-  let started = 0;
-  const ttfbs: number[] = [];
-  let stop = false;
-  const one = async () => {
-    started++;
-    const t0 = performance.now();
-    const res = await request(`${t.base}/v1/chat/completions`, { method: 'POST', headers, body, dispatcher: agent });
-    let first = true;
-    let tail = '';
-    for await (const chunk of res.body) {
-      if (first) { ttfbs.push(performance.now() - t0); first = false; }
-      const text = tail + (chunk as Buffer).toString('latin1');
-      let idx = 0;
-      for (;;) {
-        const next = text.indexOf('\n\n', idx);
-        if (next < 0) break;
-        events++;
-        idx = next + 2;
-      }
-      tail = text.slice(idx);
-    }
-    if (tail === '' && res.statusCode === 200) completed++;
-  };
-  const t0 = performance.now();
-  if (loop) {
-    const worker = async () => { while (!stop) await one().catch(() => undefined); };
-    const workers = Array.from({ length: concurrency }, worker);
-    await sleep(DURATION_S * 1000);
-    stop = true;
-    await Promise.all(workers);
-  } else {
-    const all: Promise<void>[] = [];
-    for (let i = 0; i < concurrency; i++) {
-      all.push(one().catch(() => undefined));
-      if (i % 50 === 49) await sleep(100);
-    }
-    await Promise.all(all);
-  }
-  const elapsed = (performance.now() - t0) / 1000;
-  await agent.close();
-  ttfbs.sort((a, b) => a - b);
-  return { eventsPerS: events / elapsed, ttfbP50: ttfbs[Math.floor(ttfbs.length / 2)], completed, started, peakRssMb: t.pid ? peakRssMb(t.pid) : undefined };
-}
+/** Chat streams through `t` (see lib/stream-load.ts). */
+const streaming = (t: Target, concurrency: number, loop: boolean) =>
+  streamLoad({ url: `${t.base}/v1/chat/completions`, headers: t.headers, body: CHAT_BODY(t.model, true), pid: t.pid }, concurrency, loop ? DURATION_S : 0);
 
 /** Drives a few thousand requests through a fresh gateway so the JIT has done its work before measuring. */
 async function warmUp(t: Target, requests = 4000): Promise<void> {

@@ -207,3 +207,75 @@ describe('streamed tool call matches the real OpenAI transcript', { skip }, () =
     assert.throws(() => assertSameShape(broken, real[0]), /\$\.choices\[0\]\.delta\.tool_calls\[0\]\.function\.name: missing/);
   });
 });
+
+describe('parallel tool calls and reasoning keep the real OpenAI shapes', { skip }, () => {
+  const parallelText = skip ? '' : readFixture('llm/openai/chat_completions_stream_parallel_tool_calls_usage.sse.txt');
+  const real = () => parseSse(parallelText).data.slice(0, -1).map((d) => JSON.parse(d));
+  /** The capture's chunks by role: role-only head, first header, argument slice, second header, finish, usage. */
+  const roles = () => {
+    const r = real();
+    const secondHeader = r.find((c) => c.choices[0]?.delta?.tool_calls?.[0]?.index === 1 && c.choices[0].delta.tool_calls[0].id);
+    return { head: r[0], header: r[1], args: r[2], secondHeader, finish: r.at(-2), usage: r.at(-1) };
+  };
+  const TOOLS = [
+    { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } },
+  ];
+
+  async function stream(kind: FakeKind, knobs: Record<string, unknown>): Promise<any[]> {
+    const fake = await startFake(kind, { knobs });
+    try {
+      const res = await fetch(`${fake.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: fake.models[0], stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'two lookups' }], tools: TOOLS }),
+      });
+      const parsed = parseSse(await res.text());
+      assert.deepEqual(parsed.strayLines, []);
+      assert.equal(parsed.data.at(-1), '[DONE]');
+      return parsed.data.slice(0, -1).map((d) => JSON.parse(d));
+    } finally {
+      await fake.close();
+    }
+  }
+
+  const argsOf = (chunks: any[], index: number) =>
+    chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []).filter((t: any) => t.index === index).map((t: any) => t.function?.arguments ?? '').join('');
+
+  for (const kind of FAKE_KINDS) {
+    test(`${kind}: parallelToolCalls 2 with toolCallName/Arguments`, async () => {
+      const args = '{"q":"alpha","n":2}';
+      const chunks = await stream(kind, { toolCall: true, parallelToolCalls: 2, toolCallName: 'lookup', toolCallArguments: args, chunkCount: 4 });
+      const ignore = STREAM_OMISSIONS[kind];
+      const r = roles();
+      assert.equal(chunks.length, 1 + 4 + 1 + 4 + 2, 'head+header 0, 4 slices, header 1, 4 slices, finish, usage');
+      assertSameShape(chunks[0], r.head, '$', { ignore });
+      assertSameShape(chunks[0], r.header, '$', { ignore });
+      for (const i of [1, 2, 3, 4, 6, 7, 8, 9]) assertSameShape(chunks[i], r.args, '$', { ignore });
+      assertSameShape(chunks[5], r.secondHeader, '$', { ignore });
+      assertSameShape(chunks[10], r.finish, '$', { ignore });
+      assertSameShape(chunks[11], r.usage, '$', { ignore });
+      const headers = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []).filter((t: any) => t.id);
+      assert.deepEqual(headers.map((t: any) => [t.index, t.function.name]), [[0, 'lookup'], [1, 'lookup']], 'consecutive indexes');
+      assert.notEqual(headers[0].id, headers[1].id);
+      assert.equal(argsOf(chunks, 0), args);
+      assert.equal(argsOf(chunks, 1), args);
+      assert.equal(chunks[11].usage.completion_tokens, 8);
+    });
+
+    test(`${kind}: reasoningChunks before a tool call: role head, reasoning, then the capture's header/slice shapes`, async () => {
+      const chunks = await stream(kind, { toolCall: true, reasoningChunks: 3, chunkCount: 2 });
+      const ignore = STREAM_OMISSIONS[kind];
+      const r = roles();
+      assert.equal(chunks.length, 1 + 3 + 1 + 2 + 2);
+      assertSameShape(chunks[0], r.head, '$', { ignore });
+      assert.equal(chunks[0].choices[0].delta.tool_calls, undefined, 'the head carries no call when reasoning comes first');
+      const field = ['llamacpp', 'llamaswap', 'vllm'].includes(kind) ? 'reasoning_content' : 'reasoning';
+      assert.deepEqual(chunks.slice(1, 4).map((c) => c.choices[0].delta[field]), ['reason0', ' reason1', ' reason2']);
+      assertSameShape(chunks[4], r.header, '$', { ignore });
+      for (const c of chunks.slice(5, 7)) assertSameShape(c, r.args, '$', { ignore });
+      assertSameShape(chunks[7], r.finish, '$', { ignore });
+      assertSameShape(chunks[8], r.usage, '$', { ignore });
+      assert.equal(chunks[8].usage.completion_tokens, 5, '3 reasoning + 2 argument tokens');
+    });
+  }
+});

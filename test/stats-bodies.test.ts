@@ -28,9 +28,12 @@ test('the compressor gzips on its thread, in order, null staying null; once the 
   assert.ok(thread, 'compressed on a worker thread');
 
   const inFlight = compressor.compress(bodies(3));
-  await thread.terminate(); // the thread dies with a batch in flight
+  // the thread dies with a batch in flight (told as the Worker tells it: terminating it for
+  // real inside gzipSync can abort Node 20 itself, which is not what this test is about)
+  thread.emit('exit', 1);
   const after = compressor.compress(bodies(4));
   assert.deepEqual((await inFlight).map((g) => g && gunzipSync(g)), bodies(3), 'the batch in flight is gzip\'d here');
   assert.deepEqual((await after).map((g) => g && gunzipSync(g)), bodies(4), 'and so is what comes after');
   assert.equal(Reflect.get(compressor, 'worker'), null);
+  thread.postMessage('stop');
 });

@@ -47,11 +47,14 @@ async function startProcess(cpu: number, args: string[], ready: RegExp, env: Nod
   });
 }
 
-/** A fake vLLM serving model `bench`, answering `chunks` chunks at `tps` per second (0 = at once). */
-export async function startFakeProcess(chunks: number, tps: number): Promise<string> {
-  const { line } = await startProcess(1, ['scripts/fake-backend.ts', '--kind', 'vllm', '--models', 'bench', '--chunks', String(chunks), '--tps', String(tps)], /^READY /);
+/** A fake (vLLM unless `kind` says otherwise) serving model `bench`, answering `chunks` chunks at `tps` per second (0 = at once). */
+export async function startFakeProcess(chunks: number, tps: number, kind = 'vllm'): Promise<string> {
+  const { line } = await startProcess(1, ['scripts/fake-backend.ts', '--kind', kind, '--models', 'bench', '--chunks', String(chunks), '--tps', String(tps)], /^READY /);
   return line.slice('READY '.length).trim();
 }
+
+/** A backend of the benchmark's gateway: its URL, or its URL with more of its config (type, api_key). */
+export type BenchBackend = string | { url: string; type?: string; api_key?: string };
 
 /**
  * A gateway process with one backend per entry of `backends` and extra config lines; waits for
@@ -59,7 +62,7 @@ export async function startFakeProcess(chunks: number, tps: number): Promise<str
  */
 export async function startGatewayProcess(
   name: string,
-  backends: Record<string, string>,
+  backends: Record<string, BenchBackend>,
   extra: string[],
   opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ url: string; pid: number }> {
@@ -71,7 +74,11 @@ export async function startGatewayProcess(
     'health_check_interval: 300',
     ...extra,
     'backends:',
-    ...Object.entries(backends).map(([b, url]) => `  - { name: ${b}, url: "${url}" }`),
+    ...Object.entries(backends).map(([b, spec]) => {
+      const { url, ...more } = typeof spec === 'string' ? { url: spec } : spec;
+      const extras = Object.entries(more).map(([k, v]) => `, ${k}: "${v}"`).join('');
+      return `  - { name: ${b}, url: "${url}"${extras} }`;
+    }),
   ].join('\n'));
   buildOnce();
   const [cmd, argv] = pinned(0, process.execPath, [...(opts.nodeArgs ?? []), '--enable-source-maps', 'dist/server.mjs', '--config', config, '--port', String(port)]);

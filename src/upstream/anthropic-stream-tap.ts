@@ -23,7 +23,7 @@ export class AnthropicStreamTap implements StreamTranslator {
   private stopReason?: string;
   private firstTokenAt?: number;
   private contentChunks = 0;
-  private error?: string;
+  private error?: { detail: string; delivered: boolean };
 
   constructor(private readonly now: () => number, private readonly promptTokenEstimate: number) {}
 
@@ -46,7 +46,8 @@ export class AnthropicStreamTap implements StreamTranslator {
       case 'error': {
         const body = parse(ev.data);
         const error = body?.error as Json | undefined;
-        this.error = `${String(error?.type ?? 'error')}: ${String(error?.message ?? ev.data.slice(0, 300))}`;
+        const detail = `${String(error?.type ?? 'error')}: ${String(error?.message ?? ev.data.slice(0, 300))}`;
+        this.error = { detail, delivered: this.emitted };
         if (!this.emitted) return null;
         break;
       }
@@ -60,7 +61,7 @@ export class AnthropicStreamTap implements StreamTranslator {
     return false;
   }
 
-  inBandError(): string | undefined {
+  inBandError(): { detail: string; delivered: boolean } | undefined {
     return this.error;
   }
 

@@ -107,10 +107,11 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     clearTimeout(idleTimer);
     const inBand = tap.inBandError?.();
     if (inBand !== undefined) {
-      // the upstream said why in its own error event, which the client got (if it got anything)
-      const error = { kind: 'upstream' as const, detail: inBand };
+      // the upstream said why in an error event of its own
+      const error = { kind: 'upstream' as const, detail: inBand.detail };
       if (!sse.dataWritten) return result({ kind: 'failover' as const, error });
-      sse.end();
+      if (inBand.delivered) sse.end();
+      else sse.endWithEvent(interrupted(`the backend reported an error: ${inBand.detail}`));
       return result({ kind: 'upstream_failed' as const, error });
     }
     if (!tap.ended && !tap.finishedWithoutMarker()) {

@@ -34,10 +34,11 @@ export interface StreamTranslator {
   /** For a stream that broke: what closes the client's open parts before the error event. */
   abortFrames?(): string;
   /**
-   * The upstream reported an error inside the stream (Anthropic's `event: error`): the call
-   * failed. The event itself reached the client unless nothing else had (then it may fail over).
+   * The upstream reported an error inside the stream (Anthropic's `event: error`, a chat
+   * backend's `data: {"error":…}` under a bridge): the call failed. `delivered` says whether
+   * the client got the backend's own event; if not, the relay ends the stream with its own.
    */
-  inBandError?(): string | undefined;
+  inBandError?(): { detail: string; delivered: boolean } | undefined;
   summary(): StreamSummary;
 }
 

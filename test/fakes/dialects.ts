@@ -30,8 +30,13 @@ export interface Dialect {
   extraTop: Record<string, unknown>;
   /** Extra fields of each choice, given its finish_reason. */
   extraChoice(finish: string | null): Record<string, unknown>;
-  /** The usage object for these token counts. */
-  usage(model: string, prompt: number, completion: number): TokenUsage;
+  /** The usage object for these token counts; `reasoning` of the completion tokens were reasoning. */
+  usage(model: string, prompt: number, completion: number, reasoning?: number): TokenUsage;
+  /**
+   * Where reasoning text goes in deltas and messages: llama-server (--reasoning-format deepseek)
+   * and vLLM's reasoning parsers say `reasoning_content`; Ollama, OpenRouter and Together `reasoning`.
+   */
+  reasoningField: 'reasoning_content' | 'reasoning';
   /** Does /v1/embeddings honour `encoding_format: "base64"`? */
   embeddingsBase64: boolean;
 }
@@ -62,6 +67,7 @@ const llamaCpp: Dialect = {
   extraChoice: none,
   usage: (_m, p, c) => ({ ...baseUsage(p, c), prompt_tokens_details: { cached_tokens: 0 } }),
   embeddingsBase64: false,
+  reasoningField: 'reasoning_content',
 };
 
 const vllm: Dialect = {
@@ -74,6 +80,7 @@ const vllm: Dialect = {
   extraChoice: (finish) => (finish === null ? {} : { stop_reason: null }),
   usage: (_m, p, c) => ({ ...baseUsage(p, c), prompt_tokens_details: null }),
   embeddingsBase64: true,
+  reasoningField: 'reasoning_content',
 };
 
 const ollama: Dialect = {
@@ -87,10 +94,11 @@ const ollama: Dialect = {
   extraChoice: none,
   usage: (_m, p, c) => baseUsage(p, c),
   embeddingsBase64: false,
+  reasoningField: 'reasoning',
 };
 
 /** OpenRouter's usage accounting: cost in USD from the model's per-token prices. */
-function openRouterUsage(model: string, prompt: number, completion: number): TokenUsage {
+function openRouterUsage(model: string, prompt: number, completion: number, reasoning = 0): TokenUsage {
   const spec = openRouterSpec(model);
   const promptCost = prompt * Number(spec.prompt);
   const completionCost = completion * Number(spec.completion);
@@ -104,7 +112,7 @@ function openRouterUsage(model: string, prompt: number, completion: number): Tok
       upstream_inference_prompt_cost: promptCost,
       upstream_inference_completions_cost: completionCost,
     },
-    completion_tokens_details: { reasoning_tokens: 0, image_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: reasoning, image_tokens: 0 },
   };
 }
 
@@ -118,6 +126,7 @@ const openRouter: Dialect = {
   extraChoice: (finish) => ({ native_finish_reason: finish }),
   usage: openRouterUsage,
   embeddingsBase64: true,
+  reasoningField: 'reasoning',
 };
 
 const together: Dialect = {
@@ -130,6 +139,7 @@ const together: Dialect = {
   extraChoice: none,
   usage: (_m, p, c) => ({ ...baseUsage(p, c), cached_tokens: 0 }),
   embeddingsBase64: true,
+  reasoningField: 'reasoning',
 };
 
 /** llama-swap proxies llama-server, so its replies are llama.cpp's. */

@@ -10,6 +10,9 @@
  *   ollama     GET / /api/tags /api/ps /api/version
  * Model data is the fakes' own (catalogues.ts); conformance tests hold the shapes against
  * ../shared/fixtures/llm.
+ *
+ * startAnthropicFake answers like api.anthropic.com (x-api-key or OAuth bearer, anthropic-version,
+ * /v1/models, /v1/messages stream and not, /v1/messages/count_tokens); see anthropic-server.ts.
  */
 import { startFake } from './server.ts';
 import type { FakeBackend, FakeKind } from './types.ts';
@@ -22,6 +25,15 @@ export { TOOL_ARGUMENTS, TOOL_NAME, contentWords } from './replies.ts';
 export { embeddingVector, toBase64Float32, EMBEDDING_DIMENSIONS } from './embeddings.ts';
 export { parseSse, type ParsedSse } from './sse.ts';
 export { assertSameShape, jsonType } from './shape.ts';
+
+// The Anthropic Messages API fake (anthropic-server.ts): /v1/models, /v1/messages, count_tokens.
+export { startAnthropicFake } from './anthropic-server.ts';
+export {
+  ANTHROPIC_FAKE_API_KEY, ANTHROPIC_FAKE_OAUTH_TOKEN, DEFAULT_ANTHROPIC_KNOBS, OAUTH_BETA,
+  type AnthropicFake, type AnthropicKnobs, type RecordedAnthropicRequest, type StartAnthropicFakeOptions,
+} from './anthropic-types.ts';
+export { DEFAULT_ANTHROPIC_MODELS } from './anthropic-models.ts';
+export { parseAnthropicSse, type AnthropicSseEvent, type ParsedAnthropicSse } from './anthropic-sse.ts';
 
 /** Starts one fake of each kind given, with default models and knobs (all or none: a failure closes the rest). */
 export async function startFleet(kinds: FakeKind[]): Promise<FakeBackend[]> {

@@ -20,6 +20,13 @@ export interface LlamaTimings {
   predicted_per_second: number;
 }
 
+/** One call of a tool-call reply; `pieces` are slices of its JSON arguments, one per chunk. */
+export interface PlannedToolCall {
+  id: string;
+  name: string;
+  pieces: string[];
+}
+
 /** Everything one reply is made of. */
 export interface ReplyPlan {
   dialect: Dialect;
@@ -27,10 +34,12 @@ export interface ReplyPlan {
   created: number;
   model: string;
   promptTokens: number;
-  /** Content pieces, one per content chunk: words "tok0", " tok1", …, or tool-argument slices. */
+  /** Reasoning pieces "reason0", " reason1", …, one per chunk, before the content (chat only). */
+  reasoning: string[];
+  /** Text pieces, one per content chunk: words "tok0", " tok1", … (none when the reply is tool calls). */
   pieces: string[];
-  /** Set when the reply is a tool call; `pieces` are then slices of its arguments. */
-  tool?: { id: string; name: string };
+  /** Set when the reply is tool calls, in tool_calls[].index order. */
+  tools?: PlannedToolCall[];
   finishReason: 'stop' | 'length' | 'tool_calls';
   timings: LlamaTimings;
 }
@@ -44,6 +53,13 @@ export interface PlanInput {
   /** The request's max_tokens / max_completion_tokens, when given. */
   maxTokens?: number;
   toolCall: boolean;
+  /** The call's function name and JSON argument text (default get_weather's). */
+  toolName?: string;
+  toolArguments?: string;
+  /** Calls in a tool-call reply (at least 1). */
+  parallelToolCalls?: number;
+  /** Reasoning chunks before the content (chat only). */
+  reasoningChunks?: number;
   tokensPerSecond: number;
 }
 
@@ -78,31 +94,39 @@ function timingsFor(promptTokens: number, predicted: number, tokensPerSecond: nu
   };
 }
 
-/** Decides the content of one reply. */
+/** Completion tokens of a reply: reasoning, then text or every call's argument slices. */
+export function completionTokens(plan: Pick<ReplyPlan, 'reasoning' | 'pieces' | 'tools'>): number {
+  const answer = plan.tools ? plan.tools.reduce((sum, t) => sum + t.pieces.length, 0) : plan.pieces.length;
+  return plan.reasoning.length + answer;
+}
+
+/** Decides the content of one reply. Reasoning comes out of the max_tokens budget first, as on real servers. */
 export function planReply(input: PlanInput): ReplyPlan {
   const { dialect, chunkCount } = input;
   const base = { dialect, id: dialect.newId(input.what), created: Math.floor(Date.now() / 1000), model: input.model, promptTokens: input.promptTokens };
-  if (input.toolCall && input.what === 'chat') {
-    return {
-      ...base,
-      pieces: splitEven(TOOL_ARGUMENTS, chunkCount),
-      tool: { id: `call_${dialect.newId('chat').slice(-24)}`, name: TOOL_NAME },
-      finishReason: 'tool_calls',
-      timings: timingsFor(input.promptTokens, chunkCount, input.tokensPerSecond),
-    };
-  }
   const limit = input.maxTokens !== undefined && input.maxTokens >= 0 ? input.maxTokens : Infinity;
-  const n = Math.min(chunkCount, limit);
-  return {
-    ...base,
-    pieces: contentWords(n),
-    finishReason: n < chunkCount ? 'length' : 'stop',
-    timings: timingsFor(input.promptTokens, n, input.tokensPerSecond),
+  const wantReasoning = input.what === 'chat' ? Math.max(0, input.reasoningChunks ?? 0) : 0;
+  const reasoning = contentWords(Math.min(wantReasoning, limit)).map((w) => w.replace('tok', 'reason'));
+  const finish = (body: Pick<ReplyPlan, 'pieces' | 'tools' | 'finishReason'>): ReplyPlan => {
+    const plan = { ...base, reasoning, ...body };
+    return { ...plan, timings: timingsFor(input.promptTokens, completionTokens(plan), input.tokensPerSecond) };
   };
+  if (input.toolCall && input.what === 'chat') {
+    const args = input.toolArguments ?? TOOL_ARGUMENTS;
+    const tools = Array.from({ length: Math.max(1, input.parallelToolCalls ?? 1) }, () => ({
+      id: `call_${dialect.newId('chat').slice(-24)}`,
+      name: input.toolName ?? TOOL_NAME,
+      pieces: splitEven(args, chunkCount),
+    }));
+    return finish({ pieces: [], tools, finishReason: 'tool_calls' });
+  }
+  const n = Math.min(chunkCount, limit - reasoning.length);
+  const cut = n < chunkCount || reasoning.length < wantReasoning;
+  return finish({ pieces: contentWords(n), finishReason: cut ? 'length' : 'stop' });
 }
 
 export function usageOf(plan: ReplyPlan): TokenUsage {
-  return plan.dialect.usage(plan.model, plan.promptTokens, plan.pieces.length);
+  return plan.dialect.usage(plan.model, plan.promptTokens, completionTokens(plan), plan.reasoning.length);
 }
 
 /** A reply as a stream: `lead` (role chunk), one `content` chunk per piece, `tail` (finish, usage). */
@@ -140,25 +164,38 @@ function usageChunk(plan: ReplyPlan, object: string): object {
   return { ...top(plan, object, []), usage: usageOf(plan) };
 }
 
-/** The chunks of a streamed chat completion. */
+/** The header of call `index`: its id, type and name, with empty arguments. */
+function toolHeader(tool: PlannedToolCall, index: number): object {
+  return { index, id: tool.id, type: 'function', function: { name: tool.name, arguments: '' } };
+}
+
+/**
+ * The chunks of a streamed chat completion. A plain tool call opens with one chunk that carries
+ * the role and the first call's header (as OpenAI's single-call capture does); with reasoning
+ * first, the role chunk stands alone and each header follows the reasoning, as in the
+ * parallel-call capture. Later calls start with their own header chunk at the next index.
+ */
 export function chatChunks(plan: ReplyPlan, includeUsage: boolean): ChunkSequence {
   const d = plan.dialect;
   const role = d.roleInEveryDelta ? { role: 'assistant' } : {};
   const object = 'chat.completion.chunk';
+  const chunk = (delta: object) => top(plan, object, [chatChoice(plan, delta, null)]);
+  const refusal = d.refusal ? { refusal: null } : {};
+  // Ollama and OpenRouter send content "" beside the reasoning; the others only the reasoning field.
+  const reasoning = plan.reasoning.map((p) => chunk({ ...role, ...(d.roleInEveryDelta ? { content: '' } : {}), [d.reasoningField]: p }));
   let lead: object;
   let content: object[];
-  if (plan.tool) {
-    const tool = plan.tool;
-    lead = top(plan, object, [chatChoice(plan, {
-      role: 'assistant',
-      content: null,
-      tool_calls: [{ index: 0, id: tool.id, type: 'function', function: { name: tool.name, arguments: '' } }],
-      ...(d.refusal ? { refusal: null } : {}),
-    }, null)]);
-    content = plan.pieces.map((p) => top(plan, object, [chatChoice(plan, { ...role, tool_calls: [{ index: 0, function: { arguments: p } }] }, null)]));
+  if (plan.tools) {
+    const calls = plan.tools.flatMap((tool, index) => [
+      ...(index === 0 && reasoning.length === 0 ? [] : [chunk({ ...role, tool_calls: [toolHeader(tool, index)] })]),
+      ...tool.pieces.map((p) => chunk({ ...role, tool_calls: [{ index, function: { arguments: p } }] })),
+    ]);
+    const firstHeader = reasoning.length === 0 ? { tool_calls: [toolHeader(plan.tools[0]!, 0)] } : {};
+    lead = chunk({ role: 'assistant', content: null, ...firstHeader, ...refusal });
+    content = [...reasoning, ...calls];
   } else {
-    lead = top(plan, object, [chatChoice(plan, { role: 'assistant', content: d.timings ? null : '', ...(d.refusal ? { refusal: null } : {}) }, null)]);
-    content = plan.pieces.map((p) => top(plan, object, [chatChoice(plan, { ...role, content: p }, null)]));
+    lead = chunk({ role: 'assistant', content: d.timings ? null : '', ...refusal });
+    content = [...reasoning, ...plan.pieces.map((p) => chunk({ ...role, content: p }))];
   }
   const finishDelta = d.roleInEveryDelta ? { role: 'assistant', content: '' } : {};
   const tail: object[] = [top(plan, object, [chatChoice(plan, finishDelta, plan.finishReason)])];
@@ -169,15 +206,17 @@ export function chatChunks(plan: ReplyPlan, includeUsage: boolean): ChunkSequenc
 function assistantMessage(plan: ReplyPlan): Record<string, unknown> {
   const d = plan.dialect;
   const refusal = d.refusal ? { refusal: null } : {};
-  if (plan.tool) {
+  const reasoning = plan.reasoning.length > 0 ? { [d.reasoningField]: plan.reasoning.join('') } : {};
+  if (plan.tools) {
     return {
       role: 'assistant',
       content: null,
-      tool_calls: [{ id: plan.tool.id, type: 'function', function: { name: plan.tool.name, arguments: plan.pieces.join('') } }],
+      ...reasoning,
+      tool_calls: plan.tools.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.pieces.join('') } })),
       ...refusal,
     };
   }
-  return { role: 'assistant', content: plan.pieces.join(''), ...refusal };
+  return { role: 'assistant', content: plan.pieces.join(''), ...reasoning, ...refusal };
 }
 
 /** A non-stream chat.completion. */

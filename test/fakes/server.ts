@@ -15,7 +15,7 @@ import {
   unauthorized, type FakeReply,
 } from './errors.ts';
 import {
-  chatChunks, chatCompletion, countTokens, planReply, textChunks, textCompletion, type ChunkSequence, type ReplyPlan,
+  chatChunks, chatCompletion, completionTokens, countTokens, planReply, textChunks, textCompletion, type ChunkSequence, type ReplyPlan,
 } from './replies.ts';
 import { SSE_DONE, sseData } from './sse.ts';
 import { DEFAULT_KNOBS, type FakeBackend, type FakeKind, type FakeKnobs, type RecordedRequest, type StartFakeOptions } from './types.ts';
@@ -65,6 +65,12 @@ function servedLabel(body: any): string {
   return typeof body?.user === 'string' ? body.user : '';
 }
 
+/** A tool loop's second turn: the last message hands back a tool result. */
+function lastIsToolResult(body: any): boolean {
+  const messages: unknown[] = Array.isArray(body?.messages) ? body.messages : [];
+  return (messages.at(-1) as { role?: unknown } | undefined)?.role === 'tool';
+}
+
 function promptTokensOf(body: any): number {
   if (Array.isArray(body?.messages)) return countTokens(body.messages.map((m: any) => messageText(m?.content)).join('\n'));
   const prompt = body?.prompt;
@@ -101,7 +107,7 @@ function headThenSilence(res: ServerResponse, streaming: boolean, signal: AbortS
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts (the timer is cleared). */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => { clearTimeout(timer); signal.removeEventListener('abort', done); resolve(); };
@@ -110,13 +116,13 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-function untilAborted(signal: AbortSignal): Promise<void> {
+export function untilAborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
 /** Writes and waits until the data is handed to the socket (or the response is gone). */
-function write(res: ServerResponse, data: string, signal: AbortSignal): Promise<void> {
+export function write(res: ServerResponse, data: string, signal: AbortSignal): Promise<void> {
   if (res.destroyed || res.writableEnded || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => { signal.removeEventListener('abort', done); resolve(); };
@@ -125,7 +131,7 @@ function write(res: ServerResponse, data: string, signal: AbortSignal): Promise<
   });
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+export async function readBody(req: IncomingMessage): Promise<string> {
   const parts: Buffer[] = [];
   for await (const chunk of req) parts.push(chunk as Buffer);
   return Buffer.concat(parts).toString('utf8');
@@ -262,7 +268,11 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
       promptTokens: promptTokensOf(body),
       chunkCount: knobs.chunkCount,
       maxTokens: maxTokensOf(body),
-      toolCall: knobs.toolCall,
+      toolCall: knobs.toolCall && !(knobs.toolCallOnce && lastIsToolResult(body)),
+      toolName: knobs.toolCallName,
+      toolArguments: knobs.toolCallArguments,
+      parallelToolCalls: knobs.parallelToolCalls,
+      reasoningChunks: knobs.reasoningChunks,
       tokensPerSecond: knobs.tokensPerSecond,
     });
     if (streaming) {
@@ -270,7 +280,7 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
       const seq = what === 'chat' ? chatChunks(plan, includeUsage) : textChunks(plan, includeUsage);
       return streamReply(res, seq, started, signal);
     }
-    if (knobs.tokensPerSecond > 0) await sleep((plan.pieces.length * 1000) / knobs.tokensPerSecond, signal);
+    if (knobs.tokensPerSecond > 0) await sleep((completionTokens(plan) * 1000) / knobs.tokensPerSecond, signal);
     if (signal.aborted) return;
     answer(what === 'chat' ? chatCompletion(plan) : textCompletion(plan));
   }
@@ -360,8 +370,8 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
 
 /** Wraps a dialect's usage so that `cached()` prompt tokens are reported as cache hits. */
 function withCacheHits(usage: Dialect['usage'], cached: () => number): Dialect['usage'] {
-  return (model, prompt, completion) => {
-    const u = usage(model, prompt, completion);
+  return (model, prompt, completion, reasoning) => {
+    const u = usage(model, prompt, completion, reasoning);
     const hits = Math.min(cached(), prompt);
     if (hits <= 0) return u;
     const details = (u as { prompt_tokens_details?: object }).prompt_tokens_details ?? {};

@@ -30,6 +30,24 @@ export interface FakeKnobs {
   stallAfterChunks: number;
   /** Reply with a get_weather tool call whose JSON arguments are split over `chunkCount` chunks. */
   toolCall: boolean;
+  /** With `toolCall`: the function name instead of get_weather's. */
+  toolCallName?: string;
+  /** With `toolCall`: the JSON argument text instead of get_weather's (still split over `chunkCount` chunks). */
+  toolCallArguments?: string;
+  /** With `toolCall`: that many calls in one reply (tool_calls[].index 0, 1, …), each with the name and arguments above. */
+  parallelToolCalls: number;
+  /**
+   * With `toolCall`: call only when the request's last message is not a tool result, so an agent
+   * loop's second turn gets text and the loop ends. false = call on every request.
+   */
+  toolCallOnce: boolean;
+  /**
+   * Reasoning deltas before the content (chat only), in the field the real server uses:
+   * `reasoning_content` (llama.cpp, llama-swap, vLLM) or `reasoning` (Ollama, OpenRouter,
+   * Together); non-stream in choices[0].message. They count as content chunks for pacing, drops
+   * and stalls, and as completion tokens (OpenRouter: completion_tokens_details.reasoning_tokens).
+   */
+  reasoningChunks: number;
   /**
    * llamacpp: for this long after start (or after a setKnobs that sets it) every endpoint answers
    * 503 "Loading model". llamaswap: the swap delay when a request needs a model that is not loaded.
@@ -69,6 +87,11 @@ export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
   dropAfterChunks: -1,
   stallAfterChunks: -1,
   toolCall: false,
+  toolCallName: undefined,
+  toolCallArguments: undefined,
+  parallelToolCalls: 1,
+  toolCallOnce: false,
+  reasoningChunks: 0,
   loadingMs: 0,
   unableToStart: false,
   includeUsage: true,

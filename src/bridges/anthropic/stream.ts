@@ -118,6 +118,12 @@ export class ChatToMessagesStream implements StreamTranslator {
     return this.failure;
   }
 
+  /** The backend's in-stream error for the relay (never passed on as it came: it was chat-shaped). */
+  inBandError(): { detail: string; delivered: boolean } | undefined {
+    const f = this.failure;
+    return f && { detail: `${f.error.type}: ${f.error.message}`, delivered: false };
+  }
+
   onEvent(ev: SseEvent): Buffer | null {
     if (this.sawDone || this.closed || this.aborted || this.failure) return null;
     const data = ev.data;
