@@ -1,6 +1,7 @@
 /**
- * npm run demo — a fake fleet of four backends plus the gateway wired to them, then a short
- * walk through discovery, aliases, streaming, failover and a parked stream kept alive.
+ * npm run demo — a fake fleet of four OpenAI-compatible backends and an Anthropic one plus the
+ * gateway wired to them, then a short walk through discovery, aliases, streaming, failover, a
+ * parked stream kept alive, and Anthropic Messages calls (translated and passed through).
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
@@ -12,7 +13,8 @@ import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { embeddedDefaultConfig } from '../src/config/defaults.ts';
 import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
-import { startFake } from '../test/fakes/index.ts';
+import Anthropic from '@anthropic-ai/sdk';
+import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
 
 const once = process.argv.includes('--once');
 const port = Number(process.env.PORT ?? 4000);
@@ -22,6 +24,7 @@ const gpu = await startFake('llamacpp', { models: ['qwen3-8b-q4_k_m'], knobs: { 
 const swap = await startFake('llamaswap', { models: ['qwen3-8b-q4_k_m', 'gemma3-12b'], knobs: { tokensPerSecond: 25 } });
 const ollama = await startFake('ollama', { models: ['llama3.2:3b', 'nomic-embed-text'] });
 const cloud = await startFake('openrouter', { models: ['acme/chat-large', 'acme/chat-mini', 'acme/painter-image'] });
+const claude = await startAnthropicFake({ models: ['claude-sonnet-4-5-20250929'] });
 
 const spec = (s: Partial<BackendSpec> & { name: string; url: string }): BackendSpec =>
   ({ type: 'openai', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false, ...s });
@@ -35,11 +38,15 @@ const config: GatewayConfig = {
     spec({ name: 'swap', url: swap.url, max_concurrent: 1 }),
     spec({ name: 'ollama', url: ollama.url, local: true }),
     spec({ name: 'openrouter', url: cloud.url, paid: true, chat_only: true }),
+    spec({ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }),
   ],
   virtual_models: {
     fast: 'qwen3-8b-q4_k_m',
     smart: { openrouter: 'acme/chat-large' },
     small: { ollama: 'llama3.2:3b' },
+    // what Claude Code asks for by default, sent to a local model
+    'claude-*': 'fast',
+    sonnet: { claude: 'claude-sonnet-4-5-20250929' },
   },
 };
 const { app, gateway } = await buildApp({ config, configSource: 'demo (in memory)', logger: pino({ level: 'warn' }) });
@@ -47,7 +54,7 @@ await app.listen({ port, host: '127.0.0.1' });
 await gateway.discovery.pollAll();
 const base = `http://127.0.0.1:${port}`;
 
-say(`\nllm-gateway demo on ${base}  (fake fleet: gpu-box=llama.cpp, swap=llama-swap, ollama, openrouter [paid])\n`);
+say(`\nllm-gateway demo on ${base}  (fake fleet: gpu-box=llama.cpp, swap=llama-swap, ollama, openrouter [paid], claude=Anthropic [paid])\n`);
 const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
 say(`1. discovery — GET /v1/models lists ${models.data.length} ids:`);
 say(`   ${models.data.map((m) => m.id).join('\n   ')}`);
@@ -115,11 +122,29 @@ say(`6. GET /health — ${health.status}:`);
 for (const [name, b] of Object.entries(health.backends)) {
   say(`   ${name.padEnd(11)} healthy=${b.healthy} models=${b.models} paid=${b.paid} speed=${b.speed === null ? 'unmeasured' : `${b.speed.toFixed(1)} tok/s`}`);
 }
-say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n`);
+say('\n7. Anthropic Messages (Claude Code, @anthropic-ai/sdk) — POST /v1/messages:');
+const sdk = new Anthropic({ baseURL: base, apiKey: 'demo', maxRetries: 0 });
+const translated = await sdk.messages.stream({
+  model: 'claude-opus-4-8', max_tokens: 200, messages: [{ role: 'user', content: 'Say hello' }],
+}).finalMessage();
+const textOf = (m: Anthropic.Message) => m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
+say(`   "claude-opus-4-8" matches the glob alias "claude-*" → fast → a local llama.cpp box, translated:`);
+say(`   ${translated.content.map((b) => b.type).join(' + ')} block(s), stop_reason ${translated.stop_reason}: "${textOf(translated).slice(0, 50)}…"`);
+const passed = await sdk.messages.create({ model: 'sonnet', max_tokens: 200, messages: [{ role: 'user', content: 'Say hello' }] }).withResponse();
+say(`   "sonnet" → the anthropic backend, verbatim: answered by ${passed.response.headers.get('x-gateway-backend')}, model ${passed.data.model}`);
+const boundary = await fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'sonnet', messages: [{ role: 'user', content: 'hi' }] }),
+});
+say(`   the same alias on /v1/chat/completions: ${boundary.status} — ${((await boundary.json()) as { error: { message: string } }).error.message}`);
+const counted = await sdk.messages.countTokens({ model: 'claude-opus-4-8', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
+say(`   count_tokens (no slot taken): ${counted.input_tokens} input tokens (estimated for a local model)`);
+
+say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet\n`);
 
 const stop = async () => {
   await app.close();
-  await Promise.all([gpu, swap, ollama, cloud].map((f) => f.close()));
+  await Promise.all([gpu, swap, ollama, cloud, claude].map((f) => f.close()));
   process.exit(0);
 };
 if (once) await stop();
