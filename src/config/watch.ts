@@ -9,7 +9,7 @@
  * like that, so reporting deletions would only produce noise).
  */
 import { readFileSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { watch } from 'chokidar';
 import { parseConfigText, type ConfigResult } from './load.ts';
 import { createConfigValidator } from './schema.ts';

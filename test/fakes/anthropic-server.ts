@@ -6,8 +6,8 @@
  *   GET  /v1/models[?limit&after_id&before_id]   GET /v1/models/{id}
  *   POST /v1/messages (stream and not)           POST /v1/messages/count_tokens
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { listenFake } from './listen.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   anthropicError, authRefusal, errorBody, messagesBodyRefusal, modelNotFound, newRequestId, OVERLOADED_EVENT,
   statusError, versionRefusal, type AnthropicErrorReply,
@@ -42,7 +42,6 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
   const apiKey = opts.apiKey ?? ANTHROPIC_FAKE_API_KEY;
   const oauthToken = opts.oauthToken ?? ANTHROPIC_FAKE_OAUTH_TOKEN;
   const requests: RecordedAnthropicRequest[] = [];
-  const sockets = new Set<Socket>();
   let inflight = 0;
   let maxInflight = 0;
   /** errorStatus answers sent since errorCount/errorStatus were last set. */
@@ -163,25 +162,11 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
     sendJson(res, requestId, 200, reply.body);
   }
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendError(res, newRequestId(), anthropicError(500, `fake anthropic crashed: ${String(err)}`));
-      else res.destroy();
-    });
+  const listener = await listenFake({
+    label: 'fake anthropic', port: opts.port, refuse: () => knobs.refuse, handle,
+    crashed: (res, err) => sendError(res, newRequestId(), anthropicError(500, `fake anthropic crashed: ${String(err)}`)),
   });
-  server.on('connection', (socket: Socket) => {
-    if (knobs.refuse) { socket.resetAndDestroy(); return; }
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, '127.0.0.1', () => { server.off('error', reject); resolve(); });
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('fake anthropic: no TCP address');
-  const port = address.port;
+  const port = listener.port;
 
   return {
     url: `http://127.0.0.1:${port}`,
@@ -195,12 +180,6 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
     requests,
     get inflight() { return inflight; },
     get maxInflight() { return maxInflight; },
-    close() {
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-        for (const s of sockets) s.destroy();
-      });
-    },
+    close: () => listener.close(),
   };
 }

@@ -2,8 +2,8 @@
  * One fake backend: a real node:http server on 127.0.0.1 that answers like `kind` does,
  * records every request and obeys its knobs. All state lives in the startFake closure.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { listenFake } from './listen.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   DEFAULT_MODELS, llamaCppProps, llamaCppSlots, llamaSwapRunning, modelList, ollamaPs, ollamaTags,
   togetherIsDedicatedOnly, type CatalogueState,
@@ -147,7 +147,6 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
   const slots = opts.slots ?? 4;
   const requests: RecordedRequest[] = [];
   const servedOrder: string[] = [];
-  const sockets = new Set<Socket>();
   let running: CatalogueState['running'] = kind === 'llamaswap' || kind === 'ollama' ? [{ model: models[0]!, state: 'ready' }] : [];
   let loadingSince = Date.now();
   let inflight = 0;
@@ -322,25 +321,11 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     send(res, statusReply(method, path) ?? pathNotFound(kind));
   }
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) send(res, { status: 500, body: `fake ${kind} crashed: ${String(err)}` });
-      else res.destroy();
-    });
+  const listener = await listenFake({
+    label: 'fake backend', port: opts.port, refuse: () => knobs.refuse, handle,
+    crashed: (res, err) => send(res, { status: 500, body: `fake ${kind} crashed: ${String(err)}` }),
   });
-  server.on('connection', (socket: Socket) => {
-    if (knobs.refuse) { socket.resetAndDestroy(); return; }
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, '127.0.0.1', () => { server.off('error', reject); resolve(); });
-  });
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('fake backend: no TCP address');
-  const port = address.port;
+  const port = listener.port;
   const origin = `http://127.0.0.1:${port}`;
 
   return {
@@ -358,13 +343,7 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     get inflight() { return inflight; },
     get maxInflight() { return maxInflight; },
     servedOrder,
-    close() {
-      return new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-        for (const s of sockets) s.destroy();
-      });
-    },
+    close: () => listener.close(),
   };
 }
 
