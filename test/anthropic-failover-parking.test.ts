@@ -75,3 +75,15 @@ describe('Messages through the scheduler', () => {
     }
   });
 });
+
+test("a max_tokens the chat backend's context cannot hold is left out; one that fits is kept", async (t) => {
+  const vllm = await startFake('vllm', { models: ['acme/Qwen3-8B-Instruct'] });
+  const gw = await startGateway([{ name: 'v', url: vllm.url }], { api_key: MASTER, virtual_models: { q: { v: 'acme/Qwen3-8B-Instruct' } } });
+  t.after(async () => { await gw.close(); await vllm.close(); });
+  assert.equal(gw.gateway.registry.get('v')!.modelsById.get('acme/Qwen3-8B-Instruct')?.context_length, 32768);
+  const sdk = new Anthropic({ baseURL: gw.url, apiKey: MASTER, maxRetries: 0 });
+  for (const [asked, sent] of [[64000, undefined], [1000, 1000]] as const) {
+    await sdk.messages.stream({ model: 'q', max_tokens: asked, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    assert.equal(vllm.requests.at(-1)!.body.max_tokens, sent, `asked ${asked}`);
+  }
+});

@@ -23,6 +23,7 @@ export class TranslatedMessages implements AttemptSurface {
   private readonly chat?: Record<string, unknown>;
   private readonly stopSequences?: string[];
   private credential: Record<string, string> = {};
+  private promptTokens?: number;
 
   constructor(translated: MessagesToChat, private readonly body: Record<string, unknown>, private readonly requested: string) {
     if (translated.ok) this.chat = translated.chat;
@@ -37,10 +38,25 @@ export class TranslatedMessages implements AttemptSurface {
     return this;
   }
 
-  upstreamRequest(model: string): UpstreamRequest {
-    if (!this.chat) throw badRequest(this.problem!.message, this.problem!.param ?? null);
-    this.chat.model = model;
-    return { path: '/v1/chat/completions', body: JSON.stringify(this.chat) };
+  /**
+   * Anthropic clients ask for big answers (Claude Code: `max_tokens` 32000–64000); a chat backend
+   * with a smaller context refuses them (vLLM: 400 when prompt + max_tokens exceeds
+   * max_model_len). When the backend's context is known and the request cannot fit it,
+   * `max_tokens` is left out: the backend then writes until its context is full, the most the
+   * client's limit would have allowed there anyway.
+   */
+  upstreamRequest(model: string, contextLength?: number): UpstreamRequest {
+    const chat = this.chat;
+    if (!chat) throw badRequest(this.problem!.message, this.problem!.param ?? null);
+    chat.model = model;
+    const asked = this.body.max_tokens as number;
+    if (contextLength !== undefined && asked + this.promptEstimate() > contextLength) delete chat.max_tokens;
+    else chat.max_tokens = asked;
+    return { path: '/v1/chat/completions', body: JSON.stringify(chat) };
+  }
+
+  private promptEstimate(): number {
+    return (this.promptTokens ??= estimateInputTokens(this.body));
   }
 
   upstreamHeaders(client: IncomingHttpHeaders, contentLength: number): Record<string, string | string[]> {
@@ -57,7 +73,7 @@ export class TranslatedMessages implements AttemptSurface {
   }
 
   streamTranslator(now: () => number): StreamTranslator {
-    return new ChatToMessagesStream({ model: this.requested, promptTokenEstimate: estimateInputTokens(this.body), now, stopSequences: this.stopSequences });
+    return new ChatToMessagesStream({ model: this.requested, promptTokenEstimate: this.promptEstimate(), now, stopSequences: this.stopSequences });
   }
 
   upstreamErrorBody(status: number, text: string): string {

@@ -208,7 +208,7 @@ export class UpstreamProxy {
       if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
       else deadline.arm(cfg.request_timeout_s * 1000, `no complete answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
       const wire = call.surface.attempt(backend.spec);
-      const request = wire.upstreamRequest(lease.model);
+      const request = wire.upstreamRequest(lease.model, backend.modelsById.get(lease.model)?.context_length);
       const result = await forward({
         dispatcher: deps.dispatcherFor(backend),
         path: backend.basePath + request.path,

@@ -52,8 +52,8 @@ export interface SurfaceAnswer {
 
 /** How one attempt on one backend looks on the wire. */
 export interface AttemptSurface {
-  /** The request for `model` (the backend's own id). */
-  upstreamRequest(model: string): UpstreamRequest;
+  /** The request for `model` (the backend's own id), whose context window is `contextLength` tokens when the backend said. */
+  upstreamRequest(model: string, contextLength?: number): UpstreamRequest;
   /** The request headers: the client's that may pass, plus the backend's credential. */
   upstreamHeaders(client: IncomingHttpHeaders, contentLength: number): Record<string, string | string[]>;
   /** A 200 JSON answer: the bytes the client gets and the usage for the call log. */
