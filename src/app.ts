@@ -10,7 +10,12 @@ import type { Clock } from './scheduler/index.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { clientErrorHandler, installErrorHandlers, sendError, toGatewayError } from './routes/error-handler.ts';
 import { openaiRoutes } from './routes/openai.ts';
+import { audioRoutes } from './routes/audio.ts';
 import { anthropicRoutes } from './routes/anthropic.ts';
+import { responsesRoutes } from './routes/responses.ts';
+import { BackgroundResponses } from './responses/background.ts';
+import { InternalCalls, selfUrl } from './responses/internal-call.ts';
+import { switchRequest, TransformFactory } from './upstream/call-transform.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
 import { adminStatsRoutes } from './routes/admin-stats.ts';
@@ -67,7 +72,15 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     // … and so do the ones Node's HTTP parser raises before fastify sees a request (431, …)
     clientErrorHandler,
   });
-  app.addHook('onClose', async () => gateway.close());
+  const internal = new InternalCalls();
+  const background = new BackgroundResponses({
+    repo: gateway.responses, now: () => Date.now(), selfUrl: () => selfUrl(app.server.address()),
+    internalHeaders: (id, createdAt) => internal.headers(id, createdAt), log: opts.logger,
+  });
+  app.addHook('onClose', async () => {
+    background.close();
+    await gateway.close();
+  });
   // fastify logs through a child of opts.logger, made just now: reloads must reach it too
   gateway.followLogLevel(app.log);
   if (opts.watchConfigPath) {
@@ -86,15 +99,27 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const requireAdmin = (req: FastifyRequest) => {
     gateway.authenticator.authenticateAdmin(req.headers, req.ip);
   };
+  const transforms = new TransformFactory(() => gateway.config());
   const proxied = {
     callers: gateway.callers, catalog: gateway.catalog, proxy: gateway.proxy,
     recordOutcome: (outcome: CallOutcome) => gateway.recordOutcome(outcome),
+    transforms,
   };
   await app.register(openaiRoutes, proxied);
+  await app.register(audioRoutes, { ...proxied, config: () => gateway.config() });
   await app.register(anthropicRoutes, {
     ...proxied,
     backendType: (name) => gateway.registry.get(name)?.spec.type,
     countTokens: (call, candidates, req) => gateway.tokenCounter.count(call, candidates, req.headers),
+  });
+  await app.register(responsesRoutes, {
+    ...proxied,
+    repo: gateway.responses, background,
+    internalCall: (req) => internal.read(req),
+    settings: () => ({ asyncParkS: gateway.config().async_park_timeout_s, ttlMs: gateway.config().responses_ttl_h * 3_600_000 }),
+    transformFor: (_ctx, body, alias) => transforms.forCall('chat', alias, Object.assign(switchRequest(body, 'responses'), { stripGatewayField: false })),
+    isNative: (name) => gateway.registry.get(name)?.spec.responses === 'native',
+    now: () => Date.now(),
   });
   await app.register(opsRoutes, { health: gateway.health, requireAdmin });
   await app.register(metricsRoute, {
@@ -129,7 +154,7 @@ function watchGatewayConfig(gateway: Gateway, path: string, log: Logger): Config
 }
 
 /** Response headers a browser page may read: who answered, the id to quote, when to retry. */
-const CORS_EXPOSED = ['x-request-id', 'x-gateway-backend', 'retry-after'];
+const CORS_EXPOSED = ['x-request-id', 'x-gateway-backend', 'x-reasoning-control', 'retry-after'];
 
 /**
  * CORS for browser clients, off while `cors_origins` is [] and hot (the origin check reads the

@@ -10,6 +10,7 @@ import { openStore, type Db } from './store/db.ts';
 import { SettingsRepo } from './store/settings-repo.ts';
 import { BackendsRepo } from './store/backends-repo.ts';
 import { ModelCacheRepo } from './store/model-cache-repo.ts';
+import { ResponsesRepo } from './store/responses-repo.ts';
 import { loadOrCreateSecretBox } from './store/secret.ts';
 import type { SecretBox } from './store/secret-box.ts';
 import { Scheduler, systemClock, type Clock } from './scheduler/index.ts';
@@ -48,6 +49,8 @@ export class Gateway {
   readonly settings: SettingsRepo;
   readonly storedBackends: BackendsRepo;
   readonly modelCache: ModelCacheRepo;
+  /** Stored Responses (background and store: true). */
+  readonly responses: ResponsesRepo;
   readonly registry: BackendRegistry;
   readonly scheduler: Scheduler;
   readonly pools = new UpstreamPools();
@@ -81,6 +84,9 @@ export class Gateway {
     this.settings = new SettingsRepo(this.store);
     this.storedBackends = new BackendsRepo(this.store, this.secrets);
     this.modelCache = new ModelCacheRepo(this.store);
+    this.responses = new ResponsesRepo(this.store);
+    // nothing runs across a restart: what was unfinished failed
+    this.responses.failUnfinished(Date.now());
     this.effective = this.computeEffective();
     this.users = new UsersRepo(this.store, this.secrets);
     this.ipAliases = new IpAliasesRepo(this.store);
@@ -208,8 +214,12 @@ export class Gateway {
     this.metrics.setParked(snapshot.parkedByAlias);
   }
 
+  private purgeTimer?: NodeJS.Timeout;
+
   start(): void {
     this.discovery.start();
+    this.purgeTimer = setInterval(() => this.responses.purgeExpired(Date.now()), 10 * 60_000);
+    this.purgeTimer.unref();
   }
 
   /** A new valid config file arrived: recompute, reconcile backends, re-arm timers. */
@@ -254,6 +264,7 @@ export class Gateway {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.purgeTimer);
     this.discovery.stop();
     await this.pools.closeAll();
     this.callLog.close();

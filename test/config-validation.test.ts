@@ -84,7 +84,7 @@ test('an empty file gives every default', () => {
   for (const text of ['', '# only a comment\n', '---\n']) {
     const result = parseConfigText(text, {});
     assert.ok(result.ok, text);
-    assert.deepEqual(result.config, { ...DEFAULTS, backends: [], virtual_models: {}, alias_park: {} });
+    assert.deepEqual(result.config, { ...DEFAULTS, backends: [], virtual_models: {}, alias_park: {}, alias_defaults: {}, reasoning_rules: [] });
   }
 });
 
@@ -194,4 +194,18 @@ test('kind-specific backend options are refused on the other kinds, by key path'
   const one = createConfigValidator().validateBackend({ name: 'x', url: 'http://127.0.0.1:1', models: 'claude-x' });
   assert.equal(one.ok, false);
   assert.deepEqual(one.ok ? [] : one.problems.map((p) => p.path), ['models']);
+});
+
+test('reasoning rules, alias defaults and sampling defaults are checked by key path', () => {
+  const result = validateConfig({
+    backends: [{ name: 'a', url: 'http://127.0.0.1:1', sampling_defaults: { temperature: 0.5, stream: true } }],
+    alias_defaults: { fast: { reasoning: 'off', sampling_defaults: { model: 'x' } }, slow: { reasoning: 'sometimes' } },
+    reasoning_rules: [{ model: 'qwen3*', mechanism: 'enable_thinking' }, { model: 'x', mechanism: 'magic' }, { mechanism: 'none' }],
+  });
+  assert.equal(result.ok, false);
+  const paths = result.ok ? [] : [...new Set(result.problems.map((p) => p.path))].sort();
+  assert.deepEqual(paths, [
+    'alias_defaults.fast.sampling_defaults.model', 'alias_defaults.slow.reasoning',
+    'backends[0].sampling_defaults.stream', 'reasoning_rules[1].mechanism', 'reasoning_rules[2].model',
+  ]);
 });

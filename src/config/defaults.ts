@@ -31,6 +31,8 @@ export const DEFAULTS = Object.freeze({
   call_log: true,
   trust_proxy: false,
   cors_origins: [],
+  async_park_timeout_s: 600,
+  responses_ttl_h: 24,
 } as const satisfies Partial<GatewayConfig>);
 
 /** Defaults of the optional fields of one `backends[]` entry. */
@@ -72,6 +74,8 @@ export function embeddedDefaultConfig(): GatewayConfig {
     ],
     virtual_models: {},
     alias_park: {},
+    alias_defaults: {},
     cors_origins: [],
+    reasoning_rules: [],
   };
 }

@@ -7,6 +7,8 @@
 import { Ajv, type ErrorObject } from 'ajv';
 import { BACKEND_DEFAULTS, DEFAULTS } from './defaults.ts';
 import type { BackendSpec, GatewayConfig } from './types.ts';
+import { ruleProblems } from '../bridges/reasoning/rules.ts';
+import { samplingProblems } from '../bridges/sampling.ts';
 
 /** One thing wrong with a configuration, at a key path such as `backends[2].url`. */
 export type ConfigProblem = { path: string; message: string };
@@ -54,6 +56,19 @@ const backendSchema = {
     auth_mode: { enum: ['api_key', 'subscription'] },
     models: { type: 'array', items: { type: 'string', minLength: 1 }, hint: 'must be a list of model ids' },
     prompt_cache: { type: 'boolean' },
+    responses: { enum: ['native', 'translate'] },
+    sampling_defaults: { type: 'object', hint: 'must be a map of request field to default value' },
+    reasoning_as_content: { enum: ['think_tags'] },
+  },
+} as const;
+
+const aliasDefaultsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    reasoning: { enum: ['on', 'off', 'auto'] },
+    sampling_defaults: { type: 'object', hint: 'must be a map of request field to default value' },
+    voice: { type: 'string', minLength: 1 },
   },
 } as const;
 
@@ -84,6 +99,7 @@ export const configSchema = {
     },
     park_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.park_timeout_s },
     alias_park: { type: 'object', default: {}, additionalProperties: nonNegativeNumber },
+    alias_defaults: { type: 'object', default: {}, additionalProperties: aliasDefaultsSchema },
     max_parked: { ...nonNegativeInteger, default: DEFAULTS.max_parked },
     affinity_max_wait_s: { ...nonNegativeNumber, default: DEFAULTS.affinity_max_wait_s },
     fast_probe_interval_s: { ...nonNegativeNumber, default: DEFAULTS.fast_probe_interval_s },
@@ -105,6 +121,10 @@ export const configSchema = {
       hint: 'must be true/false, or an address/CIDR (or a list of them)',
     },
     cors_origins: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+    // each rule is checked by ruleProblems (bridges/reasoning), which knows every mechanism's params
+    reasoning_rules: { type: 'array', default: [], hint: 'must be a list of rules ({model, mechanism, backends?, params?, enabled?})' },
+    async_park_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.async_park_timeout_s },
+    responses_ttl_h: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.responses_ttl_h },
   },
 } as const;
 
@@ -154,6 +174,7 @@ export function createConfigValidator(): ConfigValidator {
         if (message) problems.push({ path: 'url', message });
       }
       if (isPlainObject(raw)) problems.push(...backendKindProblems(raw, ''));
+      if (isPlainObject(raw) && raw.sampling_defaults !== undefined) problems.push(...samplingProblems(raw.sampling_defaults, 'sampling_defaults'));
       if (problems.length > 0) return { ok: false, problems };
       const spec = raw as unknown as BackendSpec;
       spec.url = spec.url.replace(/\/+$/, '');
@@ -291,7 +312,16 @@ function semanticProblems(raw: unknown): ConfigProblem[] {
       if (message) problems.push({ path: childPath(childPath('backends', i), 'url'), message });
     }
     problems.push(...backendKindProblems(b, childPath('backends', i)));
+    if (b.sampling_defaults !== undefined) problems.push(...samplingProblems(b.sampling_defaults, childPath(childPath('backends', i), 'sampling_defaults')));
   });
+  if (Array.isArray(raw.reasoning_rules)) problems.push(...ruleProblems(raw.reasoning_rules, 'reasoning_rules'));
+  if (isPlainObject(raw.alias_defaults)) {
+    for (const [alias, d] of Object.entries(raw.alias_defaults)) {
+      if (isPlainObject(d) && d.sampling_defaults !== undefined) {
+        problems.push(...samplingProblems(d.sampling_defaults, childPath(childPath('alias_defaults', alias), 'sampling_defaults')));
+      }
+    }
+  }
   if (isPlainObject(raw.virtual_models)) {
     for (const [alias, target] of Object.entries(raw.virtual_models)) {
       if (!isPlainObject(target)) continue;

@@ -30,6 +30,22 @@ export interface BackendSpec {
   models?: string[];
   /** Translated Messages calls keep `cache_control` on chat content parts (OpenRouter passes it on to Anthropic and Gemini). */
   prompt_cache?: boolean;
+  /** `native`: the backend speaks the Responses API itself (passed through); otherwise translated to chat. */
+  responses?: 'native' | 'translate';
+  /** Sampling values filled in when neither the client nor the alias set them (chat, completions, Responses). */
+  sampling_defaults?: Record<string, unknown>;
+  /** `think_tags`: reasoning re-labelled as `<think>…</think>` content for clients that show only content. */
+  reasoning_as_content?: 'think_tags';
+}
+
+/** Per-alias settings beside the alias table (`alias_defaults` in config.yaml). */
+export interface AliasDefaults {
+  /** The reasoning switch when the client gives none. */
+  reasoning?: 'on' | 'off' | 'auto';
+  /** Sampling values filled in when the client did not send them (before the backend's own). */
+  sampling_defaults?: Record<string, unknown>;
+  /** /v1/audio/speech: the voice when the client sent none. */
+  voice?: string;
 }
 
 export type AuthMode = 'api_key' | 'subscription';
@@ -57,6 +73,8 @@ export interface GatewayConfig {
   // scheduler (issue 3)
   park_timeout_s: number;
   alias_park: Record<string, number>;
+  /** Per-alias defaults (reasoning, sampling, voice), keyed by alias name. */
+  alias_defaults: Record<string, AliasDefaults>;
   max_parked: number;
   affinity_max_wait_s: number;
   fast_probe_interval_s: number;
@@ -84,4 +102,21 @@ export interface GatewayConfig {
   trust_proxy: boolean | string | string[];
   /** Browser origins allowed by CORS; [] = CORS off. */
   cors_origins: string[];
+
+  // bridges (issue 10)
+  /** Reasoning rules before the built-in defaults (ordered; first match wins). */
+  reasoning_rules: ReasoningRuleSpec[];
+  /** Background Responses: longest park, seconds. */
+  async_park_timeout_s: number;
+  /** Stored Responses (background, store: true) are deleted after this many hours. */
+  responses_ttl_h: number;
+}
+
+/** One reasoning rule as configured (see bridges/reasoning/rules.ts). */
+export interface ReasoningRuleSpec {
+  model: string;
+  backends?: string[];
+  mechanism: 'enable_thinking' | 'reasoning_effort' | 'nothink_token' | 'prefill' | 'openrouter_reasoning' | 'none';
+  params?: Record<string, unknown>;
+  enabled?: boolean;
 }

@@ -18,11 +18,12 @@ import { MessagesSurface, type MessagesCall } from '../upstream/messages-surface
 import type { Candidate } from '../scheduler/types.ts';
 import type { CallerContext } from './caller.ts';
 import { useRawJsonBodies } from './json-body.ts';
-import { JSON_BODY_LIMIT } from './openai.ts';
+import { JSON_BODY_LIMIT, type TransformSource } from './openai.ts';
 import { queryOf, runProxiedCall, type ProxiedCallDeps } from './proxied-call.ts';
 
 export interface AnthropicRoutesOptions extends ProxiedCallDeps {
   catalog: ModelCatalogView;
+  transforms: TransformSource;
   /** A backend's kind by name (undefined once it is gone). */
   backendType: (name: string) => BackendType | undefined;
   /** Counts a request's input tokens without a scheduler slot. */
@@ -56,7 +57,11 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
 
   app.post('/v1/messages', { bodyLimit: JSON_BODY_LIMIT }, (req: FastifyRequest, reply: FastifyReply) =>
     runProxiedCall(opts, 'messages', req, reply, (ctx, body, model) => {
-      const surface = new MessagesSurface({ query: queryOf(req.url), body, rawBody: req.rawBody, requested: model });
+      const alias = catalog.resolve(model, 'messages')?.alias;
+      const surface = new MessagesSurface({
+        query: queryOf(req.url), body, rawBody: req.rawBody, requested: model,
+        transformFor: (want) => opts.transforms.forCall('chat', alias, { want, saidAuto: false, stripGatewayField: false }),
+      });
       const problem = () => surface.translationProblem();
       const candidatesNow = resolveFor(ctx, model, () => !problem());
       const resolution = candidatesNow();

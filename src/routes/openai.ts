@@ -1,16 +1,25 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { filterAllowed, isListedModelVisible } from '../auth/allow.ts';
-import { GatewayError, modelNotFound } from '../errors.ts';
+import { isListedModelVisible } from '../auth/allow.ts';
+import { modelNotFound } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import type { ListingEntry } from '../routing/model-listing.ts';
 import { OpenAISurface, type OpenAIEndpoint } from '../upstream/openai-surface.ts';
+import type { BodyTransform } from '../upstream/body-transform.ts';
+import { switchRequest, type SwitchRequest } from '../upstream/call-transform.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import type { CallerContext } from './caller.ts';
 import { anthropicModel, anthropicModelPage, wantsAnthropicShape } from './anthropic-models.ts';
+import { gateOpenAIModel } from './model-gate.ts';
 import { queryOf, runProxiedCall, type ProxiedCallDeps } from './proxied-call.ts';
 
 export interface OpenAIRoutesOptions extends ProxiedCallDeps {
   catalog: ModelCatalogView;
+  /** The reasoning switch and sampling defaults of a chat-shaped call. */
+  transforms: TransformSource;
+}
+
+export interface TransformSource {
+  forCall(kind: 'chat' | 'completions', alias: string | undefined, request: SwitchRequest): BodyTransform;
 }
 
 /** Body limit for JSON chat-style calls (ARCHITECTURE §3). */
@@ -50,33 +59,15 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
 
   const proxied = (endpoint: OpenAIEndpoint, path: string) => (req: FastifyRequest, reply: FastifyReply) =>
     runProxiedCall(opts, endpoint, req, reply, (ctx, body, model) => {
-      const allow = ctx.caller.allow;
-      const candidatesNow = () => {
-        const resolved = catalog.resolve(model, 'openai');
-        // a model outside the allow-list looks exactly like an unknown one
-        return resolved ? { requested: resolved.requested, alias: resolved.alias, candidates: filterAllowed(allow, resolved) } : undefined;
-      };
-      const resolution = candidatesNow();
-      if (!resolution?.candidates.length) throw notOnThisEndpoint(model, allow) ?? modelNotFound(model);
+      const gated = gateOpenAIModel(catalog, model, ctx.caller.allow);
+      const transform = endpoint === 'embeddings' ? undefined
+        : opts.transforms.forCall(endpoint === 'chat' ? 'chat' : 'completions', gated.resolution.alias, switchRequest(body, endpoint === 'chat' ? 'chat' : 'completions'));
       return {
-        surface: new OpenAISurface({ endpoint, path, query: queryOf(req.url), body, rawBody: req.rawBody }),
-        resolution,
-        refreshCandidates: () => candidatesNow()?.candidates ?? [],
+        surface: new OpenAISurface({ endpoint, path, query: queryOf(req.url), body, rawBody: req.rawBody, transform }),
+        resolution: gated.resolution,
+        refreshCandidates: gated.refreshCandidates,
       };
     });
-
-  /**
-   * The licence boundary: a model only anthropic backends serve is never answered here. A
-   * caller who may use it on /v1/messages is told so; anyone else gets the unknown-model 404.
-   */
-  const notOnThisEndpoint = (model: string, allow: readonly string[]): GatewayError | undefined => {
-    const there = catalog.resolve(model, 'messages');
-    if (!there || !filterAllowed(allow, there).length) return undefined;
-    return new GatewayError({
-      status: 404, code: 'model_not_found', reason: 'messages_only', param: 'model',
-      message: `The model \`${model}\` is served only through the Anthropic Messages API: send it to POST /v1/messages.`,
-    });
-  };
 
   const post = { bodyLimit: JSON_BODY_LIMIT };
   for (const [endpoint, path] of [['chat', '/v1/chat/completions'], ['completions', '/v1/completions'], ['embeddings', '/v1/embeddings']] as const) {

@@ -17,8 +17,9 @@ export interface ProxiedCallDeps {
   recordOutcome: (outcome: CallOutcome) => void;
 }
 
-/** The route's part: the call for this body and model, or a thrown GatewayError. */
-export type PrepareCall = (ctx: CallerContext, body: Record<string, unknown>, model: string) => Omit<ProxyCall, 'req' | 'reply' | 'caller'>;
+/** The route's part: the call for this body and model (and what to do once it was answered), or a thrown GatewayError. */
+export type PrepareCall = (ctx: CallerContext, body: Record<string, unknown>, model: string) =>
+  Omit<ProxyCall, 'req' | 'reply' | 'caller'> & { answered?: () => void };
 
 export async function runProxiedCall(
   deps: ProxiedCallDeps, endpoint: string, req: FastifyRequest, reply: FastifyReply, prepare: PrepareCall,
@@ -41,9 +42,10 @@ export async function runProxiedCall(
     try {
       // written out, not spread (the hot path's rule)
       await deps.proxy.handle({
-        surface: call.surface, resolution: call.resolution, refreshCandidates: call.refreshCandidates,
+        surface: call.surface, resolution: call.resolution, refreshCandidates: call.refreshCandidates, parkSeconds: call.parkSeconds,
         req, reply, caller: { source: ctx.source, userId: ctx.userId },
       });
+      call.answered?.();
     } finally {
       done(); // only after the call's row is queued, so it is never left uncounted
     }

@@ -9,6 +9,9 @@ export const ENDPOINT_ROUTES: Record<string, string> = {
   completions: '/v1/completions',
   embeddings: '/v1/embeddings',
   messages: '/v1/messages',
+  speech: '/v1/audio/speech',
+  transcriptions: '/v1/audio/transcriptions',
+  translations: '/v1/audio/translations',
   models: '/v1/models',
 };
 
@@ -44,7 +47,7 @@ export function toCallRecord(o: CallOutcome, price: PricingContext, captureBodie
     completion_tokens: usage.completion_tokens,
     cached_tokens: usage.cached_tokens,
     cache_write_tokens: usage.cache_write_tokens,
-    reasoning: null,
+    reasoning: o.reasoning ?? null,
     cost_usd: u ? computeCost(usage, price.pricing, { local: !price.paid, shape: 'openai' }) : 0,
     // kept as reported, also from a free backend (which spends nothing: see effectiveCost)
     upstream_cost_usd: u?.cost ?? null,

@@ -55,4 +55,23 @@ export const STORE_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    description: 'stored Responses (background and store: true), owner-gated, with a TTL',
+    sql: `
+      CREATE TABLE responses (
+        id         TEXT PRIMARY KEY,            -- resp_ + 48 hex (unguessable)
+        owner      TEXT NOT NULL,               -- 'user:<id>', 'master' or 'open'
+        status     TEXT NOT NULL,               -- queued | in_progress | completed | failed | cancelled | incomplete
+        background INTEGER NOT NULL,
+        response   TEXT NOT NULL,               -- JSON Response object as it stands
+        history    TEXT NOT NULL,               -- JSON items: earlier turns + this input + this output
+        events     TEXT,                        -- the SSE text of a finished background stream, for replay
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX responses_expiry ON responses (expires_at);
+    `,
+  },
 ];

@@ -15,8 +15,8 @@ export interface CallBody {
  * The body sent upstream: the client's bytes, with only the real model id and (streams) the
  * usage request edited in; every other byte as it came (big integers, key order, escapes).
  */
-export function upstreamBody(call: CallBody, model: string, stream: boolean): string {
-  const edits = new Map<string, string | null>();
+export function upstreamBody(call: CallBody, model: string, stream: boolean, extra?: ReadonlyMap<string, string | null>): string {
+  const edits = new Map<string, string | null>(extra);
   if (call.body.model !== model) edits.set('model', JSON.stringify(model));
   if (stream) {
     const opts = call.body.stream_options;

@@ -14,6 +14,8 @@ export interface ForwardRequest {
   signal: AbortSignalLike;
   /** The client asked for a stream: a 200 event stream is handed back unread. */
   stream: boolean;
+  /** The call takes bytes (audio, text): a 200 that is neither JSON nor an event stream is handed back unread. */
+  raw?: boolean;
 }
 
 /** What one HTTP exchange with a backend came to, before anyone decides what it means. */
@@ -22,6 +24,8 @@ export type Forwarded =
   | { kind: 'ok-json'; headers: UpstreamHeaders; raw: Buffer; json: Record<string, unknown> }
   /** A 200 event stream, body not read yet (the relay reads it). */
   | { kind: 'ok-stream'; response: Dispatcher.ResponseData }
+  /** With `raw`: a 200 that is neither JSON nor an event stream (audio bytes, a text transcript), body not read yet. */
+  | { kind: 'ok-raw'; response: Dispatcher.ResponseData }
   /** Any other status, with its body as text. */
   | { kind: 'upstream-status'; status: number; headers: UpstreamHeaders; text: string }
   /** A 200 whose body is not a JSON object: the backend is broken, not the client. */
@@ -56,6 +60,7 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
     }
     const contentType = String(res.headers['content-type'] ?? '');
     if (req.stream && contentType.includes('text/event-stream')) return { kind: 'ok-stream', response: res };
+    if (req.raw && !contentType.includes('json') && !contentType.includes('text/event-stream')) return { kind: 'ok-raw', response: res };
     const raw = Buffer.from(await res.body.arrayBuffer());
     const json = parseObject(raw);
     if (!json) {

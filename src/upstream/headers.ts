@@ -12,8 +12,8 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'openai-organization', 'openai-project', 'api-key',
   // the relay parses SSE and JSON, so ask for identity encoding
   'accept-encoding',
-  // the gateway's own attribution header stays here
-  'x-source',
+  // the gateway's own attribution header stays here, and so do its internal markers
+  'x-source', 'x-gateway-internal', 'x-gateway-response-id', 'x-gateway-created-at',
 ]);
 
 const DROPPED_RESPONSE_HEADERS = new Set([

@@ -11,6 +11,8 @@ import { messagesToChat } from '../bridges/anthropic/request.ts';
 import { anthropicErrorFromUpstream } from '../bridges/anthropic/errors.ts';
 import { anthropicErrorEvent } from '../bridges/anthropic/stream.ts';
 import type { BridgeError } from '../bridges/anthropic/types.ts';
+import { fromAnthropicIntent, type ReasoningWant } from '../bridges/reasoning/switch.ts';
+import { NO_TRANSFORM, type BodyTransform } from './body-transform.ts';
 import { AnthropicPassthrough } from './anthropic-passthrough.ts';
 import { TranslatedMessages } from './messages-translated.ts';
 import type { AttemptSurface, CallSurface, StreamError } from './surface.ts';
@@ -22,6 +24,8 @@ export interface MessagesCall {
   rawBody: string;
   /** The model name the client asked for: translated answers carry it. */
   requested: string;
+  /** The reasoning switch (from `thinking` / `output_config.effort`) and sampling defaults, for chat backends. */
+  transformFor?: (want: ReasoningWant | undefined) => BodyTransform;
 }
 
 /** Anthropic's keep-alive event (the SDKs skip it); the status text has nowhere to go. */
@@ -50,7 +54,7 @@ export class MessagesSurface implements CallSurface {
 
   attempt(backend: BackendSpec): AttemptSurface {
     if (backend.type === 'anthropic') return new AnthropicPassthrough(this.call, backend);
-    return this.translation(backend.prompt_cache === true).withCredential(backend.api_key);
+    return this.translation(backend.prompt_cache === true).on(backend);
   }
 
   errorEvent(error: StreamError): string {
@@ -73,7 +77,10 @@ export class MessagesSurface implements CallSurface {
     let t = this.translations.get(promptCache);
     if (!t) {
       const { body, requested } = this.call;
-      t = new TranslatedMessages(messagesToChat(body, { model: requested, stream: this.stream, promptCache }), body, requested);
+      const translated = messagesToChat(body, { model: requested, stream: this.stream, promptCache });
+      const want = translated.ok ? fromAnthropicIntent(translated.reasoning) : undefined;
+      const transform = this.call.transformFor?.(want) ?? NO_TRANSFORM;
+      t = new TranslatedMessages(translated, body, requested, transform);
       this.translations.set(promptCache, t);
     }
     return t;

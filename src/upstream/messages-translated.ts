@@ -12,7 +12,9 @@ import type { MessagesToChat } from '../bridges/anthropic/request.ts';
 import { chatToMessage } from '../bridges/anthropic/response.ts';
 import { ChatToMessagesStream } from '../bridges/anthropic/stream.ts';
 import type { BridgeError } from '../bridges/anthropic/types.ts';
+import type { BackendSpec } from '../config/types.ts';
 import { badRequest } from '../errors.ts';
+import { NO_TRANSFORM, transformText, type BodyTransform } from './body-transform.ts';
 import { upstreamRequestHeaders } from './headers.ts';
 import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from './surface.ts';
 import { usageFromOpenAI } from './usage.ts';
@@ -23,18 +25,25 @@ export class TranslatedMessages implements AttemptSurface {
   private readonly chat?: Record<string, unknown>;
   private readonly stopSequences?: string[];
   private credential: Record<string, string> = {};
+  private backend?: BackendSpec;
   private promptTokens?: number;
 
-  constructor(translated: MessagesToChat, private readonly body: Record<string, unknown>, private readonly requested: string) {
+  constructor(
+    translated: MessagesToChat,
+    private readonly body: Record<string, unknown>,
+    private readonly requested: string,
+    private readonly transform: BodyTransform = NO_TRANSFORM,
+  ) {
     if (translated.ok) this.chat = translated.chat;
     else this.problem = translated.error;
     const stops = body.stop_sequences;
     if (Array.isArray(stops)) this.stopSequences = stops.filter((s): s is string => typeof s === 'string');
   }
 
-  /** The attempt's backend credential (set per attempt: failover may change the backend). */
-  withCredential(apiKey: string | undefined): this {
-    this.credential = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+  /** This call's attempt on `backend`: its credential, rules and defaults (failover may change the backend). */
+  on(backend: BackendSpec): this {
+    this.backend = backend;
+    this.credential = backend.api_key ? { authorization: `Bearer ${backend.api_key}` } : {};
     return this;
   }
 
@@ -52,7 +61,8 @@ export class TranslatedMessages implements AttemptSurface {
     const asked = this.body.max_tokens as number;
     if (contextLength !== undefined && asked + this.promptEstimate() > contextLength) delete chat.max_tokens;
     else chat.max_tokens = asked;
-    return { path: '/v1/chat/completions', body: JSON.stringify(chat) };
+    const done = transformText(JSON.stringify(chat), chat, this.transform, this.backend!, model);
+    return { path: '/v1/chat/completions', body: done.text, reasoning: done.reasoning };
   }
 
   private promptEstimate(): number {

@@ -12,7 +12,10 @@ import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
 import { asErrorEvent, estimatePromptTokens, upstreamBody } from './call-bytes.ts';
 import { formatSseData } from './sse.ts';
 import { createUsageTap } from './stream-usage.ts';
+import { NO_TRANSFORM, type BodyTransform } from './body-transform.ts';
 import { upstreamRequestHeaders } from './headers.ts';
+import { ThinkTagsTap } from './think-tags-tap.ts';
+import { ThinkTagsRelabel } from '../bridges/reasoning/think-tags.ts';
 import type { AttemptSurface, CallSurface, StreamError, StreamTranslator, SurfaceAnswer, UpstreamRequest } from './surface.ts';
 import { usageFromOpenAI, type Usage } from './usage.ts';
 
@@ -28,6 +31,8 @@ export interface OpenAICall {
   body: Record<string, unknown>;
   /** The body exactly as the client sent it. */
   rawBody: string;
+  /** The reasoning switch and sampling defaults, per serving backend (chat and completions). */
+  transform?: BodyTransform;
 }
 
 /**
@@ -56,17 +61,29 @@ export class OpenAISurface implements CallSurface, AttemptSurface {
   }
 
   upstreamRequest(model: string): UpstreamRequest {
-    return { path: this.call.path + this.call.query, body: upstreamBody(this.call, model, this.stream) };
+    const transform = this.call.transform ?? NO_TRANSFORM;
+    const { edits, reasoning } = this.backend ? transform.edits(this.call.body, this.backend, model) : {};
+    return { path: this.call.path + this.call.query, body: upstreamBody(this.call, model, this.stream, edits), reasoning };
   }
 
   answer(raw: Buffer, parsed: Record<string, unknown>): SurfaceAnswer {
-    if (this.endpoint !== 'embeddings') return jsonAnswer(raw, parsed);
+    if (this.endpoint !== 'embeddings') {
+      const answer = jsonAnswer(raw, parsed);
+      if (this.thinkTags() && new ThinkTagsRelabel().relabelMessage(parsed)) answer.body = Buffer.from(JSON.stringify(parsed));
+      return answer;
+    }
     return embeddingsAnswer(raw, parsed, this.call.body.encoding_format as EmbeddingEncoding | undefined);
   }
 
   streamTranslator(now: () => number): StreamTranslator {
     const options = this.call.body.stream_options as { include_usage?: unknown } | undefined;
-    return createUsageTap({ clientWantsUsage: options?.include_usage === true, promptTokenEstimate: estimatePromptTokens(this.call.body), now });
+    const tap = createUsageTap({ clientWantsUsage: options?.include_usage === true, promptTokenEstimate: estimatePromptTokens(this.call.body), now });
+    return this.thinkTags() ? new ThinkTagsTap(tap) : tap;
+  }
+
+  /** The backend re-labels reasoning as `<think>` content (`reasoning_as_content: think_tags`). */
+  private thinkTags(): boolean {
+    return this.endpoint === 'chat' && this.backend?.reasoning_as_content === 'think_tags';
   }
 
   upstreamErrorBody(_status: number, text: string): string {

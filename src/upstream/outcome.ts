@@ -17,6 +17,8 @@ export interface CallOutcome {
   durationMs: number;
   ttftMs: number | null;
   usage?: Usage;
+  /** The reasoning switch as applied (`off:enable_thinking`, `unsupported`…), when one was asked for. */
+  reasoning?: string;
   /** The usage is the gateway's estimate (the backend reported none). */
   usageEstimated?: boolean;
   requestBody?: Buffer | string;

@@ -13,6 +13,7 @@ import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
 import { exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
 import { relayStream } from './relay.ts';
+import { rawHead, relayRaw } from './raw-relay.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
 import type { AttemptSurface, CallSurface } from './surface.ts';
@@ -39,6 +40,8 @@ export interface ProxyCall {
   caller: { source: string; userId: number | null };
   /** Re-resolves the candidates against the current fleet while the call is parked. */
   refreshCandidates?: () => Resolution['candidates'];
+  /** The longest park for this call, seconds, in place of the alias's (background Responses wait longer). */
+  parkSeconds?: number;
 }
 
 /** What every outcome of a call shares, known when it starts. */
@@ -110,7 +113,7 @@ export class UpstreamProxy {
     const alias = call.resolution.alias ?? call.resolution.requested;
     const upstream = new UpstreamSignal(call.reply);
     const { surface } = call;
-    const parkMs = parkSeconds(cfg, alias) * 1000;
+    const parkMs = (call.parkSeconds ?? parkSeconds(cfg, alias)) * 1000;
     const refresh = call.refreshCandidates;
     const fixed = call.resolution.candidates;
     const candidates = refresh ?? (() => fixed);
@@ -216,8 +219,9 @@ export class UpstreamProxy {
         body: request.body,
         signal: deadline.signal,
         stream: state.sse !== undefined,
+        raw: call.surface.raw,
       });
-      const served = { backend: backend.name, model: lease.model };
+      const served = { backend: backend.name, model: lease.model, reasoning: request.reasoning };
       switch (result.kind) {
         case 'transport-error':
           return this.noAnswer(state, result.error);
@@ -229,29 +233,55 @@ export class UpstreamProxy {
           const answer = { status: result.status, headers: result.headers, text, clientBody: wire.upstreamErrorBody(result.status, text) };
           if (verdict.action === 'failover') return { health: verdict.health, error: verdict.error, failover: true, answer: verdict.relayable ? answer : undefined };
           this.sendUpstreamAnswer(state, backend.name, answer);
-          return { health: 'ok', outcome: { backend: served.backend, model: served.model, status: answer.status, reason: 'upstream_error', responseBody: cfg.capture_bodies ? answer.text : undefined } };
+          return { health: 'ok', outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status: answer.status, reason: 'upstream_error', responseBody: cfg.capture_bodies ? answer.text : undefined } };
         }
         case 'ok-json': {
           const { body, usage, status = 200 } = wire.answer(result.raw, result.json);
-          this.sendJson(state, backend.name, status, result.headers, body);
+          this.sendJson(state, backend.name, status, result.headers, body, served.reasoning);
           const reason = status === 200 ? null : 'untranslatable_answer';
-          return { health: 'ok', outcome: { backend: served.backend, model: served.model, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
+          return { health: 'ok', outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
         }
         case 'ok-stream':
           return await this.relay(state, served, wire, result.response, deadline);
+        case 'ok-raw':
+          return await this.pipeRaw(state, served, result.response, deadline);
       }
     } finally {
       deadline.clear();
     }
   }
 
-  private async relay(state: CallState, served: { backend: string; model: string }, wire: AttemptSurface, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
+  /** A 200 of bytes (audio, a text transcript) piped to the client; failover only while none reached it (raw-relay.ts). */
+  private async pipeRaw(state: CallState, served: { backend: string; model: string; reasoning?: string }, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
+    const { call, cfg } = state;
+    const result = await relayRaw({
+      upstream: response,
+      reply: call.reply,
+      headers: withGatewayHeaders(rawHead(response.headers), served.backend, String(call.req.id), served.reasoning),
+      onFirstByte: () => deadline.clear(),
+      idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
+      captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
+      now: this.deps.now,
+    });
+    if (result.kind === 'failover') return this.noAnswer(state, result.error);
+    const outcome: OutcomeFields = {
+      backend: served.backend, model: served.model, reasoning: served.reasoning,
+      status: result.kind === 'complete' ? 200 : result.kind === 'upstream_failed' ? 502 : 499,
+      reason: result.kind === 'complete' ? null : result.kind,
+      ttftMs: result.firstByteAt !== undefined ? result.firstByteAt - state.base.startedAt : null,
+      responseBody: result.captured,
+    };
+    if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error, outcome };
+    return { health: result.kind === 'client_stalled' ? 'none' : 'ok', outcome };
+  }
+
+  private async relay(state: CallState, served: { backend: string; model: string; reasoning?: string }, wire: AttemptSurface, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
     const { deps } = this;
     const { call, cfg } = state;
     const result = await relayStream({
       upstream: response,
       sse: state.sse!,
-      headers: gatewayHeaders(served.backend, call.req.id),
+      headers: gatewayHeaders(served.backend, call.req.id, served.reasoning),
       translator: wire.streamTranslator(deps.now),
       errorEvent: (error) => call.surface.errorEvent(error),
       onFirstByte: () => deadline.clear(),
@@ -263,6 +293,7 @@ export class UpstreamProxy {
     const outcome: OutcomeFields = {
       backend: served.backend,
       model: served.model,
+      reasoning: served.reasoning,
       status: result.kind === 'complete' ? 200 : result.kind === 'upstream_failed' ? 502 : 499,
       reason: result.kind === 'complete' ? null : result.kind,
       ttftMs: summary.firstTokenAt !== undefined ? summary.firstTokenAt - state.base.startedAt : null,
@@ -330,14 +361,14 @@ export class UpstreamProxy {
   }
 
   /** A JSON answer; as one last event when a keep-alive already opened the client's stream. */
-  private sendJson(state: CallState, backend: string, status: number, headers: UpstreamHeaders, body: Buffer | string): void {
+  private sendJson(state: CallState, backend: string, status: number, headers: UpstreamHeaders, body: Buffer | string, reasoning?: string): void {
     if (state.sse?.headWritten) {
       state.sse.endWithEvent(formatSseData(Buffer.isBuffer(body) ? body.toString('utf8') : body));
       return;
     }
     state.call.reply
       .code(status)
-      .headers(withGatewayHeaders(clientResponseHeaders(headers), backend, state.call.req.id))
+      .headers(withGatewayHeaders(clientResponseHeaders(headers), backend, state.call.req.id, reasoning))
       .send(body);
   }
 
@@ -348,7 +379,7 @@ export class UpstreamProxy {
       requestId: base.requestId, endpoint: base.endpoint, source: base.source, userId: base.userId,
       requestedModel: base.requestedModel, startedAt: base.startedAt, durationMs: this.deps.now() - base.startedAt,
       backend: fields.backend ?? null, model: fields.model ?? null, status: fields.status, reason: fields.reason,
-      ttftMs: fields.ttftMs ?? null, usage: fields.usage, usageEstimated: fields.usageEstimated,
+      ttftMs: fields.ttftMs ?? null, usage: fields.usage, usageEstimated: fields.usageEstimated, reasoning: fields.reasoning,
       requestBody: base.requestBody, responseBody: fields.responseBody,
     });
   }
@@ -361,14 +392,17 @@ export class UpstreamProxy {
 }
 
 /** `headers` (a fresh object) with the gateway's own added. */
-function withGatewayHeaders(headers: Record<string, string | string[]>, backend: string, requestId: string): Record<string, string | string[]> {
+function withGatewayHeaders(headers: Record<string, string | string[]>, backend: string, requestId: string, reasoning?: string): Record<string, string | string[]> {
   headers['x-gateway-backend'] = backend;
   headers['x-request-id'] = requestId;
+  if (reasoning !== undefined) headers['x-reasoning-control'] = reasoning;
   return headers;
 }
 
-export function gatewayHeaders(backend: string, requestId: string): Record<string, string> {
-  return { 'x-gateway-backend': backend, 'x-request-id': requestId };
+export function gatewayHeaders(backend: string, requestId: string, reasoning?: string): Record<string, string> {
+  const headers: Record<string, string> = { 'x-gateway-backend': backend, 'x-request-id': requestId };
+  if (reasoning !== undefined) headers['x-reasoning-control'] = reasoning;
+  return headers;
 }
 
 function parkSeconds(cfg: GatewayConfig, alias: string): number {

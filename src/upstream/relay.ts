@@ -44,8 +44,10 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const { upstream, sse } = opts;
   const splitter = new SseSplitter();
   const tap = opts.translator;
-  // a bridge first closes what it opened (an Anthropic content block), then the error event
-  const interrupted = (message: string) => (tap.abortFrames?.() ?? '') + opts.errorEvent({ kind: 'interrupted', message });
+  // a bridge ends the stream in its own words, or closes what it opened (an Anthropic content
+  // block) before the surface's error event
+  const interrupted = (message: string) => tap.failureFrames?.(message)
+    ?? (tap.abortFrames?.() ?? '') + opts.errorEvent({ kind: 'interrupted', message });
   let sawFirstByte = false;
   const captured: Buffer[] = [];
   let capturedBytes = 0;

@@ -145,3 +145,8 @@ export class SseSplitter {
 export function formatSseData(json: string): string {
   return `data: ${json}\n\n`;
 }
+
+/** One SSE event with its `event:` line (Responses and Anthropic streams name every event). */
+export function formatSseEvent(type: string, json: string): string {
+  return `event: ${type}\ndata: ${json}\n\n`;
+}

@@ -18,7 +18,12 @@ import type { Usage } from './usage.ts';
 export interface UpstreamRequest {
   /** Below the backend's base URL, query string included. */
   path: string;
-  body: string;
+  /** A JSON text, or bytes (a multipart form with an audio file). */
+  body: string | Buffer;
+  /** The reasoning switch as applied on this backend (`x-reasoning-control` and the call log). */
+  reasoning?: string;
+  /** The request's content type (default application/json). */
+  contentType?: string;
 }
 
 /** One upstream event stream made into the client's: the OpenAI usage tap is one. */
@@ -33,6 +38,11 @@ export interface StreamTranslator {
   end?(): Buffer | null;
   /** For a stream that broke: what closes the client's open parts before the error event. */
   abortFrames?(): string;
+  /**
+   * For a stream that broke: its whole last word, in place of `abortFrames()` + the surface's
+   * error event (a Responses stream ends with `response.failed`, numbered in sequence).
+   */
+  failureFrames?(message: string): string;
   /**
    * The upstream reported an error inside the stream (Anthropic's `event: error`, a chat
    * backend's `data: {"error":…}` under a bridge): the call failed. `delivered` says whether
@@ -71,6 +81,8 @@ export interface CallSurface {
   readonly stream: boolean;
   /** The body as the client sent it, for body capture. */
   readonly rawBody: string;
+  /** A 200 answer that is neither JSON nor an event stream goes to the client as bytes, piped (speech audio, a text transcript). */
+  readonly raw?: boolean;
   /** The wire format of an attempt on `backend` (a bridge passes through or translates per kind). */
   attempt(backend: BackendSpec): AttemptSurface;
   /** The last event of a stream that broke, or was refused after its head went out. */

@@ -8,6 +8,8 @@
  *   llamaswap  GET /health (text "OK") /running, GET|POST /unload
  *   vllm       GET /health /version
  *   ollama     GET / /api/tags /api/ps /api/version
+ * and the audio endpoints (audio.ts): POST /v1/audio/speech on vllm, llamaswap and together,
+ * /v1/audio/transcriptions on the same, /v1/audio/translations on vllm and together.
  * Model data is the fakes' own (catalogues.ts); conformance tests hold the shapes against
  * ../shared/fixtures/llm.
  *
@@ -24,6 +26,7 @@ export { DEFAULT_MODELS, openRouterSpec, togetherSpec } from './catalogues.ts';
 export { TOOL_ARGUMENTS, TOOL_NAME, contentWords } from './replies.ts';
 export { embeddingVector, toBase64Float32, EMBEDDING_DIMENSIONS } from './embeddings.ts';
 export { parseSse, type ParsedSse } from './sse.ts';
+export { AUDIO_ROUTES, FAKE_DEFAULT_VOICE, SPEECH_CONTENT_TYPES, speechAudio, transcriptText, type AudioRoute } from './audio.ts';
 export { assertSameShape, jsonType } from './shape.ts';
 
 // The Anthropic Messages API fake (anthropic-server.ts): /v1/models, /v1/messages, count_tokens.

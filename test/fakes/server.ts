@@ -8,6 +8,7 @@ import {
   DEFAULT_MODELS, llamaCppProps, llamaCppSlots, llamaSwapRunning, modelList, ollamaPs, ollamaTags,
   togetherIsDedicatedOnly, type CatalogueState,
 } from './catalogues.ts';
+import { audioRouteOf, serveAudio, type AudioContext } from './audio.ts';
 import { DIALECTS, type Dialect } from './dialects.ts';
 import { embeddingsReply } from './embeddings.ts';
 import {
@@ -284,6 +285,17 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     answer(what === 'chat' ? chatCompletion(plan) : textCompletion(plan));
   }
 
+  /** The audio endpoints' view of this fake (audio.ts). */
+  const audioContext: AudioContext = {
+    kind, knobs, send,
+    gate: (req) => {
+      if (opts.apiKey !== undefined && req.headers.authorization !== `Bearer ${opts.apiKey}`) return unauthorized(kind);
+      return isLoading() ? loadingModel() : undefined;
+    },
+    refusal: (model) => generationRefusal(model),
+    served: (label) => { servedOrder.push(label); },
+  };
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (knobs.refuse) { req.socket.resetAndDestroy(); return; }
     const url = new URL(req.url ?? '/', 'http://fake.invalid');
@@ -295,12 +307,14 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     res.on('close', () => { record.endedAt = Date.now(); abort.abort(); });
 
     const what = generationOf(kind, method, path);
-    if (what) {
+    const audio = audioRouteOf(kind, apiPrefix(kind), method, path);
+    if (what || audio) {
       inflight++;
       maxInflight = Math.max(maxInflight, inflight);
       res.once('close', () => { inflight--; });
     }
 
+    if (audio) return serveAudio(audioContext, audio, req, res, record, abort.signal);
     let raw: string;
     try { raw = await readBody(req); } catch { return; }
     let body: any;

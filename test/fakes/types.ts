@@ -74,6 +74,8 @@ export interface FakeKnobs {
    * not affected.
    */
   garbageJson: boolean;
+  /** /v1/audio/speech: announce the audio's `content-length` (otherwise it goes out chunked). */
+  audioContentLength: boolean;
 }
 
 export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
@@ -100,6 +102,7 @@ export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
   prefillMs: 0,
   headThenSilence: false,
   garbageJson: false,
+  audioContentLength: false,
 });
 
 export interface RecordedRequest {

@@ -1,0 +1,175 @@
+/**
+ * The Responses API: `POST /v1/responses` (stream or not, `background: true`, `store: true`,
+ * `previous_response_id` for conversations the gateway stored), `GET /v1/responses/{id}`
+ * (`?stream=true` replays the events so far, then follows), `POST /v1/responses/{id}/cancel`,
+ * `DELETE /v1/responses/{id}`. Stored responses are owner-gated: another key gets the same
+ * 404 as an unknown id; admins see all. Thin: the call is the proxy's, the translation the
+ * bridge's, the background run background.ts's.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError } from '../errors.ts';
+import type { ModelCatalogView } from '../routing/catalog.ts';
+import { newResponseId } from '../bridges/responses/ids.ts';
+import type { BackgroundResponses } from '../responses/background.ts';
+import { historyAfter } from '../responses/items.ts';
+import { queuedResponse } from '../responses/queued.ts';
+import type { ResponsesRepo, StoredResponse } from '../store/responses-repo.ts';
+import type { BodyTransform } from '../upstream/body-transform.ts';
+import { ResponsesSurface } from '../upstream/responses-surface.ts';
+import type { CallerContext } from './caller.ts';
+import { JSON_BODY_LIMIT } from './openai.ts';
+import { gateOpenAIModel } from './model-gate.ts';
+import { queryOf, runProxiedCall, type ProxiedCallDeps } from './proxied-call.ts';
+import { useRawJsonBodies } from './json-body.ts';
+import { followStored } from './responses-follow.ts';
+
+export interface ResponsesRoutesOptions extends ProxiedCallDeps {
+  catalog: ModelCatalogView;
+  repo: ResponsesRepo;
+  background: BackgroundResponses;
+  /** The loopback call of a background run, told apart by its marker: the response id and creation time it carries. */
+  internalCall: (req: FastifyRequest) => { id: string; createdAt: number } | undefined;
+  settings: () => { asyncParkS: number; ttlMs: number };
+  /** The reasoning switch and sampling defaults for this call (throws a 400 GatewayError for an invalid switch). */
+  transformFor: (ctx: CallerContext, body: Record<string, unknown>, alias: string | undefined) => BodyTransform;
+  /** Whether a backend speaks Responses itself. */
+  isNative: (backend: string) => boolean;
+  now: () => number;
+}
+
+export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoutesOptions): Promise<void> {
+  const { catalog, repo, background, callers } = opts;
+  useRawJsonBodies(app, JSON_BODY_LIMIT);
+
+  /** A stored response the caller may see, else the 404 an unknown id gets. */
+  const visible = (ctx: CallerContext, id: string): StoredResponse => {
+    const row = repo.get(id, opts.now());
+    if (!row || (row.owner !== ownerOf(ctx) && !ctx.caller.isAdmin)) throw responseNotFound(id);
+    return row;
+  };
+
+  app.post('/v1/responses', { bodyLimit: JSON_BODY_LIMIT }, (req: FastifyRequest, reply: FastifyReply) => {
+    const internal = opts.internalCall(req);
+    const body = req.body as Record<string, unknown>;
+    const startBackground = !internal && body && typeof body === 'object' && body.background === true;
+    return runProxiedCall(opts, 'responses', req, reply, (ctx, parsed, model) => {
+      const gated = gateOpenAIModel(catalog, model, ctx.caller.allow);
+      const history = historyOf(ctx, parsed, gated.resolution.candidates.some((c) => opts.isNative(c.backend)));
+      const id = internal?.id ?? newResponseId();
+      const createdAt = internal?.createdAt ?? Math.floor(opts.now() / 1000);
+      const transform = opts.transformFor(ctx, parsed, gated.resolution.alias);
+      const surface = new ResponsesSurface({ query: queryOf(req.url), body: parsed, rawBody: req.rawBody, requested: model, id, createdAt, history, transform });
+      const nativeOnly = gated.resolution.candidates.every((c) => opts.isNative(c.backend));
+      const problem = nativeOnly ? undefined : surface.translationProblem();
+      if (problem) throw new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
+      if (startBackground) throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx });
+      return {
+        surface, resolution: gated.resolution, refreshCandidates: gated.refreshCandidates,
+        parkSeconds: internal ? opts.settings().asyncParkS : undefined,
+        answered: () => {
+          if (internal || parsed.store !== true) return;
+          const final = surface.finalResponse();
+          if (!final || surface.answeredNatively()) return;
+          save(repo, { id, owner: ownerOf(ctx), status: statusOf(final), background: false, response: final, history: historyAfter(history ?? [], parsed.input, final), events: null, createdAt, expiresAt: opts.now() + opts.settings().ttlMs }, opts.now());
+        },
+      };
+    }).catch((err: unknown) => {
+      if (!(err instanceof StartBackground)) throw err;
+      return startInBackground(err.job, req, reply);
+    });
+  });
+
+  /** `background: true`: stored as queued, started, answered at once (or followed, with `stream: true`). */
+  const startInBackground = (job: BackgroundStart, req: FastifyRequest, reply: FastifyReply) => {
+    const queued = queuedResponse(job.id, job.createdAt, job.model, job.parsed);
+    const now = opts.now();
+    repo.insert({ id: job.id, owner: ownerOf(job.ctx), status: 'queued', background: true, response: queued, history: job.history, events: null, createdAt: job.createdAt, expiresAt: now + opts.settings().ttlMs }, now);
+    background.start({ id: job.id, createdAt: job.createdAt, body: job.parsed, headers: passOn(req, job.ctx), history: job.history, queued });
+    if (job.parsed.stream === true) return followStored(reply, repo.get(job.id, now)!, background, -1);
+    return reply.header('x-request-id', req.id).send(queued);
+  };
+
+  app.get('/v1/responses/:id', async (req, reply) => {
+    const ctx = callers.identify(req);
+    const row = visible(ctx, (req.params as { id: string }).id);
+    const query = req.query as { stream?: string; starting_after?: string };
+    if (query.stream === 'true') return followStored(reply, row, background, Number(query.starting_after ?? -1));
+    return row.response;
+  });
+
+  app.post('/v1/responses/:id/cancel', async (req) => {
+    const ctx = callers.identify(req);
+    const row = visible(ctx, (req.params as { id: string }).id);
+    if (!row.background) throw new GatewayError({ status: 400, code: 'invalid_request', message: 'Only responses created with background=true can be cancelled.' });
+    background.cancel(row.id, row.response, row.history);
+    return repo.get(row.id, opts.now())?.response ?? row.response;
+  });
+
+  app.delete('/v1/responses/:id', async (req) => {
+    const ctx = callers.identify(req);
+    const row = visible(ctx, (req.params as { id: string }).id);
+    if (background.isRunning(row.id)) background.cancel(row.id, row.response, row.history);
+    repo.delete(row.id);
+    return { id: row.id, object: 'response', deleted: true };
+  });
+
+  /** The stored turns before this one, when the request continues a conversation. */
+  function historyOf(ctx: CallerContext, body: Record<string, unknown>, nativeCandidates: boolean): unknown[] | undefined {
+    const previous = body.previous_response_id;
+    if (previous === undefined || previous === null) return undefined;
+    if (typeof previous !== 'string') throw new GatewayError({ status: 400, code: 'invalid_request', param: 'previous_response_id', message: '`previous_response_id` must be a string.' });
+    const row = repo.get(previous, opts.now());
+    if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return row.history;
+    // a native backend may know it (its own stored response): passed on as it came
+    if (nativeCandidates) return undefined;
+    throw new GatewayError({
+      status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
+      message: `Previous response with id '${previous}' not found. The gateway keeps responses created with store: true or background: true for responses_ttl_h hours.`,
+    });
+  }
+}
+
+interface BackgroundStart {
+  id: string;
+  createdAt: number;
+  model: string;
+  parsed: Record<string, unknown>;
+  history: unknown[];
+  ctx: CallerContext;
+}
+
+/** Leaves the proxied-call path once the request is validated: a background run answers differently. */
+class StartBackground extends Error {
+  constructor(readonly job: BackgroundStart) {
+    super('background');
+  }
+}
+
+/** Who owns a stored response: the user, else the master key, else the open gateway's anonymous caller. */
+export function ownerOf(ctx: CallerContext): string {
+  if (ctx.caller.user) return `user:${ctx.caller.user.id}`;
+  return ctx.caller.kind === 'master' ? 'master' : 'open';
+}
+
+function responseNotFound(id: string): GatewayError {
+  return new GatewayError({ status: 404, code: 'not_found', param: 'id', message: `Response with id '${id}' not found.` });
+}
+
+function statusOf(response: Record<string, unknown>): StoredResponse['status'] {
+  const s = response.status;
+  return s === 'incomplete' || s === 'failed' || s === 'cancelled' ? s : 'completed';
+}
+
+function save(repo: ResponsesRepo, row: StoredResponse, now: number): void {
+  repo.insert(row, now);
+}
+
+/** The headers a background run passes on: the caller's credential, and who the call log should name. */
+function passOn(req: FastifyRequest, ctx: CallerContext): Record<string, string> {
+  const out: Record<string, string> = { 'x-source': ctx.source };
+  for (const name of ['authorization', 'x-api-key']) {
+    const v = req.headers[name];
+    if (typeof v === 'string') out[name] = v;
+  }
+  return out;
+}

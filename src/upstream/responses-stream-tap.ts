@@ -1,0 +1,89 @@
+/**
+ * The tap on a Responses stream relayed untouched (`responses: native` backends): every event
+ * goes out as its own bytes, while the call log learns the usage from the terminal event
+ * (`response.completed`, `.incomplete` or `.failed`, whose `response` is the whole Response —
+ * kept as the call's final answer for the store) and the first token's time from the first
+ * delta. Only terminal events and `error` are parsed; a delta costs a string compare.
+ */
+import type { SseEvent } from './sse.ts';
+import type { StreamSummary } from './stream-usage.ts';
+import type { StreamTranslator } from './surface.ts';
+import { usageFromOpenAI, type Usage } from './usage.ts';
+
+type Json = Record<string, unknown>;
+
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+export class ResponsesStreamTap implements StreamTranslator {
+  ended = false;
+  /** The Response of the terminal event. */
+  final?: Json;
+  private emitted = false;
+  private firstTokenAt?: number;
+  private contentChunks = 0;
+  private error?: { detail: string; delivered: boolean };
+
+  constructor(private readonly now: () => number, private readonly promptTokenEstimate: number) {}
+
+  onEvent(ev: SseEvent): Buffer | null {
+    if (ev.incomplete) return null;
+    const type = ev.event;
+    if (type !== undefined && type.endsWith('.delta')) {
+      this.contentChunks++;
+      if (this.firstTokenAt === undefined) this.firstTokenAt = this.now();
+    } else if (type !== undefined && TERMINAL.has(type)) {
+      this.ended = true;
+      const response = parse(ev.data)?.response;
+      if (isObject(response)) this.final = response;
+      if (type === 'response.failed') this.error = { detail: describe((this.final?.error as Json | undefined) ?? {}), delivered: true };
+    } else if (type === 'error') {
+      this.error = { detail: describe(parse(ev.data) ?? {}), delivered: this.emitted };
+      if (!this.emitted) return null;
+    }
+    this.emitted = true;
+    return ev.raw;
+  }
+
+  /** The terminal event is the only end marker. */
+  finishedWithoutMarker(): boolean {
+    return false;
+  }
+
+  inBandError(): { detail: string; delivered: boolean } | undefined {
+    return this.error;
+  }
+
+  summary(): StreamSummary {
+    const reported = this.final ? usageFromOpenAI(this.final) : undefined;
+    const usage: Usage = reported ?? {
+      prompt_tokens: this.promptTokenEstimate,
+      completion_tokens: this.contentChunks,
+      total_tokens: this.promptTokenEstimate + this.contentChunks,
+    };
+    const summary: StreamSummary = {
+      usage, usageSource: reported ? 'reported' : 'estimated', outputTokens: usage.completion_tokens,
+      contentChunks: this.contentChunks, sawDone: this.ended, usageSynthesised: false,
+    };
+    if (this.firstTokenAt !== undefined) summary.firstTokenAt = this.firstTokenAt;
+    if (typeof this.final?.status === 'string') summary.finishReason = this.final.status;
+    if (typeof this.final?.model === 'string') summary.model = this.final.model;
+    return summary;
+  }
+}
+
+function describe(error: Json): string {
+  return `${String(error.code ?? error.type ?? 'error')}: ${String(error.message ?? 'the backend reported an error')}`;
+}
+
+function parse(data: string): Json | undefined {
+  try {
+    const value: unknown = JSON.parse(data);
+    return isObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
