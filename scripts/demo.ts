@@ -14,6 +14,7 @@ import { buildApp } from '../src/app.ts';
 import { embeddedDefaultConfig } from '../src/config/defaults.ts';
 import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
 
 const once = process.argv.includes('--once');
@@ -99,6 +100,7 @@ const failedOver = await fetch(`${base}/v1/chat/completions`, {
 });
 say(`   status ${failedOver.status}, answered by ${failedOver.headers.get('x-gateway-backend')} (gpu-box was tried first)\n`);
 await failedOver.text();
+gpu.setKnobs({ errorStatus: 0 });
 
 say('5. parked and kept alive — swap (max_concurrent 1) is busy; a stream for it waits in the queue');
 say('   and gets SSE comments (stream_keepalive_s, 1 s here) until its turn:');
@@ -139,6 +141,26 @@ const boundary = await fetch(`${base}/v1/chat/completions`, {
 say(`   the same alias on /v1/chat/completions: ${boundary.status} — ${((await boundary.json()) as { error: { message: string } }).error.message}`);
 const counted = await sdk.messages.countTokens({ model: 'claude-opus-4-8', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
 say(`   count_tokens (no slot taken): ${counted.input_tokens} input tokens (estimated for a local model)`);
+
+say('\n8. the Responses API (the Vercel AI SDK\'s default) on a chat-only llama.cpp box, translated:');
+const oai = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'demo', maxRetries: 0 });
+const resp = await oai.responses.create({ model: 'fast', input: 'Say hello', instructions: 'Be brief.' });
+say(`   ${resp.id.slice(0, 16)}… status ${resp.status}: "${resp.output_text.slice(0, 40)}…" (${resp.usage?.input_tokens} in / ${resp.usage?.output_tokens} out)`);
+const bg = await oai.responses.create({ model: 'fast', input: 'Take your time', background: true });
+let polled = bg;
+while (polled.status === 'queued' || polled.status === 'in_progress') {
+  await new Promise((r) => setTimeout(r, 100));
+  polled = await oai.responses.retrieve(bg.id);
+}
+say(`   background: answered "${bg.status}" at once, then polled until "${polled.status}"`);
+
+say('\n9. one reasoning switch — reasoning:"off" on a Qwen3 model, applied the way its backend understands:');
+const switched = await fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'gpu-box/qwen3-8b-q4_k_m', reasoning: 'off', messages: [{ role: 'user', content: 'Quick answer' }] }),
+});
+await switched.text();
+say(`   x-reasoning-control: ${switched.headers.get('x-reasoning-control')} (the built-in Qwen3 rule: chat_template_kwargs.enable_thinking = false)`);
 
 say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet\n`);
 
