@@ -15,6 +15,7 @@ import { anthropicRoutes } from './routes/anthropic.ts';
 import { responsesRoutes } from './routes/responses.ts';
 import { BackgroundResponses } from './responses/background.ts';
 import { InternalCalls, selfUrl } from './responses/internal-call.ts';
+import { RecentItems } from './responses/recent-items.ts';
 import { switchRequest, TransformFactory } from './upstream/call-transform.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
@@ -119,6 +120,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     settings: () => ({ asyncParkS: gateway.config().async_park_timeout_s, ttlMs: gateway.config().responses_ttl_h * 3_600_000 }),
     transformFor: (_ctx, body, alias) => transforms.forCall('chat', alias, Object.assign(switchRequest(body, 'responses'), { stripGatewayField: false })),
     isNative: (name) => gateway.registry.get(name)?.spec.responses === 'native',
+    recentItems: new RecentItems({ maxItems: 20_000, maxAgeMs: 60 * 60_000, now: () => Date.now() }),
     now: () => Date.now(),
   });
   await app.register(opsRoutes, { health: gateway.health, requireAdmin });

@@ -12,6 +12,7 @@ import type { ModelCatalogView } from '../routing/catalog.ts';
 import { newResponseId } from '../bridges/responses/ids.ts';
 import type { BackgroundResponses } from '../responses/background.ts';
 import { historyAfter } from '../responses/items.ts';
+import type { RecentItems } from '../responses/recent-items.ts';
 import { queuedResponse } from '../responses/queued.ts';
 import type { ResponsesRepo, StoredResponse } from '../store/responses-repo.ts';
 import type { BodyTransform } from '../upstream/body-transform.ts';
@@ -34,6 +35,8 @@ export interface ResponsesRoutesOptions extends ProxiedCallDeps {
   transformFor: (ctx: CallerContext, body: Record<string, unknown>, alias: string | undefined) => BodyTransform;
   /** Whether a backend speaks Responses itself. */
   isNative: (backend: string) => boolean;
+  /** Output items of recent responses, for `item_reference`. */
+  recentItems: RecentItems;
   now: () => number;
 }
 
@@ -58,7 +61,11 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       const id = internal?.id ?? newResponseId();
       const createdAt = internal?.createdAt ?? Math.floor(opts.now() / 1000);
       const transform = opts.transformFor(ctx, parsed, gated.resolution.alias);
-      const surface = new ResponsesSurface({ query: queryOf(req.url), body: parsed, rawBody: req.rawBody, requested: model, id, createdAt, history, transform });
+      const owner = ownerOf(ctx);
+      const surface = new ResponsesSurface({
+        query: queryOf(req.url), body: parsed, rawBody: req.rawBody, requested: model, id, createdAt, history, transform,
+        resolveItem: (itemId) => opts.recentItems.get(owner, itemId),
+      });
       const nativeOnly = gated.resolution.candidates.every((c) => opts.isNative(c.backend));
       const problem = nativeOnly ? undefined : surface.translationProblem();
       if (problem) throw new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
@@ -67,10 +74,11 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
         surface, resolution: gated.resolution, refreshCandidates: gated.refreshCandidates,
         parkSeconds: internal ? opts.settings().asyncParkS : undefined,
         answered: () => {
-          if (internal || parsed.store !== true) return;
           const final = surface.finalResponse();
           if (!final || surface.answeredNatively()) return;
-          save(repo, { id, owner: ownerOf(ctx), status: statusOf(final), background: false, response: final, history: historyAfter(history ?? [], parsed.input, final), events: null, createdAt, expiresAt: opts.now() + opts.settings().ttlMs }, opts.now());
+          opts.recentItems.remember(owner, final);
+          if (internal || parsed.store !== true) return;
+          save(repo, { id, owner, status: statusOf(final), background: false, response: final, history: historyAfter(history ?? [], parsed.input, final), events: null, createdAt, expiresAt: opts.now() + opts.settings().ttlMs }, opts.now());
         },
       };
     }).catch((err: unknown) => {

@@ -27,6 +27,8 @@ export interface ResponsesCall {
   history?: unknown[];
   /** The reasoning switch and sampling defaults, per serving backend. */
   transform: BodyTransform;
+  /** Resolves an `item_reference` to an item of a recent response of this caller. */
+  resolveItem?: (id: string) => unknown;
 }
 
 /** What an attempt leaves behind for the store. */

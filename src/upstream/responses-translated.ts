@@ -26,7 +26,7 @@ export class TranslatedResponses implements AttemptSurface {
   private answered?: Record<string, unknown>;
 
   constructor(private readonly call: ResponsesCall) {
-    const translated = responsesToChat(call.body, { model: call.requested, stream: call.body.stream === true, history: call.history });
+    const translated = responsesToChat(call.body, { model: call.requested, stream: call.body.stream === true, history: call.history, resolveItem: call.resolveItem });
     if (translated.ok) this.chat = translated.chat;
     else this.problem = translated.error;
   }
