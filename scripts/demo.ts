@@ -1,7 +1,8 @@
 /**
  * npm run demo — a fake fleet of four OpenAI-compatible backends and an Anthropic one plus the
  * gateway wired to them, then a short walk through discovery, aliases, streaming, failover, a
- * parked stream kept alive, and Anthropic Messages calls (translated and passed through).
+ * parked stream kept alive, Anthropic Messages calls (translated and passed through), the
+ * Responses API with a background run, the reasoning switch, and speech.
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
@@ -92,15 +93,18 @@ for await (const chunk of stream.body!) {
 }
 say(`\n   usage: ${usage}\n`);
 
-say('4. failover — gpu-box answers 500 once; the call moves to the next candidate unseen:');
+say('4. failover — both boxes of "fast" answer 500 once; the call moves to the other candidate unseen:');
 gpu.setKnobs({ errorStatus: 500, errorCount: 1 });
+swap.setKnobs({ errorStatus: 500, errorCount: 1 });
 const failedOver = await fetch(`${base}/v1/chat/completions`, {
   method: 'POST', headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ model: 'fast', messages: [{ role: 'user', content: 'Say hello again' }] }),
 });
-say(`   status ${failedOver.status}, answered by ${failedOver.headers.get('x-gateway-backend')} (gpu-box was tried first)\n`);
+const answeredBy = failedOver.headers.get('x-gateway-backend');
+say(`   status ${failedOver.status}, answered by ${answeredBy} (${answeredBy === 'swap' ? 'gpu-box' : 'swap'} was tried first and failed)\n`);
 await failedOver.text();
 gpu.setKnobs({ errorStatus: 0 });
+swap.setKnobs({ errorStatus: 0 });
 
 say('5. parked and kept alive — swap (max_concurrent 1) is busy; a stream for it waits in the queue');
 say('   and gets SSE comments (stream_keepalive_s, 1 s here) until its turn:');
@@ -161,6 +165,11 @@ const switched = await fetch(`${base}/v1/chat/completions`, {
 });
 await switched.text();
 say(`   x-reasoning-control: ${switched.headers.get('x-reasoning-control')} (the built-in Qwen3 rule: chat_template_kwargs.enable_thinking = false)`);
+
+say('\n10. speech — POST /v1/audio/speech through the same scheduler, audio streamed back as it comes:');
+const speech = await oai.audio.speech.create({ model: 'swap/qwen3-8b-q4_k_m', voice: 'alloy', input: 'Hello from the gateway' });
+const audio = Buffer.from(await speech.arrayBuffer());
+say(`   ${audio.length} bytes of ${speech.headers.get('content-type')} from ${speech.headers.get('x-gateway-backend')}`);
 
 say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet\n`);
 
