@@ -42,10 +42,12 @@ describe('licence boundary', () => {
     await local?.close();
   });
 
-  const bodies: Record<string, (model: string) => unknown> = {
+  const bodies: Record<string, (model: string) => Record<string, unknown>> = {
     '/v1/chat/completions': (model) => ({ model, messages: [{ role: 'user', content: 'hi' }] }),
     '/v1/completions': (model) => ({ model, prompt: 'hi' }),
     '/v1/embeddings': (model) => ({ model, input: 'hi' }),
+    '/v1/responses': (model) => ({ model, input: 'hi' }),
+    '/v1/audio/speech': (model) => ({ model, input: 'hi', voice: 'alloy' }),
   };
 
   test('every other endpoint answers 404 naming POST /v1/messages, and the backend never hears of it', async () => {
@@ -77,9 +79,11 @@ describe('licence boundary', () => {
     local.setKnobs({ refuse: true });
     try {
       const before = generationRequests();
-      const down = await call('/v1/chat/completions', bodies['/v1/chat/completions']('mixed'));
-      await down.body.text();
-      assert.ok(down.statusCode >= 500, `status ${down.statusCode}`);
+      for (const path of ['/v1/chat/completions', '/v1/responses']) {
+        const down = await call(path, bodies[path]('mixed'));
+        await down.body.text();
+        assert.ok(down.statusCode >= 500, `${path}: status ${down.statusCode}`);
+      }
       assert.equal(generationRequests(), before, 'never failed over to the anthropic backend');
     } finally {
       local.setKnobs({ refuse: false });

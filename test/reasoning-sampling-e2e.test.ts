@@ -134,3 +134,21 @@ describe('reasoning control and sampling defaults', () => {
     assert.deepEqual(lastBody(b).chat_template_kwargs, { enable_thinking: false });
   });
 });
+
+test('reasoning_as_content: think_tags re-labels the reasoning as <think> content, streamed and not', async (t) => {
+  const box = await startFake('llamacpp', { models: ['qwen3-8b'], knobs: { reasoningChunks: 2, chunkCount: 3 } });
+  const gw = await startGateway([{ name: 'box', url: box.url, reasoning_as_content: 'think_tags' }], { api_key: MASTER });
+  t.after(async () => { await gw.close(); await box.close(); });
+  const post = (stream: boolean) => request(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+    body: JSON.stringify({ model: 'box/qwen3-8b', stream, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const plain = await (await post(false)).body.json() as { choices: { message: { content: string; reasoning_content?: string } }[] };
+  assert.match(plain.choices[0].message.content, /^<think>[\s\S]+<\/think>[\s\S]*tok0/);
+  assert.equal(plain.choices[0].message.reasoning_content, undefined);
+  const streamed = await (await post(true)).body.text();
+  const content = streamed.split('\n').filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)).choices?.[0]?.delta?.content ?? '').join('');
+  assert.match(content, /^<think>[\s\S]+<\/think>[\s\S]*tok0 tok1 tok2$/);
+  assert.doesNotMatch(streamed, /reasoning_content":"[^"]/, 'no reasoning field left with text in it');
+});
