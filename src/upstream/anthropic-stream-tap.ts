@@ -9,9 +9,9 @@
  * client has had data, held back when it is the first event (the call may still fail over).
  */
 import type { SseEvent } from './sse.ts';
-import type { StreamSummary } from './stream-usage.ts';
+import { estimatedUsage, streamSummary, type StreamSummary } from './stream-usage.ts';
 import type { StreamTranslator } from './surface.ts';
-import { tokenCount, usageFromAnthropic, type Usage } from './usage.ts';
+import { tokenCount, usageFromAnthropic } from './usage.ts';
 
 type Json = Record<string, unknown>;
 
@@ -67,23 +67,10 @@ export class AnthropicStreamTap implements StreamTranslator {
 
   summary(): StreamSummary {
     const reported = this.usage ? usageFromAnthropic({ usage: this.usage }) : undefined;
-    const usage: Usage = reported ?? {
-      prompt_tokens: this.promptTokenEstimate,
-      completion_tokens: this.contentChunks,
-      total_tokens: this.promptTokenEstimate + this.contentChunks,
-    };
-    const summary: StreamSummary = {
-      usage,
-      usageSource: reported ? 'reported' : 'estimated',
-      outputTokens: usage.completion_tokens,
-      contentChunks: this.contentChunks,
-      sawDone: this.ended,
-      usageSynthesised: false,
-    };
-    if (this.firstTokenAt !== undefined) summary.firstTokenAt = this.firstTokenAt;
-    if (this.stopReason !== undefined) summary.finishReason = this.stopReason;
-    if (this.model !== undefined) summary.model = this.model;
-    return summary;
+    return streamSummary({
+      usage: reported ?? estimatedUsage(this.promptTokenEstimate, this.contentChunks), usageSource: reported ? 'reported' : 'estimated',
+      contentChunks: this.contentChunks, sawDone: this.ended, firstTokenAt: this.firstTokenAt, finishReason: this.stopReason, model: this.model,
+    });
   }
 
   private learnStart(body: Json | undefined): void {

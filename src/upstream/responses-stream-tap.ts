@@ -6,9 +6,9 @@
  * delta. Only terminal events and `error` are parsed; a delta costs a string compare.
  */
 import type { SseEvent } from './sse.ts';
-import type { StreamSummary } from './stream-usage.ts';
+import { estimatedUsage, streamSummary, type StreamSummary } from './stream-usage.ts';
 import type { StreamTranslator } from './surface.ts';
-import { usageFromOpenAI, type Usage } from './usage.ts';
+import { usageFromOpenAI } from './usage.ts';
 
 type Json = Record<string, unknown>;
 
@@ -55,19 +55,12 @@ export class ResponsesStreamTap implements StreamTranslator {
 
   summary(): StreamSummary {
     const reported = this.final ? usageFromOpenAI(this.final) : undefined;
-    const usage: Usage = reported ?? {
-      prompt_tokens: this.promptTokenEstimate,
-      completion_tokens: this.contentChunks,
-      total_tokens: this.promptTokenEstimate + this.contentChunks,
-    };
-    const summary: StreamSummary = {
-      usage, usageSource: reported ? 'reported' : 'estimated', outputTokens: usage.completion_tokens,
-      contentChunks: this.contentChunks, sawDone: this.ended, usageSynthesised: false,
-    };
-    if (this.firstTokenAt !== undefined) summary.firstTokenAt = this.firstTokenAt;
-    if (typeof this.final?.status === 'string') summary.finishReason = this.final.status;
-    if (typeof this.final?.model === 'string') summary.model = this.final.model;
-    return summary;
+    return streamSummary({
+      usage: reported ?? estimatedUsage(this.promptTokenEstimate, this.contentChunks), usageSource: reported ? 'reported' : 'estimated',
+      contentChunks: this.contentChunks, sawDone: this.ended, firstTokenAt: this.firstTokenAt,
+      finishReason: typeof this.final?.status === 'string' ? this.final.status : undefined,
+      model: typeof this.final?.model === 'string' ? this.final.model : undefined,
+    });
   }
 }
 

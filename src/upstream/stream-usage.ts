@@ -208,3 +208,27 @@ function scanSignals(data: string, pattern: RegExp): number {
   }
   return signals;
 }
+
+/** A StreamSummary from what a tap or a bridge learned (the fields absent stay absent). */
+export function streamSummary(fields: {
+  usage: Usage; usageSource: UsageSource; contentChunks: number; sawDone: boolean;
+  firstTokenAt?: number; finishReason?: string; model?: string;
+}): StreamSummary {
+  const result: StreamSummary = {
+    usage: fields.usage,
+    usageSource: fields.usageSource,
+    outputTokens: fields.usage.completion_tokens,
+    contentChunks: fields.contentChunks,
+    sawDone: fields.sawDone,
+    usageSynthesised: false,
+  };
+  if (fields.firstTokenAt !== undefined) result.firstTokenAt = fields.firstTokenAt;
+  if (fields.finishReason !== undefined) result.finishReason = fields.finishReason;
+  if (fields.model !== undefined) result.model = fields.model;
+  return result;
+}
+
+/** The usage to assume when a stream reported none: the prompt estimate and one token per content chunk. */
+export function estimatedUsage(promptTokens: number, contentChunks: number): Usage {
+  return { prompt_tokens: promptTokens, completion_tokens: contentChunks, total_tokens: promptTokens + contentChunks };
+}

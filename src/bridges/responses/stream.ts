@@ -23,7 +23,7 @@
  */
 import { usageFromLlamaCppTimings } from '../../backends/llama-cpp.ts';
 import type { SseEvent } from '../../upstream/sse.ts';
-import type { StreamSummary, UsageSource } from '../../upstream/stream-usage.ts';
+import { estimatedUsage, streamSummary, type StreamSummary, type UsageSource } from '../../upstream/stream-usage.ts';
 import type { StreamTranslator } from '../../upstream/surface.ts';
 import { usageFromOpenAI, type Usage } from '../../upstream/usage.ts';
 import { newCallId } from './ids.ts';
@@ -168,26 +168,16 @@ export class ChatToResponsesStream implements StreamTranslator {
 
   summary(): StreamSummary {
     const { usage, source } = this.bestUsage();
-    const result: StreamSummary = {
-      usage,
-      usageSource: source,
-      outputTokens: usage.completion_tokens,
-      contentChunks: this.contentChunks,
-      sawDone: this.sawDone,
-      usageSynthesised: false,
-    };
-    if (this.firstTokenAt !== undefined) result.firstTokenAt = this.firstTokenAt;
-    if (this.finishReason !== undefined) result.finishReason = this.finishReason;
-    if (this.backendModel !== undefined) result.model = this.backendModel;
-    return result;
+    return streamSummary({
+      usage, usageSource: source, contentChunks: this.contentChunks, sawDone: this.sawDone,
+      firstTokenAt: this.firstTokenAt, finishReason: this.finishReason, model: this.backendModel,
+    });
   }
 
   private bestUsage(): { usage: Usage; source: UsageSource } {
     if (this.reported) return { usage: this.reported, source: 'reported' };
     if (this.fromTimings) return { usage: this.fromTimings, source: 'timings' };
-    const prompt = this.opts.promptTokenEstimate;
-    const completion = this.contentChunks;
-    return { usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }, source: 'estimated' };
+    return { usage: estimatedUsage(this.opts.promptTokenEstimate, this.contentChunks), source: 'estimated' };
   }
 
   private responseNow(): Json {
