@@ -13,6 +13,7 @@ import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
 import { exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
 import { relayStream } from './relay.ts';
+import { gatewayHeaders, withGatewayHeaders } from './gateway-headers.ts';
 import { rawHead, relayRaw } from './raw-relay.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
@@ -391,22 +392,6 @@ export class UpstreamProxy {
   }
 }
 
-/** `headers` (a fresh object) with the gateway's own added. */
-function withGatewayHeaders(headers: Record<string, string | string[]>, backend: string, requestId: string, reasoning?: string): Record<string, string | string[]> {
-  headers['x-gateway-backend'] = backend;
-  headers['x-request-id'] = requestId;
-  if (reasoning !== undefined) headers['x-reasoning-control'] = reasoning;
-  return headers;
-}
-
-export function gatewayHeaders(backend: string, requestId: string, reasoning?: string): Record<string, string> {
-  const headers: Record<string, string> = { 'x-gateway-backend': backend, 'x-request-id': requestId };
-  if (reasoning !== undefined) headers['x-reasoning-control'] = reasoning;
-  return headers;
-}
-
 function parkSeconds(cfg: GatewayConfig, alias: string): number {
   return Object.hasOwn(cfg.alias_park, alias) ? cfg.alias_park[alias] : cfg.park_timeout_s;
 }
-
-
