@@ -17,6 +17,7 @@ import { Scheduler, systemClock, type Clock } from './scheduler/index.ts';
 import { UpstreamPools } from './upstream/pools.ts';
 import { UpstreamProxy } from './upstream/proxy.ts';
 import { TokenCounter } from './upstream/count-tokens.ts';
+import { ComfyHealth } from './media/comfy-health.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { ModelCatalog } from './routing/catalog.ts';
 import { Callers } from './routes/caller.ts';
@@ -57,6 +58,8 @@ export class Gateway {
   readonly discovery: Discovery;
   readonly proxy: UpstreamProxy;
   readonly tokenCounter: TokenCounter;
+  /** ComfyUI backends: executor watchdog and inventory (from /object_info). */
+  readonly comfy = new ComfyHealth();
   readonly users: UsersRepo;
   readonly ipAliases: IpAliasesRepo;
   readonly authenticator: Authenticator;
@@ -125,6 +128,7 @@ export class Gateway {
       this.catalog.invalidate();
       this.scheduler.removeBackend(name);
       this.pools.retire(name);
+      this.comfy.forget(name);
     });
     this.discovery = new Discovery({
       registry: this.registry,
@@ -137,6 +141,7 @@ export class Gateway {
       saveModels: (backend, models) => this.modelCache.save(backend, models),
       onError: (backend, error) => this.metrics.discoveryError(backend, error.kind),
       log: this.log,
+      comfy: this.comfy,
     });
     this.proxy = new UpstreamProxy({
       registry: this.registry,
@@ -162,6 +167,7 @@ export class Gateway {
       isOpen: () => this.authenticator.isOpen(),
       aliasCollisions: () => this.catalog.collisions(),
       aliasPatterns: () => this.catalog.patterns(),
+      mediaInventory: (name) => this.comfy.inventory(name),
       configSource: this.configSource,
       reloadProblems: () => this.problems,
       startedAt: this.startedAt,

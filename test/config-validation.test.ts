@@ -209,3 +209,11 @@ test('reasoning rules, alias defaults and sampling defaults are checked by key p
     'backends[0].sampling_defaults.stream', 'reasoning_rules[1].mechanism', 'reasoning_rules[2].model',
   ]);
 });
+
+test('comfyui knobs only on comfyui backends; a comfyui box runs one prompt at a time unless told', () => {
+  const bad = validateConfig({ backends: [{ name: 'llm', url: 'http://127.0.0.1:1', stuck_after_s: 60 }, { name: 'c', url: 'http://127.0.0.1:2', type: 'comfyui', stuck_after_s: 0 }] });
+  assert.equal(bad.ok, false);
+  assert.deepEqual(bad.ok ? [] : bad.problems.map((p) => p.path).sort(), ['backends[0].stuck_after_s', 'backends[1].stuck_after_s']);
+  const good = validateConfig({ backends: [{ name: 'c', url: 'http://127.0.0.1:2', type: 'comfyui', stuck_after_s: 120 }] });
+  assert.ok(good.ok, JSON.stringify(good));
+});

@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { describeError } from './errors.ts';
+import type { ComfyHealth } from '../media/comfy-health.ts';
 import { probeBackend, ProbeError } from './probe.ts';
 import type { BackendRegistry } from './registry.ts';
 import type { BackendError, ModelInfo } from './types.ts';
@@ -15,6 +16,8 @@ export interface DiscoveryDeps {
   onError?: (backend: string, error: Omit<BackendError, 'since'>) => void;
   log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
   probeTimeoutMs?: number;
+  /** ComfyUI backends' queue watchdog and inventory. */
+  comfy?: ComfyHealth;
   now?: () => number;
 }
 
@@ -94,7 +97,7 @@ export class Discovery {
     if (!backend || !backend.spec.enabled) return;
     const spec = backend.spec;
     try {
-      const models = await probeBackend(spec, this.deps.dispatcherFor(spec), this.deps.probeTimeoutMs ?? 5000);
+      const models = await probeBackend(spec, this.deps.dispatcherFor(spec), this.deps.probeTimeoutMs ?? 5000, this.deps.comfy);
       if (registry.get(name)?.spec !== spec) return; // reconfigured meanwhile
       const stable = keepCreatedStable(backend.models, models, (this.deps.now ?? Date.now)());
       const wasHealthy = backend.healthy;

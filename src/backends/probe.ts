@@ -1,6 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { basePath } from '../upstream/pools.ts';
+import { ComfyHealth, ExecutorStuck } from '../media/comfy-health.ts';
 import { anthropicOwnHeaders } from './anthropic.ts';
 import { kindForStatus } from './errors.ts';
 import { parseModelList } from './model-list.ts';
@@ -29,9 +30,10 @@ const LIST_REFUSED = new Set([401, 403, 404]);
  * will not list its models to this credential (a Claude subscription token cannot) but has a
  * configured `models:` list is up with that list. Throws ProbeError or a network error.
  */
-export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, timeoutMs: number): Promise<ModelInfo[]> {
+export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, timeoutMs: number, comfy?: ComfyHealth): Promise<ModelInfo[]> {
   const path = spec.type === 'comfyui' ? '/system_stats' : spec.type === 'anthropic' ? '/v1/models?limit=1000' : '/v1/models';
-  const res = await request(`${new URL(spec.url).origin}${basePath(spec.url)}${path}`, {
+  const base = `${new URL(spec.url).origin}${basePath(spec.url)}`;
+  const res = await request(`${base}${path}`, {
     method: 'GET',
     dispatcher,
     headers: { accept: 'application/json', ...credentialHeaders(spec) },
@@ -42,7 +44,15 @@ export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, ti
   if (res.statusCode !== 200) {
     throw new ProbeError(kindForStatus(res.statusCode), res.statusCode, `GET ${path} answered ${res.statusCode}: ${text.slice(0, 200)}`);
   }
-  if (spec.type === 'comfyui') return [];
+  if (spec.type === 'comfyui') {
+    try {
+      await comfy?.check(spec, base, dispatcher, timeoutMs);
+    } catch (err) {
+      if (err instanceof ExecutorStuck) throw new ProbeError('exec_stuck', undefined, err.message);
+      throw new ProbeError('upstream', 200, `ComfyUI answered /system_stats but not its queue or node list: ${(err as Error).message}`);
+    }
+    return [];
+  }
   let body: unknown;
   try {
     body = JSON.parse(text);

@@ -74,7 +74,8 @@ export class BackendRegistry {
       }
     }
     for (const spec of specs) {
-      const cap = spec.max_concurrent ?? globalCap;
+      // a ComfyUI box runs one prompt at a time: more in flight would only queue on it, invisible to the scheduler
+      const cap = spec.max_concurrent ?? (spec.type === 'comfyui' ? 1 : globalCap);
       const existing = this.backends.get(spec.name);
       if (!existing) {
         this.backends.set(spec.name, {

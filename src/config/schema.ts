@@ -59,8 +59,12 @@ const backendSchema = {
     responses: { enum: ['native', 'translate'] },
     sampling_defaults: { type: 'object', hint: 'must be a map of request field to default value' },
     reasoning_as_content: { enum: ['think_tags'] },
+    stuck_after_s: { type: 'number', exclusiveMinimum: 0 },
   },
 } as const;
+
+/** Options only a comfyui backend reads. */
+const COMFY_ONLY = ['stuck_after_s'] as const;
 
 const aliasDefaultsSchema = {
   type: 'object',
@@ -347,6 +351,9 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
   }
   if (b.auth_mode === 'subscription' && b.api_key === undefined && b.enabled !== false) {
     problems.push({ path: childPath(path, 'api_key'), message: 'auth_mode subscription needs the token from `claude setup-token` as api_key' });
+  }
+  for (const key of COMFY_ONLY) {
+    if (b[key] !== undefined && type !== 'comfyui') problems.push({ path: childPath(path, key), message: 'only backends of type comfyui have this option' });
   }
   if (b.prompt_cache !== undefined && type !== 'openai') {
     problems.push({ path: childPath(path, 'prompt_cache'), message: 'only backends of type openai translate cache_control (anthropic backends get it as sent)' });

@@ -36,6 +36,10 @@ export interface BackendSpec {
   sampling_defaults?: Record<string, unknown>;
   /** `think_tags`: reasoning re-labelled as `<think>…</think>` content for clients that show only content. */
   reasoning_as_content?: 'think_tags';
+
+  // comfyui backends
+  /** The same head prompt pending with an idle executor this long (and on two checks) marks the box down `exec_stuck` (default 90). */
+  stuck_after_s?: number;
 }
 
 /** Per-alias settings beside the alias table (`alias_defaults` in config.yaml). */

@@ -7,6 +7,7 @@ import type { BackendState } from '../backends/registry.ts';
 import type { ConfigProblem } from '../config/load.ts';
 import type { AliasCollision } from '../routing/resolve.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
+import type { MediaInventory } from '../media/inventory.ts';
 
 /** What /health reads; the gateway provides it. */
 export interface HealthView {
@@ -16,6 +17,8 @@ export interface HealthView {
   aliasCollisions(): AliasCollision[];
   /** Glob aliases, most specific first (they are not listed in /v1/models). */
   aliasPatterns(): { pattern: string; target: unknown }[];
+  /** A ComfyUI backend's inventory, as last read. */
+  mediaInventory(backend: string): MediaInventory | undefined;
   configSource: string;
   /** Problems of the last rejected reload (the previous config stays in force). */
   reloadProblems(): ConfigProblem[];
@@ -77,6 +80,7 @@ export function fullHealth(view: HealthView) {
       speed: s?.speed ?? null,
       last_type_key: s?.lastTypeKey ?? null,
       discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
+      ...(b.spec.type === 'comfyui' ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
     }];
   }));
   return {
@@ -94,4 +98,10 @@ export function fullHealth(view: HealthView) {
     alias_collisions: view.aliasCollisions(),
     alias_patterns: view.aliasPatterns(),
   };
+}
+
+/** How many of each model file a ComfyUI box offers (null before its first /object_info). */
+function inventoryCounts(inv: MediaInventory | undefined) {
+  if (!inv) return null;
+  return { checkpoints: inv.checkpoints.length, unets: inv.unets.length, vaes: inv.vaes.length, clips: inv.clips.length, loras: inv.loras.length, node_classes: inv.classes.length };
 }
