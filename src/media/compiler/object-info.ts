@@ -1,0 +1,91 @@
+/**
+ * Reading `/object_info`: what type an input has, whether it is required, what a combo allows,
+ * which classes are output nodes, which LoRAs a server has. Both combo spellings are read:
+ * the legacy `[[option, …], {…}]` and the newer `["COMBO", { options: […] }]`.
+ */
+import type { InputSpec, NodeClassInfo, ObjectInfo } from './types.ts';
+
+/** How a widget value is typed; `socket` is a link-only input (MODEL, IMAGE, …). */
+export type ValueKind = 'INT' | 'FLOAT' | 'BOOLEAN' | 'STRING' | 'COMBO' | 'socket';
+
+export interface InputDecl {
+  name: string;
+  /** The declared type name (`INT`, `IMAGE`, `COMBO`, …); `COMBO` for a legacy list. */
+  type: string;
+  kind: ValueKind;
+  required: boolean;
+  options: Record<string, unknown>;
+  /** A combo's choices (possibly empty: a server with no LoRAs lists none). */
+  choices?: unknown[];
+}
+
+const WIDGET_KINDS = new Set(['INT', 'FLOAT', 'BOOLEAN', 'STRING', 'COMBO']);
+
+export function classInfo(objectInfo: ObjectInfo | undefined, classType: string): NodeClassInfo | undefined {
+  if (!objectInfo || !Object.hasOwn(objectInfo, classType)) return undefined;
+  return objectInfo[classType];
+}
+
+function declOf(name: string, spec: InputSpec, required: boolean): InputDecl {
+  const [head, opts] = spec;
+  const options = (opts ?? {}) as Record<string, unknown>;
+  if (Array.isArray(head)) return { name, type: 'COMBO', kind: 'COMBO', required, options, choices: head };
+  const type = typeof head === 'string' ? head : String(head);
+  if (type === 'COMBO') {
+    const choices = Array.isArray(options.options) ? options.options : [];
+    return { name, type, kind: 'COMBO', required, options, choices };
+  }
+  return { name, type, kind: WIDGET_KINDS.has(type) ? (type as ValueKind) : 'socket', required, options };
+}
+
+/** The declaration of `field` on a class, or undefined when the class does not declare it. */
+export function inputDecl(info: NodeClassInfo, field: string): InputDecl | undefined {
+  const req = info.input?.required;
+  if (req && Object.hasOwn(req, field)) return declOf(field, req[field], true);
+  const opt = info.input?.optional;
+  if (opt && Object.hasOwn(opt, field)) return declOf(field, opt[field], false);
+  return undefined;
+}
+
+/** Every declared input, required first, in `input_order` where the dump has it. */
+export function inputDecls(info: NodeClassInfo): InputDecl[] {
+  const out: InputDecl[] = [];
+  for (const group of ['required', 'optional'] as const) {
+    const specs = info.input?.[group] ?? {};
+    const order = info.input_order?.[group] ?? Object.keys(specs);
+    for (const name of order) if (Object.hasOwn(specs, name)) out.push(declOf(name, specs[name], group === 'required'));
+  }
+  return out;
+}
+
+/** Does a value of type `a` fit a socket of type `b`? `*` is ComfyUI's any; `A,B` is a union. */
+export function typesMatch(a: string, b: string): boolean {
+  if (a === '*' || b === '*') return true;
+  const left = a.split(',');
+  return b.split(',').some((t) => left.includes(t));
+}
+
+/**
+ * The LoRA files a server offers: the union of the `lora_name` / `lora_NN` combo choices of
+ * every class that has one (core loaders, hook loaders, rgthree's stack when installed).
+ * `None` is rgthree's "empty slot", not a file, so it is left out.
+ */
+export function installedLoras(objectInfo: ObjectInfo): string[] {
+  const names = new Set<string>();
+  for (const info of Object.values(objectInfo)) {
+    for (const decl of inputDecls(info)) {
+      if (!/^lora_(name|\d+)$/.test(decl.name) || !decl.choices) continue;
+      for (const choice of decl.choices) if (typeof choice === 'string' && choice !== 'None') names.add(choice);
+    }
+  }
+  return [...names].sort();
+}
+
+/** An image loader: `LoadImage`, `LoadImageMask`, and any custom class with `LoadImage` in its name. */
+export function isImageLoaderClass(classType: string): boolean {
+  return classType.includes('LoadImage');
+}
+
+export function isMaskLoaderClass(classType: string): boolean {
+  return classType.includes('LoadImageMask');
+}
