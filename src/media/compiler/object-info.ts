@@ -3,6 +3,7 @@
  * which classes are output nodes, which LoRAs a server has. Both combo spellings are read:
  * the legacy `[[option, …], {…}]` and the newer `["COMBO", { options: […] }]`.
  */
+import { inventoryOf } from '../inventory.ts';
 import type { InputSpec, NodeClassInfo, ObjectInfo } from './types.ts';
 
 /** How a widget value is typed; `socket` is a link-only input (MODEL, IMAGE, …). */
@@ -71,14 +72,7 @@ export function typesMatch(a: string, b: string): boolean {
  * `None` is rgthree's "empty slot", not a file, so it is left out.
  */
 export function installedLoras(objectInfo: ObjectInfo): string[] {
-  const names = new Set<string>();
-  for (const info of Object.values(objectInfo)) {
-    for (const decl of inputDecls(info)) {
-      if (!/^lora_(name|\d+)$/.test(decl.name) || !decl.choices) continue;
-      for (const choice of decl.choices) if (typeof choice === 'string' && choice !== 'None') names.add(choice);
-    }
-  }
-  return [...names].sort();
+  return inventoryOf(objectInfo).loras;
 }
 
 /** An image loader: `LoadImage`, `LoadImageMask`, and any custom class with `LoadImage` in its name. */
