@@ -16,18 +16,18 @@
  * finished but lost its `[DONE]` is closed by `end()`; one that broke gets `abortFrames()`
  * (the open block's stop, nothing that would claim a complete answer) before the error event.
  *
- * Hot path: each chunk is parsed once; delta frames are built from constant prefixes.
+ * Hot path: each chunk is parsed once (by ChatStreamReader, which also keeps the usage and the
+ * tool-call bookkeeping); delta frames are built from constant prefixes.
  */
-import { usageFromLlamaCppTimings } from '../../backends/llama-cpp.ts';
 import type { SseEvent } from '../../upstream/sse.ts';
-import { estimatedUsage, streamSummary, type StreamSummary, type UsageSource } from '../../upstream/stream-usage.ts';
+import type { StreamSummary } from '../../upstream/stream-usage.ts';
 import type { StreamTranslator } from '../../upstream/surface.ts';
-import { usageFromOpenAI, type Usage } from '../../upstream/usage.ts';
+import { ChatStreamReader, inStreamErrorStatus, type PendingCall } from '../chat-stream-reader.ts';
 import { anthropicErrorFromUpstream } from './errors.ts';
 import { messageId, toolUseId } from './ids.ts';
 import { reportedStopSequence, stopInfo } from './stop-reason.ts';
 import { anthropicEvent, blockStopFrame, deltaFrame, MESSAGE_STOP_FRAME } from './stream-frames.ts';
-import { isObject, type Json } from './types.ts';
+import type { Json } from './types.ts';
 import { anthropicUsage, messageUsage } from './usage.ts';
 
 export { anthropicErrorEvent, anthropicEvent } from './stream-frames.ts';
@@ -53,18 +53,11 @@ export interface ChatToMessagesStreamOptions {
 
 type BlockKind = 'thinking' | 'text' | 'tool_use';
 
-/** A tool call seen before its name: its block cannot start yet. */
-interface PendingCall {
-  id?: string;
-  name?: string;
-  args: string;
-  sawArgs: boolean;
-}
-
 export class ChatToMessagesStream implements StreamTranslator {
   private readonly opts: ChatToMessagesStreamOptions;
+  /** What the chat chunks say; this class only writes the Messages events for it. */
+  private readonly reader: ChatStreamReader;
   private started = false;
-  private sawDone = false;
   /** message_delta and message_stop went out. */
   private closed = false;
   private aborted = false;
@@ -73,38 +66,25 @@ export class ChatToMessagesStream implements StreamTranslator {
   private blockCount = 0;
   private open: BlockKind | undefined;
   private openIndex = -1;
-  /** The chat tool-call index whose tool_use block is open. */
-  private openCall = -1;
-  private lastCall = -1;
-  private lastCallId: string | undefined;
-  private readonly pending = new Map<number, PendingCall>();
-  private readonly closedCalls = new Set<number>();
   private toolBlocks = 0;
-
-  private finishReason: string | undefined;
   private matchedSequence: string | undefined;
-  private reported: Usage | undefined;
-  private fromTimings: Usage | undefined;
-  private firstTokenAt: number | undefined;
-  private contentChunks = 0;
-  private backendModel: string | undefined;
-  /**
-   * Arguments fragments of a call whose block was already closed (another call or text came in
-   * between): the protocol has no way to reopen a block, so they are dropped and counted. No
-   * known backend interleaves calls; a non-zero count says one does.
-   */
-  lateToolFragments = 0;
 
   constructor(opts: ChatToMessagesStreamOptions) {
     this.opts = opts;
+    this.reader = new ChatStreamReader({ now: opts.now, promptTokenEstimate: opts.promptTokenEstimate });
   }
 
   get ended(): boolean {
-    return this.sawDone;
+    return this.reader.sawDone;
+  }
+
+  /** Arguments fragments dropped because their call's block was closed already (see ChatStreamReader). */
+  get lateToolFragments(): number {
+    return this.reader.lateToolFragments;
   }
 
   finishedWithoutMarker(): boolean {
-    return this.finishReason !== undefined && this.failure === undefined;
+    return this.reader.finishReason !== undefined && this.failure === undefined;
   }
 
   /**
@@ -125,40 +105,28 @@ export class ChatToMessagesStream implements StreamTranslator {
   }
 
   onEvent(ev: SseEvent): Buffer | null {
-    if (this.sawDone || this.closed || this.aborted || this.failure) return null;
-    const data = ev.data;
-    // half an event cut off by the end of the stream is garbage, unless it is the end marker
-    if (ev.incomplete && data !== '[DONE]') return null;
-    // comments and pings: the gateway's own keep-alive covers the client, without committing it to this backend
-    if (data === '') return null;
+    const r = this.reader;
+    if (r.sawDone || this.closed || this.aborted || this.failure) return null;
+    const read = r.read(ev);
+    if (read === 'skip') return null;
+    if (read === 'error') {
+      this.fail(r.chunk, ev.data);
+      return null;
+    }
     const out: string[] = [];
-    if (data === '[DONE]') {
-      this.sawDone = true;
+    if (read === 'done') {
       this.start(undefined, out);
       this.finish(out);
       return bytes(out);
     }
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return null;
-    }
-    if (!isObject(chunk)) return null;
-    if (chunk.error !== undefined && chunk.error !== null) {
-      this.fail(chunk, data);
-      return null;
-    }
-    this.start(chunk, out);
-    this.learn(chunk);
-    const choices = chunk.choices;
-    if (Array.isArray(choices) && isObject(choices[0])) this.onChoice(choices[0], chunk, out);
+    this.start(r.chunk, out);
+    if (r.choice) this.onChoice(r.choice, r.chunk, out);
     return bytes(out);
   }
 
   /** Closing bytes for a stream that finished (a finish reason came) but lost its `[DONE]`; null otherwise. */
   end(): Buffer | null {
-    if (this.closed || this.aborted || this.failure || this.finishReason === undefined) return null;
+    if (this.closed || this.aborted || this.failure || this.reader.finishReason === undefined) return null;
     const out: string[] = [];
     this.start(undefined, out);
     this.finish(out);
@@ -178,17 +146,7 @@ export class ChatToMessagesStream implements StreamTranslator {
   }
 
   summary(): StreamSummary {
-    const { usage, source } = this.bestUsage();
-    return streamSummary({
-      usage, usageSource: source, contentChunks: this.contentChunks, sawDone: this.sawDone,
-      firstTokenAt: this.firstTokenAt, finishReason: this.finishReason, model: this.backendModel,
-    });
-  }
-
-  private bestUsage(): { usage: Usage; source: UsageSource } {
-    if (this.reported) return { usage: this.reported, source: 'reported' };
-    if (this.fromTimings) return { usage: this.fromTimings, source: 'timings' };
-    return { usage: estimatedUsage(this.opts.promptTokenEstimate, this.contentChunks), source: 'estimated' };
+    return this.reader.summary();
   }
 
   private start(chunk: Json | undefined, out: string[]): void {
@@ -212,38 +170,18 @@ export class ChatToMessagesStream implements StreamTranslator {
     }));
   }
 
-  private learn(chunk: Json): void {
-    if (this.backendModel === undefined && typeof chunk.model === 'string') this.backendModel = chunk.model;
-    if (isObject(chunk.usage)) this.reported = usageFromOpenAI(chunk) ?? this.reported;
-    if (isObject(chunk.timings)) this.fromTimings = usageFromLlamaCppTimings(chunk.timings) ?? this.fromTimings;
-  }
-
   private onChoice(choice: Json, chunk: Json, out: string[]): void {
-    const delta = choice.delta;
-    if (isObject(delta)) {
-      let carried = false;
-      // newer vLLM sends the same text as both `reasoning_content` and `reasoning`: take one
-      const reasoning = nonEmpty(delta.reasoning_content) ?? nonEmpty(delta.reasoning);
-      if (reasoning !== undefined) {
-        this.append('thinking', reasoning, out);
-        carried = true;
-      }
-      const text = nonEmpty(delta.content);
-      if (text !== undefined) {
-        this.append('text', text, out);
-        carried = true;
-      }
-      if (Array.isArray(delta.tool_calls)) {
-        for (const call of delta.tool_calls) if (isObject(call) && this.onToolCall(call, out)) carried = true;
-      }
-      if (carried) {
-        this.contentChunks += 1;
-        if (this.firstTokenAt === undefined) this.firstTokenAt = this.opts.now();
+    const r = this.reader;
+    if (r.reasoning !== undefined) this.append('thinking', r.reasoning, out);
+    if (r.text !== undefined) this.append('text', r.text, out);
+    if (r.toolCalls) {
+      for (const call of r.toolCalls) {
+        const step = r.toolCall(call);
+        if (typeof step === 'string') out.push(deltaFrame(this.openIndex, 'input_json_delta', step));
+        else if (step) this.openToolBlock(step, out);
       }
     }
-    const finish = choice.finish_reason;
-    if (typeof finish === 'string' && finish !== '') {
-      this.finishReason = finish;
+    if (r.finish !== undefined) {
       this.matchedSequence = reportedStopSequence(choice, chunk, this.opts.stopSequences) ?? this.matchedSequence;
       this.closeBlocks(out);
     }
@@ -257,53 +195,10 @@ export class ChatToMessagesStream implements StreamTranslator {
     out.push(deltaFrame(this.openIndex, kind === 'thinking' ? 'thinking_delta' : 'text_delta', fragment));
   }
 
-  /** Returns whether the fragment carried a name or arguments (a content chunk for the summary). */
-  private onToolCall(call: Json, out: string[]): boolean {
-    const index = this.callIndex(call);
-    const fn = isObject(call.function) ? call.function : undefined;
-    const name = typeof fn?.name === 'string' ? fn.name : '';
-    const rawArgs = fn?.arguments;
-    const args = typeof rawArgs === 'string' ? rawArgs : isObject(rawArgs) ? JSON.stringify(rawArgs) : undefined;
-    const carried = name !== '' || (args !== undefined && args !== '');
-    if (this.open === 'tool_use' && this.openCall === index) {
-      if (args !== undefined) out.push(deltaFrame(this.openIndex, 'input_json_delta', args));
-      return carried;
-    }
-    if (this.closedCalls.has(index)) {
-      if (carried) this.lateToolFragments += 1;
-      return carried;
-    }
-    let pending = this.pending.get(index);
-    if (!pending) {
-      pending = { args: '', sawArgs: false };
-      this.pending.set(index, pending);
-    }
-    if (pending.id === undefined && typeof call.id === 'string' && call.id !== '') pending.id = call.id;
-    if (pending.name === undefined && name !== '') pending.name = name;
-    if (args !== undefined) {
-      pending.args += args;
-      pending.sawArgs = true;
-    }
-    if (pending.name !== undefined) this.openToolBlock(index, pending, out);
-    return carried;
-  }
-
-  /** The call's `index`; a server that sends none starts a new call with each new id. */
-  private callIndex(call: Json): number {
-    let index: number;
-    if (typeof call.index === 'number') index = call.index;
-    else if (typeof call.id === 'string' && call.id !== '' && call.id !== this.lastCallId) index = this.lastCall + 1;
-    else index = Math.max(this.lastCall, 0);
-    if (typeof call.id === 'string' && call.id !== '') this.lastCallId = call.id;
-    this.lastCall = index;
-    return index;
-  }
-
-  private openToolBlock(index: number, call: PendingCall, out: string[]): void {
+  private openToolBlock(call: PendingCall, out: string[]): void {
     this.closeOpen(out);
-    this.pending.delete(index);
+    this.reader.startCall(call);
     this.openBlock('tool_use', { type: 'tool_use', id: toolUseId(call.id), name: call.name ?? '', input: {} }, out);
-    this.openCall = index;
     this.toolBlocks += 1;
     if (call.sawArgs) out.push(deltaFrame(this.openIndex, 'input_json_delta', call.args));
   }
@@ -318,10 +213,7 @@ export class ChatToMessagesStream implements StreamTranslator {
   private closeOpen(out: string[]): void {
     if (this.open === undefined) return;
     if (this.open === 'thinking') out.push(deltaFrame(this.openIndex, 'signature_delta', UNSIGNED_THINKING_SIGNATURE));
-    if (this.open === 'tool_use') {
-      this.closedCalls.add(this.openCall);
-      this.openCall = -1;
-    }
+    if (this.open === 'tool_use') this.reader.closeCall();
     out.push(blockStopFrame(this.openIndex));
     this.open = undefined;
   }
@@ -332,38 +224,29 @@ export class ChatToMessagesStream implements StreamTranslator {
    */
   private closeBlocks(out: string[]): void {
     this.closeOpen(out);
-    if (this.pending.size === 0) return;
-    const nameless = [...this.pending.entries()].filter(([, call]) => call.args !== '').sort(([a], [b]) => a - b);
-    this.pending.clear();
-    for (const [index, call] of nameless) {
-      this.openToolBlock(index, call, out);
+    for (const call of this.reader.namelessCalls()) {
+      this.openToolBlock(call, out);
       this.closeOpen(out);
     }
   }
 
   private finish(out: string[]): void {
     this.closeBlocks(out);
-    const stop = stopInfo(this.finishReason, this.matchedSequence, this.toolBlocks > 0);
+    const stop = stopInfo(this.reader.finishReason, this.matchedSequence, this.toolBlocks > 0);
     out.push(anthropicEvent('message_delta', {
       type: 'message_delta',
       delta: { stop_reason: stop.stop_reason, stop_sequence: stop.stop_sequence },
-      usage: anthropicUsage(this.bestUsage().usage),
+      usage: anthropicUsage(this.reader.bestUsage().usage),
     }));
     out.push(MESSAGE_STOP_FRAME);
     this.closed = true;
   }
 
   private fail(chunk: Json, data: string): void {
-    const error = isObject(chunk.error) ? chunk.error : {};
-    const code = typeof error.code === 'number' ? error.code : typeof error.status === 'number' ? error.status : undefined;
-    const status = code !== undefined && Number.isInteger(code) && code >= 400 && code < 600 ? code : 500;
+    const status = inStreamErrorStatus(chunk.error);
     const body = anthropicErrorFromUpstream(status, data);
     this.failure = { status, error: body.error };
   }
-}
-
-function nonEmpty(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function bytes(out: string[]): Buffer | null {

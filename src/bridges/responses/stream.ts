@@ -19,13 +19,13 @@
  * `failureFrames()`: `response.failed` with the output so far, in sequence, never a
  * `response.completed`: the answer is not complete and must not look it.
  *
- * Hot path: each chunk is parsed once; delta frames are built from constant pieces.
+ * Hot path: each chunk is parsed once (by ChatStreamReader, which also keeps the usage and the
+ * tool-call bookkeeping); delta frames are built from constant pieces.
  */
-import { usageFromLlamaCppTimings } from '../../backends/llama-cpp.ts';
 import type { SseEvent } from '../../upstream/sse.ts';
-import { estimatedUsage, streamSummary, type StreamSummary, type UsageSource } from '../../upstream/stream-usage.ts';
+import type { StreamSummary } from '../../upstream/stream-usage.ts';
 import type { StreamTranslator } from '../../upstream/surface.ts';
-import { usageFromOpenAI, type Usage } from '../../upstream/usage.ts';
+import { ChatStreamReader, inStreamErrorStatus, type PendingCall } from '../chat-stream-reader.ts';
 import { newCallId } from './ids.ts';
 import { finishStatus, reasoningTokensOf, responseObject, responsesUsage, type ResponseOpts, type ResponseState } from './response-object.ts';
 import { StreamOutput } from './stream-output.ts';
@@ -40,13 +40,6 @@ export interface ChatToResponsesStreamOptions extends ResponseOpts {
   promptTokenEstimate: number;
 }
 
-/** A tool call seen before its name: its item cannot start yet. */
-interface PendingCall {
-  id?: string;
-  name?: string;
-  args: string;
-}
-
 interface Failure {
   status: number;
   code: string;
@@ -55,46 +48,33 @@ interface Failure {
 
 export class ChatToResponsesStream implements StreamTranslator {
   private readonly opts: ChatToResponsesStreamOptions;
+  /** What the chat chunks say; this class only writes the Responses events for it. */
+  private readonly reader: ChatStreamReader;
   private readonly output = new StreamOutput();
   private started = false;
-  private sawDone = false;
   /** The final event (completed / incomplete) went out. */
   private closed = false;
   /** `response.failed` went out. */
   private failedWith: Json | undefined;
   private failure: Failure | undefined;
-
-  /** The chat tool-call index whose item is open. */
-  private openCall = -1;
-  private lastCall = -1;
-  private lastCallId: string | undefined;
-  private readonly pending = new Map<number, PendingCall>();
-  private readonly closedCalls = new Set<number>();
-
-  private finishReason: string | undefined;
-  private reported: Usage | undefined;
-  private fromTimings: Usage | undefined;
   private reasoningTokens = 0;
-  private firstTokenAt: number | undefined;
-  private contentChunks = 0;
-  private backendModel: string | undefined;
-  /**
-   * Arguments fragments of a call whose item was already closed (another call or text came in
-   * between): an item cannot be reopened, so they are dropped and counted. No known backend
-   * interleaves calls; a non-zero count says one does.
-   */
-  lateToolFragments = 0;
 
   constructor(opts: ChatToResponsesStreamOptions) {
     this.opts = opts;
+    this.reader = new ChatStreamReader({ now: opts.now, promptTokenEstimate: opts.promptTokenEstimate, refusals: true });
   }
 
   get ended(): boolean {
-    return this.sawDone;
+    return this.reader.sawDone;
+  }
+
+  /** Arguments fragments dropped because their call's item was closed already (see ChatStreamReader). */
+  get lateToolFragments(): number {
+    return this.reader.lateToolFragments;
   }
 
   finishedWithoutMarker(): boolean {
-    return this.finishReason !== undefined && this.failure === undefined;
+    return this.reader.finishReason !== undefined && this.failure === undefined;
   }
 
   /**
@@ -108,39 +88,29 @@ export class ChatToResponsesStream implements StreamTranslator {
   }
 
   onEvent(ev: SseEvent): Buffer | null {
-    if (this.sawDone || this.closed || this.failedWith || this.failure) return null;
-    const data = ev.data;
-    // half an event cut off by the end of the stream is garbage, unless it is the end marker
-    if (ev.incomplete && data !== '[DONE]') return null;
-    // comments and pings: the gateway's own keep-alive covers the client, without committing it to this backend
-    if (data === '') return null;
+    const r = this.reader;
+    if (r.sawDone || this.closed || this.failedWith || this.failure) return null;
+    const read = r.read(ev);
+    if (read === 'skip') return null;
+    if (read === 'error') {
+      this.fail(r.chunk.error);
+      return null;
+    }
     const out: string[] = [];
-    if (data === '[DONE]') {
-      this.sawDone = true;
+    if (read === 'done') {
       this.finish(out);
       return bytes(out);
     }
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return null;
-    }
-    if (!isObject(chunk)) return null;
-    if (chunk.error !== undefined && chunk.error !== null) {
-      this.fail(chunk.error);
-      return null;
-    }
     this.start(out);
-    this.learn(chunk);
-    const choices = chunk.choices;
-    if (Array.isArray(choices) && isObject(choices[0])) this.onChoice(choices[0], out);
+    // the Responses usage splits out reasoning tokens; the reader keeps only the chat counts
+    this.reasoningTokens = reasoningTokensOf(r.chunk) || this.reasoningTokens;
+    if (r.choice) this.onChoice(out);
     return bytes(out);
   }
 
   /** Closing bytes for a stream that finished (a finish reason came) but lost its `[DONE]`; null otherwise. */
   end(): Buffer | null {
-    if (this.closed || this.failedWith || this.failure || this.finishReason === undefined) return null;
+    if (this.closed || this.failedWith || this.failure || this.reader.finishReason === undefined) return null;
     const out: string[] = [];
     this.finish(out);
     return bytes(out);
@@ -167,17 +137,7 @@ export class ChatToResponsesStream implements StreamTranslator {
   }
 
   summary(): StreamSummary {
-    const { usage, source } = this.bestUsage();
-    return streamSummary({
-      usage, usageSource: source, contentChunks: this.contentChunks, sawDone: this.sawDone,
-      firstTokenAt: this.firstTokenAt, finishReason: this.finishReason, model: this.backendModel,
-    });
-  }
-
-  private bestUsage(): { usage: Usage; source: UsageSource } {
-    if (this.reported) return { usage: this.reported, source: 'reported' };
-    if (this.fromTimings) return { usage: this.fromTimings, source: 'timings' };
-    return { usage: estimatedUsage(this.opts.promptTokenEstimate, this.contentChunks), source: 'estimated' };
+    return this.reader.summary();
   }
 
   private responseNow(): Json {
@@ -187,18 +147,18 @@ export class ChatToResponsesStream implements StreamTranslator {
   private state(): ResponseState {
     const output = this.output.items;
     if (this.closed) {
-      const finish = finishStatus(this.finishReason);
+      const finish = finishStatus(this.reader.finishReason);
       return { status: finish.status, incompleteDetails: finish.incompleteDetails, output, usage: this.finalUsage() };
     }
     const error = this.failedWith ?? (this.failure && { code: this.failure.code, message: this.failure.message });
     // a failed answer reports usage only if the backend counted it: an estimate would bill a guess
-    const counted = this.reported ?? this.fromTimings;
+    const counted = this.reader.reported ?? this.reader.fromTimings;
     if (error) return { status: 'failed', error, output, usage: counted ? responsesUsage(counted, this.reasoningTokens) : null };
     return { status: 'in_progress', output, usage: null };
   }
 
   private finalUsage(): Json {
-    return responsesUsage(this.bestUsage().usage, this.reasoningTokens);
+    return responsesUsage(this.reader.bestUsage().usage, this.reasoningTokens);
   }
 
   private start(out: string[]): void {
@@ -209,104 +169,40 @@ export class ChatToResponsesStream implements StreamTranslator {
     this.output.event('response.in_progress', { response }, out);
   }
 
-  private learn(chunk: Json): void {
-    if (this.backendModel === undefined && typeof chunk.model === 'string') this.backendModel = chunk.model;
-    if (isObject(chunk.usage)) {
-      this.reported = usageFromOpenAI(chunk) ?? this.reported;
-      this.reasoningTokens = reasoningTokensOf(chunk) || this.reasoningTokens;
+  private onChoice(out: string[]): void {
+    const r = this.reader;
+    if (r.reasoning !== undefined) {
+      this.leaveCall('reasoning');
+      this.output.reasoning(r.reasoning, out);
     }
-    if (isObject(chunk.timings)) this.fromTimings = usageFromLlamaCppTimings(chunk.timings) ?? this.fromTimings;
-  }
-
-  private onChoice(choice: Json, out: string[]): void {
-    const delta = choice.delta;
-    if (isObject(delta)) {
-      let carried = false;
-      // newer vLLM sends the same text as both `reasoning_content` and `reasoning`: take one
-      const reasoning = nonEmpty(delta.reasoning_content) ?? nonEmpty(delta.reasoning);
-      if (reasoning !== undefined) {
-        this.leaveCall('reasoning');
-        this.output.reasoning(reasoning, out);
-        carried = true;
-      }
-      const text = nonEmpty(delta.content);
-      if (text !== undefined) {
-        this.leaveCall('message');
-        this.output.content('output_text', text, out);
-        carried = true;
-      }
-      const refusal = nonEmpty(delta.refusal);
-      if (refusal !== undefined) {
-        this.leaveCall('message');
-        this.output.content('refusal', refusal, out);
-        carried = true;
-      }
-      if (Array.isArray(delta.tool_calls)) {
-        for (const call of delta.tool_calls) if (isObject(call) && this.onToolCall(call, out)) carried = true;
-      }
-      if (carried) {
-        this.contentChunks += 1;
-        if (this.firstTokenAt === undefined) this.firstTokenAt = this.opts.now();
+    if (r.text !== undefined) {
+      this.leaveCall('message');
+      this.output.content('output_text', r.text, out);
+    }
+    if (r.refusal !== undefined) {
+      this.leaveCall('message');
+      this.output.content('refusal', r.refusal, out);
+    }
+    if (r.toolCalls) {
+      for (const call of r.toolCalls) {
+        const step = r.toolCall(call);
+        // an empty fragment writes nothing: `arguments` skips it
+        if (typeof step === 'string') this.output.arguments(step, out);
+        else if (step) this.openCallItem(step, out);
       }
     }
-    const finish = choice.finish_reason;
-    if (typeof finish === 'string' && finish !== '') {
-      this.finishReason = finish;
-      this.closeItems(out);
-    }
+    if (r.finish !== undefined) this.closeItems(out);
   }
 
   /** Another kind of item is about to open: the open call's item closes with it, for good. */
   private leaveCall(next: 'reasoning' | 'message'): void {
-    if (this.openCall === -1 || this.output.openKind === next) return;
-    this.closedCalls.add(this.openCall);
-    this.openCall = -1;
+    if (this.reader.openCall === -1 || this.output.openKind === next) return;
+    this.reader.closeCall();
   }
 
-  /** Returns whether the fragment carried a name or arguments (a content chunk for the summary). */
-  private onToolCall(call: Json, out: string[]): boolean {
-    const index = this.callIndex(call);
-    const fn = isObject(call.function) ? call.function : undefined;
-    const name = typeof fn?.name === 'string' ? fn.name : '';
-    const rawArgs = fn?.arguments;
-    const args = typeof rawArgs === 'string' ? rawArgs : isObject(rawArgs) ? JSON.stringify(rawArgs) : '';
-    const carried = name !== '' || args !== '';
-    if (this.openCall === index) {
-      this.output.arguments(args, out);
-      return carried;
-    }
-    if (this.closedCalls.has(index)) {
-      if (carried) this.lateToolFragments += 1;
-      return carried;
-    }
-    let pending = this.pending.get(index);
-    if (!pending) {
-      pending = { args: '' };
-      this.pending.set(index, pending);
-    }
-    if (pending.id === undefined && typeof call.id === 'string' && call.id !== '') pending.id = call.id;
-    if (pending.name === undefined && name !== '') pending.name = name;
-    pending.args += args;
-    if (pending.name !== undefined) this.openCallItem(index, pending, out);
-    return carried;
-  }
-
-  /** The call's `index`; a server that sends none starts a new call with each new id. */
-  private callIndex(call: Json): number {
-    let index: number;
-    if (typeof call.index === 'number') index = call.index;
-    else if (typeof call.id === 'string' && call.id !== '' && call.id !== this.lastCallId) index = this.lastCall + 1;
-    else index = Math.max(this.lastCall, 0);
-    if (typeof call.id === 'string' && call.id !== '') this.lastCallId = call.id;
-    this.lastCall = index;
-    return index;
-  }
-
-  private openCallItem(index: number, call: PendingCall, out: string[]): void {
-    if (this.openCall !== -1) this.closedCalls.add(this.openCall);
-    this.pending.delete(index);
+  private openCallItem(call: PendingCall, out: string[]): void {
+    this.reader.startCall(call);
     this.output.functionCall(call.id ?? newCallId(), call.name ?? '', out);
-    this.openCall = index;
     this.output.arguments(call.args, out);
   }
 
@@ -316,18 +212,13 @@ export class ChatToResponsesStream implements StreamTranslator {
    * rather than arguments that vanish).
    */
   private closeItems(out: string[]): void {
-    const status = finishStatus(this.finishReason).status;
+    const status = finishStatus(this.reader.finishReason).status;
     this.output.close(status, out);
-    if (this.openCall !== -1) this.closedCalls.add(this.openCall);
-    this.openCall = -1;
-    if (this.pending.size === 0) return;
-    const nameless = [...this.pending.entries()].filter(([, call]) => call.args !== '').sort(([a], [b]) => a - b);
-    this.pending.clear();
-    for (const [index, call] of nameless) {
-      this.openCallItem(index, call, out);
+    this.reader.closeCall();
+    for (const call of this.reader.namelessCalls()) {
+      this.openCallItem(call, out);
       this.output.close(status, out);
-      this.closedCalls.add(index);
-      this.openCall = -1;
+      this.reader.closeCall();
     }
   }
 
@@ -342,17 +233,12 @@ export class ChatToResponsesStream implements StreamTranslator {
   /** `{"error": {"message", "code"|"status"|"type"}}` from the backend: its status (500 when none) and message. */
   private fail(error: unknown): void {
     const e = isObject(error) ? error : {};
-    const numeric = typeof e.code === 'number' ? e.code : typeof e.status === 'number' ? e.status : undefined;
-    const status = numeric !== undefined && Number.isInteger(numeric) && numeric >= 400 && numeric < 600 ? numeric : 500;
+    const status = inStreamErrorStatus(error);
     const message = typeof e.message === 'string' && e.message !== '' ? e.message
       : typeof error === 'string' && error !== '' ? error : `the backend reported an error in the stream (${status})`;
     const rateLimited = status === 429 || e.code === 'rate_limit_exceeded' || e.type === 'rate_limit_exceeded';
     this.failure = { status, code: rateLimited ? 'rate_limit_exceeded' : 'server_error', message };
   }
-}
-
-function nonEmpty(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function bytes(out: string[]): Buffer | null {
