@@ -6,13 +6,13 @@
  * that a broken upstream destroys the client's connection, since a binary body has no way to
  * carry an error (the client sees a truncated body: a short content-length or no last chunk).
  */
-import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
 import { clientResponseHeaders } from './headers.ts';
-import { ClientGone, ClientStalled } from './sse-response.ts';
+import { UpstreamIdleWatch } from './idle-watch.ts';
+import { ClientGone, ClientStalled, drained } from './sse-response.ts';
 
 export interface RawRelayOptions {
   upstream: Dispatcher.ResponseData;
@@ -58,16 +58,7 @@ export async function relayRaw(opts: RawRelayOptions): Promise<RawRelayResult> {
   const captured: Buffer[] = [];
   let capturedBytes = 0;
 
-  let idleTimer: NodeJS.Timeout | undefined;
-  /** True while a write waits for a slow client: that time is not the backend's silence. */
-  let waitingForClient = false;
-  const stalled = () => {
-    if (waitingForClient) {
-      idleTimer?.refresh();
-      return;
-    }
-    upstream.body.destroy(Object.assign(new Error(`no data for ${opts.idleTimeoutMs} ms`), { code: 'UND_ERR_BODY_TIMEOUT' }));
-  };
+  const idle = new UpstreamIdleWatch(upstream.body, opts.idleTimeoutMs);
 
   const writeHead = () => {
     if (headWritten) return;
@@ -88,7 +79,7 @@ export async function relayRaw(opts: RawRelayOptions): Promise<RawRelayResult> {
       if (firstByteAt === undefined) {
         firstByteAt = opts.now();
         opts.onFirstByte();
-        if (opts.idleTimeoutMs > 0) idleTimer = setTimeout(stalled, opts.idleTimeoutMs);
+        idle.start();
       }
       if (capturedBytes < opts.captureBytes) {
         const part = chunk.subarray(0, opts.captureBytes - capturedBytes);
@@ -97,24 +88,17 @@ export async function relayRaw(opts: RawRelayOptions): Promise<RawRelayResult> {
       }
       writeHead();
       bytes += chunk.length;
-      if (!res.write(chunk)) {
-        waitingForClient = true;
-        try {
-          await drained(res, opts.idleTimeoutMs);
-        } finally {
-          waitingForClient = false;
-        }
-      }
+      if (!res.write(chunk)) await idle.clientWait(drained(res, opts.idleTimeoutMs));
       // the backend's silence counts from here: a slow client's drain was not the backend's
-      idleTimer?.refresh();
+      idle.refresh();
     }
-    clearTimeout(idleTimer);
+    idle.stop();
     if (res.destroyed) throw new ClientGone();
     writeHead();
     res.end();
     return result({ kind: 'complete' as const });
   } catch (err) {
-    clearTimeout(idleTimer);
+    idle.stop();
     upstream.body.destroy();
     if (err instanceof ClientStalled) {
       res.destroy();
@@ -132,20 +116,3 @@ export async function relayRaw(opts: RawRelayOptions): Promise<RawRelayResult> {
   }
 }
 
-/** Waits for 'drain', at most `stallMs` (0 = no limit): ClientStalled after that, ClientGone if the client left. */
-function drained(res: ServerResponse, stallMs: number): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const timer = stallMs > 0 ? setTimeout(() => settle(new ClientStalled(stallMs)), stallMs) : undefined;
-    const settle = (err?: Error) => {
-      clearTimeout(timer);
-      res.off('drain', drain);
-      res.off('close', gone);
-      if (err) reject(err);
-      else resolve();
-    };
-    const drain = () => settle();
-    const gone = () => settle(new ClientGone());
-    res.once('drain', drain);
-    res.once('close', gone);
-  });
-}

@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
+import { UpstreamIdleWatch } from './idle-watch.ts';
 import { SseSplitter } from './sse.ts';
 import { ClientGone, ClientStalled, type SseResponse } from './sse-response.ts';
 import type { StreamSummary } from './stream-usage.ts';
@@ -52,22 +53,12 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const captured: Buffer[] = [];
   let capturedBytes = 0;
 
-  // one timer for the whole stream, re-armed per chunk with refresh() (no allocation)
-  let idleTimer: NodeJS.Timeout | undefined;
-  /** True while a write waits for a slow client: that time is not the backend's silence. */
-  let waitingForClient = false;
-  const stalled = () => {
-    if (waitingForClient) {
-      idleTimer?.refresh();
-      return;
-    }
-    upstream.body.destroy(Object.assign(new Error(`no data for ${opts.idleTimeoutMs} ms`), { code: 'UND_ERR_BODY_TIMEOUT' }));
-  };
+  const idle = new UpstreamIdleWatch(upstream.body, opts.idleTimeoutMs);
 
   const firstByte = () => {
     sawFirstByte = true;
     opts.onFirstByte();
-    if (opts.idleTimeoutMs > 0) idleTimer = setTimeout(stalled, opts.idleTimeoutMs);
+    idle.start();
   };
 
   const relay = async (events: ReturnType<SseSplitter['push']>) => {
@@ -85,13 +76,7 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     }
     sse.ensureHead(opts.headers);
     const pending = sse.write(bytes, opts.idleTimeoutMs);
-    if (!pending) return;
-    waitingForClient = true;
-    try {
-      await pending;
-    } finally {
-      waitingForClient = false;
-    }
+    if (pending) await idle.clientWait(pending);
   };
   const result = <T extends object>(r: T) =>
     Object.assign(r, { summary: tap.summary(), captured: captured.length ? Buffer.concat(captured) : undefined });
@@ -101,12 +86,12 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
       if (!sawFirstByte) firstByte();
       await relay(splitter.push(chunk as Buffer));
       // the backend's silence counts from here: processing and a slow client's drain were ours
-      idleTimer?.refresh();
+      idle.refresh();
       if (sse.raw.destroyed) throw new ClientGone();
     }
-    clearTimeout(idleTimer);
+    idle.stop();
     await relay(splitter.flush());
-    clearTimeout(idleTimer);
+    idle.stop();
     const inBand = tap.inBandError?.();
     if (inBand !== undefined) {
       // the upstream said why in an error event of its own
@@ -127,7 +112,7 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     else sse.end();
     return result({ kind: 'complete' as const });
   } catch (err) {
-    clearTimeout(idleTimer);
+    idle.stop();
     upstream.body.destroy();
     if (err instanceof ClientStalled) {
       sse.destroy();

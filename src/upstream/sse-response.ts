@@ -65,20 +65,7 @@ export class SseResponse {
     const res = this.raw;
     this.writes++;
     if (res.write(bytes)) return;
-    return new Promise<void>((resolve, reject) => {
-      const timer = stallMs > 0 ? setTimeout(() => settle(new ClientStalled(stallMs)), stallMs) : undefined;
-      const settle = (err?: Error) => {
-        clearTimeout(timer);
-        res.off('drain', drained);
-        res.off('close', gone);
-        if (err) reject(err);
-        else resolve();
-      };
-      const drained = () => settle();
-      const gone = () => settle(new ClientGone());
-      res.once('drain', drained);
-      res.once('close', gone);
-    });
+    return drained(res, stallMs);
   }
 
   /**
@@ -138,4 +125,25 @@ export class StreamKeepalive {
     if (this.sse.writes === this.seenWrites) this.sse.keepalive(this.frame());
     this.seenWrites = this.sse.writes;
   }
+}
+
+/**
+ * Waits for `res` to drain: rejects with ClientStalled after `stallMs` (0 = no limit), with
+ * ClientGone when the client leaves first.
+ */
+export function drained(res: ServerResponse, stallMs: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const timer = stallMs > 0 ? setTimeout(() => settle(new ClientStalled(stallMs)), stallMs) : undefined;
+    const settle = (err?: Error) => {
+      clearTimeout(timer);
+      res.off('drain', drain);
+      res.off('close', gone);
+      if (err) reject(err);
+      else resolve();
+    };
+    const drain = () => settle();
+    const gone = () => settle(new ClientGone());
+    res.once('drain', drain);
+    res.once('close', gone);
+  });
 }
