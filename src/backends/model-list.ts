@@ -9,6 +9,7 @@
  * `input_cache_write`), Together numbers per million (`pricing.input` / `output`). A negative
  * price (OpenRouter's router pseudo-models say "-1") means unknown, so no pricing.
  */
+import { isObject } from '../json.ts';
 import type { ModelInfo, ModelPricing } from './types.ts';
 
 export interface ModelListFilter {
@@ -118,6 +119,3 @@ function positiveNumber(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
 }
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

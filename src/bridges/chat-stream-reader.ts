@@ -14,6 +14,7 @@
  * Hot path: `read` parses each chunk's JSON once and keeps what it found in fields, reset per
  * chunk, instead of building an object for every chunk.
  */
+import { isObject } from '../json.ts';
 import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
 import type { SseEvent } from '../upstream/sse.ts';
 import { estimatedUsage, streamSummary, type StreamSummary, type UsageSource } from '../upstream/stream-usage.ts';
@@ -21,9 +22,6 @@ import { usageFromOpenAI, type Usage } from '../upstream/usage.ts';
 
 type Json = Record<string, unknown>;
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /**
  * What one SSE event was: `chunk` (its fields are on the reader), `done` (the `[DONE]` marker),

@@ -8,6 +8,7 @@
  * marker. An `error` event (Anthropic's overload mid-stream) fails the call: passed on when the
  * client has had data, held back when it is the first event (the call may still fail over).
  */
+import { isObject, parseObject as parse } from '../json.ts';
 import type { SseEvent } from './sse.ts';
 import { estimatedUsage, streamSummary, type StreamSummary } from './stream-usage.ts';
 import type { StreamTranslator } from './surface.ts';
@@ -92,15 +93,4 @@ export class AnthropicStreamTap implements StreamTranslator {
   }
 }
 
-function parse(data: string): Json | undefined {
-  try {
-    const value: unknown = JSON.parse(data);
-    return isObject(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -5,6 +5,7 @@
  * kept as the call's final answer for the store) and the first token's time from the first
  * delta. Only terminal events and `error` are parsed; a delta costs a string compare.
  */
+import { isObject, parseObject as parse } from '../json.ts';
 import type { SseEvent } from './sse.ts';
 import { estimatedUsage, streamSummary, type StreamSummary } from './stream-usage.ts';
 import type { StreamTranslator } from './surface.ts';
@@ -68,15 +69,4 @@ function describe(error: Json): string {
   return `${String(error.code ?? error.type ?? 'error')}: ${String(error.message ?? 'the backend reported an error')}`;
 }
 
-function parse(data: string): Json | undefined {
-  try {
-    const value: unknown = JSON.parse(data);
-    return isObject(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

@@ -5,6 +5,8 @@
  * `cached_tokens` and `cache_write_tokens` say how much of it was read from / written to a
  * prompt cache.
  */
+import { isObject } from '../json.ts';
+
 export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
@@ -13,12 +15,6 @@ export interface Usage {
   cache_write_tokens?: number;
   /** Upstream-reported cost in USD (OpenRouter `usage.cost`). */
   cost?: number;
-}
-
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** A token count (or cost) as reported: a finite number ≥ 0, else undefined. */

@@ -1,3 +1,4 @@
+import { isObject } from '../../json.ts';
 /**
  * The mechanisms that have to touch the conversation itself: the soft-switch token appended to
  * the last user turn (`nothink_token`) and the prefilled, already-closed think block
@@ -10,9 +11,6 @@
 
 type Json = Record<string, unknown>;
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** `text` with `token` after it, a space between; unchanged if it already ends with the token. */
 export function withToken(text: string, token: string): string {

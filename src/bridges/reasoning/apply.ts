@@ -11,6 +11,7 @@
  * forwards the body as it is. A mechanism whose "on" is the model's own default (`prefill`,
  * `nothink_token` without `on_token`) reports `on:<mechanism>` with no edit: the want is met.
  */
+import { isObject } from '../../json.ts';
 import { messagesWithPrefill, messagesWithToken, promptWithToken } from './apply-messages.ts';
 import type { ReasoningRule, ReasoningWant } from './types.ts';
 
@@ -30,9 +31,6 @@ const DEFAULT_NOTHINK_TOKEN = '/nothink';
 /** OpenAI's effort levels, least to most; used to clamp a level to what a model takes. */
 const EFFORT_ORDER = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function str(params: Params, key: string): string | undefined {
   const v = params[key];

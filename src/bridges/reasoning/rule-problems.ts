@@ -3,6 +3,7 @@
  * (parsed YAML / JSON, not yet trusted). Every problem is reported at once with its key path
  * (`reasoning_rules[1].params.token`), so a user fixes the file in one go.
  */
+import { isObject } from '../../json.ts';
 import { describeValue, keyPath, type KeyPathProblem } from './key-path.ts';
 import { REASONING_MECHANISMS, type ReasoningMechanism } from './types.ts';
 
@@ -30,9 +31,6 @@ const PARAMS: Record<ReasoningMechanism, Record<string, ParamCheck>> = {
   none: {},
 };
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function isMechanism(value: unknown): value is ReasoningMechanism {
   return typeof value === 'string' && (REASONING_MECHANISMS as readonly string[]).includes(value);

@@ -16,6 +16,7 @@
  * Precedence inside one body: the gateway string wins over `reasoning_effort` (it is the more
  * deliberate of the two), except that `reasoning: "on"` takes its level from `reasoning_effort`.
  */
+import { isObject } from '../../json.ts';
 import type { ReasoningIntent } from '../anthropic/types.ts';
 import type { ReasoningWant } from './types.ts';
 
@@ -40,9 +41,6 @@ export interface ReasoningSwitch {
 /** Levels that mean "no reasoning" in OpenAI's vocabulary. */
 const OFF_EFFORTS = new Set(['none', 'minimal']);
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** An effort string as a want, or a problem for `param`. */
 function fromEffort(effort: unknown, param: string): { want?: ReasoningWant; invalid?: { message: string; param: string } } {

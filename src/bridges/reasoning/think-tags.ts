@@ -1,3 +1,4 @@
+import { isObject } from '../../json.ts';
 /**
  * `reasoning_as_content: think_tags`: the backend's separate reasoning field
  * (`reasoning_content` from llama.cpp / vLLM, `reasoning` from Ollama / OpenRouter, newer vLLM
@@ -17,9 +18,6 @@ type Json = Record<string, unknown>;
 const OPEN = '<think>';
 const CLOSE = '</think>';
 
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function nonEmpty(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;

@@ -26,9 +26,7 @@ export type ResponseItem = { type?: string; id?: string } & Record<string, unkno
 
 export type Json = Record<string, unknown>;
 
-export function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export { isObject } from '../../json.ts';
 
 /**
  * Thrown inside the request translation only, and turned into `{ ok: false, error }` at its
