@@ -132,7 +132,8 @@ export class BackgroundResponses {
           const frame = ev.raw.toString('utf8');
           run.frames.push(frame);
           for (const l of run.listeners) l(frame);
-          const seen = this.learn(ev.event, ev.data);
+          // deltas carry no Response: only lifecycle and error events are parsed
+          const seen = ev.event?.endsWith('.delta') ? undefined : this.learn(ev.event, ev.data);
           if (seen) latest = seen;
           const next = statusOf(ev.event);
           if (next !== status && status === 'queued') this.deps.repo.update(job.id, 'in_progress', Object.assign({}, latest, { status: 'in_progress' }), job.history, null, this.deps.now());

@@ -78,7 +78,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
           if (!final || surface.answeredNatively()) return;
           opts.recentItems.remember(owner, final);
           if (internal || parsed.store !== true) return;
-          save(repo, { id, owner, status: statusOf(final), background: false, response: final, history: historyAfter(history ?? [], parsed.input, final), events: null, createdAt, expiresAt: opts.now() + opts.settings().ttlMs }, opts.now());
+          repo.insert({ id, owner, status: statusOf(final), background: false, response: final, history: historyAfter(history ?? [], parsed.input, final), events: null, createdAt, expiresAt: opts.now() + opts.settings().ttlMs }, opts.now());
         },
       };
     }).catch((err: unknown) => {
@@ -163,13 +163,10 @@ function responseNotFound(id: string): GatewayError {
   return new GatewayError({ status: 404, code: 'not_found', param: 'id', message: `Response with id '${id}' not found.` });
 }
 
+/** A stored response's status; one the client never saw finish (the stream broke or they left) failed. */
 function statusOf(response: Record<string, unknown>): StoredResponse['status'] {
   const s = response.status;
-  return s === 'incomplete' || s === 'failed' || s === 'cancelled' ? s : 'completed';
-}
-
-function save(repo: ResponsesRepo, row: StoredResponse, now: number): void {
-  repo.insert(row, now);
+  return s === 'completed' || s === 'incomplete' || s === 'cancelled' ? s : 'failed';
 }
 
 /** The headers a background run passes on: the caller's credential, and who the call log should name. */

@@ -156,8 +156,7 @@ export class TranscriptionSurface extends AudioSurfaceBase {
 
   upstreamRequest(model: string): UpstreamRequest {
     if (this.built?.model !== model) this.built = { model, body: multipartBody(this.call.parts, this.boundary, model) };
-    const contentType = `multipart/form-data; boundary=${this.boundary}`;
-    return { path: this.call.path + this.call.query, body: this.built.body, contentType };
+    return { path: this.call.path + this.call.query, body: this.built.body };
   }
 
   override upstreamHeaders(client: IncomingHttpHeaders, contentLength: number): Record<string, string | string[]> {

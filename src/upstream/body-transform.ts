@@ -21,8 +21,10 @@ export interface BodyTransform {
   edits(parsed: Record<string, unknown>, backend: BackendSpec, model: string): BodyEdits;
 }
 
+const NOTHING: BodyEdits = Object.freeze({});
+
 /** Changes nothing (no switch, no defaults). */
-export const NO_TRANSFORM: BodyTransform = { edits: () => ({}) };
+export const NO_TRANSFORM: BodyTransform = { edits: () => NOTHING };
 
 /** `text` (the JSON of `parsed`) with the transform's edits for this attempt. */
 export function transformText(text: string, parsed: Record<string, unknown>, transform: BodyTransform, backend: BackendSpec, model: string): { text: string; reasoning?: string } {

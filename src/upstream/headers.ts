@@ -19,6 +19,8 @@ const DROPPED_REQUEST_HEADERS = new Set([
 const DROPPED_RESPONSE_HEADERS = new Set([
   'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
   'transfer-encoding', 'upgrade', 'content-length', 'set-cookie', 'date', 'server',
+  // whose account answered is the gateway operator's business, not the client's
+  'anthropic-organization-id', 'openai-organization', 'openai-project',
 ]);
 
 /** Request headers to send upstream: the client's, minus hop-by-hop and credentials, plus the backend's. */

@@ -12,6 +12,7 @@ import type { MessagesToChat } from '../bridges/anthropic/request.ts';
 import { chatToMessage } from '../bridges/anthropic/response.ts';
 import { ChatToMessagesStream } from '../bridges/anthropic/stream.ts';
 import type { BridgeError } from '../bridges/anthropic/types.ts';
+import { credentialHeaders } from '../backends/probe.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { badRequest } from '../errors.ts';
 import { NO_TRANSFORM, transformText, type BodyTransform } from './body-transform.ts';
@@ -43,7 +44,7 @@ export class TranslatedMessages implements AttemptSurface {
   /** This call's attempt on `backend`: its credential, rules and defaults (failover may change the backend). */
   on(backend: BackendSpec): this {
     this.backend = backend;
-    this.credential = backend.api_key ? { authorization: `Bearer ${backend.api_key}` } : {};
+    this.credential = credentialHeaders(backend);
     return this;
   }
 

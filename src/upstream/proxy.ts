@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
-import type { GatewayError } from '../errors.ts';
+import { GatewayError } from '../errors.ts';
 import type { Resolution } from '../routing/resolve.ts';
 import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type SpeedSample, type Ticket } from '../scheduler/index.ts';
 import { classifyStatus, type HealthEffect } from './classify.ts';
@@ -144,6 +144,9 @@ export class UpstreamProxy {
         end = await this.attempt(state, lease);
       } catch (err) {
         lease.release();
+        // once the stream's head is out (a keep-alive wrote it) the route can no longer answer:
+        // a refusal ends the stream here, in the surface's shape, and is on record
+        if (err instanceof GatewayError && state.sse?.headWritten) return this.refuse(state, err, lease.backend);
         throw err;
       }
       this.settle(state, lease, end);

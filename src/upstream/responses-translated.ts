@@ -6,6 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
+import { credentialHeaders } from '../backends/probe.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { responsesToChat } from '../bridges/responses/request.ts';
 import { chatToResponse } from '../bridges/responses/response.ts';
@@ -48,8 +49,7 @@ export class TranslatedResponses implements AttemptSurface {
   }
 
   upstreamHeaders(client: IncomingHttpHeaders, contentLength: number): Record<string, string | string[]> {
-    const key = this.backend?.api_key;
-    return upstreamRequestHeaders(client, key ? { authorization: `Bearer ${key}` } : {}, contentLength);
+    return upstreamRequestHeaders(client, this.backend ? credentialHeaders(this.backend) : {}, contentLength);
   }
 
   answer(_raw: Buffer, parsed: Record<string, unknown>): SurfaceAnswer {

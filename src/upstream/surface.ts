@@ -22,8 +22,6 @@ export interface UpstreamRequest {
   body: string | Buffer;
   /** The reasoning switch as applied on this backend (`x-reasoning-control` and the call log). */
   reasoning?: string;
-  /** The request's content type (default application/json). */
-  contentType?: string;
 }
 
 /** One upstream event stream made into the client's: the OpenAI usage tap is one. */
