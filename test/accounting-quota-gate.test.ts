@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { CallLog, type CallLogOptions, type CallRecord } from '../src/stats/call-log.ts';
 import { STATS_MIGRATIONS } from '../src/store/calls-migrations.ts';
 import { DAY_MS, startOfUtcDay } from '../src/stats/period.ts';

@@ -38,18 +38,6 @@ describe('a Claude-Code-shaped request', () => {
     await local?.close();
   });
 
-  test('the shape is what the CLI sends', () => {
-    const shaped = claudeCodeShapedRequest();
-    const body = shaped.body as { tools: unknown[]; system: { cache_control?: unknown }[]; messages: { role: string }[]; thinking: { type: string } };
-    assert.equal(shaped.path, '/v1/messages?beta=true');
-    assert.equal(body.tools.length, 24);
-    assert.equal(shaped.headers['anthropic-beta'].split(',').length, 8);
-    assert.ok(body.system.some((b) => b.cache_control));
-    assert.ok(body.messages.some((m) => m.role === 'system'));
-    assert.equal(body.thinking.type, 'adaptive');
-    assert.ok(Buffer.byteLength(JSON.stringify(body)) > 70_000);
-  });
-
   test('translated: a local model answers the stream; the chat call carries every tool and the system parts in place', async () => {
     const shaped = claudeCodeShapedRequest();
     const res = await send(shaped);

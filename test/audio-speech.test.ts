@@ -228,6 +228,7 @@ describe('speech through the gateway', () => {
       assert.equal(err.headers?.get('x-gateway-backend'), 'local');
       return true;
     });
+    await waitFor(() => gw.gateway.callLog.recent({ status: 404 }).some((r) => r.requested_model === 'no-such-voice-model'), 'the refusal row');
     const refused = gw.gateway.callLog.recent({ status: 404 }).find((r) => r.requested_model === 'no-such-voice-model');
     assert.equal(refused?.endpoint, '/v1/audio/speech');
   });

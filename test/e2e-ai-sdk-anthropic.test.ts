@@ -8,6 +8,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const MASTER = 'gw-master-ai-anthropic';
 
@@ -32,7 +33,7 @@ describe('the AI SDK Anthropic provider through the gateway', () => {
     let collected = '';
     for await (const part of streamed.textStream) collected += part;
     assert.equal(collected, 'tok0 tok1 tok2 tok3');
-    assert.equal(local.requests.at(-1)!.path, '/v1/chat/completions');
+    await waitFor(() => gw.gateway.callLog.recent({ backend: 'local' })[0]?.endpoint === '/v1/messages', 'the SDK called /v1/messages');
   });
 
   test('a tool loop over two steps', async () => {

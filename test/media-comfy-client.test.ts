@@ -49,7 +49,8 @@ const summary = (events: ComfyProgressEvent[]) => events.map((e) => {
 
 test('upload, submit, progress for our prompt only, waitFor done, outputs, view', async (t) => {
   const fake = await fakeFor(t);
-  const ours = clientFor(t, fake);
+  const ourId = randomUUID();
+  const ours = clientFor(t, fake, { clientId: ourId });
   const other = clientFor(t, fake);
   await watching(ours);
   await watching(other);
@@ -69,7 +70,7 @@ test('upload, submit, progress for our prompt only, waitFor done, outputs, view'
   const theirs: ComfyProgressEvent[] = [];
   ours.onProgress(a.promptId, (e) => mine.push(e));
   other.onProgress(b.promptId, (e) => theirs.push(e));
-  assert.equal(fake.prompts.find((p) => p.id === a.promptId)!.clientId, fake.prompts.find((p) => p.id === a.promptId)!.extraData.client_id);
+  assert.equal(fake.prompts.find((p) => p.id === a.promptId)!.clientId, ourId, 'submitted under our own client id');
 
   const [ra, rb] = await Promise.all([ours.waitFor(a.promptId, { pollMs: 50, maxWaitMs: 5000 }), other.waitFor(b.promptId, { pollMs: 50, maxWaitMs: 5000 })]);
   assert.equal(ra.kind, 'done');

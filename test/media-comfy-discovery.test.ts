@@ -12,6 +12,7 @@ import { submitPrompt } from './fakes/comfyui-client.ts';
 import { defaultWorkflow } from './fakes/comfyui-workflows.ts';
 import { FAKE_MODELS } from './fakes/comfyui-nodes.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import { waitFor } from './helpers/wait.ts';
 
 describe('a ComfyUI backend in discovery', () => {
   let comfy: ComfyFake;
@@ -56,7 +57,7 @@ describe('a ComfyUI backend in discovery', () => {
     assert.match(down.error?.detail ?? '', /exec_stuck/);
     assert.ok(down.inventory, 'the inventory stays while it is down');
     comfy.setKnobs({ stuck: false });
-    await new Promise((r) => setTimeout(r, 300)); // the fake runs the queued prompt now
+    await waitFor(() => comfy.prompts.every((p) => p.status !== 'pending' && p.status !== 'running'), 'the fake ran the queued prompt');
     await gw.gateway.discovery.probe('comfy');
     assert.equal((await health()).backends.comfy.healthy, true);
   });

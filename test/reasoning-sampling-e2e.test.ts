@@ -113,7 +113,7 @@ describe('reasoning control and sampling defaults', () => {
     assert.equal(served.messages.at(-1).content, 'hi', "b's mechanism does not touch the message");
     assert.deepEqual(served.chat_template_kwargs, { enable_thinking: false });
     assert.deepEqual([served.temperature, served.top_p, served.top_k, served.min_p], [0.5, 0.8, undefined, 0.05]);
-    await waitFor(() => gw.gateway.callLog.recent({ backend: 'b' }).some((r) => r.reasoning === 'off:enable_thinking'), 'the call log has it');
+    await waitFor(() => gw.gateway.callLog.recent({ backend: 'b' }).some((r) => r.requested_model === 'both' && r.reasoning === 'off:enable_thinking'), 'the call log has the failed-over call with it');
   });
 
   test("Anthropic's thinking switch reaches a chat backend the same way", async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import type { ModelPricing } from '../src/backends/types.ts';

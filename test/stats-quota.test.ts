@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { CallLog, type CallLogOptions, type CallRecord } from '../src/stats/call-log.ts';
 import { checkQuota, QuotaGate, type QuotaUser } from '../src/stats/quota.ts';

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { CallsRepo, type CallWrite, type PruneCutoffs, type StoredCall } from '../src/store/calls-repo.ts';
 import { DAY_MS } from '../src/stats/period.ts';
 import { tempDirs } from './helpers/temp-dirs.ts';

@@ -10,9 +10,6 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
-const DURATION_S = Number(process.env.DURATION ?? 5);
-const WARMUP_S = Number(process.env.WARMUP ?? 1);
-const WORKLOADS = (process.env.WORKLOADS ?? 'ns-c1 ns-c64 stream-c16 slow-c500 accounting').split(/\s+/);
 export const HAS_TASKSET = spawnSync('taskset', ['-V']).status === 0;
 const children: ChildProcess[] = [];
 const scratch = mkdtempSync(join(tmpdir(), 'llmgw-bench-'));

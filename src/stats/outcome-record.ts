@@ -9,6 +9,7 @@ export const ENDPOINT_ROUTES: Record<string, string> = {
   completions: '/v1/completions',
   embeddings: '/v1/embeddings',
   messages: '/v1/messages',
+  responses: '/v1/responses',
   speech: '/v1/audio/speech',
   transcriptions: '/v1/audio/transcriptions',
   translations: '/v1/audio/translations',
