@@ -2,7 +2,7 @@
  * npm run demo — a fake fleet of four OpenAI-compatible backends and an Anthropic one plus the
  * gateway wired to them, then a short walk through discovery, aliases, streaming, failover, a
  * parked stream kept alive, Anthropic Messages calls (translated and passed through), the
- * Responses API with a background run, the reasoning switch, and speech.
+ * Responses API with a background run, the reasoning switch, speech and transcription.
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
@@ -15,7 +15,7 @@ import { buildApp } from '../src/app.ts';
 import { embeddedDefaultConfig } from '../src/config/defaults.ts';
 import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
 
 const once = process.argv.includes('--once');
@@ -170,6 +170,8 @@ say('\n10. speech — POST /v1/audio/speech through the same scheduler, audio st
 const speech = await oai.audio.speech.create({ model: 'swap/qwen3-8b-q4_k_m', voice: 'alloy', input: 'Hello from the gateway' });
 const audio = Buffer.from(await speech.arrayBuffer());
 say(`   ${audio.length} bytes of ${speech.headers.get('content-type')} from ${speech.headers.get('x-gateway-backend')}`);
+const heard = await oai.audio.transcriptions.create({ model: 'swap/qwen3-8b-q4_k_m', file: await toFile(audio, 'hello.mp3') });
+say(`   and back: POST /v1/audio/transcriptions (multipart) → "${heard.text.slice(0, 50)}"`);
 
 say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet\n`);
 
