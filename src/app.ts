@@ -20,6 +20,10 @@ import { switchRequest, TransformFactory } from './upstream/call-transform.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
 import { adminStatsRoutes } from './routes/admin-stats.ts';
+import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
+import { mediaImagesRoutes } from './routes/media-images.ts';
+import { mediaNativeRoutes } from './routes/media-native.ts';
+import { mediaJobsRoutes } from './routes/media-jobs.ts';
 
 export interface AppOptions {
   config: GatewayConfig;
@@ -106,7 +110,12 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     recordOutcome: (outcome: CallOutcome) => gateway.recordOutcome(outcome),
     transforms,
   };
-  await app.register(openaiRoutes, proxied);
+  await app.register(openaiRoutes, {
+    ...proxied,
+    imageModels: (req, ctx) => gateway.media.aliases(mediaCaller(ctx, req.ip)).map((a) => ({
+      id: a.id, object: 'model' as const, created: 0, owned_by: 'llm-gateway', type: 'image' as const, backends: a.backends,
+    })),
+  });
   await app.register(audioRoutes, { ...proxied, config: () => gateway.config() });
   await app.register(anthropicRoutes, {
     ...proxied,
@@ -123,6 +132,14 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     recentItems: new RecentItems({ maxItems: 20_000, maxAgeMs: 60 * 60_000, now: () => Date.now() }),
     now: () => Date.now(),
   });
+  const media: MediaRouteDeps = {
+    callers: gateway.callers, media: () => gateway.media,
+    recordOutcome: (outcome: CallOutcome) => gateway.recordOutcome(outcome),
+    config: () => gateway.config(),
+  };
+  await app.register(mediaImagesRoutes, media);
+  await app.register(mediaNativeRoutes, media);
+  await app.register(mediaJobsRoutes, media);
   await app.register(opsRoutes, { health: gateway.health, requireAdmin });
   await app.register(metricsRoute, {
     render: () => gateway.renderMetrics(), contentType: gateway.metrics.contentType,

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
@@ -18,6 +17,9 @@ import { UpstreamPools } from './upstream/pools.ts';
 import { UpstreamProxy } from './upstream/proxy.ts';
 import { TokenCounter } from './upstream/count-tokens.ts';
 import { ComfyHealth } from './media/comfy-health.ts';
+import { ComfyClients } from './media/comfy-clients.ts';
+import { GenerationCatalog } from './media/generation-catalog.ts';
+import { MediaJobs } from './media/service.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { ModelCatalog } from './routing/catalog.ts';
 import { Callers } from './routes/caller.ts';
@@ -59,7 +61,13 @@ export class Gateway {
   readonly proxy: UpstreamProxy;
   readonly tokenCounter: TokenCounter;
   /** ComfyUI backends: executor watchdog and inventory (from /object_info). */
-  readonly comfy = new ComfyHealth();
+  readonly comfy: ComfyHealth;
+  /** One ComfyUI client (and progress websocket) per ComfyUI backend in use. */
+  readonly comfyClients: ComfyClients;
+  /** Generation aliases (`image_models`) and their candidates. */
+  readonly generations: GenerationCatalog;
+  /** Media jobs: the Images API and the native job API run through it. */
+  readonly media: MediaJobs;
   readonly users: UsersRepo;
   readonly ipAliases: IpAliasesRepo;
   readonly authenticator: Authenticator;
@@ -79,10 +87,10 @@ export class Gateway {
 
   constructor(opts: GatewayOptions) {
     this.log = opts.logger;
+    this.comfy = new ComfyHealth({ log: this.log });
     this.configSource = opts.configSource;
     this.fileConfig = opts.fileConfig;
     this.store = openStore(opts.fileConfig.store_dir);
-    mkdirSync(opts.fileConfig.jobs_dir, { recursive: true }); // media jobs and artifacts live here
     this.secrets = loadOrCreateSecretBox(opts.fileConfig.store_dir, { warn: (msg) => this.log.warn(msg) });
     this.settings = new SettingsRepo(this.store);
     this.storedBackends = new BackendsRepo(this.store, this.secrets);
@@ -129,6 +137,7 @@ export class Gateway {
       this.scheduler.removeBackend(name);
       this.pools.retire(name);
       this.comfy.forget(name);
+      this.comfyClients.forget(name);
     });
     this.discovery = new Discovery({
       registry: this.registry,
@@ -157,6 +166,24 @@ export class Gateway {
       registry: this.registry,
       dispatcherFor: (b) => this.pools.get(b.name, b.spec.url),
       timeoutMs: () => Math.min(30, this.effective.request_timeout_s || 30) * 1000,
+    });
+    this.comfyClients = new ComfyClients({ dispatcherFor: (b) => this.pools.get(b.name, b.spec.url), log: this.log });
+    this.generations = new GenerationCatalog({
+      config: () => this.effective,
+      objectInfo: (name) => this.comfy.objectInfo(name),
+      loras: (name) => this.comfy.inventory(name)?.loras,
+    });
+    this.media = new MediaJobs({
+      jobsDir: opts.fileConfig.jobs_dir,
+      scheduler: this.scheduler,
+      registry: this.registry,
+      clients: this.comfyClients,
+      catalog: this.generations,
+      objectInfo: (name) => this.comfy.objectInfo(name),
+      config: () => this.effective,
+      recordOutcome: (o) => this.recordOutcome(o),
+      probe: (name) => void this.discovery.probe(name),
+      log: this.log,
     });
     this.applyBackends();
     const cached = this.modelCache.loadAll();
@@ -224,6 +251,7 @@ export class Gateway {
 
   start(): void {
     this.discovery.start();
+    this.media.start();
     this.purgeTimer = setInterval(() => this.responses.purgeExpired(Date.now()), 10 * 60_000);
     this.purgeTimer.unref();
   }
@@ -272,6 +300,8 @@ export class Gateway {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
     this.discovery.stop();
+    await this.media.close();
+    this.comfyClients.closeAll();
     await this.pools.closeAll();
     this.callLog.close();
     this.store.close();

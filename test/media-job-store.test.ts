@@ -53,7 +53,7 @@ describe('JobStore', () => {
       { status: 'running', backend: 'gpu1', promptId: 'p-123', progress: 0, node: '7', startedAt: NOW + 1, updatedAt: NOW + 3 },
     );
 
-    const summary = { removed: ['12'], bypassed: ['9'], seed: 1234 };
+    const summary = { removed: ['12'], bypassed: ['9'], seed: '1234' };
     assert.equal(store.update(job.id, { status: 'done', node: null, summary }, NOW + 10), true);
     got = store.get(job.id, NOW)!;
     assert.deepEqual(
@@ -68,7 +68,7 @@ describe('JobStore', () => {
     const a = store.create(newJob());
     store.update(a.id, { status: 'running' });
     assert.equal(store.update(a.id, { status: 'cancelled' }, NOW + 5), true);
-    assert.equal(store.update(a.id, { status: 'done', summary: { seed: 1 } }, NOW + 6), false);
+    assert.equal(store.update(a.id, { status: 'done', summary: { seed: '1' } }, NOW + 6), false);
     assert.equal(store.update(a.id, { progress: 80 }, NOW + 7), false, 'a late progress tick changes nothing');
     let got = store.get(a.id, NOW)!;
     assert.deepEqual({ status: got.status, summary: got.summary, finishedAt: got.finishedAt, updatedAt: got.updatedAt }, { status: 'cancelled', summary: null, finishedAt: NOW + 5, updatedAt: NOW + 5 });

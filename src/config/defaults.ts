@@ -3,7 +3,7 @@
  * there is no config.yaml at all. `schema.ts` reads these defaults; `config.example.yaml`
  * documents them (keep the three in step).
  */
-import type { BackendSpec, GatewayConfig } from './types.ts';
+import type { BackendSpec, GatewayConfig, GpuGroupSpec } from './types.ts';
 
 /** Defaults of the top-level keys that have one (everything but `api_key` and `backends`). */
 export const DEFAULTS = Object.freeze({
@@ -33,6 +33,11 @@ export const DEFAULTS = Object.freeze({
   cors_origins: [],
   async_park_timeout_s: 600,
   responses_ttl_h: 24,
+  image_models: {},
+  media_park_timeout_s: 600,
+  job_ttl_h: 24,
+  ref_url_allow_private: true,
+  gpu_groups: {},
 } as const satisfies Partial<GatewayConfig>);
 
 /** Defaults of the optional fields of one `backends[]` entry. */
@@ -44,6 +49,54 @@ export const BACKEND_DEFAULTS = Object.freeze({
   chat_only: false,
   serverless_only: false,
 } as const satisfies Partial<BackendSpec>);
+
+/** Defaults of the options only comfyui backends read (seconds unless named otherwise). */
+export const COMFY_DEFAULTS = Object.freeze({
+  stuck_after_s: 90,
+  poll_interval: 1,
+  max_wait: 600,
+  read_timeout: 60,
+  disconnect_grace: 30,
+  auto_restart: false,
+  restart_cooldown_s: 600,
+} as const satisfies Partial<BackendSpec>);
+
+/** A comfyui backend's knobs, defaults filled in, durations in milliseconds. */
+export interface ComfyKnobs {
+  pollMs: number;
+  maxWaitMs: number;
+  readTimeoutMs: number;
+  disconnectGraceMs: number;
+  autoRestart: boolean;
+  restartCooldownMs: number;
+  stuckAfterMs: number;
+}
+
+export function comfyKnobs(spec: BackendSpec): ComfyKnobs {
+  const s = (value: number | undefined, fallback: number) => (value ?? fallback) * 1000;
+  return {
+    pollMs: s(spec.poll_interval, COMFY_DEFAULTS.poll_interval),
+    maxWaitMs: s(spec.max_wait, COMFY_DEFAULTS.max_wait),
+    readTimeoutMs: s(spec.read_timeout, COMFY_DEFAULTS.read_timeout),
+    disconnectGraceMs: s(spec.disconnect_grace, COMFY_DEFAULTS.disconnect_grace),
+    autoRestart: spec.auto_restart ?? COMFY_DEFAULTS.auto_restart,
+    restartCooldownMs: s(spec.restart_cooldown_s, COMFY_DEFAULTS.restart_cooldown_s),
+    stuckAfterMs: s(spec.stuck_after_s, COMFY_DEFAULTS.stuck_after_s),
+  };
+}
+
+/** Defaults of one `gpu_groups` entry; a group no entry describes has all of them. */
+export const GPU_GROUP_DEFAULTS = Object.freeze({ max_concurrent: 1, unload_llm: false, free_media: false } as const satisfies GpuGroupSpec);
+
+/** The settings of GPU group `name`, defaults filled in (an unconfigured name is an implicit group). */
+export function gpuGroupSettings(config: Pick<GatewayConfig, 'gpu_groups'>, name: string): Required<GpuGroupSpec> {
+  const spec: GpuGroupSpec = Object.hasOwn(config.gpu_groups, name) ? config.gpu_groups[name] : {};
+  return {
+    max_concurrent: spec.max_concurrent ?? GPU_GROUP_DEFAULTS.max_concurrent,
+    unload_llm: spec.unload_llm ?? GPU_GROUP_DEFAULTS.unload_llm,
+    free_media: spec.free_media ?? GPU_GROUP_DEFAULTS.free_media,
+  };
+}
 
 /** Keys that only take effect at start-up; a reload that changes them needs a restart. */
 export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(['store_dir', 'jobs_dir', 'stats_flush_ms', 'trust_proxy', 'log_format']);
@@ -77,5 +130,7 @@ export function embeddedDefaultConfig(): GatewayConfig {
     alias_defaults: {},
     cors_origins: [],
     reasoning_rules: [],
+    image_models: {},
+    gpu_groups: {},
   };
 }

@@ -3,20 +3,24 @@
  * wrong with it: YAML syntax (with line numbers), `${VAR}` interpolation, schema.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { embeddedDefaultConfig } from './defaults.ts';
 import { interpolateDocument } from './interpolate.ts';
 import { createConfigValidator, type ConfigProblem, type ConfigValidator } from './schema.ts';
 import type { GatewayConfig } from './types.ts';
+import { resolveWorkflowFiles } from './workflow-files.ts';
 
 export type { ConfigProblem } from './schema.ts';
 export type ConfigResult = { ok: true; config: GatewayConfig } | { ok: false; problems: ConfigProblem[] };
 
 /**
  * Parses, interpolates and validates config text. An empty text gives all defaults.
- * Pass a `validator` to reuse a compiled schema across many calls (hot reload).
+ * Pass a `validator` to reuse a compiled schema across many calls (hot reload), and
+ * `baseDir` (config.yaml's folder) to read the workflow files `image_models` names; without
+ * it they stay unread (no `workflow_json`).
  */
-export function parseConfigText(text: string, env: NodeJS.ProcessEnv, validator: ConfigValidator = createConfigValidator()): ConfigResult {
+export function parseConfigText(text: string, env: NodeJS.ProcessEnv, validator: ConfigValidator = createConfigValidator(), baseDir?: string): ConfigResult {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true, logLevel: 'silent' });
   if (doc.errors.length > 0) {
     return {
@@ -35,14 +39,19 @@ export function parseConfigText(text: string, env: NodeJS.ProcessEnv, validator:
     return { ok: false, problems: [...interpolationProblems, { path: '', message: `YAML: ${(err as Error).message}` }] };
   }
   const validation = validator.validate(raw);
-  if (interpolationProblems.length === 0) return validation;
+  if (interpolationProblems.length === 0) return validation.ok && baseDir !== undefined ? withWorkflowFiles(validation.config, baseDir) : validation;
   // A value that could not be interpolated is left as written; do not also complain about it.
   const shadowed = (p: ConfigProblem) => interpolationProblems.some((ip) => p.path === ip.path || p.path.startsWith(`${ip.path}.`) || p.path.startsWith(`${ip.path}[`));
   const others = validation.ok ? [] : validation.problems.filter((p) => !shadowed(p));
   return { ok: false, problems: [...interpolationProblems, ...others] };
 }
 
-/** Reads and parses a config file; an unreadable file is a problem too. */
+function withWorkflowFiles(config: GatewayConfig, baseDir: string): ConfigResult {
+  const problems = resolveWorkflowFiles(config, baseDir);
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, config };
+}
+
+/** Reads and parses a config file (and the workflow files it names); an unreadable file is a problem too. */
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv, validator?: ConfigValidator): ConfigResult {
   let text: string;
   try {
@@ -50,7 +59,7 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv, validator?:
   } catch (err) {
     return { ok: false, problems: [{ path: '', message: `cannot read ${path}: ${(err as Error).message}` }] };
   }
-  return parseConfigText(text, env, validator);
+  return parseConfigText(text, env, validator, dirname(resolve(path)));
 }
 
 /**

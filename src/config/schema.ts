@@ -2,16 +2,19 @@
  * Validates a parsed (and interpolated) config.yaml into a `GatewayConfig`: JSON Schema
  * through ajv (types, unknown keys, defaults), then the checks a schema cannot express
  * (duplicate backend names, URL shape, aliases naming unknown backends). Every problem is
- * reported at once, each with the key path it is about.
+ * reported at once, each with the key path it is about. The media keys (image_models, gpu_groups,
+ * the comfyui-only backend options) are described in media-schema.ts.
  */
 import { Ajv, type ErrorObject } from 'ajv';
+import { isObject as isPlainObject } from '../json.ts';
 import { BACKEND_DEFAULTS, DEFAULTS } from './defaults.ts';
+import { COMFY_ONLY, imageModelsProblems, mediaBackendProperties, mediaTopLevelProperties, type ImageModelsSource } from './media-schema.ts';
+import { childPath, type ConfigProblem } from './problems.ts';
 import type { BackendSpec, GatewayConfig } from './types.ts';
 import { ruleProblems } from '../bridges/reasoning/rules.ts';
 import { samplingProblems } from '../bridges/sampling.ts';
 
-/** One thing wrong with a configuration, at a key path such as `backends[2].url`. */
-export type ConfigProblem = { path: string; message: string };
+export { childPath, type ConfigProblem } from './problems.ts';
 
 export type ValidationResult = { ok: true; config: GatewayConfig } | { ok: false; problems: ConfigProblem[] };
 export type BackendValidationResult = { ok: true; spec: BackendSpec } | { ok: false; problems: ConfigProblem[] };
@@ -19,14 +22,6 @@ export type BackendValidationResult = { ok: true; spec: BackendSpec } | { ok: fa
 /** Renders problems one per line, for a log line or a start-up error. */
 export function formatProblems(problems: readonly ConfigProblem[]): string {
   return problems.map((p) => `  - ${p.path || '(top level)'}: ${p.message}`).join('\n');
-}
-
-/** `base` + one more key or index, as `a.b`, `a[2]`, or `a["odd key"]` for keys with odd characters. */
-export function childPath(base: string, key: string | number): string {
-  if (typeof key === 'number') return `${base}[${key}]`;
-  const part = /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key);
-  if (!base) return part.startsWith('"') ? `[${part}]` : part;
-  return part.startsWith('"') ? `${base}[${part}]` : `${base}.${part}`;
 }
 
 const nonNegativeNumber = { type: 'number', minimum: 0 } as const;
@@ -59,12 +54,9 @@ const backendSchema = {
     responses: { enum: ['native', 'translate'] },
     sampling_defaults: { type: 'object', hint: 'must be a map of request field to default value' },
     reasoning_as_content: { enum: ['think_tags'] },
-    stuck_after_s: { type: 'number', exclusiveMinimum: 0 },
+    ...mediaBackendProperties,
   },
 } as const;
-
-/** Options only a comfyui backend reads. */
-const COMFY_ONLY = ['stuck_after_s'] as const;
 
 const aliasDefaultsSchema = {
   type: 'object',
@@ -129,6 +121,7 @@ export const configSchema = {
     reasoning_rules: { type: 'array', default: [], hint: 'must be a list of rules ({model, mechanism, backends?, params?, enabled?})' },
     async_park_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.async_park_timeout_s },
     responses_ttl_h: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.responses_ttl_h },
+    ...mediaTopLevelProperties,
   },
 } as const;
 
@@ -144,9 +137,10 @@ export const TOP_LEVEL_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(
 export interface ConfigValidator {
   /**
    * Validates `raw`, which it mutates: null-valued keys are dropped (= not set), defaults
-   * filled in, trailing slashes stripped from backend URLs.
+   * filled in, trailing slashes stripped from backend URLs. `source: 'store'` checks
+   * `image_models` as a stored value (workflow_json required; no workflow files).
    */
-  validate(raw: unknown): ValidationResult;
+  validate(raw: unknown, opts?: { source?: ImageModelsSource }): ValidationResult;
   /**
    * Validates one backend on its own (e.g. from the console before it is stored), with the
    * same rules and defaults as a `backends[]` entry; paths are relative (`url`).
@@ -160,11 +154,11 @@ export function createConfigValidator(): ConfigValidator {
   const check = ajv.compile(configSchema);
   const checkBackend = ajv.compile(backendSchema);
   return {
-    validate(raw) {
+    validate(raw, opts = {}) {
       dropNullValuedKeys(raw);
       renameDeprecatedKeys(raw);
       const schemaProblems = check(raw) ? [] : (check.errors ?? []).map(problemFromAjv);
-      const problems = [...uniqueProblems(schemaProblems), ...semanticProblems(raw)];
+      const problems = [...uniqueProblems(schemaProblems), ...semanticProblems(raw, opts.source ?? 'file')];
       if (problems.length > 0) return { ok: false, problems };
       const config = raw as GatewayConfig;
       for (const b of config.backends) b.url = b.url.replace(/\/+$/, '');
@@ -298,11 +292,12 @@ function uniqueProblems(problems: ConfigProblem[]): ConfigProblem[] {
 }
 
 /** Checks a JSON Schema cannot express. Defensive: `raw` may be invalid in other ways. */
-function semanticProblems(raw: unknown): ConfigProblem[] {
+function semanticProblems(raw: unknown, source: ImageModelsSource): ConfigProblem[] {
   if (!isPlainObject(raw)) return [];
   const problems: ConfigProblem[] = [];
   const backends = Array.isArray(raw.backends) ? raw.backends : [];
   const names = new Map<string, number>();
+  const types = new Map<string, string>();
   backends.forEach((b, i) => {
     if (!isPlainObject(b)) return;
     if (typeof b.name === 'string') {
@@ -310,6 +305,7 @@ function semanticProblems(raw: unknown): ConfigProblem[] {
       if (first !== undefined) {
         problems.push({ path: childPath(childPath('backends', i), 'name'), message: `duplicate backend name "${b.name}" (also backends[${first}])` });
       } else names.set(b.name, i);
+      if (!types.has(b.name)) types.set(b.name, String(b.type ?? BACKEND_DEFAULTS.type));
     }
     if (typeof b.url === 'string' && b.url) {
       const message = urlProblem(b.url);
@@ -326,6 +322,7 @@ function semanticProblems(raw: unknown): ConfigProblem[] {
       }
     }
   }
+  problems.push(...imageModelsProblems(raw.image_models, types, source));
   if (isPlainObject(raw.virtual_models)) {
     for (const [alias, target] of Object.entries(raw.virtual_models)) {
       if (!isPlainObject(target)) continue;
@@ -373,8 +370,4 @@ export function urlProblem(url: string): string | undefined {
   if (/\/v1\/?$/.test(parsed.pathname)) return `must not end in /v1 (the gateway adds it): write "${url.replace(/\/v1\/?$/, '')}"`;
   if (parsed.search || parsed.hash) return 'must not have a query string or fragment';
   return undefined;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -2,6 +2,8 @@
  * The shape of a validated configuration. `config/schema.ts` validates a parsed config.yaml
  * into this; `config/effective.ts` merges it with the store into the one the app runs on.
  */
+import type { Mapping, Pin, Workflow } from '../media/compiler/types.ts';
+
 export type BackendType = 'openai' | 'anthropic' | 'comfyui';
 
 export interface BackendSpec {
@@ -37,9 +39,59 @@ export interface BackendSpec {
   /** `think_tags`: reasoning re-labelled as `<think>…</think>` content for clients that show only content. */
   reasoning_as_content?: 'think_tags';
 
-  // comfyui backends
+  /**
+   * A GPU shared with other backends (e.g. a llama-swap and a ComfyUI on one card): a lease
+   * also needs a free slot on the group. A name not in `gpu_groups` is an implicit group
+   * with max_concurrent 1.
+   */
+  gpu_group?: string;
+
+  // comfyui backends (defaults in COMFY_DEFAULTS; `comfyKnobs` resolves them)
   /** The same head prompt pending with an idle executor this long (and on two checks) marks the box down `exec_stuck` (default 90). */
   stuck_after_s?: number;
+  /** Seconds between `/history` polls of a running prompt (default 1). */
+  poll_interval?: number;
+  /** Seconds a prompt may run before it is interrupted and the job fails over (default 600). */
+  max_wait?: number;
+  /** Seconds one HTTP call to the box may take (default 60). */
+  read_timeout?: number;
+  /** Seconds the box may be unreachable during a job before the job fails over (default 30). */
+  disconnect_grace?: number;
+  /** Reboot a stuck box through ComfyUI-Manager (default false). */
+  auto_restart?: boolean;
+  /** At most one auto_restart per this many seconds (default 600). */
+  restart_cooldown_s?: number;
+}
+
+/**
+ * One candidate of a generation alias (`image_models.<alias>[i]`). In config.yaml exactly one
+ * of `workflow` (a file, relative to config.yaml's folder) and `workflow_json`; once loaded,
+ * `workflow_json` always holds the workflow and `workflow` (when given) says where it came from.
+ */
+export interface ImageModelEntry {
+  /** A comfyui backend; one entry per backend per alias. */
+  backend: string;
+  workflow?: string;
+  /** A ComfyUI API-format workflow. */
+  workflow_json?: Workflow;
+  /** Shared by all candidates of the alias: the first entry's is used. */
+  mapping?: Mapping;
+  /** Per-backend pins no request can change. */
+  fixed?: Pin[];
+  /** Node ids skipped ComfyUI-style. */
+  bypass?: string[];
+  /** The output node; default: the workflow's output nodes. */
+  output?: string;
+}
+
+/** A GPU shared by several backends (`gpu_groups.<name>`). */
+export interface GpuGroupSpec {
+  /** Leases at once across the group's backends (default 1). */
+  max_concurrent?: number;
+  /** Switching to media work: ask the group's llama-swap backends to POST /unload (default false). */
+  unload_llm?: boolean;
+  /** Switching back to LLM work: POST /free to the group's ComfyUI backends (default false). */
+  free_media?: boolean;
 }
 
 /** Per-alias settings beside the alias table (`alias_defaults` in config.yaml). */
@@ -114,6 +166,18 @@ export interface GatewayConfig {
   async_park_timeout_s: number;
   /** Stored Responses (background, store: true) are deleted after this many hours. */
   responses_ttl_h: number;
+
+  // media (issue 11)
+  /** Generation aliases: alias → ordered candidates, one per comfyui backend. */
+  image_models: Record<string, ImageModelEntry[]>;
+  /** Media jobs: longest park, seconds. */
+  media_park_timeout_s: number;
+  /** Jobs and their files are deleted after this many hours. */
+  job_ttl_h: number;
+  /** Client-supplied URLs (reference images, files) may point at private/loopback addresses. */
+  ref_url_allow_private: boolean;
+  /** Shared GPUs, by the name backends give in `gpu_group`. */
+  gpu_groups: Record<string, GpuGroupSpec>;
 }
 
 /** One reasoning rule as configured (see bridges/reasoning/rules.ts). */

@@ -55,7 +55,7 @@ export function watchConfigFile(path: string, onReload: (result: ConfigResult) =
       onReload({ ok: false, problems: [{ path: '', message: `cannot read ${file}: ${(err as Error).message}` }] });
       return;
     }
-    onReload(parseConfigText(text, env, validator));
+    onReload(parseConfigText(text, env, validator, dir));
   };
   const scheduleReload = () => {
     if (closed) return;

@@ -1,32 +1,67 @@
 /**
  * The health of ComfyUI backends, beyond "it answers": every probe reads `/queue` for the
  * executor watchdog (a box whose executor died still accepts prompts — marked down with
- * `exec_stuck`), and the box's inventory is read from `/object_info` on the first good probe
- * and again every `OBJECT_INFO_EVERY` probes (the dump is large and slow to build on the box),
- * kept while the box is down.
+ * `exec_stuck`), and the box's `/object_info` is read on the first good probe and again every
+ * `OBJECT_INFO_EVERY` probes (the dump is large and slow to build on the box); the raw dump
+ * (for the compiler) and the inventory drawn from it are kept while the box is down. A stuck
+ * box with `auto_restart` is rebooted through ComfyUI-Manager, at most once per
+ * `restart_cooldown_s`.
  */
+import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
+import { comfyKnobs } from '../config/defaults.ts';
 import type { BackendSpec } from '../config/types.ts';
+import type { ObjectInfo } from './compiler/index.ts';
+import { requestManagerReboot, type RebootOutcome } from './comfy-restart.ts';
 import { inventoryOf, type MediaInventory } from './inventory.ts';
 import { ExecutorWatchdog, queueView } from './watchdog.ts';
 
 /** Probes between two reads of /object_info (at the default 30 s poll: every 5 minutes). */
 export const OBJECT_INFO_EVERY = 10;
-const DEFAULT_STUCK_AFTER_S = 90;
 
 /** A stuck executor, for the probe to report (the backend goes down with kind exec_stuck). */
 export class ExecutorStuck extends Error {}
 
-export class ComfyHealth {
-  private readonly watchdogs = new Map<string, { stuckAfterS: number; dog: ExecutorWatchdog }>();
-  private readonly inventories = new Map<string, MediaInventory>();
-  private readonly probes = new Map<string, number>();
+export interface ComfyHealthOptions {
+  now?: () => number;
+  /** Where auto restarts are logged. */
+  log?: Pick<Logger, 'info' | 'warn'>;
+}
 
-  constructor(private readonly now: () => number = Date.now) {}
+/** The last auto restart asked of a backend. */
+export interface RestartAttempt {
+  at: number;
+  /** Settles with the outcome (never rejects). */
+  done: Promise<RebootOutcome>;
+  outcome?: RebootOutcome;
+}
+
+export class ComfyHealth {
+  private readonly watchdogs = new Map<string, { stuckAfterMs: number; dog: ExecutorWatchdog }>();
+  private readonly inventories = new Map<string, { info: ObjectInfo; inventory: MediaInventory }>();
+  private readonly probes = new Map<string, number>();
+  private readonly restarts = new Map<string, RestartAttempt>();
+  private readonly now: () => number;
+  private readonly log?: Pick<Logger, 'info' | 'warn'>;
+
+  constructor(opts: ComfyHealthOptions = {}) {
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log;
+  }
 
   /** The last inventory read from the backend (kept while it is down). */
   inventory(backend: string): MediaInventory | undefined {
-    return this.inventories.get(backend);
+    return this.inventories.get(backend)?.inventory;
+  }
+
+  /** The last `/object_info` read from the backend, as it answered (kept while it is down). */
+  objectInfo(backend: string): ObjectInfo | undefined {
+    return this.inventories.get(backend)?.info;
+  }
+
+  /** The last auto restart asked of the backend, if any. */
+  lastRestart(backend: string): RestartAttempt | undefined {
+    return this.restarts.get(backend);
   }
 
   /** After `/system_stats` answered: the queue and, now and then, the inventory. Throws ExecutorStuck. */
@@ -34,17 +69,19 @@ export class ComfyHealth {
     const count = (this.probes.get(spec.name) ?? 0) + 1;
     this.probes.set(spec.name, count);
     if (!this.inventories.has(spec.name) || count % OBJECT_INFO_EVERY === 0) {
-      this.inventories.set(spec.name, inventoryOf(await getJson(`${base}/object_info`, dispatcher, timeoutMs)));
+      const info = await getJson(`${base}/object_info`, dispatcher, timeoutMs);
+      this.inventories.set(spec.name, { inventory: inventoryOf(info), info: info as ObjectInfo });
     }
-    const stuckAfterS = spec.stuck_after_s ?? DEFAULT_STUCK_AFTER_S;
+    const knobs = comfyKnobs(spec);
     let watch = this.watchdogs.get(spec.name);
-    if (!watch || watch.stuckAfterS !== stuckAfterS) {
-      watch = { stuckAfterS, dog: new ExecutorWatchdog(stuckAfterS * 1000) };
+    if (!watch || watch.stuckAfterMs !== knobs.stuckAfterMs) {
+      watch = { stuckAfterMs: knobs.stuckAfterMs, dog: new ExecutorWatchdog(knobs.stuckAfterMs) };
       this.watchdogs.set(spec.name, watch);
     }
     const queue = queueView(await getJson(`${base}/queue`, dispatcher, timeoutMs));
     if (watch.dog.observe(queue, this.now())) {
-      throw new ExecutorStuck(`exec_stuck: prompt ${queue.pending[0]} has waited at the head of the queue with nothing running for ${stuckAfterS} s or more`);
+      const restart = knobs.autoRestart ? this.autoRestart(spec.name, knobs.restartCooldownMs, base, dispatcher, timeoutMs) : '';
+      throw new ExecutorStuck(`exec_stuck: prompt ${queue.pending[0]} has waited at the head of the queue with nothing running for ${knobs.stuckAfterMs / 1000} s or more${restart}`);
     }
   }
 
@@ -53,6 +90,28 @@ export class ComfyHealth {
     this.watchdogs.delete(backend);
     this.inventories.delete(backend);
     this.probes.delete(backend);
+    this.restarts.delete(backend);
+  }
+
+  /** Starts a reboot unless one was asked within the cooldown; says which, for the exec_stuck detail. */
+  private autoRestart(name: string, cooldownMs: number, base: string, dispatcher: Dispatcher, timeoutMs: number): string {
+    const now = this.now();
+    const last = this.restarts.get(name);
+    if (last && now - last.at < cooldownMs) {
+      return `; auto_restart: a reboot was asked ${Math.round((now - last.at) / 1000)} s ago, the next is allowed in ${Math.ceil((last.at + cooldownMs - now) / 1000)} s`;
+    }
+    this.log?.warn({ backend: name }, `ComfyUI ${name}: executor stuck; asking ComfyUI-Manager to reboot it (auto_restart)`);
+    const attempt: RestartAttempt = {
+      at: now,
+      done: requestManagerReboot(base, dispatcher, timeoutMs).then((outcome) => {
+        attempt.outcome = outcome;
+        if (outcome.ok) this.log?.info({ backend: name, route: outcome.route }, `ComfyUI ${name}: reboot accepted (${outcome.route}: ${outcome.detail})`);
+        else this.log?.warn({ backend: name, route: outcome.route }, `ComfyUI ${name}: reboot failed: ${outcome.detail}`);
+        return outcome;
+      }),
+    };
+    this.restarts.set(name, attempt);
+    return '; auto_restart: reboot requested through ComfyUI-Manager';
   }
 }
 

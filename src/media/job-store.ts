@@ -42,7 +42,8 @@ export interface JobError {
 export interface JobSummary {
   removed?: string[];
   bypassed?: string[];
-  seed?: number | null;
+  /** Decimal text: exact beyond 2^53. */
+  seed?: string | null;
   [key: string]: unknown;
 }
 

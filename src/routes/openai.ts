@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isListedModelVisible } from '../auth/allow.ts';
-import { modelNotFound } from '../errors.ts';
+import { badRequest, modelNotFound } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import type { ListingEntry } from '../routing/model-listing.ts';
 import { OpenAISurface, type OpenAIEndpoint } from '../upstream/openai-surface.ts';
@@ -16,6 +16,18 @@ export interface OpenAIRoutesOptions extends ProxiedCallDeps {
   catalog: ModelCatalogView;
   /** The reasoning switch and sampling defaults of a chat-shaped call. */
   transforms: TransformSource;
+  /** The generation aliases (ComfyUI) this request's caller may use, as model objects; absent = none. */
+  imageModels?: (req: FastifyRequest, ctx: CallerContext) => ImageModel[];
+}
+
+/** A generation alias in `/v1/models`. */
+export interface ImageModel {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+  type: 'image';
+  backends?: string[];
 }
 
 export interface TransformSource {
@@ -30,7 +42,9 @@ export const JSON_BODY_LIMIT = 32 * 1024 * 1024;
  * allow-list), and the three proxied calls. Thin: authenticate, resolve, gate, hand to the proxy.
  * `/v1/models` lists what the caller may use on any endpoint: ids only POST /v1/messages can
  * reach (anthropic backends) are marked with `endpoints`; an Anthropic SDK (it sends
- * `anthropic-version`) gets Anthropic's list shape.
+ * `anthropic-version`) gets Anthropic's list shape. Generation aliases (image, video, audio
+ * workflows) come after the chat models, marked `type: 'image'`; `?type=image` lists only
+ * them, `?type=chat` only the rest (Anthropic's shape never lists them).
  */
 export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptions): Promise<void> {
   const { callers, catalog } = opts;
@@ -44,17 +58,22 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
   };
 
   app.get('/v1/models', async (req) => {
-    const entries = visibleModels(callers.identify(req));
-    if (wantsAnthropicShape(req)) return anthropicModelPage(entries, req.query as Record<string, unknown>);
-    return { object: 'list', data: entries.map((e) => e.model) };
+    const ctx = callers.identify(req);
+    const type = listingType((req.query as Record<string, unknown>).type);
+    if (wantsAnthropicShape(req)) return anthropicModelPage(type === 'image' ? [] : visibleModels(ctx), req.query as Record<string, unknown>);
+    const chat = type === 'image' ? [] : visibleModels(ctx).map((e) => e.model);
+    const images = type === 'chat' ? [] : opts.imageModels?.(req, ctx) ?? [];
+    return { object: 'list', data: [...chat, ...images] };
   });
 
   app.get('/v1/models/*', async (req) => {
     const ctx = callers.identify(req);
     const id = (req.params as { '*': string })['*']; // fastify has decoded it already
     const entry = visibleModels(ctx).find((e) => e.model.id === id);
-    if (!entry) throw modelNotFound(id);
-    return wantsAnthropicShape(req) ? anthropicModel(entry) : entry.model;
+    if (entry) return wantsAnthropicShape(req) ? anthropicModel(entry) : entry.model;
+    const image = wantsAnthropicShape(req) ? undefined : opts.imageModels?.(req, ctx).find((m) => m.id === id);
+    if (!image) throw modelNotFound(id);
+    return image;
   });
 
   const proxied = (endpoint: OpenAIEndpoint, path: string) => (req: FastifyRequest, reply: FastifyReply) =>
@@ -73,4 +92,11 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
   for (const [endpoint, path] of [['chat', '/v1/chat/completions'], ['completions', '/v1/completions'], ['embeddings', '/v1/embeddings']] as const) {
     app.post(path, post, proxied(endpoint, path));
   }
+}
+
+/** `/v1/models?type=`: `image` (generation aliases), `chat` (everything else), absent: both. */
+function listingType(value: unknown): 'image' | 'chat' | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'image' || value === 'chat') return value;
+  throw badRequest("`type` must be 'image' or 'chat'.", 'type', 'invalid_type');
 }

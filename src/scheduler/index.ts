@@ -4,14 +4,19 @@
  */
 export { systemClock, type Clock } from './clock.ts';
 export { Scheduler } from './scheduler.ts';
-export { compareBackends } from './ordering.ts';
+export { compareBackends, compareMediaBackends } from './ordering.ts';
+export { IMPLICIT_GROUP_CAP } from './groups.ts';
 export { MIN_OUTPUT_TOKENS_FOR_SPEED, SPEED_EWMA_ALPHA } from './speed.ts';
 export {
   SchedulerRejection,
   type AbortSignalLike,
+  type BackendKind,
   type BackendSlotSpec,
   type BackendSlotsSnapshot,
   type Candidate,
+  type GroupLimits,
+  type GroupSlotsSnapshot,
+  type GroupSwitchEvent,
   type Lease,
   type ParkedTicketSnapshot,
   type RejectReason,

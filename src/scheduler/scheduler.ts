@@ -1,31 +1,27 @@
-import { compareBackends } from './ordering.ts';
-import { nextSpeed, tokensPerSecond } from './speed.ts';
+import { designateInGroup, GroupTable } from './groups.ts';
+import { compareBackends, compareMembers, sortMediaCandidates } from './ordering.ts';
+import { backendSnapshot, groupHasFreeSlot, hasFreeSlot, kindOf, type BackendSlots, type GroupSlots } from './slots.ts';
+import { isJobSeconds, nextSpeed, tokensPerSecond } from './speed.ts';
 import {
   SchedulerRejection,
+  type BackendKind,
   type BackendSlotSpec,
   type Candidate,
+  type GroupLimits,
   type Lease,
   type SchedulerOptions,
   type SchedulerSnapshot,
   type SpeedSample,
   type Ticket,
 } from './types.ts';
-import { typeKeysByBackend, WaiterIndex, type Waiter } from './waiters.ts';
-
-/** Live slot state of one backend. */
-interface BackendSlots {
-  spec: BackendSlotSpec;
-  inflight: number;
-  lastTypeKey?: string;
-  speed?: number;
-  /** Removed from the fleet but leases are still out: kept only so they release cleanly. */
-  removed: boolean;
-}
+import { positionOf, typeKeysByBackend, WaiterIndex, type Waiter } from './waiters.ts';
 
 /**
  * The one queue every call goes through. A call either gets a lease on the best free
  * candidate now, or parks until a candidate frees. A freed slot is handed straight to one
  * designated waiter, so a fresh arrival can never take a slot a waiter is entitled to.
+ * A backend in a GPU group also needs a free slot on its group; a slot freed on a group goes
+ * to a waiter of any backend of the group (groups.ts).
  *
  * Pure logic: no I/O, time comes from the injected clock.
  */
@@ -33,7 +29,11 @@ export class Scheduler {
   private readonly clock: SchedulerOptions['clock'];
   private maxParked: number;
   private affinityMaxWaitMs: number;
+  private onGroupSwitch: SchedulerOptions['onGroupSwitch'];
   private readonly backends = new Map<string, BackendSlots>();
+  private readonly groups = new GroupTable();
+  /** Backends of kind 'media' in the map: while 0, ordering skips the media check. */
+  private mediaBackends = 0;
   private readonly waiters = new WaiterIndex();
   /** The waiter of each parked ticket, for `queuePosition`. */
   private readonly waiterOfTicket = new WeakMap<Ticket, Waiter>();
@@ -43,23 +43,38 @@ export class Scheduler {
     this.clock = opts.clock;
     this.maxParked = opts.maxParked;
     this.affinityMaxWaitMs = opts.affinityMaxWaitMs;
+    this.onGroupSwitch = opts.onGroupSwitch;
   }
 
-  /** Hot reload of the limits; waiters already parked stay parked. */
+  /** Hot reload of the limits (and of the switch hook when given); waiters already parked stay parked. */
   configure(opts: Partial<Omit<SchedulerOptions, 'clock'>>): void {
     if (opts.maxParked !== undefined) this.maxParked = opts.maxParked;
     if (opts.affinityMaxWaitMs !== undefined) this.affinityMaxWaitMs = opts.affinityMaxWaitMs;
+    if ('onGroupSwitch' in opts) this.onGroupSwitch = opts.onGroupSwitch;
   }
 
-  /** Adds a backend or changes its cap / paid flag / availability, then hands out free slots. */
+  /**
+   * The GPU groups' caps (`gpu_groups`), replacing the previous ones; a group a backend names
+   * but `groups` does not has cap 1. Leases out keep counting; free slots are handed out.
+   */
+  configureGroups(groups: Readonly<Record<string, GroupLimits>>): void {
+    this.groups.configure(groups);
+    this.handOffEverywhere();
+  }
+
+  /** Adds a backend or changes its cap / paid flag / availability / group, then hands out free slots. */
   upsertBackend(spec: BackendSlotSpec): void {
-    const existing = this.backends.get(spec.name);
-    if (existing) {
-      existing.spec = { ...spec };
-      existing.removed = false;
+    let slots = this.backends.get(spec.name);
+    if (slots) {
+      if (kindOf(slots) === 'media') this.mediaBackends--;
+      slots.spec = { ...spec };
+      slots.removed = false;
     } else {
-      this.backends.set(spec.name, { spec: { ...spec }, inflight: 0, removed: false });
+      slots = { spec: { ...spec }, inflight: 0, removed: false };
+      this.backends.set(spec.name, slots);
     }
+    if (kindOf(slots) === 'media') this.mediaBackends++;
+    this.groups.assign(slots);
     this.handOffEverywhere();
   }
 
@@ -68,7 +83,7 @@ export class Scheduler {
     const slots = this.backends.get(name);
     if (!slots) return;
     if (slots.inflight > 0) slots.removed = true;
-    else this.backends.delete(name);
+    else this.forget(slots);
   }
 
   /**
@@ -124,9 +139,15 @@ export class Scheduler {
     return this.takeFreeSlot(usable);
   }
 
-  /** Available candidates in scheduler order (busy ones included), for failover lists. */
+  /**
+   * Available candidates in scheduler order (busy ones included), for failover lists. When
+   * every candidate is on a media backend they rank by seconds per job of their type key (the
+   * generation alias), otherwise by tok/s (a media backend among LLM ones counts as unmeasured).
+   * The tok/s path is the one of before media existed, so LLM calls pay nothing for it.
+   */
   order(candidates: Candidate[]): Candidate[] {
     const usable = candidates.filter((candidate) => this.routable(candidate.backend) !== undefined);
+    if (this.mediaBackends > 0 && usable.length > 1 && sortMediaCandidates(usable, this.slotsOf)) return usable;
     return usable.sort((a, b) => compareBackends(this.rank(a.backend), this.rank(b.backend)));
   }
 
@@ -138,44 +159,37 @@ export class Scheduler {
     slots.speed = nextSpeed(slots.speed, tokPerSec);
   }
 
+  /**
+   * Feeds the seconds-per-job EWMA (α 0.3, as for tok/s) of one type key (generation alias) on
+   * a backend; what media candidates are ranked by. Ignored unless finite and > 0.
+   */
+  recordJobSeconds(backend: string, typeKey: string, seconds: number): void {
+    const slots = this.backends.get(backend);
+    if (!slots || !isJobSeconds(seconds)) return;
+    const perKey = (slots.jobSeconds ??= new Map());
+    perKey.set(typeKey, nextSpeed(perKey.get(typeKey), seconds));
+  }
+
   hasParked(): boolean {
     return this.waiters.size > 0;
   }
 
   /**
-   * Where a parked ticket stands: 1 + the older waiters that wait on any of its backends (they
-   * are served before it there), and how long it has waited. Undefined when it is not parked.
-   * O(parked × backends): for keep-alive comments every few seconds, not per request.
+   * Where a parked ticket stands: 1 + the older waiters that wait on any of its backends, or on
+   * a backend of a GPU group one of its backends is in (they are served before it there), and
+   * how long it has waited. Undefined when it is not parked. O(parked × backends): for
+   * keep-alive comments every few seconds, not per request.
    */
   queuePosition(ticket: Ticket): { position: number; waitedMs: number } | undefined {
     const waiter = this.waiterOfTicket.get(ticket);
     if (!waiter || waiter.settled) return undefined;
-    let ahead = 0;
-    for (const other of this.waiters.values()) {
-      if (other.seq >= waiter.seq) break;
-      for (const backend of other.typeKeysByBackend.keys()) {
-        if (waiter.typeKeysByBackend.has(backend)) {
-          ahead++;
-          break;
-        }
-      }
-    }
-    return { position: ahead + 1, waitedMs: this.clock.now() - waiter.enqueuedAt };
+    const position = positionOf(waiter, this.waiters.values(), (backend) => this.backends.get(backend)?.group);
+    return { position, waitedMs: this.clock.now() - waiter.enqueuedAt };
   }
 
   snapshot(): SchedulerSnapshot {
     const now = this.clock.now();
-    const backends = [...this.backends.values()]
-      .filter((slots) => !slots.removed)
-      .map(({ spec, inflight, lastTypeKey, speed }) => ({
-        name: spec.name,
-        inflight,
-        cap: spec.cap,
-        paid: spec.paid,
-        available: spec.available,
-        lastTypeKey,
-        speed,
-      }));
+    const backends = [...this.backends.values()].filter((slots) => !slots.removed).map(backendSnapshot);
     const parked = [...this.waiters.values()].map((waiter) => ({
       alias: waiter.alias,
       typeKeys: [...new Set([...waiter.typeKeysByBackend.values()].flat())],
@@ -183,7 +197,7 @@ export class Scheduler {
       ageMs: now - waiter.enqueuedAt,
       remainingMs: Math.max(0, waiter.deadline - now),
     }));
-    return { backends, parked, parkedByAlias: this.waiters.countsByAlias() };
+    return { backends, parked, parkedByAlias: this.waiters.countsByAlias(), groups: this.groups.snapshot() };
   }
 
   private park(ticket: Ticket): Promise<Lease> {
@@ -232,15 +246,22 @@ export class Scheduler {
     for (const candidate of ordered) {
       const slots = this.routable(candidate.backend);
       if (!slots || !hasFreeSlot(slots)) continue;
-      // Hand-offs happen the moment a slot frees, so a free slot with waiters should not
-      // exist; if it ever does, the waiters are served first.
-      if (this.waiters.hasWaitersFor(candidate.backend)) this.handOff(slots);
-      if (hasFreeSlot(slots)) return this.grant(slots, candidate.model, 0);
+      const group = slots.group;
+      if (group === undefined) {
+        // Hand-offs happen the moment a slot frees, so a free slot with waiters should not
+        // exist; if it ever does, the waiters are served first.
+        if (this.waiters.hasWaitersFor(candidate.backend)) this.handOff(slots);
+        if (hasFreeSlot(slots)) return this.grant(slots, candidate.model, 0);
+      } else if (groupHasFreeSlot(group)) {
+        // The same for a free group slot, which waiters of any backend of the group may take.
+        this.handOffGroup(group);
+        if (hasFreeSlot(slots) && groupHasFreeSlot(group)) return this.grant(slots, candidate.model, 0);
+      }
     }
     return null;
   }
 
-  /** Gives free slots of this backend to designated waiters, one decision per slot. */
+  /** Gives free slots of this (ungrouped) backend to designated waiters, one decision per slot. */
   private handOff(slots: BackendSlots): void {
     while (!slots.removed && slots.spec.available && hasFreeSlot(slots)) {
       const now = this.clock.now();
@@ -251,25 +272,82 @@ export class Scheduler {
     }
   }
 
+  /**
+   * Gives free slots of this group to designated waiters of its backends, one decision per
+   * slot, while a backend of the group with a free slot of its own has one.
+   */
+  private handOffGroup(group: GroupSlots): void {
+    while (groupHasFreeSlot(group)) {
+      const now = this.clock.now();
+      const pick = designateInGroup(group, this.waiters, now, this.affinityMaxWaitMs, compareMembers);
+      if (!pick) return;
+      this.unpark(pick.waiter);
+      pick.waiter.resolve(this.grant(pick.slots, pick.typeKey, now - pick.waiter.enqueuedAt));
+    }
+  }
+
   private handOffEverywhere(): void {
-    for (const slots of this.backends.values()) this.handOff(slots);
+    for (const slots of this.backends.values()) if (slots.group === undefined) this.handOff(slots);
+    for (const group of this.groups.values()) this.handOffGroup(group);
   }
 
   private grant(slots: BackendSlots, typeKey: string, waitedMs: number): Lease {
     slots.inflight++;
     slots.lastTypeKey = typeKey;
+    const group = slots.group;
+    let switched: BackendKind | undefined;
+    if (group !== undefined) {
+      group.inflight++;
+      const kind = kindOf(slots);
+      if (group.lastKind !== undefined && group.lastKind !== kind) switched = group.lastKind;
+      group.lastKind = kind;
+    }
     let released = false;
     const release = (): void => {
       if (released) return;
       released = true;
       slots.inflight--;
+      if (group !== undefined) return this.releaseGrouped(slots, group);
       if (slots.removed) {
-        if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.backends.delete(slots.spec.name);
+        if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
         return;
       }
-      this.handOff(slots);
+      if (slots.group === undefined) this.handOff(slots);
+      else this.handOffGroup(slots.group); // it joined a group while the lease was out
     };
-    return Object.freeze({ backend: slots.spec.name, model: typeKey, waitedMs, release });
+    const lease = Object.freeze({ backend: slots.spec.name, model: typeKey, waitedMs, release });
+    if (switched !== undefined) this.notifySwitch(group!.name, switched, kindOf(slots), slots.spec.name);
+    return lease;
+  }
+
+  /** A lease granted on `group` released: its slot there and on the backend go to waiters. */
+  private releaseGrouped(slots: BackendSlots, group: GroupSlots): void {
+    group.inflight--;
+    if (slots.removed && slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
+    this.handOffGroup(group);
+    // The backend moved to another group (or out of groups) while the lease was out.
+    if (!slots.removed && slots.group !== group) {
+      if (slots.group) this.handOffGroup(slots.group);
+      else this.handOff(slots);
+    }
+    this.groups.prune(group);
+  }
+
+  private notifySwitch(group: string, from: BackendKind, to: BackendKind, backend: string): void {
+    const hook = this.onGroupSwitch;
+    if (!hook) return;
+    try {
+      hook({ group, from, to, backend });
+    } catch {
+      // The hook only starts work; its failures are its own business.
+    }
+  }
+
+  /** Drops a backend with no lease out. */
+  private forget(slots: BackendSlots): void {
+    if (kindOf(slots) === 'media') this.mediaBackends--;
+    this.backends.delete(slots.spec.name);
+    this.groups.leave(slots);
   }
 
   /** The backend's slots if it is known, in the fleet and available. */
@@ -278,14 +356,13 @@ export class Scheduler {
     return slots && !slots.removed && slots.spec.available ? slots : undefined;
   }
 
+  /** A known backend's slots (for the ordering of routable candidates). */
+  private readonly slotsOf = (name: string): BackendSlots => this.backends.get(name)!;
+
   private rank(name: string): { paid: boolean; speed: number | undefined } {
     const slots = this.backends.get(name)!;
     return { paid: slots.spec.paid, speed: slots.speed };
   }
-}
-
-function hasFreeSlot(slots: BackendSlots): boolean {
-  return slots.spec.cap === 0 || slots.inflight < slots.spec.cap;
 }
 
 /** What a ticket's refresh returns now; nothing if it throws or returns something else. */

@@ -17,3 +17,8 @@ export function tokensPerSecond(sample: SpeedSample): number | undefined {
 export function nextSpeed(previous: number | undefined, sample: number): number {
   return previous === undefined ? sample : SPEED_EWMA_ALPHA * sample + (1 - SPEED_EWMA_ALPHA) * previous;
 }
+
+/** Whether a media job's duration may feed the seconds-per-job average (finite and > 0). */
+export function isJobSeconds(seconds: number): boolean {
+  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0;
+}

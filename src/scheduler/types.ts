@@ -8,6 +8,31 @@ export interface BackendSlotSpec {
   paid: boolean;
   /** enabled && healthy. */
   available: boolean;
+  /**
+   * GPU group (`gpu_group`): a lease also needs a free slot on the group. A name missing from
+   * `Scheduler.configureGroups` is a group of cap 1. Absent = no group.
+   */
+  group?: string;
+  /** What runs there: LLM calls (default) or media jobs (ranked by seconds per job). */
+  kind?: BackendKind;
+}
+
+/** What a backend runs: LLM calls or media jobs (ComfyUI). */
+export type BackendKind = 'llm' | 'media';
+
+/** Limits of one GPU group, for `Scheduler.configureGroups`. */
+export interface GroupLimits {
+  /** Leases allowed at once across the group's backends; 0 = unlimited. */
+  cap: number;
+}
+
+/** A lease was granted on a group whose previous grant was of the other kind. */
+export interface GroupSwitchEvent {
+  group: string;
+  from: BackendKind;
+  to: BackendKind;
+  /** The backend the lease was granted on (of kind `to`). */
+  backend: string;
 }
 
 /** One place a ticket may run: a backend and the real model id on it. */
@@ -73,6 +98,12 @@ export interface SchedulerOptions {
   maxParked: number;
   /** A waiter parked longer than this beats model affinity at hand-off. */
   affinityMaxWaitMs: number;
+  /**
+   * Called synchronously, right after the grant, when a group switches between LLM and media
+   * work (not for a group's first grant). It should only start work (fire and forget); what it
+   * throws is caught and ignored.
+   */
+  onGroupSwitch?: (e: GroupSwitchEvent) => void;
 }
 
 export interface BackendSlotsSnapshot {
@@ -85,6 +116,22 @@ export interface BackendSlotsSnapshot {
   lastTypeKey?: string;
   /** EWMA of output tokens per second; undefined = never measured. */
   speed?: number;
+  /** GPU group, when it names one. */
+  group?: string;
+  kind: BackendKind;
+  /** EWMA of seconds per media job, by type key (generation alias); absent = none measured. */
+  jobSeconds?: Record<string, number>;
+}
+
+export interface GroupSlotsSnapshot {
+  name: string;
+  inflight: number;
+  /** The configured cap (1 for a group missing from the configuration); 0 = unlimited. */
+  cap: number;
+  /** Backends that name the group now (backends removed with leases still out are not listed). */
+  members: string[];
+  /** Kind of the most recent lease granted on the group. */
+  lastKind?: BackendKind;
 }
 
 export interface ParkedTicketSnapshot {
@@ -102,6 +149,8 @@ export interface SchedulerSnapshot {
   /** Oldest first. */
   parked: ParkedTicketSnapshot[];
   parkedByAlias: Record<string, number>;
+  /** Configured groups and groups named by a backend, in order of first appearance. */
+  groups: GroupSlotsSnapshot[];
 }
 
 /** One speed measurement of a finished call. */

@@ -33,6 +33,34 @@ export function typeKeysByBackend(candidates: readonly Candidate[]): Map<string,
   return byBackend;
 }
 
+/**
+ * 1 + the waiters of `parked` (oldest first) older than `waiter` that wait on one of its
+ * backends, or on a backend in the same GPU group (`groupOf`) as one of them.
+ */
+export function positionOf(waiter: Waiter, parked: Iterable<Waiter>, groupOf: (backend: string) => object | undefined): number {
+  const groups = new Set<object>();
+  for (const backend of waiter.typeKeysByBackend.keys()) {
+    const group = groupOf(backend);
+    if (group) groups.add(group);
+  }
+  const competes = (backend: string): boolean => {
+    if (waiter.typeKeysByBackend.has(backend)) return true;
+    const group = groups.size > 0 ? groupOf(backend) : undefined;
+    return group !== undefined && groups.has(group);
+  };
+  let ahead = 0;
+  for (const other of parked) {
+    if (other.seq >= waiter.seq) break;
+    for (const backend of other.typeKeysByBackend.keys()) {
+      if (competes(backend)) {
+        ahead++;
+        break;
+      }
+    }
+  }
+  return ahead + 1;
+}
+
 /** Waiters that can use one backend: all of them, and split by the type key they would run. */
 class BackendWaiters {
   readonly all = new LazyFifo<Waiter>();
@@ -109,6 +137,16 @@ export class WaiterIndex {
   /** Whether anyone is waiting for this backend. */
   hasWaitersFor(backend: string): boolean {
     return this.byBackend.get(backend)?.all.peek() !== undefined;
+  }
+
+  /** The oldest waiter for this backend, if any. O(1) amortised. */
+  oldest(backend: string): Waiter | undefined {
+    return this.byBackend.get(backend)?.all.peek();
+  }
+
+  /** The oldest waiter that would run `typeKey` on this backend, if any. O(1) amortised. */
+  oldestWithTypeKey(backend: string, typeKey: string): Waiter | undefined {
+    return this.byBackend.get(backend)?.byTypeKey.get(typeKey)?.peek();
   }
 
   /**

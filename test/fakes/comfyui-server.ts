@@ -18,6 +18,7 @@ import { WebSocketServer, WebSocket } from 'ws';
 import { fakeObjectInfo, FAKE_MODELS, type ObjectInfo } from './comfyui-nodes.ts';
 import { contentTypeOf, fakeMedia, fakePng, type MediaKind } from './comfyui-media.ts';
 import { parseMultipart } from './comfyui-multipart.ts';
+import { managerRoute } from './comfyui-manager.ts';
 import { byNodeId, validatePrompt, type ComfyErrorBody } from './comfyui-validate.ts';
 import {
   DEFAULT_COMFY_KNOBS, type ComfyFake, type ComfyKnobs, type ComfyPromptRecord, type RecordedComfyRequest, type StartComfyFakeOptions,
@@ -553,6 +554,10 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     if (knobs.restarting || down === '503') return text(res, 503, '503 Service Unavailable');
     const path = url.pathname.startsWith('/api/') ? url.pathname.slice(4) : url.pathname;
     const q = url.searchParams;
+    const manager = managerRoute(knobs.manager, method, path, ctype);
+    // a reboot re-executes the process (a fresh executor): the connection drops, no answer
+    if (manager === 'reboot') { knobs.stuck = false; void restart(); return; }
+    if (manager) return text(res, manager.status, manager.body);
 
     if (method === 'GET' || method === 'HEAD') {
       if (path === '/object_info') return json(res, 200, servedObjectInfo());
@@ -642,6 +647,18 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
   const port = address.port;
   let closed = false;
 
+  async function restart(o: { downMs?: number; mode?: 'refused' | '503' } = {}): Promise<void> {
+    const mode = o.mode ?? 'refused';
+    down = mode;
+    dropAll();
+    if (mode === 'refused') await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+    await new Promise((r) => setTimeout(r, o.downMs ?? 200));
+    if (closed) return;
+    if (mode === 'refused') await listen(port);
+    down = 'no';
+    setImmediate(pump);
+  }
+
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -659,17 +676,7 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     objectInfo,
     wsClients: () => [...sockets.entries()].filter(([, ws]) => ws.readyState === WebSocket.OPEN).map(([sid]) => sid),
     interrupts: () => interruptCount,
-    async restart(o: { downMs?: number; mode?: 'refused' | '503' } = {}) {
-      const mode = o.mode ?? 'refused';
-      down = mode;
-      dropAll();
-      if (mode === 'refused') await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
-      await new Promise((r) => setTimeout(r, o.downMs ?? 200));
-      if (closed) return;
-      if (mode === 'refused') await listen(port);
-      down = 'no';
-      setImmediate(pump);
-    },
+    restart,
     async close() {
       closed = true;
       dropAll();

@@ -1,5 +1,6 @@
 /** Public types of the fake ComfyUI server (comfyui-server.ts). */
 import type { ObjectInfo } from './comfyui-nodes.ts';
+import type { ManagerFlavour } from './comfyui-manager.ts';
 
 export interface ComfyKnobs {
   /** Time per sampler step (ms). */
@@ -40,6 +41,8 @@ export interface ComfyKnobs {
   cache: boolean;
   /** Unknown class_type answered the pre-2025 way (`invalid_prompt`) instead of `missing_node_type`. */
   legacyMissingNode: boolean;
+  /** Which ComfyUI-Manager reboot route exists (comfyui-manager.ts); a reboot clears `stuck` and restarts. */
+  manager: ManagerFlavour;
 }
 
 export const DEFAULT_COMFY_KNOBS: ComfyKnobs = {
@@ -56,6 +59,7 @@ export const DEFAULT_COMFY_KNOBS: ComfyKnobs = {
   missingUpload: 'validation',
   legacyMissingNode: false,
   cache: true,
+  manager: 'none',
 };
 
 export interface RecordedComfyRequest {

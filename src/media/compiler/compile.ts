@@ -86,7 +86,8 @@ export function compile(request: CompileRequest, alias: GenerationAlias, ctx: Co
     const provided = Object.hasOwn(values, param) || Object.hasOwn(ctx.images ?? {}, param);
     if (provided && isPinned) return badRequest(param, `'${param}' is fixed for this model and cannot be set`);
 
-    if (isImageLoaderClass(prompt[node].class_type) && !isPinned) {
+    // an image slot, or any input the request sends a file for (audio, video, mesh loaders)
+    if ((isImageLoaderClass(prompt[node].class_type) || Object.hasOwn(ctx.images ?? {}, param)) && !isPinned) {
       const image = ctx.images?.[param];
       if (image) {
         const name = `gw_${safeName(ctx.jobId)}_${param}.${safeName(image.ext).toLowerCase() || 'png'}`;

@@ -1,0 +1,304 @@
+/**
+ * The media service: generation requests become jobs in jobs.db, each run by the runner
+ * through the one scheduler, with live state for progress and events, owner-gated views of
+ * jobs and their files, a TTL prune, and a reconcile at start-up (what a previous process
+ * left unfinished is failed, and its prompts interrupted on the boxes that still have them).
+ */
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { BackendRegistry } from '../backends/registry.ts';
+import type { GatewayConfig } from '../config/types.ts';
+import { badRequest, GatewayError } from '../errors.ts';
+import type { Scheduler } from '../scheduler/index.ts';
+import type { CallOutcome } from '../upstream/outcome.ts';
+import { ArtifactError, Artifacts, extOf, type ThumbOptions } from './artifacts.ts';
+import type { ComfyClients } from './comfy-clients.ts';
+import { outputKind, type ObjectInfo } from './compiler/index.ts';
+import type { GenerationCatalog } from './generation-catalog.ts';
+import { LiveJobs, type LiveState } from './job-live.ts';
+import { JOB_TERMINAL_STATUSES, JobStore, newJobId, type Job, type JobStatus } from './job-store.ts';
+import { jobView } from './job-view.ts';
+import { runJob, type RunEnd } from './runner.ts';
+import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
+import { acceptRequest, allowedCandidates, type PlanViews } from './submit-plan.ts';
+import { storableParams } from './stored-params.ts';
+
+export interface MediaJobsDeps {
+  jobsDir: string;
+  scheduler: Scheduler;
+  registry: BackendRegistry;
+  clients: ComfyClients;
+  catalog: GenerationCatalog;
+  objectInfo: (backend: string) => ObjectInfo | undefined;
+  config: () => GatewayConfig;
+  recordOutcome: (outcome: CallOutcome) => void;
+  probe: (backend: string) => void;
+  log: Logger;
+  now?: () => number;
+}
+
+const PRUNE_EVERY_MS = 10 * 60_000;
+/** How long `cancel` waits for the run to have stopped its prompt before answering. */
+const CANCEL_WAIT_MS = 5_000;
+/** Queue positions of parked jobs are re-read for their listeners this often. */
+const POSITION_EVERY_MS = 1_000;
+
+export class MediaJobs implements MediaService {
+  readonly store: JobStore;
+  readonly artifacts: Artifacts;
+  private readonly live = new LiveJobs();
+  private readonly now: () => number;
+  private readonly views: PlanViews;
+  private pruneTimer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly deps: MediaJobsDeps) {
+    this.store = JobStore.open(deps.jobsDir);
+    this.artifacts = new Artifacts(deps.jobsDir);
+    this.now = deps.now ?? Date.now;
+    this.views = {
+      catalog: deps.catalog,
+      objectInfo: deps.objectInfo,
+      routable: (backends) => deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend),
+    };
+  }
+
+  /** Fails what a previous process left unfinished (interrupting it where it still runs) and starts the TTL prune. */
+  start(): void {
+    for (const orphan of this.store.reconcile(this.now())) {
+      const backend = orphan.backend ? this.deps.registry.get(orphan.backend) : undefined;
+      if (!backend || !orphan.promptId) continue;
+      const client = this.deps.clients.get(backend);
+      const promptId = orphan.promptId;
+      void client.dequeue(promptId).then(() => client.interrupt(promptId));
+    }
+    void this.prune();
+    this.pruneTimer = setInterval(() => void this.prune(), PRUNE_EVERY_MS);
+    this.pruneTimer.unref();
+  }
+
+  /** Stops every run (their prompts are interrupted), waits a little for them, closes jobs.db. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.pruneTimer);
+    const running = this.live.ids().map((id) => this.live.get(id)!);
+    for (const state of running) state.abort.abort();
+    await Promise.race([Promise.all(running.map((s) => s.settled)), delay(CANCEL_WAIT_MS)]);
+    this.store.close();
+  }
+
+  async prune(): Promise<number> {
+    try {
+      return await this.artifacts.prune(this.store, this.now());
+    } catch (err) {
+      this.deps.log.error({ err }, 'pruning expired media jobs failed');
+      return 0;
+    }
+  }
+
+  async submit(caller: MediaCaller, submitted: GenerationSubmit): Promise<JobView> {
+    if (this.closed) throw new GatewayError({ status: 503, code: 'shutting_down', message: 'the gateway is shutting down' });
+    // the prompt is a workflow param like any other (mapped to the positive text)
+    const request = submitted.prompt === undefined || Object.hasOwn(submitted.params, 'prompt')
+      ? submitted : { ...submitted, params: { prompt: submitted.prompt, ...submitted.params } };
+    const candidates = allowedCandidates(this.views, caller, request.alias, request.params);
+    const id = newJobId();
+    const accepted = acceptRequest(this.views, request, candidates, id);
+    const cfg = this.deps.config();
+    const createdAt = this.now();
+    const inputs = Object.entries(accepted.files).map(([param, f], n) => ({
+      n, param, file: f, sha256: createHash('sha256').update(f.bytes).digest('hex'),
+    }));
+    const job = this.store.create({
+      id, owner: caller.owner, alias: request.alias, createdAt, expiresAt: createdAt + cfg.job_ttl_h * 3_600_000,
+      request: {
+        ...(request.prompt !== undefined ? { prompt: request.prompt } : {}),
+        params: storableParams(accepted.params),
+        inputs: inputs.map((i) => ({ param: i.param, name: `in-${i.n}.${extOf(i.file.mime)}`, sha256: i.sha256, mime: i.file.mime, bytes: i.file.bytes.length })),
+      },
+    });
+    const live = this.live.start(id);
+    try {
+      for (const input of inputs) {
+        const written = await this.artifacts.writeInput(id, input.n, input.file.bytes, input.file.mime);
+        this.store.addInput(id, { n: input.n, param: input.param, mime: input.file.mime, file: written.file, bytes: written.bytes, sha256: written.sha256 });
+      }
+    } catch (err) {
+      this.deps.log.error({ err, job: id }, 'keeping a job input failed');
+      this.finish(job, live, caller, request, { status: 'failed', backend: null, error: { code: 'input_write_failed', message: 'the gateway could not keep this job\'s inputs' } }, createdAt);
+      throw new GatewayError({ status: 500, code: 'input_write_failed', type: 'api_error', message: 'the gateway could not keep the inputs of this job' });
+    }
+    if (accepted.seed !== undefined) this.store.update(id, { summary: { seed: accepted.seed } }, this.now());
+    const plan = {
+      id, alias: request.alias, params: accepted.params, files: accepted.files, candidates: accepted.candidates,
+      seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000,
+    };
+    const runDeps = { ...this.deps, store: this.store, artifacts: this.artifacts, now: this.now };
+    void runJob(runDeps, plan, live, (event) => this.live.emit(id, event))
+      .catch((err): RunEnd => {
+        this.deps.log.error({ err, job: id }, 'media job run threw');
+        return { status: 'failed', backend: null, error: { code: 'internal_error', message: 'the gateway failed while running this job' } };
+      })
+      .then((end) => this.finish(job, live, caller, request, end, createdAt));
+    return this.viewOf(this.store.get(id, this.now()) ?? job);
+  }
+
+  settled(id: string, signal?: AbortSignal): Promise<JobView> {
+    const state = this.live.get(id);
+    if (!state) {
+      const job = this.store.get(id, this.now());
+      return job ? Promise.resolve(this.viewOf(job)) : Promise.reject(new Error(`no job ${id}`));
+    }
+    if (!signal) return state.settled;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(signal.reason ?? new Error('aborted'));
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      void state.settled.then((view) => { signal.removeEventListener('abort', onAbort); resolve(view); });
+    });
+  }
+
+  view(id: string, caller: MediaCaller): JobView | undefined {
+    const job = this.owned(id, caller);
+    return job && this.viewOf(job);
+  }
+
+  list(caller: MediaCaller, opts: { limit?: number; status?: JobStatus }): JobView[] {
+    return this.store.list(caller.admin ? null : caller.owner, opts, this.now()).map((job) => this.viewOf(job));
+  }
+
+  async cancel(id: string, caller: MediaCaller): Promise<JobView | undefined> {
+    const job = this.owned(id, caller);
+    if (!job) return undefined;
+    if (JOB_TERMINAL_STATUSES.has(job.status)) return this.viewOf(job);
+    this.store.update(id, { status: 'cancelled', error: { code: 'cancelled', message: 'cancelled by the caller' } }, this.now());
+    const state = this.live.get(id);
+    if (state) {
+      state.abort.abort();
+      await Promise.race([state.settled, delay(CANCEL_WAIT_MS)]);
+    }
+    return this.view(id, caller);
+  }
+
+  subscribe(id: string, caller: MediaCaller, listener: (event: JobEvent) => void): (() => void) | undefined {
+    const job = this.owned(id, caller);
+    if (!job) return undefined;
+    const state = this.live.get(id);
+    if (!state || JOB_TERMINAL_STATUSES.has(job.status)) {
+      const view = this.viewOf(job);
+      if (JOB_TERMINAL_STATUSES.has(view.status)) listener({ type: view.status as 'done' | 'failed' | 'cancelled', job: view });
+      return () => {};
+    }
+    if (job.status === 'queued') listener({ type: 'queued', position: state.position() });
+    else {
+      listener({ type: 'running', backend: job.backend ?? '' });
+      listener({ type: 'progress', progress: Math.max(state.progress, job.progress), node: state.node, ...(state.step ? { step: state.step } : {}) });
+    }
+    let lastPosition = job.status === 'queued' ? state.position() : null;
+    const positions = setInterval(() => {
+      const position = state.position();
+      if (position !== null && position !== lastPosition) listener({ type: 'queued', position });
+      lastPosition = position;
+    }, POSITION_EVERY_MS);
+    positions.unref();
+    state.listeners.add(listener);
+    return () => {
+      clearInterval(positions);
+      state.listeners.delete(listener);
+    };
+  }
+
+  async result(id: string, n: number, caller: MediaCaller, thumb?: ThumbOptions): Promise<FileAnswer | undefined> {
+    const job = this.owned(id, caller);
+    const result = job && this.store.results(id).find((r) => r.n === n);
+    if (!result) return undefined;
+    if (thumb) {
+      try {
+        const made = await this.artifacts.thumbnail(id, n, thumb);
+        return { bytes: made.data, mime: made.mime, name: `${id}-${made.file}` };
+      } catch (err) {
+        if (err instanceof ArtifactError && err.code !== 'not_found') throw badRequest(err.message, 'format', err.code);
+        throw err;
+      }
+    }
+    const bytes = await this.artifacts.read(id, result.file);
+    return bytes && { bytes, mime: result.mime, name: `${id}-${result.file}` };
+  }
+
+  async input(id: string, n: number, caller: MediaCaller): Promise<FileAnswer | undefined> {
+    const job = this.owned(id, caller);
+    const input = job && this.store.inputs(id).find((i) => i.n === n);
+    if (!input) return undefined;
+    const bytes = await this.artifacts.read(id, input.file);
+    return bytes && { bytes, mime: input.mime, name: `${id}-${input.file}` };
+  }
+
+  preview(id: string, caller: MediaCaller): FileAnswer | undefined {
+    const preview = this.owned(id, caller) && this.live.get(id)?.preview;
+    return preview && { bytes: preview.bytes, mime: preview.mime, name: `${id}-preview.${extOf(preview.mime)}` };
+  }
+
+  loras(alias: string, caller: MediaCaller): string[] | undefined {
+    return this.usable(alias, caller) ? this.deps.catalog.loras(alias) : undefined;
+  }
+
+  aliases(caller: MediaCaller): { id: string; backends: string[]; kind: JobView['results'][number]['kind'] | 'unknown' }[] {
+    return this.deps.catalog.names().filter((name) => this.usable(name, caller)).map((name) => {
+      const model = this.deps.catalog.get(name)!;
+      const first = model.candidates[0]?.alias;
+      const outputClass = first?.output !== undefined ? first.workflow[first.output]?.class_type : undefined;
+      return { id: name, backends: model.candidates.map((c) => c.backend), kind: outputClass ? outputKind(outputClass) : 'unknown' };
+    });
+  }
+
+  /** Jobs still running in this process (for /health and the console). */
+  get running(): number {
+    return this.live.size;
+  }
+
+  private usable(alias: string, caller: MediaCaller): boolean {
+    try {
+      allowedCandidates(this.views, caller, alias, {});
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private owned(id: string, caller: MediaCaller): Job | undefined {
+    const job = this.store.get(id, this.now());
+    return job && (caller.admin || job.owner === caller.owner) ? job : undefined;
+  }
+
+  private viewOf(job: Job): JobView {
+    return jobView(job, this.store.results(job.id), this.store.inputs(job.id), this.live.get(job.id));
+  }
+
+  /** The run ended: the row gets its terminal status (unless a cancel came first), the call log its row, listeners the end. */
+  private finish(job: Job, live: LiveState, caller: MediaCaller, request: GenerationSubmit, end: RunEnd, startedAt: number): void {
+    const now = this.now();
+    try {
+      if (end.status === 'failed') this.store.update(job.id, { status: 'failed', error: end.error, node: null }, now);
+      else if (end.status === 'cancelled') this.store.update(job.id, { status: 'cancelled', error: { code: 'cancelled', message: 'cancelled' }, node: null }, now);
+      else this.store.update(job.id, { status: 'done', node: null }, now);
+      const final = this.store.get(job.id, now) ?? job;
+      this.deps.recordOutcome({
+        requestId: request.requestId, endpoint: request.endpoint, source: caller.source, userId: caller.userId,
+        requestedModel: request.alias, backend: end.backend, model: request.alias,
+        status: final.status === 'done' ? 200 : final.status === 'cancelled' ? 499 : 502,
+        reason: final.status === 'done' ? null : (final.error?.code ?? final.status),
+        startedAt, durationMs: now - startedAt, ttftMs: null,
+      });
+      const view = this.viewOf(final);
+      this.live.finish(job.id, { type: final.status as 'done' | 'failed' | 'cancelled', job: view });
+    } catch (err) {
+      // the store closed under a run that outlived the gateway: the next start reconciles it
+      this.deps.log.warn({ err, job: job.id }, 'finishing a media job failed');
+      live.settle(jobView(job, [], [], undefined));
+    }
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

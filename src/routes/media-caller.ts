@@ -1,0 +1,151 @@
+/**
+ * What the media routes share: who is calling as the media service sees it (owner, admin,
+ * allow-list), the refusal bookkeeping (a request refused before a job exists goes into the
+ * call log like a refused LLM call), the fetch limits for client-supplied URLs, and the
+ * file answers' headers.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { GatewayConfig } from '../config/types.ts';
+import { GatewayError, type ErrorType } from '../errors.ts';
+import type { FetchOptions } from '../media/fetch-ref.ts';
+import type { FileAnswer, JobView, MediaCaller, MediaService } from '../media/service-types.ts';
+import type { CallOutcome } from '../upstream/outcome.ts';
+import type { CallerContext, Callers } from './caller.ts';
+
+export interface MediaRouteDeps {
+  callers: Callers;
+  /** The media service (read per request: the gateway may build it after the routes). */
+  media: () => MediaService;
+  /** Records a request the route refused (the service logs the jobs it ran itself). */
+  recordOutcome: (outcome: CallOutcome) => void;
+  config: () => GatewayConfig;
+}
+
+/** One file a client sends (upload, base64, data URI, fetched URL); 413 past it (ARCHITECTURE §3). */
+export const MEDIA_FILE_LIMIT = 64 * 1024 * 1024;
+/** How long a client-supplied URL may take to fetch. */
+export const REF_FETCH_TIMEOUT_MS = 30_000;
+/**
+ * JSON bodies of the media routes: a 64 MiB file is ~85.4 MiB as base64, plus the rest of the
+ * request. One file at the limit fits; several big ones belong in URLs or a multipart edit.
+ */
+export const MEDIA_JSON_BODY_LIMIT = 96 * 1024 * 1024;
+
+/**
+ * The caller as the media service sees it. The owner is the user, the master key, or, while
+ * the gateway is bootstrap-open, the client's IP: each address owns its jobs, so an open
+ * gateway is not a place where every caller sees every other's images (open-mode callers
+ * are admins for the admin API on loopback, never for job visibility).
+ */
+export function mediaCaller(ctx: CallerContext, ip: string): MediaCaller {
+  const { caller } = ctx;
+  const anonymous = caller.kind === 'anonymous';
+  const owner = caller.kind === 'user' && caller.user ? `user:${caller.user.id}` : anonymous ? `ip:${ip}` : 'master';
+  return { owner, admin: anonymous ? false : caller.isAdmin, allow: caller.allow, source: ctx.source, userId: ctx.userId };
+}
+
+/**
+ * The refusal bookkeeping of one media request: `refused(err, req)` records a GatewayError
+ * thrown before any job existed (auth, validation, unknown alias, a quota) in the call log,
+ * with backend `(refused)`, then hands the error back to be thrown.
+ */
+export class MediaRequest {
+  readonly startedAt = Date.now();
+  ctx?: CallerContext;
+  model: string | null = null;
+  /** Set once the service accepted the job: from then on nothing is a refusal. */
+  jobId?: string;
+
+  constructor(private readonly deps: MediaRouteDeps, readonly endpoint: string, private readonly req: FastifyRequest) {}
+
+  /** Authenticates (401 otherwise) and checks the caller's quota (429), without counting a running call. */
+  identify(): MediaCaller {
+    this.ctx = this.deps.callers.identify(this.req);
+    // media jobs outlive the request and are logged by the service when they end, so the
+    // quota gate is checked here but nothing is held: the job's own row counts once written
+    this.deps.callers.admit(this.ctx)();
+    return mediaCaller(this.ctx, this.req.ip);
+  }
+
+  refused(err: unknown, reply: FastifyReply): unknown {
+    if (!(err instanceof GatewayError) || this.jobId !== undefined || reply.sent || reply.raw.headersSent) return err;
+    const who = this.ctx ?? this.deps.callers.anonymous(this.req);
+    this.deps.recordOutcome({
+      requestId: String(this.req.id), endpoint: this.endpoint, requestedModel: this.model, backend: null, model: null,
+      status: err.status, reason: err.reason, startedAt: this.startedAt, durationMs: Date.now() - this.startedAt, ttftMs: null,
+      source: who.source, userId: who.userId,
+    });
+    return err;
+  }
+}
+
+/** Runs a media request; a GatewayError thrown before the job exists is logged as a refusal. */
+export async function withRefusals<T>(
+  deps: MediaRouteDeps, endpoint: string, req: FastifyRequest, reply: FastifyReply, run: (r: MediaRequest) => Promise<T>,
+): Promise<T> {
+  const r = new MediaRequest(deps, endpoint, req);
+  try {
+    return await run(r);
+  } catch (err) {
+    throw r.refused(err, reply);
+  }
+}
+
+/** Options for reading client-supplied files (input-files.ts): size cap, URL fetch limits. */
+export function mediaInputOptions(config: GatewayConfig): FetchOptions {
+  return { maxBytes: MEDIA_FILE_LIMIT, allowPrivate: config.ref_url_allow_private ?? true, timeoutMs: REF_FETCH_TIMEOUT_MS };
+}
+
+/**
+ * An AbortSignal that fires when the client hangs up before its answer went out: a
+ * synchronous request stops waiting then, while its job goes on (it is the client's by id).
+ */
+export function clientGone(reply: FastifyReply): { signal: AbortSignal; dispose: () => void } {
+  const controller = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  };
+  reply.raw.once('close', onClose);
+  return { signal: controller.signal, dispose: () => reply.raw.off('close', onClose) };
+}
+
+/** The client left while its synchronous generation ran: nothing can be answered (the job goes on). */
+export const clientClosed = (): GatewayError =>
+  new GatewayError({ status: 499, code: 'client_closed', message: 'The client closed the connection before the generation finished.' });
+
+/**
+ * The answer of a synchronous generation that did not end `done`: a failed job is the
+ * backend's failure (502, OpenAI's `server_error` type, the job's own message); a cancelled
+ * one is a 409, since someone (the owner or an admin, through /v1/jobs/{id}/cancel) ended it
+ * on purpose: not a gateway fault, and nothing a retry would change. Either way the job id is
+ * in the message, so the client can look at the job.
+ */
+export function unfinishedJobError(job: JobView): GatewayError {
+  if (job.status === 'cancelled') {
+    return new GatewayError({ status: 409, code: 'generation_cancelled', message: `The generation was cancelled (job ${job.id}).` });
+  }
+  return new GatewayError({
+    status: 502,
+    code: 'generation_failed',
+    // OpenAI's type for a failure on its side; the gateway's ErrorType has no name for it
+    type: 'server_error' as ErrorType,
+    message: `The generation failed (job ${job.id}): ${job.error?.message ?? 'no reason given'}`,
+  });
+}
+
+/**
+ * Sends a job's file: its type, inline with its download name, cacheable by the caller only
+ * (`maxAge` seconds). Inputs are whatever the client uploaded, so nothing is sniffed and a
+ * browser opening one runs nothing (sandboxed, no sub-resources).
+ */
+export function sendFile(reply: FastifyReply, file: FileAnswer, maxAge: number): FastifyReply {
+  const name = file.name.replace(/[^\w.-]/g, '_');
+  return reply
+    .header('content-type', file.mime)
+    .header('content-length', String(file.bytes.length))
+    .header('content-disposition', `inline; filename="${name}"`)
+    .header('cache-control', maxAge > 0 ? `private, max-age=${maxAge}` : 'private, no-store')
+    .header('x-content-type-options', 'nosniff')
+    .header('content-security-policy', "default-src 'none'; sandbox")
+    .send(file.bytes);
+}

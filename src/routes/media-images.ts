@@ -1,0 +1,292 @@
+/**
+ * The OpenAI Images API on ComfyUI: `POST /v1/images/generations` (JSON) and
+ * `POST /v1/images/edits` (multipart). Both are synchronous: the job is submitted, parks when
+ * every box is busy, and the answer waits for it (a client that hangs up stops the waiting,
+ * never the job: it stays the caller's under /v1/jobs). The envelope is OpenAI's; every key
+ * it does not know is a workflow param (`n` and `size` too: the compiler turns them into the
+ * batch and width/height). JSON goes through the exact parser, so big seeds stay exact.
+ *
+ * `response_format` defaults to `b64_json`, not OpenAI's `url`: a url here is a job-result
+ * URL on this gateway that needs the caller's key to fetch, which clients expecting a public
+ * link (an <img src>) cannot send; inline bytes work for everyone.
+ */
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import sharp from 'sharp';
+import { badRequest, GatewayError } from '../errors.ts';
+import { THUMB_MAX } from '../media/artifacts.ts';
+import { registerExactJsonParser, parseExactJson } from '../media/exact-json.ts';
+import { decodeMediaValue } from '../media/input-files.ts';
+import type { GenerationSubmit, JobResultView, JobView, MediaCaller, MediaFile } from '../media/service-types.ts';
+import {
+  clientClosed, clientGone, MEDIA_FILE_LIMIT, MEDIA_JSON_BODY_LIMIT, mediaInputOptions, unfinishedJobError, withRefusals,
+  type MediaRequest, type MediaRouteDeps,
+} from './media-caller.ts';
+
+const GENERATIONS = '/v1/images/generations';
+const EDITS = '/v1/images/edits';
+
+/** OpenAI knobs that mean nothing on a ComfyUI workflow: accepted and dropped. */
+const IGNORED = new Set(['quality', 'style', 'background', 'moderation', 'user', 'input_fidelity', 'partial_images']);
+/** The envelope: read here, never a workflow param. */
+const ENVELOPE = new Set(['model', 'prompt', 'response_format', 'output_format', 'output_compression', 'stream', 'ref_images']);
+const OUTPUT_FORMATS = { png: 'image/png', webp: 'image/webp', jpeg: 'image/jpeg' } as const;
+type OutputFormat = keyof typeof OUTPUT_FORMATS;
+
+/** The most images an edit (or `ref_images`) may carry; a mask comes on top. */
+const MAX_IMAGES = 16;
+const FORM_FIELD_LIMIT = 1024 * 1024;
+const FORM_FIELDS = 100;
+
+export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDeps): Promise<void> {
+  registerExactJsonParser(app);
+  await app.register(multipart, {
+    // one file more than allowed, so that a file too many is told apart (400) rather than truncated
+    limits: { fileSize: MEDIA_FILE_LIMIT, files: MAX_IMAGES + 2, fields: FORM_FIELDS, fieldSize: FORM_FIELD_LIMIT, parts: FORM_FIELDS + MAX_IMAGES + 2 },
+  });
+
+  app.post(GENERATIONS, { bodyLimit: MEDIA_JSON_BODY_LIMIT }, (req, reply) =>
+    withRefusals(deps, GENERATIONS, req, reply, async (r) => {
+      const caller = r.identify();
+      const body = req.body;
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.');
+      const fields = body as Record<string, unknown>;
+      return generate(deps, r, caller, req, reply, fields, async () => {
+        const images = await refImages(fields.ref_images, deps);
+        return images.length ? { images } : undefined;
+      });
+    }));
+
+  app.post(EDITS, { bodyLimit: MEDIA_FILE_LIMIT * (MAX_IMAGES + 1) + FORM_FIELDS * FORM_FIELD_LIMIT }, (req, reply) =>
+    withRefusals(deps, EDITS, req, reply, async (r) => {
+      // an unknown caller's upload is not read: identify throws first
+      const caller = r.identify();
+      const form = await readImageForm(req);
+      if (form.images.length === 0) throw badRequest('You must provide an image in the `image` (or `image[]`) part.', 'image', 'missing_image');
+      return generate(deps, r, caller, req, reply, form.fields, async () => ({ images: form.images, ...(form.mask ? { mask: form.mask } : {}) }));
+    }));
+}
+
+/** The shared part: envelope → files (only once the envelope passed: no fetch for a refused request) → submit → wait → OpenAI's answer. */
+async function generate(
+  deps: MediaRouteDeps, r: MediaRequest, caller: MediaCaller, req: FastifyRequest, reply: FastifyReply,
+  fields: Record<string, unknown>, readPositional: () => Promise<GenerationSubmit['positional']>,
+): Promise<unknown> {
+  const media = deps.media();
+  if (fields.stream === true || fields.stream === 'true') {
+    throw badRequest('Streaming image generation is not supported here; leave `stream` out.', 'stream', 'unsupported_parameter');
+  }
+  const model = generationModel(fields.model, () => media.aliases(caller));
+  r.model = model;
+  if (typeof fields.prompt !== 'string') {
+    throw badRequest(fields.prompt === undefined ? 'You must provide a prompt.' : '`prompt` must be a string.', 'prompt', fields.prompt === undefined ? 'missing_prompt' : 'invalid_prompt');
+  }
+  const format = responseFormat(fields.response_format);
+  const output = outputFormat(fields.output_format, fields.output_compression);
+  const params: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) {
+    if (ENVELOPE.has(key) || IGNORED.has(key) || value === undefined || value === null) continue;
+    params[key] = value;
+  }
+  checkConvenience(params);
+  const positional = await readPositional();
+
+  const job = await media.submit(caller, { alias: model, prompt: fields.prompt, params, files: {}, positional, endpoint: r.endpoint, requestId: String(req.id) });
+  r.jobId = job.id;
+  const gone = clientGone(reply);
+  let settled: JobView;
+  try {
+    settled = await media.settled(job.id, gone.signal);
+  } catch (err) {
+    if (gone.signal.aborted) throw clientClosed();
+    throw err;
+  } finally {
+    gone.dispose();
+  }
+  if (settled.status !== 'done') {
+    // a failed or cancelled job ends the same way every time: the SDKs should not retry it
+    reply.header('x-should-retry', 'false');
+    throw unfinishedJobError(settled);
+  }
+  const data = [];
+  for (const result of settled.results) {
+    if (format === 'url') data.push({ url: resultUrl(req, result, output) });
+    else data.push({ b64_json: (await resultBytes(deps, caller, settled.id, result, output)).toString('base64') });
+  }
+  return { created: settled.created_at, data };
+}
+
+/** The alias asked for; absent, the caller's one generation alias when there is exactly one. */
+function generationModel(model: unknown, usable: () => { id: string }[]): string {
+  if (model === undefined || model === null) {
+    const aliases = usable();
+    if (aliases.length === 1) return aliases[0].id;
+    throw badRequest(
+      aliases.length === 0 ? 'You must provide a model parameter (no image model is configured for you).' : `You must provide a model parameter: one of ${aliases.map((a) => a.id).join(', ')}.`,
+      'model', 'missing_model',
+    );
+  }
+  if (typeof model !== 'string' || model === '') throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
+  return model;
+}
+
+function responseFormat(value: unknown): 'url' | 'b64_json' {
+  if (value === undefined || value === null) return 'b64_json';
+  if (value === 'url' || value === 'b64_json') return value;
+  throw badRequest("`response_format` must be 'url' or 'b64_json'.", 'response_format', 'invalid_response_format');
+}
+
+interface OutputWish {
+  format: OutputFormat;
+  /** 0–100 as OpenAI means it: the encoder's quality (100 = best, lower = smaller). */
+  compression?: number;
+}
+
+function outputFormat(format: unknown, compression: unknown): OutputWish | undefined {
+  let c: number | undefined;
+  if (compression !== undefined && compression !== null) {
+    if (typeof compression !== 'number' || !Number.isInteger(compression) || compression < 0 || compression > 100) {
+      throw badRequest('`output_compression` must be an integer from 0 to 100.', 'output_compression', 'invalid_output_compression');
+    }
+    c = compression;
+  }
+  if (format === undefined || format === null) {
+    if (c !== undefined) throw badRequest('`output_compression` needs an `output_format` (webp or jpeg).', 'output_compression', 'invalid_output_compression');
+    return undefined;
+  }
+  const f = format === 'jpg' ? 'jpeg' : format;
+  if (typeof f !== 'string' || !Object.hasOwn(OUTPUT_FORMATS, f)) throw badRequest("`output_format` must be 'png', 'webp' or 'jpeg'.", 'output_format', 'invalid_output_format');
+  return { format: f as OutputFormat, compression: c };
+}
+
+/** `n` and `size` in OpenAI's terms (a positive integer; `<w>x<h>` or `auto`), checked before the compiler sees them. */
+function checkConvenience(params: Record<string, unknown>): void {
+  if (Object.hasOwn(params, 'n')) {
+    const n = params.n;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw badRequest('`n` must be a positive integer.', 'n', 'invalid_n');
+  }
+  if (Object.hasOwn(params, 'size')) {
+    const size = params.size;
+    if (size === 'auto') delete params.size;
+    else if (typeof size !== 'string' || !/^[1-9]\d{0,4}x[1-9]\d{0,4}$/.test(size)) {
+      throw badRequest("`size` must be '<width>x<height>' (e.g. '1024x1024') or 'auto'.", 'size', 'invalid_size');
+    }
+  }
+}
+
+/** LocalAI's `ref_images`: a list of base64 / data URI / URL values, placed onto the image slots in order. */
+async function refImages(value: unknown, deps: MediaRouteDeps): Promise<MediaFile[]> {
+  if (value === undefined || value === null) return [];
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list)) throw badRequest('`ref_images` must be a list of base64 strings, data URIs or URLs.', 'ref_images', 'invalid_ref_images');
+  if (list.length > MAX_IMAGES) throw badRequest(`\`ref_images\` may hold at most ${MAX_IMAGES} images.`, 'ref_images', 'invalid_ref_images');
+  const opts = mediaInputOptions(deps.config());
+  const files: MediaFile[] = [];
+  for (const [i, v] of list.entries()) files.push(await decodeMediaValue(v, `ref_images[${i}]`, opts));
+  return files;
+}
+
+/**
+ * A result's absolute URL (it needs the caller's key). Asked for another format, an image
+ * result's URL asks for that format at its own size (the thumbnail route, which never
+ * enlarges; past THUMB_MAX pixels it is capped there); `output_compression` has no URL form.
+ */
+function resultUrl(req: FastifyRequest, result: JobResultView, output?: OutputWish): string {
+  const base = `${req.protocol}://${req.host}${result.url}`;
+  if (!output || result.kind !== 'image' || result.mime === OUTPUT_FORMATS[output.format]) return base;
+  const w = Math.min(result.width ?? THUMB_MAX, THUMB_MAX);
+  const h = Math.min(result.height ?? THUMB_MAX, THUMB_MAX);
+  return `${base}?format=${output.format}&w=${w}&h=${h}`;
+}
+
+/** A result's bytes, converted with sharp when another image format (or a compression) was asked for. */
+async function resultBytes(deps: MediaRouteDeps, caller: MediaCaller, id: string, result: JobResultView, output?: OutputWish): Promise<Buffer> {
+  const file = await deps.media().result(id, result.n, caller);
+  if (!file) throw new GatewayError({ status: 500, code: 'result_missing', message: `Result ${result.n} of job ${id} is missing.` });
+  if (!output || result.kind !== 'image') return file.bytes;
+  if (file.mime === OUTPUT_FORMATS[output.format] && output.compression === undefined) return file.bytes;
+  const quality = Math.max(1, output.compression ?? 90);
+  const img = sharp(file.bytes);
+  switch (output.format) {
+    case 'png': return img.png().toBuffer();
+    case 'webp': return img.webp({ quality }).toBuffer();
+    case 'jpeg': return img.flatten({ background: '#ffffff' }).jpeg({ quality }).toBuffer();
+  }
+}
+
+interface ImageForm {
+  images: MediaFile[];
+  mask?: MediaFile;
+  fields: Record<string, unknown>;
+}
+
+/**
+ * Reads an edit's form: `image` / `image[]` files (in order), one `mask`, text fields (numeric
+ * text becomes a number, big integers exact). 415 not multipart, 413 past a limit, 400 a file
+ * in another part or a malformed form.
+ */
+async function readImageForm(req: FastifyRequest): Promise<ImageForm> {
+  if (!req.isMultipart()) {
+    throw new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'Send the edit as multipart/form-data, the image in the `image` part.' });
+  }
+  const form: ImageForm = { images: [], fields: {} };
+  try {
+    for await (const part of req.parts()) {
+      const name = part.fieldname;
+      if (part.type === 'file') {
+        if (name !== 'image' && name !== 'image[]' && name !== 'mask') {
+          throw badRequest(`Unknown file part \`${name}\`: send images in \`image\` (or \`image[]\`) and the mask in \`mask\`.`, name, 'unknown_file');
+        }
+        if (name === 'mask' && form.mask) throw badRequest('Send one mask only.', 'mask', 'invalid_file');
+        if (name !== 'mask' && form.images.length >= MAX_IMAGES) throw badRequest(`Send at most ${MAX_IMAGES} images.`, 'image', 'invalid_file');
+        const bytes = await part.toBuffer().catch((err: unknown) => { throw partError(err, name); });
+        if (bytes.length === 0) throw badRequest(`The file in \`${name}\` is empty.`, name === 'mask' ? 'mask' : 'image', 'invalid_file');
+        const file = { bytes, mime: part.mimetype || 'application/octet-stream' };
+        if (name === 'mask') form.mask = file;
+        else form.images.push(file);
+        continue;
+      }
+      if (part.valueTruncated || part.fieldnameTruncated) {
+        throw new GatewayError({ status: 413, code: 'request_too_large', param: name, message: `The form field \`${name}\` is larger than ${FORM_FIELD_LIMIT / 1024} KiB.` });
+      }
+      const key = name.endsWith('[]') ? name.slice(0, -2) : name;
+      const value = TEXT_FIELDS.has(key) ? part.value : fieldValue(part.value);
+      if (name.endsWith('[]')) form.fields[key] = [...((form.fields[key] as unknown[] | undefined) ?? []), value];
+      else if (!Object.hasOwn(form.fields, key)) form.fields[key] = value;
+    }
+  } catch (err) {
+    throw partError(err, undefined);
+  }
+  return form;
+}
+
+/** Form fields that are text whatever they look like. */
+const TEXT_FIELDS = new Set(['model', 'prompt', 'size', 'response_format', 'output_format', 'negative_prompt']);
+const NUMERIC = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
+/** A form field's text: numeric text becomes a number (a bigint beyond 2^53, exact), the rest stays text. */
+function fieldValue(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  return NUMERIC.test(value) ? parseExactJson(value) : value;
+}
+
+function partError(err: unknown, param: string | undefined): unknown {
+  if (err instanceof GatewayError) return err;
+  switch ((err as { code?: unknown }).code) {
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return new GatewayError({ status: 413, code: 'file_too_large', param: param ?? 'image', message: `${param ?? 'A file'} is larger than the ${MEDIA_FILE_LIMIT / (1024 * 1024)} MiB a file may be.` });
+    case 'FST_FILES_LIMIT':
+      return badRequest(`Send at most ${MAX_IMAGES} images and one mask.`, 'image', 'invalid_file');
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new GatewayError({ status: 413, code: 'request_too_large', message: `The form has more than ${FORM_FIELDS} fields.` });
+    case 'FST_PROTO_VIOLATION':
+      return badRequest('A form field has a reserved name.', null, 'invalid_form');
+    case 'FST_INVALID_JSON_FIELD_ERROR':
+      return badRequest('A form field declared as JSON is not valid JSON.', null, 'invalid_form');
+    case 'FST_MP_PREMATURE_CLOSE':
+      return err;
+    default:
+      return badRequest(`The multipart form could not be read: ${(err as Error).message ?? 'malformed'}.`, null, 'invalid_form');
+  }
+}

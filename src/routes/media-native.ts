@@ -1,0 +1,98 @@
+/**
+ * The native generation API: `POST /v1/generations` `{model, prompt?, mode, params?, images?,
+ * files?}` (sync: the settled job; async: 202 with its id and a Location to poll) and
+ * `GET /v1/generations/{alias}/loras`. JSON through the exact parser (seeds beyond 2^53
+ * arrive as bigint). `images` / `files` values are base64, data URIs or http(s) URLs, decoded
+ * strictly: an unreadable value is a 400 naming it, one over 64 MiB a 413; a key no slot of
+ * the alias knows is refused by the service (the routes do not know the alias's slots).
+ */
+import type { FastifyInstance } from 'fastify';
+import { badRequest, GatewayError } from '../errors.ts';
+import { registerExactJsonParser } from '../media/exact-json.ts';
+import { decodeFileMap } from '../media/input-files.ts';
+import type { JobView, MediaFile } from '../media/service-types.ts';
+import {
+  clientClosed, clientGone, MEDIA_JSON_BODY_LIMIT, mediaCaller, mediaInputOptions, withRefusals, type MediaRouteDeps,
+} from './media-caller.ts';
+
+const GENERATIONS = '/v1/generations';
+const KEYS = new Set(['model', 'prompt', 'mode', 'params', 'images', 'files']);
+
+export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDeps): Promise<void> {
+  registerExactJsonParser(app);
+
+  app.post(GENERATIONS, { bodyLimit: MEDIA_JSON_BODY_LIMIT }, (req, reply) =>
+    withRefusals(deps, GENERATIONS, req, reply, async (r) => {
+      const caller = r.identify();
+      const body = req.body;
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.');
+      const b = body as Record<string, unknown>;
+      for (const key of Object.keys(b)) {
+        if (!KEYS.has(key)) throw badRequest(`Unknown field '${key}' (workflow parameters go in \`params\`).`, key, 'unknown_field');
+      }
+      if (b.model === undefined || b.model === null) throw badRequest('You must provide a model parameter.', 'model', 'missing_model');
+      if (typeof b.model !== 'string' || b.model === '') throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
+      r.model = b.model;
+      if (b.prompt !== undefined && b.prompt !== null && typeof b.prompt !== 'string') throw badRequest('`prompt` must be a string.', 'prompt', 'invalid_prompt');
+      const mode = b.mode ?? 'sync';
+      if (mode !== 'sync' && mode !== 'async') throw badRequest("`mode` must be 'sync' or 'async'.", 'mode', 'invalid_mode');
+      const params = objectField(b.params, 'params');
+      const files = await readFiles(deps, b.images, b.files);
+
+      const media = deps.media();
+      const job = await media.submit(caller, {
+        alias: b.model, ...(typeof b.prompt === 'string' ? { prompt: b.prompt } : {}), params, files,
+        endpoint: GENERATIONS, requestId: String(req.id),
+      });
+      r.jobId = job.id;
+      if (mode === 'async') {
+        return reply.code(202).header('location', `/v1/jobs/${job.id}`).send({ job_id: job.id, ...job });
+      }
+      const gone = clientGone(reply);
+      let settled: JobView;
+      try {
+        settled = await media.settled(job.id, gone.signal);
+      } catch (err) {
+        if (gone.signal.aborted) throw clientClosed();
+        throw err;
+      } finally {
+        gone.dispose();
+      }
+      // the job carries its own status and error: a failed or cancelled one is answered too
+      return settled;
+    }));
+
+  app.get('/v1/generations/:alias/loras', async (req) => {
+    const caller = mediaCaller(deps.callers.identify(req), req.ip);
+    const alias = (req.params as { alias: string }).alias;
+    const loras = deps.media().loras(alias, caller);
+    if (!loras) throw generationNotFound(alias);
+    return { object: 'list', data: loras.map((name) => ({ id: name, object: 'lora' })) };
+  });
+}
+
+export const generationNotFound = (alias: string): GatewayError =>
+  new GatewayError({
+    status: 404, code: 'model_not_found', type: 'not_found_error', param: 'model',
+    message: `The generation model \`${alias}\` does not exist or you do not have access to it.`,
+  });
+
+function objectField(value: unknown, name: string): Record<string, unknown> {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw badRequest(`\`${name}\` must be an object.`, name, `invalid_${name}`);
+  return value as Record<string, unknown>;
+}
+
+/** `images` and `files` decoded (strict), as one map by param; a param in both is refused. */
+async function readFiles(deps: MediaRouteDeps, images: unknown, files: unknown): Promise<Record<string, MediaFile>> {
+  const imageMap = objectField(images, 'images');
+  const fileMap = objectField(files, 'files');
+  for (const key of Object.keys(fileMap)) {
+    if (Object.hasOwn(imageMap, key)) throw badRequest(`\`${key}\` is given in both \`images\` and \`files\`.`, `files.${key}`, 'duplicate_file');
+  }
+  const opts = mediaInputOptions(deps.config());
+  return {
+    ...(await decodeFileMap(imageMap, undefined, 'images', opts)),
+    ...(await decodeFileMap(fileMap, undefined, 'files', opts)),
+  };
+}

@@ -1,0 +1,61 @@
+import type { BackendKind, BackendSlotSpec, BackendSlotsSnapshot } from './types.ts';
+
+/** Live slot state of one backend. */
+export interface BackendSlots {
+  spec: BackendSlotSpec;
+  inflight: number;
+  lastTypeKey?: string;
+  /** EWMA of output tok/s (LLM calls). */
+  speed?: number;
+  /** EWMA of seconds per job, by type key (media jobs); created on the first measurement. */
+  jobSeconds?: Map<string, number>;
+  /** Removed from the fleet but leases are still out: kept only so they release cleanly. */
+  removed: boolean;
+  /** The GPU group the backend is in now; undefined = none. */
+  group?: GroupSlots;
+}
+
+/** Live slot state of one GPU group: leases across its backends. */
+export interface GroupSlots {
+  readonly name: string;
+  /** 0 = unlimited. */
+  cap: number;
+  /** Leases granted on the group and not yet released (on backends that since left it too). */
+  inflight: number;
+  /** Backends in the group, in order of joining (removed ones with leases still out included). */
+  readonly members: Set<BackendSlots>;
+  /** Kind of the most recent lease granted on the group. */
+  lastKind?: BackendKind;
+}
+
+export function hasFreeSlot(slots: BackendSlots): boolean {
+  return slots.spec.cap === 0 || slots.inflight < slots.spec.cap;
+}
+
+export function groupHasFreeSlot(group: GroupSlots): boolean {
+  return group.cap === 0 || group.inflight < group.cap;
+}
+
+export function kindOf(slots: BackendSlots): BackendKind {
+  return slots.spec.kind ?? 'llm';
+}
+
+/** In the fleet, available and with a free slot of its own (its group not considered). */
+export function canTakeLease(slots: BackendSlots): boolean {
+  return !slots.removed && slots.spec.available && hasFreeSlot(slots);
+}
+
+export function backendSnapshot({ spec, inflight, lastTypeKey, speed, jobSeconds }: BackendSlots): BackendSlotsSnapshot {
+  return {
+    name: spec.name,
+    inflight,
+    cap: spec.cap,
+    paid: spec.paid,
+    available: spec.available,
+    lastTypeKey,
+    speed,
+    group: spec.group || undefined,
+    kind: spec.kind ?? 'llm',
+    jobSeconds: jobSeconds && jobSeconds.size > 0 ? Object.fromEntries(jobSeconds) : undefined,
+  };
+}
