@@ -3,7 +3,7 @@ import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
 import type { ConfigProblem } from './config/load.ts';
 import { computeEffectiveConfig } from './config/effective.ts';
-import { RESTART_ONLY_KEYS } from './config/defaults.ts';
+import { gpuGroupSettings, RESTART_ONLY_KEYS } from './config/defaults.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { openStore, type Db } from './store/db.ts';
 import { SettingsRepo } from './store/settings-repo.ts';
@@ -20,6 +20,7 @@ import { ComfyHealth } from './media/comfy-health.ts';
 import { ComfyClients } from './media/comfy-clients.ts';
 import { GenerationCatalog } from './media/generation-catalog.ts';
 import { MediaJobs } from './media/service.ts';
+import { GpuSwitch } from './media/gpu-switch.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { ModelCatalog } from './routing/catalog.ts';
 import { Callers } from './routes/caller.ts';
@@ -68,6 +69,7 @@ export class Gateway {
   readonly generations: GenerationCatalog;
   /** Media jobs: the Images API and the native job API run through it. */
   readonly media: MediaJobs;
+  readonly gpuSwitch: GpuSwitch;
   readonly users: UsersRepo;
   readonly ipAliases: IpAliasesRepo;
   readonly authenticator: Authenticator;
@@ -119,12 +121,22 @@ export class Gateway {
     });
 
     const clock = opts.clock ?? systemClock;
+    this.registry = new BackendRegistry(() => clock.now());
+    // a card shared by an LLM server and a ComfyUI: opt-in unload / free when its work switches kind
+    this.gpuSwitch = new GpuSwitch({
+      groups: () => this.effective.gpu_groups,
+      members: (group) => this.registry.list().filter((b) => b.spec.gpu_group === group)
+        .map((b) => ({ name: b.name, url: b.spec.url, type: b.spec.type, ...(b.spec.api_key ? { apiKey: b.spec.api_key } : {}) })),
+      dispatcherFor: (name, url) => this.pools.get(name, url),
+      log: this.log,
+    });
     this.scheduler = new Scheduler({
       clock,
       maxParked: this.effective.max_parked,
       affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,
+      onGroupSwitch: this.gpuSwitch.onSwitch,
     });
-    this.registry = new BackendRegistry(() => clock.now());
+    this.configureGroups();
     this.catalog = new ModelCatalog(this.registry, () => this.effective);
     this.registry.onChange((name) => {
       this.catalog.invalidate();
@@ -195,6 +207,11 @@ export class Gateway {
       aliasCollisions: () => this.catalog.collisions(),
       aliasPatterns: () => this.catalog.patterns(),
       mediaInventory: (name) => this.comfy.inventory(name),
+      media: () => ({
+        aliases: Object.fromEntries(this.generations.names().map((n) => [n, this.generations.get(n)!.candidates.map((c) => c.backend)])),
+        problems: this.generations.problems(),
+        running: this.media.running,
+      }),
       configSource: this.configSource,
       reloadProblems: () => this.problems,
       startedAt: this.startedAt,
@@ -327,6 +344,7 @@ export class Gateway {
       bodyRetentionDays: this.effective.body_retention_days,
       logCalls: this.effective.call_log,
     });
+    this.configureGroups();
     const change = this.applyBackends();
     this.catalog.invalidate();
     for (const name of [...change.added, ...change.changed]) void this.discovery.probe(name);
@@ -338,11 +356,20 @@ export class Gateway {
     }
   }
 
+  /** Slot caps of the GPU groups: every configured one and every one a backend names. */
+  private configureGroups(): void {
+    const names = new Set([...Object.keys(this.effective.gpu_groups), ...this.effective.backends.flatMap((b) => (b.gpu_group ? [b.gpu_group] : []))]);
+    this.scheduler.configureGroups(Object.fromEntries([...names].map((name) => [name, { cap: gpuGroupSettings(this.effective, name).max_concurrent }])));
+  }
+
   private applyBackends() {
     return this.registry.reconcile(this.effective.backends, this.effective.max_concurrent);
   }
 }
 
 function slotSpec(b: BackendState) {
-  return { name: b.name, cap: b.cap, paid: b.spec.paid, available: b.spec.enabled && b.healthy };
+  return {
+    name: b.name, cap: b.cap, paid: b.spec.paid, available: b.spec.enabled && b.healthy,
+    group: b.spec.gpu_group, kind: b.spec.type === 'comfyui' ? 'media' as const : 'llm' as const,
+  };
 }

@@ -129,7 +129,7 @@ describe('gpu switch: to media, unload_llm', () => {
     const { sw } = gpuSwitch({ box: { unload_llm: true } }, [{ name: 'swap', url: fake.url, type: 'openai' }]);
     const [call] = await sw.onSwitch(toMedia);
     assert.equal(call.ok, true);
-    assert.ok(fake.requests.some((r) => r.path === '/unload'));
+    assert.ok(fake.requests.some((r) => r.method === 'POST' && r.path === '/api/models/unload'), 'the current llama-swap endpoint');
     const running = await fetch(`${fake.url}/running`).then((r) => r.json() as Promise<{ running: unknown[] }>);
     assert.deepEqual(running.running, []);
   });

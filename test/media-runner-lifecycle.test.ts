@@ -95,6 +95,18 @@ describe('media jobs: parking, cancel, LoRA routing, gating, TTL, reconcile', { 
     assert.deepEqual(g.gateway.media.list(ADMIN, {}), []);
   });
 
+  test('/health lists the generation aliases with their backends, and what is wrong with them', async () => {
+    fakes = [await startComfyFake()];
+    const broken = { backend: 'comfy', workflow_json: workflow('txt2img_sd15_api.json'), mapping: { prompt: { node: '61', field: 'no_such_input' } } };
+    gw = await startGateway([{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], { image_models: { ...sd15Models(['comfy']), broken: [broken] } });
+    const health = await (await fetch(`${gw.url}/health`)).json() as { media: { aliases: Record<string, string[]>; problems: { path: string; message: string }[]; running: number } };
+    assert.deepEqual(health.media.aliases.sd15, ['comfy']);
+    assert.equal(health.media.running, 0);
+    const problem = health.media.problems.find((p) => p.path.startsWith('image_models.broken'));
+    assert.ok(problem, JSON.stringify(health.media.problems));
+    assert.match(problem.message, /no_such_input/);
+  });
+
   test('LoRA routing: a job asking for a LoRA only one box has parks for that box even when the other is free', async () => {
     fakes = [await startComfyFake({ knobs: { stepMs: 80, steps: 5 } }), await startComfyFake()];
     const loraInputs = (f: ComfyFake) => f.objectInfo['Lora Loader Stack (rgthree)'].input.required;

@@ -2,35 +2,12 @@
  * GPU groups: a lease needs a free slot on its backend and on its group; a slot freed on the
  * group goes to one designated waiter of any of its backends (oldest overdue, else the same
  * model on a backend of the kind the group last ran, else the oldest); fresh arrivals never
- * take it; group changes re-run hand-offs; the switch hook; the snapshot.
+ * take it; group changes re-run hand-offs. The switch hook: scheduler-gpu-groups-hook.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { GroupSwitchEvent } from '../src/scheduler/index.ts';
-import {
-  AFFINITY_MAX_WAIT_MS,
-  candidates,
-  grantedOn,
-  leaseOf,
-  schedulerHarness,
-  settle,
-  type FleetBackend,
-} from './helpers/scheduler-harness.ts';
-
-/** A llama-swap (cap 4) and a ComfyUI (cap 1) sharing the card `box`, and an ungrouped spare. */
-const CARD: FleetBackend[] = [
-  { name: 'llm', cap: 4, group: 'box' },
-  { name: 'comfy', cap: 1, group: 'box', kind: 'media' },
-  { name: 'spare', cap: 1 },
-];
-
-/** The harness over CARD with `box` configured at `cap` (omitted: not configured, cap 1). */
-function card(cap?: number) {
-  const harness = schedulerHarness(CARD);
-  if (cap !== undefined) harness.scheduler.configureGroups({ box: { cap } });
-  const group = (name = 'box') => harness.scheduler.snapshot().groups.find((g) => g.name === name);
-  return { ...harness, group };
-}
+import { AFFINITY_MAX_WAIT_MS, candidates, grantedOn, leaseOf, schedulerHarness, settle } from './helpers/scheduler-harness.ts';
+import { card } from './helpers/scheduler-card.ts';
 
 describe('gpu groups: a lease needs a free slot on the backend and on its group', () => {
   it('a group missing from the configuration has cap 1: an LLM call and an image job never share the card', async () => {
@@ -345,79 +322,5 @@ describe('gpu groups: changing groups re-runs hand-offs', () => {
     addBackend({ name: 'llm', cap: 4 });
     addBackend({ name: 'comfy', cap: 1, kind: 'media' });
     assert.deepEqual(scheduler.snapshot().groups, [{ name: 'idle', inflight: 0, cap: 2, members: [], lastKind: undefined }]);
-  });
-});
-
-describe('gpu groups: the switch hook', () => {
-  it('fires on a grant of the other kind than the group’s previous grant, not on the first nor on the same kind', async () => {
-    const { scheduler, call, hold } = card(2);
-    const events: GroupSwitchEvent[] = [];
-    scheduler.configure({ onGroupSwitch: (e) => events.push(e) });
-    const chat = hold(['llm/qwen']); // first grant: no switch
-    hold(['llm/qwen']).release(); // same kind
-    assert.equal(events.length, 0);
-    const job = hold(['comfy/sdxl']);
-    assert.deepEqual(events, [{ group: 'box', from: 'llm', to: 'media', backend: 'comfy' }]);
-    const parked = call('parked', ['llm/qwen']); // the group is full (chat + job)
-    job.release(); // → the parked LLM call: back to LLM work
-    await settle();
-    assert.ok(parked.lease);
-    chat.release();
-    assert.deepEqual(events.map((e) => `${e.from}>${e.to}@${e.backend}`), ['llm>media@comfy', 'media>llm@llm']);
-  });
-
-  it('fires synchronously at a hand-off, with the lease already counted', async () => {
-    const { scheduler, call, hold } = card();
-    const seen: number[] = [];
-    scheduler.configure({ onGroupSwitch: () => seen.push(scheduler.snapshot().groups[0].inflight) });
-    const chat = hold(['llm/qwen']);
-    const job = call('job', ['comfy/sdxl']);
-    chat.release();
-    assert.deepEqual(seen, [1]);
-    await settle();
-    assert.equal(job.lease?.backend, 'comfy');
-  });
-
-  it('a hook that throws changes nothing', async () => {
-    const { scheduler, call, hold, group } = card();
-    scheduler.configure({ onGroupSwitch: () => { throw new Error('boom'); } });
-    const chat = hold(['llm/qwen']);
-    const job = call('job', ['comfy/sdxl']);
-    chat.release();
-    await settle();
-    assert.equal(job.lease?.backend, 'comfy');
-    assert.equal(group()?.lastKind, 'media');
-    job.lease.release();
-    assert.ok(scheduler.tryAcquireNow(candidates('llm/qwen'), new Set()));
-  });
-
-  it('no hook for ungrouped backends', () => {
-    const { scheduler, hold } = schedulerHarness([{ name: 'a' }, { name: 'c', kind: 'media' }]);
-    const events: GroupSwitchEvent[] = [];
-    scheduler.configure({ onGroupSwitch: (e) => events.push(e) });
-    hold(['a/m']).release();
-    hold(['c/sdxl']).release();
-    assert.deepEqual(events, []);
-  });
-});
-
-describe('gpu groups: queue position and snapshot', () => {
-  it('older waiters on another backend of the group count as ahead', async () => {
-    const { scheduler, hold } = card();
-    hold(['llm/qwen']);
-    hold(['spare/x']);
-    scheduler.acquire({ alias: 'job', candidates: candidates('comfy/sdxl'), parkMs: 60_000 }).catch(() => {});
-    scheduler.acquire({ alias: 'elsewhere', candidates: candidates('spare/x'), parkMs: 60_000 }).catch(() => {});
-    const ticket = { alias: 'chat', candidates: candidates('llm/qwen'), parkMs: 60_000 };
-    scheduler.acquire(ticket).catch(() => {});
-    assert.equal(scheduler.queuePosition(ticket)?.position, 2);
-  });
-
-  it('backends report their group and kind', () => {
-    const { scheduler } = card();
-    assert.deepEqual(
-      scheduler.snapshot().backends.map((b) => [b.name, b.group, b.kind]),
-      [['llm', 'box', 'llm'], ['comfy', 'box', 'media'], ['spare', undefined, 'llm']],
-    );
   });
 });

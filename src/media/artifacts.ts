@@ -8,7 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import sharp from 'sharp';
+import { loadSharp } from './sharp-lazy.ts';
 import { JOB_ID_RE, type JobStore, type ResultKind } from './job-store.ts';
 
 /** Extension by MIME type (parameters and case ignored); anything else is `bin`. */
@@ -188,7 +188,7 @@ export class Artifacts {
     const out: WrittenFile = { file, bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
     if (RASTER_EXTS.has(file.slice(file.lastIndexOf('.') + 1))) {
       try {
-        const m = await sharp(bytes).metadata();
+        const m = await (await loadSharp())(bytes).metadata();
         const swap = (m.orientation ?? 1) >= 5; // EXIF-rotated: as displayed
         const width = swap ? m.height : m.width;
         const height = swap ? m.width : m.height;
@@ -208,7 +208,7 @@ export class Artifacts {
     if (!RASTER_EXTS.has(original.slice(original.lastIndexOf('.') + 1))) throw new ArtifactError('not_an_image', `result ${n} is not an image`);
     const source = await this.read(jobId, original);
     if (!source) throw new ArtifactError('not_found', `job ${jobId} has no result ${n}`);
-    let img = sharp(source).rotate().resize({ width: w, height: h, fit: 'inside', withoutEnlargement: true });
+    let img = (await loadSharp())(source).rotate().resize({ width: w, height: h, fit: 'inside', withoutEnlargement: true });
     if (ext === 'jpg') img = img.flatten({ background: '#ffffff' }).jpeg({ quality: 85 });
     else if (ext === 'png') img = img.png();
     else img = img.webp({ quality: 80 });

@@ -19,6 +19,8 @@ export interface HealthView {
   aliasPatterns(): { pattern: string; target: unknown }[];
   /** A ComfyUI backend's inventory, as last read. */
   mediaInventory(backend: string): MediaInventory | undefined;
+  /** Generation aliases: their candidates, the problems found checking them, jobs running now. */
+  media(): { aliases: Record<string, string[]>; problems: { path: string; message: string; severity: string }[]; running: number };
   configSource: string;
   /** Problems of the last rejected reload (the previous config stays in force). */
   reloadProblems(): ConfigProblem[];
@@ -97,6 +99,7 @@ export function fullHealth(view: HealthView) {
     },
     alias_collisions: view.aliasCollisions(),
     alias_patterns: view.aliasPatterns(),
+    media: view.media(),
   };
 }
 

@@ -12,7 +12,7 @@
  */
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import sharp from 'sharp';
+import { loadSharp } from '../media/sharp-lazy.ts';
 import { badRequest, GatewayError } from '../errors.ts';
 import { THUMB_MAX } from '../media/artifacts.ts';
 import { registerExactJsonParser, parseExactJson } from '../media/exact-json.ts';
@@ -206,7 +206,7 @@ async function resultBytes(deps: MediaRouteDeps, caller: MediaCaller, id: string
   if (!output || result.kind !== 'image') return file.bytes;
   if (file.mime === OUTPUT_FORMATS[output.format] && output.compression === undefined) return file.bytes;
   const quality = Math.max(1, output.compression ?? 90);
-  const img = sharp(file.bytes);
+  const img = (await loadSharp())(file.bytes);
   switch (output.format) {
     case 'png': return img.png().toBuffer();
     case 'webp': return img.webp({ quality }).toBuffer();

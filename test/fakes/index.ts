@@ -5,7 +5,7 @@
  * Every kind: GET <url>/v1/models, POST <url>/v1/{chat/completions,completions,embeddings}
  * (OpenRouter's url already ends in /api). Besides:
  *   llamacpp   GET /health /v1/health /props /slots /models
- *   llamaswap  GET /health (text "OK") /running, GET|POST /unload
+ *   llamaswap  GET /health (text "OK") /running /unload, POST /api/models/unload
  *   vllm       GET /health /version
  *   ollama     GET / /api/tags /api/ps /api/version
  * and the audio endpoints (audio.ts): POST /v1/audio/speech on vllm, llamaswap and together,

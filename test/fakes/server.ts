@@ -161,7 +161,9 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
   /** GET endpoints other than the generations; undefined when the path is unknown. */
   function statusReply(method: string, path: string): FakeReply | undefined {
     if (method !== 'GET' && method !== 'HEAD') {
-      if (kind === 'llamaswap' && path === '/unload') { running = []; return { status: 200, body: 'OK' }; }
+      // as llama-swap: POST /api/models/unload unloads; /unload is GET only (POST is a 405)
+      if (kind === 'llamaswap' && path === '/api/models/unload') { running = []; return { status: 200, body: { msg: 'ok' } }; }
+      if (kind === 'llamaswap' && path === '/unload') return { status: 405, body: 'Method Not Allowed' };
       return undefined;
     }
     const ok = (body: unknown): FakeReply => ({ status: 200, body });
