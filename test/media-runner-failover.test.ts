@@ -116,6 +116,24 @@ describe('media jobs: running and failing over', { skip: skipWithoutFixtures }, 
     assert.deepEqual(Object.values(inflight(g)), [0, 0]);
   });
 
+  test('a box whose executor is stuck is marked down by the watchdog and its waiting job moves to the other box', async () => {
+    fakes = await Promise.all([startComfyFake({ knobs: { stuck: true } }), startComfyFake({ knobs: { stuck: true } })]);
+    gw = await startGateway(
+      fakes.map((f, i) => ({ name: `comfy-${i}`, url: f.url, type: 'comfyui' as const, ...FAST_COMFY, stuck_after_s: 0.2 })),
+      { image_models: sd15Models(['comfy-0', 'comfy-1']), health_check_interval: 0.1 },
+    );
+    const g = gw;
+    const job = await submitText(g, 'sd15');
+    await waitFor(() => fakes.some((f) => f.prompts.length === 1), 'the job is queued on a box');
+    const stuck = fakes.findIndex((f) => f.prompts.length === 1);
+    fakes[1 - stuck].setKnobs({ stuck: false });
+    const done = await settle(g, job.id);
+    assert.equal(done.status, 'done', JSON.stringify(done.error));
+    assert.equal(done.backend, `comfy-${1 - stuck}`);
+    assert.deepEqual((done.summary?.failovers as { backend: string; code: string }[]).map((f) => [f.backend, f.code]), [[`comfy-${stuck}`, 'exec_stuck']]);
+    assert.equal(fakes[stuck].prompts[0].status, 'deleted', 'the prompt was taken off the stuck box');
+  });
+
   test('a prompt the box refuses fails over; refused everywhere, the job fails with the box\'s reason', async () => {
     const g = await fleet([{}, {}]);
     for (const f of fakes) f.objectInfo.KSampler.input.required.sampler_name[0] = ['only_this_one'];

@@ -61,6 +61,8 @@ export interface WaitOptions {
   unreachableAfterMs?: number;
   /** Every this many polls without an entry, /queue is checked too: neither queued nor in history → `lost`. Default 5. */
   queueCheckEvery?: number;
+  /** Checked every poll: a reason (the box was marked stuck…) dequeues and interrupts the prompt and answers `abandoned`. */
+  abandonIf?: () => string | undefined;
 }
 
 export type WaitResult =
@@ -70,7 +72,8 @@ export type WaitResult =
   | { kind: 'timeout' }
   | { kind: 'unreachable'; error: string }
   /** The server no longer knows the prompt (it restarted): not queued, not running, no history. */
-  | { kind: 'lost' };
+  | { kind: 'lost' }
+  | { kind: 'abandoned'; reason: string };
 
 type HttpResult = { ok: true; status: number; contentType: string; text: string } | { ok: false; error: string };
 
@@ -276,6 +279,8 @@ export class ComfyClient {
           if (Date.now() - failingSince >= unreachableAfter) return { kind: 'unreachable', error: h.error };
         }
         if (o.signal?.aborted) continue;
+        const abandon = o.abandonIf?.();
+        if (abandon !== undefined) { await this.cancel(promptId); return { kind: 'abandoned', reason: abandon }; }
         const left = deadline - Date.now();
         if (left <= 0) { await this.cancel(promptId); return { kind: 'timeout' }; }
         if (!hinted) {

@@ -74,6 +74,8 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
   let executionFailures = 0;
   let lastError: JobError | undefined;
   let lastBackend: string | null = null;
+  /** Each box the job left, and why: shown in the job's summary. */
+  const failovers: Array<JobError & { backend: string }> = [];
   for (;;) {
     const candidates = (): Candidate[] => plan.candidates()
       .filter((c) => !tried.has(c.backend))
@@ -96,7 +98,7 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
     lastBackend = lease.backend;
     let outcome: Attempt;
     try {
-      outcome = await attempt(deps, plan, live, lease.backend, emit);
+      outcome = await attempt(deps, plan, live, lease.backend, emit, failovers);
     } catch (err) {
       deps.log.error({ err, job: plan.id, backend: lease.backend }, 'media job attempt threw');
       outcome = { kind: 'fatal', error: { code: 'internal_error', message: 'the gateway failed while running this job' } };
@@ -108,6 +110,7 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
     if (outcome.kind === 'fatal') return { status: 'failed', error: outcome.error, backend: lease.backend };
     lastError = outcome.error;
     tried.add(lease.backend);
+    failovers.push({ backend: lease.backend, ...outcome.error });
     if (outcome.execution && ++executionFailures > EXECUTION_FAILOVERS) {
       return { status: 'failed', error: outcome.error, backend: lease.backend };
     }
@@ -120,7 +123,10 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
 }
 
 /** One run on one box. Never throws for anything the box does. */
-async function attempt(deps: RunnerDeps, plan: JobPlan, live: LiveState, backendName: string, emit: (event: JobEvent) => void): Promise<Attempt> {
+async function attempt(
+  deps: RunnerDeps, plan: JobPlan, live: LiveState, backendName: string, emit: (event: JobEvent) => void,
+  failovers: ReadonlyArray<JobError & { backend: string }>,
+): Promise<Attempt> {
   const signal = live.abort.signal;
   const backend = deps.registry.get(backendName);
   const candidate = plan.candidates().find((c) => c.backend === backendName);
@@ -136,7 +142,10 @@ async function attempt(deps: RunnerDeps, plan: JobPlan, live: LiveState, backend
     return { kind: 'failover', error: { code: error.status === 400 ? 'invalid_for_backend' : 'alias_misconfigured', message: `${backendName}: ${error.message}` } };
   }
   deps.store.update(plan.id, {
-    summary: { seed: compiled.seed ?? null, removed: compiled.removed, bypassed: compiled.bypassed, outputs: compiled.outputs, notes: compiled.notes },
+    summary: {
+      seed: compiled.seed ?? null, removed: compiled.removed, bypassed: compiled.bypassed, outputs: compiled.outputs, notes: compiled.notes,
+      ...(failovers.length ? { failovers } : {}),
+    },
   }, deps.now());
 
   const client = deps.clients.get(backend);
@@ -179,6 +188,8 @@ async function attempt(deps: RunnerDeps, plan: JobPlan, live: LiveState, backend
     }
     const waited = await client.waitFor(promptId, {
       pollMs: knobs.pollMs, maxWaitMs: knobs.maxWaitMs, signal, unreachableAfterMs: knobs.disconnectGraceMs,
+      // the watchdog found the executor stuck: the prompt would wait there until max_wait
+      abandonIf: () => (deps.registry.get(backendName)?.error?.kind === 'exec_stuck' ? 'exec_stuck' : undefined),
     });
     switch (waited.kind) {
       case 'interrupted':
@@ -188,6 +199,8 @@ async function attempt(deps: RunnerDeps, plan: JobPlan, live: LiveState, backend
       case 'unreachable':
         deps.probe(backendName);
         return { kind: 'failover', error: { code: 'unreachable', message: `${backendName} stopped answering: ${waited.error}` } };
+      case 'abandoned':
+        return { kind: 'failover', error: { code: waited.reason, message: `${backendName} was marked ${waited.reason}; the prompt was taken off it` } };
       case 'lost':
         deps.probe(backendName);
         return { kind: 'failover', error: { code: 'lost', message: `${backendName} no longer knows the prompt (restarted?)` } };
