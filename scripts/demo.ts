@@ -2,7 +2,9 @@
  * npm run demo — a fake fleet of four OpenAI-compatible backends and an Anthropic one plus the
  * gateway wired to them, then a short walk through discovery, aliases, streaming, failover, a
  * parked stream kept alive, Anthropic Messages calls (translated and passed through), the
- * Responses API with a background run, the reasoning switch, speech and transcription.
+ * Responses API with a background run, the reasoning switch, speech and transcription; then
+ * media on two fake ComfyUI boxes (scripts/demo-media.ts): generation aliases, the Images API,
+ * a native async job followed through its events, a thumbnail, an edit and a parked cancel.
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
@@ -17,6 +19,7 @@ import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
+import { mediaSkipped, mediaWalkthrough, startMediaFleet } from './demo-media.ts';
 
 const once = process.argv.includes('--once');
 const port = Number(process.env.PORT ?? 4000);
@@ -30,9 +33,12 @@ const claude = await startAnthropicFake({ models: ['claude-sonnet-4-5-20250929']
 
 const spec = (s: Partial<BackendSpec> & { name: string; url: string }): BackendSpec =>
   ({ type: 'openai', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false, ...s });
+const media = await startMediaFleet(spec);
+const dataDir = mkdtempSync(join(tmpdir(), 'llm-gateway-demo-'));
 const config: GatewayConfig = {
   ...embeddedDefaultConfig(),
-  store_dir: mkdtempSync(join(tmpdir(), 'llm-gateway-demo-')),
+  store_dir: dataDir,
+  jobs_dir: join(dataDir, 'jobs'),
   log_level: 'warn',
   stream_keepalive_s: 1, // 10 by default; short so the demo shows the comments
   backends: [
@@ -41,7 +47,9 @@ const config: GatewayConfig = {
     spec({ name: 'ollama', url: ollama.url, local: true }),
     spec({ name: 'openrouter', url: cloud.url, paid: true, chat_only: true }),
     spec({ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }),
+    ...(media?.backends ?? []),
   ],
+  image_models: media?.imageModels ?? {},
   virtual_models: {
     fast: 'qwen3-8b-q4_k_m',
     smart: { openrouter: 'acme/chat-large' },
@@ -60,7 +68,8 @@ say(`\nllm-gateway demo on ${base}  (fake fleet: gpu-box=llama.cpp, swap=llama-s
 const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
 say(`1. discovery — GET /v1/models lists ${models.data.length} ids:`);
 say(`   ${models.data.map((m) => m.id).join('\n   ')}`);
-say(`   (aliases first; <backend>/<model> for every model; bare ids for local backends; openrouter's image model filtered by chat_only)\n`);
+say(`   (aliases first; <backend>/<model> for every model; bare ids for local backends; openrouter's image model filtered by chat_only;`);
+say(`   last, ${media ? 'sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 11)' : 'generation aliases, when ComfyUI is configured'})\n`);
 
 say('2. an alias — "fast" is qwen3-8b on two boxes; the scheduler picks the free, unpaid, fastest one:');
 const chat = await fetch(`${base}/v1/chat/completions`, {
@@ -123,10 +132,14 @@ swap.setKnobs({ latencyMs: 0 });
 for (const line of parked.split('\n').filter((l) => l.startsWith(':'))) say(`   ${line}`);
 say(`   … then ${parked.split('\n').filter((l) => l.startsWith('data: {')).length} data events and [DONE]\n`);
 
-const health = (await (await fetch(`${base}/health`)).json()) as { status: string; backends: Record<string, { healthy: boolean; models: number; paid: boolean; speed: number | null }> };
+type HealthBackend = { type: string; healthy: boolean; models: number; paid: boolean; speed: number | null; inventory?: Record<string, number> };
+const health = (await (await fetch(`${base}/health`)).json()) as { status: string; backends: Record<string, HealthBackend> };
 say(`6. GET /health — ${health.status}:`);
 for (const [name, b] of Object.entries(health.backends)) {
-  say(`   ${name.padEnd(11)} healthy=${b.healthy} models=${b.models} paid=${b.paid} speed=${b.speed === null ? 'unmeasured' : `${b.speed.toFixed(1)} tok/s`}`);
+  const comfy = b.type === 'comfyui';
+  // a comfyui box lists no models: its inventory is what discovery read from /object_info
+  const what = comfy && b.inventory ? `inventory=${b.inventory.checkpoints} checkpoints/${b.inventory.loras} LoRAs` : `models=${b.models}`;
+  say(`   ${name.padEnd(11)} healthy=${b.healthy} ${what} paid=${b.paid} speed=${b.speed === null ? 'unmeasured' : `${b.speed.toFixed(1)} tok/s`}`);
 }
 say('\n7. Anthropic Messages (Claude Code, @anthropic-ai/sdk) — POST /v1/messages:');
 const sdk = new Anthropic({ baseURL: base, apiKey: 'demo', maxRetries: 0 });
@@ -173,11 +186,20 @@ say(`   ${audio.length} bytes of ${speech.headers.get('content-type')} from ${sp
 const heard = await oai.audio.transcriptions.create({ model: 'swap/qwen3-8b-q4_k_m', file: await toFile(audio, 'hello.mp3') });
 say(`   and back: POST /v1/audio/transcriptions (multipart) → "${heard.text.slice(0, 50)}"`);
 
-say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet\n`);
+if (media) await mediaWalkthrough(base, oai, say, 11);
+else say(`\n11. ${mediaSkipped()}`);
+
+say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet`);
+if (media) {
+  say(`   curl ${base}/v1/images/generations -H 'content-type: application/json' -d '{"model":"sd15","prompt":"a lighthouse","response_format":"url"}'`);
+  say(`   curl -N ${base}/v1/jobs/<job_id>/events   # after POST /v1/generations {"model":"sd15","prompt":"…","mode":"async"}`);
+}
+say('');
 
 const stop = async () => {
   await app.close();
   await Promise.all([gpu, swap, ollama, cloud, claude].map((f) => f.close()));
+  await media?.close();
   process.exit(0);
 };
 if (once) await stop();
