@@ -20,6 +20,8 @@ import { switchRequest, TransformFactory } from './upstream/call-transform.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
 import { adminStatsRoutes } from './routes/admin-stats.ts';
+import { consoleRoutes } from './ui/plugin.ts';
+import { adminConfigRoutes } from './routes/admin-config.ts';
 import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
 import { mediaNativeRoutes } from './routes/media-native.ts';
@@ -150,6 +152,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     users: gateway.users, ipAliases: gateway.ipAliases, requireAdmin, hasMasterKey: () => !!gateway.masterKey(),
   });
   await app.register(adminStatsRoutes, { callLog: gateway.callLog, requireAdmin });
+  // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
+  await app.register(consoleRoutes, { gateway });
+  await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });
 
   if (gateway.authenticator.isOpen()) {
     opts.logger.warn('the gateway is OPEN: no master key and no users, so anyone who can reach it may use its models (its admin API answers loopback callers only). Set api_key in the config or create an admin user to lock it.');

@@ -1,0 +1,130 @@
+/**
+ * Console access: log in with an admin key (the master key or an admin user's key), get a
+ * session cookie; log out ends it at once. Login attempts are rate-limited per address. While
+ * the gateway is bootstrap-open the console needs no login, from its own host only (like the
+ * admin API), and offers to create the first admin user (its key shown once).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isLoopbackIp } from '../auth/loopback.ts';
+import type { UiContext, Viewer } from './context.ts';
+import { renderPage, setViewer } from './render.ts';
+import { keyDigest, SESSION_COOKIE, SESSION_TTL_MS, type Session, type SessionWho } from './sessions.ts';
+
+/** Attempts per address and minute before the login answers 429. */
+export const LOGIN_ATTEMPTS_PER_MINUTE = 10;
+
+export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<void> {
+  const { gateway } = ctx;
+
+  app.get('/ui/login', async (req, reply) => {
+    if (gateway.authenticator.isOpen() && isLoopbackIp(req.ip)) return reply.redirect('/ui', 303);
+    return loginPage(ctx, reply, req, {});
+  });
+
+  app.post<{ Body: { key?: unknown; next?: unknown } }>('/ui/login', {
+    config: { rateLimit: { max: LOGIN_ATTEMPTS_PER_MINUTE, timeWindow: 60_000 } },
+  }, async (req, reply) => {
+    const key = typeof req.body?.key === 'string' ? req.body.key.trim() : '';
+    const who = key ? adminBehind(ctx, key) : undefined;
+    if (!who) {
+      return loginPage(ctx, reply, req, { status: 401, errors: { key: key ? 'This is not an admin key of this gateway.' : 'Enter an admin key.' } });
+    }
+    startSession(ctx, req, reply, who.who, who.name);
+    return reply.redirect(safeNext(req.body?.next), 303);
+  });
+
+  app.post('/ui/logout', async (req, reply) => {
+    ctx.sessions.delete(sessionIdOf(req));
+    reply.clearCookie(SESSION_COOKIE, { path: '/ui' });
+    return reply.redirect('/ui/login?bye=1', 303);
+  });
+
+  app.post('/ui/bootstrap', async (req, reply) => {
+    if (!gateway.authenticator.isOpen() || !isLoopbackIp(req.ip)) {
+      return renderPage(reply, 'error', { title: 'Not open', status: 409, message: 'The gateway already has a master key or users: log in instead.' });
+    }
+    const { user, key } = gateway.users.create({ name: 'admin', role: 'admin', note: 'created from the console' });
+    startSession(ctx, req, reply, { kind: 'user', userId: user.id }, user.name);
+    setViewer(req, { name: user.name, open: false });
+    return renderPage(reply, 'key-once', { title: 'Admin user created', userName: user.name, key });
+  });
+}
+
+/** The viewer of a console request, or a redirect to the login (GET) / a 401 (anything else). */
+export async function requireViewer(ctx: UiContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const viewer = currentViewer(ctx, req);
+  if (viewer) {
+    setViewer(req, viewer);
+    return;
+  }
+  if (req.method === 'GET' || req.method === 'HEAD') {
+    await reply.redirect(`/ui/login?next=${encodeURIComponent(req.url)}`, 303);
+    return;
+  }
+  throw Object.assign(new Error('Log in to the console first.'), { statusCode: 401 });
+}
+
+function currentViewer(ctx: UiContext, req: FastifyRequest): Viewer | undefined {
+  const { gateway } = ctx;
+  if (gateway.authenticator.isOpen()) return isLoopbackIp(req.ip) ? { name: 'open gateway', open: true } : undefined;
+  const id = sessionIdOf(req);
+  const session = ctx.sessions.get(id, Date.now());
+  if (!session || !stillAdmin(ctx, session)) {
+    ctx.sessions.delete(id);
+    return undefined;
+  }
+  return { name: session.name, open: false, sessionId: session.id };
+}
+
+/** The session's holder is still an admin: same master key, or an enabled admin user. */
+function stillAdmin(ctx: UiContext, session: Session): boolean {
+  if (session.who.kind === 'master') {
+    const master = ctx.gateway.masterKey();
+    return master !== undefined && keyDigest(master) === session.who.keyDigest;
+  }
+  const user = ctx.gateway.users.get(session.who.userId);
+  return user !== undefined && user.enabled && user.role === 'admin';
+}
+
+function adminBehind(ctx: UiContext, key: string): { who: SessionWho; name: string } | undefined {
+  try {
+    const caller = ctx.gateway.authenticator.authenticate({ authorization: `Bearer ${key}` });
+    if (caller.kind === 'master') return { who: { kind: 'master', keyDigest: keyDigest(key) }, name: 'master key' };
+    if (caller.kind === 'user' && caller.isAdmin && caller.user) return { who: { kind: 'user', userId: caller.user.id }, name: caller.user.name };
+  } catch {
+    // a wrong or disabled key: the same answer as a non-admin one
+  }
+  return undefined;
+}
+
+function startSession(ctx: UiContext, req: FastifyRequest, reply: FastifyReply, who: SessionWho, name: string): void {
+  ctx.sessions.delete(sessionIdOf(req)); // a new login never keeps an old id
+  const session = ctx.sessions.create(who, name, Date.now());
+  reply.setCookie(SESSION_COOKIE, session.id, {
+    path: '/ui', httpOnly: true, sameSite: 'strict', secure: req.protocol === 'https', signed: true,
+    maxAge: SESSION_TTL_MS / 1000,
+  });
+}
+
+function sessionIdOf(req: FastifyRequest): string | undefined {
+  const raw = req.cookies[SESSION_COOKIE];
+  if (!raw) return undefined;
+  const unsigned = req.unsignCookie(raw);
+  return unsigned.valid && unsigned.value ? unsigned.value : undefined;
+}
+
+/** Only a path inside the console: never another site, never `//host`. */
+function safeNext(next: unknown): string {
+  return typeof next === 'string' && /^\/ui(?:[/?#]|$)/.test(next) && !next.startsWith('//') ? next : '/ui';
+}
+
+function loginPage(ctx: UiContext, reply: FastifyReply, req: FastifyRequest, data: { status?: number; errors?: Record<string, string> }): Promise<FastifyReply> {
+  const query = req.query as Record<string, string | undefined>;
+  return renderPage(reply, 'login', {
+    title: 'Log in', next: safeNext(query.next ?? (req.body as { next?: unknown } | undefined)?.next),
+    bye: query.bye === '1',
+    // open, but this caller is not on the gateway's host: the console (like the admin API) stays shut
+    openRemote: ctx.gateway.authenticator.isOpen() && !isLoopbackIp(req.ip),
+    ...data,
+  });
+}

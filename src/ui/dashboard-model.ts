@@ -1,0 +1,106 @@
+/**
+ * What the dashboard shows, read off the live gateway: a card per backend, the parked calls
+ * and jobs, running media jobs with their progress, the last calls. Plain data, the same for
+ * the first render and for every `/ui/events` update.
+ */
+import type { BackendState } from '../backends/registry.ts';
+import type { SchedulerSnapshot } from '../scheduler/index.ts';
+import type { CallRow } from '../store/call-rows.ts';
+import type { JobView, MediaCaller } from '../media/service-types.ts';
+import type { Gateway } from '../gateway.ts';
+
+/** The console reads every job (admin view). */
+export const CONSOLE_CALLER: MediaCaller = Object.freeze({ owner: 'console', admin: true, allow: [], source: 'console', userId: null });
+
+export interface BackendCard {
+  name: string;
+  type: string;
+  enabled: boolean;
+  healthy: boolean;
+  draining: boolean;
+  error: { kind: string; detail: string; since: number } | null;
+  models: number;
+  modelNames: string[];
+  inflight: number;
+  /** 0 = unlimited. */
+  cap: number;
+  paid: boolean;
+  /** Output tokens per second (LLM), when measured. */
+  speed: number | null;
+  /** Seconds per job per generation alias (ComfyUI), when measured. */
+  jobSeconds: Record<string, number>;
+  lastTypeKey: string | null;
+  group: string | null;
+}
+
+export interface QueueRow {
+  alias: string;
+  kind: 'call' | 'job';
+  ageS: number;
+  remainingS: number;
+  position: number;
+  backends: string[];
+}
+
+export interface DashboardModel {
+  now: number;
+  backends: BackendCard[];
+  queue: QueueRow[];
+  jobs: JobView[];
+  calls: CallRow[];
+  counts: { backends: number; up: number; inflight: number; parked: number; runningJobs: number };
+}
+
+export function dashboardModel(gateway: Gateway, now = Date.now()): DashboardModel {
+  const snapshot = gateway.scheduler.snapshot();
+  const backends = gateway.registry.list().map((b) => card(b, snapshot));
+  const generationAliases = new Set(gateway.generations.names());
+  const queue = snapshot.parked.map((p, i): QueueRow => ({
+    alias: p.alias,
+    kind: generationAliases.has(p.alias) ? 'job' : 'call',
+    ageS: p.ageMs / 1000,
+    remainingS: p.remainingMs / 1000,
+    position: i + 1,
+    backends: p.backends,
+  }));
+  const jobs = [
+    ...gateway.media.list(CONSOLE_CALLER, { status: 'running', limit: 20 }),
+    ...gateway.media.list(CONSOLE_CALLER, { status: 'queued', limit: 20 }),
+  ];
+  const calls = gateway.callLog.recent({ limit: 20 });
+  return {
+    now,
+    backends,
+    queue,
+    jobs,
+    calls,
+    counts: {
+      backends: backends.length,
+      up: backends.filter((b) => b.enabled && b.healthy).length,
+      inflight: backends.reduce((sum, b) => sum + b.inflight, 0),
+      parked: queue.length,
+      runningJobs: jobs.filter((j) => j.status === 'running').length,
+    },
+  };
+}
+
+function card(b: BackendState, snapshot: SchedulerSnapshot): BackendCard {
+  const slots = snapshot.backends.find((s) => s.name === b.name);
+  return {
+    name: b.name,
+    type: b.spec.type,
+    enabled: b.spec.enabled,
+    healthy: b.healthy,
+    draining: (b as { draining?: boolean }).draining === true,
+    error: b.error ? { kind: b.error.kind, detail: b.error.detail, since: b.error.since } : null,
+    models: b.models.length,
+    modelNames: b.models.slice(0, 6).map((m) => m.id),
+    inflight: slots?.inflight ?? 0,
+    cap: b.cap,
+    paid: b.spec.paid,
+    speed: slots?.speed ?? null,
+    jobSeconds: (slots as { jobSeconds?: Record<string, number> } | undefined)?.jobSeconds ?? {},
+    lastTypeKey: slots?.lastTypeKey ?? null,
+    group: b.spec.gpu_group ?? null,
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * Console sessions: a random id in a signed, HttpOnly, SameSite=Strict cookie, mapped here to
+ * who logged in and until when (12 h). Kept in memory: a restart logs everyone out, and a
+ * logout ends the session at once (a signed cookie alone could not be revoked). A session is
+ * re-checked on every request against the live state: a disabled or demoted user, or a
+ * changed master key, ends it.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+export const SESSION_COOKIE = 'gw_ui';
+export const SESSION_TTL_MS = 12 * 3_600_000;
+/** Sessions held at most; the oldest goes first (a flood of logins cannot grow memory). */
+const MAX_SESSIONS = 1_000;
+
+export type SessionWho =
+  | { kind: 'master'; keyDigest: string }
+  | { kind: 'user'; userId: number };
+
+export interface Session {
+  id: string;
+  who: SessionWho;
+  /** Shown in the header. */
+  name: string;
+  expiresAt: number;
+}
+
+export function keyDigest(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export class Sessions {
+  private readonly byId = new Map<string, Session>();
+
+  create(who: SessionWho, name: string, now: number): Session {
+    if (this.byId.size >= MAX_SESSIONS) this.byId.delete(this.byId.keys().next().value!);
+    const session = { id: randomBytes(24).toString('base64url'), who, name, expiresAt: now + SESSION_TTL_MS };
+    this.byId.set(session.id, session);
+    return session;
+  }
+
+  get(id: string | undefined, now: number): Session | undefined {
+    if (!id) return undefined;
+    const session = this.byId.get(id);
+    if (!session) return undefined;
+    if (session.expiresAt <= now) {
+      this.byId.delete(id);
+      return undefined;
+    }
+    return session;
+  }
+
+  delete(id: string | undefined): void {
+    if (id) this.byId.delete(id);
+  }
+}
