@@ -31,6 +31,7 @@ import { IpAliasesRepo } from './store/ip-aliases-repo.ts';
 import { CallLog } from './stats/call-log.ts';
 import { GatewayMetrics } from './stats/metrics.ts';
 import { toCallRecord } from './stats/outcome-record.ts';
+import { ConfigService } from './admin/config-service.ts';
 
 export interface GatewayOptions {
   /** The validated config file (or the embedded default). */
@@ -79,6 +80,8 @@ export class Gateway {
   readonly callers: Callers;
   /** What /health reads. */
   readonly health: HealthView;
+  /** Settings and backends as the admin API and the console read and change them. */
+  readonly admin: ConfigService;
   readonly configSource: string;
   readonly startedAt = Date.now();
   private problems: ConfigProblem[] = [];
@@ -216,6 +219,12 @@ export class Gateway {
       reloadProblems: () => this.problems,
       startedAt: this.startedAt,
     };
+    this.admin = new ConfigService({
+      fileConfig: () => this.fileConfig, effective: () => this.effective,
+      settings: this.settings, backends: this.storedBackends, registry: this.registry,
+      snapshot: () => this.scheduler.snapshot(), inventory: (name) => this.comfy.inventory(name),
+      apply: () => this.applyStoreChange(), transaction: (fn) => this.store.transaction(fn)(),
+    });
   }
 
   config(): GatewayConfig {
@@ -304,6 +313,12 @@ export class Gateway {
     this.log.info(`log level is now ${level}`);
   }
 
+  /** The store's settings or backends changed (console, admin API): recompute and apply live. */
+  applyStoreChange(): void {
+    this.applyEffective();
+    this.applyLogLevel();
+  }
+
   /** A config file that failed to load: the previous config stays in force; /health shows why. */
   rejectReload(problems: ConfigProblem[]): void {
     this.problems = problems;
@@ -369,7 +384,7 @@ export class Gateway {
 
 function slotSpec(b: BackendState) {
   return {
-    name: b.name, cap: b.cap, paid: b.spec.paid, available: b.spec.enabled && b.healthy,
+    name: b.name, cap: b.cap, paid: b.spec.paid, available: b.spec.enabled && b.healthy && !b.draining,
     group: b.spec.gpu_group, kind: b.spec.type === 'comfyui' ? 'media' as const : 'llm' as const,
   };
 }

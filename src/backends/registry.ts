@@ -18,6 +18,8 @@ export interface BackendState {
   modelsById: ReadonlyMap<string, ModelInfo>;
   discoveredAt?: number;
   consecutiveFailures: number;
+  /** Runtime only (never stored): no new work goes here while in-flight calls and jobs finish. */
+  draining?: boolean;
 }
 
 export interface RegistryChange {
@@ -99,6 +101,17 @@ export class BackendRegistry {
     for (const name of change.removed) for (const fn of this.removedListeners) fn(name);
     for (const name of [...change.added, ...change.changed]) this.emit(name);
     return change;
+  }
+
+  /** Starts or ends draining `name` (kept across reconciles, lost on restart); false when unknown. */
+  setDraining(name: string, on: boolean): boolean {
+    const b = this.backends.get(name);
+    if (!b) return false;
+    if (!!b.draining !== on) {
+      b.draining = on;
+      this.emit(name);
+    }
+    return true;
   }
 
   /** Seeds a backend's models from the store's cache so a restart routes before the first poll. */

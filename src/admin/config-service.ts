@@ -1,0 +1,273 @@
+/**
+ * The one service layer behind every configuration change the JSON admin API and the /ui
+ * console make: validated with config.yaml's own rules (key paths as config.yaml spells them),
+ * written to the store, applied live. Nothing is written when a value is refused. Backend
+ * secrets are write-only: views mask them, and a blank api_key keeps the one in force.
+ */
+import { Agent } from 'undici';
+import type { BackendRegistry } from '../backends/registry.ts';
+import { describeError } from '../backends/errors.ts';
+import { probeBackend, ProbeError } from '../backends/probe.ts';
+import type { BackendErrorKind } from '../backends/types.ts';
+import { computeEffectiveConfig, STORE_SETTING_KEYS } from '../config/effective.ts';
+import type { ConfigProblem } from '../config/problems.ts';
+import { createConfigValidator, type ConfigValidator } from '../config/schema.ts';
+import { validateSetting } from '../config/settings-validate.ts';
+import type { BackendSpec, BackendType, GatewayConfig } from '../config/types.ts';
+import { isObject } from '../json.ts';
+import { ComfyHealth } from '../media/comfy-health.ts';
+import type { MediaInventory } from '../media/inventory.ts';
+import type { SchedulerSnapshot } from '../scheduler/index.ts';
+import type { BackendsRepo } from '../store/backends-repo.ts';
+import type { SettingsRepo } from '../store/settings-repo.ts';
+import {
+  backendsView, inventoryCounts, settingsView, sourceOf,
+  type BackendView, type InventoryCounts, type Result, type SecretSettingView, type SettingView,
+} from './config-views.ts';
+
+export * from './config-views.ts';
+
+export interface ConfigServiceDeps {
+  /** config.yaml as validated (the embedded default when there is none). */
+  fileConfig: () => GatewayConfig;
+  /** The configuration in force (file merged with the store). */
+  effective: () => GatewayConfig;
+  settings: SettingsRepo;
+  backends: BackendsRepo;
+  registry: BackendRegistry;
+  snapshot: () => SchedulerSnapshot;
+  inventory: (backend: string) => MediaInventory | undefined;
+  /** Recomputes the effective config from file + store and applies it live. */
+  apply: () => void;
+  /** Runs `fn` in one store transaction (several rows of one change: all or none). */
+  transaction?: (fn: () => void) => void;
+  validator?: ConfigValidator;
+  /** testBackend's timeout (default 10 s). */
+  probeTimeoutMs?: number;
+}
+
+/** The JSON a client sends for one backend: a BackendSpec, with `api_key` also `{clear: true}` (remove) or blank (keep). */
+export type BackendInput = Record<string, unknown>;
+
+export interface SaveBackendOptions {
+  /** The backend's current name when renaming it. */
+  replace?: string;
+  /** Adding: refuse a name already in the fleet (without it, saving a known name edits it). */
+  create?: boolean;
+}
+
+export type TestBackendResult =
+  | { ok: true; kind: BackendType; models: string[]; inventory?: InventoryCounts; ms: number }
+  | { ok: false; error: string; errorKind?: BackendErrorKind; status?: number; problems?: ConfigProblem[] };
+
+const refused = (problems: ConfigProblem[]): Result => ({ ok: false, problems });
+const noSuchBackend = (name: string): Result => ({ ok: false, notFound: true, problems: [{ path: 'name', message: `no backend named "${name}"` }] });
+const problemId = (p: ConfigProblem) => `${p.path}\u0000${p.message}`;
+
+export class ConfigService {
+  private readonly deps: ConfigServiceDeps;
+  private readonly validator: ConfigValidator;
+
+  constructor(deps: ConfigServiceDeps) {
+    this.deps = deps;
+    this.validator = deps.validator ?? createConfigValidator();
+  }
+
+  // ---------------------------------------------------------------- settings
+
+  /** Every top-level key except `backends`; `api_key` only as set / not set. */
+  settingsView(): (SettingView | SecretSettingView)[] {
+    return settingsView(this.deps.fileConfig(), this.deps.effective(), this.deps.settings.all());
+  }
+
+  /** One key's view (undefined for `backends` and unknown keys). */
+  settingView(key: string): SettingView | SecretSettingView | undefined {
+    return this.settingsView().find((v) => v.key === key);
+  }
+
+  /** Validates `value` as config.yaml's `key` (problem paths start with the key); stores and applies it. */
+  setSetting(key: string, value: unknown): Result {
+    if (value === undefined || value === null) return refused([{ path: key, message: 'needs a value (reset the setting to go back to config.yaml or the default)' }]);
+    const checked = validateSetting(this.validator, key, value, this.deps.effective().backends);
+    if (!checked.ok) return refused(checked.problems);
+    this.deps.settings.set(key, checked.value);
+    this.deps.apply();
+    return { ok: true };
+  }
+
+  /** Deletes the store's row: config.yaml's value (or the default) is back in force. */
+  resetSetting(key: string): Result {
+    if (!(STORE_SETTING_KEYS as readonly string[]).includes(key)) return refused([{ path: key, message: 'is not a setting the store may hold' }]);
+    const existed = this.deps.settings.delete(key);
+    if (existed) this.deps.apply();
+    return existed ? { ok: true } : { ok: true, note: `${key} had no stored value` };
+  }
+
+  // ---------------------------------------------------------------- backends
+
+  backendsView(): BackendView[] {
+    return backendsView({
+      file: this.deps.fileConfig().backends, stored: this.deps.backends.list(), effective: this.deps.effective().backends,
+      registry: this.deps.registry, snapshot: this.deps.snapshot(), inventory: this.deps.inventory,
+    });
+  }
+
+  backendView(name: string): BackendView | undefined {
+    return this.backendsView().find((b) => b.name === name);
+  }
+
+  /**
+   * Validates one backend (config.yaml's backend rules, a name unique in the fleet, and no
+   * alias left naming a backend that is gone) and stores it: the store's entry replaces
+   * config.yaml's of the same name. Renaming a store-only backend moves it; renaming one from
+   * config.yaml disables the old name with a store override. Problems of the spec have paths
+   * relative to it (`url`); those elsewhere keep their config path (`virtual_models.fast.gpu1`).
+   */
+  saveBackend(input: unknown, opts: SaveBackendOptions = {}): Result {
+    const effective = this.deps.effective().backends;
+    const exists = (n: string) => effective.some((b) => b.name === n);
+    if (opts.replace !== undefined && !exists(opts.replace)) return noSuchBackend(opts.replace);
+    const prepared = this.prepareBackend(input, opts.replace);
+    if (!prepared.ok) return prepared;
+    const spec = prepared.spec;
+    const renaming = opts.replace !== undefined && opts.replace !== spec.name;
+    if ((opts.create || renaming) && exists(spec.name)) {
+      return refused([{ path: 'name', message: `a backend named "${spec.name}" already exists` }]);
+    }
+    // the store as it will be (its order does not matter to the checks)
+    const next = this.deps.backends.list().filter((b) => b.name !== spec.name && !(renaming && b.name === opts.replace));
+    let note: string | undefined;
+    let disableOld: BackendSpec | undefined;
+    if (renaming && this.deps.fileConfig().backends.some((b) => b.name === opts.replace)) {
+      disableOld = { ...effective.find((b) => b.name === opts.replace)!, enabled: false };
+      next.push(disableOld);
+      note = `"${opts.replace}" comes from config.yaml: it is disabled with a store override (remove it from config.yaml to delete it)`;
+    }
+    next.push(spec);
+    const fleet = this.newFleetProblems(next);
+    if (fleet.length > 0) return refused(fleet);
+    (this.deps.transaction ?? ((fn) => fn()))(() => {
+      if (renaming && !disableOld) this.deps.backends.delete(opts.replace!);
+      if (disableOld) this.deps.backends.upsert(disableOld);
+      this.deps.backends.upsert(spec);
+    });
+    this.deps.apply();
+    return note ? { ok: true, note } : { ok: true };
+  }
+
+  /**
+   * A store-only backend is deleted; one from config.yaml cannot be, and is disabled with a
+   * store override instead (the note says so). Aliases still naming a deleted backend are named
+   * in the note.
+   */
+  removeBackend(name: string): Result {
+    const spec = this.deps.effective().backends.find((b) => b.name === name);
+    if (!spec) return noSuchBackend(name);
+    const source = sourceOf(name, this.deps.fileConfig().backends, this.deps.backends.list());
+    if (source !== 'store') {
+      this.deps.backends.upsert({ ...spec, enabled: false });
+      this.deps.apply();
+      return { ok: true, note: `"${name}" comes from config.yaml: it is disabled with a store override (remove it from config.yaml to delete it)` };
+    }
+    const dangling = this.newFleetProblems(this.deps.backends.list().filter((b) => b.name !== name));
+    this.deps.backends.delete(name);
+    this.deps.apply();
+    if (dangling.length === 0) return { ok: true };
+    return { ok: true, note: `still named by ${dangling.map((p) => p.path).join(', ')}` };
+  }
+
+  /** Drops the store's override of a config.yaml backend: config.yaml's entry is back in force. */
+  resetBackend(name: string): Result {
+    const source = sourceOf(name, this.deps.fileConfig().backends, this.deps.backends.list());
+    if (!source) return noSuchBackend(name);
+    if (source === 'config.yaml') return { ok: true, note: `"${name}" has no store override` };
+    if (source === 'store') return refused([{ path: 'name', message: `"${name}" exists only in the store: there is no config.yaml entry to go back to (remove it instead)` }]);
+    this.deps.backends.delete(name);
+    this.deps.apply();
+    return { ok: true };
+  }
+
+  /** Runtime only (not stored, lost on restart): no new work goes to it; in-flight calls and jobs finish. */
+  drainBackend(name: string, on: boolean): Result {
+    return this.deps.registry.setDraining(name, on) ? { ok: true } : noSuchBackend(name);
+  }
+
+  /**
+   * Discovery dry run: validates `input` like saveBackend (a blank api_key uses the one of
+   * `replace ?? input.name`), then asks the backend what it serves, on a connection of its
+   * own and with a ComfyHealth of its own, so nothing is registered or remembered.
+   */
+  async testBackend(input: unknown, opts: { replace?: string } = {}): Promise<TestBackendResult> {
+    const prepared = this.prepareBackend(input, opts.replace);
+    if (!prepared.ok) {
+      const first = prepared.problems[0];
+      return { ok: false, error: `${first.path || 'backend'}: ${first.message}`, problems: prepared.problems };
+    }
+    const spec = prepared.spec;
+    const timeoutMs = this.deps.probeTimeoutMs ?? 10_000;
+    const agent = new Agent({ connect: { timeout: timeoutMs } });
+    const comfy = new ComfyHealth();
+    const started = Date.now();
+    try {
+      const models = await probeBackend(spec, agent, timeoutMs, comfy);
+      const result: TestBackendResult = { ok: true, kind: spec.type, models: models.map((m) => m.id), ms: Date.now() - started };
+      const inventory = spec.type === 'comfyui' ? comfy.inventory(spec.name) : undefined;
+      if (inventory) result.inventory = inventoryCounts(inventory);
+      return result;
+    } catch (err) {
+      if (err instanceof ProbeError) {
+        return { ok: false, error: `${spec.url}: ${err.message}`, errorKind: err.kind, ...(err.status !== undefined ? { status: err.status } : {}) };
+      }
+      const d = describeError(err);
+      const what = d.kind === 'timeout' ? `no answer within ${timeoutMs / 1000} s` : d.kind === 'unreachable' ? 'cannot connect' : 'request failed';
+      return { ok: false, error: `${spec.url}: ${what} (${d.detail})`, errorKind: d.kind };
+    } finally {
+      void agent.destroy().catch(() => {});
+    }
+  }
+
+  /**
+   * The input as a validated spec: the secret resolved (blank or a masked echo keeps the one
+   * in force for `replace ?? name`, as long as the URL's origin is unchanged — a stored key is
+   * never sent to a new address; `{clear: true}` removes it), then config.yaml's backend rules.
+   */
+  private prepareBackend(input: unknown, replace?: string): { ok: true; spec: BackendSpec } | { ok: false; problems: ConfigProblem[] } {
+    if (!isObject(input)) return { ok: false, problems: [{ path: '', message: 'must be a mapping of backend fields' }] };
+    const raw: Record<string, unknown> = structuredClone(input);
+    const secret = raw.api_key;
+    const clear = isObject(secret) && secret.clear === true;
+    const keep = !clear && (secret === undefined || secret === null || secret === '' || (isObject(secret) && secret.set === true));
+    if (keep || clear) delete raw.api_key;
+    const problems: ConfigProblem[] = [];
+    const previous = keep ? this.deps.effective().backends.find((b) => b.name === (replace ?? raw.name)) : undefined;
+    if (previous?.api_key !== undefined && typeof raw.url === 'string') {
+      const origin = originOf(raw.url);
+      if (origin === originOf(previous.url)) raw.api_key = previous.api_key;
+      else if (origin) problems.push({ path: 'api_key', message: 'the URL points somewhere new: enter the key again (a stored key is never sent to a new address)' });
+    }
+    const checked = this.validator.validateBackend(raw);
+    if (!checked.ok) problems.push(...checked.problems);
+    return problems.length > 0 || !checked.ok ? { ok: false, problems } : { ok: true, spec: checked.spec };
+  }
+
+  /** Problems the whole configuration would gain with `storeBackends` in the store (aliases naming a backend that is gone, …). */
+  private newFleetProblems(storeBackends: BackendSpec[]): ConfigProblem[] {
+    const file = this.deps.fileConfig();
+    const settings = this.deps.settings.all();
+    const problemsOf = (backends: BackendSpec[]) => {
+      const candidate = structuredClone(computeEffectiveConfig(file, { settings, backends }));
+      const result = this.validator.validate(candidate, { source: 'store' });
+      return result.ok ? [] : result.problems;
+    };
+    const before = new Set(problemsOf(this.deps.backends.list()).map(problemId));
+    return problemsOf(storeBackends).filter((p) => !before.has(problemId(p)));
+  }
+}
+
+function originOf(url: string): string | undefined {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
+  }
+}
