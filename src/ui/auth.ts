@@ -8,9 +8,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isLoopbackIp } from '../auth/loopback.ts';
 import type { UiContext, Viewer } from './context.ts';
 import { renderPage, setViewer } from './render.ts';
+import { LoginThrottle } from './login-throttle.ts';
 import { keyDigest, SESSION_COOKIE, SESSION_TTL_MS, type Session, type SessionWho } from './sessions.ts';
 
-/** Attempts per address and minute before the login answers 429. */
+/** Failed attempts per address and minute before the login answers 429. */
 export const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 
 export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<void> {
@@ -21,12 +22,17 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
     return loginPage(ctx, reply, req, {});
   });
 
-  app.post<{ Body: { key?: unknown; next?: unknown } }>('/ui/login', {
-    config: { rateLimit: { max: LOGIN_ATTEMPTS_PER_MINUTE, timeWindow: 60_000 } },
-  }, async (req, reply) => {
+  const throttle = new LoginThrottle(LOGIN_ATTEMPTS_PER_MINUTE);
+  app.post<{ Body: { key?: unknown; next?: unknown } }>('/ui/login', async (req, reply) => {
+    const wait = throttle.retryAfter(req.ip, Date.now());
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      return loginPage(ctx, reply, req, { status: 429, errors: { key: `Too many failed attempts from this address: try again in ${wait} s.` } });
+    }
     const key = typeof req.body?.key === 'string' ? req.body.key.trim() : '';
     const who = key ? adminBehind(ctx, key) : undefined;
     if (!who) {
+      throttle.failed(req.ip, Date.now());
       return loginPage(ctx, reply, req, { status: 401, errors: { key: key ? 'This is not an admin key of this gateway.' : 'Enter an admin key.' } });
     }
     startSession(ctx, req, reply, who.who, who.name);

@@ -9,7 +9,6 @@ import { randomBytes } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import csrf from '@fastify/csrf-protection';
 import formbody from '@fastify/formbody';
-import rateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import view from '@fastify/view';
 import { Eta } from 'eta';
@@ -45,7 +44,6 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
     });
     await ui.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/ui/assets/', decorateReply: false, maxAge: 3_600_000, index: false });
     await ui.register(fastifyStatic, { root: UPLOT_DIR, prefix: '/ui/vendor/uplot/', decorateReply: false, maxAge: 86_400_000, index: false, allowedPath: (path) => /^\/uPlot\.(iife\.min\.js|min\.css)$/.test(path) });
-    await ui.register(rateLimit, { global: false });
 
     ui.addHook('onRequest', async (req, reply) => securityHeaders(req, reply));
     // every change is a POST with the form's (or the page's) CSRF token; checked once the body is parsed
