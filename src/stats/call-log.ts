@@ -5,23 +5,27 @@
  * `record()` adds the call to the quota counters (quota.ts) and queues its row, numbered after
  * the largest id on disk: O(1), no I/O; captured bodies are gzip'd off this thread meanwhile.
  * Every `flushMs` the queue is written a hundred rows per transaction, one per event-loop turn.
- * Reads never wait for a write: `recent()` merges the queue with the disk, `bodies()` looks in
- * both, `aggregate()` reads the disk only. Unauthenticated 401s are folded per source and
- * minute (refusal-aggregator.ts). While writes fail the queue waits, up to `MAX_QUEUED_ROWS`;
- * past that rows are dropped (their calls still count towards quotas).
+ * Reads never wait for a write: `recent()` merges the queue with the disk, `bodies()` and `get()`
+ * look in both, `aggregate()` reads the disk only, `summary()` reads an in-memory rollup of the
+ * disk (calls-rollup.ts: built from stats.db after start, a slice per turn, then fed each
+ * write). Unauthenticated 401s are folded per source and minute (refusal-aggregator.ts).
+ * While writes fail the queue waits, up to `MAX_QUEUED_ROWS`; past that rows are dropped
+ * (their calls still count towards quotas).
  */
 import {
-  callRow, CallsRepo, matchesFilter, newestFirst, recentLimit, storedCall, type AggregateGroup, type AggregateRow, type CallFilter,
-  type CallRow, type CallWrite, type DayUsage, type Pruned, type StoredBodies,
+  callRow, CallsRepo, matchesFilter, newestFirst, recentLimit, rollupCall, storedCall, type AggregateGroup, type AggregateRow,
+  type CallQuery, type CallRow, type CallWrite, type DayUsage, type Pruned, type StoredBodies,
 } from '../store/calls-repo.ts';
 import { BodyCompressor, capBody, gzipBodySync, unpackBody, type CappedBody } from './bodies.ts';
+import { CallsRollup, type CallSummary, type RollupStep } from './calls-rollup.ts';
 import { DAY_MS, utcDayNumber } from './period.ts';
 import { dayUsageOf, QuotaGate } from './quota.ts';
 import type { CallRecord } from './record.ts';
 import { isUnauthenticatedRefusal, RefusalAggregator } from './refusal-aggregator.ts';
 
 export type { CallRecord } from './record.ts';
-export type { AggregateGroup, AggregateRow, CallFilter, CallRow } from '../store/calls-repo.ts';
+export type { AggregateGroup, AggregateRow, CallFilter, CallQuery, CallRow } from '../store/calls-repo.ts';
+export type { CallSummary, GroupStats, RollupStep, SeriesPoint } from './calls-rollup.ts';
 
 export interface CallLogOptions {
   /** Milliseconds between writes of the queue. */
@@ -49,6 +53,8 @@ const EAGER_WRITE_ROWS = 5_000;
 const QUOTA_USAGE_KEEP_DAYS = 100;
 /** While writes fail, at most this many rows wait in memory. */
 const MAX_QUEUED_ROWS = 100_000;
+/** Rows read per event-loop turn while the stats rollup is built from stats.db (~3 ms). */
+const ROLLUP_SLICE_ROWS = 2_000;
 
 type Sides = [CappedBody | null, CappedBody | null];
 
@@ -75,6 +81,10 @@ export class CallLog {
   flushes = 0;
   /** Rows dropped: recorded after `close()`, or while the queue was full of failed writes. */
   dropped = 0;
+  /** Sums per hour/day × backend × model × source of the rows on disk (the Statistics tab's). */
+  private readonly rollup: CallsRollup;
+  /** Settles once the rollup holds every row that was on disk at start. */
+  private readonly rollupBuilt: Promise<void>;
 
   constructor(repo: CallsRepo, opts: CallLogOptions) {
     this.repo = repo;
@@ -82,6 +92,8 @@ export class CallLog {
     this.now = opts.now ?? Date.now;
     this.nextId = repo.maxId() + 1;
     for (const usage of repo.quotaUsage()) this.quotas.count(usage);
+    this.rollup = new CallsRollup({ now: this.now });
+    this.rollupBuilt = this.buildRollup(this.nextId - 1);
     const prune = () => void this.prune().catch((err: unknown) => this.report(err, 'prune'));
     this.timers = [
       setInterval(() => void this.writeInSlices(), Math.max(10, opts.flushMs)).unref(),
@@ -155,7 +167,7 @@ export class CallLog {
   }
 
   /** Calls newest first, filtered: the queued ones merged with those on disk. */
-  recent(filter: CallFilter = {}): CallRow[] {
+  recent(filter: CallQuery = {}): CallRow[] {
     this.queueEndedRefusals();
     const queued: CallRow[] = [];
     for (const e of this.queue) {
@@ -163,6 +175,13 @@ export class CallLog {
     }
     const stored = this.repo.recent(filter);
     return queued.length === 0 ? stored : [...queued, ...stored].sort(newestFirst).slice(0, recentLimit(filter));
+  }
+
+  /** One call by id, queued or on disk. */
+  get(callId: number): CallRow | undefined {
+    const queued = this.queue.find((e) => e.row?.id === callId);
+    if (queued?.row) return callRow(queued.row, queued.bodies !== null || queued.compressing !== null);
+    return this.repo.get(callId);
   }
 
   /** A call's captured bodies, decompressed; null when none were captured (or they are still compressing). */
@@ -177,6 +196,16 @@ export class CallLog {
   }
 
   /**
+   * Totals, cache split and percentiles per backend, model, source and period (UTC hour or
+   * day) of the calls on disk, from the in-memory rollup: fast at any size (stats/calls-rollup.ts).
+   * Waits, the first time after start, until the rollup has read what stats.db held.
+   */
+  async summary(range: { since: number; until: number; step: RollupStep }): Promise<CallSummary> {
+    await this.rollupBuilt;
+    return this.rollup.summary(range);
+  }
+
+  /**
    * Deletes rows older than `retentionDays`, bodies older than `bodyRetentionDays` (or than
    * their row) and quota counters older than any quota window, one short transaction per
    * event-loop turn; resolves with what it removed.
@@ -187,12 +216,14 @@ export class CallLog {
     const bodyCutoff = Math.max(rowCutoff, bodyRetentionDays > 0 ? now - bodyRetentionDays * DAY_MS : -Infinity);
     const cutoffs = { rowCutoff, bodyCutoff, firstUsageDay: utcDayNumber(now) - QUOTA_USAGE_KEEP_DAYS };
     this.quotas.forgetBefore(cutoffs.firstUsageDay);
+    this.rollup.forgetBefore(rowCutoff);
     const total = { rows: 0, bodies: 0 };
     for (let step = { ...total, done: false }; !step.done && !this.closed; await turn()) {
       step = this.repo.pruneStep(cutoffs, PRUNE_SLICE_ROWS);
       total.rows += step.rows;
       total.bodies += step.bodies;
     }
+    this.rollup.forgetBefore(rowCutoff); // again: the first build may have read rows this prune then deleted
     return total;
   }
 
@@ -240,8 +271,10 @@ export class CallLog {
     let n = 0;
     while (n < max && n < this.queue.length && !this.queue[n].compressing) n++;
     if (n === 0) return 0;
-    this.repo.write(this.queue.slice(0, n));
+    const written = this.queue.slice(0, n);
+    this.repo.write(written);
     this.queue.splice(0, n);
+    for (const e of written) if (e.row) this.rollup.add(rollupCall(e.row));
     this.flushes++;
     return n;
   }
@@ -257,6 +290,23 @@ export class CallLog {
       this.report(err, 'flush');
     } finally {
       this.writing = false;
+    }
+  }
+
+  /** Reads the rows up to `upToId` into the rollup a slice per event-loop turn (newer rows come from writes). */
+  private async buildRollup(upToId: number): Promise<void> {
+    let after = 0;
+    try {
+      while (!this.closed && after < upToId) {
+        await turn();
+        if (this.closed) break;
+        const rows = this.repo.rollupRows(after, upToId, ROLLUP_SLICE_ROWS);
+        for (const r of rows) this.rollup.add(r);
+        if (rows.length < ROLLUP_SLICE_ROWS) break;
+        after = rows[rows.length - 1].id;
+      }
+    } catch (err) {
+      this.report(err, 'flush');
     }
   }
 

@@ -19,6 +19,59 @@ import { openDatabase, type Db } from './db.ts';
 export type * from './call-rows.ts';
 export { storedCall } from './call-rows.ts';
 
+/**
+ * The console's filter: the API's, plus a status class and an exact paging cursor. (It belongs
+ * in call-rows.ts `CallFilter`; kept here while that file is not the console's to change.)
+ */
+export interface CallQuery extends CallFilter {
+  /** 1..5: statuses from `statusClass`00 to `statusClass`99 (`2` is 2xx); ignored with `status`. */
+  statusClass?: number;
+  /**
+   * With `beforeId`: the `ts` of the cursor row, so a page follows `recent()`'s order exactly
+   * (rows after (ts, id) newest first). Without it `beforeId` alone means "a smaller id".
+   */
+  beforeTs?: number;
+}
+
+/** A stored call as the stats rollup reads it (stats/calls-rollup.ts): cost spent, model never null. */
+export interface RollupCall {
+  id: number;
+  ts: number;
+  backend: string;
+  /** `(none)` when no model was served, as `aggregate()` keys it. */
+  model: string;
+  source: string;
+  status: number;
+  duration_ms: number;
+  ttft_ms: number | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cached_tokens: number;
+  cache_write_tokens: number;
+  /** Spent (`effectiveCost`): 0 on a free backend. */
+  cost_usd: number;
+  count: number;
+}
+
+/** `RollupCall` of a stored row: the JavaScript twin of `ROLLUP_SQL`. */
+export function rollupCall(r: StoredCall): RollupCall {
+  return {
+    id: r.id, ts: r.ts, backend: r.backend, model: r.model ?? NO_MODEL, source: r.source, status: r.status,
+    duration_ms: r.duration_ms, ttft_ms: r.ttft_ms, prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens,
+    cached_tokens: r.cached_tokens, cache_write_tokens: r.cache_write_tokens,
+    cost_usd: r.paid === 0 ? 0 : r.upstream_cost_usd ?? r.cost_usd, count: r.count,
+  };
+}
+
+const NO_MODEL = '(none)';
+
+/**
+ * Rows a filtered `recent()` first looks at through the ts index (newest first) before it
+ * scans the whole range: a common filter fills its page from them, a rare one would otherwise
+ * walk the index and look up every row, ~10x slower than one pass over the table.
+ */
+const INDEXED_SCAN_ROWS = 2_000;
+
 /** Rows `recent()` returns for a filter: `limit`, default 100, clamped to 1..1,000. */
 export function recentLimit(filter: CallFilter): number {
   return Math.min(1_000, Math.max(1, Math.floor(filter.limit ?? 100)));
@@ -28,15 +81,18 @@ export function recentLimit(filter: CallFilter): number {
  * Whether a row passes a filter (its `limit` aside): the JavaScript twin of `recent()`'s WHERE
  * clause, beside it so the two cannot drift, for rows not written yet.
  */
-export function matchesFilter(r: StoredCall, f: CallFilter): boolean {
+export function matchesFilter(r: StoredCall, f: CallQuery): boolean {
   return (f.source === undefined || r.source === f.source)
     && (f.backend === undefined || r.backend === f.backend)
     && (f.status === undefined || r.status === f.status)
+    && (f.status !== undefined || f.statusClass === undefined || Math.floor(r.status / 100) === f.statusClass)
     && (f.user_id === undefined || r.user_id === f.user_id)
     && (f.model === undefined || r.model === f.model || r.requested_model === f.model)
     && (f.since === undefined || r.ts >= f.since)
     && (f.until === undefined || r.ts < f.until)
-    && (f.beforeId === undefined || r.id < f.beforeId);
+    && (f.beforeId === undefined || (f.beforeTs === undefined
+      ? r.id < f.beforeId
+      : r.ts < f.beforeTs || (r.ts === f.beforeTs && r.id < f.beforeId)));
 }
 
 /** `recent()`'s order (its ORDER BY): newest arrival first, then the later row. */
@@ -158,38 +214,83 @@ export class CallsRepo {
     this.#write(batch);
   }
 
-  /** Stored calls newest first (by arrival, then id), filtered. */
-  recent(filter: CallFilter = {}): CallRow[] {
-    const where: string[] = [];
-    const params: Record<string, unknown> = {};
+  /**
+   * Stored calls newest first (by arrival, then id), filtered. Without a column filter the ts
+   * index answers at once; with one, the newest `INDEXED_SCAN_ROWS` of the range are tried
+   * first, then (too few matched) one pass over the range keeps the top rows.
+   */
+  recent(filter: CallQuery = {}): CallRow[] {
+    const range: string[] = [];
+    const columns: string[] = [];
+    const params: Record<string, unknown> = { limit: recentLimit(filter) };
     const eq = (column: string, value: unknown) => {
       if (value === undefined) return;
-      where.push(`${column} = @${column}`);
+      columns.push(`${column} = @${column}`);
       params[column] = value;
     };
     eq('source', filter.source);
     eq('backend', filter.backend);
     eq('status', filter.status);
     eq('user_id', filter.user_id);
+    if (filter.status === undefined && filter.statusClass !== undefined) {
+      columns.push('status >= @statusFrom AND status < @statusTo');
+      params.statusFrom = filter.statusClass * 100;
+      params.statusTo = filter.statusClass * 100 + 100;
+    }
     if (filter.model !== undefined) {
-      where.push('(model = @model OR requested_model = @model)');
+      columns.push('(model = @model OR requested_model = @model)');
       params.model = filter.model;
     }
-    addTimeRange(where, params, filter);
-    if (filter.beforeId !== undefined) {
-      where.push('id < @beforeId');
+    addTimeRange(range, params, filter);
+    if (filter.beforeId !== undefined && filter.beforeTs !== undefined) {
+      range.push('ts <= @beforeTs AND (ts < @beforeTs OR id < @beforeId)');
+      params.beforeTs = filter.beforeTs;
+      params.beforeId = filter.beforeId;
+    } else if (filter.beforeId !== undefined) {
+      range.push('id < @beforeId');
       params.beforeId = filter.beforeId;
     }
-    params.limit = recentLimit(filter);
-    const rows = this.#db
-      .prepare(
-        `SELECT ${CALL_COLUMNS.join(', ')},
-           EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies
-         FROM calls ${whereClause(where)}
-         ORDER BY ts DESC, id DESC LIMIT @limit`,
-      )
-      .all(params) as (StoredCall & { has_bodies: number })[];
+    const listed = `${CALL_COLUMNS.join(', ')}, EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies`;
+    const order = 'ORDER BY ts DESC, id DESC LIMIT @limit';
+    const prepare = (sql: string) => this.#db.prepare(sql);
+    let rows: (StoredCall & { has_bodies: number })[];
+    if (columns.length === 0) {
+      rows = prepare(`SELECT ${listed} FROM calls ${whereClause(range)} ${order}`).all(params) as typeof rows;
+    } else {
+      rows = prepare(
+        `SELECT ${listed} FROM (SELECT ${CALL_COLUMNS.join(', ')} FROM calls ${whereClause(range)}
+           ORDER BY ts DESC, id DESC LIMIT ${INDEXED_SCAN_ROWS}) AS calls
+         ${whereClause(columns)} ${order}`,
+      ).all(params) as typeof rows;
+      if (rows.length < (params.limit as number)) {
+        // without a lower time bound, one pass over the table beats the index (a lookup per row)
+        const table = filter.since === undefined ? 'calls NOT INDEXED' : 'calls';
+        rows = prepare(`SELECT ${listed} FROM ${table} ${whereClause([...range, ...columns])} ${order}`).all(params) as typeof rows;
+      }
+    }
     return rows.map(({ has_bodies, ...r }) => callRow(r, has_bodies === 1));
+  }
+
+  /** One stored call by id, or undefined. */
+  get(id: number): CallRow | undefined {
+    const row = this.#db
+      .prepare(`SELECT ${CALL_COLUMNS.join(', ')}, EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies
+        FROM calls WHERE id = ?`)
+      .get(id) as (StoredCall & { has_bodies: number }) | undefined;
+    if (!row) return undefined;
+    const { has_bodies, ...r } = row;
+    return callRow(r, has_bodies === 1);
+  }
+
+  /** Stored calls with `afterId` < id <= `upToId`, by id, at most `limit`, as the stats rollup reads them. */
+  rollupRows(afterId: number, upToId: number, limit: number): RollupCall[] {
+    return this.#db
+      .prepare(
+        `SELECT id, ts, backend, COALESCE(model, '${NO_MODEL}') AS model, source, status, duration_ms, ttft_ms,
+           prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, ${SPENT_SQL} AS cost_usd, count
+         FROM calls WHERE id > ? AND id <= ? ORDER BY id LIMIT ?`,
+      )
+      .all(afterId, upToId, limit) as RollupCall[];
   }
 
   /** The stored (gzip'd) bodies of one call; null when none were captured. */
