@@ -1,8 +1,130 @@
-/** The aliases tab (being built). */
-import type { FastifyInstance } from 'fastify';
+/**
+ * The aliases tab: chat aliases (one model id for any backend serving it, or a model per
+ * backend), glob aliases (`claude-*`), each with its park timeout, reasoning default and
+ * sampling defaults; and the live alias → backend map with collisions, searchable (`?q=`, and
+ * as you type with script). Changes go through `gateway.admin` (config.yaml's validation, the
+ * store, applied live); an alias spans three settings, saved all or nothing (aliases-save.ts).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Gateway } from '../../gateway.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
+import { ALIAS_SETTING_KEYS, aliasesModel, samplingSummary, stateOf } from './aliases-model.ts';
+import {
+  emptyForm, errorsOf, formOf, one, readAliasForm, REASONING_CHOICES, SAMPLER_HINTS, SAMPLERS, tablesWith, tablesWithout,
+  type AliasForm, type FieldErrors, type FormBody,
+} from './aliases-form.ts';
+import { saveSettings } from './aliases-save.ts';
 
-export async function aliasesTab(app: FastifyInstance, _ctx: UiContext): Promise<void> {
-  app.get('/ui/aliases', async (_req, reply) => renderPage(reply, 'placeholder', { title: 'Aliases', tab: 'aliases' }));
+const NOTICES: Record<string, (name: string) => string> = {
+  saved: (n) => `Saved ${n}: it is in force now.`,
+  unchanged: (n) => `${n} was already like that: nothing to save.`,
+  removed: (n) => `Removed ${n}.`,
+  reset: (n) => `${n} is back to config.yaml's value (or the default).`,
+};
+
+type Query = Record<string, string | undefined>;
+
+export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
+  const { gateway } = ctx;
+
+  const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string } = {}) => {
+    const query = req.query as Query;
+    const notice = query.saved && NOTICES[query.saved] ? NOTICES[query.saved](query.name ?? '') : undefined;
+    return renderPage(reply, 'aliases', {
+      title: 'Aliases & routing', tab: 'aliases', notice, m: aliasesModel(gateway, query.q ?? ''), samplingSummary, ...extra,
+    });
+  };
+
+  const editPage = (reply: FastifyReply, form: AliasForm, data: { errors?: FieldErrors; status?: number; focus?: string; glob?: boolean } = {}) => {
+    if (!form.rows.some((r) => !r.backend && !r.model)) form.rows.push({ backend: '', model: '' });
+    const isNew = !form.original;
+    const glob = data.glob ?? /[*?]/.test(form.name);
+    return renderPage(reply, 'aliases-edit', {
+      title: isNew ? (glob ? 'New glob alias' : 'New alias') : `Alias ${form.original}`, tab: 'aliases', status: data.status,
+      errors: data.errors ?? {}, form, isNew, glob, focus: data.focus, picker: pickerOf(gateway),
+      samplers: SAMPLERS, samplerHints: SAMPLER_HINTS, reasoningChoices: REASONING_CHOICES,
+      parkDefault: gateway.config().park_timeout_s,
+    });
+  };
+
+  app.get('/ui/aliases', async (req, reply) => listPage(req, reply));
+
+  app.get('/ui/aliases/new', async (req, reply) => {
+    const glob = (req.query as Query).glob === '1';
+    return editPage(reply, emptyForm(glob), { glob });
+  });
+
+  app.get('/ui/aliases/edit', async (req, reply) => {
+    const name = (req.query as Query).name ?? '';
+    const form = formOf(gateway.config(), name);
+    if (!form) return listPage(req, reply, { status: 404, problem: `There is no alias named “${name}” (any more).` });
+    return editPage(reply, form);
+  });
+
+  app.post<{ Body: FormBody }>('/ui/aliases/save', async (req, reply) => {
+    const read = readAliasForm(req.body);
+    const { form } = read;
+    // without script, "add a backend" posts the form to get one more row; nothing is saved
+    if (one(req.body, 'op') === 'add-row') {
+      form.mode = 'map';
+      form.rows = form.rows.filter((r) => r.backend || r.model);
+      form.rows.push({ backend: '', model: '' });
+      return editPage(reply, form, { focus: `map-${form.rows.length - 1}-backend` });
+    }
+    const cfg = gateway.config();
+    const errors = { ...read.errors };
+    const renamed = form.name !== form.original;
+    if (form.name && renamed && Object.hasOwn(cfg.virtual_models, form.name)) {
+      errors.name = `An alias named “${form.name}” exists already: pick another name, or edit that one.`;
+    }
+    if (Object.keys(errors).length || !read.value) return editPage(reply, form, { errors, status: 400 });
+    const original = form.original && Object.hasOwn(cfg.virtual_models, form.original) ? form.original : '';
+    const result = saveSettings(gateway, tablesWith(cfg, read.value, original));
+    if (!result.ok) return editPage(reply, form, { errors: errorsOf(result.problems, form), status: 400 });
+    const label = renamed && original ? `${original} → ${form.name}` : form.name;
+    return done(reply, result.note === 'nothing changed' ? 'unchanged' : 'saved', label);
+  });
+
+  app.post<{ Body: FormBody }>('/ui/aliases/remove', async (req, reply) => {
+    const name = one(req.body, 'name');
+    const cfg = gateway.config();
+    if (!Object.hasOwn(cfg.virtual_models, name)) return listPage(req, reply, { status: 404, problem: `There is no alias named “${name}” (any more).` });
+    const result = saveSettings(gateway, tablesWithout(cfg, name));
+    if (!result.ok) {
+      const first = result.problems[0];
+      return listPage(req, reply, { status: 400, problem: `The alias table is refused as a whole: ${first.path}: ${first.message}. Fix that alias first.` });
+    }
+    return done(reply, 'removed', name);
+  });
+
+  app.post<{ Body: FormBody }>('/ui/aliases/reset', async (req, reply) => {
+    const key = one(req.body, 'key');
+    if (!(ALIAS_SETTING_KEYS as readonly string[]).includes(key)) return listPage(req, reply, { status: 400, problem: `${key || 'That'} is not a setting of this tab.` });
+    const result = gateway.admin.resetSetting(key);
+    if (!result.ok) return listPage(req, reply, { status: 400, problem: result.problems[0]?.message ?? 'Refused.' });
+    return done(reply, 'reset', key);
+  });
+}
+
+/** POST-redirect-GET to the list with a notice. */
+function done(reply: FastifyReply, saved: string, name: string): FastifyReply {
+  return reply.redirect(`/ui/aliases?saved=${saved}&name=${encodeURIComponent(name)}`, 303);
+}
+
+export interface PickerBackend {
+  name: string;
+  type: string;
+  state: string;
+  models: string[];
+}
+
+/** The backends a chat alias can name, each with its discovered models (for the pickers). */
+function pickerOf(gateway: Gateway): { backends: PickerBackend[]; models: string[]; aliases: string[] } {
+  const backends = gateway.registry.list()
+    .filter((b) => b.spec.type !== 'comfyui')
+    .map((b) => ({ name: b.name, type: b.spec.type, state: stateOf(gateway, b.name), models: b.models.map((m) => m.id) }));
+  const models = [...new Set(backends.flatMap((b) => b.models))].sort();
+  const aliases = Object.keys(gateway.config().virtual_models).filter((k) => !k.includes('*') && !k.includes('?'));
+  return { backends, models, aliases };
 }
