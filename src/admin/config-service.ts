@@ -95,6 +95,28 @@ export class ConfigService {
     return { ok: true };
   }
 
+  /**
+   * Several settings at once, all or nothing (an alias spans virtual_models, alias_park and
+   * alias_defaults): every value is validated first, every problem reported; only then are they
+   * written, and applied once.
+   */
+  setSettings(entries: Readonly<Record<string, unknown>>): Result {
+    const backends = this.deps.effective().backends;
+    const checked: [string, unknown][] = [];
+    const problems: ConfigProblem[] = [];
+    for (const [key, value] of Object.entries(entries)) {
+      if (value === undefined || value === null) { problems.push({ path: key, message: 'needs a value (reset the setting to go back to config.yaml or the default)' }); continue; }
+      const result = validateSetting(this.validator, key, value, backends);
+      if (result.ok) checked.push([key, result.value]);
+      else problems.push(...result.problems);
+    }
+    if (problems.length) return refused(problems);
+    if (checked.length === 0) return { ok: true, note: 'nothing changed' };
+    for (const [key, value] of checked) this.deps.settings.set(key, value);
+    this.deps.apply();
+    return { ok: true };
+  }
+
   /** Deletes the store's row: config.yaml's value (or the default) is back in force. */
   resetSetting(key: string): Result {
     if (!(STORE_SETTING_KEYS as readonly string[]).includes(key)) return refused([{ path: key, message: 'is not a setting the store may hold' }]);
