@@ -1,8 +1,271 @@
-/** The backends tab (being built). */
-import type { FastifyInstance } from 'fastify';
+/**
+ * The backends tab: every backend with its live state (kept current by a small event stream of
+ * rendered fragments), add / edit with every option of its kind, enable / disable, drain,
+ * remove, reset a store override, and "test connection" (a discovery dry run) before saving.
+ * Every change goes through gateway.admin (the JSON admin API's ConfigService): a refused form
+ * re-renders with each problem next to its field and nothing saved. The API key is write-only.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BackendView, Result, TestBackendResult } from '../../admin/config-service.ts';
 import type { UiContext } from '../context.ts';
+import { FIELD_GROUPS, FIELDS, TYPE_LABELS } from '../backends-fields.ts';
+import { emptyForm, errorsOf, formOf, readBackendForm, shownFor, typeOf, type BackendForm, type FormBody } from '../backends-form.ts';
+import { backendRow, backendsModel, Flash, type BackendsModel } from '../backends-model.ts';
+import { renderPartial } from '../partials.ts';
 import { renderPage } from '../render.ts';
 
-export async function backendsTab(app: FastifyInstance, _ctx: UiContext): Promise<void> {
-  app.get('/ui/backends', async (_req, reply) => renderPage(reply, 'placeholder', { title: 'Backends', tab: 'backends' }));
+type NameParams = { Params: { name: string }; Body: FormBody };
+
+const DONE: Record<string, (name: string) => string> = {
+  added: (n) => `Added ${n}: discovery is asking it what it serves.`,
+  saved: (n) => `Saved ${n}. The change is in force.`,
+  enabled: (n) => `${n} is enabled.`,
+  disabled: (n) => `${n} is disabled: no new work goes to it.`,
+  'drain-on': (n) => `${n} is draining: no new work; what is in flight finishes.`,
+  'drain-off': (n) => `${n} takes new work again.`,
+  removed: (n) => `Removed ${n}.`,
+  reset: (n) => `${n} is back to its config.yaml entry.`,
+};
+
+/** Model ids a test result lists (the rest is counted). */
+const TEST_MODELS_SHOWN = 200;
+const TICK_MS = 1_000;
+const KEEPALIVE_MS = 15_000;
+const MAX_STREAMS = 16;
+
+export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
+  const admin = ctx.gateway.admin;
+  const flash = new Flash();
+
+  const done = (reply: FastifyReply, what: string, name: string, note?: string) => {
+    const q = new URLSearchParams({ done: what, name });
+    if (note) q.set('note', flash.put(note));
+    return reply.redirect(`/ui/backends?${q}`, 303);
+  };
+
+  const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string } = {}) => {
+    const q = req.query as Record<string, string | undefined>;
+    const name = q.name && /^[A-Za-z0-9._-]{1,128}$/.test(q.name) ? q.name : '';
+    const notice = q.done && DONE[q.done] && name ? DONE[q.done](name) : undefined;
+    const model = backendsModel(admin.backendsView());
+    return renderPage(reply, 'backends', {
+      title: 'Backends', tab: 'backends', notice, note: flash.take(q.note), m: model, parts: liveParts(model), ...extra,
+    });
+  };
+
+  const editPage = (reply: FastifyReply, data: EditData) => renderPage(reply, 'backend-edit', editLocals(data));
+
+  app.get('/ui/backends', async (req, reply) => listPage(req, reply));
+
+  app.get<{ Querystring: { type?: string } }>('/ui/backends/new', async (req, reply) => {
+    return editPage(reply, { form: emptyForm(typeOf(req.query.type)) });
+  });
+
+  app.post<{ Body: FormBody }>('/ui/backends', async (req, reply) => {
+    const read = readBackendForm(req.body);
+    const result = read.problems.length ? await otherProblems(read) : admin.saveBackend(read.input, { create: true });
+    if (result.ok) return done(reply, 'added', String(read.input.name), result.note);
+    return refusedForm(reply, read, result, undefined);
+  });
+
+  app.get<NameParams>('/ui/backends/:name/edit', async (req, reply) => {
+    const view = known(req.params.name);
+    return editPage(reply, { view, form: formOf(view.spec) });
+  });
+
+  app.post<NameParams>('/ui/backends/:name/edit', async (req, reply) => {
+    const view = known(req.params.name);
+    const read = readBackendForm(req.body);
+    const result = read.problems.length ? await otherProblems(read, view.name) : admin.saveBackend(read.input, { replace: view.name });
+    if (result.ok) return done(reply, 'saved', String(read.input.name), result.note);
+    return refusedForm(reply, read, result, view);
+  });
+
+  // discovery dry run: the form as it stands, nothing saved; `?part=1` (the page's script) answers the fragment only
+  app.post<{ Body: FormBody; Querystring: { part?: string } }>('/ui/backends/test', async (req, reply) => {
+    const replace = one(req.body, '_replace');
+    const view = replace ? admin.backendView(replace) : undefined;
+    const read = readBackendForm(req.body);
+    const tested: TestBackendResult = read.problems.length
+      ? { ok: false, error: `${read.problems[0].path}: ${read.problems[0].message}`, problems: read.problems }
+      : await admin.testBackend(read.input, view ? { replace: view.name } : {});
+    const test = testModel(tested, read.input);
+    if (req.query.part === '1') return reply.type('text/html; charset=utf-8').send(renderPartial('backends-test', { t: test }));
+    const errors = tested.ok ? {} : errorsOf(tested.problems ?? [], read.problems);
+    return editPage(reply, { view, form: read.form, errors, test, keyAgain: read.typedKey });
+  });
+
+  app.post<NameParams>('/ui/backends/:name/enabled', async (req, reply) => {
+    const view = known(req.params.name);
+    const enabled = ['1', 'on', 'true'].includes(one(req.body, 'enabled'));
+    const result = admin.saveBackend({ ...view.spec, enabled }, { replace: view.name });
+    if (result.ok) return done(reply, enabled ? 'enabled' : 'disabled', view.name, result.note);
+    return listPage(req, reply, { status: 400, problem: `${view.name} cannot be ${enabled ? 'enabled' : 'disabled'}: ${problemText(result)}` });
+  });
+
+  app.post<NameParams>('/ui/backends/:name/drain', async (req, reply) => {
+    const view = known(req.params.name);
+    const on = ['1', 'on', 'true'].includes(one(req.body, 'on'));
+    const result = admin.drainBackend(view.name, on);
+    if (result.ok) return done(reply, on ? 'drain-on' : 'drain-off', view.name, result.note);
+    return listPage(req, reply, { status: 400, problem: problemText(result) });
+  });
+
+  app.post<NameParams>('/ui/backends/:name/remove', async (req, reply) => {
+    const view = known(req.params.name);
+    const result = admin.removeBackend(view.name);
+    if (result.ok) return done(reply, view.source === 'store' ? 'removed' : 'disabled', view.name, result.note);
+    return listPage(req, reply, { status: 400, problem: problemText(result) });
+  });
+
+  app.post<NameParams>('/ui/backends/:name/reset', async (req, reply) => {
+    const view = known(req.params.name);
+    const result = admin.resetBackend(view.name);
+    if (result.ok) return done(reply, 'reset', view.name, result.note);
+    return listPage(req, reply, { status: 400, problem: problemText(result) });
+  });
+
+  registerEvents(app, ctx);
+
+  function known(name: string): BackendView {
+    const view = admin.backendView(name);
+    if (!view) throw Object.assign(new Error(`There is no backend named "${name}".`), { statusCode: 404 });
+    return view;
+  }
+
+  /**
+   * A form we could not even read is never saved; the validator's word on its other fields
+   * comes from the service's dry run, which checks before it probes. Only asked when the input
+   * is certain to be refused (a sampling_defaults that is not JSON is a string), so nothing is
+   * sent anywhere.
+   */
+  async function otherProblems(read: ReturnType<typeof readBackendForm>, replace?: string): Promise<Result> {
+    if (typeof read.input.sampling_defaults !== 'string') return { ok: false, problems: [] };
+    const { api_key: _key, ...rest } = read.input;
+    const tested = await admin.testBackend(rest, replace ? { replace } : {});
+    return { ok: false, problems: tested.ok ? [] : tested.problems ?? [] };
+  }
+
+  function refusedForm(reply: FastifyReply, read: ReturnType<typeof readBackendForm>, result: Result, view: BackendView | undefined) {
+    if (!result.ok && result.notFound) throw Object.assign(new Error(problemText(result)), { statusCode: 404 });
+    const problems = !result.ok ? result.problems : [];
+    return editPage(reply, { view, form: read.form, errors: errorsOf(problems, read.problems), status: 400, keyAgain: read.typedKey });
+  }
+}
+
+interface EditData {
+  view?: BackendView;
+  form: BackendForm;
+  errors?: Record<string, string>;
+  status?: number;
+  test?: TestModel;
+  /** A key was typed into a form that is shown again: it must be typed again (never sent back). */
+  keyAgain?: boolean;
+}
+
+function editLocals(d: EditData) {
+  const v = d.view;
+  const errors = { ...(d.errors ?? {}) };
+  if (d.keyAgain && !errors.api_key) errors.api_key = 'Type the key again: it is never sent back to the page.';
+  const labels: Record<string, string> = Object.fromEntries(FIELDS.map((f) => [f.key, f.label]));
+  const order = ['_form', ...FIELDS.map((f) => f.key)];
+  const problems = Object.entries(errors).sort(([a], [b]) => order.indexOf(a) - order.indexOf(b));
+  const groups = FIELD_GROUPS.map((g) => {
+    const fields = g.fields.map((f) => ({ ...f, shown: shownFor(f, d.form) }));
+    return { ...g, fields, shown: [...new Set(fields.flatMap((f) => f.shown.split(' ')))].join(' ') };
+  });
+  return {
+    title: v ? `Backend ${v.name}` : 'New backend', tab: 'backends', status: d.status,
+    errors, problems, labels, groups, form: d.form, view: v, row: v && backendRow(v), typeLabels: TYPE_LABELS,
+    secret: v?.spec.api_key, action: v ? `/ui/backends/${encodeURIComponent(v.name)}/edit` : '/ui/backends',
+    test: d.test, now: Date.now(),
+  };
+}
+
+export interface TestModel {
+  ok: boolean;
+  kind?: string;
+  url: string;
+  models: string[];
+  total: number;
+  inventory?: Record<string, number>;
+  ms?: number;
+  error?: string;
+  errorKind?: string;
+  status?: number;
+  problems: { field: string; message: string }[];
+}
+
+function testModel(t: TestBackendResult, input: Record<string, unknown>): TestModel {
+  const url = typeof input.url === 'string' ? input.url : '';
+  if (t.ok) {
+    const m: TestModel = { ok: true, kind: t.kind, url, models: t.models.slice(0, TEST_MODELS_SHOWN), total: t.models.length, ms: t.ms, problems: [] };
+    if (t.inventory) m.inventory = { ...t.inventory };
+    return m;
+  }
+  const errors = errorsOf(t.problems ?? []);
+  return {
+    ok: false, url, models: [], total: 0, error: t.error, errorKind: t.errorKind, status: t.status,
+    problems: Object.entries(errors).map(([field, message]) => ({ field, message })),
+  };
+}
+
+function problemText(result: Result): string {
+  return result.ok ? '' : result.problems.map((p) => (p.path && p.path !== 'name' ? `${p.path}: ${p.message}` : p.message)).join('; ');
+}
+
+function one(body: FormBody, key: string): string {
+  const v = body?.[key];
+  const first = Array.isArray(v) ? v[0] : v;
+  return typeof first === 'string' ? first : '';
+}
+
+/** The live parts of the list: each row's state and load, and the counts. */
+function liveParts(model: BackendsModel): Record<string, string> {
+  const parts: Record<string, string> = { 'backends-counts': renderPartial('backends-counts', { m: model }) };
+  for (const r of model.rows) {
+    parts[`state:${r.name}`] = renderPartial('backends-state', { r, now: model.now });
+    parts[`load:${r.name}`] = renderPartial('backends-load', { r });
+  }
+  return parts;
+}
+
+/** `/ui/backends/events`: the parts that changed, once a second (public/ui.js swaps them in). */
+function registerEvents(app: FastifyInstance, ctx: UiContext): void {
+  let open = 0;
+  const streams = new Set<import('node:http').ServerResponse>();
+  app.addHook('preClose', async () => { for (const res of streams) res.destroy(); });
+
+  app.get('/ui/backends/events', async (req, reply) => {
+    if (open >= MAX_STREAMS) return reply.code(503).send({ error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' } });
+    open++;
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'keep-alive' });
+    streams.add(res);
+    const last = new Map<string, string>();
+    let idle = 0;
+    const send = () => {
+      if (res.writableNeedDrain) return;
+      let wrote = false;
+      for (const [name, html] of Object.entries(liveParts(backendsModel(ctx.gateway.admin.backendsView())))) {
+        if (last.get(name) === html) continue;
+        last.set(name, html);
+        res.write(`event: part\ndata: ${JSON.stringify({ name, html })}\n\n`);
+        wrote = true;
+      }
+      idle = wrote ? 0 : idle + TICK_MS;
+      if (idle >= KEEPALIVE_MS) { res.write(': keep-alive\n\n'); idle = 0; }
+    };
+    send();
+    const timer = setInterval(() => {
+      try {
+        send();
+      } catch (err) {
+        req.log.error({ err }, 'backends event stream failed');
+        res.destroy();
+      }
+    }, TICK_MS);
+    res.once('close', () => { clearInterval(timer); open--; streams.delete(res); });
+  });
 }

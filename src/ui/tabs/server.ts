@@ -1,8 +1,72 @@
-/** The server tab (being built). */
-import type { FastifyInstance } from 'fastify';
+/**
+ * The server tab: every runtime setting with the value in force and where it comes from
+ * (default / config.yaml / the store, and when the store overrides config.yaml), restart-only
+ * ones marked; change one (gateway.admin.setSetting: config.yaml's own rules, applied live) or
+ * reset it (resetSetting). A refused value re-renders with the problem next to its input and
+ * nothing stored. Also where the configuration comes from and why the last reload of
+ * config.yaml was refused, if it was. The master key is only ever "set" or "not set".
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { UiContext } from '../context.ts';
+import { Flash } from '../backends-model.ts';
 import { renderPage } from '../render.ts';
+import { parseSetting, serverModel, settingErrors } from '../server-model.ts';
 
-export async function serverTab(app: FastifyInstance, _ctx: UiContext): Promise<void> {
-  app.get('/ui/server', async (_req, reply) => renderPage(reply, 'placeholder', { title: 'Server', tab: 'server' }));
+type KeyParams = { Params: { key: string }; Body: Record<string, unknown> | undefined };
+
+export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
+  const { gateway } = ctx;
+  const admin = gateway.admin;
+  const flash = new Flash();
+
+  const page = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; typed?: Record<string, string>; errors?: Record<string, string> } = {}) => {
+    const q = req.query as Record<string, string | undefined>;
+    const views = admin.settingsView();
+    const key = q.key && views.some((v) => v.key === q.key) ? q.key : undefined;
+    const notice = key && q.done === 'saved' ? `Saved ${key}: in force now.`
+      : key && q.done === 'reset' ? `${key} is back to its config.yaml value or the default.` : undefined;
+    const restartKey = key && views.find((v) => v.key === key)?.restartOnly;
+    return renderPage(reply, 'server', {
+      title: 'Server', tab: 'server', status: extra.status, errors: extra.errors ?? {},
+      notice: notice && restartKey ? notice.replace('in force now', 'in force at the next start') : notice,
+      note: flash.take(q.note),
+      m: serverModel(views, extra.typed, extra.errors),
+      configSource: gateway.configSource,
+      reloadProblems: gateway.reloadProblems,
+    });
+  };
+
+  const known = (key: string) => {
+    const view = admin.settingView(key);
+    if (!view) throw Object.assign(new Error(`There is no setting named "${key}".`), { statusCode: 404 });
+    return view;
+  };
+
+  const done = (reply: FastifyReply, what: string, key: string, note?: string) => {
+    const q = new URLSearchParams({ done: what, key });
+    if (note) q.set('note', flash.put(note));
+    return reply.redirect(`/ui/server?${q}#s-${key}`, 303);
+  };
+
+  app.get('/ui/server', async (req, reply) => page(req, reply));
+
+  app.post<KeyParams>('/ui/server/:key', async (req, reply) => {
+    const view = known(req.params.key);
+    const raw = req.body?.value;
+    const text = typeof raw === 'string' ? raw : Array.isArray(raw) && typeof raw[0] === 'string' ? raw[0] : '';
+    const refuse = (errors: Record<string, string>) => page(req, reply, { status: 400, typed: { [view.key]: text }, errors });
+    if (view.secret || !view.storable) return refuse({ [view.key]: view.secret ? 'the master key is not changed from this page' : 'only config.yaml sets this (it is read at start-up)' });
+    const parsed = parseSetting(view.key, text);
+    if (!parsed.ok) return refuse({ [view.key]: parsed.message });
+    const result = admin.setSetting(view.key, parsed.value);
+    if (!result.ok) return refuse(settingErrors(view.key, result.problems));
+    return done(reply, 'saved', view.key, result.note);
+  });
+
+  app.post<KeyParams>('/ui/server/:key/reset', async (req, reply) => {
+    const view = known(req.params.key);
+    const result = admin.resetSetting(view.key);
+    if (!result.ok) return page(req, reply, { status: 400, errors: settingErrors(view.key, result.problems) });
+    return done(reply, 'reset', view.key, result.note);
+  });
 }
