@@ -198,6 +198,11 @@ export class Gateway {
       config: () => this.effective,
       recordOutcome: (o) => this.recordOutcome(o),
       probe: (name) => void this.discovery.probe(name),
+      // a card switching from LLM to media work: the unload asked for goes first
+      gpuSettled: (name) => {
+        const group = this.registry.get(name)?.spec.gpu_group;
+        return group ? this.gpuSwitch.pending(group) : Promise.resolve();
+      },
       log: this.log,
     });
     this.applyBackends();

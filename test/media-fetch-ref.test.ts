@@ -86,6 +86,18 @@ describe('address classifier', () => {
     assert.equal(addressRefusal('localhost'), 'not an IP address');
   });
 
+  test('IPv4-translated forms are read for their IPv4; local-use NAT64 and Teredo are refused outright', () => {
+    const cases: [string, RegExp][] = [
+      ['::ffff:0:127.0.0.1', /loopback/], ['::ffff:0:7f00:1', /loopback/], ['::ffff:0:10.0.0.1', /private/], ['::ffff:0:a9fe:a9fe', /link-local/],
+      ['0:0:0:0:ffff:0:c0a8:101', /private/],
+      ['64:ff9b:1::a00:1', /local-use NAT64/], ['64:ff9b:1:ffff::808:808', /local-use NAT64/],
+      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', /Teredo/], ['2001::1', /Teredo/],
+    ];
+    for (const [ip, why] of cases) assert.match(addressRefusal(ip) ?? 'allowed', why, ip);
+    // the public IPv4 inside a translated form stays allowed; other 2001: prefixes are no Teredo
+    for (const ip of ['::ffff:0:8.8.8.8', '64:ff9b::808:808', '2001:db9::1', '2001:4860::8888']) assert.equal(addressRefusal(ip), undefined, ip);
+  });
+
   test('redactUrl drops userinfo, query and fragment', () => {
     assert.equal(redactUrl('http://user:secret@example.com:8080/a/b.png?X-Amz-Signature=abc#f'), 'http://example.com:8080/a/b.png');
     assert.equal(redactUrl('not a url'), '(an invalid URL)');
@@ -181,6 +193,7 @@ describe('fetchRef', () => {
   test('allowPrivate false: loopback literals are refused without connecting', async () => {
     const conns = srv.connections;
     for (const url of [`${srv.url}/png`, `http://[::1]:${srv.port}/png`, `http://[::ffff:127.0.0.1]:${srv.port}/png`,
+      `http://[::ffff:0:127.0.0.1]:${srv.port}/png`, `http://[64:ff9b:1::7f00:1]:${srv.port}/png`, `http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]:${srv.port}/png`,
       `http://0x7f.0.0.1:${srv.port}/png`, `http://2130706433:${srv.port}/png`, `http://0.0.0.0:${srv.port}/png`]) {
       await refused(fetchRef(url, GUARDED, 'images.ref'), 400, 'private_address', /could not fetch images\.ref: .*ref_url_allow_private/);
     }

@@ -190,8 +190,8 @@ describe('decodeFileMap', () => {
 
   test('unknown keys are refused, naming what the model takes', async () => {
     const e = await refused(decodeFileMap({ init_image: png.toString('base64'), bogus: 'x' }, allowed, 'images', OPTS), 400, 'images.bogus');
-    assert.equal(e.message, "'images.bogus' is not an input of this model; it takes: init_image, mask, style");
-    await refused(decodeFileMap({ a: 'x' }, new Set(), 'files', OPTS), 400, 'files.a', /^'files\.a' is not an input of this model; it takes no files$/);
+    assert.equal(e.message, "'bogus' is not a file input of this model; its file inputs: init_image, mask, style");
+    await refused(decodeFileMap({ a: 'x' }, new Set(), 'files', OPTS), 400, 'files.a', /^'a' is not a file input of this model; it takes no files$/);
   });
 
   test('decodes every form, concurrently; a bad value names its key', async () => {

@@ -199,14 +199,14 @@ describe('the native generation API', { skip: skipWithoutFixtures }, () => {
       [{ prompt: 'p' }, 400, 'model'],
       [{ model: 'sd15', prompt: 7 }, 400, 'prompt'],
       [{ model: 'nope', prompt: 'p' }, 404, 'model'],
-      [{ model: 'inpaint', prompt: 'p', images: { picture: pngA.toString('base64') } }, 400, 'picture'],
+      [{ model: 'inpaint', prompt: 'p', images: { picture: pngA.toString('base64') } }, 400, 'images.picture'],
       [{ model: 'inpaint', prompt: 'p', images: { image: 'not base64 at all!' } }, 400, 'images.image'],
       [{ model: 'inpaint', prompt: 'p', images: { image: 42 } }, 400, 'images.image'],
       [{ model: 'inpaint', prompt: 'p', images: { image: 'ftp://example.com/a.png' } }, 400, 'images.image'],
       [{ model: 'inpaint', prompt: 'p', images: { image: `${closed}/a.png` } }, 400, 'images.image'],
       [{ model: 'inpaint', prompt: 'p', images: { image: `${filesUrl}/missing.png` } }, 400, 'images.image'],
       [{ model: 'inpaint', prompt: 'p', images: { image: `${filesUrl}/huge` } }, 413, 'images.image'],
-      [{ model: 'inpaint', prompt: 'p', files: { whatever: pngA.toString('base64') } }, 400, 'whatever'],
+      [{ model: 'inpaint', prompt: 'p', files: { whatever: pngA.toString('base64') } }, 400, 'files.whatever'],
       [{ model: 'inpaint', prompt: 'p', images: { image: 'x' }, files: { image: 'y' } }, 400, 'files.image'],
     ];
     for (const [body, status, param] of cases) {

@@ -109,7 +109,7 @@ describe('the console in a browser', { skip: skipWithoutChromium || skipWithoutF
           const res = await p.goto(`${gw.url}${tab.path}`);
           assert.equal(res?.status(), 200, tab.path);
           await p.waitForLoadState('networkidle').catch(() => {});
-          const box = await p.evaluate(() => ({ scroll: document.documentElement.scrollWidth, width: window.innerWidth }));
+          const box = await p.evaluate(() => { const g = globalThis as any; return { scroll: g.document.documentElement.scrollWidth as number, width: g.innerWidth as number }; });
           assert.ok(box.scroll <= box.width + 1, `${tab.id} at ${viewport} scrolls sideways (${box.scroll} > ${box.width})`);
           await shoot(p, `tab-${tab.id}-${viewport}-${scheme}`);
         }

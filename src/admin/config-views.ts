@@ -3,6 +3,7 @@
  * in force and where it comes from, every backend with its spec (secrets masked) and its live
  * state. Pure functions of the file config, the store and the live views; no I/O.
  */
+import { writeJson } from '../media/compiler/index.ts';
 import { keyHint } from '../auth/keys.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { BackendError } from '../backends/types.ts';
@@ -123,7 +124,7 @@ export function inventoryCounts(inv: MediaInventory): InventoryCounts {
   };
 }
 
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+const sameJson = (a: unknown, b: unknown) => writeJson(a) === writeJson(b);
 
 function defaultOf(key: string): unknown {
   return (configSchema.properties as Record<string, { default?: unknown }>)[key]?.default;

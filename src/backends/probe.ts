@@ -46,7 +46,7 @@ export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, ti
   }
   if (spec.type === 'comfyui') {
     try {
-      await comfy?.check(spec, base, dispatcher, timeoutMs);
+      await comfy?.check(spec, base, dispatcher, timeoutMs, credentialHeaders(spec));
     } catch (err) {
       if (err instanceof ExecutorStuck) throw new ProbeError('exec_stuck', undefined, err.message);
       throw new ProbeError('upstream', 200, `ComfyUI answered /system_stats but not its queue or node list: ${(err as Error).message}`);

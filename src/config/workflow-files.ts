@@ -3,11 +3,15 @@
  * relative to config.yaml's folder) into their `workflow_json`, once the file's schema is
  * valid. `workflow` stays beside it, so the console can show where a workflow came from. A
  * file is read whenever config.yaml is (re)loaded: after editing only a workflow file, save
- * config.yaml again.
+ * config.yaml again. Files are parsed with parseExactJson: an integer baked into a workflow
+ * beyond 2^53 (a seed up to 2^64) stays exact, as a bigint, and the compiler's writeJson
+ * prints it back digit for digit. Code that serialises the configuration itself must not
+ * use plain JSON.stringify on `workflow_json` (it throws on a bigint): writeJson does.
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isObject } from '../json.ts';
+import { parseExactJson } from '../media/exact-json.ts';
 import { workflowShapeProblem } from './media-schema.ts';
 import { childPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './types.ts';
@@ -45,7 +49,7 @@ function readWorkflow(file: string): Read {
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseExactJson(text);
   } catch (err) {
     return { problem: `${file} is not JSON: ${(err as Error).message}` };
   }

@@ -90,7 +90,8 @@ export interface Thumbnail {
 
 /** A refused name or request; `code` is for the route to map (400 for invalid_*, 404 for not_found). */
 export class ArtifactError extends Error {
-  constructor(readonly code: 'invalid_job_id' | 'invalid_file' | 'invalid_size' | 'unsafe_path' | 'not_found' | 'not_an_image', message: string) {
+  /** `param`: the option at fault, when one is (`w` / `h` for invalid_size). */
+  constructor(readonly code: 'invalid_job_id' | 'invalid_file' | 'invalid_size' | 'unsafe_path' | 'not_found' | 'not_an_image', message: string, readonly param?: string) {
     super(message);
     this.name = 'ArtifactError';
   }
@@ -263,6 +264,6 @@ function checkN(n: number): number {
 
 function checkSize(v: number | undefined, name: string): number | undefined {
   if (v === undefined) return undefined;
-  if (!Number.isInteger(v) || v < 1 || v > THUMB_MAX) throw new ArtifactError('invalid_size', `${name} must be a whole number of pixels from 1 to ${THUMB_MAX}`);
+  if (!Number.isInteger(v) || v < 1 || v > THUMB_MAX) throw new ArtifactError('invalid_size', `${name} must be a whole number of pixels from 1 to ${THUMB_MAX}`, name);
   return v;
 }

@@ -2,16 +2,22 @@
  * One ComfyUI backend, as the gateway's media jobs use it: upload inputs, submit a workflow
  * (its JSON text spliced in unchanged, so big integers survive), follow it, fetch its files.
  *
- * `/history` is the source of truth: `waitFor` polls it every `pollMs` and resolves when the
+ * `/history` is the source of truth: `waitFor` (comfy-wait.ts) polls it and resolves when the
  * entry appears; websocket events (comfy-progress.ts) only make it poll at once. Every method
- * answers with a typed result and never throws (style of upstream/forward.ts).
+ * answers with a typed result and never throws (style of upstream/forward.ts). Every request
+ * carries the backend's credential; uploads, submits and views take a signal (cancel, and a
+ * bound on the whole exchange besides the idle `readTimeoutMs`). A prompt this gateway gave up
+ * on while the box did not answer is remembered (`abandoned`) and dequeued and interrupted
+ * once the box answers again, before anything new is submitted there.
  */
 import { randomUUID } from 'node:crypto';
 import { FormData, request, type Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
 import { ComfyProgress, type ComfyLog, type ComfyProgressListener } from './comfy-progress.ts';
+import { waitForPrompt, type HistoryAnswer, type WaitOptions, type WaitResult } from './comfy-wait.ts';
 
 export type { ComfyProgressEvent, ComfyProgressListener } from './comfy-progress.ts';
+export type { WaitOptions, WaitResult } from './comfy-wait.ts';
 
 export interface ComfyClientOptions {
   /** http(s)://host:port[/prefix] of the ComfyUI server. */
@@ -29,6 +35,18 @@ export interface ComfyClientOptions {
   maxBackoffMs?: number;
   /** Ask for previews with metadata (type 4, prompt id included). Default true. */
   previewMetadata?: boolean;
+  /** Sent with every request and the websocket handshake: the backend's credential (`credentialHeaders`). */
+  headers?: Record<string, string>;
+  /**
+   * Prompt ids given up on while the box did not answer, to dequeue and interrupt once it does
+   * (ComfyClients keeps one set per backend, so a new client for the box inherits it).
+   */
+  abandoned?: Set<string>;
+}
+
+/** A call's own stop: the job's cancel and a bound on the whole exchange (`AbortSignal.any`). */
+export interface CallOptions {
+  signal?: AbortSignal;
 }
 
 export interface ComfyHistoryEntry {
@@ -50,47 +68,29 @@ export type ViewResult = { ok: true; bytes: Buffer; contentType: string } | { ok
 export type PlainResult = { ok: true } | { ok: false; error: string };
 export type QueueResult = { ok: true; running: string[]; pending: string[] } | { ok: false; error: string };
 
-export interface WaitOptions {
-  /** Poll /history this often (ms), websocket or not. */
-  pollMs: number;
-  /** Then: interrupt / dequeue the prompt and answer `timeout`. */
-  maxWaitMs: number;
-  /** Cancel: dequeue (pending) and interrupt (running) the prompt, answer `interrupted`. */
-  signal?: AbortSignal;
-  /** No answer from the server for this long → `unreachable`. Default 30 000. */
-  unreachableAfterMs?: number;
-  /** Every this many polls without an entry, /queue is checked too: neither queued nor in history → `lost`. Default 5. */
-  queueCheckEvery?: number;
-  /** Checked every poll: a reason (the box was marked stuck…) dequeues and interrupts the prompt and answers `abandoned`. */
-  abandonIf?: () => string | undefined;
-}
-
-export type WaitResult =
-  | { kind: 'done'; entry: ComfyHistoryEntry }
-  | { kind: 'failed'; message: string; node?: string }
-  | { kind: 'interrupted' }
-  | { kind: 'timeout' }
-  | { kind: 'unreachable'; error: string }
-  /** The server no longer knows the prompt (it restarted): not queued, not running, no history. */
-  | { kind: 'lost' }
-  | { kind: 'abandoned'; reason: string };
-
 type HttpResult = { ok: true; status: number; contentType: string; text: string } | { ok: false; error: string };
 
 const DEFAULT_MAX_VIEW = 1024 ** 3;
+/** Taking one prompt off a box (dequeue + interrupt) may take this long at most. */
+export const CANCEL_TIMEOUT_MS = 5_000;
 
 export class ComfyClient {
   private readonly base: string;
   private readonly progress: ComfyProgress;
+  private readonly abandoned: Set<string>;
+  private cleaning?: Promise<void>;
 
   constructor(private readonly opts: ComfyClientOptions) {
     this.base = opts.baseUrl.replace(/\/+$/, '');
+    this.abandoned = opts.abandoned ?? new Set();
     const ws = new URL(`${this.base}/ws`);
     ws.protocol = ws.protocol === 'https:' ? 'wss:' : 'ws:';
     ws.searchParams.set('clientId', opts.clientId);
     this.progress = new ComfyProgress({
-      url: ws.toString(), handshakeTimeoutMs: opts.readTimeoutMs, log: opts.log,
+      url: ws.toString(), handshakeTimeoutMs: opts.readTimeoutMs, log: opts.log, headers: opts.headers,
       minBackoffMs: opts.minBackoffMs, maxBackoffMs: opts.maxBackoffMs, previewMetadata: opts.previewMetadata,
+      // the box is back: take off what was left on it
+      onOpen: () => void this.dropAbandoned(),
     });
   }
 
@@ -130,12 +130,12 @@ export class ComfyClient {
   // ---- HTTP ------------------------------------------------------------------------------------
 
   /** `POST /upload/image`, type input, overwrite: `name` is the job's own (never shared). */
-  async upload(name: string, bytes: Buffer | Uint8Array, mime: string): Promise<UploadResult> {
+  async upload(name: string, bytes: Buffer | Uint8Array, mime: string, o: CallOptions = {}): Promise<UploadResult> {
     const form = new FormData();
     form.append('image', new Blob([new Uint8Array(bytes)], { type: mime }), name);
     form.append('type', 'input');
     form.append('overwrite', 'true');
-    const res = await this.call('POST', '/upload/image', form);
+    const res = await this.call('POST', '/upload/image', form, undefined, o.signal);
     if (!res.ok) return { ok: false, error: res.error };
     if (res.status !== 200) return { ok: false, status: res.status, error: `upload answered ${res.status}: ${res.text.slice(0, 200)}` };
     const body = parseObject(res.text);
@@ -146,15 +146,23 @@ export class ComfyClient {
   /**
    * `POST /prompt {prompt, client_id, prompt_id}`; `prompt` is the API-format workflow's JSON
    * text, put in the body as is. The prompt id is ours (a new uuid unless given), tracked before
-   * sending so that no early websocket event is lost.
+   * sending so that no early websocket event is lost. Prompts abandoned earlier are taken off
+   * the box first. No answer (status 0): the prompt may be queued all the same, so it is
+   * remembered as abandoned.
    */
-  async submit(prompt: string, promptId: string = randomUUID()): Promise<SubmitResult> {
+  async submit(prompt: string, promptId: string = randomUUID(), o: CallOptions = {}): Promise<SubmitResult> {
     const text = prompt.trim();
     if (!isJsonObjectText(text)) return { ok: false, status: 0, error: 'the prompt is not the JSON text of an object' };
+    await this.dropAbandoned();
+    if (o.signal?.aborted) return { ok: false, status: 0, error: stopReason(o.signal) };
     const body = `{"prompt":${text},"client_id":${JSON.stringify(this.opts.clientId)},"prompt_id":${JSON.stringify(promptId)}}`;
     this.progress.track(promptId);
-    const res = await this.call('POST', '/prompt', body, 'application/json');
-    if (!res.ok) { this.progress.forget(promptId); return { ok: false, status: 0, error: res.error }; }
+    const res = await this.call('POST', '/prompt', body, 'application/json', o.signal);
+    if (!res.ok) {
+      this.progress.forget(promptId);
+      this.abandon(promptId);
+      return { ok: false, status: 0, error: res.error };
+    }
     const json = parseObject(res.text);
     if (res.status !== 200 || !json || typeof json.prompt_id !== 'string') {
       this.progress.forget(promptId);
@@ -181,12 +189,12 @@ export class ComfyClient {
   }
 
   /** `GET /view`, read whole into a Buffer (at most `maxViewBytes`). */
-  async view(file: { filename: string; subfolder?: string; type?: string }): Promise<ViewResult> {
+  async view(file: { filename: string; subfolder?: string; type?: string }, o: CallOptions = {}): Promise<ViewResult> {
     const q = new URLSearchParams({ filename: file.filename, subfolder: file.subfolder ?? '', type: file.type ?? 'output' });
     const limit = this.opts.maxViewBytes ?? DEFAULT_MAX_VIEW;
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(`${this.base}/view?${q}`, this.requestOptions('GET'));
+      res = await request(`${this.base}/view?${q}`, this.requestOptions('GET', undefined, undefined, o.signal));
     } catch (err) {
       return { ok: false, error: describeError(err).detail };
     }
@@ -215,18 +223,18 @@ export class ComfyClient {
   }
 
   /** Targeted `POST /interrupt {prompt_id}`: stops the prompt only if it is the one running. */
-  interrupt(promptId: string): Promise<PlainResult> {
-    return this.plain('/interrupt', { prompt_id: promptId });
+  interrupt(promptId: string, o: CallOptions = {}): Promise<PlainResult> {
+    return this.plain('/interrupt', { prompt_id: promptId }, o.signal);
   }
 
   /** `POST /queue {delete: [id]}`: removes the prompt if it is still pending. */
-  dequeue(promptId: string): Promise<PlainResult> {
-    return this.plain('/queue', { delete: [promptId] });
+  dequeue(promptId: string, o: CallOptions = {}): Promise<PlainResult> {
+    return this.plain('/queue', { delete: [promptId] }, o.signal);
   }
 
   /** `GET /queue`: prompt ids running, and pending in run order. */
-  async queue(): Promise<QueueResult> {
-    const res = await this.call('GET', '/queue');
+  async queue(o: CallOptions = {}): Promise<QueueResult> {
+    const res = await this.call('GET', '/queue', undefined, undefined, o.signal);
     if (!res.ok) return { ok: false, error: res.error };
     const json = res.status === 200 ? parseObject(res.text) : undefined;
     if (!json) return { ok: false, error: `GET /queue answered ${res.status}: ${res.text.slice(0, 200)}` };
@@ -251,70 +259,68 @@ export class ComfyClient {
     return files;
   }
 
-  // ---- waiting -----------------------------------------------------------------------------------
+  // ---- waiting and taking prompts off ----------------------------------------------------------
 
   /** Waits for a submitted prompt's history entry (see WaitOptions); forgets the prompt's progress after. */
-  async waitFor(promptId: string, o: WaitOptions): Promise<WaitResult> {
-    const deadline = Date.now() + o.maxWaitMs;
-    const unreachableAfter = o.unreachableAfterMs ?? 30_000;
-    const queueEvery = o.queueCheckEvery ?? 5;
-    let hinted = false;
-    let wake: (() => void) | undefined;
-    const kick = () => { hinted = true; wake?.(); };
-    const unsubscribe = this.onProgress(promptId, (e) => { if (e.kind === 'success' || e.kind === 'error' || e.kind === 'interrupted') kick(); });
-    o.signal?.addEventListener('abort', kick);
-    try {
-      let failingSince: number | undefined;
-      let polls = 0;
-      for (;;) {
-        if (o.signal?.aborted) { await this.cancel(promptId); return { kind: 'interrupted' }; }
-        hinted = false;
-        const h = await this.historyResult(promptId);
-        if (h.ok) {
-          failingSince = undefined;
-          if (h.entry) return settled(h.entry);
-          if (++polls % queueEvery === 0 && (await this.isLost(promptId))) return { kind: 'lost' };
-        } else {
-          failingSince ??= Date.now();
-          if (Date.now() - failingSince >= unreachableAfter) return { kind: 'unreachable', error: h.error };
-        }
-        if (o.signal?.aborted) continue;
-        const abandon = o.abandonIf?.();
-        if (abandon !== undefined) { await this.cancel(promptId); return { kind: 'abandoned', reason: abandon }; }
-        const left = deadline - Date.now();
-        if (left <= 0) { await this.cancel(promptId); return { kind: 'timeout' }; }
-        if (!hinted) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(done, Math.min(o.pollMs, left));
-            function done() { clearTimeout(timer); wake = undefined; resolve(); }
-            wake = done;
-          });
-        }
-      }
-    } finally {
-      unsubscribe();
-      o.signal?.removeEventListener('abort', kick);
-      this.progress.forget(promptId);
-    }
+  waitFor(promptId: string, o: WaitOptions): Promise<WaitResult> {
+    return waitForPrompt({
+      history: (id, signal) => this.historyResult(id, signal),
+      isLost: (id, signal) => this.isLost(id, signal),
+      cancel: (id) => this.cancel(id),
+      onProgress: (id, listener) => this.onProgress(id, listener),
+      forget: (id) => this.progress.forget(id),
+    }, promptId, o);
   }
 
-  /** Pending: removed from the queue; running: interrupted (dequeue first, so it cannot start in between). */
+  /**
+   * Dequeues and interrupts every abandoned prompt (each bounded by CANCEL_TIMEOUT_MS); those
+   * the box answered for are forgotten. One run at a time; resolves when it is over.
+   */
+  dropAbandoned(): Promise<void> {
+    if (this.abandoned.size === 0) return Promise.resolve();
+    this.cleaning ??= (async () => {
+      try {
+        for (const id of [...this.abandoned]) {
+          if (await this.takeOff(id)) this.abandoned.delete(id);
+        }
+      } finally {
+        this.cleaning = undefined;
+      }
+    })();
+    return this.cleaning;
+  }
+
+  /** Pending: removed from the queue; running: interrupted. A box that does not answer gets it done later. */
   private async cancel(promptId: string): Promise<void> {
-    const d = await this.dequeue(promptId);
-    const i = await this.interrupt(promptId);
-    if (!d.ok || !i.ok) this.opts.log?.warn({ promptId, error: !d.ok ? d.error : !i.ok ? i.error : '' }, 'comfyui: cancelling a prompt failed');
+    if (await this.takeOff(promptId)) return;
+    this.opts.log?.warn({ promptId }, 'comfyui: cancelling a prompt failed; it is taken off once the box answers');
+    this.abandoned.add(promptId);
+  }
+
+  /** Remembers a prompt the box may have (its submit got no answer) and tries to take it off now. */
+  private abandon(promptId: string): void {
+    this.abandoned.add(promptId);
+    void this.dropAbandoned();
+  }
+
+  /** Dequeue first, so that it cannot start in between; both within CANCEL_TIMEOUT_MS. True when the box answered both. */
+  private async takeOff(promptId: string): Promise<boolean> {
+    const signal = AbortSignal.timeout(CANCEL_TIMEOUT_MS);
+    const d = await this.dequeue(promptId, { signal });
+    const i = await this.interrupt(promptId, { signal });
+    return d.ok && i.ok;
   }
 
   /** Not running, not pending, and (checked again after the queue) no history entry. */
-  private async isLost(promptId: string): Promise<boolean> {
-    const q = await this.queue();
+  private async isLost(promptId: string, signal?: AbortSignal): Promise<boolean> {
+    const q = await this.queue({ signal });
     if (!q.ok || q.running.includes(promptId) || q.pending.includes(promptId)) return false;
-    const h = await this.historyResult(promptId);
+    const h = await this.historyResult(promptId, signal);
     return h.ok && h.entry === undefined;
   }
 
-  private async historyResult(promptId: string): Promise<{ ok: true; entry?: ComfyHistoryEntry } | { ok: false; error: string }> {
-    const res = await this.call('GET', `/history/${encodeURIComponent(promptId)}`);
+  private async historyResult(promptId: string, signal?: AbortSignal): Promise<HistoryAnswer> {
+    const res = await this.call('GET', `/history/${encodeURIComponent(promptId)}`, undefined, undefined, signal);
     if (!res.ok) return res;
     const json = res.status === 200 ? parseObject(res.text) : undefined;
     if (!json) return { ok: false, error: `GET /history answered ${res.status}: ${res.text.slice(0, 200)}` };
@@ -322,47 +328,42 @@ export class ComfyClient {
     return { ok: true, entry: isObject(entry) ? (entry as ComfyHistoryEntry) : undefined };
   }
 
-  private async plain(path: string, body: unknown): Promise<PlainResult> {
-    const res = await this.call('POST', path, JSON.stringify(body), 'application/json');
+  private async plain(path: string, body: unknown, signal?: AbortSignal): Promise<PlainResult> {
+    const res = await this.call('POST', path, JSON.stringify(body), 'application/json', signal);
     if (!res.ok) return res;
     return res.status === 200 ? { ok: true } : { ok: false, error: `POST ${path} answered ${res.status}: ${res.text.slice(0, 200)}` };
   }
 
-  private requestOptions(method: 'GET' | 'POST', body?: string | FormData, contentType?: string) {
+  private requestOptions(method: 'GET' | 'POST', body?: string | FormData, contentType?: string, signal?: AbortSignal) {
     return {
       method,
       dispatcher: this.opts.dispatcher,
-      headers: contentType ? { 'content-type': contentType, accept: 'application/json' } : { accept: '*/*' },
+      headers: { ...this.opts.headers, ...(contentType ? { 'content-type': contentType, accept: 'application/json' } : { accept: '*/*' }) },
       body,
+      signal,
       headersTimeout: this.opts.readTimeoutMs,
       bodyTimeout: this.opts.readTimeoutMs,
     };
   }
 
-  private async call(method: 'GET' | 'POST', path: string, body?: string | FormData, contentType?: string): Promise<HttpResult> {
+  private async call(method: 'GET' | 'POST', path: string, body?: string | FormData, contentType?: string, signal?: AbortSignal): Promise<HttpResult> {
+    let res: HttpResult;
     try {
-      const res = await request(`${this.base}${path}`, this.requestOptions(method, body, contentType));
-      const text = await res.body.text();
-      return { ok: true, status: res.statusCode, contentType: String(res.headers['content-type'] ?? ''), text };
+      const answer = await request(`${this.base}${path}`, this.requestOptions(method, body, contentType, signal));
+      const text = await answer.body.text();
+      res = { ok: true, status: answer.statusCode, contentType: String(answer.headers['content-type'] ?? ''), text };
     } catch (err) {
-      return { ok: false, error: describeError(err).detail };
+      return { ok: false, error: signal?.aborted ? stopReason(signal) : describeError(err).detail };
     }
+    // the box answers: whatever was left on it while it did not is taken off now
+    if (this.abandoned.size > 0 && !this.cleaning) void this.dropAbandoned();
+    return res;
   }
 }
 
-/** A finished prompt's history entry → the wait's answer. */
-function settled(entry: ComfyHistoryEntry): WaitResult {
-  const status = entry.status;
-  if (!status || status.status_str === 'success') return { kind: 'done', entry };
-  const messages = Array.isArray(status.messages) ? status.messages : [];
-  if (messages.some((m) => Array.isArray(m) && m[0] === 'execution_interrupted')) return { kind: 'interrupted' };
-  const err = messages.find((m) => Array.isArray(m) && m[0] === 'execution_error')?.[1];
-  if (err) {
-    const message = String(err.exception_message ?? err.exception_type ?? 'execution error');
-    return err.node_id !== undefined && err.node_id !== null ? { kind: 'failed', message, node: String(err.node_id) } : { kind: 'failed', message };
-  }
-  return { kind: 'failed', message: `ComfyUI ended the prompt with status ${String(status.status_str)}` };
-}
+/** Why a call's signal stopped it, for its error text. */
+const stopReason = (signal: AbortSignal): string =>
+  ((signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError' ? 'no complete answer within the time allowed' : 'stopped (the job was cancelled)');
 
 /** Drops an unread body (destroy() alone emits an error nobody listens to). */
 function discard(body: Dispatcher.ResponseData['body']): void {

@@ -5,7 +5,8 @@
  * `OBJECT_INFO_EVERY` probes (the dump is large and slow to build on the box); the raw dump
  * (for the compiler) and the inventory drawn from it are kept while the box is down. A stuck
  * box with `auto_restart` is rebooted through ComfyUI-Manager, at most once per
- * `restart_cooldown_s`.
+ * `restart_cooldown_s`. Every request carries the backend's credential (`headers`, from
+ * `credentialHeaders(spec)`: the probe passes it, so this module needs nothing of probe.ts).
  */
 import type { Logger } from 'pino';
 import { request, type Dispatcher } from 'undici';
@@ -64,12 +65,15 @@ export class ComfyHealth {
     return this.restarts.get(backend);
   }
 
-  /** After `/system_stats` answered: the queue and, now and then, the inventory. Throws ExecutorStuck. */
-  async check(spec: BackendSpec, base: string, dispatcher: Dispatcher, timeoutMs: number): Promise<void> {
+  /**
+   * After `/system_stats` answered: the queue and, now and then, the inventory. Throws
+   * ExecutorStuck. `headers`: the backend's credential, sent with every request.
+   */
+  async check(spec: BackendSpec, base: string, dispatcher: Dispatcher, timeoutMs: number, headers: Record<string, string> = {}): Promise<void> {
     const count = (this.probes.get(spec.name) ?? 0) + 1;
     this.probes.set(spec.name, count);
     if (!this.inventories.has(spec.name) || count % OBJECT_INFO_EVERY === 0) {
-      const info = await getJson(`${base}/object_info`, dispatcher, timeoutMs);
+      const info = await getJson(`${base}/object_info`, dispatcher, timeoutMs, headers);
       this.inventories.set(spec.name, { inventory: inventoryOf(info), info: info as ObjectInfo });
     }
     const knobs = comfyKnobs(spec);
@@ -78,9 +82,9 @@ export class ComfyHealth {
       watch = { stuckAfterMs: knobs.stuckAfterMs, dog: new ExecutorWatchdog(knobs.stuckAfterMs) };
       this.watchdogs.set(spec.name, watch);
     }
-    const queue = queueView(await getJson(`${base}/queue`, dispatcher, timeoutMs));
+    const queue = queueView(await getJson(`${base}/queue`, dispatcher, timeoutMs, headers));
     if (watch.dog.observe(queue, this.now())) {
-      const restart = knobs.autoRestart ? this.autoRestart(spec.name, knobs.restartCooldownMs, base, dispatcher, timeoutMs) : '';
+      const restart = knobs.autoRestart ? this.autoRestart(spec.name, knobs.restartCooldownMs, base, dispatcher, timeoutMs, headers) : '';
       throw new ExecutorStuck(`exec_stuck: prompt ${queue.pending[0]} has waited at the head of the queue with nothing running for ${knobs.stuckAfterMs / 1000} s or more${restart}`);
     }
   }
@@ -94,7 +98,7 @@ export class ComfyHealth {
   }
 
   /** Starts a reboot unless one was asked within the cooldown; says which, for the exec_stuck detail. */
-  private autoRestart(name: string, cooldownMs: number, base: string, dispatcher: Dispatcher, timeoutMs: number): string {
+  private autoRestart(name: string, cooldownMs: number, base: string, dispatcher: Dispatcher, timeoutMs: number, headers: Record<string, string>): string {
     const now = this.now();
     const last = this.restarts.get(name);
     if (last && now - last.at < cooldownMs) {
@@ -103,7 +107,7 @@ export class ComfyHealth {
     this.log?.warn({ backend: name }, `ComfyUI ${name}: executor stuck; asking ComfyUI-Manager to reboot it (auto_restart)`);
     const attempt: RestartAttempt = {
       at: now,
-      done: requestManagerReboot(base, dispatcher, timeoutMs).then((outcome) => {
+      done: requestManagerReboot(base, dispatcher, timeoutMs, headers).then((outcome) => {
         attempt.outcome = outcome;
         if (outcome.ok) this.log?.info({ backend: name, route: outcome.route }, `ComfyUI ${name}: reboot accepted (${outcome.route}: ${outcome.detail})`);
         else this.log?.warn({ backend: name, route: outcome.route }, `ComfyUI ${name}: reboot failed: ${outcome.detail}`);
@@ -115,8 +119,8 @@ export class ComfyHealth {
   }
 }
 
-async function getJson(url: string, dispatcher: Dispatcher, timeoutMs: number): Promise<unknown> {
-  const res = await request(url, { method: 'GET', dispatcher, headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+async function getJson(url: string, dispatcher: Dispatcher, timeoutMs: number, headers: Record<string, string>): Promise<unknown> {
+  const res = await request(url, { method: 'GET', dispatcher, headers: { ...headers, accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`GET ${new URL(url).pathname} answered ${res.statusCode}: ${text.slice(0, 200)}`);
   return JSON.parse(text) as unknown;

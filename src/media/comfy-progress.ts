@@ -37,6 +37,10 @@ export interface ComfyProgressOptions {
   previewMetadata?: boolean;
   /** A ping this often; no pong by the next one → the socket is dropped and reopened. Default 30 s. */
   pingMs?: number;
+  /** Sent with the handshake (the backend's credential). */
+  headers?: Record<string, string>;
+  /** Called each time the socket opens (the box answers again). */
+  onOpen?: () => void;
 }
 
 /** Events kept for a tracked prompt until its first listener subscribes (cap). */
@@ -131,7 +135,7 @@ export class ComfyProgress {
     if (this.closed) return;
     let ws: WebSocket;
     try {
-      ws = new WebSocket(this.opts.url, { handshakeTimeout: this.opts.handshakeTimeoutMs, perMessageDeflate: false });
+      ws = new WebSocket(this.opts.url, { handshakeTimeout: this.opts.handshakeTimeoutMs, perMessageDeflate: false, headers: this.opts.headers });
     } catch (err) {
       this.opts.log?.warn({ err: (err as Error).message }, 'comfyui websocket: cannot open');
       this.scheduleReconnect();
@@ -151,6 +155,7 @@ export class ComfyProgress {
         try { ws.ping(); } catch { /* closing */ }
       }, pingMs);
       this.pingTimer.unref();
+      try { this.opts.onOpen?.(); } catch { /* the hook's failure is not the socket's */ }
     });
     ws.on('pong', () => { alive = true; });
     ws.on('message', (data: RawData, isBinary: boolean) => {

@@ -23,14 +23,14 @@ export type RebootOutcome =
   | { ok: true; route: string; detail: string }
   | { ok: false; route?: string; detail: string };
 
-/** Asks the box at `base` to reboot; never throws. */
-export async function requestManagerReboot(base: string, dispatcher: Dispatcher, timeoutMs: number): Promise<RebootOutcome> {
+/** Asks the box at `base` to reboot, with the backend's credential `headers`; never throws. */
+export async function requestManagerReboot(base: string, dispatcher: Dispatcher, timeoutMs: number, headers: Record<string, string> = {}): Promise<RebootOutcome> {
   for (const { method, path } of MANAGER_REBOOT_ROUTES) {
     const route = `${method} ${path}`;
     let status: number;
     let text: string;
     try {
-      const res = await request(`${base}${path}`, { method, dispatcher, signal: AbortSignal.timeout(timeoutMs) });
+      const res = await request(`${base}${path}`, { method, dispatcher, headers, signal: AbortSignal.timeout(timeoutMs) });
       status = res.statusCode;
       text = await res.body.text().catch(() => '');
     } catch (err) {

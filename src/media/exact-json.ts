@@ -17,26 +17,13 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { badRequest, invalidJson } from '../errors.ts';
 import { MAX_JSON_DEPTH } from '../routes/json-body.ts';
-import { nestingDepthExceeds } from '../upstream/raw-json.ts';
+import { nestingDepthExceeds, stringEnd } from '../upstream/raw-json.ts';
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const MINUS = 0x2d;
 const ZERO = 0x30;
 const NINE = 0x39;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-
-/** Index just past the string whose opening quote is at `open`; -1 when it never closes. */
-function stringEnd(text: string, open: number): number {
-  for (let from = open + 1; ;) {
-    const quote = text.indexOf('"', from);
-    if (quote < 0) return -1;
-    let b = quote - 1;
-    while (text.charCodeAt(b) === BACKSLASH) b--;
-    if (((quote - 1 - b) & 1) === 0) return quote + 1;
-    from = quote + 1;
-  }
-}
 
 const isNumberChar = (c: number) => (c >= ZERO && c <= NINE) || c === MINUS || c === 0x2b /* + */ || c === 0x2e /* . */ || c === 0x65 /* e */ || c === 0x45 /* E */;
 

@@ -8,7 +8,8 @@
  * (a name may resolve to 127.0.0.1, or change between a check and the connect: DNS
  * rebinding): the agent's connector resolves names itself with node:dns, drops loopback,
  * private, link-local, CGNAT, unique-local, multicast and reserved addresses (also inside
- * IPv4-mapped / NAT64 / 6to4 IPv6) before connecting, refuses IP literals of those without
+ * IPv4-mapped / IPv4-translated / NAT64 / 6to4 IPv6; local-use NAT64 `64:ff9b:1::/48` and
+ * Teredo `2001::/32` outright: where they lead cannot be told from the address) before connecting, refuses IP literals of those without
  * connecting, and checks the connected socket's remote address once more.
  *
  * Errors are MediaInputErrors naming the param; URLs in messages are redacted (no userinfo,
@@ -28,6 +29,21 @@ export const DEFAULT_MAX_REDIRECTS = 5;
 /** Several reads sharing one byte cap (decodeFileMap's total): `take` throws once the sum passes it. */
 export interface ByteBudget {
   take(bytes: number): void;
+}
+
+/**
+ * A ByteBudget of `totalBytes`: `take` throws `over()` once the sum passes it, and hands every
+ * take on to `outer` too (a request's budget around one map's).
+ */
+export function byteBudget(totalBytes: number, over: () => Error, outer?: ByteBudget): ByteBudget {
+  let used = 0;
+  return {
+    take(bytes) {
+      used += bytes;
+      if (used > totalBytes) throw over();
+      outer?.take(bytes);
+    },
+  };
 }
 
 export interface FetchOptions {
@@ -86,8 +102,11 @@ function v6Refusal(g: number[]): string | undefined {
   if (zeroTo(8)) return 'an unspecified address';
   if (zeroTo(7) && g[7] === 1) return 'a loopback address';
   if (zeroTo(5) && g[5] === 0xffff) return embedded(g[6], g[7]); // ::ffff:a.b.c.d
+  if (zeroTo(4) && g[4] === 0xffff && g[5] === 0) return embedded(g[6], g[7]); // ::ffff:0:a.b.c.d (IPv4-translated)
   if (zeroTo(6)) return embedded(g[6], g[7]); // ::a.b.c.d (deprecated IPv4-compatible)
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return embedded(g[6], g[7]); // NAT64
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'a local-use NAT64 address'; // 64:ff9b:1::/48, a site's own translator
+  if (g[0] === 0x2001 && g[1] === 0) return 'a Teredo address'; // 2001::/32: tunnels to an IPv4 the address hides (obfuscated)
   if (g[0] === 0x2002) return embedded(g[1], g[2]); // 6to4
   if ((g[0] & 0xfe00) === 0xfc00) return 'a unique-local address';
   if ((g[0] & 0xffc0) === 0xfe80) return 'a link-local address';

@@ -7,7 +7,7 @@
  */
 import { isObject } from '../json.ts';
 import type { MediaFile } from './service-types.ts';
-import { DEFAULT_MAX_BYTES, fetchRef, type ByteBudget, type FetchOptions } from './fetch-ref.ts';
+import { byteBudget, DEFAULT_MAX_BYTES, fetchRef, type ByteBudget, type FetchOptions } from './fetch-ref.ts';
 import { formatBytes, MediaInputError, tooLarge } from './input-error.ts';
 
 export { MediaInputError } from './input-error.ts';
@@ -157,9 +157,10 @@ function describe(value: unknown): string {
 
 /**
  * The `images` / `files` map of a request: `{param: value}` → `{param: file}`. Absent
- * (undefined or null) is an empty map. When `allowedParams` is given, every key must be in it.
- * The values are decoded concurrently (the first failure cancels the fetches still running);
- * each is capped at `opts.maxBytes` and all together at four times that (413).
+ * (undefined or null) is an empty map. When `allowedParams` is given, every key must be in it
+ * (checked before anything is decoded or fetched). The values are decoded concurrently (the
+ * first failure cancels the fetches still running); each is capped at `opts.maxBytes`, all
+ * together at four times that, and every byte counts against `opts.budget` too (413).
  */
 export async function decodeFileMap(
   map: unknown,
@@ -179,22 +180,13 @@ export async function decodeFileMap(
   if (allowedParams) {
     for (const [key] of entries) {
       if (!allowedParams.has(key)) {
-        const takes = allowedParams.size ? `it takes: ${[...allowedParams].join(', ')}` : `it takes no ${field}`;
-        throw new MediaInputError(400, `${field}.${clip(key)}`, 'invalid_media_value', `'${field}.${clip(key)}' is not an input of this model; ${takes}`);
+        const takes = allowedParams.size ? `its file inputs: ${[...allowedParams].sort().join(', ')}` : `it takes no ${field}`;
+        throw new MediaInputError(400, `${field}.${clip(key)}`, 'invalid_media_value', `'${clip(key)}' is not a file input of this model; ${takes}`);
       }
     }
   }
   const totalCap = (opts.maxBytes ?? DEFAULT_MAX_BYTES) * 4;
-  let used = 0;
-  const budget: ByteBudget = {
-    take(bytes) {
-      used += bytes;
-      if (used > totalCap) {
-        throw new MediaInputError(413, field, 'files_too_large', `the ${field} of this request are larger than ${formatBytes(totalCap)} together`);
-      }
-      opts.budget?.take(bytes);
-    },
-  };
+  const budget = byteBudget(totalCap, () => new MediaInputError(413, field, 'files_too_large', `the ${field} of this request are larger than ${formatBytes(totalCap)} together`), opts.budget);
   const controller = new AbortController();
   const outer = opts.signal;
   const onOuterAbort = () => controller.abort(outer!.reason);

@@ -5,6 +5,7 @@
  * names, not its class, so custom loaders (ComfyUI-GGUF, the rgthree LoRA stack with
  * `lora_01…`) count without a list of them.
  */
+import { isLoraParam } from './compiler/loras.ts';
 
 export interface MediaInventory {
   checkpoints: string[];
@@ -24,7 +25,7 @@ function kindOf(input: string): Kind | undefined {
   if (input === 'unet_name' || input === 'gguf_name') return 'unets';
   if (input === 'vae_name') return 'vaes';
   if (/^clip_name\d*$/.test(input)) return 'clips';
-  if (input === 'lora_name' || /^lora_\d+$/.test(input)) return 'loras';
+  if (input === 'lora_name' || isLoraParam(input)) return 'loras';
   return undefined;
 }
 

@@ -1,7 +1,8 @@
 /**
  * A finished prompt's files, fetched from the box: those of the alias's output nodes, the
  * saved (`type: output`) ones when a node also left temporary previews. Each carries the MIME
- * type its bytes show (sniffed), else what the box said, else its extension's.
+ * type its bytes show (sniffed), else what the box said, else its extension's. `signal` stops
+ * the fetches (the job's cancel and a bound on them).
  */
 import type { ComfyClient, ComfyHistoryEntry } from './comfy-client.ts';
 import { kindOf, mimeOfExt } from './artifacts.ts';
@@ -17,14 +18,14 @@ export interface FetchedOutput {
 }
 
 export async function collectOutputs(
-  client: ComfyClient, entry: ComfyHistoryEntry, outputNodes: readonly string[],
+  client: ComfyClient, entry: ComfyHistoryEntry, outputNodes: readonly string[], signal?: AbortSignal,
 ): Promise<{ ok: true; files: FetchedOutput[] } | { ok: false; error: string }> {
   const wanted = new Set(outputNodes);
   let refs = client.outputs(entry).filter((ref) => wanted.has(ref.node));
   if (refs.some((ref) => ref.type === 'output')) refs = refs.filter((ref) => ref.type === 'output');
   const files: FetchedOutput[] = [];
   for (const ref of refs) {
-    const viewed = await client.view(ref);
+    const viewed = await client.view(ref, { signal });
     if (!viewed.ok) return { ok: false, error: `fetching ${ref.filename} failed: ${viewed.error}` };
     const declared = viewed.contentType.split(';')[0].trim().toLowerCase();
     const ext = ref.filename.includes('.') ? ref.filename.slice(ref.filename.lastIndexOf('.') + 1).toLowerCase() : '';

@@ -3,12 +3,18 @@
  * an attempt on the leased ComfyUI box — compile for that box, upload the job's own inputs,
  * queue the prompt, follow it, keep its files — and failover to the next box when the attempt
  * broke for a reason another box may not have (submit refused, transport, max_wait, lost
- * prompt; an execution error once). The lease is released in a `finally` on every path.
+ * prompt, a prompt interrupted on the box by someone else; an execution error once). Each
+ * acquire parks with its own budget (`media_park_timeout_s`), failovers included. Before
+ * anything reaches the box, a GPU-group switch still under way (llama-swap unloading) is
+ * waited for, bounded. Every request to the box stops on a cancel and has a bound of its own
+ * (uploads and output fetches `max_wait`, the submit `read_timeout`). The job's uploaded
+ * inputs are overwritten with the placeholder once the attempt ends, however it ends, unless
+ * the box stopped answering. The lease is released in a `finally` on every path.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BackendRegistry } from '../backends/registry.ts';
-import { comfyKnobs } from '../config/defaults.ts';
+import { comfyKnobs, type ComfyKnobs } from '../config/defaults.ts';
 import { SchedulerRejection, type Candidate, type Lease, type Scheduler } from '../scheduler/index.ts';
 import { compile, placeholderPng, type CompileResult, type ObjectInfo } from './compiler/index.ts';
 import type { Artifacts } from './artifacts.ts';
@@ -30,6 +36,12 @@ export interface RunnerDeps {
   objectInfo: (backend: string) => ObjectInfo | undefined;
   /** A box misbehaved: let discovery look at it now. */
   probe: (backend: string) => void;
+  /**
+   * Resolves once the GPU group of `backend` has finished switching to media work (its
+   * llama-swap unloaded): GpuSwitch.pending of the backend's group. Waited for at most
+   * GPU_SETTLE_MS before anything is sent to the box; absent, nothing is waited for.
+   */
+  gpuSettled?: (backend: string) => Promise<void>;
   now: () => number;
   log: Logger;
 }
@@ -44,7 +56,7 @@ export interface JobPlan {
   candidates: () => GenerationCandidate[];
   /** The one random draw for the seed, so every attempt uses the same seed. */
   seedDraw: number;
-  /** Parking budget for the whole job (ms), failovers included. */
+  /** Parking budget of each acquire (ms): the first one's and every failover's. */
   parkMs: number;
 }
 
@@ -66,11 +78,13 @@ const EXECUTION_FAILOVERS = 1;
 /** Progress reaches the store at most this often (live readers see every step). */
 const PROGRESS_SAVE_MS = 500;
 
+/** The longest a job waits for its GPU group's switch (llama-swap unloading) before it goes on anyway. */
+export const GPU_SETTLE_MS = 15_000;
+
 /** Runs the job; `emit` tells its listeners (running, progress, preview) as it goes. */
 export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, emit: (event: JobEvent) => void): Promise<RunEnd> {
   const signal = live.abort.signal;
   const tried = new Set<string>();
-  const deadline = deps.now() + plan.parkMs;
   let executionFailures = 0;
   let lastError: JobError | undefined;
   let lastBackend: string | null = null;
@@ -80,7 +94,8 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
     const candidates = (): Candidate[] => plan.candidates()
       .filter((c) => !tried.has(c.backend))
       .map((c) => ({ backend: c.backend, model: plan.alias }));
-    const ticket = { alias: plan.alias, candidates: candidates(), parkMs: Math.max(0, deadline - deps.now()), signal, refresh: candidates };
+    // every acquire parks as long as the first may: a failover after max_wait is no reason to give up at once
+    const ticket = { alias: plan.alias, candidates: candidates(), parkMs: plan.parkMs, signal, refresh: candidates };
     if (ticket.candidates.length === 0) {
       return { status: 'failed', error: lastError ?? { code: 'no_backend', message: `no ComfyUI backend serves ${plan.alias}` }, backend: lastBackend };
     }
@@ -148,18 +163,41 @@ async function attempt(
     },
   }, deps.now());
 
-  const client = deps.clients.get(backend);
-  const uploaded: string[] = [];
-  for (const upload of compiled.uploads) {
-    if (signal.aborted) return { kind: 'cancelled' };
-    const file = upload.placeholder ? { bytes: Buffer.from(placeholderPng()), mime: 'image/png' } : plan.files[upload.param];
-    const sent = await client.upload(upload.name, file.bytes, file.mime);
-    // never run on whatever the box has under that name
-    if (!sent.ok) return { kind: 'failover', error: { code: 'upload_failed', message: `${backendName}: uploading ${upload.param} failed: ${sent.error}` } };
-    if (!upload.placeholder) uploaded.push(upload.name);
-  }
+  await gpuSettled(deps, backendName, signal);
   if (signal.aborted) return { kind: 'cancelled' };
 
+  const client = deps.clients.get(backend);
+  /** A bound on one exchange with the box, besides the job's cancel. */
+  const within = (ms: number) => AbortSignal.any([signal, AbortSignal.timeout(ms)]);
+  const uploaded: string[] = [];
+  /** The box stopped answering: nothing can be overwritten there now. */
+  let unreachable = false;
+  try {
+    for (const upload of compiled.uploads) {
+      if (signal.aborted) return { kind: 'cancelled' };
+      const file = upload.placeholder ? { bytes: Buffer.from(placeholderPng()), mime: 'image/png' } : plan.files[upload.param];
+      // counted before it is sent: an upload stopped halfway may have left the file on the box
+      if (!upload.placeholder) uploaded.push(upload.name);
+      const sent = await client.upload(upload.name, file.bytes, file.mime, { signal: within(knobs.maxWaitMs) });
+      if (signal.aborted) return { kind: 'cancelled' };
+      // never run on whatever the box has under that name
+      if (!sent.ok) return { kind: 'failover', error: { code: 'upload_failed', message: `${backendName}: uploading ${upload.param} failed: ${sent.error}` } };
+    }
+    if (signal.aborted) return { kind: 'cancelled' };
+    const outcome = await runPrompt(deps, plan, live, backendName, knobs, client, compiled, emit, within);
+    unreachable = outcome.unreachable === true;
+    return outcome.attempt;
+  } finally {
+    if (!unreachable) overwriteInputs(deps, client, uploaded, knobs.readTimeoutMs);
+  }
+}
+
+/** Submits the compiled prompt, follows it to its end, keeps its files. */
+async function runPrompt(
+  deps: RunnerDeps, plan: JobPlan, live: LiveState, backendName: string, knobs: ComfyKnobs, client: ComfyClient,
+  compiled: Extract<CompileResult, { ok: true }>, emit: (event: JobEvent) => void, within: (ms: number) => AbortSignal,
+): Promise<{ attempt: Attempt; unreachable?: boolean }> {
+  const signal = live.abort.signal;
   const promptId = randomUUID();
   deps.store.update(plan.id, { promptId }, deps.now()); // before submitting: a crash can then still interrupt it
   let savedAt = 0;
@@ -180,11 +218,14 @@ async function attempt(
   const unsubscribe = client.onProgress(promptId, (event) => tracker.observe(event));
   const started = deps.now();
   try {
-    const submitted = await client.submit(compiled.promptJson, promptId);
+    const submitted = await client.submit(compiled.promptJson, promptId, { signal: within(knobs.readTimeoutMs) });
+    // queued after all, a cancel is waitFor's to carry out (it takes the prompt off the box)
+    if (!submitted.ok && signal.aborted) return { attempt: { kind: 'cancelled' } };
     if (!submitted.ok) {
       if (submitted.status === 0 || submitted.status >= 500) deps.probe(backendName);
       const code = submitted.status === 400 ? 'prompt_refused' : 'submit_failed';
-      return { kind: 'failover', error: { code, message: `${backendName}: ${submitted.error}${nodeErrorsText(submitted.nodeErrors)}` } };
+      const attempt: Attempt = { kind: 'failover', error: { code, message: `${backendName}: ${submitted.error}${nodeErrorsText(submitted.nodeErrors)}` } };
+      return { attempt, unreachable: submitted.status === 0 };
     }
     const waited = await client.waitFor(promptId, {
       pollMs: knobs.pollMs, maxWaitMs: knobs.maxWaitMs, signal, unreachableAfterMs: knobs.disconnectGraceMs,
@@ -193,22 +234,23 @@ async function attempt(
     });
     switch (waited.kind) {
       case 'interrupted':
-        return { kind: 'cancelled' };
+        // not our cancel: someone stopped it on the box (ComfyUI's own Cancel button)
+        if (signal.aborted) return { attempt: { kind: 'cancelled' } };
+        return { attempt: { kind: 'failover', error: { code: 'interrupted', message: `${backendName} interrupted the prompt (not this gateway)` } } };
       case 'timeout':
-        return { kind: 'failover', error: { code: 'max_wait', message: `${backendName} did not finish within ${knobs.maxWaitMs / 1000} s (interrupted)` } };
+        return { attempt: { kind: 'failover', error: { code: 'max_wait', message: `${backendName} did not finish within ${knobs.maxWaitMs / 1000} s (interrupted)` } } };
       case 'unreachable':
         deps.probe(backendName);
-        return { kind: 'failover', error: { code: 'unreachable', message: `${backendName} stopped answering: ${waited.error}` } };
+        return { attempt: { kind: 'failover', error: { code: 'unreachable', message: `${backendName} stopped answering: ${waited.error}` } }, unreachable: true };
       case 'abandoned':
-        return { kind: 'failover', error: { code: waited.reason, message: `${backendName} was marked ${waited.reason}; the prompt was taken off it` } };
+        return { attempt: { kind: 'failover', error: { code: waited.reason, message: `${backendName} was marked ${waited.reason}; the prompt was taken off it` } } };
       case 'lost':
         deps.probe(backendName);
-        return { kind: 'failover', error: { code: 'lost', message: `${backendName} no longer knows the prompt (restarted?)` } };
+        return { attempt: { kind: 'failover', error: { code: 'lost', message: `${backendName} no longer knows the prompt (restarted?)` } } };
       case 'failed':
-        overwriteInputs(deps, client, uploaded);
-        return { kind: 'failover', execution: true, error: { code: 'execution_error', message: `${backendName}: ${waited.message}` } };
+        return { attempt: { kind: 'failover', execution: true, error: { code: 'execution_error', message: `${backendName}: ${waited.message}` } } };
       case 'done':
-        return await keepResults(deps, plan, client, backendName, waited.entry, compiled, uploaded, started);
+        return { attempt: await keepResults(deps, plan, client, backendName, waited.entry, compiled, started, signal, within(knobs.maxWaitMs)) };
     }
   } finally {
     unsubscribe();
@@ -218,9 +260,10 @@ async function attempt(
 
 async function keepResults(
   deps: RunnerDeps, plan: JobPlan, client: ComfyClient, backendName: string, entry: ComfyHistoryEntry,
-  compiled: Extract<CompileResult, { ok: true }>, uploaded: string[], started: number,
+  compiled: Extract<CompileResult, { ok: true }>, started: number, signal: AbortSignal, fetchSignal: AbortSignal,
 ): Promise<Attempt> {
-  const files = await collectOutputs(client, entry, compiled.outputs);
+  const files = await collectOutputs(client, entry, compiled.outputs, fetchSignal);
+  if (signal.aborted) return { kind: 'cancelled' };
   if (!files.ok) return { kind: 'failover', error: { code: 'fetch_failed', message: `${backendName}: ${files.error}` } };
   if (files.files.length === 0) return { kind: 'fatal', error: { code: 'no_output', message: `the workflow finished on ${backendName} without an output file` } };
   for (const [n, file] of files.files.entries()) {
@@ -228,7 +271,6 @@ async function keepResults(
     deps.store.addResult(plan.id, { n, kind: file.kind, mime: file.mime, ...written });
   }
   deps.scheduler.recordJobSeconds(backendName, plan.alias, (deps.now() - started) / 1000);
-  overwriteInputs(deps, client, uploaded);
   return { kind: 'done' };
 }
 
@@ -237,12 +279,37 @@ function compileFor(plan: JobPlan, candidate: GenerationCandidate, objectInfo: O
   return compile(plan.params, candidate.alias, { jobId: plan.id, images, objectInfo, random: () => plan.seedDraw });
 }
 
-/** ComfyUI cannot delete an input: the job's own files are overwritten with the placeholder (best effort). */
-function overwriteInputs(deps: RunnerDeps, client: ComfyClient, names: string[]): void {
+/** ComfyUI cannot delete an input: the job's own files are overwritten with the placeholder (best effort, each within `boundMs`). */
+function overwriteInputs(deps: RunnerDeps, client: ComfyClient, names: string[], boundMs: number): void {
   for (const name of names) {
-    void client.upload(name, placeholderPng(), 'image/png').then((r) => {
+    void client.upload(name, placeholderPng(), 'image/png', { signal: AbortSignal.timeout(boundMs) }).then((r) => {
       if (!r.ok) deps.log.warn({ name, error: r.error }, 'comfyui: overwriting a job input failed');
     });
+  }
+}
+
+/** Waits (at most GPU_SETTLE_MS, or until the job is cancelled) for the backend's GPU group to finish switching. */
+async function gpuSettled(deps: RunnerDeps, backend: string, signal: AbortSignal): Promise<void> {
+  const settledFor = deps.gpuSettled;
+  if (!settledFor || signal.aborted) return;
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      deps.log.warn({ backend }, `the GPU group of ${backend} did not finish switching within ${GPU_SETTLE_MS / 1000} s; going on`);
+      resolve();
+    }, GPU_SETTLE_MS);
+    onAbort = resolve;
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  const switched = Promise.resolve().then(() => settledFor(backend)).catch((err: unknown) => {
+    deps.log.warn({ err, backend }, 'waiting for a GPU group switch failed');
+  });
+  try {
+    await Promise.race([switched, bound]);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onAbort!);
   }
 }
 

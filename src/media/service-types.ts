@@ -124,6 +124,12 @@ export interface MediaService {
   result(id: string, n: number, caller: MediaCaller, thumb?: ThumbOptions): Promise<FileAnswer | undefined>;
   input(id: string, n: number, caller: MediaCaller): Promise<FileAnswer | undefined>;
   preview(id: string, caller: MediaCaller): FileAnswer | undefined;
+  /**
+   * The params of `alias` a request may send a file for (its mapped inputs that load one: image
+   * loaders, inputs with an upload flag, `Load…` classes), so that a route can refuse a bad
+   * key before fetching anything; undefined = no such alias for this caller.
+   */
+  fileParams?(alias: string, caller: MediaCaller): ReadonlySet<string> | undefined;
   /** The LoRAs installed across the alias's backends; undefined = no such alias for this caller. */
   loras(alias: string, caller: MediaCaller): string[] | undefined;
   /** Generation aliases the caller may use, for `/v1/models?type=image`. */

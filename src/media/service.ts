@@ -20,7 +20,7 @@ import { JOB_TERMINAL_STATUSES, JobStore, newJobId, type Job, type JobStatus } f
 import { jobView } from './job-view.ts';
 import { runJob, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
-import { acceptRequest, allowedCandidates, type PlanViews } from './submit-plan.ts';
+import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
 import { storableParams } from './stored-params.ts';
 
 export interface MediaJobsDeps {
@@ -33,6 +33,11 @@ export interface MediaJobsDeps {
   config: () => GatewayConfig;
   recordOutcome: (outcome: CallOutcome) => void;
   probe: (backend: string) => void;
+  /**
+   * Resolves once the GPU group of `backend` finished switching to media work (GpuSwitch.pending
+   * of its group); the runner waits for it (bounded) before sending anything to the box.
+   */
+  gpuSettled?: (backend: string) => Promise<void>;
   log: Logger;
   now?: () => number;
 }
@@ -118,6 +123,11 @@ export class MediaJobs implements MediaService {
       },
     });
     const live = this.live.start(id);
+    const fail = (code: string, message: string): GatewayError => {
+      this.finish(job, live, caller, request, { status: 'failed', backend: null, error: { code, message } }, createdAt);
+      // the job's own row is in the call log now: the route must not log a refusal as well
+      return Object.assign(new GatewayError({ status: 500, code, type: 'api_error', message }), { recorded: true });
+    };
     try {
       for (const input of inputs) {
         const written = await this.artifacts.writeInput(id, input.n, input.file.bytes, input.file.mime);
@@ -125,21 +135,25 @@ export class MediaJobs implements MediaService {
       }
     } catch (err) {
       this.deps.log.error({ err, job: id }, 'keeping a job input failed');
-      this.finish(job, live, caller, request, { status: 'failed', backend: null, error: { code: 'input_write_failed', message: 'the gateway could not keep this job\'s inputs' } }, createdAt);
-      throw new GatewayError({ status: 500, code: 'input_write_failed', type: 'api_error', message: 'the gateway could not keep the inputs of this job' });
+      throw fail('input_write_failed', 'the gateway could not keep the inputs of this job');
     }
-    if (accepted.seed !== undefined) this.store.update(id, { summary: { seed: accepted.seed } }, this.now());
-    const plan = {
-      id, alias: request.alias, params: accepted.params, files: accepted.files, candidates: accepted.candidates,
-      seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000,
-    };
-    const runDeps = { ...this.deps, store: this.store, artifacts: this.artifacts, now: this.now };
-    void runJob(runDeps, plan, live, (event) => this.live.emit(id, event))
-      .catch((err): RunEnd => {
-        this.deps.log.error({ err, job: id }, 'media job run threw');
-        return { status: 'failed', backend: null, error: { code: 'internal_error', message: 'the gateway failed while running this job' } };
-      })
-      .then((end) => this.finish(job, live, caller, request, end, createdAt));
+    try {
+      if (accepted.seed !== undefined) this.store.update(id, { summary: { seed: accepted.seed } }, this.now());
+      const plan = {
+        id, alias: request.alias, params: accepted.params, files: accepted.files, candidates: accepted.candidates,
+        seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000,
+      };
+      const runDeps = { ...this.deps, store: this.store, artifacts: this.artifacts, now: this.now };
+      void runJob(runDeps, plan, live, (event) => this.live.emit(id, event))
+        .catch((err): RunEnd => {
+          this.deps.log.error({ err, job: id }, 'media job run threw');
+          return { status: 'failed', backend: null, error: { code: 'internal_error', message: 'the gateway failed while running this job' } };
+        })
+        .then((end) => this.finish(job, live, caller, request, end, createdAt));
+    } catch (err) {
+      this.deps.log.error({ err, job: id }, 'starting a media job failed');
+      throw fail('internal_error', 'the gateway could not start this job');
+    }
     return this.viewOf(this.store.get(id, this.now()) ?? job);
   }
 
@@ -217,7 +231,9 @@ export class MediaJobs implements MediaService {
         const made = await this.artifacts.thumbnail(id, n, thumb);
         return { bytes: made.data, mime: made.mime, name: `${id}-${made.file}` };
       } catch (err) {
-        if (err instanceof ArtifactError && err.code !== 'not_found') throw badRequest(err.message, 'format', err.code);
+        if (err instanceof ArtifactError && err.code !== 'not_found') {
+          throw badRequest(err.message, err.code === 'invalid_size' ? (err.param ?? 'w') : 'format', err.code);
+        }
         throw err;
       }
     }
@@ -236,6 +252,14 @@ export class MediaJobs implements MediaService {
   preview(id: string, caller: MediaCaller): FileAnswer | undefined {
     const preview = this.owned(id, caller) && this.live.get(id)?.preview;
     return preview && { bytes: preview.bytes, mime: preview.mime, name: `${id}-preview.${extOf(preview.mime)}` };
+  }
+
+  fileParams(alias: string, caller: MediaCaller): ReadonlySet<string> | undefined {
+    try {
+      return fileParams(this.views, caller, alias);
+    } catch {
+      return undefined;
+    }
   }
 
   loras(alias: string, caller: MediaCaller): string[] | undefined {
@@ -274,14 +298,25 @@ export class MediaJobs implements MediaService {
     return jobView(job, this.store.results(job.id), this.store.inputs(job.id), this.live.get(job.id));
   }
 
-  /** The run ended: the row gets its terminal status (unless a cancel came first), the call log its row, listeners the end. */
+  /**
+   * The run ended: the row gets its terminal status (unless a cancel came first), the call log
+   * its row, listeners and waiters the end. Whatever of that fails, the live entry goes and
+   * everyone following the job hears its end (the view as far as the store still tells it).
+   */
   private finish(job: Job, live: LiveState, caller: MediaCaller, request: GenerationSubmit, end: RunEnd, startedAt: number): void {
     const now = this.now();
+    let final: Job = job;
     try {
       if (end.status === 'failed') this.store.update(job.id, { status: 'failed', error: end.error, node: null }, now);
       else if (end.status === 'cancelled') this.store.update(job.id, { status: 'cancelled', error: { code: 'cancelled', message: 'cancelled' }, node: null }, now);
       else this.store.update(job.id, { status: 'done', node: null }, now);
-      const final = this.store.get(job.id, now) ?? job;
+      final = this.store.get(job.id, now) ?? job;
+    } catch (err) {
+      // the store closed under a run that outlived the gateway: the next start reconciles it
+      this.deps.log.warn({ err, job: job.id }, 'finishing a media job failed');
+      final = { ...job, status: end.status, error: end.status === 'failed' ? end.error : end.status === 'cancelled' ? { code: 'cancelled', message: 'cancelled' } : null };
+    }
+    try {
       this.deps.recordOutcome({
         requestId: request.requestId, endpoint: request.endpoint, source: caller.source, userId: caller.userId,
         requestedModel: request.alias, backend: end.backend, model: request.alias,
@@ -289,12 +324,17 @@ export class MediaJobs implements MediaService {
         reason: final.status === 'done' ? null : (final.error?.code ?? final.status),
         startedAt, durationMs: now - startedAt, ttftMs: null,
       });
-      const view = this.viewOf(final);
-      this.live.finish(job.id, { type: final.status as 'done' | 'failed' | 'cancelled', job: view });
     } catch (err) {
-      // the store closed under a run that outlived the gateway: the next start reconciles it
-      this.deps.log.warn({ err, job: job.id }, 'finishing a media job failed');
-      live.settle(jobView(job, [], [], undefined));
+      this.deps.log.warn({ err, job: job.id }, 'logging a finished media job failed');
+    } finally {
+      let view: JobView;
+      try {
+        view = this.viewOf(final);
+      } catch {
+        view = jobView(final, [], [], undefined);
+      }
+      this.live.finish(job.id, { type: final.status as 'done' | 'failed' | 'cancelled', job: view });
+      live.settle(view); // a no-op when live.finish settled it
     }
   }
 }

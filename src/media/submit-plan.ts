@@ -7,7 +7,7 @@
  */
 import { filterAllowed } from '../auth/allow.ts';
 import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
-import { compile, effectiveMapping, isImageLoaderClass, type ObjectInfo, type ResolvedEntry, type Workflow } from './compiler/index.ts';
+import { compile, effectiveMapping, fileParamsOf, isImageLoaderClass, isLoraParam, type ObjectInfo, type ResolvedEntry, type Workflow } from './compiler/index.ts';
 import { extOf } from './artifacts.ts';
 import type { GenerationCandidate, GenerationCatalog } from './generation-catalog.ts';
 import type { GenerationSubmit, MediaCaller, MediaFile } from './service-types.ts';
@@ -58,7 +58,7 @@ export function acceptRequest(views: PlanViews, request: GenerationSubmit, candi
   const objectInfo = views.objectInfo(first.backend);
   const resolved = effectiveMapping(first.alias, objectInfo);
   const mapping = resolved.ok ? resolved.mapping : {};
-  const files = placeFiles(mapping, first.alias.workflow, request);
+  const files = placeFiles(mapping, first.alias.workflow, objectInfo, request);
   const params = imagesApiParams(request, mapping);
   const seedDraw = Math.random();
   const images = Object.fromEntries(Object.entries(files).map(([param, f]) => [param, { ext: f.ext }]));
@@ -78,13 +78,34 @@ export function acceptRequest(views: PlanViews, request: GenerationSubmit, candi
   };
 }
 
-/** Named files plus the positional ones (images in slot order, then the mask slot). */
-function placeFiles(mapping: Record<string, ResolvedEntry>, workflow: Workflow, request: GenerationSubmit): Record<string, MediaFile & { ext: string }> {
+/**
+ * The mapping of the alias's first routable candidate (the alias's one mapping, suggestions
+ * read against that box's object_info), for deciding which params take files before any
+ * file is read. Throws the 404 / 400 of allowedCandidates.
+ */
+export function fileParams(views: PlanViews, caller: MediaCaller, alias: string): Set<string> {
+  const candidates = allowedCandidates(views, caller, alias, {});
+  const backend = views.routable(candidates.map((c) => c.backend))[0] ?? candidates[0].backend;
+  const first = candidates.find((c) => c.backend === backend)!;
+  const objectInfo = views.objectInfo(first.backend);
+  const resolved = effectiveMapping(first.alias, objectInfo);
+  return resolved.ok ? fileParamsOf(resolved.mapping, first.alias.workflow, objectInfo) : new Set();
+}
+
+/** Named files (each onto an input that loads a file) plus the positional ones (images in slot order, then the mask slot). */
+function placeFiles(
+  mapping: Record<string, ResolvedEntry>, workflow: Workflow, objectInfo: ObjectInfo | undefined, request: GenerationSubmit,
+): Record<string, MediaFile & { ext: string }> {
   const out: Record<string, MediaFile & { ext: string }> = {};
+  const takesFiles = fileParamsOf(mapping, workflow, objectInfo);
   for (const [param, file] of Object.entries(request.files)) {
     if (!Object.hasOwn(mapping, param)) {
       const known = Object.keys(mapping).sort().join(', ') || 'none';
       throw badRequest(`'${param}' is not an input of ${request.alias}; it takes: ${known}`, param, 'invalid_parameter');
+    }
+    if (!takesFiles.has(param)) {
+      const inputs = [...takesFiles].sort().join(', ') || 'none';
+      throw badRequest(`'${param}' is not a file input of ${request.alias} (send it in params); its file inputs: ${inputs}`, param, 'invalid_parameter');
     }
     out[param] = withExt(file);
   }
@@ -127,11 +148,11 @@ function withExt(file: MediaFile): MediaFile & { ext: string } {
 /** `lora_1…lora_N` values, in order. */
 function requestedLoras(params: Record<string, unknown>): string[] {
   return Object.entries(params)
-    .filter(([k, v]) => /^lora_\d+$/.test(k) && typeof v === 'string' && v !== '' && v !== 'None')
+    .filter(([k, v]) => isLoraParam(k) && typeof v === 'string' && v !== '' && v !== 'None')
     .sort(([a], [b]) => Number(a.slice(5)) - Number(b.slice(5)))
     .map(([, v]) => v as string);
 }
 
 function loraParam(params: Record<string, unknown>, name: string): string {
-  return Object.entries(params).find(([k, v]) => /^lora_\d+$/.test(k) && v === name)?.[0] ?? 'lora_1';
+  return Object.entries(params).find(([k, v]) => isLoraParam(k) && v === name)?.[0] ?? 'lora_1';
 }

@@ -6,6 +6,7 @@
  * api_keys are shown masked, the master key only as set / not set.
  */
 import { Ajv } from 'ajv';
+import { writeJson } from '../media/compiler/index.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { ConfigService, Result } from '../admin/config-service.ts';
@@ -43,6 +44,8 @@ export async function adminConfigRoutes(app: FastifyInstance, opts: AdminConfigO
   const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
   app.setValidatorCompiler(({ schema }) => ajv.compile(schema));
   app.addHook('onRequest', async (req) => opts.requireAdmin(req));
+  // a workflow may carry a seed beyond 2^53 (a bigint since it was read exactly)
+  app.setReplySerializer((payload) => writeJson(payload));
 
   app.get('/admin/api/settings', async () => ({ data: config.settingsView() }));
 

@@ -12,6 +12,7 @@ import type { GatewayConfig } from '../config/types.ts';
 import { badRequest, GatewayError } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import { SpeechSurface, TranscriptionSurface, type FormPart } from '../upstream/audio-surface.ts';
+import { formError, type FormErrorText } from './form-errors.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import { gateOpenAIModel } from './model-gate.ts';
 import { JSON_BODY_LIMIT } from './openai.ts';
@@ -123,30 +124,14 @@ async function readAudioForm(req: FastifyRequest): Promise<void> {
       else if (!Object.hasOwn(fields, name)) fields[name] = part.value;
     }
   } catch (err) {
-    throw formError(err);
+    throw formError(err, AUDIO_FORM_ERRORS);
   }
   forms.set(req, { parts, fields });
   req.body = fields;
 }
 
-function formError(err: unknown): unknown {
-  if (err instanceof GatewayError) return err;
-  const code = (err as { code?: unknown }).code;
-  switch (code) {
-    case 'FST_REQ_FILE_TOO_LARGE':
-      return new GatewayError({ status: 413, code: 'file_too_large', param: 'file', message: `The audio file is larger than ${AUDIO_FILE_LIMIT / (1024 * 1024)} MiB.` });
-    case 'FST_FILES_LIMIT':
-      return badRequest('Send one audio file only, in the `file` part.', 'file', 'invalid_file');
-    case 'FST_PARTS_LIMIT':
-    case 'FST_FIELDS_LIMIT':
-      return new GatewayError({ status: 413, code: 'request_too_large', message: `The form has more than ${FORM_FIELDS} fields.` });
-    case 'FST_PROTO_VIOLATION':
-      return badRequest('A form field has a reserved name.', null, 'invalid_form');
-    case 'FST_INVALID_JSON_FIELD_ERROR':
-      return badRequest('A form field declared as JSON is not valid JSON.', null, 'invalid_form');
-    case 'FST_MP_PREMATURE_CLOSE':
-      return err;
-    default:
-      return badRequest(`The multipart form could not be read: ${(err as Error).message ?? 'malformed'}.`, null, 'invalid_form');
-  }
-}
+const AUDIO_FORM_ERRORS: FormErrorText = {
+  fileTooLarge: () => new GatewayError({ status: 413, code: 'file_too_large', param: 'file', message: `The audio file is larger than ${AUDIO_FILE_LIMIT / (1024 * 1024)} MiB.` }),
+  tooManyFiles: () => badRequest('Send one audio file only, in the `file` part.', 'file', 'invalid_file'),
+  fields: FORM_FIELDS,
+};

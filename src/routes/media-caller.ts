@@ -1,13 +1,15 @@
 /**
  * What the media routes share: who is calling as the media service sees it (owner, admin,
  * allow-list), the refusal bookkeeping (a request refused before a job exists goes into the
- * call log like a refused LLM call), the fetch limits for client-supplied URLs, and the
- * file answers' headers.
+ * call log like a refused LLM call), the fetch limits for client-supplied URLs and the one
+ * byte budget of a request's files, waiting for a synchronous generation, the answer of one
+ * that did not end `done`, and the file answers' headers.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError, type ErrorType } from '../errors.ts';
-import type { FetchOptions } from '../media/fetch-ref.ts';
+import { byteBudget, type ByteBudget, type FetchOptions } from '../media/fetch-ref.ts';
+import { formatBytes, MediaInputError } from '../media/input-error.ts';
 import type { FileAnswer, JobView, MediaCaller, MediaService } from '../media/service-types.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import type { CallerContext, Callers } from './caller.ts';
@@ -23,6 +25,8 @@ export interface MediaRouteDeps {
 
 /** One file a client sends (upload, base64, data URI, fetched URL); 413 past it (ARCHITECTURE §3). */
 export const MEDIA_FILE_LIMIT = 64 * 1024 * 1024;
+/** All files of one request together (uploads, base64, data URIs, fetched URLs); 413 past it. */
+export const MEDIA_REQUEST_FILES_LIMIT = 4 * MEDIA_FILE_LIMIT;
 /** How long a client-supplied URL may take to fetch. */
 export const REF_FETCH_TIMEOUT_MS = 30_000;
 /**
@@ -69,6 +73,8 @@ export class MediaRequest {
 
   refused(err: unknown, reply: FastifyReply): unknown {
     if (!(err instanceof GatewayError) || this.jobId !== undefined || reply.sent || reply.raw.headersSent) return err;
+    // the service filed a job and logged its end already (input_write_failed…)
+    if ((err as { recorded?: unknown }).recorded === true) return err;
     const who = this.ctx ?? this.deps.callers.anonymous(this.req);
     this.deps.recordOutcome({
       requestId: String(this.req.id), endpoint: this.endpoint, requestedModel: this.model, backend: null, model: null,
@@ -91,9 +97,18 @@ export async function withRefusals<T>(
   }
 }
 
-/** Options for reading client-supplied files (input-files.ts): size cap, URL fetch limits. */
-export function mediaInputOptions(config: GatewayConfig): FetchOptions {
-  return { maxBytes: MEDIA_FILE_LIMIT, allowPrivate: config.ref_url_allow_private ?? true, timeoutMs: REF_FETCH_TIMEOUT_MS };
+/**
+ * Options for reading client-supplied files (input-files.ts): size cap, URL fetch limits, and
+ * `budget`, the request's one byte budget (requestFileBudget) every file of it counts against.
+ */
+export function mediaInputOptions(config: GatewayConfig, budget?: ByteBudget): FetchOptions {
+  return { maxBytes: MEDIA_FILE_LIMIT, allowPrivate: config.ref_url_allow_private ?? true, timeoutMs: REF_FETCH_TIMEOUT_MS, ...(budget ? { budget } : {}) };
+}
+
+/** The byte budget of one request's files (MEDIA_REQUEST_FILES_LIMIT), shared by all its lists and maps; `param` names the refusal. */
+export function requestFileBudget(param: string): ByteBudget {
+  return byteBudget(MEDIA_REQUEST_FILES_LIMIT, () => new MediaInputError(413, param, 'files_too_large',
+    `The files of this request are larger than ${formatBytes(MEDIA_REQUEST_FILES_LIMIT)} together.`));
 }
 
 /**
@@ -113,16 +128,42 @@ export function clientGone(reply: FastifyReply): { signal: AbortSignal; dispose:
 export const clientClosed = (): GatewayError =>
   new GatewayError({ status: 499, code: 'client_closed', message: 'The client closed the connection before the generation finished.' });
 
+/** A synchronous generation's wait: the settled job, or clientClosed once the client hung up (the job goes on). */
+export async function settledForClient(media: MediaService, jobId: string, reply: FastifyReply): Promise<JobView> {
+  const gone = clientGone(reply);
+  try {
+    return await media.settled(jobId, gone.signal);
+  } catch (err) {
+    if (gone.signal.aborted) throw clientClosed();
+    throw err;
+  } finally {
+    gone.dispose();
+  }
+}
+
+/** Job error codes that are the scheduler's refusal (every box busy or down), not a failure of the generation. */
+export const SCHEDULER_REFUSALS: ReadonlySet<string> = new Set(['no_backend', 'parking_off', 'queue_full', 'park_timeout']);
+/** Retry-After (seconds) of a generation the scheduler refused. */
+const REFUSAL_RETRY_AFTER_S = 5;
+
 /**
  * The answer of a synchronous generation that did not end `done`: a failed job is the
- * backend's failure (502, OpenAI's `server_error` type, the job's own message); a cancelled
- * one is a 409, since someone (the owner or an admin, through /v1/jobs/{id}/cancel) ended it
- * on purpose: not a gateway fault, and nothing a retry would change. Either way the job id is
- * in the message, so the client can look at the job.
+ * backend's failure (502, OpenAI's `server_error` type, the job's own message) — unless the
+ * scheduler refused it (no box up, every one busy past the park timeout, the queue full):
+ * that is a 503 with Retry-After, worth retrying later. A cancelled one is a 409, since
+ * someone (the owner or an admin, through /v1/jobs/{id}/cancel) ended it on purpose: not a
+ * gateway fault, and nothing a retry would change. Either way the job id is in the message,
+ * so the client can look at the job.
  */
 export function unfinishedJobError(job: JobView): GatewayError {
   if (job.status === 'cancelled') {
     return new GatewayError({ status: 409, code: 'generation_cancelled', message: `The generation was cancelled (job ${job.id}).` });
+  }
+  if (job.error && SCHEDULER_REFUSALS.has(job.error.code)) {
+    return new GatewayError({
+      status: 503, code: job.error.code, type: 'api_error', retryAfter: REFUSAL_RETRY_AFTER_S,
+      message: `No ComfyUI backend could take the generation (job ${job.id}): ${job.error.message}`,
+    });
   }
   return new GatewayError({
     status: 502,

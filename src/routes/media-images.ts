@@ -9,6 +9,12 @@
  * `response_format` defaults to `b64_json`, not OpenAI's `url`: a url here is a job-result
  * URL on this gateway that needs the caller's key to fetch, which clients expecting a public
  * link (an <img src>) cannot send; inline bytes work for everyone.
+ *
+ * All files of one request (`ref_images`, or the edit's parts) share one byte budget
+ * (MEDIA_REQUEST_FILES_LIMIT, 413 past it); an upload's type is sniffed from its bytes, the
+ * part's declared type used only when they show none. A job the scheduler could not place
+ * (no box up, all busy past the park timeout, the queue full) is a 503 with Retry-After and
+ * `x-should-retry: true`; a failed or cancelled one `x-should-retry: false`.
  */
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -16,10 +22,11 @@ import { loadSharp } from '../media/sharp-lazy.ts';
 import { badRequest, GatewayError } from '../errors.ts';
 import { THUMB_MAX } from '../media/artifacts.ts';
 import { registerExactJsonParser, parseExactJson } from '../media/exact-json.ts';
-import { decodeMediaValue } from '../media/input-files.ts';
-import type { GenerationSubmit, JobResultView, JobView, MediaCaller, MediaFile } from '../media/service-types.ts';
+import { decodeMediaValue, sniffMime } from '../media/input-files.ts';
+import type { GenerationSubmit, JobResultView, MediaCaller, MediaFile } from '../media/service-types.ts';
+import { formError, type FormErrorText } from './form-errors.ts';
 import {
-  clientClosed, clientGone, MEDIA_FILE_LIMIT, MEDIA_JSON_BODY_LIMIT, mediaInputOptions, unfinishedJobError, withRefusals,
+  MEDIA_FILE_LIMIT, MEDIA_JSON_BODY_LIMIT, mediaInputOptions, requestFileBudget, settledForClient, unfinishedJobError, withRefusals,
   type MediaRequest, type MediaRouteDeps,
 } from './media-caller.ts';
 
@@ -35,6 +42,8 @@ type OutputFormat = keyof typeof OUTPUT_FORMATS;
 
 /** The most images an edit (or `ref_images`) may carry; a mask comes on top. */
 const MAX_IMAGES = 16;
+/** The most results one request may ask for (`n`), as OpenAI's own limit. */
+const MAX_N = 10;
 const FORM_FIELD_LIMIT = 1024 * 1024;
 const FORM_FIELDS = 100;
 
@@ -93,20 +102,12 @@ async function generate(
 
   const job = await media.submit(caller, { alias: model, prompt: fields.prompt, params, files: {}, positional, endpoint: r.endpoint, requestId: String(req.id) });
   r.jobId = job.id;
-  const gone = clientGone(reply);
-  let settled: JobView;
-  try {
-    settled = await media.settled(job.id, gone.signal);
-  } catch (err) {
-    if (gone.signal.aborted) throw clientClosed();
-    throw err;
-  } finally {
-    gone.dispose();
-  }
+  const settled = await settledForClient(media, job.id, reply);
   if (settled.status !== 'done') {
-    // a failed or cancelled job ends the same way every time: the SDKs should not retry it
-    reply.header('x-should-retry', 'false');
-    throw unfinishedJobError(settled);
+    const err = unfinishedJobError(settled);
+    // a failed or cancelled job ends the same way every time: the SDKs should not retry it; a refused one may run later
+    reply.header('x-should-retry', err.status === 503 ? 'true' : 'false');
+    throw err;
   }
   const data = [];
   for (const result of settled.results) {
@@ -163,7 +164,7 @@ function outputFormat(format: unknown, compression: unknown): OutputWish | undef
 function checkConvenience(params: Record<string, unknown>): void {
   if (Object.hasOwn(params, 'n')) {
     const n = params.n;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) throw badRequest('`n` must be a positive integer.', 'n', 'invalid_n');
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_N) throw badRequest(`\`n\` must be an integer from 1 to ${MAX_N}.`, 'n', 'invalid_n');
   }
   if (Object.hasOwn(params, 'size')) {
     const size = params.size;
@@ -180,7 +181,8 @@ async function refImages(value: unknown, deps: MediaRouteDeps): Promise<MediaFil
   const list = typeof value === 'string' ? [value] : value;
   if (!Array.isArray(list)) throw badRequest('`ref_images` must be a list of base64 strings, data URIs or URLs.', 'ref_images', 'invalid_ref_images');
   if (list.length > MAX_IMAGES) throw badRequest(`\`ref_images\` may hold at most ${MAX_IMAGES} images.`, 'ref_images', 'invalid_ref_images');
-  const opts = mediaInputOptions(deps.config());
+  // one budget for the whole list: 16 files at the per-file cap would be a gigabyte
+  const opts = mediaInputOptions(deps.config(), requestFileBudget('ref_images'));
   const files: MediaFile[] = [];
   for (const [i, v] of list.entries()) files.push(await decodeMediaValue(v, `ref_images[${i}]`, opts));
   return files;
@@ -222,14 +224,16 @@ interface ImageForm {
 
 /**
  * Reads an edit's form: `image` / `image[]` files (in order), one `mask`, text fields (numeric
- * text becomes a number, big integers exact). 415 not multipart, 413 past a limit, 400 a file
- * in another part or a malformed form.
+ * text becomes a number, big integers exact). 415 not multipart, 413 past a limit (one file,
+ * or all of them together), 400 a file in another part or a malformed form. A file's type is
+ * what its bytes show; the part's declared type only when they show nothing.
  */
 async function readImageForm(req: FastifyRequest): Promise<ImageForm> {
   if (!req.isMultipart()) {
     throw new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'Send the edit as multipart/form-data, the image in the `image` part.' });
   }
   const form: ImageForm = { images: [], fields: {} };
+  const budget = requestFileBudget('image');
   try {
     for await (const part of req.parts()) {
       const name = part.fieldname;
@@ -239,9 +243,10 @@ async function readImageForm(req: FastifyRequest): Promise<ImageForm> {
         }
         if (name === 'mask' && form.mask) throw badRequest('Send one mask only.', 'mask', 'invalid_file');
         if (name !== 'mask' && form.images.length >= MAX_IMAGES) throw badRequest(`Send at most ${MAX_IMAGES} images.`, 'image', 'invalid_file');
-        const bytes = await part.toBuffer().catch((err: unknown) => { throw partError(err, name); });
+        const bytes = await part.toBuffer().catch((err: unknown) => { throw formError(err, IMAGE_FORM_ERRORS, name); });
         if (bytes.length === 0) throw badRequest(`The file in \`${name}\` is empty.`, name === 'mask' ? 'mask' : 'image', 'invalid_file');
-        const file = { bytes, mime: part.mimetype || 'application/octet-stream' };
+        budget.take(bytes.length);
+        const file = { bytes, mime: sniffMime(bytes) ?? declaredType(part.mimetype) };
         if (name === 'mask') form.mask = file;
         else form.images.push(file);
         continue;
@@ -255,9 +260,15 @@ async function readImageForm(req: FastifyRequest): Promise<ImageForm> {
       else if (!Object.hasOwn(form.fields, key)) form.fields[key] = value;
     }
   } catch (err) {
-    throw partError(err, undefined);
+    throw formError(err, IMAGE_FORM_ERRORS);
   }
   return form;
+}
+
+/** A part's declared type when it is a type/subtype, else octet-stream. */
+function declaredType(mimetype: string | undefined): string {
+  const value = mimetype?.split(';')[0].trim().toLowerCase();
+  return value && /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/.test(value) ? value : 'application/octet-stream';
 }
 
 /** Form fields that are text whatever they look like. */
@@ -270,23 +281,10 @@ function fieldValue(value: unknown): unknown {
   return NUMERIC.test(value) ? parseExactJson(value) : value;
 }
 
-function partError(err: unknown, param: string | undefined): unknown {
-  if (err instanceof GatewayError) return err;
-  switch ((err as { code?: unknown }).code) {
-    case 'FST_REQ_FILE_TOO_LARGE':
-      return new GatewayError({ status: 413, code: 'file_too_large', param: param ?? 'image', message: `${param ?? 'A file'} is larger than the ${MEDIA_FILE_LIMIT / (1024 * 1024)} MiB a file may be.` });
-    case 'FST_FILES_LIMIT':
-      return badRequest(`Send at most ${MAX_IMAGES} images and one mask.`, 'image', 'invalid_file');
-    case 'FST_PARTS_LIMIT':
-    case 'FST_FIELDS_LIMIT':
-      return new GatewayError({ status: 413, code: 'request_too_large', message: `The form has more than ${FORM_FIELDS} fields.` });
-    case 'FST_PROTO_VIOLATION':
-      return badRequest('A form field has a reserved name.', null, 'invalid_form');
-    case 'FST_INVALID_JSON_FIELD_ERROR':
-      return badRequest('A form field declared as JSON is not valid JSON.', null, 'invalid_form');
-    case 'FST_MP_PREMATURE_CLOSE':
-      return err;
-    default:
-      return badRequest(`The multipart form could not be read: ${(err as Error).message ?? 'malformed'}.`, null, 'invalid_form');
-  }
-}
+const IMAGE_FORM_ERRORS: FormErrorText = {
+  fileTooLarge: (param) => new GatewayError({
+    status: 413, code: 'file_too_large', param: param ?? 'image', message: `${param ?? 'A file'} is larger than the ${MEDIA_FILE_LIMIT / (1024 * 1024)} MiB a file may be.`,
+  }),
+  tooManyFiles: () => badRequest(`Send at most ${MAX_IMAGES} images and one mask.`, 'image', 'invalid_file'),
+  fields: FORM_FIELDS,
+};

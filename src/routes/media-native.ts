@@ -3,16 +3,24 @@
  * files?}` (sync: the settled job; async: 202 with its id and a Location to poll) and
  * `GET /v1/generations/{alias}/loras`. JSON through the exact parser (seeds beyond 2^53
  * arrive as bigint). `images` / `files` values are base64, data URIs or http(s) URLs, decoded
- * strictly: an unreadable value is a 400 naming it, one over 64 MiB a 413; a key no slot of
- * the alias knows is refused by the service (the routes do not know the alias's slots).
+ * strictly: a key that is not a file input of the alias is a 400 before anything is read or
+ * fetched (MediaService.fileParams); an unreadable value is a 400 naming it, one over 64 MiB
+ * a 413, and `images` and `files` together share one byte budget (MEDIA_REQUEST_FILES_LIMIT).
+ *
+ * A sync request answers 200 with the settled job whatever its end: a failed job, a
+ * cancelled one and one the scheduler could not place (error code `no_backend`,
+ * `parking_off`, `queue_full`, `park_timeout`: every box down or busy past
+ * `media_park_timeout_s`) all carry their status and error in the view; the client reads
+ * `status`, and may retry the scheduler's refusals later. (The Images API, whose clients
+ * only read HTTP statuses, answers those 503 with Retry-After.)
  */
 import type { FastifyInstance } from 'fastify';
-import { badRequest, GatewayError } from '../errors.ts';
+import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
 import { registerExactJsonParser } from '../media/exact-json.ts';
 import { decodeFileMap } from '../media/input-files.ts';
-import type { JobView, MediaFile } from '../media/service-types.ts';
+import type { MediaCaller, MediaFile } from '../media/service-types.ts';
 import {
-  clientClosed, clientGone, MEDIA_JSON_BODY_LIMIT, mediaCaller, mediaInputOptions, withRefusals, type MediaRouteDeps,
+  MEDIA_JSON_BODY_LIMIT, mediaCaller, mediaInputOptions, requestFileBudget, settledForClient, withRefusals, type MediaRouteDeps,
 } from './media-caller.ts';
 
 const GENERATIONS = '/v1/generations';
@@ -37,9 +45,9 @@ export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDe
       const mode = b.mode ?? 'sync';
       if (mode !== 'sync' && mode !== 'async') throw badRequest("`mode` must be 'sync' or 'async'.", 'mode', 'invalid_mode');
       const params = objectField(b.params, 'params');
-      const files = await readFiles(deps, b.images, b.files);
-
       const media = deps.media();
+      const files = await readFiles(deps, caller, b.model, b.images, b.files);
+
       const job = await media.submit(caller, {
         alias: b.model, ...(typeof b.prompt === 'string' ? { prompt: b.prompt } : {}), params, files,
         endpoint: GENERATIONS, requestId: String(req.id),
@@ -48,18 +56,8 @@ export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDe
       if (mode === 'async') {
         return reply.code(202).header('location', `/v1/jobs/${job.id}`).send({ job_id: job.id, ...job });
       }
-      const gone = clientGone(reply);
-      let settled: JobView;
-      try {
-        settled = await media.settled(job.id, gone.signal);
-      } catch (err) {
-        if (gone.signal.aborted) throw clientClosed();
-        throw err;
-      } finally {
-        gone.dispose();
-      }
-      // the job carries its own status and error: a failed or cancelled one is answered too
-      return settled;
+      // the job carries its own status and error: a failed, cancelled or unplaced one is answered too
+      return settledForClient(media, job.id, reply);
     }));
 
   app.get('/v1/generations/:alias/loras', async (req) => {
@@ -83,16 +81,24 @@ function objectField(value: unknown, name: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/** `images` and `files` decoded (strict), as one map by param; a param in both is refused. */
-async function readFiles(deps: MediaRouteDeps, images: unknown, files: unknown): Promise<Record<string, MediaFile>> {
+/**
+ * `images` and `files` decoded (strict), as one map by param: a param in both is refused, and
+ * so is (before anything is fetched) one that is not a file input of the alias; an alias the
+ * caller may not use is the service's 404 already here. One byte budget for both maps.
+ */
+async function readFiles(deps: MediaRouteDeps, caller: MediaCaller, alias: string, images: unknown, files: unknown): Promise<Record<string, MediaFile>> {
   const imageMap = objectField(images, 'images');
   const fileMap = objectField(files, 'files');
+  if (Object.keys(imageMap).length === 0 && Object.keys(fileMap).length === 0) return {};
   for (const key of Object.keys(fileMap)) {
     if (Object.hasOwn(imageMap, key)) throw badRequest(`\`${key}\` is given in both \`images\` and \`files\`.`, `files.${key}`, 'duplicate_file');
   }
-  const opts = mediaInputOptions(deps.config());
+  const media = deps.media();
+  const allowed = media.fileParams ? media.fileParams(alias, caller) : undefined;
+  if (media.fileParams && !allowed) throw modelNotFound(alias);
+  const opts = mediaInputOptions(deps.config(), requestFileBudget('files'));
   return {
-    ...(await decodeFileMap(imageMap, undefined, 'images', opts)),
-    ...(await decodeFileMap(fileMap, undefined, 'files', opts)),
+    ...(await decodeFileMap(imageMap, allowed, 'images', opts)),
+    ...(await decodeFileMap(fileMap, allowed, 'files', opts)),
   };
 }

@@ -41,4 +41,23 @@ export function percent(part: number, whole: number): number {
   return whole > 0 ? Math.min(100, Math.max(0, Math.round((part / whole) * 100))) : 0;
 }
 
+
+/** JSON with 2-space indents in which a bigint is written as its digits (the prompt's big seeds stay exact). */
+export function prettyJson(value: unknown, indent = 2, depth = 0): string {
+  if (typeof value === 'bigint') return value.toString();
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  const pad = indent ? `\n${' '.repeat(indent * (depth + 1))}` : '';
+  const end = indent ? `\n${' '.repeat(indent * depth)}` : '';
+  const sep = indent ? ': ' : ':';
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    // links and short lists on one line, as ComfyUI writes them
+    if (value.every((v) => v === null || typeof v !== 'object')) return `[${value.map((v) => prettyJson(v, 0)).join(', ')}]`;
+    return `[${value.map((v) => `${pad}${prettyJson(v, indent, depth + 1)}`).join(',')}${end}]`;
+  }
+  const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+  if (entries.length === 0) return '{}';
+  return `{${entries.map(([k, v]) => `${pad}${JSON.stringify(k)}${sep}${prettyJson(v, indent, depth + 1)}`).join(',')}${end}}`;
+}
+
 export const fmt = { duration, ago, time, bytes, int, usd, percent };

@@ -6,6 +6,7 @@
  * parameters. The result is shown as a diff of the final workflow against the pasted one:
  * inputs changed or unwired, nodes removed (pruned) and bypassed.
  */
+import { prettyJson } from './format.ts';
 import { childPath } from '../config/problems.ts';
 import type { GatewayConfig, ImageModelEntry } from '../config/types.ts';
 import { GenerationCatalog, type GenerationCandidate } from '../media/generation-catalog.ts';
@@ -104,20 +105,3 @@ function shown(value: unknown): string {
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
 
-/** JSON with 2-space indents in which a bigint is written as its digits (the prompt's big seeds stay exact). */
-export function prettyJson(value: unknown, indent = 2, depth = 0): string {
-  if (typeof value === 'bigint') return value.toString();
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  const pad = indent ? `\n${' '.repeat(indent * (depth + 1))}` : '';
-  const end = indent ? `\n${' '.repeat(indent * depth)}` : '';
-  const sep = indent ? ': ' : ':';
-  if (Array.isArray(value)) {
-    if (value.length === 0) return '[]';
-    // links and short lists on one line, as ComfyUI writes them
-    if (value.every((v) => v === null || typeof v !== 'object')) return `[${value.map((v) => prettyJson(v, 0)).join(', ')}]`;
-    return `[${value.map((v) => `${pad}${prettyJson(v, indent, depth + 1)}`).join(',')}${end}]`;
-  }
-  const entries = Object.entries(value).filter(([, v]) => v !== undefined);
-  if (entries.length === 0) return '{}';
-  return `{${entries.map(([k, v]) => `${pad}${JSON.stringify(k)}${sep}${prettyJson(v, indent, depth + 1)}`).join(',')}${end}}`;
-}

@@ -6,6 +6,8 @@
  * compiler's (validateAlias, through the generation catalog); their problems come back here
  * only to be placed next to the field they are about (key path → form field).
  */
+import { parseExactJson } from '../media/exact-json.ts';
+import { prettyJson } from './format.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { workflowShapeProblem } from '../config/media-schema.ts';
 import { childPath } from '../config/problems.ts';
@@ -81,7 +83,7 @@ export function parseWorkflow(text: string): ParsedWorkflow {
   if (text.trim() === '') return { ok: false, message: 'Paste a workflow in the API format, or choose its .json file.' };
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseExactJson(text); // a baked-in seed beyond 2^53 stays exact
   } catch (err) {
     return { ok: false, message: `This is not JSON: ${(err as Error).message}` };
   }
@@ -194,7 +196,7 @@ export function stateFromEntries(alias: string, entries: readonly ImageModelEntr
     if (!comfyBackends.includes(e.backend)) warnings.push(`The entry for "${e.backend}" names no comfyui backend of the fleet; saving drops it.`);
   }
   return {
-    state: { original: alias, alias, workflowText: JSON.stringify(workflow, null, 2), mapping, backends, sample: { backend: first?.backend ?? '', values: {}, images: [], extra: '' } },
+    state: { original: alias, alias, workflowText: prettyJson(workflow), mapping, backends, sample: { backend: first?.backend ?? '', values: {}, images: [], extra: '' } },
     warnings,
   };
 }
@@ -202,7 +204,7 @@ export function stateFromEntries(alias: string, entries: readonly ImageModelEntr
 export function valueText(value: unknown): string {
   if (typeof value === 'string') return value;
   if (value === undefined || value === null) return '';
-  if (typeof value === 'object') return JSON.stringify(value);
+  if (typeof value === 'object') return prettyJson(value, 0);
   return String(value);
 }
 

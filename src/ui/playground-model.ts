@@ -5,6 +5,7 @@
  * the cost of a call the playground just made, read back from the call log by request id.
  * The calls themselves go from the browser to /v1 like any client's.
  */
+import { writeJson } from '../media/compiler/index.ts';
 import type { Gateway } from '../gateway.ts';
 import { effectiveMapping, isImageLoaderClass, isLink, type GenerationAlias } from '../media/compiler/index.ts';
 import type { CallRow } from '../store/call-rows.ts';
@@ -71,7 +72,7 @@ function aliasShape(gateway: Gateway, backend: string, alias: GenerationAlias): 
     }
     if (param === 'prompt') continue; // the prompt box
     const value = node.inputs[entry.field];
-    const json = value === undefined || isLink(value) ? '' : JSON.stringify(value) ?? '';
+    const json = value === undefined || isLink(value) ? '' : writeJson(value);
     params.push({ name: param, json: json.length > 200 ? '' : json, hint: json.length > 60 ? `${json.slice(0, 60)}…` : json });
   }
   params.sort((a, b) => a.name.localeCompare(b.name));

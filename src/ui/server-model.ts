@@ -6,6 +6,7 @@
  * as typed so the validator names it. Settings owned by other tabs (aliases, reasoning rules,
  * generation aliases) are shown with their source and a link there.
  */
+import { prettyJson } from './format.ts';
 import type { SecretSettingView, SettingView } from '../admin/config-service.ts';
 import { configSchema } from '../config/schema.ts';
 import { parseNumber } from './backends-form.ts';
@@ -131,7 +132,7 @@ export function showValue(value: unknown, unit?: string): string {
   if (typeof value === 'string') return value;
   if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.length ? value.join(', ') : 'none';
   if (typeof value === 'object' && Object.keys(value).length === 0) return 'none';
-  const json = JSON.stringify(value);
+  const json = prettyJson(value, 0);
   return json.length > 160 ? `${json.slice(0, 157)}…` : json;
 }
 
@@ -140,7 +141,7 @@ export function textOf(value: unknown, input: InputKind): string {
   if (value === undefined || value === null) return '';
   if (input === 'lines') return Array.isArray(value) ? value.join('\n') : String(value);
   if (input === 'proxy') return Array.isArray(value) ? value.join(', ') : String(value);
-  if (input === 'json') return JSON.stringify(value, null, 2);
+  if (input === 'json') return prettyJson(value);
   return String(value);
 }
 

@@ -31,7 +31,7 @@ const CR = 0x0d;
  * times a charCode loop on chat bodies, which are mostly string content); a quote after an odd
  * run of backslashes is escaped. Linear: each backslash run is looked at once, from its quote.
  */
-function stringEnd(text: string, open: number): number {
+export function stringEnd(text: string, open: number): number {
   for (let from = open + 1; ; ) {
     const quote = text.indexOf('"', from);
     if (quote < 0) return -1;

@@ -588,7 +588,9 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
       const b = body as any;
       switch (path) {
         case '/prompt': return submitPrompt(b, req.headers, res);
-        case '/upload/image': case '/upload/mask': return upload(raw, ctype, res);
+        case '/upload/image': case '/upload/mask':
+          if (knobs.uploadMs > 0) await sleep(knobs.uploadMs, new AbortController().signal);
+          return upload(raw, ctype, res);
         case '/interrupt': interrupt(b); return empty(res);
         case '/queue': {
           if (b?.clear === true) { for (const p of pending) p.status = 'deleted'; pending = []; }

@@ -25,6 +25,8 @@ export interface ComfyKnobs {
   refuse: boolean;
   /** Delay before every HTTP answer (ms). */
   latencyMs: number;
+  /** A further delay before storing and answering an upload (POST /upload/image|mask), its body already read (ms). */
+  uploadMs: number;
   /** Check combo values (model names, sampler names…) against object_info (`value_not_in_list`). */
   validateCombos: boolean;
   /**
@@ -55,6 +57,7 @@ export const DEFAULT_COMFY_KNOBS: ComfyKnobs = {
   restarting: false,
   refuse: false,
   latencyMs: 0,
+  uploadMs: 0,
   validateCombos: true,
   missingUpload: 'validation',
   legacyMissingNode: false,

@@ -41,7 +41,9 @@ export class UiClient {
   async post(path: string, fields: Record<string, string | string[]>, opts: { csrf?: string } = {}): Promise<Response> {
     const body = new URLSearchParams();
     const token = opts.csrf ?? this.csrf;
-    if (token !== '' && !Object.hasOwn(fields, '_csrf')) body.append('_csrf', token);
+    const own = fields._csrf;
+    const hasOwn = typeof own === 'string' || (Array.isArray(own) && own.length > 0);
+    if (token !== '' && !hasOwn) body.append('_csrf', token);
     for (const [k, v] of Object.entries(fields)) for (const one of Array.isArray(v) ? v : [v]) body.append(k, one);
     const res = await fetch(`${this.base}${path}`, {
       method: 'POST', redirect: 'manual', body,

@@ -9,8 +9,8 @@
  * never passes unnoticed. A 500 means the alias itself is wrong (validateAlias reports it).
  */
 import { bypassNode, removeWithDependents, resolveNode, sortedIds, type GraphEdit } from './graph.ts';
-import { applyLoras, loraRequests, pinKey } from './loras.ts';
-import { classInfo, inputDecl, isImageLoaderClass, type InputDecl } from './object-info.ts';
+import { applyLoras, isLoraParam, isStrengthParam, loraRequests, pinKey } from './loras.ts';
+import { classInfo, inputDecl, isFileInput, isImageLoaderClass, type InputDecl } from './object-info.ts';
 import { outputNodes } from './outputs.ts';
 import { PLACEHOLDER_IMAGE_NAME } from './placeholder.ts';
 import { suggestMapping } from './suggest.ts';
@@ -44,6 +44,21 @@ export function effectiveMapping(alias: GenerationAlias, objectInfo?: ObjectInfo
   return { ok: true, mapping: { ...mapping, ...explicit } };
 }
 
+/**
+ * The params of `mapping` a request may send a file for: those whose node and field take a
+ * file (isFileInput, with the field's object_info declaration when known).
+ */
+export function fileParamsOf(mapping: Record<string, ResolvedEntry>, workflow: Workflow, objectInfo?: ObjectInfo): Set<string> {
+  const out = new Set<string>();
+  for (const [param, { node, field }] of Object.entries(mapping)) {
+    const classType = workflow[node]?.class_type;
+    if (classType === undefined) continue;
+    const info = classInfo(objectInfo, classType);
+    if (isFileInput(classType, info ? inputDecl(info, field) : undefined)) out.add(param);
+  }
+  return out;
+}
+
 export function compile(request: CompileRequest, alias: GenerationAlias, ctx: CompileContext): CompileResult {
   const objectInfo = ctx.objectInfo;
   const prompt: Workflow = structuredClone(alias.workflow);
@@ -70,7 +85,7 @@ export function compile(request: CompileRequest, alias: GenerationAlias, ctx: Co
   if (!params.ok) return params;
   const loras = loraRequests(params.values);
   if (!loras.ok) return loras;
-  const values = Object.fromEntries(Object.entries(params.values).filter(([k]) => !/^(lora|strength)_\d+$/.test(k)));
+  const values = Object.fromEntries(Object.entries(params.values).filter(([k]) => !isLoraParam(k) && !isStrengthParam(k)));
   const unknown = Object.keys(values).filter((k) => !Object.hasOwn(mapping, k));
   if (unknown.length > 0) {
     const known = Object.keys(mapping).sort().join(', ') || 'none';
@@ -86,6 +101,10 @@ export function compile(request: CompileRequest, alias: GenerationAlias, ctx: Co
     const provided = Object.hasOwn(values, param) || Object.hasOwn(ctx.images ?? {}, param);
     if (provided && isPinned) return badRequest(param, `'${param}' is fixed for this model and cannot be set`);
 
+    // a file for an input that does not load one would put the upload's name in a prompt text or a number
+    if (Object.hasOwn(ctx.images ?? {}, param) && !isFileInput(prompt[node].class_type, decl(node, field))) {
+      return badRequest(param, `'${param}' is not a file input`);
+    }
     // an image slot, or any input the request sends a file for (audio, video, mesh loaders)
     if ((isImageLoaderClass(prompt[node].class_type) || Object.hasOwn(ctx.images ?? {}, param)) && !isPinned) {
       const image = ctx.images?.[param];

@@ -35,6 +35,16 @@ export interface LoraRequest {
   strength?: unknown;
 }
 
+/** A request's (or an rgthree stack's) LoRA name key: `lora_1`, `lora_01`… */
+export function isLoraParam(key: string): boolean {
+  return /^lora_\d+$/.test(key);
+}
+
+/** A request's LoRA strength key: `strength_1`… */
+export function isStrengthParam(key: string): boolean {
+  return /^strength_\d+$/.test(key);
+}
+
 /** `pinned` holds `node\u0000field` keys. */
 export function pinKey(node: string, field: string): string {
   return `${node}\u0000${field}`;
@@ -50,7 +60,7 @@ export function loraSlots(workflow: Workflow, pinned: ReadonlySet<string> = new 
   for (const id of chainOrder(workflow)) {
     const node = workflow[id];
     if (node.class_type === RGTHREE_STACK) {
-      const names = Object.keys(node.inputs).filter((k) => /^lora_\d+$/.test(k)).sort();
+      const names = Object.keys(node.inputs).filter(isLoraParam).sort();
       for (const nameField of names) {
         const current = node.inputs[nameField];
         const strengthField = nameField.replace('lora_', 'strength_');
@@ -85,13 +95,12 @@ export function loraRequests(request: Record<string, unknown>): { ok: true; lora
   const byIndex = new Map<number, LoraRequest>();
   const strengths = new Map<number, unknown>();
   for (const [key, value] of Object.entries(request)) {
-    const lora = /^lora_(\d+)$/.exec(key);
-    const strength = /^strength_(\d+)$/.exec(key);
-    if (lora) {
+    if (isLoraParam(key)) {
       if (value === undefined || value === null || value === '' || value === 'None') continue;
       if (typeof value !== 'string') return fail(key, `${key} must be a LoRA file name`);
-      byIndex.set(Number(lora[1]), { index: Number(lora[1]), name: value });
-    } else if (strength && value !== undefined && value !== null) strengths.set(Number(strength[1]), value);
+      const index = Number(key.slice('lora_'.length));
+      byIndex.set(index, { index, name: value });
+    } else if (isStrengthParam(key) && value !== undefined && value !== null) strengths.set(Number(key.slice('strength_'.length)), value);
   }
   for (const [index, value] of strengths) {
     const lora = byIndex.get(index);

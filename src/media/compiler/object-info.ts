@@ -80,6 +80,21 @@ export function isImageLoaderClass(classType: string): boolean {
   return classType.includes('LoadImage');
 }
 
+/**
+ * An input a request may send a file for (the file is uploaded and its name written there):
+ * any field of an image loader class; else a text or combo input whose declaration carries an
+ * upload flag (`image_upload`, `audio_upload`, `video_upload`, any `*_upload: true`) or, when
+ * the flags say nothing, of a class named `Load…` (LoadAudio, VHS_LoadVideo, Trellis2LoadMesh;
+ * not the model `…Loader`s, whose files are installed on the box, never uploaded). A number
+ * or boolean widget never takes a file.
+ */
+export function isFileInput(classType: string, decl: InputDecl | undefined): boolean {
+  if (isImageLoaderClass(classType)) return true;
+  if (decl && decl.kind !== 'COMBO' && decl.kind !== 'STRING') return false;
+  if (decl && Object.entries(decl.options).some(([key, value]) => key.endsWith('_upload') && value === true)) return true;
+  return /Load(?!er)/.test(classType);
+}
+
 export function isMaskLoaderClass(classType: string): boolean {
   return classType.includes('LoadImageMask');
 }

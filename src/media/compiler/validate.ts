@@ -7,13 +7,14 @@
 import { isOutputClass, outputNodes } from './outputs.ts';
 import { classInfo, inputDecl, isImageLoaderClass } from './object-info.ts';
 import { nodesTitled, resolveNode } from './graph.ts';
-import { pinKey } from './loras.ts';
+import { isLoraParam, isStrengthParam, pinKey } from './loras.ts';
 import { coerceValue } from './values.ts';
 import { isLink, isPlainObject, type GenerationAlias, type ObjectInfo, type Problem, type Workflow } from './types.ts';
 
 const ON_EMPTY = ['placeholder', 'required', 'disable'];
 /** Names the compiler reads itself (see compile.ts); a mapping cannot take them. */
-const RESERVED = /^(size|n|lora_\d+|strength_\d+)$/;
+/** Request keys the gateway reads itself. */
+const isReserved = (param: string) => param === 'size' || param === 'n' || isLoraParam(param) || isStrengthParam(param);
 
 export function validateAlias(alias: GenerationAlias, objectInfo: ObjectInfo | undefined, path: string): Problem[] {
   const problems: Problem[] = [];
@@ -78,7 +79,7 @@ export function validateAlias(alias: GenerationAlias, objectInfo: ObjectInfo | u
       error(at, 'must be { node, field, on_empty? }');
       continue;
     }
-    if (RESERVED.test(param)) error(at, `'${param}' is read by the gateway itself (size, n, lora_N, strength_N) and cannot be mapped`);
+    if (isReserved(param)) error(at, `'${param}' is read by the gateway itself (size, n, lora_N, strength_N) and cannot be mapped`);
     const id = node(entry.node, `${at}.node`);
     if (!id || !field(id, entry.field, `${at}.field`)) continue;
     const value = workflow[id].inputs[entry.field];
