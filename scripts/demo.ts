@@ -2,9 +2,10 @@
  * npm run demo — a fake fleet of four OpenAI-compatible backends and an Anthropic one plus the
  * gateway wired to them, then a short walk through discovery, aliases, streaming, failover, a
  * parked stream kept alive, Anthropic Messages calls (translated and passed through), the
- * Responses API with a background run, the reasoning switch, speech and transcription; then
+ * Responses API with a background run, the reasoning switch, speech and transcription, then
  * media on two fake ComfyUI boxes (scripts/demo-media.ts): generation aliases, the Images API,
- * a native async job followed through its events, a thumbnail, an edit and a parked cancel.
+ * a native async job followed through its events, a thumbnail, an edit and a parked cancel;
+ * and the /ui console.
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
@@ -189,7 +190,16 @@ say(`   and back: POST /v1/audio/transcriptions (multipart) → "${heard.text.sl
 if (media) await mediaWalkthrough(base, oai, say, 11);
 else say(`\n11. ${mediaSkipped()}`);
 
-say(`\nTry it yourself:\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet`);
+say('\n12. the console — /ui, server-rendered, live over one event stream:');
+for (const path of ['/ui', '/ui/backends', '/ui/calls', '/ui/stats', '/ui/jobs']) {
+  const page = await fetch(`${base}${path}`);
+  const title = /<title>([^<]*)<\/title>/.exec(await page.text())?.[1] ?? '';
+  say(`   GET ${path.padEnd(13)} ${page.status} "${title}"`);
+}
+say('   (this demo gateway is open — no api_key, no users — so the console needs no login from this host;');
+say('    with a key it asks for an admin key, and "Create an admin user" locks an open gateway from the banner)');
+
+say(`\nTry it yourself:\n   open ${base}/ui   # the console: dashboard, backends, aliases, mapping, playground, calls, jobs, stats, users, server\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet`);
 if (media) {
   say(`   curl ${base}/v1/images/generations -H 'content-type: application/json' -d '{"model":"sd15","prompt":"a lighthouse","response_format":"url"}'`);
   say(`   curl -N ${base}/v1/jobs/<job_id>/events   # after POST /v1/generations {"model":"sd15","prompt":"…","mode":"async"}`);
