@@ -1,7 +1,11 @@
 /**
- * A running prompt's progress, from its websocket events: the share of the graph's nodes done
+ * A running prompt's progress, from its websocket events: the weight of the graph's nodes done
  * (cached ones count as done) plus the share of the current node's steps, as 0–99 until
  * `/history` says it is finished (then the job is 100). Never goes backwards. Pure.
+ *
+ * Sampler nodes are where the time goes, so together they weigh `SAMPLER_SHARE` of the bar
+ * and every other node shares the rest: a txt2img bar then moves with the steps instead of
+ * jumping to ~80 % when the sampler starts and crawling after.
  */
 import type { ComfyProgressEvent } from './comfy-progress.ts';
 import type { Workflow } from './compiler/index.ts';
@@ -13,8 +17,14 @@ export interface ProgressPoint {
   step?: { value: number; max: number };
 }
 
+/** The part of the bar the sampler nodes fill, when the graph has any. */
+export const SAMPLER_SHARE = 0.8;
+
+const isSampler = (classType: string) => /sampler/i.test(classType) && !/select|loader/i.test(classType);
+
 export class ProgressTracker {
   private readonly done = new Set<string>();
+  private readonly weights = new Map<string, number>();
   private current: string | undefined;
   private progress = 0;
   private stopped = false;
@@ -23,7 +33,17 @@ export class ProgressTracker {
     private readonly prompt: Workflow,
     private readonly onProgress: (point: ProgressPoint) => void,
     private readonly onPreview: (preview: { mime: string; bytes: Buffer }) => void,
-  ) {}
+  ) {
+    const ids = Object.keys(prompt);
+    const samplers = ids.filter((id) => isSampler(prompt[id].class_type));
+    const others = ids.length - samplers.length;
+    for (const id of ids) {
+      const sampler = samplers.includes(id);
+      const weight = samplers.length === 0 || others === 0 ? 1 / Math.max(1, ids.length)
+        : sampler ? SAMPLER_SHARE / samplers.length : (1 - SAMPLER_SHARE) / others;
+      this.weights.set(id, weight);
+    }
+  }
 
   observe(event: ComfyProgressEvent): void {
     if (this.stopped) return;
@@ -53,9 +73,12 @@ export class ProgressTracker {
   }
 
   private report(step?: { value: number; max: number }): void {
-    const total = Math.max(1, Object.keys(this.prompt).length);
-    const within = step && this.current !== undefined && !this.done.has(this.current) ? Math.min(1, step.value / step.max) : 0;
-    const share = ((this.done.size + within) / total) * 100;
+    let share = 0;
+    for (const node of this.done) share += this.weights.get(node) ?? 0;
+    if (step && this.current !== undefined && !this.done.has(this.current)) {
+      share += Math.min(1, step.value / step.max) * (this.weights.get(this.current) ?? 0);
+    }
+    share *= 100;
     this.progress = Math.max(this.progress, Math.min(99, Math.floor(share)));
     this.onProgress({ progress: this.progress, node: this.label(this.current), ...(step ? { step } : {}) });
   }
