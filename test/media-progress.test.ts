@@ -24,7 +24,7 @@ test('sd15: the bar moves with the sampler steps; cached nodes are done; never b
   assert.ok(halfway >= cached + 38 && halfway <= cached + 42, `half the steps ≈ half the sampler share (${cached} → ${halfway})`);
   tracker.observe({ kind: 'progress', node: '310', value: 3, max: 20 }); // a late, smaller event
   assert.equal(seen.at(-1), halfway, 'never backwards');
-  for (const node of ids) tracker.observe({ kind: 'executed', node });
+  for (const node of ids) tracker.observe({ kind: 'executed', node, output: {} });
   assert.equal(seen.at(-1), 99, 'everything ran, but only /history says done');
   assert.deepEqual([...seen].sort((a, b) => a - b), seen);
 });
@@ -32,6 +32,6 @@ test('sd15: the bar moves with the sampler steps; cached nodes are done; never b
 test('a graph without a sampler shares the bar equally', () => {
   const seen: number[] = [];
   const tracker = new ProgressTracker({ a: { class_type: 'LoadImage', inputs: {} }, b: { class_type: 'SaveImage', inputs: {} } }, (p) => seen.push(p.progress), () => {});
-  tracker.observe({ kind: 'executed', node: 'a' });
+  tracker.observe({ kind: 'executed', node: 'a', output: {} });
   assert.equal(seen.at(-1), 50);
 });
