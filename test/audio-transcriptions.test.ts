@@ -97,10 +97,10 @@ describe('transcriptions through the gateway', () => {
     await waitFor(() => rows('/v1/audio/translations').length === 1, 'the translation row');
   });
 
-  test('stream=true: the transcript events are relayed', async () => {
+  test("stream=true: OpenAI's transcript events are relayed", async () => {
     reset();
     const file = audioFile(1000);
-    const stream = await client.audio.transcriptions.create({ file: await toFile(file, 'd.wav'), model: 'whisper-local', stream: true });
+    const stream = await client.audio.transcriptions.create({ file: await toFile(file, 'd.wav'), model: 'cloud/openai/whisper-large-v3', stream: true });
     let text = '';
     let done: string | undefined;
     for await (const ev of stream) {
@@ -109,6 +109,24 @@ describe('transcriptions through the gateway', () => {
     }
     assert.equal(text, transcriptText(file));
     assert.equal(done, transcriptText(file));
+  });
+
+  test('stream=true on vLLM: its transcription.chunk events and [DONE] are relayed as sent', async () => {
+    reset();
+    const file = audioFile(1000);
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(file)]), 'v.wav');
+    form.append('model', 'whisper-local');
+    form.append('stream', 'true');
+    const res = await fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', body: form });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-gateway-backend'), 'local');
+    const body = await res.text();
+    const datas = body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+    assert.equal(datas.at(-1), '[DONE]');
+    const chunks = datas.slice(0, -1).map((d) => JSON.parse(d));
+    assert.ok(chunks.every((c) => c.object === 'transcription.chunk'));
+    assert.equal(chunks.map((c) => c.choices[0].delta.content ?? '').join(''), transcriptText(file));
   });
 
   test('failover before the answer', async () => {

@@ -11,7 +11,8 @@
  * content type (audio/mpeg by default); `stream_format: "sse"` gives OpenAI's
  * `speech.audio.delta` events (base64) and a `speech.audio.done` with usage. Transcriptions
  * read a multipart form and answer `{text, usage}` JSON, text, SRT, VTT or verbose JSON per
- * `response_format` (`transcriptText`), or `transcript.text.delta` events when `stream=true`.
+ * `response_format` (`transcriptText`), or, when `stream=true`, `transcript.text.delta` events
+ * (vLLM: `transcription.chunk` objects and `[DONE]`, as the real server sends).
  * The knobs apply as for chat: latency, prefill, errors (errorStatus/errorCount/retryAfter),
  * drops and stalls after N chunks, headThenSilence, refuse, loadingMs (llama.cpp's gate).
  */
@@ -180,9 +181,18 @@ async function serveTranscription(ctx: AudioContext, route: 'transcriptions' | '
     return untilAborted(signal);
   }
   if (form.get('stream') === 'true') {
+    const sseHead = { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' };
+    if (ctx.kind === 'vllm') {
+      // vLLM streams chat-style `transcription.chunk` objects and ends with [DONE]
+      const created = Math.floor(Date.now() / 1000);
+      const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+        Buffer.from(`data: ${JSON.stringify({ id: `trsc-${created}`, object: 'transcription.chunk', created, model, choices: [{ delta, ...extra }] })}\n\n`);
+      const frames = words.map((w, i) => chunk({ content: i ? ` ${w}` : w }));
+      return paced(ctx, res, sseHead, [...frames, chunk({}, { finish_reason: 'stop', stop_reason: null })], Buffer.from('data: [DONE]\n\n'), signal);
+    }
     const frames = words.map((w, i) => Buffer.from(`data: ${JSON.stringify({ type: 'transcript.text.delta', delta: i ? ` ${w}` : w })}\n\n`));
     const done = Buffer.from(`data: ${JSON.stringify({ type: 'transcript.text.done', text, usage })}\n\n`);
-    return paced(ctx, res, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' }, frames, done, signal);
+    return paced(ctx, res, sseHead, frames, done, signal);
   }
   if (knobs.dropAfterChunks >= 0) { res.socket?.destroy(); return; }
   if (knobs.stallAfterChunks >= 0) return untilAborted(signal);
