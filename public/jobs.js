@@ -66,5 +66,7 @@
     root.setAttribute('data-job-ended', data.status);
   };
   for (const type of ['done', 'failed', 'cancelled']) source.addEventListener(type, end);
+  // the session ended (logout, key rotated, role taken away): no reconnecting; the reload shows the login
+  source.addEventListener('session-ended', () => { source.close(); window.location.reload(); });
   window.addEventListener('pagehide', () => source.close());
 })();

@@ -25,13 +25,36 @@ document.addEventListener('submit', (event) => {
   if (form && !window.confirm(form.getAttribute('data-confirm'))) event.preventDefault();
 });
 
-// Live parts: <div data-live="/ui/events"> with children <div data-part="name">
+// Live parts: <div data-live="/ui/events"> with children <div data-part="name">. A part is
+// replaced only when its markup changed (a swap drops what the browser holds: focus, a
+// selection); when the keyboard focus was inside it, it goes back to the element with the same
+// id (or link target) in the new markup.
+const scratch = document.createElement('template');
+
+function focusKey(el) {
+  if (el.id) return `#${CSS.escape(el.id)}`;
+  const href = el.getAttribute('href');
+  return href ? `[href="${CSS.escape(href)}"]` : undefined;
+}
+
+function swapPart(target, html) {
+  scratch.innerHTML = html; // parsed like the part's own markup, so the two serialise alike
+  if (scratch.innerHTML === target.innerHTML) return;
+  const active = document.activeElement;
+  const key = active && active !== target && target.contains(active) ? focusKey(active) : undefined;
+  target.innerHTML = html;
+  const again = key && target.querySelector(key);
+  if (again) again.focus({ preventScroll: true });
+}
+
 for (const root of document.querySelectorAll('[data-live]')) {
   const source = new EventSource(root.getAttribute('data-live'));
   source.addEventListener('part', (event) => {
     const { name, html } = JSON.parse(event.data);
     const target = root.querySelector(`[data-part="${CSS.escape(name)}"]`);
-    if (target) target.innerHTML = html;
+    if (target) swapPart(target, html);
   });
+  // the session ended (logout, key rotated, role taken away): no reconnecting; the reload shows the login
+  source.addEventListener('session-ended', () => { source.close(); window.location.reload(); });
   window.addEventListener('pagehide', () => source.close());
 }

@@ -148,9 +148,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     access: () => gateway.config().metrics_access, requireAdmin,
   });
   // tier 3: administration (admin role or master key; open only while bootstrap-open)
-  await app.register(adminUsersRoutes, {
-    users: gateway.users, ipAliases: gateway.ipAliases, requireAdmin, hasMasterKey: () => !!gateway.masterKey(),
-  });
+  await app.register(adminUsersRoutes, { service: gateway.usersService, requireAdmin });
   await app.register(adminStatsRoutes, { callLog: gateway.callLog, requireAdmin });
   // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
   await app.register(consoleRoutes, { gateway });

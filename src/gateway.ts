@@ -32,6 +32,7 @@ import { CallLog } from './stats/call-log.ts';
 import { GatewayMetrics } from './stats/metrics.ts';
 import { toCallRecord } from './stats/outcome-record.ts';
 import { ConfigService } from './admin/config-service.ts';
+import { UsersService } from './admin/users-service.ts';
 
 export interface GatewayOptions {
   /** The validated config file (or the embedded default). */
@@ -73,6 +74,8 @@ export class Gateway {
   readonly gpuSwitch: GpuSwitch;
   readonly users: UsersRepo;
   readonly ipAliases: IpAliasesRepo;
+  /** Users and IP aliases as the admin API and the console change them: one instance. */
+  readonly usersService: UsersService;
   readonly authenticator: Authenticator;
   readonly callLog: CallLog;
   readonly metrics: GatewayMetrics;
@@ -106,6 +109,7 @@ export class Gateway {
     this.effective = this.computeEffective();
     this.users = new UsersRepo(this.store, this.secrets);
     this.ipAliases = new IpAliasesRepo(this.store);
+    this.usersService = new UsersService({ users: this.users, ipAliases: this.ipAliases, hasMasterKey: () => !!this.masterKey() });
     this.authenticator = new Authenticator({ users: this.users, masterKey: () => this.masterKey() });
     const cfg = this.effective;
     this.callLog = CallLog.open(cfg.store_dir, {
@@ -227,7 +231,7 @@ export class Gateway {
     this.admin = new ConfigService({
       fileConfig: () => this.fileConfig, effective: () => this.effective,
       settings: this.settings, backends: this.storedBackends, registry: this.registry,
-      snapshot: () => this.scheduler.snapshot(), inventory: (name) => this.comfy.inventory(name),
+      snapshot: () => this.scheduler.snapshot(), inventory: (name) => this.comfy.inventory(name), objectInfo: (name) => this.comfy.objectInfo(name),
       apply: () => this.applyStoreChange(), transaction: (fn) => this.store.transaction(fn)(),
     });
   }

@@ -1,15 +1,16 @@
 /**
  * Console access over real HTTP: pages behind a login with an admin key (master key or admin
  * user), a non-admin key refused, sessions ended by logout and by the user losing the admin
- * role, CSRF on every POST, rate-limited login, the bootstrap-open console (this host only,
- * create the first admin with its key shown once), strict security headers, and the
- * dashboard's escaping of what backends report.
+ * role, CSRF on every POST, rate-limited login (an IPv6 client per /64), cookies Secure over
+ * https, the bootstrap-open console (local requests only: a loopback caller naming this host,
+ * not a rebinding page; create the first admin with its key shown once), strict security
+ * headers, and the dashboard's escaping of what backends report.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
-import { UiClient } from './helpers/ui.ts';
+import { fetchAs, UiClient } from './helpers/ui.ts';
 
 const MASTER = 'ui-master-key-0123456789';
 
@@ -159,6 +160,85 @@ describe('the console of a bootstrap-open gateway', () => {
     assert.equal((await ui.html('/ui')).includes(key), false, 'the key is never shown again');
     const again = await ui.post('/ui/bootstrap', {});
     assert.equal(again.status, 409);
+  });
+});
+
+describe('the open console and DNS rebinding', () => {
+  let gw: TestGateway;
+  before(async () => { gw = await startGateway([]); });
+  after(async () => { await gw.close(); });
+
+  const foreign = (gwPort: number) => ({ host: `evil.example:${gwPort}` });
+
+  test('from this host but named otherwise (a rebinding page): no open console, no bootstrap; the login page says why', async () => {
+    const ui = new UiClient(gw.url);
+    const evil = foreign(gw.port);
+    const page = await ui.get('/ui', evil);
+    assert.equal(page.status, 303, 'treated as remote: the login');
+    const login = await ui.get('/ui/login', evil);
+    assert.equal(login.status, 200);
+    assert.match(await login.text(), /answers only when it is opened as <code>localhost<\/code>/);
+    assert.equal((await ui.get('/ui/events', evil)).status, 303, 'no stream either');
+    const boot = await ui.post('/ui/bootstrap', {}, { headers: { ...evil, origin: 'http://evil.example' } });
+    assert.equal(boot.status, 403);
+    assert.doesNotMatch(await boot.text(), /id="new-key"/);
+    // the right Host, but the POST comes from another site's page
+    const crossSite = await ui.post('/ui/bootstrap', {}, { headers: { origin: 'http://evil.example' } });
+    assert.equal(crossSite.status, 403);
+    assert.equal(gw.gateway.authenticator.isOpen(), true, 'no admin was created');
+    assert.equal(gw.gateway.users.count(), 0);
+    for (const host of [`localhost:${gw.port}`, `127.0.0.1:${gw.port}`, `[::1]:${gw.port}`, `127.9.9.9:${gw.port}`]) {
+      assert.equal((await ui.get('/ui', { host })).status, 200, host);
+    }
+    assert.equal((await ui.get('/ui', { origin: `http://localhost:${gw.port}` })).status, 200, 'a loopback origin is fine');
+  });
+
+  test('the admin API the same way: 403 for a foreign Host or Origin, 200 for loopback names', async () => {
+    const get = (headers: Record<string, string>) => fetchAs(`${gw.url}/admin/api/users`, { headers });
+    for (const headers of [foreign(gw.port), { origin: 'http://evil.example' }, { origin: 'null' }, { host: `localhost.evil.example:${gw.port}` }]) {
+      const res = await get(headers);
+      assert.equal(res.status, 403, JSON.stringify(headers));
+      assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'admin_loopback_only');
+    }
+    const create = await fetchAs(`${gw.url}/admin/api/users`, {
+      method: 'POST', body: JSON.stringify({ name: 'intruder', role: 'admin' }),
+      headers: { 'content-type': 'application/json', ...foreign(gw.port), origin: 'http://evil.example' },
+    });
+    assert.equal(create.status, 403);
+    assert.equal(gw.gateway.authenticator.isOpen(), true);
+    for (const headers of [{}, { host: `localhost:${gw.port}` }, { host: `[::1]:${gw.port}` }, { origin: `http://127.0.0.1:${gw.port}` }] as Record<string, string>[]) {
+      assert.equal((await get(headers)).status, 200, JSON.stringify(headers));
+    }
+  });
+});
+
+describe('console cookies and throttle behind a trusted proxy', () => {
+  let gw: TestGateway;
+  before(async () => { gw = await startGateway([], { api_key: MASTER, trust_proxy: true }); });
+  after(async () => { await gw.close(); });
+
+  const csrfCookie = (res: Response) => res.headers.getSetCookie().find((c) => c.startsWith('gw_ui_csrf='));
+
+  test('the CSRF cookie (and the session cookie) are Secure over https, not over http', async () => {
+    const plain = csrfCookie(await new UiClient(gw.url).get('/ui/login'));
+    assert.ok(plain);
+    assert.doesNotMatch(plain, /;\s*Secure/i);
+    const ui = new UiClient(gw.url);
+    const https = csrfCookie(await ui.get('/ui/login', { 'x-forwarded-proto': 'https' }));
+    assert.ok(https);
+    assert.match(https, /;\s*Secure/i);
+    const login = await ui.post('/ui/login', { key: MASTER }, { headers: { 'x-forwarded-proto': 'https' } });
+    assert.equal(login.status, 303);
+    assert.match(login.headers.getSetCookie().find((c) => c.startsWith('gw_ui='))!, /;\s*Secure/i);
+  });
+
+  test('failed logins from one IPv6 /64 count together; another /64 is not held up', async () => {
+    const ui = new UiClient(gw.url);
+    await ui.get('/ui/login');
+    const from = (ip: string, key: string) => ui.post('/ui/login', { key }, { headers: { 'x-forwarded-for': ip } });
+    for (let i = 1; i <= 10; i++) assert.equal((await from(`2001:db8:1:2::${i.toString(16)}`, `wrong-${i}-0000000000000`)).status, 401);
+    assert.equal((await from('2001:db8:1:2:ffff::99', MASTER)).status, 429, 'a new address in the same /64 waits');
+    assert.equal((await from('2001:db8:1:3::1', 'wrong-x-0000000000000')).status, 401, 'the next /64 does not');
   });
 });
 

@@ -249,6 +249,36 @@ describe('backends tab: refused forms', () => {
   });
 });
 
+describe('backends tab: the service checks, nothing probes', () => {
+  test('a form that cannot be read shows every other problem too (name taken, URL) from the service; nothing is probed or saved', async () => {
+    const seen = open.requests.length;
+    const before = gw.gateway.storedBackends.list().length;
+    const res = await ui.post('/ui/backends', form({ name: 'filebox', url: 'nope', sampling_defaults: '{"temperature": ' }));
+    assert.equal(res.status, 400);
+    const errors = fieldErrors(await res.text());
+    assert.match(errors.sampling_defaults, /not valid JSON/);
+    assert.match(errors.name, /already exists/);
+    assert.match(errors.url, /is not a URL/);
+    const tested = await (await ui.post('/ui/backends/test?part=1', form({ name: 'filebox2', url: open.url, sampling_defaults: '{', max_concurrent: 'x' }))).text();
+    assert.match(tested, /The form is not valid yet/);
+    assert.match(tested, /href="#sampling_defaults"/);
+    assert.match(tested, /href="#max_concurrent"/, "the service's problems of the other fields as well");
+    assert.equal(open.requests.length, seen, 'a form that cannot be read is never probed');
+    assert.equal(gw.gateway.storedBackends.list().length, before);
+  });
+
+  test('checkBackend: every problem of an input, nothing saved or probed; none for one saveBackend would take', async () => {
+    const seen = open.requests.length;
+    const admin = gw.gateway.admin;
+    const problems = admin.checkBackend({ name: 'filebox', url: 'nope', max_concurrent: -1 }, { create: true });
+    assert.deepEqual(problems.map((p) => p.path).sort(), ['max_concurrent', 'name', 'url']);
+    assert.deepEqual(admin.checkBackend({ name: 'fresh', url: open.url }, { create: true }), []);
+    assert.deepEqual(admin.checkBackend({ name: 'fresh', url: open.url }, { replace: 'nosuch' }).map((p) => p.message), ['no backend named "nosuch"']);
+    assert.equal(admin.backendView('fresh'), undefined, 'nothing saved');
+    assert.equal(open.requests.length, seen, 'nothing probed');
+  });
+});
+
 describe('backends tab: drain, disable, remove, reset', () => {
   test('drain: the in-flight call finishes (and is shown finishing), nothing new; resume', async () => {
     const stream = await chat('filebox/m', true);

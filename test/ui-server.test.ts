@@ -161,6 +161,32 @@ describe('server tab: refused values', () => {
   });
 });
 
+describe('server tab: settings other tabs own', () => {
+  test('set or reset of one is refused with 409 and a link to its tab; nothing stored', async () => {
+    gw.gateway.admin.setSetting('alias_park', { fast: 5 });
+    for (const [key, value, tab, path] of [
+      ['virtual_models', '{"sneaky": "m"}', 'Aliases &amp; routing', '/ui/aliases'],
+      ['alias_park', '{"fast": 1}', 'Aliases &amp; routing', '/ui/aliases'],
+      ['alias_defaults', '{}', 'Aliases &amp; routing', '/ui/aliases'],
+      ['reasoning_rules', '[]', 'Reasoning', '/ui/reasoning'],
+      ['image_models', '{}', 'Mapping', '/ui/mapping'],
+    ] as const) {
+      const before = gw.gateway.settings.get(key);
+      for (const [route, body] of [[`/ui/server/${key}`, { value }], [`/ui/server/${key}/reset`, {}]] as const) {
+        const res = await ui.post(route, body);
+        assert.equal(res.status, 409, route);
+        const html = await res.text();
+        assert.match(html, /Nothing was saved/, route);
+        assert.match(html, new RegExp(`<code>${key}</code> is changed on the <a href="${path}">${tab}</a> tab`), route);
+        assert.deepEqual(gw.gateway.settings.get(key), before, `${route}: nothing stored`);
+      }
+    }
+    assert.equal(Object.hasOwn(gw.gateway.config().virtual_models, 'sneaky'), false);
+    assert.deepEqual(gw.gateway.config().alias_park, { fast: 5 }, 'not reset from here');
+    gw.gateway.admin.resetSetting('alias_park');
+  });
+});
+
 describe('server tab: CSRF and reload problems', () => {
   test('set and reset without their token or with a wrong one: 403, nothing changed', async () => {
     await ui.html('/ui/server');

@@ -142,6 +142,21 @@ describe('console users tab', () => {
     assert.equal((await ui.get(`/ui/users/${user.id}`)).status, 404);
   });
 
+  test("the console and the admin API change users through the gateway's one users service", async (t) => {
+    const service = gw.gateway.usersService;
+    const seen: string[] = [];
+    const create = service.create.bind(service);
+    service.create = (input) => { seen.push(input.name); return create(input); };
+    t.after(() => { service.create = create; });
+    await ui.get('/ui/users/new');
+    assert.equal((await ui.post('/ui/users', { ...base, name: 'via-console' })).status, 200);
+    const api = await fetch(`${gw.url}/admin/api/users`, {
+      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'via-api' }),
+    });
+    assert.equal(api.status, 201);
+    assert.deepEqual(seen, ['via-console', 'via-api']);
+  });
+
   test('a pasted key on create is used as the key', async () => {
     const pasted = 'sk-pasted-key-for-the-console-0001';
     const res = await ui.post('/ui/users', { ...base, name: 'pasted', key: pasted });

@@ -1,8 +1,10 @@
 /**
  * The one service layer behind every configuration change the JSON admin API and the /ui
  * console make: validated with config.yaml's own rules (key paths as config.yaml spells them),
- * written to the store, applied live. Nothing is written when a value is refused. Backend
- * secrets are write-only: views mask them, and a blank api_key keeps the one in force.
+ * written to the store, applied live. Nothing is written when a value is refused. Generation
+ * aliases (`image_models`) are also checked by the media compiler against each backend's
+ * object_info (an unknown node or field refuses them; a warning does not). Backend secrets are
+ * write-only: views mask them, and a blank api_key keeps the one in force.
  */
 import { Agent } from 'undici';
 import type { BackendRegistry } from '../backends/registry.ts';
@@ -13,13 +15,14 @@ import { computeEffectiveConfig, STORE_SETTING_KEYS } from '../config/effective.
 import type { ConfigProblem } from '../config/problems.ts';
 import { createConfigValidator, type ConfigValidator } from '../config/schema.ts';
 import { validateSetting } from '../config/settings-validate.ts';
-import type { BackendSpec, BackendType, GatewayConfig } from '../config/types.ts';
+import type { BackendSpec, BackendType, GatewayConfig, ImageModelEntry } from '../config/types.ts';
 import { isObject } from '../json.ts';
 import { ComfyHealth } from '../media/comfy-health.ts';
 import type { MediaInventory } from '../media/inventory.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
 import type { BackendsRepo } from '../store/backends-repo.ts';
 import type { SettingsRepo } from '../store/settings-repo.ts';
+import { checkImageAlias, imageModelErrors, type AliasCheck, type ObjectInfoOf } from './image-models-check.ts';
 import {
   backendsView, inventoryCounts, settingsView, sourceOf,
   type BackendView, type InventoryCounts, type Result, type SecretSettingView, type SettingView,
@@ -37,6 +40,8 @@ export interface ConfigServiceDeps {
   registry: BackendRegistry;
   snapshot: () => SchedulerSnapshot;
   inventory: (backend: string) => MediaInventory | undefined;
+  /** A ComfyUI backend's /object_info, when known: generation aliases are checked against it. */
+  objectInfo?: ObjectInfoOf;
   /** Recomputes the effective config from file + store and applies it live. */
   apply: () => void;
   /** Runs `fn` in one store transaction (several rows of one change: all or none). */
@@ -60,8 +65,9 @@ export type TestBackendResult =
   | { ok: true; kind: BackendType; models: string[]; inventory?: InventoryCounts; ms: number }
   | { ok: false; error: string; errorKind?: BackendErrorKind; status?: number; problems?: ConfigProblem[] };
 
-const refused = (problems: ConfigProblem[]): Result => ({ ok: false, problems });
-const noSuchBackend = (name: string): Result => ({ ok: false, notFound: true, problems: [{ path: 'name', message: `no backend named "${name}"` }] });
+type Refusal = Extract<Result, { ok: false }>;
+const refused = (problems: ConfigProblem[]): Refusal => ({ ok: false, problems });
+const noSuchBackend = (name: string): Refusal => ({ ok: false, notFound: true, problems: [{ path: 'name', message: `no backend named "${name}"` }] });
 const problemId = (p: ConfigProblem) => `${p.path}\u0000${p.message}`;
 
 export class ConfigService {
@@ -88,7 +94,7 @@ export class ConfigService {
   /** Validates `value` as config.yaml's `key` (problem paths start with the key); stores and applies it. */
   setSetting(key: string, value: unknown): Result {
     if (value === undefined || value === null) return refused([{ path: key, message: 'needs a value (reset the setting to go back to config.yaml or the default)' }]);
-    const checked = validateSetting(this.validator, key, value, this.deps.effective().backends);
+    const checked = this.checkSetting(key, value);
     if (!checked.ok) return refused(checked.problems);
     this.deps.settings.set(key, checked.value);
     this.deps.apply();
@@ -101,12 +107,11 @@ export class ConfigService {
    * written, and applied once.
    */
   setSettings(entries: Readonly<Record<string, unknown>>): Result {
-    const backends = this.deps.effective().backends;
     const checked: [string, unknown][] = [];
     const problems: ConfigProblem[] = [];
     for (const [key, value] of Object.entries(entries)) {
       if (value === undefined || value === null) { problems.push({ path: key, message: 'needs a value (reset the setting to go back to config.yaml or the default)' }); continue; }
-      const result = validateSetting(this.validator, key, value, backends);
+      const result = this.checkSetting(key, value);
       if (result.ok) checked.push([key, result.value]);
       else problems.push(...result.problems);
     }
@@ -116,6 +121,27 @@ export class ConfigService {
     this.deps.apply();
     return { ok: true };
   }
+
+  /**
+   * One generation alias as it would be saved, nothing stored: the compiler's problems (errors
+   * and warnings, key paths `image_models.<alias>…`) against each backend's object_info, and the
+   * candidates it would have. `setSetting('image_models', …)` refuses on the errors.
+   */
+  checkImageAlias(alias: string, entries: ImageModelEntry[]): AliasCheck {
+    return checkImageAlias(this.deps.effective(), alias, entries, this.objectInfo);
+  }
+
+  /** config.yaml's rules for the key; for `image_models` also the compiler's errors of every new or changed alias. */
+  private checkSetting(key: string, value: unknown): { ok: true; value: unknown } | { ok: false; problems: ConfigProblem[] } {
+    const effective = this.deps.effective();
+    const checked = validateSetting(this.validator, key, value, effective.backends);
+    if (!checked.ok || key !== 'image_models') return checked;
+    const next = checked.value as Record<string, ImageModelEntry[]>;
+    const errors = imageModelErrors(effective, effective.image_models, next, this.objectInfo);
+    return errors.length ? { ok: false, problems: errors } : checked;
+  }
+
+  private readonly objectInfo: ObjectInfoOf = (backend) => this.deps.objectInfo?.(backend);
 
   /** Deletes the store's row: config.yaml's value (or the default) is back in force. */
   resetSetting(key: string): Result {
@@ -146,16 +172,42 @@ export class ConfigService {
    * relative to it (`url`); those elsewhere keep their config path (`virtual_models.fast.gpu1`).
    */
   saveBackend(input: unknown, opts: SaveBackendOptions = {}): Result {
+    const plan = this.planBackend(input, opts);
+    if (!plan.ok) return plan;
+    const { spec, renaming, disableOld, note } = plan;
+    (this.deps.transaction ?? ((fn) => fn()))(() => {
+      if (renaming && !disableOld) this.deps.backends.delete(opts.replace!);
+      if (disableOld) this.deps.backends.upsert(disableOld);
+      this.deps.backends.upsert(spec);
+    });
+    this.deps.apply();
+    return note ? { ok: true, note } : { ok: true };
+  }
+
+  /**
+   * saveBackend's checks without saving or probing anything: every problem the input has
+   * (config.yaml's backend rules, a name already in the fleet, aliases the change would leave
+   * naming a backend that is gone); empty when saveBackend would accept it.
+   */
+  checkBackend(input: unknown, opts: SaveBackendOptions = {}): ConfigProblem[] {
+    const plan = this.planBackend(input, opts);
+    return plan.ok ? [] : plan.problems;
+  }
+
+  /** What saving `input` would write, or every problem that refuses it. */
+  private planBackend(input: unknown, opts: SaveBackendOptions): { ok: true; spec: BackendSpec; renaming: boolean; disableOld?: BackendSpec; note?: string } | Refusal {
     const effective = this.deps.effective().backends;
     const exists = (n: string) => effective.some((b) => b.name === n);
     if (opts.replace !== undefined && !exists(opts.replace)) return noSuchBackend(opts.replace);
     const prepared = this.prepareBackend(input, opts.replace);
-    if (!prepared.ok) return prepared;
-    const spec = prepared.spec;
-    const renaming = opts.replace !== undefined && opts.replace !== spec.name;
-    if ((opts.create || renaming) && exists(spec.name)) {
-      return refused([{ path: 'name', message: `a backend named "${spec.name}" already exists` }]);
+    const name = prepared.ok ? prepared.spec.name : isObject(input) && typeof input.name === 'string' ? input.name : undefined;
+    const renaming = opts.replace !== undefined && name !== undefined && opts.replace !== name;
+    const problems = prepared.ok ? [] : [...prepared.problems];
+    if (name !== undefined && (opts.create || renaming) && exists(name) && !problems.some((p) => p.path === 'name')) {
+      problems.push({ path: 'name', message: `a backend named "${name}" already exists` });
     }
+    if (!prepared.ok || problems.length > 0) return refused(problems);
+    const spec = prepared.spec;
     // the store as it will be (its order does not matter to the checks)
     const next = this.deps.backends.list().filter((b) => b.name !== spec.name && !(renaming && b.name === opts.replace));
     let note: string | undefined;
@@ -168,13 +220,7 @@ export class ConfigService {
     next.push(spec);
     const fleet = this.newFleetProblems(next);
     if (fleet.length > 0) return refused(fleet);
-    (this.deps.transaction ?? ((fn) => fn()))(() => {
-      if (renaming && !disableOld) this.deps.backends.delete(opts.replace!);
-      if (disableOld) this.deps.backends.upsert(disableOld);
-      this.deps.backends.upsert(spec);
-    });
-    this.deps.apply();
-    return note ? { ok: true, note } : { ok: true };
+    return { ok: true, spec, renaming, ...(disableOld ? { disableOld } : {}), ...(note ? { note } : {}) };
   }
 
   /**

@@ -6,14 +6,14 @@
 import { GatewayError } from '../errors.ts';
 import type { User, UsersRepo } from '../store/users-repo.ts';
 import { extractKey, keyMatcher, type HeaderBag } from './keys.ts';
-import { isLoopbackIp } from './loopback.ts';
+import { isLocalRequest } from './loopback.ts';
 
 export interface Caller {
   kind: 'master' | 'user' | 'anonymous';
   user?: User;
   /**
    * Master key, admin users, and anonymous callers while bootstrap-open. Not enough on its
-   * own for admin actions: `authenticateAdmin` also limits open-mode callers to loopback.
+   * own for admin actions: `authenticateAdmin` also limits open-mode callers to local requests.
    */
   isAdmin: boolean;
   /** Allow-list; empty = everything. */
@@ -74,12 +74,13 @@ export class Authenticator {
 
   /**
    * Like `authenticate`, but also throws 403 unless the caller may use the admin API. While the
-   * gateway is open only loopback callers may (`clientIp`, i.e. req.ip; unknown counts as
-   * remote): anyone else reaching an open gateway bound to 0.0.0.0 could otherwise create the
-   * first admin and lock its owner out.
+   * gateway is open only local requests may (`isLocalRequest`: a loopback `clientIp`, i.e.
+   * req.ip, unknown counting as remote; a Host naming this host; no foreign Origin): anyone else
+   * reaching an open gateway bound to 0.0.0.0, or a web page rebinding its own name to
+   * 127.0.0.1, could otherwise create the first admin and lock its owner out.
    */
   authenticateAdmin(headers: HeaderBag, clientIp?: string): Caller {
-    if (this.isOpen() && !isLoopbackIp(clientIp)) throw openAdminRemote();
+    if (this.isOpen() && !isLocalRequest(clientIp, headers)) throw openAdminRemote();
     const caller = this.authenticate(headers);
     if (!caller.isAdmin) {
       throw new GatewayError({ status: 403, code: 'admin_required', message: 'This action requires an admin key.' });
@@ -105,7 +106,8 @@ function openAdminRemote(): GatewayError {
   return new GatewayError({
     status: 403,
     code: 'admin_loopback_only',
-    message: 'This gateway is open (no api_key and no users), so its admin API answers only callers on its own host (loopback). '
+    message: 'This gateway is open (no api_key and no users), so its admin API answers only callers on its own host (loopback), '
+      + 'addressed as localhost, 127.0.0.1 or [::1] and not from a web page of another site. '
       + 'Lock it first: set api_key in config.yaml, or create an admin user from the gateway host '
       + '(POST http://127.0.0.1:<port>/admin/api/users with {"name":"admin","role":"admin"}); then call the admin API with that key.',
   });

@@ -7,6 +7,7 @@
  */
 import { Ajv } from 'ajv';
 import { writeJson } from '../media/compiler/index.ts';
+import { registerExactJsonParser } from '../media/exact-json.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { ConfigService, Result } from '../admin/config-service.ts';
@@ -44,7 +45,8 @@ export async function adminConfigRoutes(app: FastifyInstance, opts: AdminConfigO
   const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false, removeAdditional: false });
   app.setValidatorCompiler(({ schema }) => ajv.compile(schema));
   app.addHook('onRequest', async (req) => opts.requireAdmin(req));
-  // a workflow may carry a seed beyond 2^53 (a bigint since it was read exactly)
+  // a workflow may carry a seed beyond 2^53: read exactly (a bigint), written back as its digits
+  registerExactJsonParser(app);
   app.setReplySerializer((payload) => writeJson(payload));
 
   app.get('/admin/api/settings', async () => ({ data: config.settingsView() }));

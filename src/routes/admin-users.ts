@@ -7,26 +7,19 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
-  createUserBody, ipAliasesBody, parseUserId, patchUserBody, rotateBody, strictAjv, UsersService,
+  createUserBody, ipAliasesBody, parseUserId, patchUserBody, rotateBody, strictAjv, UsersService, type UsersServiceDeps,
 } from '../admin/users-service.ts';
-import type { IpAliasesRepo } from '../store/ip-aliases-repo.ts';
-import type { NewUser, UserPatch, UsersRepo } from '../store/users-repo.ts';
+import type { NewUser, UserPatch } from '../store/users-repo.ts';
 
-export interface AdminUsersOptions {
-  users: UsersRepo;
-  ipAliases: IpAliasesRepo;
+/** The gateway's one users service (the console uses the same), or what to build one from. */
+export type AdminUsersOptions = {
   /** Throws GatewayError 401/403 unless the request comes from an admin (or the gateway is open). */
   requireAdmin: (req: FastifyRequest) => void;
-  /**
-   * When given, changes that would leave users but no enabled admin while there is no master
-   * key are refused with 409 (nobody could reach the admin API any more).
-   */
-  hasMasterKey?: () => boolean;
-}
+} & ({ service: UsersService } | UsersServiceDeps);
 
 /** Registers `/admin/api/users…` and `/admin/api/ip-aliases`; register it without a prefix. */
 export async function adminUsersRoutes(app: FastifyInstance, opts: AdminUsersOptions): Promise<void> {
-  const service = new UsersService(opts);
+  const service = 'service' in opts ? opts.service : new UsersService(opts);
 
   // Strict validation: no type coercion, no silent removal of unknown fields.
   const ajv = strictAjv();

@@ -1,5 +1,11 @@
-/** The `settings` table: console-edited top-level settings, one JSON value per key. */
+/**
+ * The `settings` table: console-edited top-level settings, one JSON value per key. Written and
+ * read exactly: an integer beyond 2^53 (a workflow's baked-in seed in `image_models`, a bigint
+ * since it was read with parseExactJson) is stored as its digits and comes back a bigint.
+ */
 import type { Statement } from 'better-sqlite3';
+import { writeJson } from '../media/compiler/index.ts';
+import { parseExactJson } from '../media/exact-json.ts';
 import type { Db } from './db.ts';
 
 export class SettingsRepo {
@@ -21,20 +27,20 @@ export class SettingsRepo {
   /** Every stored setting, key → value. */
   all(): Record<string, unknown> {
     const out: Record<string, unknown> = {};
-    for (const row of this.#all.all()) out[row.key] = JSON.parse(row.value);
+    for (const row of this.#all.all()) out[row.key] = parseExactJson(row.value);
     return out;
   }
 
   /** The stored value, or undefined when the key is not set. */
   get(key: string): unknown {
     const row = this.#get.get(key);
-    return row === undefined ? undefined : JSON.parse(row.value);
+    return row === undefined ? undefined : parseExactJson(row.value);
   }
 
-  /** Stores any JSON-serialisable value (undefined is refused: use `delete`). */
+  /** Stores any JSON-serialisable value, bigints as their digits (undefined is refused: use `delete`). */
   set(key: string, value: unknown): void {
     if (value === undefined) throw new TypeError(`setting ${key}: undefined is not storable (use delete)`);
-    this.#set.run(key, JSON.stringify(value), Date.now());
+    this.#set.run(key, writeJson(value), Date.now());
   }
 
   /** Removes the key; returns whether it existed. */

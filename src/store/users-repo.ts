@@ -117,7 +117,26 @@ export class UsersRepo {
    * request path does no SQLite read for a known key.
    */
   findByKey(key: string): User | undefined {
-    const digest = this.box.digest(key);
+    return this.holderOf(this.box.digest(key));
+  }
+
+  /**
+   * The keyed digest under which `key` is stored (an HMAC: the key cannot be read back from
+   * it). A console session keeps it to notice a rotated key (`isCurrentDigest`).
+   */
+  digestOf(key: string): string {
+    return this.box.digest(key);
+  }
+
+  /**
+   * Whether `digest` (from `digestOf`) is the current key of user `id`: false once the key is
+   * rotated or the user deleted. Served from the same cache as `findByKey`.
+   */
+  isCurrentDigest(id: number, digest: string): boolean {
+    return this.holderOf(digest)?.id === id;
+  }
+
+  private holderOf(digest: string): User | undefined {
     const known = this.byDigest.get(digest);
     if (known) return known;
     const row = this.sql.byDigest.get(digest);

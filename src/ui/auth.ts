@@ -1,11 +1,16 @@
 /**
  * Console access: log in with an admin key (the master key or an admin user's key), get a
- * session cookie; log out ends it at once. Login attempts are rate-limited per address. While
- * the gateway is bootstrap-open the console needs no login, from its own host only (like the
- * admin API), and offers to create the first admin user (its key shown once).
+ * session cookie; log out ends it at once. Failed logins are rate-limited per address (an IPv6
+ * client per /64). A session is re-checked on every request and, while an event stream is
+ * open, every second (`stillViewing`): a logout, a disabled or demoted user, a rotated key or a
+ * changed master key ends it. While the gateway is bootstrap-open the console needs no login
+ * for a local request only (like the admin API: a loopback caller that addresses the gateway as
+ * localhost / 127.x / [::1], not a page of another site rebinding its name to 127.0.0.1), and
+ * offers to create the first admin user (its key shown once).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isLoopbackIp } from '../auth/loopback.ts';
+import { isLocalRequest, isLoopbackIp } from '../auth/loopback.ts';
+import { foldIp } from '../auth/source.ts';
 import type { UiContext, Viewer } from './context.ts';
 import { renderPage, setViewer } from './render.ts';
 import { LoginThrottle } from './login-throttle.ts';
@@ -18,13 +23,15 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
   const { gateway } = ctx;
 
   app.get('/ui/login', async (req, reply) => {
-    if (gateway.authenticator.isOpen() && isLoopbackIp(req.ip)) return reply.redirect('/ui', 303);
+    if (openHere(ctx, req)) return reply.redirect('/ui', 303);
     return loginPage(ctx, reply, req, {});
   });
 
   const throttle = new LoginThrottle(LOGIN_ATTEMPTS_PER_MINUTE);
   app.post<{ Body: { key?: unknown; next?: unknown } }>('/ui/login', async (req, reply) => {
-    const wait = throttle.retryAfter(req.ip, Date.now());
+    // one host rotates its IPv6 addresses within its /64: count them as one
+    const address = foldIp(req.ip);
+    const wait = throttle.retryAfter(address, Date.now());
     if (wait > 0) {
       reply.header('retry-after', String(wait));
       return loginPage(ctx, reply, req, { status: 429, errors: { key: `Too many failed attempts from this address: try again in ${wait} s.` } });
@@ -32,7 +39,7 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
     const key = typeof req.body?.key === 'string' ? req.body.key.trim() : '';
     const who = key ? adminBehind(ctx, key) : undefined;
     if (!who) {
-      throttle.failed(req.ip, Date.now());
+      throttle.failed(address, Date.now());
       return loginPage(ctx, reply, req, { status: 401, errors: { key: key ? 'This is not an admin key of this gateway.' : 'Enter an admin key.' } });
     }
     startSession(ctx, req, reply, who.who, who.name);
@@ -46,11 +53,14 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
   });
 
   app.post('/ui/bootstrap', async (req, reply) => {
-    if (!gateway.authenticator.isOpen() || !isLoopbackIp(req.ip)) {
-      return renderPage(reply, 'error', { title: 'Not open', status: 409, message: 'The gateway already has a master key or users: log in instead.' });
+    if (!openHere(ctx, req)) {
+      const message = gateway.authenticator.isOpen()
+        ? 'This gateway is open, but the first admin user can only be created from its own host, at http://127.0.0.1:<port>/ui or http://localhost:<port>/ui.'
+        : 'The gateway already has a master key or users: log in instead.';
+      return renderPage(reply, 'error', { title: 'Not open', status: gateway.authenticator.isOpen() ? 403 : 409, message });
     }
-    const { user, key } = gateway.users.create({ name: 'admin', role: 'admin', note: 'created from the console' });
-    startSession(ctx, req, reply, { kind: 'user', userId: user.id }, user.name);
+    const { user, key } = gateway.usersService.create({ name: 'admin', role: 'admin', note: 'created from the console' });
+    startSession(ctx, req, reply, { kind: 'user', userId: user.id, keyDigest: gateway.users.digestOf(key) }, user.name);
     setViewer(req, { name: user.name, open: false });
     return renderPage(reply, 'key-once', { title: 'Admin user created', userName: user.name, key });
   });
@@ -70,25 +80,37 @@ export async function requireViewer(ctx: UiContext, req: FastifyRequest, reply: 
   throw Object.assign(new Error('Log in to the console first.'), { statusCode: 401 });
 }
 
+/** Whether the request that opened a stream may still watch: its session re-checked now (an event stream asks every tick). */
+export function stillViewing(ctx: UiContext, req: FastifyRequest): boolean {
+  return currentViewer(ctx, req) !== undefined;
+}
+
 function currentViewer(ctx: UiContext, req: FastifyRequest): Viewer | undefined {
-  const { gateway } = ctx;
-  if (gateway.authenticator.isOpen()) return isLoopbackIp(req.ip) ? { name: 'open gateway', open: true } : undefined;
+  if (ctx.gateway.authenticator.isOpen()) return isLocalRequest(req.ip, req.headers) ? { name: 'open gateway', open: true } : undefined;
   const id = sessionIdOf(req);
   const session = ctx.sessions.get(id, Date.now());
   if (!session || !stillAdmin(ctx, session)) {
     ctx.sessions.delete(id);
     return undefined;
   }
-  return { name: session.name, open: false, sessionId: session.id };
+  return { name: session.name, open: false };
 }
 
-/** The session's holder is still an admin: same master key, or an enabled admin user. */
+/** Open and this is a local request (`isLocalRequest`): the console needs no login. */
+function openHere(ctx: UiContext, req: FastifyRequest): boolean {
+  return ctx.gateway.authenticator.isOpen() && isLocalRequest(req.ip, req.headers);
+}
+
+/** The session's holder is still an admin: same master key, or an enabled admin user whose key is still the one logged in with. */
 function stillAdmin(ctx: UiContext, session: Session): boolean {
-  if (session.who.kind === 'master') {
+  const who = session.who;
+  if (who.kind === 'master') {
     const master = ctx.gateway.masterKey();
-    return master !== undefined && keyDigest(master) === session.who.keyDigest;
+    return master !== undefined && keyDigest(master) === who.keyDigest;
   }
-  const user = ctx.gateway.users.get(session.who.userId);
+  const users = ctx.gateway.users;
+  if (!users.isCurrentDigest(who.userId, who.keyDigest)) return false;
+  const user = users.get(who.userId);
   return user !== undefined && user.enabled && user.role === 'admin';
 }
 
@@ -96,7 +118,9 @@ function adminBehind(ctx: UiContext, key: string): { who: SessionWho; name: stri
   try {
     const caller = ctx.gateway.authenticator.authenticate({ authorization: `Bearer ${key}` });
     if (caller.kind === 'master') return { who: { kind: 'master', keyDigest: keyDigest(key) }, name: 'master key' };
-    if (caller.kind === 'user' && caller.isAdmin && caller.user) return { who: { kind: 'user', userId: caller.user.id }, name: caller.user.name };
+    if (caller.kind === 'user' && caller.isAdmin && caller.user) {
+      return { who: { kind: 'user', userId: caller.user.id, keyDigest: ctx.gateway.users.digestOf(key) }, name: caller.user.name };
+    }
   } catch {
     // a wrong or disabled key: the same answer as a non-admin one
   }
@@ -107,7 +131,7 @@ function startSession(ctx: UiContext, req: FastifyRequest, reply: FastifyReply, 
   ctx.sessions.delete(sessionIdOf(req)); // a new login never keeps an old id
   const session = ctx.sessions.create(who, name, Date.now());
   reply.setCookie(SESSION_COOKIE, session.id, {
-    path: '/ui', httpOnly: true, sameSite: 'strict', secure: req.protocol === 'https', signed: true,
+    path: '/ui', httpOnly: true, sameSite: 'strict', secure: 'auto', signed: true,
     maxAge: SESSION_TTL_MS / 1000,
   });
 }
@@ -126,11 +150,14 @@ function safeNext(next: unknown): string {
 
 function loginPage(ctx: UiContext, reply: FastifyReply, req: FastifyRequest, data: { status?: number; errors?: Record<string, string> }): Promise<FastifyReply> {
   const query = req.query as Record<string, string | undefined>;
+  const open = ctx.gateway.authenticator.isOpen();
   return renderPage(reply, 'login', {
     title: 'Log in', next: safeNext(query.next ?? (req.body as { next?: unknown } | undefined)?.next),
     bye: query.bye === '1',
-    // open, but this caller is not on the gateway's host: the console (like the admin API) stays shut
-    openRemote: ctx.gateway.authenticator.isOpen() && !isLoopbackIp(req.ip),
+    // open, but this request is not a local one: the console (like the admin API) stays shut
+    openRemote: open && !isLoopbackIp(req.ip),
+    // … from this host, but under another name (or from another site's page)
+    openForeignName: open && isLoopbackIp(req.ip) && !isLocalRequest(req.ip, req.headers),
     ...data,
   });
 }

@@ -7,13 +7,14 @@
  */
 import type { ConfigProblem } from '../config/problems.ts';
 import type { BackendType } from '../config/types.ts';
-import type { MaskedBackendSpec, MaskedSecret } from '../admin/config-service.ts';
+import type { MaskedBackendSpec } from '../admin/config-service.ts';
 import { ALL_TYPES, FIELDS, FIELD_KEYS, type FieldMeta } from './backends-fields.ts';
+import { one, type FormBody } from './form-values.ts';
 
 /** The form as typed: strings for inputs, booleans for checkboxes. Never holds the key. */
 export type BackendForm = Record<string, string | boolean>;
 
-export type FormBody = Record<string, unknown> | undefined;
+export type { FormBody };
 
 export interface ReadBackend {
   form: BackendForm;
@@ -51,12 +52,6 @@ export function formOf(spec: MaskedBackendSpec): BackendForm {
     else form[f.key] = String(v);
   }
   return form;
-}
-
-function one(body: FormBody, key: string): string {
-  const v = body?.[key];
-  const first = Array.isArray(v) ? v[0] : v;
-  return typeof first === 'string' ? first : '';
 }
 
 const checked = (body: FormBody, key: string) => ['on', 'true', '1'].includes(one(body, key));
@@ -132,6 +127,12 @@ export function errorsOf(problems: readonly ConfigProblem[], own: readonly Confi
   return Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, v.join('; ')]));
 }
 
+/** Our own reading problems, then the service's on the other fields (a field we could not read has only ours). */
+export function withOwn(own: readonly ConfigProblem[], problems: readonly ConfigProblem[]): ConfigProblem[] {
+  const ownFields = new Set(own.flatMap((p) => fieldOf(p.path) ?? []));
+  return [...own, ...problems.filter((p) => { const field = fieldOf(p.path); return field === undefined || !ownFields.has(field); })];
+}
+
 function fieldOf(path: string): string | undefined {
   const head = path.split(/[.[]/)[0];
   return FIELD_KEYS.has(head) ? head : undefined;
@@ -143,9 +144,4 @@ export function shownFor(f: FieldMeta, form: BackendForm): string {
   const v = form[f.key];
   const set = v === true || (typeof v === 'string' && v.trim() !== '');
   return (set && !f.types.includes(type) ? [...f.types, type] : f.types).join(' ');
-}
-
-/** The key in force as the page may show it ("set (…abcd)"), or undefined. */
-export function secretOf(spec: MaskedBackendSpec | undefined): MaskedSecret | undefined {
-  return spec?.api_key;
 }

@@ -12,5 +12,4 @@ export interface Viewer {
   name: string;
   /** The gateway is bootstrap-open (no master key, no users): no login, a banner says so. */
   open: boolean;
-  sessionId?: string;
 }

@@ -91,7 +91,7 @@ function card(b: BackendState, snapshot: SchedulerSnapshot): BackendCard {
     type: b.spec.type,
     enabled: b.spec.enabled,
     healthy: b.healthy,
-    draining: (b as { draining?: boolean }).draining === true,
+    draining: b.draining === true,
     error: b.error ? { kind: b.error.kind, detail: b.error.detail, since: b.error.since } : null,
     models: b.models.length,
     modelNames: b.models.slice(0, 6).map((m) => m.id),
@@ -99,7 +99,7 @@ function card(b: BackendState, snapshot: SchedulerSnapshot): BackendCard {
     cap: b.cap,
     paid: b.spec.paid,
     speed: slots?.speed ?? null,
-    jobSeconds: (slots as { jobSeconds?: Record<string, number> } | undefined)?.jobSeconds ?? {},
+    jobSeconds: slots?.jobSeconds ?? {},
     lastTypeKey: slots?.lastTypeKey ?? null,
     group: b.spec.gpu_group ?? null,
   };

@@ -3,7 +3,8 @@
  * (`event: <type>`), re-emitted from the media service's subscription: queued (position),
  * running (backend), progress (0–100, node, step), preview (a console URL), and a terminal
  * event that carries the page's parts re-rendered (state, summary, outputs) for public/jobs.js
- * to swap in: one rendering of each part, the template's. The stream ends after it.
+ * to swap in: one rendering of each part, the template's. The stream ends after it, or when
+ * the viewer's session does (re-checked every second: `event: session-ended`).
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -12,6 +13,8 @@ import type { UiContext } from './context.ts';
 import { CONSOLE_CALLER } from './dashboard-model.ts';
 import { jobDetailModel } from './jobs-model.ts';
 import { renderPartial } from './partials.ts';
+import { SESSION_ENDED } from './part-stream.ts';
+import { stillViewing } from './auth.ts';
 
 export interface JobStreams {
   open: number;
@@ -24,6 +27,8 @@ export interface JobStreams {
 export const JOB_PARTS = ['jobs-state', 'jobs-summary', 'jobs-outputs'] as const;
 
 const KEEPALIVE_MS = 15_000;
+/** How often an open stream re-checks its viewer's session. */
+const CHECK_MS = 1_000;
 /** Bytes a follower may leave unread before its stream is dropped. */
 const BUFFER_BYTES = 1024 * 1024;
 const TERMINAL: ReadonlySet<string> = new Set(['done', 'failed', 'cancelled']);
@@ -112,12 +117,18 @@ export function followJobEvents(ctx: UiContext, streams: JobStreams, req: Fastif
   res.once('close', stop);
   for (const event of early.splice(0)) write(event);
   if (!ended) {
+    // each second: the viewer's session re-checked (a logout, a disabled or demoted user, a
+    // rotated key ends the stream), and a comment when it has been quiet for a while
     keepalive = setInterval(() => {
-      if (res && !res.destroyed && Date.now() - lastWrite >= KEEPALIVE_MS) {
+      if (!res || res.destroyed) return stop();
+      if (!stillViewing(ctx, req)) {
+        stop();
+        res.end(SESSION_ENDED);
+      } else if (Date.now() - lastWrite >= KEEPALIVE_MS) {
         res.write(': keep-alive\n\n');
         lastWrite = Date.now();
       }
-    }, KEEPALIVE_MS / 3);
+    }, CHECK_MS);
     keepalive.unref();
   }
 }

@@ -9,7 +9,7 @@ import type { JobStatus } from '../media/job-store.ts';
 import type { JobView } from '../media/service-types.ts';
 import type { CallRow } from '../store/call-rows.ts';
 import { CONSOLE_CALLER } from './dashboard-model.ts';
-import { fmt } from './format.ts';
+import { fmt, prettyJson } from './format.ts';
 
 export const JOB_STATUSES: readonly JobStatus[] = ['queued', 'running', 'done', 'failed', 'cancelled'];
 export const LIMIT_CHOICES: readonly number[] = [25, 50, 100, 200, 500];
@@ -131,7 +131,7 @@ const KNOWN_SUMMARY = new Set(['seed', 'removed', 'bypassed', 'notes', 'outputs'
 
 export function jobDetailModel(gateway: Gateway, job: JobView, now = Date.now()): JobDetailModel {
   const s = job.summary ?? {};
-  const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))) : []);
+  const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : prettyJson(x, 0))) : []);
   const failovers = Array.isArray(s.failovers)
     ? (s.failovers as unknown[]).map((f): FailoverRow => {
       const o = (f ?? {}) as Record<string, unknown>;
@@ -141,7 +141,7 @@ export function jobDetailModel(gateway: Gateway, job: JobView, now = Date.now())
   const model = gateway.generations.get(job.model);
   const candidates = (model?.candidates ?? []).filter((c) => job.backend === null || c.backend === job.backend);
   const pins = candidates.flatMap((c) => (c.alias.fixed ?? []).map((p): PinRow => ({
-    backend: c.backend, node: p.node, field: p.field, value: short(JSON.stringify(p.value) ?? 'null'),
+    backend: c.backend, node: p.node, field: p.field, value: short(prettyJson(p.value, 0)),
   })));
   const ms = (sec: number | null) => (sec === null ? null : sec * 1000);
   const started = ms(job.started_at);
@@ -155,11 +155,11 @@ export function jobDetailModel(gateway: Gateway, job: JobView, now = Date.now())
     notes: strings(s.notes),
     outputs: strings(s.outputs),
     failovers,
-    extra: Object.entries(s).filter(([k]) => !KNOWN_SUMMARY.has(k)).map(([k, v]) => [k, short(JSON.stringify(v) ?? '')]),
+    extra: Object.entries(s).filter(([k]) => !KNOWN_SUMMARY.has(k)).map(([k, v]) => [k, short(prettyJson(v, 0))]),
     pins,
     params: Object.entries(job.params)
       .filter(([k, v]) => !(k === 'prompt' && v === job.prompt)) // shown as the prompt
-      .map(([k, v]) => [k, short(typeof v === 'string' ? v : JSON.stringify(v) ?? '')]),
+      .map(([k, v]) => [k, short(typeof v === 'string' ? v : prettyJson(v, 0))]),
     ran: started !== null ? seconds((finished ?? now) - started) : '–',
     waited: seconds((started ?? finished ?? now) - job.created_at * 1000),
     unfinished: job.status === 'queued' || job.status === 'running',

@@ -1,39 +1,16 @@
 /**
- * Checking an edited alias and compiling it for a try, with nothing stored and no job: the
- * entries go through a generation catalog of their own (the media layer's class, so its
- * candidates and its `validateAlias` problems are exactly the ones the gateway would have
- * once they are saved), and one candidate through the compiler's `compile()` with sample
- * parameters. The result is shown as a diff of the final workflow against the pasted one:
- * inputs changed or unwired, nodes removed (pruned) and bypassed.
+ * Compiling an edited alias for a try, with nothing stored and no job: one candidate (from the
+ * service's check, `gateway.admin.checkImageAlias`) through the compiler's `compile()` with
+ * sample parameters. The result is shown as a diff of the final workflow against the pasted
+ * one: inputs changed or unwired, nodes removed (pruned) and bypassed.
  */
 import { prettyJson } from './format.ts';
-import { childPath } from '../config/problems.ts';
-import type { GatewayConfig, ImageModelEntry } from '../config/types.ts';
-import { GenerationCatalog, type GenerationCandidate } from '../media/generation-catalog.ts';
-import { compile, isLink, type ObjectInfo, type Problem, type Workflow } from '../media/compiler/index.ts';
+import type { GenerationCandidate } from '../media/generation-catalog.ts';
+import { compile, isLink, type ObjectInfo, type Workflow } from '../media/compiler/index.ts';
 import { parseExactJson } from '../media/exact-json.ts';
 import { sortedIds } from '../media/compiler/graph.ts';
 import { nodeLabel } from './mapping-model.ts';
 import type { SampleState } from './mapping-form.ts';
-
-export interface CheckDeps {
-  config: () => GatewayConfig;
-  objectInfo: (backend: string) => ObjectInfo | undefined;
-  loras: (backend: string) => string[] | undefined;
-}
-
-/** The problems (key paths `image_models.<alias>…`) and candidates the entries would have, if saved. */
-export function checkEntries(deps: CheckDeps, alias: string, entries: ImageModelEntry[]): { problems: Problem[]; candidates: GenerationCandidate[] } {
-  const base = deps.config();
-  const catalog = new GenerationCatalog({
-    config: () => ({ ...base, image_models: { [alias]: entries } }),
-    objectInfo: deps.objectInfo,
-    loras: deps.loras,
-  });
-  const at = childPath('image_models', alias);
-  const problems = catalog.problems().filter((p) => p.path === at || p.path.startsWith(`${at}.`) || p.path.startsWith(`${at}[`));
-  return { problems, candidates: catalog.get(alias)?.candidates ?? [] };
-}
 
 export interface NodeRef { id: string; label: string }
 export interface InputChange { node: string; label: string; field: string; before: string; after: string }

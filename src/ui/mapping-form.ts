@@ -8,6 +8,7 @@
  */
 import { parseExactJson } from '../media/exact-json.ts';
 import { prettyJson } from './format.ts';
+import { many, one, type FormBody } from './form-values.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { workflowShapeProblem } from '../config/media-schema.ts';
 import { childPath } from '../config/problems.ts';
@@ -17,7 +18,7 @@ import { resolveNode } from '../media/compiler/graph.ts';
 import { classInfo, inputDecl } from '../media/compiler/object-info.ts';
 import { coerceValue } from '../media/compiler/values.ts';
 
-export type FormBody = Record<string, unknown> | undefined;
+export type { FormBody };
 
 export const ON_EMPTY_MODES: readonly OnEmpty[] = ['placeholder', 'required', 'disable'];
 /** Rows read from one form at most (a forged form cannot make the page huge). */
@@ -93,17 +94,6 @@ export function parseWorkflow(text: string): ParsedWorkflow {
     return { ok: false, message: ui ? `This is ComfyUI's UI format (the editor's save file). In ComfyUI use Workflow → Export (API) and paste that file.` : `This is not a ComfyUI API workflow: ${problem}.` };
   }
   return { ok: true, workflow: value as Workflow };
-}
-
-export function one(body: FormBody, key: string): string {
-  const v = body?.[key];
-  const first = Array.isArray(v) ? v[0] : v;
-  return typeof first === 'string' ? first : '';
-}
-
-export function many(body: FormBody, key: string): string[] {
-  const v = body?.[key];
-  return (Array.isArray(v) ? v : v === undefined ? [] : [v]).filter((x): x is string => typeof x === 'string');
 }
 
 function count(body: FormBody, key: string): number {

@@ -35,7 +35,8 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
     await ui.register(csrf, {
       sessionPlugin: '@fastify/cookie',
       cookieKey: 'gw_ui_csrf',
-      cookieOpts: { path: '/ui', httpOnly: true, sameSite: 'strict', signed: true },
+      // Secure when this request came over https (behind a trusted proxy: its X-Forwarded-Proto)
+      cookieOpts: { path: '/ui', httpOnly: true, sameSite: 'strict', signed: true, secure: 'auto' },
       getToken: (req) => csrfTokenOf(req),
     });
     await ui.register(view, {

@@ -35,7 +35,7 @@ export async function renderPage(reply: FastifyReply, template: string, data: Pa
   return reply.code(data.status ?? 200).type('text/html; charset=utf-8').send(html);
 }
 
-/** The page's HTML (for a benchmark, or a partial answer). */
+/** The page's HTML: `views/<template>.eta` inside the layout, with what every page gets (what renderPage sends). */
 export async function renderHtml(reply: FastifyReply, template: string, data: PageData): Promise<string> {
   const viewer = viewerOf(reply.request);
   const locals = { errors: {}, notice: undefined, ...data, csrf: reply.generateCsrf(), nav: TABS, viewer, fmt };

@@ -1,10 +1,13 @@
 /**
  * The server tab's view of the runtime settings: gateway.admin.settingsView() grouped for
  * people, each with what it does, the value in force shown in words, where it comes from, and
- * the input to change it (chosen from config.yaml's schema: a list for an enum, a number box
- * with its minimum). The rules stay the validator's: a value that does not parse is passed on
- * as typed so the validator names it. Settings owned by other tabs (aliases, reasoning rules,
- * generation aliases) are shown with their source and a link there.
+ * the input to change it, its kind chosen from config.yaml's schema (a choice for an enum or a
+ * boolean, a text box for a number, lines for a list, a JSON box for the rest; none for a
+ * string, the master key, or what only config.yaml sets). `parseSetting` reads the posted text:
+ * a number that does not parse (decimal comma accepted) is passed on as typed so the validator
+ * names it, while a JSON box that is not JSON is refused here; every other rule is the
+ * validator's. Settings owned by other tabs (aliases, reasoning rules, generation aliases,
+ * `ELSEWHERE`) are shown with their source and a link there; the tab refuses to change them.
  */
 import { prettyJson } from './format.ts';
 import type { SecretSettingView, SettingView } from '../admin/config-service.ts';

@@ -1,9 +1,10 @@
 /**
  * Console sessions: a random id in a signed, HttpOnly, SameSite=Strict cookie, mapped here to
  * who logged in and until when (12 h). Kept in memory: a restart logs everyone out, and a
- * logout ends the session at once (a signed cookie alone could not be revoked). A session is
- * re-checked on every request against the live state: a disabled or demoted user, or a
- * changed master key, ends it.
+ * logout ends the session at once (a signed cookie alone could not be revoked). A session
+ * remembers the digest of the key it logged in with and is re-checked against the live state
+ * on every request, and every second by an open event stream (src/ui/auth.ts `stillViewing`):
+ * a disabled or demoted user, a rotated user key, or a changed master key ends it.
  */
 import { createHash, randomBytes } from 'node:crypto';
 
@@ -13,8 +14,10 @@ export const SESSION_TTL_MS = 12 * 3_600_000;
 const MAX_SESSIONS = 1_000;
 
 export type SessionWho =
+  /** `keyDigest`: sha256 of the master key logged in with (`keyDigest` below). */
   | { kind: 'master'; keyDigest: string }
-  | { kind: 'user'; userId: number };
+  /** `keyDigest`: the users repository's digest of the user's key at login (`UsersRepo.digestOf`). */
+  | { kind: 'user'; userId: number; keyDigest: string };
 
 export interface Session {
   id: string;

@@ -2,7 +2,22 @@
  * A console client over real HTTP: keeps cookies like a browser, reads the CSRF token off the
  * page, logs in through the form.
  */
+import { request } from 'undici';
 import type { TestGateway } from './gateway.ts';
+
+/**
+ * fetch, except that a `host` header is really sent (fetch always sends the URL's own): a page
+ * that rebinds its name to 127.0.0.1 reaches the gateway with `Host: evil.example`.
+ */
+export async function fetchAs(url: string, init: { method?: string; headers?: Record<string, string>; body?: string | URLSearchParams } = {}): Promise<Response> {
+  const headers = init.headers ?? {};
+  if (!Object.keys(headers).some((k) => k.toLowerCase() === 'host')) return fetch(url, { ...init, redirect: 'manual' });
+  const res = await request(url, { method: (init.method ?? 'GET') as 'GET', headers, body: init.body?.toString() });
+  const out = new Headers();
+  for (const [k, v] of Object.entries(res.headers)) for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.append(k, one);
+  const bytes = Buffer.from(await res.body.arrayBuffer());
+  return new Response(res.statusCode === 204 || res.statusCode === 304 ? null : bytes, { status: res.statusCode, headers: out });
+}
 
 export class UiClient {
   private readonly cookies = new Map<string, string>();
@@ -20,7 +35,7 @@ export class UiClient {
   }
 
   async get(path: string, headers: Record<string, string> = {}): Promise<Response> {
-    const res = await fetch(`${this.base}${path}`, { redirect: 'manual', headers: { cookie: this.cookieHeader(), ...headers } });
+    const res = await fetchAs(`${this.base}${path}`, { headers: { cookie: this.cookieHeader(), ...headers } });
     this.keep(res);
     const type = res.headers.get('content-type') ?? '';
     if (type.startsWith('text/html')) {
@@ -37,17 +52,17 @@ export class UiClient {
     return res.text();
   }
 
-  /** A form POST carrying the CSRF token (unless `csrf` is given, '' for none). */
-  async post(path: string, fields: Record<string, string | string[]>, opts: { csrf?: string } = {}): Promise<Response> {
+  /** A form POST carrying the CSRF token (unless `csrf` is given, '' for none); `headers` are sent as well. */
+  async post(path: string, fields: Record<string, string | string[]>, opts: { csrf?: string; headers?: Record<string, string> } = {}): Promise<Response> {
     const body = new URLSearchParams();
     const token = opts.csrf ?? this.csrf;
     const own = fields._csrf;
     const hasOwn = typeof own === 'string' || (Array.isArray(own) && own.length > 0);
     if (token !== '' && !hasOwn) body.append('_csrf', token);
     for (const [k, v] of Object.entries(fields)) for (const one of Array.isArray(v) ? v : [v]) body.append(k, one);
-    const res = await fetch(`${this.base}${path}`, {
-      method: 'POST', redirect: 'manual', body,
-      headers: { cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
+    const res = await fetchAs(`${this.base}${path}`, {
+      method: 'POST', body,
+      headers: { cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded', ...opts.headers },
     });
     this.keep(res);
     return res;
@@ -64,7 +79,8 @@ export class UiClient {
     }
   }
 
-  private cookieHeader(): string {
+  /** The Cookie header this client sends (for a fetch it does not make itself, e.g. an event stream). */
+  cookieHeader(): string {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
   }
 }

@@ -9,6 +9,7 @@
 import { childPath, type ConfigProblem } from '../../config/problems.ts';
 import type { AliasDefaults, GatewayConfig, VirtualModel } from '../../config/types.ts';
 import { isObject } from '../../json.ts';
+import { one, type FormBody } from '../form-values.ts';
 
 /** The samplers with an input of their own, in the order of the form. */
 export const SAMPLERS = ['temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty', 'presence_penalty', 'frequency_penalty'] as const;
@@ -45,7 +46,7 @@ export interface AliasValue {
   defaults?: AliasDefaults;
 }
 
-export type FormBody = Record<string, unknown> | undefined;
+export type { FormBody };
 export type FieldErrors = Record<string, string>;
 
 /** Blank rows shown under the filled ones (without script, the way to add a backend). */
@@ -81,13 +82,6 @@ export function formOf(cfg: GatewayConfig, name: string): AliasForm | undefined 
     sampling_json: Object.keys(rest).length ? JSON.stringify(rest, null, 2) : '',
     voice: defaults?.voice ?? '',
   };
-}
-
-/** The first value of a form field ('' when absent). */
-export function one(raw: FormBody, name: string): string {
-  const v = raw?.[name];
-  const first = Array.isArray(v) ? v[0] : v;
-  return typeof first === 'string' ? first : '';
 }
 
 function all(raw: FormBody, name: string): string[] {
@@ -135,6 +129,7 @@ export function readAliasForm(raw: FormBody): ReadAlias {
   };
   const errors: FieldErrors = {};
   if (!form.name) errors.name = 'Give the alias a name (what clients send as "model").';
+  else if (form.name === '__proto__') errors.name = '“__proto__” cannot be the key of a table in this gateway: pick another name.';
 
   let target: VirtualModel;
   if (form.mode === 'single') target = form.single;
@@ -143,6 +138,7 @@ export function readAliasForm(raw: FormBody): ReadAlias {
     form.rows.forEach((r, i) => {
       if (!r.backend && !r.model) return;
       if (!r.backend) errors[`map.${i}.backend`] = 'Pick the backend that serves this model.';
+      else if (r.backend === '__proto__') errors[`map.${i}.backend`] = '“__proto__” cannot be the key of a table in this gateway.';
       else if (Object.hasOwn(map, r.backend)) errors[`map.${i}.backend`] = `${r.backend} is mapped above already: one model per backend.`;
       else map[r.backend] = r.model;
     });

@@ -10,9 +10,10 @@ import type { Gateway } from '../../gateway.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
 import { ALIAS_SETTING_KEYS, aliasesModel, samplingSummary, stateOf } from './aliases-model.ts';
+import { one, ownEntry, type FormBody } from '../form-values.ts';
 import {
-  emptyForm, errorsOf, formOf, one, readAliasForm, REASONING_CHOICES, SAMPLER_HINTS, SAMPLERS, tablesWith, tablesWithout,
-  type AliasForm, type FieldErrors, type FormBody,
+  emptyForm, errorsOf, formOf, readAliasForm, REASONING_CHOICES, SAMPLER_HINTS, SAMPLERS, tablesWith, tablesWithout,
+  type AliasForm, type FieldErrors,
 } from './aliases-form.ts';
 import { saveSettings } from './aliases-save.ts';
 
@@ -30,7 +31,7 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
 
   const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string } = {}) => {
     const query = req.query as Query;
-    const notice = query.saved && NOTICES[query.saved] ? NOTICES[query.saved](query.name ?? '') : undefined;
+    const notice = ownEntry(NOTICES, query.saved)?.(query.name ?? '');
     return renderPage(reply, 'aliases', {
       title: 'Aliases & routing', tab: 'aliases', notice, m: aliasesModel(gateway, query.q ?? ''), samplingSummary, ...extra,
     });

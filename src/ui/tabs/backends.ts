@@ -6,12 +6,14 @@
  * re-renders with each problem next to its field and nothing saved. The API key is write-only.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BackendView, Result, TestBackendResult } from '../../admin/config-service.ts';
+import type { BackendView, Result, SaveBackendOptions, TestBackendResult } from '../../admin/config-service.ts';
 import type { UiContext } from '../context.ts';
 import { FIELD_GROUPS, FIELDS, TYPE_LABELS } from '../backends-fields.ts';
-import { emptyForm, errorsOf, formOf, readBackendForm, shownFor, typeOf, type BackendForm, type FormBody } from '../backends-form.ts';
+import { emptyForm, errorsOf, formOf, readBackendForm, shownFor, typeOf, withOwn, type BackendForm, type FormBody } from '../backends-form.ts';
 import { backendRow, backendsModel, Flash, type BackendsModel } from '../backends-model.ts';
+import { one, ownEntry } from '../form-values.ts';
 import { renderPartial } from '../partials.ts';
+import { partStream } from '../part-stream.ts';
 import { renderPage } from '../render.ts';
 
 type NameParams = { Params: { name: string }; Body: FormBody };
@@ -29,8 +31,7 @@ const DONE: Record<string, (name: string) => string> = {
 
 /** Model ids a test result lists (the rest is counted). */
 const TEST_MODELS_SHOWN = 200;
-const TICK_MS = 1_000;
-const KEEPALIVE_MS = 15_000;
+/** Streams of the list open at once; one more is refused. */
 const MAX_STREAMS = 16;
 
 export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
@@ -46,7 +47,7 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
   const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string } = {}) => {
     const q = req.query as Record<string, string | undefined>;
     const name = q.name && /^[A-Za-z0-9._-]{1,128}$/.test(q.name) ? q.name : '';
-    const notice = q.done && DONE[q.done] && name ? DONE[q.done](name) : undefined;
+    const notice = name ? ownEntry(DONE, q.done)?.(name) : undefined;
     const model = backendsModel(admin.backendsView());
     return renderPage(reply, 'backends', {
       title: 'Backends', tab: 'backends', notice, note: flash.take(q.note), m: model, parts: liveParts(model), ...extra,
@@ -63,7 +64,7 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
 
   app.post<{ Body: FormBody }>('/ui/backends', async (req, reply) => {
     const read = readBackendForm(req.body);
-    const result = read.problems.length ? await otherProblems(read) : admin.saveBackend(read.input, { create: true });
+    const result = read.problems.length ? unreadable(read, { create: true }) : admin.saveBackend(read.input, { create: true });
     if (result.ok) return done(reply, 'added', String(read.input.name), result.note);
     return refusedForm(reply, read, result, undefined);
   });
@@ -76,7 +77,7 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
   app.post<NameParams>('/ui/backends/:name/edit', async (req, reply) => {
     const view = known(req.params.name);
     const read = readBackendForm(req.body);
-    const result = read.problems.length ? await otherProblems(read, view.name) : admin.saveBackend(read.input, { replace: view.name });
+    const result = read.problems.length ? unreadable(read, { replace: view.name }) : admin.saveBackend(read.input, { replace: view.name });
     if (result.ok) return done(reply, 'saved', String(read.input.name), result.note);
     return refusedForm(reply, read, result, view);
   });
@@ -86,9 +87,11 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
     const replace = one(req.body, '_replace');
     const view = replace ? admin.backendView(replace) : undefined;
     const read = readBackendForm(req.body);
+    const opts = view ? { replace: view.name } : {};
+    // a form we could not even read is never probed: its every problem, the service's check of the rest too
     const tested: TestBackendResult = read.problems.length
-      ? { ok: false, error: `${read.problems[0].path}: ${read.problems[0].message}`, problems: read.problems }
-      : await admin.testBackend(read.input, view ? { replace: view.name } : {});
+      ? { ok: false, error: `${read.problems[0].path}: ${read.problems[0].message}`, problems: withOwn(read.problems, admin.checkBackend(read.input, opts)) }
+      : await admin.testBackend(read.input, opts);
     const test = testModel(tested, read.input);
     if (req.query.part === '1') return reply.type('text/html; charset=utf-8').send(renderPartial('backends-test', { t: test }));
     const errors = tested.ok ? {} : errorsOf(tested.problems ?? [], read.problems);
@@ -125,7 +128,8 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
     return listPage(req, reply, { status: 400, problem: problemText(result) });
   });
 
-  registerEvents(app, ctx);
+  // the list's live rows: the parts that changed, once a second (public/ui.js swaps them in)
+  partStream(app, ctx, { path: '/ui/backends/events', max: MAX_STREAMS, label: 'backends', parts: () => liveParts(backendsModel(admin.backendsView())) });
 
   function known(name: string): BackendView {
     const view = admin.backendView(name);
@@ -134,16 +138,11 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
   }
 
   /**
-   * A form we could not even read is never saved; the validator's word on its other fields
-   * comes from the service's dry run, which checks before it probes. Only asked when the input
-   * is certain to be refused (a sampling_defaults that is not JSON is a string), so nothing is
-   * sent anywhere.
+   * A form we could not even read is never saved; the service's check (nothing saved, nothing
+   * probed) names every other problem it has, so the form shows them all at once.
    */
-  async function otherProblems(read: ReturnType<typeof readBackendForm>, replace?: string): Promise<Result> {
-    if (typeof read.input.sampling_defaults !== 'string') return { ok: false, problems: [] };
-    const { api_key: _key, ...rest } = read.input;
-    const tested = await admin.testBackend(rest, replace ? { replace } : {});
-    return { ok: false, problems: tested.ok ? [] : tested.problems ?? [] };
+  function unreadable(read: ReturnType<typeof readBackendForm>, opts: SaveBackendOptions): Result {
+    return { ok: false, problems: admin.checkBackend(read.input, opts) };
   }
 
   function refusedForm(reply: FastifyReply, read: ReturnType<typeof readBackendForm>, result: Result, view: BackendView | undefined) {
@@ -214,12 +213,6 @@ function problemText(result: Result): string {
   return result.ok ? '' : result.problems.map((p) => (p.path && p.path !== 'name' ? `${p.path}: ${p.message}` : p.message)).join('; ');
 }
 
-function one(body: FormBody, key: string): string {
-  const v = body?.[key];
-  const first = Array.isArray(v) ? v[0] : v;
-  return typeof first === 'string' ? first : '';
-}
-
 /** The live parts of the list: each row's state and load, and the counts. */
 function liveParts(model: BackendsModel): Record<string, string> {
   const parts: Record<string, string> = { 'backends-counts': renderPartial('backends-counts', { m: model }) };
@@ -228,44 +221,4 @@ function liveParts(model: BackendsModel): Record<string, string> {
     parts[`load:${r.name}`] = renderPartial('backends-load', { r });
   }
   return parts;
-}
-
-/** `/ui/backends/events`: the parts that changed, once a second (public/ui.js swaps them in). */
-function registerEvents(app: FastifyInstance, ctx: UiContext): void {
-  let open = 0;
-  const streams = new Set<import('node:http').ServerResponse>();
-  app.addHook('preClose', async () => { for (const res of streams) res.destroy(); });
-
-  app.get('/ui/backends/events', async (req, reply) => {
-    if (open >= MAX_STREAMS) return reply.code(503).send({ error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' } });
-    open++;
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'keep-alive' });
-    streams.add(res);
-    const last = new Map<string, string>();
-    let idle = 0;
-    const send = () => {
-      if (res.writableNeedDrain) return;
-      let wrote = false;
-      for (const [name, html] of Object.entries(liveParts(backendsModel(ctx.gateway.admin.backendsView())))) {
-        if (last.get(name) === html) continue;
-        last.set(name, html);
-        res.write(`event: part\ndata: ${JSON.stringify({ name, html })}\n\n`);
-        wrote = true;
-      }
-      idle = wrote ? 0 : idle + TICK_MS;
-      if (idle >= KEEPALIVE_MS) { res.write(': keep-alive\n\n'); idle = 0; }
-    };
-    send();
-    const timer = setInterval(() => {
-      try {
-        send();
-      } catch (err) {
-        req.log.error({ err }, 'backends event stream failed');
-        res.destroy();
-      }
-    }, TICK_MS);
-    res.once('close', () => { clearInterval(timer); open--; streams.delete(res); });
-  });
 }

@@ -5,19 +5,21 @@
  * backend's /object_info, pins per backend, image-slot modes, bypass, output node, LoRA slots);
  * a dry-run compile (nothing stored, no job) showing the final workflow's diff; save and delete.
  *
- * Every change is one `gateway.admin.setSetting('image_models', …)` of the whole table
- * (config.yaml's validation, key paths placed next to their field). Before it, the entries go
- * through a generation catalog of their own, so the compiler's `validateAlias` problems (an
- * unknown node, a field the class lacks) refuse the save with nothing written.
+ * Every change is one `gateway.admin.setSetting('image_models', …)` of the whole table: the
+ * service checks it with config.yaml's validation and the compiler's `validateAlias` against
+ * each backend's object_info (an unknown node, a field the class lacks refuse the save with
+ * nothing written); its key paths are placed next to their field. The editor shows the
+ * service's check of the alias as it stands (`gateway.admin.checkImageAlias`), warnings too.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ImageModelEntry } from '../../config/types.ts';
 import type { SettingView } from '../../admin/config-service.ts';
 import type { UiContext } from '../context.ts';
-import { checkEntries, dryRun, sampleRequest, type CheckDeps, type DryRun } from '../mapping-dryrun.ts';
+import { dryRun, sampleRequest, type DryRun } from '../mapping-dryrun.ts';
+import { many, one, type FormBody } from '../form-values.ts';
 import {
-  entriesOf, many, one, parseWorkflow, placeProblems, readState, rowProblems, stateForNew, stateFromEntries, usedBackends,
-  type EditorState, type FormBody, type PlacedProblem,
+  entriesOf, parseWorkflow, placeProblems, readState, rowProblems, stateForNew, stateFromEntries, usedBackends,
+  type EditorState, type PlacedProblem,
 } from '../mapping-form.ts';
 import { editorModel, listModel, type FleetBackend } from '../mapping-model.ts';
 import { renderPage } from '../render.ts';
@@ -42,7 +44,7 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
   const { gateway } = ctx;
   const comfyNames = () => gateway.config().backends.filter((b) => b.type === 'comfyui').map((b) => b.name);
   const infoOf = (name: string) => gateway.comfy.objectInfo(name);
-  const deps: CheckDeps = { config: () => gateway.config(), objectInfo: infoOf, loras: (name) => gateway.comfy.inventory(name)?.loras };
+  const check = (alias: string, entries: ImageModelEntry[]) => gateway.admin.checkImageAlias(alias, entries);
   const models = () => gateway.config().image_models ?? {};
   const view = () => gateway.admin.settingView('image_models') as SettingView | undefined;
   const fleet = (): FleetBackend[] => gateway.config().backends.filter((b) => b.type === 'comfyui').map((b) => {
@@ -96,20 +98,22 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
     if (Object.keys(errors).length > 0 || !parsed.ok) return listPage(req, reply, { status: 400, form, errors });
     const state = stateForNew(form.alias, form.workflow, parsed.workflow, form.backends, names);
     const { entries, index } = entriesOf(state, parsed.workflow, infoOf);
-    const placed = placeProblems(checkEntries(deps, state.alias, entries).problems, state, index);
+    const placed = placeProblems(check(state.alias, entries).problems, state, index);
     return editorPage(reply, { state, placed: placed.placed, errors: placed.errors, notice: 'The suggested mapping is filled in: check it, then save. Nothing is stored yet.' });
   });
 
   app.get<AliasParams>('/ui/mapping/:alias', async (req, reply) => {
     const alias = req.params.alias;
-    const entries = models()[alias];
-    if (!entries) throw Object.assign(new Error(`There is no generation alias "${alias}".`), { statusCode: 404 });
+    const table = models();
+    // own keys only: `__proto__` or `constructor` is no alias
+    const entries = Object.hasOwn(table, alias) ? table[alias] : undefined;
+    if (!Array.isArray(entries)) throw Object.assign(new Error(`There is no generation alias "${alias}".`), { statusCode: 404 });
     const { state, warnings } = stateFromEntries(alias, entries, comfyNames(), infoOf);
     const parsed = parseWorkflow(state.workflowText);
     let placed = { placed: [] as PlacedProblem[], errors: {} as Record<string, string> };
     if (parsed.ok) {
       const built = entriesOf(state, parsed.workflow, infoOf);
-      placed = placeProblems(checkEntries(deps, alias, built.entries).problems, state, built.index);
+      placed = placeProblems(check(alias, built.entries).problems, state, built.index);
     }
     const saved = (req.query as Record<string, string | undefined>).saved === '1';
     return editorPage(reply, { state, warnings, placed: placed.placed, errors: placed.errors, notice: saved ? `Saved ${alias}: it is live.` : undefined });
@@ -126,8 +130,8 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
     if (state.alias === '') formErrors.alias = 'Name the alias: clients send it as "model".';
     else if (state.alias !== state.original && Object.hasOwn(table, state.alias)) formErrors.alias = `An alias named "${state.alias}" exists already.`;
     if (entries.length === 0) formErrors.backends = 'Tick at least one backend to run this alias on.';
-    const check = entries.length > 0 ? checkEntries(deps, state.alias, entries) : { problems: [], candidates: [] };
-    const placed = placeProblems(check.problems, state, index);
+    const checked = entries.length > 0 ? check(state.alias, entries) : { problems: [], candidates: [] };
+    const placed = placeProblems(checked.problems, state, index);
     const errors = { ...placed.errors, ...formErrors };
 
     if (action === 'compile') {
@@ -135,7 +139,7 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
       const backend = used.includes(state.sample.backend) ? state.sample.backend : used[0] ?? '';
       const request = sampleRequest(state.sample);
       if (!request.ok) return editorPage(reply, { state, status: 400, errors: { ...errors, [request.field]: request.message }, placed: placed.placed });
-      const candidate = check.candidates.find((c) => c.backend === backend);
+      const candidate = checked.candidates.find((c) => c.backend === backend);
       const dry: DryRun = candidate
         ? dryRun(candidate, request.params, state.sample.images.filter((p) => p !== ''), infoOf(backend))
         : { ok: false, backend, status: 400, message: backend ? `${backend} cannot run this alias as it stands: see the problems above.` : 'Tick a backend first.' };
@@ -147,13 +151,15 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
       return editorPage(reply, { state, errors, placed: placed.placed, notice: n === 0 ? 'Checked: no problems. Nothing is saved yet.' : undefined });
     }
 
-    if (Object.keys(errors).length > 0) return editorPage(reply, { state, status: 400, errors, placed: placed.placed, refused: true });
+    // what no configuration key can say (a row twice, no name, no backend) is the form's; the rest is the service's
+    if (Object.keys(formErrors).length > 0) return editorPage(reply, { state, status: 400, errors, placed: placed.placed, refused: true });
     const value: Record<string, ImageModelEntry[]> = structuredClone(table);
-    if (state.original !== '' && state.original !== state.alias) delete value[state.original];
+    if (state.original !== '' && state.original !== state.alias && Object.hasOwn(value, state.original)) delete value[state.original];
     value[state.alias] = entries;
     const result = gateway.admin.setSetting('image_models', value);
     if (!result.ok) {
-      const refused = placeProblems(result.problems.map((p) => ({ ...p, severity: 'error' as const })), state, index);
+      const warnings = checked.problems.filter((p) => p.severity === 'warning');
+      const refused = placeProblems([...result.problems.map((p) => ({ ...p, severity: 'error' as const })), ...warnings], state, index);
       return editorPage(reply, { state, status: 400, errors: { ...refused.errors }, placed: refused.placed, refused: true });
     }
     return reply.redirect(`/ui/mapping/${encodeURIComponent(state.alias)}?saved=1`, 303);

@@ -8,9 +8,10 @@ import type { ConfigProblem } from '../../config/problems.ts';
 import type { ReasoningRuleSpec } from '../../config/types.ts';
 import { REASONING_MECHANISMS } from '../../bridges/reasoning/rules.ts';
 import { isObject } from '../../json.ts';
-import { one, sentence, type FieldErrors, type FormBody } from './aliases-form.ts';
+import { one, type FormBody } from '../form-values.ts';
+import { sentence, type FieldErrors } from './aliases-form.ts';
 
-export { one, type FieldErrors, type FormBody };
+export type { FieldErrors, FormBody };
 
 /** What each mechanism writes, and the params it reads (see bridges/reasoning/apply.ts). */
 export const MECHANISM_INFO: Record<string, { what: string; params: [string, string][]; example?: string }> = {

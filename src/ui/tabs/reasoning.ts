@@ -11,7 +11,8 @@ import { DEFAULT_REASONING_RULES } from '../../bridges/reasoning/rules.ts';
 import { TransformFactory } from '../../upstream/call-transform.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
-import { emptyRuleForm, MECHANISM_INFO, MECHANISMS, one, readRuleForm, ruleErrorsOf, ruleFormOf, type FieldErrors, type FormBody, type RuleForm } from './reasoning-form.ts';
+import { one, ownEntry, type FormBody } from '../form-values.ts';
+import { emptyRuleForm, MECHANISM_INFO, MECHANISMS, readRuleForm, ruleErrorsOf, ruleFormOf, type FieldErrors, type RuleForm } from './reasoning-form.ts';
 import { fingerprint, pickerBackends, resolve, resolverAliases, resolverInput, ruleRows, SWITCHES } from './reasoning-model.ts';
 
 const NOTICES: Record<string, (n: string) => string> = {
@@ -37,7 +38,7 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
 
   const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string; query?: Query } = {}) => {
     const query = extra.query ?? (req.query as Query);
-    const notice = query.saved && NOTICES[query.saved] ? NOTICES[query.saved](query.n ?? '') : undefined;
+    const notice = ownEntry(NOTICES, query.saved)?.(query.n ?? '');
     const input = resolverInput(gateway, query);
     const result = resolve(gateway, transforms, input);
     const configured = rules();

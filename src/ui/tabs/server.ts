@@ -3,23 +3,29 @@
  * (default / config.yaml / the store, and when the store overrides config.yaml), restart-only
  * ones marked; change one (gateway.admin.setSetting: config.yaml's own rules, applied live) or
  * reset it (resetSetting). A refused value re-renders with the problem next to its input and
- * nothing stored. Also where the configuration comes from and why the last reload of
- * config.yaml was refused, if it was. The master key is only ever "set" or "not set".
+ * nothing stored. Settings another tab owns (aliases, reasoning rules, generation aliases: their
+ * forms check what a text box here cannot) are shown, never changed or reset here: a POST for
+ * one is refused with 409 and a link to that tab. Also where the configuration comes from and
+ * why the last reload of config.yaml was refused, if it was. The master key is only ever "set"
+ * or "not set".
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { UiContext } from '../context.ts';
 import { Flash } from '../backends-model.ts';
 import { renderPage } from '../render.ts';
-import { parseSetting, serverModel, settingErrors } from '../server-model.ts';
+import { ownEntry } from '../form-values.ts';
+import { ELSEWHERE, parseSetting, serverModel, settingErrors } from '../server-model.ts';
 
 type KeyParams = { Params: { key: string }; Body: Record<string, unknown> | undefined };
+
+interface Owned { key: string; tab: string; path: string }
 
 export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
   const { gateway } = ctx;
   const admin = gateway.admin;
   const flash = new Flash();
 
-  const page = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; typed?: Record<string, string>; errors?: Record<string, string> } = {}) => {
+  const page = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; typed?: Record<string, string>; errors?: Record<string, string>; owned?: Owned } = {}) => {
     const q = req.query as Record<string, string | undefined>;
     const views = admin.settingsView();
     const key = q.key && views.some((v) => v.key === q.key) ? q.key : undefined;
@@ -33,7 +39,14 @@ export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<v
       m: serverModel(views, extra.typed, extra.errors),
       configSource: gateway.configSource,
       reloadProblems: gateway.reloadProblems,
+      owned: extra.owned,
     });
+  };
+
+  /** A setting another tab edits (its own form checks what this page cannot): refused, pointing there. */
+  const ownedElsewhere = (req: FastifyRequest, reply: FastifyReply, key: string) => {
+    const owner = ownEntry(ELSEWHERE, key);
+    return owner ? page(req, reply, { status: 409, owned: { key, ...owner } }) : undefined;
   };
 
   const known = (key: string) => {
@@ -52,6 +65,8 @@ export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<v
 
   app.post<KeyParams>('/ui/server/:key', async (req, reply) => {
     const view = known(req.params.key);
+    const owned = ownedElsewhere(req, reply, view.key);
+    if (owned) return owned;
     const raw = req.body?.value;
     const text = typeof raw === 'string' ? raw : Array.isArray(raw) && typeof raw[0] === 'string' ? raw[0] : '';
     const refuse = (errors: Record<string, string>) => page(req, reply, { status: 400, typed: { [view.key]: text }, errors });
@@ -65,6 +80,8 @@ export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<v
 
   app.post<KeyParams>('/ui/server/:key/reset', async (req, reply) => {
     const view = known(req.params.key);
+    const owned = ownedElsewhere(req, reply, view.key);
+    if (owned) return owned;
     const result = admin.resetSetting(view.key);
     if (!result.ok) return page(req, reply, { status: 400, errors: settingErrors(view.key, result.problems) });
     return done(reply, 'reset', view.key, result.note);

@@ -7,6 +7,7 @@
  */
 import type { FieldProblem } from '../../admin/users-service.ts';
 import type { NewUser, User, UserPatch } from '../../store/users-repo.ts';
+import { one, type FormBody } from '../form-values.ts';
 
 /** The form as the user typed it (re-rendered as is when refused). */
 export interface UserForm {
@@ -19,7 +20,7 @@ export interface UserForm {
   note: string;
 }
 
-export type FormBody = Record<string, unknown> | undefined;
+export type { FormBody };
 
 export function emptyForm(): UserForm {
   return { name: '', role: 'user', enabled: true, allow: [], quota_req_day: '', quota_cost_month: '', note: '' };
@@ -72,13 +73,6 @@ export function readUserForm(raw: FormBody): ReadUser {
 /** The create body: the fields, plus a pasted key when one was given. */
 export function newUserOf(read: ReadUser): NewUser {
   return read.key === undefined ? read.body : { ...read.body, key: read.key };
-}
-
-/** The first value of a form field ('' when absent). */
-export function one(raw: FormBody, name: string): string {
-  const v = raw?.[name];
-  const first = Array.isArray(v) ? v[0] : v;
-  return typeof first === 'string' ? first : '';
 }
 
 function isOn(v: string): boolean {

@@ -6,13 +6,14 @@
  * nothing saved.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { parseUserId, UsersService, type FieldProblem } from '../../admin/users-service.ts';
+import { parseUserId, type FieldProblem } from '../../admin/users-service.ts';
 import { foldIp } from '../../auth/source.ts';
 import { GatewayError } from '../../errors.ts';
 import type { User } from '../../store/users-repo.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
-import { emptyForm, errorsOf, formOf, newUserOf, one, readUserForm, type FormBody, type UserForm } from './users-form.ts';
+import { one, ownEntry, type FormBody } from '../form-values.ts';
+import { emptyForm, errorsOf, formOf, newUserOf, readUserForm, type UserForm } from './users-form.ts';
 import { allowKinds, userRow, usersModel } from './users-model.ts';
 
 /** A refused create never sends a pasted key back to the page: it must be pasted again. */
@@ -31,11 +32,11 @@ const NOTICES: Record<string, (name: string) => string> = {
 
 export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
   const { gateway } = ctx;
-  const service = new UsersService({ users: gateway.users, ipAliases: gateway.ipAliases, hasMasterKey: () => !!gateway.masterKey() });
+  const service = gateway.usersService; // the admin API's own instance
 
   const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string; ipForm?: { ip: string; alias: string }; errors?: Record<string, string> } = {}) => {
     const query = req.query as Record<string, string | undefined>;
-    const notice = query.saved && NOTICES[query.saved] ? NOTICES[query.saved](query.name ?? '') : undefined;
+    const notice = ownEntry(NOTICES, query.saved)?.(query.name ?? '');
     return renderPage(reply, 'users', {
       title: 'Users', tab: 'users', notice, m: usersModel(gateway, service.list()),
       ipForm: extra.ipForm ?? { ip: '', alias: '' }, thisAddress: foldIp(req.ip), open: gateway.authenticator.isOpen(),
