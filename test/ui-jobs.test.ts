@@ -13,7 +13,7 @@ import sharp from 'sharp';
 import type { JobView } from '../src/media/service-types.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
 import { skipWithoutFixtures } from './helpers/fixtures.ts';
-import { ConsoleClient } from './helpers/jobs-ui-client.ts';
+import { UiClient } from './helpers/ui.ts';
 import {
   call, imageModels, isTerminal, MASTER, pngA, pollJob, readSse, startMediaRig, type MediaRig,
 } from './helpers/media-gateway.ts';
@@ -24,7 +24,7 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 describe('console · media jobs', { skip: skipWithoutFixtures }, () => {
   let rig: MediaRig;
-  let ui: ConsoleClient;
+  let ui: UiClient;
   let done: JobView;
   let video: JobView;
   let audio: JobView;
@@ -42,7 +42,7 @@ describe('console · media jobs', { skip: skipWithoutFixtures }, () => {
     const models = imageModels();
     models.sd15 = [{ backend: 'comfy', workflow_json: workflow('txt2img_sd15_api.json'), fixed: [{ node: '310', field: 'cfg', value: 6.5 }] }];
     rig = await startMediaRig({ overrides: { image_models: models } });
-    ui = await ConsoleClient.login(rig.url, MASTER);
+    ui = await UiClient.login({ url: rig.url }, MASTER);
     done = await finished(await submit({ model: 'sd15', prompt: XSS_PROMPT, params: { steps: 12 } }));
     video = await finished(await submit({ model: 'wan', prompt: 'waves', images: { image: pngA.toString('base64') } }));
     audio = await finished(await submit({ model: 'audio', prompt: 'bells' }));
@@ -52,7 +52,7 @@ describe('console · media jobs', { skip: skipWithoutFixtures }, () => {
   after(async () => rig?.close());
 
   test('the tab, its files and its stream sit behind the login', async () => {
-    const anonymous = new ConsoleClient(rig.url);
+    const anonymous = new UiClient(rig.url);
     for (const path of ['/ui/jobs', `/ui/jobs/${done.id}`, `/ui/jobs/${done.id}/result/0`, `/ui/jobs/${done.id}/result/0?w=160`,
       `/ui/jobs/${video.id}/input/0`, `/ui/jobs/${done.id}/preview`, `/ui/jobs/${done.id}/events`]) {
       const res = await anonymous.get(path);

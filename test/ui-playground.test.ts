@@ -15,7 +15,7 @@ import type { JobView } from '../src/media/service-types.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
 import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { launchChromium, skipWithoutChromium } from './helpers/browser.ts';
-import { ConsoleClient } from './helpers/jobs-ui-client.ts';
+import { UiClient } from './helpers/ui.ts';
 import { pngA } from './helpers/media-gateway.ts';
 import { sd15Models } from './helpers/media-service.ts';
 import { loginPage, PLAYGROUND_KEY, startPlaygroundRig, useKey, type PlaygroundRig } from './helpers/playground-rig.ts';
@@ -26,7 +26,7 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 describe('console · playground', { skip: skipWithoutFixtures }, () => {
   let rig: PlaygroundRig;
-  let ui: ConsoleClient;
+  let ui: UiClient;
   let url: string;
 
   before(async () => {
@@ -36,12 +36,12 @@ describe('console · playground', { skip: skipWithoutFixtures }, () => {
       image_models: { sd15, [XSS_ALIAS]: sd15Models(['comfy'])!.sd15, wan: [{ backend: 'comfy', workflow_json: workflow('img2video_wan_lowram_api.json') }] },
     });
     url = rig.gw.url;
-    ui = await ConsoleClient.login(url, PLAYGROUND_KEY);
+    ui = await UiClient.login({ url: url }, PLAYGROUND_KEY);
   });
   after(async () => rig?.close());
 
   test('the page: behind the login, no key in it, no inline script or style, each alias with its parameters and file slots', async () => {
-    const anonymous = await new ConsoleClient(url).get('/ui/playground');
+    const anonymous = await new UiClient(url).get('/ui/playground');
     assert.equal(anonymous.status, 303);
     const html = await ui.html('/ui/playground');
     assert.ok(!html.includes(PLAYGROUND_KEY), 'no key in the HTML');
@@ -91,7 +91,7 @@ describe('console · playground', { skip: skipWithoutFixtures }, () => {
     assert.deepEqual(await (await ui.get('/ui/playground/call?request_id=no-such-call')).json(), { found: false });
     assert.equal((await ui.get('/ui/playground/call?request_id=%3Cscript%3E')).status, 400);
     assert.equal((await ui.get('/ui/playground/call')).status, 400);
-    assert.equal((await new ConsoleClient(url).get(`/ui/playground/call?request_id=${requestId}`)).status, 303, 'behind the login');
+    assert.equal((await new UiClient(url).get(`/ui/playground/call?request_id=${requestId}`)).status, 303, 'behind the login');
   });
 
   test('in the browser: chat streams in pieces, media reaches 100 % with its result, speech plays; the key only on /v1', { skip: skipWithoutChromium }, async () => {
