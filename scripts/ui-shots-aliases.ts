@@ -11,26 +11,19 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startFake, type FakeBackend } from '../test/fakes/index.ts';
 import { startGateway } from '../test/helpers/gateway.ts';
 import { UiClient } from '../test/helpers/ui.ts';
+import { launchChromium, logIn, SHOTS_DIR, VIEWPORTS } from '../test/helpers/browser.ts';
 
 const MASTER = 'ui-shots-master-key-0123456789';
-const OUT = join(process.cwd(), 'test-artifacts', 'ui');
-const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+const OUT = SHOTS_DIR;
+const SIZES = VIEWPORTS;
 const SCHEMES = ['light', 'dark'] as const;
 const XSS = '<script>alert(1)</script>';
 
-async function launch(): Promise<Browser> {
-  return chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}
-
-async function login(page: Page, url: string): Promise<void> {
-  await page.goto(`${url}/ui/login`);
-  await page.fill('#key', MASTER);
-  await Promise.all([page.waitForURL(`${url}/ui`), page.click('button[type="submit"]')]);
-}
+const login = (page: Page, url: string) => logIn(page, url, MASTER);
 
 async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
@@ -78,7 +71,7 @@ async function main(): Promise<void> {
     s_presence_penalty: '1,5', s_frequency_penalty: '', sampling_json: '{"max_tokens": 8192}', voice: '',
   });
 
-  const browser = await launch();
+  const browser = await launchChromium();
   let problems = 0;
   try {
     for (const scheme of SCHEMES) {

@@ -10,25 +10,18 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startFake } from '../test/fakes/index.ts';
 import { startComfyFake } from '../test/fakes/comfyui-server.ts';
 import { startGateway } from '../test/helpers/gateway.ts';
+import { launchChromium, logIn, SHOTS_DIR, VIEWPORTS } from '../test/helpers/browser.ts';
 
 const MASTER = 'ui-shots-master-key-0123456789';
-const OUT = join(process.cwd(), 'test-artifacts', 'ui');
-const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+const OUT = SHOTS_DIR;
+const SIZES = VIEWPORTS;
 const SCHEMES = ['light', 'dark'] as const;
 
-async function launch(): Promise<Browser> {
-  return chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}
-
-async function login(page: Page, url: string): Promise<void> {
-  await page.goto(`${url}/ui/login`);
-  await page.fill('#key', MASTER);
-  await Promise.all([page.waitForURL(`${url}/ui`), page.click('button[type="submit"]')]);
-}
+const login = (page: Page, url: string) => logIn(page, url, MASTER);
 
 async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
@@ -58,7 +51,7 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 300));
   admin.drainBackend('gpu1-llamacpp', true);
 
-  const browser = await launch();
+  const browser = await launchChromium();
   let problems = 0;
   try {
     for (const scheme of SCHEMES) {

@@ -9,16 +9,13 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { MASTER_KEY, startCallsRig } from '../test/helpers/calls-rig.ts';
+import { launchChromium, logIn, SHOTS_DIR, VIEWPORTS } from '../test/helpers/browser.ts';
 
-export const OUT = join(process.cwd(), 'test-artifacts', 'ui');
-export const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+export const OUT = SHOTS_DIR;
+export const SIZES = VIEWPORTS;
 export const SCHEMES = ['light', 'dark'] as const;
-
-export async function launch(): Promise<Browser> {
-  return chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}
 
 /** Every size and scheme: a logged-in page each, handed to `shoot` with a file-name maker. */
 export async function everyLook(
@@ -33,9 +30,7 @@ export async function everyLook(
       const page = await context.newPage();
       page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
       page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
-      await page.goto(`${url}/ui/login`);
-      await page.fill('#key', MASTER_KEY);
-      await Promise.all([page.waitForURL(`${url}/ui`), page.click('button[type="submit"]')]);
+      await logIn(page, url, MASTER_KEY);
       await shoot(page, async (name) => {
         await page.screenshot({ path: join(OUT, `${tab}-${name}-${size}-${scheme}.png`), fullPage: true });
       });
@@ -47,7 +42,7 @@ export async function everyLook(
 
 async function main(): Promise<void> {
   const rig = await startCallsRig({ seed: { count: 3_000, xss: true } });
-  const browser = await launch();
+  const browser = await launchChromium();
   try {
     const problems = await everyLook(browser, rig.url, 'calls', async (page, shot) => {
       await page.goto(`${rig.url}/ui/calls`);

@@ -10,11 +10,11 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { launchChromium } from '../test/helpers/browser.ts';
 import { call, isTerminal, MASTER, pngA, pollJob, startMediaRig, type MediaRig } from '../test/helpers/media-gateway.ts';
+import { launchChromium, logIn, SHOTS_DIR, VIEWPORTS } from '../test/helpers/browser.ts';
 
-const OUT = join(process.cwd(), 'test-artifacts', 'ui');
-const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+const OUT = SHOTS_DIR;
+const SIZES = VIEWPORTS;
 const SCHEMES = ['light', 'dark'] as const;
 
 async function job(rig: MediaRig, body: Record<string, unknown>): Promise<string> {
@@ -51,9 +51,7 @@ async function main(): Promise<void> {
         const page = await context.newPage();
         page.on('pageerror', (err) => console.error('page error:', err.message));
         page.on('console', (m) => { if (m.type() === 'error') console.error('console:', m.text()); });
-        await page.goto(`${rig.url}/ui/login`);
-        await page.fill('#key', MASTER);
-        await Promise.all([page.waitForURL(`${rig.url}/ui`), page.click('button[type="submit"]')]);
+        await logIn(page, rig.url, MASTER);
         const shot = async (name: string) => page.evaluate(() => (globalThis as any).scrollTo(0, 0)).then(() => page.screenshot({ path: join(OUT, `jobs-${name}-${size}-${scheme}.png`), fullPage: true }));
 
         await page.goto(`${rig.url}/ui/jobs`);

@@ -11,29 +11,22 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startComfyFake } from '../test/fakes/comfyui-server.ts';
 import { fakeObjectInfo } from '../test/fakes/comfyui-nodes.ts';
 import { workflow } from '../test/helpers/comfy-workflows.ts';
 import { fixturePath } from '../test/helpers/fixtures.ts';
 import { startGateway } from '../test/helpers/gateway.ts';
 import { editObjectInfo } from '../test/helpers/media-gateway.ts';
+import { launchChromium, logIn, SHOTS_DIR, VIEWPORTS } from '../test/helpers/browser.ts';
 
 const MASTER = 'ui-shots-master-key-0123456789';
-const OUT = join(process.cwd(), 'test-artifacts', 'ui');
-const SIZES = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+const OUT = SHOTS_DIR;
+const SIZES = VIEWPORTS;
 const SCHEMES = ['light', 'dark'] as const;
 const FAST = { poll_interval: 0.05, disconnect_grace: 0.5, max_wait: 30 } as const;
 
-async function launch(): Promise<Browser> {
-  return chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-}
-
-async function login(page: Page, url: string): Promise<void> {
-  await page.goto(`${url}/ui/login`);
-  await page.fill('#key', MASTER);
-  await Promise.all([page.waitForURL(`${url}/ui`), page.click('button[type="submit"]')]);
-}
+const login = (page: Page, url: string) => logIn(page, url, MASTER);
 
 /** The mapping row whose parameter is `param` (its index). */
 async function rowOf(page: Page, param: string): Promise<number> {
@@ -57,7 +50,7 @@ async function main(): Promise<void> {
       wan: [{ backend: 'comfy-a', workflow_json: workflow('img2video_wan_lowram_api.json'), bypass: ['no-such-node'] }],
     },
   });
-  const browser = await launch();
+  const browser = await launchChromium();
   let problems = 0;
   try {
     for (const scheme of SCHEMES) {

@@ -8,11 +8,12 @@
  *   npx tsx scripts/ui-shots-stats.ts
  */
 import { startCallsRig } from '../test/helpers/calls-rig.ts';
-import { everyLook, launch, OUT } from './ui-shots-calls.ts';
+import { launchChromium } from '../test/helpers/browser.ts';
+import { everyLook, OUT } from './ui-shots-calls.ts';
 
 async function main(): Promise<void> {
   const rig = await startCallsRig({ seed: { count: 20_000, days: 30, xss: true } });
-  const browser = await launch();
+  const browser = await launchChromium();
   const missing: string[] = [];
   try {
     const problems = await everyLook(browser, rig.url, 'stats', async (page, shot) => {
