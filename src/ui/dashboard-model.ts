@@ -4,7 +4,7 @@
  * the first render and for every `/ui/events` update.
  */
 import type { BackendState } from '../backends/registry.ts';
-import type { SchedulerSnapshot } from '../scheduler/index.ts';
+import type { BackendSlotsSnapshot } from '../scheduler/index.ts';
 import type { CallRow } from '../store/call-rows.ts';
 import type { JobView, MediaCaller } from '../media/service-types.ts';
 import type { Gateway } from '../gateway.ts';
@@ -53,7 +53,8 @@ export interface DashboardModel {
 
 export function dashboardModel(gateway: Gateway, now = Date.now()): DashboardModel {
   const snapshot = gateway.scheduler.snapshot();
-  const backends = gateway.registry.list().map((b) => card(b, snapshot));
+  const slotsOf = new Map(snapshot.backends.map((s) => [s.name, s]));
+  const backends = gateway.registry.list().map((b) => card(b, slotsOf.get(b.name)));
   const generationAliases = new Set(gateway.generations.names());
   const queue = snapshot.parked.map((p, i): QueueRow => ({
     alias: p.alias,
@@ -84,8 +85,7 @@ export function dashboardModel(gateway: Gateway, now = Date.now()): DashboardMod
   };
 }
 
-function card(b: BackendState, snapshot: SchedulerSnapshot): BackendCard {
-  const slots = snapshot.backends.find((s) => s.name === b.name);
+function card(b: BackendState, slots: BackendSlotsSnapshot | undefined): BackendCard {
   return {
     name: b.name,
     type: b.spec.type,

@@ -6,6 +6,9 @@
  * buffering. Every tick re-checks the viewer's session first (`stillViewing`): a logout, a
  * disabled or demoted user, a rotated key ends the stream (`event: session-ended` last).
  *
+ * All the streams of one route share one rendering per tick (`sharedParts`): ten dashboards
+ * open on ten screens cost one model build and one render a second, not ten.
+ *
  * The first rendering happens before the stream is opened (a failure is an ordinary error
  * answer), and the stream counts against `max` only from the moment its `close` handler is in
  * place, so a stream that fails never keeps its slot.
@@ -39,6 +42,7 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
   const tickMs = opts.tickMs ?? TICK_MS;
   const keepaliveMs = opts.keepaliveMs ?? KEEPALIVE_MS;
   const streams = new Set<ServerResponse>();
+  const parts = sharedParts(opts.parts, tickMs);
   // endless streams would keep the server from closing
   app.addHook('preClose', async () => { for (const res of streams) res.destroy(); });
 
@@ -46,7 +50,7 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
     if (streams.size >= opts.max) {
       return reply.code(503).send({ error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' } });
     }
-    const first = opts.parts(); // throws as an ordinary 500, before anything is held
+    const first = parts(); // throws as an ordinary 500, before anything is held
     reply.hijack();
     const res = reply.raw;
     let timer: NodeJS.Timeout | undefined;
@@ -84,7 +88,7 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
           return;
         }
         if (res.writableNeedDrain) return; // a slow reader skips ticks rather than buffering
-        send(opts.parts());
+        send(parts());
       } catch (err) {
         req.log.error({ err }, `${opts.label} event stream failed`);
         stop();
@@ -101,4 +105,16 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
     }
     timer = setInterval(tick, tickMs);
   });
+}
+
+/** `build`, called at most once per `maxAgeMs` whoever asks (a tick's readers share one result). */
+export function sharedParts(build: () => Record<string, string>, maxAgeMs: number, now: () => number = Date.now): () => Record<string, string> {
+  let cached: { at: number; parts: Record<string, string> } | undefined;
+  return () => {
+    const t = now();
+    // a little under a tick, so that a stream's next tick always sees a fresh build
+    if (cached && t - cached.at < maxAgeMs / 2) return cached.parts;
+    cached = { at: t, parts: build() };
+    return cached.parts;
+  };
 }
