@@ -133,7 +133,13 @@ export class UsersRepo {
    * rotated or the user deleted. Served from the same cache as `findByKey`.
    */
   isCurrentDigest(id: number, digest: string): boolean {
-    return this.holderOf(digest)?.id === id;
+    return this.currentHolder(id, digest) !== undefined;
+  }
+
+  /** User `id` as it is now, if `digest` is still its key (cached: no read per call). */
+  currentHolder(id: number, digest: string): User | undefined {
+    const user = this.holderOf(digest);
+    return user?.id === id ? user : undefined;
   }
 
   private holderOf(digest: string): User | undefined {

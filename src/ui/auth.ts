@@ -108,9 +108,7 @@ function stillAdmin(ctx: UiContext, session: Session): boolean {
     const master = ctx.gateway.masterKey();
     return master !== undefined && keyDigest(master) === who.keyDigest;
   }
-  const users = ctx.gateway.users;
-  if (!users.isCurrentDigest(who.userId, who.keyDigest)) return false;
-  const user = users.get(who.userId);
+  const user = ctx.gateway.users.currentHolder(who.userId, who.keyDigest);
   return user !== undefined && user.enabled && user.role === 'admin';
 }
 
