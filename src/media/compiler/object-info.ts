@@ -72,8 +72,16 @@ export function typesMatch(a: string, b: string): boolean {
  * `None` is rgthree's "empty slot", not a file, so it is left out.
  */
 export function installedLoras(objectInfo: ObjectInfo): string[] {
-  return inventoryOf(objectInfo).loras;
+  // one walk per object_info read (the dump is large; every job's compile asks)
+  let loras = lorasOf.get(objectInfo);
+  if (!loras) {
+    loras = inventoryOf(objectInfo).loras;
+    lorasOf.set(objectInfo, loras);
+  }
+  return loras;
 }
+
+const lorasOf = new WeakMap<ObjectInfo, string[]>();
 
 /** An image loader: `LoadImage`, `LoadImageMask`, and any custom class with `LoadImage` in its name. */
 export function isImageLoaderClass(classType: string): boolean {
