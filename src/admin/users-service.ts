@@ -80,6 +80,11 @@ export class UsersService {
     this.guard = lockoutGuard(deps);
   }
 
+  /** The lockout guard's rule, for forms that offer the admin role first. */
+  firstMustBeAdmin(): boolean {
+    return this.guard.firstMustBeAdmin();
+  }
+
   list(): User[] {
     return this.users.list();
   }
@@ -199,6 +204,8 @@ function lockoutGuard(deps: UsersServiceDeps) {
     });
   };
   return {
+    /** With no master key and no enabled admin yet, the next user must be an admin. */
+    firstMustBeAdmin: () => armed() && !deps.users.hasAdmin(),
     beforeCreate(input: NewUser) {
       if (armed() && !isEnabledAdmin({ role: input.role ?? 'user', enabled: input.enabled }) && !deps.users.hasAdmin()) refuse();
     },

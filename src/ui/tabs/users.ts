@@ -52,7 +52,7 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
       errors: data.errors ?? {}, form, user, row: user && userRow(gateway, user, kinds),
       picker: { groups: kinds.groups, chips: form.allow.map((value) => ({ value, kind: kinds.of(value) })) },
       action: user ? `/ui/users/${user.id}` : '/ui/users',
-      needsAdmin: !user && !gateway.masterKey() && !gateway.users.hasAdmin(),
+      needsAdmin: !user && service.firstMustBeAdmin(),
     });
   };
 
@@ -60,8 +60,7 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
 
   app.get('/ui/users/new', async (_req, reply) => {
     // with no master key the first user must be an admin (the lockout guard): offer that
-    const firstMustBeAdmin = !gateway.masterKey() && !gateway.users.hasAdmin();
-    return editPage(reply, { form: { ...emptyForm(), role: firstMustBeAdmin ? 'admin' : 'user' } });
+    return editPage(reply, { form: { ...emptyForm(), role: service.firstMustBeAdmin() ? 'admin' : 'user' } });
   });
 
   app.post<{ Body: FormBody }>('/ui/users', async (req, reply) => {
