@@ -62,11 +62,11 @@ export async function waitForPrompt(watch: PromptWatch, promptId: string, o: Wai
     for (;;) {
       if (o.signal?.aborted) { await watch.cancel(promptId); return { kind: 'interrupted' }; }
       hinted = false;
-      const h = await watch.history(promptId, o.signal);
+      const h = await watch.history(promptId, pollSignal(o.signal, deadline));
       if (h.ok) {
         failingSince = undefined;
         if (h.entry) return settledResult(h.entry);
-        if (++polls % queueEvery === 0 && (await watch.isLost(promptId, o.signal))) return { kind: 'lost' };
+        if (++polls % queueEvery === 0 && (await watch.isLost(promptId, pollSignal(o.signal, deadline)))) return { kind: 'lost' };
       } else if (!o.signal?.aborted) {
         failingSince ??= Date.now();
         if (Date.now() - failingSince >= unreachableAfter) {
@@ -107,4 +107,10 @@ export function settledResult(entry: ComfyHistoryEntry): WaitResult {
     return err.node_id !== undefined && err.node_id !== null ? { kind: 'failed', message, node: String(err.node_id) } : { kind: 'failed', message };
   }
   return { kind: 'failed', message: `ComfyUI ended the prompt with status ${String(status.status_str)}` };
+}
+
+/** A poll's signal: the job's cancel, and the wait's own deadline (a poll never outlives max_wait by more than a second). */
+function pollSignal(job: AbortSignal | undefined, deadline: number): AbortSignal {
+  const bound = AbortSignal.timeout(Math.max(1_000, deadline - Date.now()));
+  return job ? AbortSignal.any([job, bound]) : bound;
 }
