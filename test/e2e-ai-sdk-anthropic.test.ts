@@ -5,10 +5,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { generateText, streamText } from 'ai';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
+import { weatherToolLoop } from './helpers/ai-sdk-tools.ts';
 
 const MASTER = 'gw-master-ai-anthropic';
 
@@ -37,30 +38,9 @@ describe('the AI SDK Anthropic provider through the gateway', () => {
   });
 
   test('a tool loop over two steps', async () => {
-    local.setKnobs({ toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}' });
-    try {
-      let ran = '';
-      const result = await generateText({
-        model: provider()('claude-haiku-4-5'),
-        prompt: 'weather in Oslo?',
-        stopWhen: stepCountIs(3),
-        tools: {
-          get_weather: tool({
-            description: 'Weather of a city',
-            inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
-            execute: async ({ city }) => {
-              ran = city;
-              return `sunny in ${city}`;
-            },
-          }),
-        },
-      });
-      assert.equal(ran, 'Oslo');
-      assert.equal(result.steps.length, 2);
-      const toolMessage = local.requests.at(-1)!.body.messages.find((m: { role: string }) => m.role === 'tool');
-      assert.match(String(toolMessage.content), /sunny in Oslo/);
-    } finally {
-      local.setKnobs({ toolCall: false, toolCallOnce: false });
-    }
+    const { ran, result, toolMessage } = await weatherToolLoop(provider()('claude-haiku-4-5'), local);
+    assert.equal(ran, 'Oslo');
+    assert.equal(result.steps.length, 2);
+    assert.match(String(toolMessage?.content), /sunny in Oslo/);
   });
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { generateText, streamText } from 'ai';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { startFake, type FakeBackend } from './fakes/index.ts';
@@ -15,6 +15,7 @@ import { startReplay, type ReplayBackend } from './fakes/replay.ts';
 import { fixturePath, skipWithoutFixtures } from './helpers/fixtures.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
+import { weatherToolLoop } from './helpers/ai-sdk-tools.ts';
 
 const MASTER = 'gw-master-responses';
 const weather = { type: 'function' as const, name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false };
@@ -169,32 +170,11 @@ describe('the Responses API through the gateway', () => {
     });
 
     test('tools over two steps', async () => {
-      local.setKnobs({ toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}' });
-      try {
-        let ran = '';
-        const result = await generateText({
-          model: ai()('r'),
-          prompt: 'weather in Oslo?',
-          stopWhen: stepCountIs(3),
-          tools: {
-            get_weather: tool({
-              description: 'Weather of a city',
-              inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
-              execute: async ({ city }) => {
-                ran = city;
-                return `sunny in ${city}`;
-              },
-            }),
-          },
-        });
-        assert.equal(ran, 'Oslo');
-        assert.equal(result.steps.length, 2);
-        assert.ok(result.text.length > 0);
-        const tool2 = local.requests.at(-1)!.body.messages.find((m: { role: string }) => m.role === 'tool');
-        assert.match(String(tool2.content), /sunny in Oslo/);
-      } finally {
-        local.setKnobs({ toolCall: false, toolCallOnce: false });
-      }
+      const { ran, result, toolMessage } = await weatherToolLoop(ai()('r'), local);
+      assert.equal(ran, 'Oslo');
+      assert.equal(result.steps.length, 2);
+      assert.ok(result.text.length > 0);
+      assert.match(String(toolMessage?.content), /sunny in Oslo/);
     });
   });
 });
