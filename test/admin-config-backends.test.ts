@@ -10,6 +10,7 @@ import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startComfyFake } from './fakes/comfyui-server.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
+import { adminApi, chatCall } from './helpers/admin-api.ts';
 
 const MASTER = 'master-key-backends-0123456789';
 const SECRET = 'sk-backend-secret-9f8e7d6c5b4a-wxyz';
@@ -29,20 +30,8 @@ after(async () => {
   await keyed.close();
 });
 
-async function api(method: string, path: string, body?: unknown, key: string | null = MASTER) {
-  const headers: Record<string, string> = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(gw.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
-}
-
-const chat = (model: string, stream = false) => fetch(`${gw.url}/v1/chat/completions`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
-  body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
-});
+const api = adminApi(() => gw.url, MASTER);
+const chat = chatCall(() => gw.url, MASTER);
 
 const view = async (name: string) => (await api('GET', `/admin/api/backends/${name}`)).json;
 const listed = async () => ((await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${MASTER}` } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import { adminApi, chatCall } from './helpers/admin-api.ts';
 
 const MASTER = 'master-key-settings-0123456789';
 
@@ -22,20 +23,8 @@ after(async () => {
   await fake.close();
 });
 
-async function api(method: string, path: string, body?: unknown, key: string | null = MASTER) {
-  const headers: Record<string, string> = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(gw.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
-}
-
-const chat = (model: string, stream = false) => fetch(`${gw.url}/v1/chat/completions`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
-  body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
-});
+const api = adminApi(() => gw.url, MASTER);
+const chat = chatCall(() => gw.url, MASTER);
 
 const setting = async (key: string) => (await api('GET', '/admin/api/settings')).json.data.find((s: { key: string }) => s.key === key);
 
