@@ -4,27 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { parseTypedSse, type TypedFrame } from './typed-sse.ts';
 
-export interface AnthropicFrame {
-  event: string;
-  data: any;
-}
+export type AnthropicFrame = TypedFrame;
 
 /** Splits a body into `event: X\ndata: {…}\n\n` frames; anything else, or an event name unlike its payload's type, fails. */
-export function parseAnthropicSse(body: string): AnthropicFrame[] {
-  assert.ok(body === '' || body.endsWith('\n\n'), 'the body ends with a blank line');
-  const frames: AnthropicFrame[] = [];
-  for (const block of body.split('\n\n')) {
-    if (block === '') continue;
-    const match = /^event: ([a-z_]+)\ndata: (.*)$/s.exec(block);
-    assert.ok(match, `a frame is one event line and one data line: ${JSON.stringify(block)}`);
-    assert.ok(!match[2].includes('\n'), 'the data is one line');
-    const data = JSON.parse(match[2]);
-    assert.equal(data.type, match[1], 'the event name is the payload type');
-    frames.push({ event: match[1], data });
-  }
-  return frames;
-}
+export const parseAnthropicSse = parseTypedSse;
 
 const DELTA_BLOCK: Record<string, string> = {
   text_delta: 'text',
