@@ -4,6 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { feed } from './helpers/play-translator.ts';
 import { anthropicErrorEvent, ChatToMessagesStream, UNSIGNED_THINKING_SIGNATURE } from '../src/bridges/anthropic/stream.ts';
 import { SseSplitter } from '../src/upstream/sse.ts';
 import { assertValidOrder, blocksOf, parseAnthropicSse, sdkFinalMessage, type AnthropicFrame } from './helpers/anthropic-events.ts';
@@ -37,16 +38,6 @@ function fullChatStream(): string[] {
     chunk(undefined, { usage: { prompt_tokens: 120, completion_tokens: 9, total_tokens: 129, prompt_tokens_details: { cached_tokens: 100 } } }), // 9
     'data: [DONE]\n\n',
   ];
-}
-
-function feed(t: ChatToMessagesStream, events: string[]): string {
-  const splitter = new SseSplitter();
-  const out: Buffer[] = [];
-  for (const ev of splitter.push(Buffer.from(events.join('')))) {
-    const bytes = t.onEvent(ev);
-    if (bytes) out.push(bytes);
-  }
-  return Buffer.concat(out).toString('utf8');
 }
 
 const BREAKS: { state: string; events: number; open?: string }[] = [

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { play as playTranslator } from './helpers/play-translator.ts';
 import { anthropicErrorEvent, anthropicEvent, ChatToMessagesStream, UNSIGNED_THINKING_SIGNATURE } from '../src/bridges/anthropic/stream.ts';
-import { SseSplitter, type SseEvent } from '../src/upstream/sse.ts';
+import { SseSplitter } from '../src/upstream/sse.ts';
 import { createUsageTap } from '../src/upstream/stream-usage.ts';
 import { assertSameShape } from './fakes/shape.ts';
 import { assertValidOrder, blocksOf, parseAnthropicSse, sdkFinalMessage, type AnthropicFrame } from './helpers/anthropic-events.ts';
@@ -29,30 +30,8 @@ function chunkings(length: number): { name: string; sizes: () => number }[] {
   return [...fixed, { name: 'one chunk', sizes: () => length }, ...random];
 }
 
-/**
- * Plays a relay: splits `input` by `sizes`, feeds every event to the translator (stopping at
- * its end marker, as the relay does) and collects what it writes. The clock reads the event index.
- */
-function play(input: string, sizes: () => number, opts: Partial<ConstructorParameters<typeof ChatToMessagesStream>[0]> = {}) {
-  let eventIndex = -1;
-  const t = translator(opts, () => eventIndex);
-  const bytes = Buffer.from(input);
-  const splitter = new SseSplitter();
-  const out: Buffer[] = [];
-  const handle = (ev: SseEvent) => {
-    if (t.ended) return;
-    eventIndex += 1;
-    const written = t.onEvent(ev);
-    if (written) out.push(written);
-  };
-  for (let at = 0; at < bytes.length;) {
-    const size = sizes();
-    splitter.push(bytes.subarray(at, at + size)).forEach(handle);
-    at += size;
-  }
-  splitter.flush().forEach(handle);
-  return { output: Buffer.concat(out).toString('utf8'), t };
-}
+/** Plays a relay through the translator (see helpers/play-translator.ts). */
+const play = (input: string, sizes: () => number, opts: Partial<ConstructorParameters<typeof ChatToMessagesStream>[0]> = {}) => playTranslator(input, sizes, (clock) => translator(opts, clock));
 
 /** The chat chunks of an SSE body, `[DONE]` left out. */
 function chatChunks(body: string): Json[] {

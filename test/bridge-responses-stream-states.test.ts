@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { feed } from './helpers/play-translator.ts';
 import { ChatToResponsesStream } from '../src/bridges/responses/stream.ts';
 import { SseSplitter } from '../src/upstream/sse.ts';
 import {
@@ -39,16 +40,6 @@ function fullChatStream(finish = 'tool_calls'): string[] {
     chunk(undefined, { usage: { prompt_tokens: 120, completion_tokens: 9, total_tokens: 129, prompt_tokens_details: { cached_tokens: 100 }, completion_tokens_details: { reasoning_tokens: 3 } } }), // 9
     'data: [DONE]\n\n',
   ];
-}
-
-function feed(t: ChatToResponsesStream, events: string[]): string {
-  const splitter = new SseSplitter();
-  const out: Buffer[] = [];
-  for (const ev of splitter.push(Buffer.from(events.join('')))) {
-    const bytes = t.onEvent(ev);
-    if (bytes) out.push(bytes);
-  }
-  return Buffer.concat(out).toString('utf8');
 }
 
 const kinds = (frames: ResponsesFrame[]) => frames.map((f) => (f.data.item ? `${f.event}:${f.data.item.type}` : f.event));

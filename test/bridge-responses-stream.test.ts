@@ -6,9 +6,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { play as playTranslator } from './helpers/play-translator.ts';
 import { ChatToResponsesStream, responsesEvent } from '../src/bridges/responses/stream.ts';
 import { deltaFrame } from '../src/bridges/responses/stream-frames.ts';
-import { SseSplitter, type SseEvent } from '../src/upstream/sse.ts';
+import { SseSplitter } from '../src/upstream/sse.ts';
 import { createUsageTap } from '../src/upstream/stream-usage.ts';
 import { assertSameShape } from './fakes/shape.ts';
 import { readFixture, skipWithoutFixtures } from './helpers/fixtures.ts';
@@ -44,27 +45,8 @@ function chunkings(length: number): { name: string; sizes: () => number }[] {
   return [...fixed, { name: 'one chunk', sizes: () => length }, ...random];
 }
 
-/** Plays a relay: splits `input` by `sizes`, feeds every event (stopping at the end marker) and collects the output. */
-function play(input: string, sizes: () => number, opts: Partial<Options> = {}) {
-  let eventIndex = -1;
-  const t = translator(opts, () => eventIndex);
-  const bytes = Buffer.from(input);
-  const splitter = new SseSplitter();
-  const out: Buffer[] = [];
-  const handle = (ev: SseEvent) => {
-    if (t.ended) return;
-    eventIndex += 1;
-    const written = t.onEvent(ev);
-    if (written) out.push(written);
-  };
-  for (let at = 0; at < bytes.length;) {
-    const size = sizes();
-    splitter.push(bytes.subarray(at, at + size)).forEach(handle);
-    at += size;
-  }
-  splitter.flush().forEach(handle);
-  return { output: Buffer.concat(out).toString('utf8'), t };
-}
+/** Plays a relay through the translator (see helpers/play-translator.ts). */
+const play = (input: string, sizes: () => number, opts: Partial<Options> = {}) => playTranslator(input, sizes, (clock) => translator(opts, clock));
 
 /** The gateway's random item ids replaced by their order of appearance, to compare two runs. */
 function withStableIds(body: string): string {
