@@ -28,6 +28,15 @@ const nonNegativeNumber = { type: 'number', minimum: 0 } as const;
 const nonNegativeInteger = { type: 'integer', minimum: 0 } as const;
 const secret = { type: 'string', minLength: 1, hint: 'must be a non-empty string (leave the key out for none)' } as const;
 
+/** One model's prices, USD per million tokens (`cache_*` absent: billed at `input`). */
+const modelPricingSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['input', 'output'],
+  properties: { input: nonNegativeNumber, output: nonNegativeNumber, cache_read: nonNegativeNumber, cache_write: nonNegativeNumber },
+  hint: 'must be {input, output, cache_read?, cache_write?} in USD per million tokens',
+} as const;
+
 const backendSchema = {
   type: 'object',
   additionalProperties: false,
@@ -54,6 +63,12 @@ const backendSchema = {
     responses: { enum: ['native', 'translate'] },
     sampling_defaults: { type: 'object', hint: 'must be a map of request field to default value' },
     reasoning_as_content: { enum: ['think_tags'] },
+    pricing: {
+      type: 'object',
+      propertyNames: { minLength: 1 },
+      additionalProperties: modelPricingSchema,
+      hint: 'must be a map of model id or glob pattern to {input, output, cache_read?, cache_write?} (USD per million tokens)',
+    },
     ...mediaBackendProperties,
   },
 } as const;
@@ -351,6 +366,9 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
   }
   for (const key of COMFY_ONLY) {
     if (b[key] !== undefined && type !== 'comfyui') problems.push({ path: childPath(path, key), message: 'only backends of type comfyui have this option' });
+  }
+  if (b.pricing !== undefined && type === 'comfyui') {
+    problems.push({ path: childPath(path, 'pricing'), message: 'only LLM backends (types openai and anthropic) are priced per token' });
   }
   if (b.prompt_cache !== undefined && type !== 'openai') {
     problems.push({ path: childPath(path, 'prompt_cache'), message: 'only backends of type openai translate cache_control (anthropic backends get it as sent)' });

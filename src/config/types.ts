@@ -3,6 +3,7 @@
  * into this; `config/effective.ts` merges it with the store into the one the app runs on.
  */
 import type { Mapping, Pin, Workflow } from '../media/compiler/types.ts';
+import type { ModelPricing } from '../backends/types.ts';
 
 export type BackendType = 'openai' | 'anthropic' | 'comfyui';
 
@@ -38,6 +39,11 @@ export interface BackendSpec {
   sampling_defaults?: Record<string, unknown>;
   /** `think_tags`: reasoning re-labelled as `<think>…</think>` content for clients that show only content. */
   reasoning_as_content?: 'think_tags';
+  /**
+   * Prices (USD per million tokens) by model id or glob pattern: the exact id, else the longest
+   * matching pattern. Wins over discovered and built-in prices (backends/pricing.ts).
+   */
+  pricing?: Record<string, ModelPricing>;
 
   /**
    * A GPU shared with other backends (e.g. a llama-swap and a ComfyUI on one card): a lease

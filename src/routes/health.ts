@@ -4,6 +4,7 @@
  * for admins.
  */
 import type { BackendState } from '../backends/registry.ts';
+import { pricingReport } from '../backends/pricing.ts';
 import type { ConfigProblem } from '../config/load.ts';
 import type { AliasCollision } from '../routing/resolve.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
@@ -83,6 +84,8 @@ export function fullHealth(view: HealthView) {
       last_type_key: s?.lastTypeKey ?? null,
       discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
       ...(b.spec.type === 'comfyui' ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
+      // where each model's prices come from: config, discovered, built-in or none
+      ...(b.spec.type !== 'comfyui' ? { pricing: pricingReport(b.spec, b.models) } : {}),
     }];
   }));
   return {

@@ -1,0 +1,117 @@
+/**
+ * Which prices a call on a backend's model is billed at, and where they came from. Pure.
+ *
+ * Order, first that has a price wins:
+ * 1. `config`: the backend's `pricing:` (config.yaml, or the store through the admin API /
+ *    console), a map of model id or glob pattern to prices;
+ * 2. `discovered`: what the backend's `/v1/models` publishes (OpenRouter, Together);
+ * 3. `built-in`: price-table.ts, for paid backends of kind openai / anthropic only (OpenAI's and
+ *    Anthropic's own APIs publish no prices);
+ * 4. none: the call is logged with cost 0 (and an upstream-reported cost still counts).
+ *
+ * Within one table the exact model id wins, else the longest matching pattern (`*` any run of
+ * characters, `?` one); equal lengths: the first in the table. The same rule as glob aliases.
+ * A table entry replaces the other sources whole: a config entry without `cache_read` bills
+ * cache reads at its `input` price, not at a discovered cache price (stats/cost.ts).
+ */
+import type { BackendSpec } from '../config/types.ts';
+import { globMatcher, isAliasPattern } from '../routing/aliases.ts';
+import { BUILT_IN_PRICES } from './price-table.ts';
+import type { ModelInfo, ModelPricing } from './types.ts';
+
+export type PriceSource = 'config' | 'discovered' | 'built-in';
+
+export interface ResolvedPrice {
+  pricing: ModelPricing;
+  source: PriceSource;
+  /** The table key that matched (config and built-in): the model id itself or a pattern. */
+  matched?: string;
+}
+
+/** What resolvePrice reads of a backend's spec. */
+export type PricedSpec = Pick<BackendSpec, 'type' | 'paid' | 'pricing'>;
+
+interface CompiledTable {
+  exact: ReadonlyMap<string, ModelPricing>;
+  /** Longest pattern first (a stable sort: equal lengths keep table order). */
+  patterns: readonly { pattern: string; matcher: RegExp; pricing: ModelPricing }[];
+}
+
+function compile(entries: Iterable<readonly [string, ModelPricing]>): CompiledTable {
+  const exact = new Map<string, ModelPricing>();
+  const patterns: { pattern: string; matcher: RegExp; pricing: ModelPricing }[] = [];
+  for (const [key, pricing] of entries) {
+    if (isAliasPattern(key)) patterns.push({ pattern: key, matcher: globMatcher(key), pricing });
+    else if (!exact.has(key)) exact.set(key, pricing);
+  }
+  patterns.sort((a, b) => b.pattern.length - a.pattern.length);
+  return { exact, patterns };
+}
+
+function lookup(table: CompiledTable, model: string): { pricing: ModelPricing; matched: string } | undefined {
+  const hit = table.exact.get(model);
+  if (hit) return { pricing: hit, matched: model };
+  for (const p of table.patterns) if (p.matcher.test(model)) return { pricing: p.pricing, matched: p.pattern };
+  return undefined;
+}
+
+const BUILT_IN = compile(BUILT_IN_PRICES);
+
+/** Compiled once per `pricing:` object (a reload brings new objects; old ones are collected). */
+const compiled = new WeakMap<object, CompiledTable>();
+
+function configTable(pricing: Readonly<Record<string, ModelPricing>>): CompiledTable {
+  let table = compiled.get(pricing);
+  if (!table) {
+    table = compile(Object.entries(pricing));
+    compiled.set(pricing, table);
+  }
+  return table;
+}
+
+/** Backends the built-in table prices: the paid LLM kinds. */
+export function usesBuiltInPrices(spec: PricedSpec): boolean {
+  return spec.paid && (spec.type === 'openai' || spec.type === 'anthropic');
+}
+
+/** The prices of `model` on the backend, or undefined when nothing prices it. */
+export function resolvePrice(spec: PricedSpec, model: string, discovered?: ModelPricing): ResolvedPrice | undefined {
+  const own = spec.pricing ? lookup(configTable(spec.pricing), model) : undefined;
+  if (own) return { pricing: own.pricing, source: 'config', matched: own.matched };
+  if (discovered) return { pricing: discovered, source: 'discovered' };
+  const builtIn = usesBuiltInPrices(spec) ? lookup(BUILT_IN, model) : undefined;
+  if (builtIn) return { pricing: builtIn.pricing, source: 'built-in', matched: builtIn.matched };
+  return undefined;
+}
+
+/** One model's prices as /health and the console show them. */
+export type ModelPriceView =
+  | ({ source: PriceSource; matched?: string } & ModelPricing)
+  | { source: 'none' };
+
+export type PriceSourceCounts = Record<PriceSource | 'none', number>;
+
+export interface PricingReport {
+  /** How many of the backend's models take their prices from each source. */
+  sources: PriceSourceCounts;
+  /** Per model id. */
+  models: Record<string, ModelPriceView>;
+}
+
+export function priceView(spec: PricedSpec, model: ModelInfo): ModelPriceView {
+  const resolved = resolvePrice(spec, model.id, model.pricing);
+  if (!resolved) return { source: 'none' };
+  return { source: resolved.source, ...resolved.pricing, ...(resolved.matched ? { matched: resolved.matched } : {}) };
+}
+
+/** Where each of the backend's models gets its prices, with the counts per source. */
+export function pricingReport(spec: PricedSpec, models: readonly ModelInfo[]): PricingReport {
+  const sources: PriceSourceCounts = { config: 0, discovered: 0, 'built-in': 0, none: 0 };
+  const byModel: Record<string, ModelPriceView> = {};
+  for (const m of models) {
+    const view = priceView(spec, m);
+    sources[view.source]++;
+    byModel[m.id] = view;
+  }
+  return { sources, models: byModel };
+}
