@@ -6,6 +6,7 @@
 import { writeJson } from '../media/compiler/index.ts';
 import { keyHint } from '../auth/keys.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
+import { pricingReport, type PricingReport } from '../backends/pricing.ts';
 import type { BackendError } from '../backends/types.ts';
 import { RESTART_ONLY_KEYS } from '../config/defaults.ts';
 import { STORE_SETTING_KEYS } from '../config/effective.ts';
@@ -104,6 +105,8 @@ export interface BackendView {
   group?: string;
   /** ComfyUI: counts of what its /object_info offers. */
   inventory?: InventoryCounts;
+  /** LLM backends: where each model's prices come from (config, discovered, built-in, none). */
+  prices?: PricingReport;
 }
 
 /** `sk-…abcd`: at most the last 4 characters, fewer for short keys (none under 8). */
@@ -194,6 +197,7 @@ export function backendsView(v: BackendViewInputs): BackendView[] {
     if (spec.gpu_group) view.group = spec.gpu_group;
     const inv = spec.type === 'comfyui' ? v.inventory(spec.name) : undefined;
     if (inv) view.inventory = inventoryCounts(inv);
+    if (spec.type !== 'comfyui') view.prices = pricingReport(spec, live?.models ?? []);
     return view;
   });
 }

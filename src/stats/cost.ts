@@ -8,6 +8,8 @@
  *   `cache_creation_input_tokens`.
  * The call log stores the OpenAI convention (prompt = every input token, cached ones
  * included), which is what `usageFromOpenAI` / `usageFromAnthropic` (upstream/usage.ts) return.
+ * The pricing is the one backends/pricing.ts resolves: the backend's `pricing:`, else the prices
+ * its /v1/models publishes, else the built-in table (paid openai / anthropic backends).
  */
 import type { ModelPricing } from '../backends/types.ts';
 

@@ -5,6 +5,7 @@
  */
 import type { BackendView, MaskedBackendSpec } from '../admin/config-service.ts';
 import type { BackendType } from '../config/types.ts';
+import type { ModelPriceView, PricingReport } from '../backends/pricing.ts';
 
 export type BackendState = 'up' | 'down' | 'draining' | 'disabled' | 'pending';
 
@@ -30,6 +31,17 @@ export interface BackendRow {
   host?: string;
   group?: string;
   discoveredAt?: number;
+  /** LLM backends: where their models' prices come from. */
+  prices?: RowPrices;
+}
+
+/** What the Cost column says of a backend's prices. */
+export interface RowPrices {
+  /** Sources in a fixed order (config, discovered, built-in, none), those with models only. */
+  counts: { source: ModelPriceView['source']; models: number }[];
+  /** The first PRICE_PREVIEW models, each with its prices' source; the rest is counted. */
+  models: ({ id: string } & ModelPriceView)[];
+  more: number;
 }
 
 export interface BackendsModel {
@@ -40,6 +52,17 @@ export interface BackendsModel {
 
 /** Model ids shown on a row; the rest is counted. */
 export const MODEL_PREVIEW = 4;
+
+/** Models listed in a row's price details (all of them are in /health). */
+export const PRICE_PREVIEW = 50;
+
+export function rowPrices(report: PricingReport): RowPrices {
+  const order = ['config', 'discovered', 'built-in', 'none'] as const;
+  const counts = order.filter((s) => report.sources[s] > 0).map((source) => ({ source, models: report.sources[source] }));
+  const all = Object.entries(report.models);
+  const models = all.slice(0, PRICE_PREVIEW).map(([id, view]) => ({ id, ...view }));
+  return { counts, models, more: all.length - models.length };
+}
 
 export function stateOf(b: BackendView): BackendState {
   if (!b.enabled) return 'disabled';
@@ -60,6 +83,7 @@ export function backendRow(b: BackendView): BackendRow {
   if (b.spec.host) row.host = b.spec.host;
   if (b.group) row.group = b.group;
   if (b.discoveredAt !== undefined) row.discoveredAt = b.discoveredAt;
+  if (b.prices && b.models > 0) row.prices = rowPrices(b.prices);
   return row;
 }
 
