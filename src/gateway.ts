@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
-import { resolvePrice } from './backends/pricing.ts';
+import { callPricing } from './backends/pricing.ts';
 import type { ConfigProblem } from './config/load.ts';
 import { computeEffectiveConfig } from './config/effective.ts';
 import { gpuGroupSettings, RESTART_ONLY_KEYS } from './config/defaults.ts';
@@ -252,8 +252,8 @@ export class Gateway {
    */
   recordOutcome(o: CallOutcome): void {
     const backend = o.backend ? this.registry.get(o.backend) : undefined;
-    const price = backend && o.model ? resolvePrice(backend.spec, o.model, backend.modelsById.get(o.model)?.pricing) : undefined;
-    const rec = toCallRecord(o, { pricing: price?.pricing, paid: backend?.spec.paid ?? false }, this.effective.capture_bodies);
+    const pricing = callPricing(backend, o.model);
+    const rec = toCallRecord(o, { pricing, paid: backend?.spec.paid ?? false }, this.effective.capture_bodies);
     this.callLog.record(rec);
     this.metrics.observeCall(rec);
   }

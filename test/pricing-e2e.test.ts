@@ -13,9 +13,15 @@ import { waitFor } from './helpers/wait.ts';
 const MASTER = 'master-key-0123456789';
 const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
 type After = { after: (fn: () => Promise<void>) => void };
+type ChatUsage = { prompt_tokens: number; completion_tokens: number };
+type HealthPricing = { sources: Record<string, number>; models: Record<string, any> };
 
 /** USD per million tokens × tokens, the way a provider bills it. */
 const usd = (pairs: [tokens: number, perMillion: number][]) => pairs.reduce((sum, [n, p]) => sum + n * p, 0) / 1e6;
+
+/** A chat answer's tokens at these input and output prices. */
+const billed = (u: ChatUsage | undefined, input: number, output: number) =>
+  usd([[u!.prompt_tokens, input], [u!.completion_tokens, output]]);
 
 function assertUsd(actual: number, expected: number, what: string): void {
   assert.ok(expected > 0, `${what}: the expected cost is not zero`);
@@ -27,7 +33,7 @@ async function chat(gw: TestGateway, model: string, key = MASTER) {
     method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'word '.repeat(40) }] }),
   });
-  const body = await res.json() as { usage?: { prompt_tokens: number; completion_tokens: number }; error?: { code?: string } };
+  const body = await res.json() as { usage?: ChatUsage; error?: { code?: string } };
   return { status: res.status, body };
 }
 
@@ -40,7 +46,7 @@ async function lastRow(gw: TestGateway, backend: string, count: number) {
 async function health(gw: TestGateway) {
   const res = await fetch(`${gw.url}/health`, { headers: admin });
   assert.equal(res.status, 200);
-  return await res.json() as { backends: Record<string, { pricing?: { sources: Record<string, number>; models: Record<string, any> } }> };
+  return await res.json() as { backends: Record<string, { pricing?: HealthPricing }> };
 }
 
 describe('pricing', () => {
@@ -52,24 +58,26 @@ describe('pricing', () => {
     const a = await chat(gw, 'oai/gpt-4o');
     assert.equal(a.status, 200);
     const rowA = await lastRow(gw, 'oai', 1);
-    assertUsd(rowA.cost_usd, usd([[a.body.usage!.prompt_tokens, 2.5], [a.body.usage!.completion_tokens, 10]]), 'gpt-4o');
+    assertUsd(rowA.cost_usd, billed(a.body.usage, 2.5, 10), 'gpt-4o');
 
     const b = await chat(gw, 'oai/gpt-4o-mini-2024-07-18');
     const rowB = await lastRow(gw, 'oai', 2);
     assert.equal(rowB.model, 'gpt-4o-mini-2024-07-18');
-    assertUsd(rowB.cost_usd, usd([[b.body.usage!.prompt_tokens, 0.15], [b.body.usage!.completion_tokens, 0.6]]), 'a dated snapshot');
+    assertUsd(rowB.cost_usd, billed(b.body.usage, 0.15, 0.6), 'a dated snapshot');
 
     const h = (await health(gw)).backends.oai.pricing!;
     assert.deepEqual(h.sources, { config: 0, discovered: 0, 'built-in': 2, none: 1 });
-    assert.deepEqual(h.models['gpt-4o'], { source: 'built-in', input: 2.5, output: 10, cache_read: 1.25, matched: 'gpt-4o' });
+    const gpt4o = { source: 'built-in', input: 2.5, output: 10, cache_read: 1.25, matched: 'gpt-4o' };
+    assert.deepEqual(h.models['gpt-4o'], gpt4o);
     assert.equal(h.models['gpt-4o-mini-2024-07-18'].matched, 'gpt-4o-mini-20??-??-??');
     assert.deepEqual(h.models['gpt-4o-audio-preview'], { source: 'none' }, 'a variant priced otherwise is not guessed');
   });
 
-  test('an Anthropic backend is billed at the built-in price, cache reads and writes at their own', async (t: After) => {
+  test('an Anthropic backend is billed at the built-in price, cache reads and writes at theirs', async (t: After) => {
     const claude = await startAnthropicFake({ knobs: { cacheReadTokens: 1200, cacheWriteTokens: 300 } });
     const gw = await startGateway(
-      [{ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }], { api_key: MASTER },
+      [{ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }],
+      { api_key: MASTER },
     );
     t.after(async () => { await gw.close(); await claude.close(); });
     const res = await fetch(`${gw.url}/v1/messages`, {
@@ -85,7 +93,8 @@ describe('pricing', () => {
     assert.equal(u.cache_read_input_tokens, 1200);
     const row = await lastRow(gw, 'claude', 1);
     assertUsd(row.cost_usd, usd([
-      [u.input_tokens, 3], [u.cache_read_input_tokens, 0.3], [u.cache_creation_input_tokens, 3.75], [u.output_tokens, 15],
+      [u.input_tokens, 3], [u.cache_read_input_tokens, 0.3], [u.cache_creation_input_tokens, 3.75],
+      [u.output_tokens, 15],
     ]), 'claude-sonnet-4-5');
 
     const h = (await health(gw)).backends.claude.pricing!;
@@ -109,16 +118,17 @@ describe('pricing', () => {
     const r = await chat(gw, `tg/${id}`);
     assert.equal(r.status, 200);
     const row = await lastRow(gw, 'tg', 1);
-    assertUsd(row.cost_usd, usd([[r.body.usage!.prompt_tokens, 1], [r.body.usage!.completion_tokens, 2]]), 'the longer pattern');
+    assertUsd(row.cost_usd, billed(r.body.usage, 1, 2), 'the longer pattern');
 
     const h = (await health(gw)).backends.tg.pricing!;
-    assert.deepEqual(h.models[id], { source: 'config', input: 1, output: 2, cache_read: 0.5, matched: 'acme/Llama-3-70B*' });
+    const longer = { source: 'config', input: 1, output: 2, cache_read: 0.5, matched: 'acme/Llama-3-70B*' };
+    assert.deepEqual(h.models[id], longer);
     for (const [model, view] of Object.entries(h.models)) {
       if (model !== id) assert.deepEqual(view, { source: 'config', input: 7, output: 11, matched: 'acme/*' }, model);
     }
   });
 
-  test('a configured price on a model that discovery prices nowhere, on a free backend the cost stays 0', async (t: After) => {
+  test('a configured price on a model nothing else prices; on a free backend the cost stays 0', async (t: After) => {
     const box = await startFake('vllm', { models: ['gpt-4o', 'local-model'] });
     const gw = await startGateway([
       { name: 'paid', url: box.url, paid: true, pricing: { 'local-*': { input: 4, output: 8 } } },
@@ -126,7 +136,7 @@ describe('pricing', () => {
     ], { api_key: MASTER });
     t.after(async () => { await gw.close(); await box.close(); });
     const r = await chat(gw, 'paid/local-model');
-    assertUsd((await lastRow(gw, 'paid', 1)).cost_usd, usd([[r.body.usage!.prompt_tokens, 4], [r.body.usage!.completion_tokens, 8]]), 'config');
+    assertUsd((await lastRow(gw, 'paid', 1)).cost_usd, billed(r.body.usage, 4, 8), 'config');
     assert.equal((await chat(gw, 'free/gpt-4o')).status, 200);
     assert.equal((await lastRow(gw, 'free', 1)).cost_usd, 0, 'a free backend costs nothing whatever its prices');
     const h = await health(gw);
@@ -145,7 +155,7 @@ describe('pricing', () => {
     const user = await created.json() as { key: string };
     const first = await chat(gw, 'oai/gpt-5', user.key);
     assert.equal(first.status, 200);
-    const spent = usd([[first.body.usage!.prompt_tokens, 1.25], [first.body.usage!.completion_tokens, 10]]);
+    const spent = billed(first.body.usage, 1.25, 10);
     assert.ok(spent > 0.00001, `the first call (${spent} USD) spends the whole budget`);
     await lastRow(gw, 'oai', 1);
     const second = await chat(gw, 'oai/gpt-5', user.key);

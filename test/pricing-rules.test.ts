@@ -18,19 +18,21 @@ const spec = (over: Partial<PricedSpec> = {}): PricedSpec => ({ type: 'openai', 
 
 describe('resolvePrice', () => {
   test('the exact id beats every pattern; else the longest pattern; equal lengths: the first', () => {
-    const pricing = { 'gpt-*': p(1, 1), 'gpt-4o*': p(2, 2), 'gpt-4o': p(3, 3), 'gpt-?o*': p(4, 4), 'x*': p(5, 5), 'y*': p(6, 6) };
+    const pricing = { 'gpt-*': p(1, 1), 'gpt-4o*': p(2, 2), 'gpt-4o': p(3, 3), 'gpt-?o*': p(4, 4), 'x*': p(5, 5) };
     const s = spec({ pricing });
     assert.deepEqual(resolvePrice(s, 'gpt-4o'), { pricing: p(3, 3), source: 'config', matched: 'gpt-4o' });
-    assert.deepEqual(resolvePrice(s, 'gpt-4o-mini')?.matched, 'gpt-4o*', 'longer than gpt-?o* by nothing: the first wins');
+    assert.equal(resolvePrice(s, 'gpt-4o-mini')?.matched, 'gpt-4o*', 'as long as gpt-?o*: the first wins');
     assert.deepEqual(resolvePrice(s, 'gpt-5')?.pricing, p(1, 1));
-    assert.equal(resolvePrice(spec({ pricing: { 'a*': p(1, 1), '*b': p(2, 2) } }), 'ab')?.matched, 'a*', 'equal lengths: table order');
-    assert.equal(resolvePrice(spec({ pricing: { '*b': p(2, 2), 'a*': p(1, 1) } }), 'ab')?.matched, '*b');
+    const first = (pricing: Record<string, ReturnType<typeof p>>) => resolvePrice(spec({ pricing }), 'ab')?.matched;
+    assert.equal(first({ 'a*': p(1, 1), '*b': p(2, 2) }), 'a*', 'equal lengths: table order');
+    assert.equal(first({ '*b': p(2, 2), 'a*': p(1, 1) }), '*b');
   });
 
   test('config beats discovered beats built-in; the built-in table only for paid LLM kinds', () => {
     const discovered = p(9, 9);
     assert.equal(resolvePrice(spec({ pricing: { '*': p(1, 1) } }), 'gpt-4o', discovered)?.source, 'config');
-    assert.deepEqual(resolvePrice(spec({ pricing: { 'other': p(1, 1) } }), 'gpt-4o', discovered), { pricing: discovered, source: 'discovered' });
+    const elsewhere = spec({ pricing: { other: p(1, 1) } });
+    assert.deepEqual(resolvePrice(elsewhere, 'gpt-4o', discovered), { pricing: discovered, source: 'discovered' });
     assert.equal(resolvePrice(spec(), 'gpt-4o')?.source, 'built-in');
     assert.equal(resolvePrice(spec({ type: 'anthropic' }), 'claude-haiku-4-5')?.pricing.input, 1);
     assert.equal(resolvePrice(spec({ paid: false }), 'gpt-4o'), undefined, 'a free box serving a model called gpt-4o');
@@ -72,7 +74,8 @@ describe('resolvePrice', () => {
 });
 
 describe('pricing: in config.yaml and the admin API', () => {
-  const backend = (pricing: unknown, type = 'openai') => ({ backends: [{ name: 'b', url: 'http://10.0.0.1:8080', type, pricing }] });
+  const URL_ = 'http://10.0.0.1:8080';
+  const backend = (pricing: unknown, type = 'openai') => ({ backends: [{ name: 'b', url: URL_, type, pricing }] });
 
   test('config.yaml: a valid table passes; a bad one is refused with its key path', () => {
     const ok = validateConfig(backend({ 'gpt-*': { input: 1, output: 2, cache_read: 0.1, cache_write: 1.25 } }));
@@ -85,15 +88,16 @@ describe('pricing: in config.yaml and the admin API', () => {
       assert.ok(paths.includes(path), `${path} in ${JSON.stringify(bad.problems)}`);
     }
     const flat = validateConfig(backend({ input: 3, output: 15 }));
-    assert.ok(!flat.ok && flat.problems.some((x) => x.path === 'backends[0].pricing.input'), 'prices must be keyed by model');
+    const keyed = !flat.ok && flat.problems.some((x) => x.path === 'backends[0].pricing.input');
+    assert.ok(keyed, 'prices must be keyed by model');
     const comfy = validateConfig(backend({ '*': { input: 1, output: 1 } }, 'comfyui'));
     assert.ok(!comfy.ok && comfy.problems.some((x) => x.path === 'backends[0].pricing'), JSON.stringify(comfy));
   });
 
   test('validateBackend (the console / admin API) takes the same rules', () => {
     const v = createConfigValidator();
-    assert.ok(v.validateBackend({ name: 'b', url: 'http://10.0.0.1:8080', pricing: { '*': { input: 1, output: 2 } } }).ok);
-    const bad = v.validateBackend({ name: 'b', url: 'http://10.0.0.1:8080', pricing: { '*': { input: 1 } } });
+    assert.ok(v.validateBackend({ name: 'b', url: URL_, pricing: { '*': { input: 1, output: 2 } } }).ok);
+    const bad = v.validateBackend({ name: 'b', url: URL_, pricing: { '*': { input: 1 } } });
     assert.ok(!bad.ok && bad.problems.some((x) => x.path === 'pricing["*"].output'), JSON.stringify(bad));
   });
 
@@ -103,12 +107,14 @@ describe('pricing: in config.yaml and the admin API', () => {
     const gw = await startGateway([], { api_key: MASTER });
     t.after(async () => { await gw.close(); await box.close(); });
     const api = adminApi(() => gw.url, MASTER);
-    const refused = await api('POST', '/admin/api/backends', { name: 'cloud', url: box.url, paid: true, pricing: { 'house-*': { input: 'x', output: 1 } } });
+    const body = { name: 'cloud', url: box.url, paid: true };
+    const typo = { 'house-*': { input: 'x', output: 1 } };
+    const refused = await api('POST', '/admin/api/backends', { ...body, pricing: typo });
     assert.equal(refused.status, 400);
     assert.equal(refused.json.error.param, 'pricing["house-*"].input');
 
     const pricing = { 'house-*': { input: 2, output: 6 } };
-    assert.equal((await api('POST', '/admin/api/backends', { name: 'cloud', url: box.url, paid: true, pricing })).status, 201);
+    assert.equal((await api('POST', '/admin/api/backends', { ...body, pricing })).status, 201);
     assert.deepEqual((await api('GET', '/admin/api/backends/cloud')).json.spec.pricing, pricing, 'stored and shown');
     await waitFor(() => gw.gateway.registry.get('cloud')?.healthy === true, 'discovered');
     const res = await fetch(`${gw.url}/v1/chat/completions`, {

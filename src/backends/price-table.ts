@@ -28,7 +28,7 @@ type Row = readonly [input: number, output: number, cacheRead: number, cacheWrit
 const price = ([input, output, cache_read, cache_write]: Row): ModelPricing =>
   cache_write === undefined ? { input, output, cache_read } : { input, output, cache_read, cache_write };
 
-// ── Anthropic: [input, output, cache read, 5-minute cache write] ─────────────────────────────
+// ── Anthropic: [input, output, cache read, 5-minute cache write]
 const OPUS_4_0: Row = [15, 75, 1.5, 18.75];
 const OPUS_4_5: Row = [5, 25, 0.5, 6.25];
 const ANTHROPIC: readonly (readonly [string, Row])[] = [
@@ -49,7 +49,7 @@ const ANTHROPIC: readonly (readonly [string, Row])[] = [
   ['claude-3-haiku*', [0.25, 1.25, 0.03, 0.3]],
 ];
 
-// ── OpenAI: [input, output, cached input] ────────────────────────────────────────────────────
+// ── OpenAI: [input, output, cached input]
 const OPENAI: readonly (readonly [string, Row])[] = [
   ['gpt-5.5', [5, 30, 0.5]],
   ['gpt-5.4', [2.5, 15, 0.25]],

@@ -84,6 +84,15 @@ export function resolvePrice(spec: PricedSpec, model: string, discovered?: Model
   return undefined;
 }
 
+/** The prices a call's log row is costed at: `model` as the backend knows it. */
+export function callPricing(
+  backend: { spec: PricedSpec; modelsById: ReadonlyMap<string, ModelInfo> } | undefined,
+  model: string | null | undefined,
+): ModelPricing | undefined {
+  if (!backend || !model) return undefined;
+  return resolvePrice(backend.spec, model, backend.modelsById.get(model)?.pricing)?.pricing;
+}
+
 /** One model's prices as /health and the console show them. */
 export type ModelPriceView =
   | ({ source: PriceSource; matched?: string } & ModelPricing)

@@ -33,7 +33,9 @@ const modelPricingSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['input', 'output'],
-  properties: { input: nonNegativeNumber, output: nonNegativeNumber, cache_read: nonNegativeNumber, cache_write: nonNegativeNumber },
+  properties: {
+    input: nonNegativeNumber, output: nonNegativeNumber, cache_read: nonNegativeNumber, cache_write: nonNegativeNumber,
+  },
   hint: 'must be {input, output, cache_read?, cache_write?} in USD per million tokens',
 } as const;
 
@@ -67,7 +69,8 @@ const backendSchema = {
       type: 'object',
       propertyNames: { minLength: 1 },
       additionalProperties: modelPricingSchema,
-      hint: 'must be a map of model id or glob pattern to {input, output, cache_read?, cache_write?} (USD per million tokens)',
+      hint: 'must be a map of model id or glob pattern to {input, output, cache_read?, cache_write?} '
+        + '(USD per million tokens)',
     },
     ...mediaBackendProperties,
   },
@@ -368,7 +371,8 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
     if (b[key] !== undefined && type !== 'comfyui') problems.push({ path: childPath(path, key), message: 'only backends of type comfyui have this option' });
   }
   if (b.pricing !== undefined && type === 'comfyui') {
-    problems.push({ path: childPath(path, 'pricing'), message: 'only LLM backends (types openai and anthropic) are priced per token' });
+    const message = 'only LLM backends (types openai and anthropic) are priced per token';
+    problems.push({ path: childPath(path, 'pricing'), message });
   }
   if (b.prompt_cache !== undefined && type !== 'openai') {
     problems.push({ path: childPath(path, 'prompt_cache'), message: 'only backends of type openai translate cache_control (anthropic backends get it as sent)' });

@@ -76,8 +76,10 @@ export const FIELD_GROUPS: readonly FieldGroup[] = [
       { key: 'max_concurrent', label: 'Max concurrent', kind: 'number', integer: true, types: ALL_TYPES, placeholder: 'global default', hint: 'In-flight cap; 0 = unlimited; blank = the global max_concurrent (ComfyUI: 1).' },
       { key: 'paid', label: 'Paid', kind: 'check', explicit: true, types: ALL_TYPES, hint: 'Costs money: used only when no free backend can take the call.' },
       {
-        key: 'pricing', label: 'Prices', kind: 'json', types: LLM, placeholder: '{"gpt-4o*": {"input": 2.5, "output": 10, "cache_read": 1.25}}',
-        hint: 'JSON: USD per million tokens by model id or glob (the exact id, else the longest pattern). Wins over the prices the backend lists and the built-in table.',
+        key: 'pricing', label: 'Prices', kind: 'json', types: LLM,
+        placeholder: '{"gpt-4o*": {"input": 2.5, "output": 10, "cache_read": 1.25}}',
+        hint: 'JSON: USD per million tokens by model id or glob (the exact id, else the longest pattern). '
+          + 'Wins over the prices the backend lists and the built-in table.',
       },
       { key: 'host', label: 'Host', kind: 'text', types: ALL_TYPES, placeholder: 'gpu1', hint: 'Label of the physical machine; backends on one host share a GPU.' },
       { key: 'gpu_group', label: 'GPU group', kind: 'text', types: ALL_TYPES, placeholder: 'gpu1', hint: 'A GPU shared with other backends: a call or job also needs a free slot on the group.' },

@@ -58,7 +58,8 @@ export const PRICE_PREVIEW = 50;
 
 export function rowPrices(report: PricingReport): RowPrices {
   const order = ['config', 'discovered', 'built-in', 'none'] as const;
-  const counts = order.filter((s) => report.sources[s] > 0).map((source) => ({ source, models: report.sources[source] }));
+  const counts = order.filter((s) => report.sources[s] > 0)
+    .map((source) => ({ source, models: report.sources[source] }));
   const all = Object.entries(report.models);
   const models = all.slice(0, PRICE_PREVIEW).map(([id, view]) => ({ id, ...view }));
   return { counts, models, more: all.length - models.length };
