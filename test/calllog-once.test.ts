@@ -1,0 +1,205 @@
+/**
+ * The call log counts each call once, over real sockets: a soak of a few hundred calls on
+ * chat completions, Anthropic messages and Responses (streamed or not, some in the background),
+ * against a backend with two slots, so most of them park. The client hangs up at random: before
+ * the gateway dispatched the call, while it is parked, while it streams; some calls are refused
+ * (unknown model), some wait past the park time, some of them after a keep-alive opened their
+ * stream. Once every call has ended, the call log holds exactly one row per call, no request id
+ * twice, and the quota counter counts each call that reached the scheduler once.
+ */
+import assert from 'node:assert/strict';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { describe, test } from 'node:test';
+import { startOfUtcDay } from '../src/stats/period.ts';
+import { countsTowardQuota } from '../src/stats/quota.ts';
+import { startFake } from './fakes/index.ts';
+import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import { prng } from './helpers/prng.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const MASTER = 'master-key-0123456789';
+const CALLS = 320;
+const WORKERS = 16;
+
+type Endpoint = 'chat' | 'messages' | 'responses' | 'background';
+/** When the client hangs up: never, soon after sending (before dispatch or while parked), after the first bytes. */
+type Fate = 'complete' | 'early' | 'parked' | 'streaming' | 'unknown_model';
+
+interface Plan {
+  id: string;
+  endpoint: Endpoint;
+  stream: boolean;
+  fate: Fate;
+  /** A call to the slow backend, whose short park time runs out for most of them. */
+  slow: boolean;
+  /** Ms after the request was sent that an early or parked hang-up happens. */
+  delayMs: number;
+}
+
+function planCalls(seed: number): Plan[] {
+  const random = prng(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+  return Array.from({ length: CALLS }, (_, i) => {
+    const endpoint = random() < 0.06 ? 'background' : pick(['chat', 'messages', 'responses'] as const);
+    const r = random();
+    const fate: Fate = r < 0.04 ? 'unknown_model' : r < 0.14 ? 'early' : r < 0.36 ? 'parked' : r < 0.5 ? 'streaming' : 'complete';
+    const stream = endpoint === 'background' ? false : fate === 'streaming' ? true : random() < 0.5;
+    const delayMs = fate === 'early' ? Math.floor(random() * 3) : 20 + Math.floor(random() * 400);
+    return { id: `soak-${seed}-${i}`, endpoint, stream, fate, delayMs, slow: endpoint !== 'background' && random() < 0.12 };
+  });
+}
+
+function requestOf(plan: Plan, key: string): { path: string; headers: Record<string, string>; body: string } {
+  const model = plan.fate === 'unknown_model' ? 'nope/none' : plan.slow ? 's/m' : 'v/m';
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': plan.id };
+  const text = `call ${plan.id}`;
+  if (plan.endpoint === 'messages') {
+    Object.assign(headers, { 'x-api-key': key, 'anthropic-version': '2023-06-01' });
+    return { path: '/v1/messages', headers, body: JSON.stringify({ model, max_tokens: 64, stream: plan.stream, messages: [{ role: 'user', content: text }] }) };
+  }
+  headers.authorization = `Bearer ${key}`;
+  if (plan.endpoint === 'chat') {
+    return { path: '/v1/chat/completions', headers, body: JSON.stringify({ model, stream: plan.stream, messages: [{ role: 'user', content: text }] }) };
+  }
+  const background = plan.endpoint === 'background';
+  return { path: '/v1/responses', headers, body: JSON.stringify({ model, stream: plan.stream, background, input: text }) };
+}
+
+/**
+ * One call on its own connection: sends the whole request, then hangs up as planned, else reads
+ * the answer to the end. Resolves with the status (0 when the client hung up before a head came)
+ * and, for a background create, the response id.
+ */
+function send(url: string, plan: Plan, key: string): Promise<{ status: number; responseId?: string }> {
+  const { path, headers, body } = requestOf(plan, key);
+  const target = new URL(path, url);
+  return new Promise((resolve, reject) => {
+    let status = 0;
+    let hungUp = false;
+    const req = httpRequest({ host: target.hostname, port: target.port, path, method: 'POST', headers, agent: false });
+    const hangUp = () => {
+      if (hungUp) return;
+      hungUp = true;
+      req.destroy();
+      resolve({ status });
+    };
+    req.on('error', (err) => (hungUp ? undefined : reject(err)));
+    req.on('response', (res: IncomingMessage) => {
+      status = res.statusCode ?? 0;
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        // keep-alive comments come while the call is parked: hang up on the first event of the answer
+        if (plan.fate === 'streaming' && /^(data|event):/m.test(chunk.toString('utf8'))) hangUp();
+      });
+      res.on('error', () => undefined);
+      res.on('end', () => {
+        if (hungUp) return;
+        hungUp = true;
+        const text = Buffer.concat(chunks).toString('utf8');
+        const responseId = plan.endpoint === 'background' && status === 200 ? (JSON.parse(text) as { id: string }).id : undefined;
+        resolve({ status, responseId });
+      });
+    });
+    // the request is on the wire before any hang-up, so the gateway sees every call
+    req.end(body, () => {
+      if (plan.fate === 'early' || plan.fate === 'parked') setTimeout(hangUp, plan.delayMs);
+    });
+  });
+}
+
+/** Sends every call, `WORKERS` at a time; a background run planned to end early is cancelled instead. */
+async function soak(gw: TestGateway, plans: Plan[], key: string): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < plans.length) {
+      const plan = plans[next++];
+      const { responseId } = await send(gw.url, plan, key);
+      if (!responseId || (plan.fate !== 'early' && plan.fate !== 'parked')) continue;
+      await new Promise((r) => setTimeout(r, plan.delayMs));
+      const cancel = await fetch(`${gw.url}/v1/responses/${responseId}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+      await cancel.text();
+    }
+  };
+  await Promise.all(Array.from({ length: WORKERS }, worker));
+}
+
+/** Nothing parked, nothing in flight, no background run left: every call has ended. */
+function settled(gw: TestGateway): boolean {
+  const snap = gw.gateway.scheduler.snapshot();
+  return snap.parked.length === 0 && snap.backends.every((b) => b.inflight === 0);
+}
+
+describe('the call log counts each call once', () => {
+  test('a soak with hang-ups before dispatch, while parked and while streaming: one row per call', async (t) => {
+    const fake = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 15, tokensPerSecond: 400, chunkCount: 12 } });
+    const slow = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 500, chunkCount: 2 } });
+    const gw = await startGateway([{ name: 'v', url: fake.url, max_concurrent: 2 }, { name: 's', url: slow.url, max_concurrent: 1 }], {
+      api_key: MASTER,
+      park_timeout_s: 5,
+      // the slow backend's calls wait past their park time, some after a keep-alive opened their stream
+      alias_park: { 's/m': 0.35 },
+      stream_keepalive_s: 0.15,
+      async_park_timeout_s: 30,
+      max_parked: 1000,
+    });
+    t.after(async () => { await gw.close(); await fake.close(); await slow.close(); });
+    const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
+    const created = await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'soak' }) });
+    const user = await created.json() as { id: number; key: string };
+    const plans = planCalls(18);
+    const log = gw.gateway.callLog;
+
+    await soak(gw, plans, user.key);
+    await waitFor(() => settled(gw) && log.recent({ limit: 1000 }).length >= CALLS, 'every call ended and on record', 15_000);
+    await new Promise((r) => setTimeout(r, 300)); // a late second row of any call would show by now
+    await log.flush();
+
+    const rows = log.recent({ limit: 1000 });
+    const ids = rows.map((r) => r.request_id);
+    const repeated = [...new Set(ids.filter((id, i) => ids.indexOf(id) !== i))];
+    assert.deepEqual(repeated, [], 'no request id appears twice');
+    assert.equal(rows.length, CALLS, 'one row per call sent');
+    // every foreground call is on record under its own id; each background run is the gateway's own call
+    const foreground = plans.filter((p) => p.endpoint !== 'background').map((p) => p.id);
+    const logged = new Set(ids);
+    assert.deepEqual(foreground.filter((id) => !logged.has(id)), [], 'every foreground call has its row');
+    const backgroundRows = rows.filter((r) => !foreground.includes(r.request_id));
+    assert.equal(backgroundRows.length, plans.length - foreground.length, 'one row per background run');
+    assert.ok(backgroundRows.some((r) => r.status === 499), 'some background runs were cancelled');
+
+    // the soak did take every path: parked hang-ups (499 with no backend), stream hang-ups, park timeouts
+    const byReason = (reason: string) => rows.filter((r) => r.reason === reason).length;
+    { const m = new Map<string, number>(); for (const r of rows) { const k = `${r.status} ${r.reason} ${r.backend}`; m.set(k, (m.get(k) ?? 0) + 1); } console.log(JSON.stringify([...m])); }
+    assert.ok(byReason('client_closed_while_parked') > 0, 'some calls were abandoned while parked');
+    assert.ok(rows.some((r) => r.status === 499 && r.backend === 'v'), 'some calls were abandoned while answered');
+    assert.ok(byReason('park_timeout') > 0, 'some calls waited past the park time');
+    assert.ok(byReason('unknown_model') > 0, 'some calls were refused at the gate');
+    assert.ok(rows.filter((r) => r.status === 200).length > CALLS / 4, 'many calls were answered');
+
+    // the quota counter counts each call that reached the scheduler once
+    const counted = rows.filter((r) => countsTowardQuota(r)).length;
+    assert.equal(log.quotas.requestsSince(user.id, startOfUtcDay(Date.now())), counted, 'quota counter == calls past the gate');
+  });
+
+  test('a streamed call refused after a keep-alive opened its stream has one row', async (t) => {
+    const fake = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 900 } });
+    const gw = await startGateway([{ name: 'v', url: fake.url, max_concurrent: 1 }], { park_timeout_s: 0.4, stream_keepalive_s: 0.1 });
+    t.after(async () => { await gw.close(); await fake.close(); });
+    const post = (id: string, stream: boolean) => fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id },
+      body: JSON.stringify({ model: 'v/m', stream, messages: [{ role: 'user', content: 'x' }] }),
+    });
+    const busy = post('busy', false);
+    await waitFor(() => fake.requests.length === 1, 'the slot is taken');
+    const parked = await post('parked', true);
+    assert.equal(parked.status, 200, 'a keep-alive opened the stream');
+    const text = await parked.text();
+    assert.match(text, /park_timeout|stayed busy/, 'the refusal came as an event');
+    await (await busy).text();
+    await waitFor(() => settled(gw), 'every call ended');
+    await new Promise((r) => setTimeout(r, 100));
+    const rows = gw.gateway.callLog.recent({ limit: 100 });
+    assert.deepEqual(rows.map((r) => `${r.request_id} ${r.status} ${r.reason}`).sort(), ['busy 200 null', 'parked 503 park_timeout']);
+  });
+});
