@@ -10,11 +10,18 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
+import { CallLog, type CallRecord } from '../src/stats/call-log.ts';
+import { OutcomeOnce } from '../src/stats/outcome-once.ts';
 import { startOfUtcDay } from '../src/stats/period.ts';
 import { countsTowardQuota } from '../src/stats/quota.ts';
+import { RecentIds } from '../src/stats/recent-ids.ts';
+import { REFUSED_BACKEND } from '../src/stats/record.ts';
+import type { CallOutcome } from '../src/upstream/outcome.ts';
 import { startFake } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import { callRecord } from './helpers/call-record.ts';
 import { prng } from './helpers/prng.ts';
+import { tempDirs } from './helpers/temp-dirs.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const MASTER = 'master-key-0123456789';
@@ -170,7 +177,6 @@ describe('the call log counts each call once', () => {
 
     // the soak did take every path: parked hang-ups (499 with no backend), stream hang-ups, park timeouts
     const byReason = (reason: string) => rows.filter((r) => r.reason === reason).length;
-    { const m = new Map<string, number>(); for (const r of rows) { const k = `${r.status} ${r.reason} ${r.backend}`; m.set(k, (m.get(k) ?? 0) + 1); } console.log(JSON.stringify([...m])); }
     assert.ok(byReason('client_closed_while_parked') > 0, 'some calls were abandoned while parked');
     assert.ok(rows.some((r) => r.status === 499 && r.backend === 'v'), 'some calls were abandoned while answered');
     assert.ok(byReason('park_timeout') > 0, 'some calls waited past the park time');
@@ -201,5 +207,77 @@ describe('the call log counts each call once', () => {
     await new Promise((r) => setTimeout(r, 100));
     const rows = gw.gateway.callLog.recent({ limit: 100 });
     assert.deepEqual(rows.map((r) => `${r.request_id} ${r.status} ${r.reason}`).sort(), ['busy 200 null', 'parked 503 park_timeout']);
+  });
+});
+
+const tempStore = tempDirs('llmgw-once-');
+
+describe('a second record of a request id makes no second row', () => {
+  const openLog = (t: { after: (fn: () => void) => void }, onDuplicate?: (rec: CallRecord, total: number) => void) => {
+    let now = Date.UTC(2026, 2, 15, 12);
+    const log = CallLog.open(tempStore(), {
+      flushMs: 60_000, retentionDays: 0, captureBodies: false, bodyRetentionDays: 14, onDuplicate, now: () => now,
+    });
+    t.after(() => log.close());
+    return { log, advance: (ms: number) => { now += ms; } };
+  };
+
+  test('the first record stands; the repeat still counts towards quotas; reports at most once a minute', async (t) => {
+    const reported: [string, number][] = [];
+    const { log, advance } = openLog(t, (rec, total) => reported.push([rec.request_id, total]));
+    const ts = Date.UTC(2026, 2, 15, 11);
+    assert.equal(log.record(callRecord({ ts, request_id: 'twice', status: 499, reason: 'client_closed_while_parked' })), true);
+    assert.equal(log.record(callRecord({ ts, request_id: 'twice', status: 499, reason: 'client_closed' })), false);
+    assert.equal(log.record(callRecord({ ts, request_id: 'twice', status: 502 })), false);
+    advance(60_000);
+    assert.equal(log.record(callRecord({ ts, request_id: 'twice', status: 503 })), false);
+    assert.equal(log.record(callRecord({ ts, request_id: 'other' })), true);
+    await log.flush();
+    const rows = log.recent({ limit: 100 });
+    assert.deepEqual(rows.map((r) => `${r.request_id} ${r.status} ${r.reason}`).sort(), ['other 200 null', 'twice 499 client_closed_while_parked']);
+    assert.equal(log.duplicates, 3);
+    assert.deepEqual(reported, [['twice', 1], ['twice', 3]], 'the first repeat, then one a minute later');
+    // a client may repeat its own x-request-id for another call: its use is never left uncounted
+    assert.equal(log.quotas.requestsSince(1, startOfUtcDay(ts)), 5);
+  });
+
+  test('unauthenticated 401s repeating an id are folded as ever, not reported', async (t) => {
+    const reported: string[] = [];
+    const { log, advance } = openLog(t, (rec) => reported.push(rec.request_id));
+    const refused = (): CallRecord => callRecord({ request_id: 'scanner', user_id: null, backend: REFUSED_BACKEND, status: 401, source: '10.0.0.9' });
+    for (let i = 0; i < 5; i++) assert.equal(log.record(refused()), true);
+    advance(60_000);
+    await log.flush();
+    const rows = log.recent({ limit: 100 });
+    assert.deepEqual(rows.map((r) => [r.request_id, r.count]), [['scanner', 5]]);
+    assert.deepEqual(reported, []);
+  });
+
+  test('recent ids: a repeat is refused until the id is older than the last `capacity`', () => {
+    const ids = new RecentIds(2);
+    assert.equal(ids.add('a'), true);
+    assert.equal(ids.add('a'), false);
+    assert.equal(ids.add('b'), true);
+    assert.equal(ids.add('c'), true); // forgets a
+    assert.equal(ids.add('b'), false);
+    assert.equal(ids.add('a'), true, 'forgets b, the oldest');
+    assert.equal(ids.add('c'), false, 'the last two: c and a');
+    assert.equal(ids.add('b'), true);
+  });
+
+  test('a call settled once: the first outcome is recorded, a later one goes to onRepeat', () => {
+    const recorded: number[] = [];
+    const repeats: [number, number][] = [];
+    const outcome = (status: number): CallOutcome => ({
+      requestId: 'r', endpoint: 'chat', source: 's', userId: null, requestedModel: 'm', backend: null, model: null,
+      status, reason: null, startedAt: 0, durationMs: 1, ttftMs: null,
+    });
+    const once = new OutcomeOnce((o) => recorded.push(o.status), (first, again) => repeats.push([first.status, again.status]));
+    assert.equal(once.settled, false);
+    assert.equal(once.settle(outcome(499)), true);
+    assert.equal(once.settle(outcome(502)), false);
+    assert.equal(once.settled, true);
+    assert.deepEqual(recorded, [499]);
+    assert.deepEqual(repeats, [[499, 502]]);
   });
 });
