@@ -37,8 +37,8 @@ interface Plan {
   endpoint: Endpoint;
   stream: boolean;
   fate: Fate;
-  /** A call to the slow backend, whose short park time runs out for most of them. */
-  slow: boolean;
+  /** Which model: `v/m` pinned; `m`, which a failing backend serves too (failover); the slow backend's, whose park runs out. */
+  model: 'v/m' | 'm' | 's/slow';
   /** Ms after the request was sent that an early or parked hang-up happens. */
   delayMs: number;
 }
@@ -52,12 +52,14 @@ function planCalls(seed: number): Plan[] {
     const fate: Fate = r < 0.04 ? 'unknown_model' : r < 0.14 ? 'early' : r < 0.36 ? 'parked' : r < 0.5 ? 'streaming' : 'complete';
     const stream = endpoint === 'background' ? false : fate === 'streaming' ? true : random() < 0.5;
     const delayMs = fate === 'early' ? Math.floor(random() * 3) : 20 + Math.floor(random() * 400);
-    return { id: `soak-${seed}-${i}`, endpoint, stream, fate, delayMs, slow: endpoint !== 'background' && random() < 0.12 };
+    const m = random();
+    const model = m < 0.12 && endpoint !== 'background' ? 's/slow' : m < 0.45 ? 'm' : 'v/m';
+    return { id: `soak-${seed}-${i}`, endpoint, stream, fate, delayMs, model };
   });
 }
 
 function requestOf(plan: Plan, key: string): { path: string; headers: Record<string, string>; body: string } {
-  const model = plan.fate === 'unknown_model' ? 'nope/none' : plan.slow ? 's/m' : 'v/m';
+  const model = plan.fate === 'unknown_model' ? 'nope/none' : plan.model;
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': plan.id };
   const text = `call ${plan.id}`;
   if (plan.endpoint === 'messages') {
@@ -140,17 +142,22 @@ function settled(gw: TestGateway): boolean {
 describe('the call log counts each call once', () => {
   test('a soak with hang-ups before dispatch, while parked and while streaming: one row per call', async (t) => {
     const fake = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 15, tokensPerSecond: 400, chunkCount: 12 } });
-    const slow = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 500, chunkCount: 2 } });
-    const gw = await startGateway([{ name: 'v', url: fake.url, max_concurrent: 2 }, { name: 's', url: slow.url, max_concurrent: 1 }], {
+    const slow = await startFake('vllm', { models: ['slow'], knobs: { latencyMs: 500, chunkCount: 2 } });
+    const failing = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 500 } });
+    const backends = [
+      { name: 'v', url: fake.url, max_concurrent: 2 }, { name: 's', url: slow.url, max_concurrent: 1 },
+      { name: 'f', url: failing.url, max_concurrent: 4 },
+    ];
+    const gw = await startGateway(backends, {
       api_key: MASTER,
       park_timeout_s: 5,
       // the slow backend's calls wait past their park time, some after a keep-alive opened their stream
-      alias_park: { 's/m': 0.35 },
+      alias_park: { 's/slow': 0.35 },
       stream_keepalive_s: 0.15,
       async_park_timeout_s: 30,
       max_parked: 1000,
     });
-    t.after(async () => { await gw.close(); await fake.close(); await slow.close(); });
+    t.after(async () => { await gw.close(); await fake.close(); await slow.close(); await failing.close(); });
     const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
     const created = await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'soak' }) });
     const user = await created.json() as { id: number; key: string };
@@ -181,6 +188,8 @@ describe('the call log counts each call once', () => {
     assert.ok(rows.some((r) => r.status === 499 && r.backend === 'v'), 'some calls were abandoned while answered');
     assert.ok(byReason('park_timeout') > 0, 'some calls waited past the park time');
     assert.ok(byReason('unknown_model') > 0, 'some calls were refused at the gate');
+    assert.ok(failing.requests.length > 0, 'some calls were tried on the failing backend (and failed over, or got its 500)');
+    { const m = new Map<string, number>(); for (const r of rows) { const k = `${r.status} ${r.reason} ${r.backend}`; m.set(k, (m.get(k) ?? 0) + 1); } console.log(JSON.stringify([...m]), failing.requests.length); }
     assert.ok(rows.filter((r) => r.status === 200).length > CALLS / 4, 'many calls were answered');
 
     // the quota counter counts each call that reached the scheduler once
