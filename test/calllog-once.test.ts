@@ -17,7 +17,7 @@ import { countsTowardQuota } from '../src/stats/quota.ts';
 import { RecentIds } from '../src/stats/recent-ids.ts';
 import { REFUSED_BACKEND } from '../src/stats/record.ts';
 import type { CallOutcome } from '../src/upstream/outcome.ts';
-import { startFake } from './fakes/index.ts';
+import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { callRecord } from './helpers/call-record.ts';
 import { prng } from './helpers/prng.ts';
@@ -25,6 +25,8 @@ import { tempDirs } from './helpers/temp-dirs.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const MASTER = 'master-key-0123456789';
+/** Served by an Anthropic backend: /v1/messages to it passes through untranslated. */
+const CLAUDE = 'a/claude-sonnet-4-5-20250929';
 const CALLS = 320;
 const WORKERS = 16;
 
@@ -38,7 +40,7 @@ interface Plan {
   stream: boolean;
   fate: Fate;
   /** `v/m` pinned; `m`, which a failing backend serves too (failover); the slow backend's, whose park runs out. */
-  model: 'v/m' | 'm' | 's/slow';
+  model: 'v/m' | 'm' | 's/slow' | typeof CLAUDE;
   /** Ms after the request was sent that an early or parked hang-up happens. */
   delayMs: number;
 }
@@ -56,7 +58,8 @@ function planCalls(seed: number): Plan[] {
     const delayMs = fate === 'early' ? Math.floor(random() * 3)
       : endpoint === 'background' ? Math.floor(random() * 30) : 20 + Math.floor(random() * 400);
     const m = random();
-    const model = m < 0.12 && endpoint !== 'background' ? 's/slow' : m < 0.45 ? 'm' : 'v/m';
+    const model = endpoint === 'messages' && m > 0.7 ? CLAUDE
+      : m < 0.12 && endpoint !== 'background' ? 's/slow' : m < 0.45 ? 'm' : 'v/m';
     return { id: `soak-${seed}-${i}`, endpoint, stream, fate, delayMs, model };
   });
 }
@@ -150,9 +153,11 @@ describe('the call log counts each call once', () => {
     const fake = await startFake('vllm', { models: ['m'], knobs });
     const slow = await startFake('vllm', { models: ['slow'], knobs: { latencyMs: 500, chunkCount: 2 } });
     const failing = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 500 } });
+    const claude = await startAnthropicFake({ knobs: { latencyMs: 30, tokensPerSecond: 300, chunkCount: 8 } });
     const backends = [
       { name: 'v', url: fake.url, max_concurrent: 2 }, { name: 's', url: slow.url, max_concurrent: 1 },
       { name: 'f', url: failing.url, max_concurrent: 4 },
+      { name: 'a', url: claude.url, type: 'anthropic' as const, api_key: ANTHROPIC_FAKE_API_KEY, max_concurrent: 1 },
     ];
     const gw = await startGateway(backends, {
       api_key: MASTER,
@@ -163,7 +168,7 @@ describe('the call log counts each call once', () => {
       async_park_timeout_s: 30,
       max_parked: 1000,
     });
-    t.after(async () => { await gw.close(); await fake.close(); await slow.close(); await failing.close(); });
+    t.after(async () => { await gw.close(); await fake.close(); await slow.close(); await failing.close(); await claude.close(); });
     const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ name: 'soak' });
     const user = await (await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body })).json() as {
@@ -199,6 +204,7 @@ describe('the call log counts each call once', () => {
     assert.ok(byReason('unknown_model') > 0, 'some calls were refused at the gate');
     assert.ok(failing.requests.length > 0, 'some calls were tried on the failing backend (failed over or got its 500)');
     assert.ok(rows.filter((r) => r.status === 200).length > CALLS / 4, 'many calls were answered');
+    assert.ok(rows.some((r) => r.backend === 'a' && r.status === 200), 'some messages passed through to Anthropic');
 
     // the quota counter counts each call that reached the scheduler once
     const counted = rows.filter((r) => countsTowardQuota(r)).length;
