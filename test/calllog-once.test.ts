@@ -168,7 +168,10 @@ describe('the call log counts each call once', () => {
       async_park_timeout_s: 30,
       max_parked: 1000,
     });
-    t.after(async () => { await gw.close(); await fake.close(); await slow.close(); await failing.close(); await claude.close(); });
+    t.after(async () => {
+      await gw.close();
+      for (const backend of [fake, slow, failing, claude]) await backend.close();
+    });
     const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ name: 'soak' });
     const user = await (await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body })).json() as {
