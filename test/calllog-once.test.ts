@@ -10,6 +10,11 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { describe, test } from 'node:test';
+import Fastify from 'fastify';
+import { GatewayError } from '../src/errors.ts';
+import { Callers } from '../src/routes/caller.ts';
+import { installErrorHandlers } from '../src/routes/error-handler.ts';
+import { runProxiedCall } from '../src/routes/proxied-call.ts';
 import { CallLog, type CallRecord } from '../src/stats/call-log.ts';
 import { OutcomeOnce } from '../src/stats/outcome-once.ts';
 import { startOfUtcDay } from '../src/stats/period.ts';
@@ -17,6 +22,7 @@ import { countsTowardQuota } from '../src/stats/quota.ts';
 import { RecentIds } from '../src/stats/recent-ids.ts';
 import { REFUSED_BACKEND } from '../src/stats/record.ts';
 import type { CallOutcome } from '../src/upstream/outcome.ts';
+import type { ProxyCall } from '../src/upstream/proxy.ts';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { callRecord } from './helpers/call-record.ts';
@@ -315,5 +321,70 @@ describe('a second record of a request id makes no second row', () => {
     assert.equal(once.settled, true);
     assert.deepEqual(recorded, [499]);
     assert.deepEqual(repeats, [[499, 502]]);
+  });
+});
+
+describe('a proxied call has one outcome, whatever its proxy does', () => {
+  type Behaviour = 'twice' | 'silent' | 'throws' | 'refuses' | 'reports-then-refuses';
+  /** A real fastify app whose one route runs `runProxiedCall` over a proxy behaving as the request asks. */
+  async function rig(t: { after: (fn: () => Promise<void>) => void }) {
+    const recorded: CallOutcome[] = [];
+    const warnings: string[] = [];
+    const app = Fastify({ logger: { level: 'warn', stream: { write: (line: string) => void warnings.push(line) } } });
+    installErrorHandlers(app);
+    const callers = new Callers({
+      authenticate: () => ({ kind: 'anonymous', isAdmin: false, allow: [] }),
+      ipAliases: () => ({}),
+      admit: () => ({ ok: true, done: () => undefined }),
+    });
+    const outcome = (call: ProxyCall, status: number, reason: string | null): CallOutcome => ({
+      requestId: String(call.req.id), endpoint: 'chat', source: 'test', userId: null, requestedModel: 'm',
+      backend: 'b', model: 'm', status, reason, startedAt: Date.now(), durationMs: 1, ttftMs: null,
+    });
+    const proxy = {
+      async handle(call: ProxyCall): Promise<void> {
+        const behaviour = call.req.headers['x-behaviour'] as Behaviour;
+        if (behaviour === 'throws') throw new TypeError('a bug in the proxy');
+        const refusal = new GatewayError({ status: 503, code: 'no_healthy_backend', message: 'none' });
+        if (behaviour === 'refuses') throw refusal;
+        if (behaviour === 'reports-then-refuses') {
+          call.report!(outcome(call, 499, 'client_closed_while_parked'));
+          throw refusal;
+        }
+        if (behaviour === 'twice') {
+          call.report!(outcome(call, 499, 'client_closed_while_parked'));
+          call.report!(outcome(call, 499, 'client_closed'));
+        }
+        call.reply.code(200).send({ ok: true });
+      },
+    };
+    const deps = { callers, proxy, recordOutcome: (o: CallOutcome) => void recorded.push(o) };
+    const resolution = { requested: 'm', candidates: [] } as unknown as ProxyCall['resolution'];
+    app.post('/t', (req, reply) => runProxiedCall(deps, 'chat', req, reply, () => ({
+      surface: {} as ProxyCall['surface'], resolution,
+    })));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    t.after(() => app.close());
+    const { port } = app.server.address() as { port: number };
+    const call = async (behaviour: Behaviour) => {
+      recorded.length = 0;
+      const res = await fetch(`http://127.0.0.1:${port}/t`, {
+        method: 'POST', body: '{"model":"m"}',
+        headers: { 'content-type': 'application/json', 'x-behaviour': behaviour },
+      });
+      await res.text();
+      return { status: res.status, rows: recorded.map((o) => `${o.status} ${o.reason}`) };
+    };
+    return { call, warnings };
+  }
+
+  test('a second report is dropped and warned about; a call that reports nothing gets a row', async (t) => {
+    const { call, warnings } = await rig(t);
+    assert.deepEqual(await call('twice'), { status: 200, rows: ['499 client_closed_while_parked'] });
+    assert.ok(warnings.some((w) => w.includes('a call reported a second outcome')), 'the repeat is heard');
+    assert.deepEqual(await call('reports-then-refuses'), { status: 503, rows: ['499 client_closed_while_parked'] });
+    assert.deepEqual(await call('refuses'), { status: 503, rows: ['503 no_healthy_backend'] });
+    assert.deepEqual(await call('silent'), { status: 200, rows: ['200 unreported'] });
+    assert.deepEqual(await call('throws'), { status: 500, rows: ['500 internal_error'] });
   });
 });
