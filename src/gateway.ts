@@ -119,8 +119,10 @@ export class Gateway {
       bodyRetentionDays: cfg.body_retention_days,
       logCalls: cfg.call_log,
       onError: (err, during) => this.log.error({ err }, `call log ${during} failed`),
-      onDuplicate: (rec, total) => this.log.warn({ reqId: rec.request_id, status: rec.status, reason: rec.reason, total },
-        'a request id was recorded again: no second row (reported at most once a minute)'),
+      onDuplicate: (rec, total) => this.log.warn(
+        { reqId: rec.request_id, status: rec.status, reason: rec.reason, total },
+        'a request id was recorded again: no second row (reported at most once a minute)',
+      ),
     });
     this.metrics = new GatewayMetrics({ defaultMetrics: opts.processMetrics !== false });
     this.callers = new Callers({

@@ -44,7 +44,7 @@ export interface CallLogOptions {
   now?: () => number;
   /** Where a failed background write, compression or prune is reported (the queue is kept). */
   onError?: (err: unknown, during: 'flush' | 'prune') => void;
-  /** A request id recorded a second time (no second row): the record, and how many so far; at most once a minute. */
+  /** A request id recorded again (no second row): the record and how many so far; at most once a minute. */
   onDuplicate?: (rec: CallRecord, total: number) => void;
 }
 
@@ -60,7 +60,7 @@ const QUOTA_USAGE_KEEP_DAYS = 100;
 const MAX_QUEUED_ROWS = 100_000;
 /** Rows read per event-loop turn while the stats rollup is built from stats.db (~3 ms). */
 const ROLLUP_SLICE_ROWS = 2_000;
-/** Request ids remembered to refuse a second row (~3 MB; minutes of calls at 2,000 calls/s). */
+/** Request ids remembered to refuse a second row (~3 MB: 16 s at 2,000 calls/s, hours at a few a second). */
 const RECENT_IDS = 32_768;
 /** Duplicate request ids are reported at most this often. */
 const DUPLICATE_REPORT_MS = 60_000;
@@ -255,14 +255,14 @@ export class CallLog {
     return total;
   }
 
-  /** A second record of a request id: counted, and reported at most once a minute (a client may repeat its own id). */
+  /** A second record of a request id: counted, reported at most once a minute (a client may repeat its own id). */
   private duplicate(rec: CallRecord): void {
     this.duplicates++;
     const now = this.now();
     if (now - this.duplicateReportedAt < DUPLICATE_REPORT_MS) return;
     this.duplicateReportedAt = now;
     if (this.opts.onDuplicate) this.opts.onDuplicate(rec, this.duplicates);
-    else process.emitWarning(`call log: request id ${rec.request_id} recorded again (${this.duplicates} so far); no second row`);
+    else process.emitWarning(`call log: request id ${rec.request_id} recorded again (${this.duplicates} so far)`);
   }
 
   private enqueue(rec: CallRecord | null, usage: DayUsage | null): void {
