@@ -120,6 +120,10 @@ export class Gateway {
       bodyRetentionDays: cfg.body_retention_days,
       logCalls: cfg.call_log,
       onError: (err, during) => this.log.error({ err }, `call log ${during} failed`),
+      onDuplicate: (rec, total) => this.log.warn(
+        { reqId: rec.request_id, status: rec.status, reason: rec.reason, total },
+        'a request id was recorded again: no second row (reported at most once a minute)',
+      ),
     });
     this.metrics = new GatewayMetrics({ defaultMetrics: opts.processMetrics !== false });
     this.callers = new Callers({
@@ -254,8 +258,7 @@ export class Gateway {
     const backend = o.backend ? this.registry.get(o.backend) : undefined;
     const pricing = callPricing(backend, o.model);
     const rec = toCallRecord(o, { pricing, paid: backend?.spec.paid ?? false }, this.effective.capture_bodies);
-    this.callLog.record(rec);
-    this.metrics.observeCall(rec);
+    if (this.callLog.record(rec)) this.metrics.observeCall(rec); // the metrics count the rows
   }
 
   /** Model lists changed: parked calls re-resolve once per tick (however many backends changed). */

@@ -10,7 +10,9 @@
  * disk (calls-rollup.ts: built from stats.db after start, a slice per turn, then fed each
  * write). Unauthenticated 401s are folded per source and minute (refusal-aggregator.ts).
  * While writes fail the queue waits, up to `MAX_QUEUED_ROWS`; past that rows are dropped
- * (their calls still count towards quotas).
+ * (their calls still count towards quotas). A request id gets one row: a second record of an
+ * id among the last `RECENT_IDS` is not written (it still counts towards quotas) and is
+ * reported, at most once a minute (docs/decisions.md, "The call log counts each call once").
  */
 import {
   callRow, CallsRepo, matchesFilter, newestFirst, recentLimit, rollupCall, storedCall, type AggregateGroup, type AggregateRow,
@@ -20,6 +22,7 @@ import { BodyCompressor, capBody, gzipBodySync, unpackBody, type CappedBody } fr
 import { CallsRollup, type CallSummary, type RollupStep } from './calls-rollup.ts';
 import { DAY_MS, utcDayNumber } from './period.ts';
 import { dayUsageOf, QuotaGate } from './quota.ts';
+import { RecentIds } from './recent-ids.ts';
 import type { CallRecord } from './record.ts';
 import { isUnauthenticatedRefusal, RefusalAggregator } from './refusal-aggregator.ts';
 
@@ -41,6 +44,8 @@ export interface CallLogOptions {
   now?: () => number;
   /** Where a failed background write, compression or prune is reported (the queue is kept). */
   onError?: (err: unknown, during: 'flush' | 'prune') => void;
+  /** A request id recorded again (no second row): the record and how many so far; at most once a minute. */
+  onDuplicate?: (rec: CallRecord, total: number) => void;
 }
 
 /** Rows per write transaction, one transaction per event-loop turn (~1 ms with bodies). */
@@ -55,6 +60,10 @@ const QUOTA_USAGE_KEEP_DAYS = 100;
 const MAX_QUEUED_ROWS = 100_000;
 /** Rows read per event-loop turn while the stats rollup is built from stats.db (~3 ms). */
 const ROLLUP_SLICE_ROWS = 2_000;
+/** Request ids remembered to refuse a second row (~3 MB: 16 s at 2,000 calls/s, hours at a few a second). */
+const RECENT_IDS = 32_768;
+/** Duplicate request ids are reported at most this often. */
+const DUPLICATE_REPORT_MS = 60_000;
 
 type Sides = [CappedBody | null, CappedBody | null];
 
@@ -81,6 +90,10 @@ export class CallLog {
   flushes = 0;
   /** Rows dropped: recorded after `close()`, or while the queue was full of failed writes. */
   dropped = 0;
+  /** Records of a request id already on record: no row of their own (their quota use counts). */
+  duplicates = 0;
+  private readonly recentIds = new RecentIds(RECENT_IDS);
+  private duplicateReportedAt = -Infinity;
   /** Sums per hour/day × backend × model × source of the rows on disk (the Statistics tab's). */
   private readonly rollup: CallsRollup;
   /** Settles once the rollup holds every row that was on disk at start. */
@@ -112,16 +125,31 @@ export class CallLog {
     this.opts = { ...this.opts, ...patch };
   }
 
-  /** Counts one call towards its user's quotas and queues its row (an unauthenticated 401 once its minute ended). */
-  record(rec: CallRecord): void {
-    if (this.closed) return void this.dropped++; // after close (shutdown order)
+  /**
+   * Counts one call towards its user's quotas and queues its row (an unauthenticated 401 once its
+   * minute ended). False when no row comes of it: after close, or a request id on record already.
+   */
+  record(rec: CallRecord): boolean {
+    if (this.closed) { // after close (shutdown order)
+      this.dropped++;
+      return false;
+    }
     const usage = dayUsageOf(rec);
     if (usage) this.quotas.count(usage);
+    // folded 401s are one row per source and minute anyway: a scanner repeating an id is counted there
+    const unauthenticated = isUnauthenticatedRefusal(rec);
+    const id = rec.request_id;
+    if (!unauthenticated && typeof id === 'string' && id !== '' && !this.recentIds.add(id)) {
+      this.duplicate(rec);
+      if (usage) this.enqueue(null, usage);
+      return false;
+    }
     if (this.opts.logCalls === false) {
       if (usage) this.enqueue(null, usage);
-    } else if (isUnauthenticatedRefusal(rec)) {
+    } else if (unauthenticated) {
       this.queueFolded(this.refusals.add(rec, this.now()));
     } else this.enqueue(rec, usage);
+    return true;
   }
 
   /** Calls queued and not written yet (bodies still compressing included). */
@@ -225,6 +253,16 @@ export class CallLog {
     }
     this.rollup.forgetBefore(rowCutoff); // again: the first build may have read rows this prune then deleted
     return total;
+  }
+
+  /** A second record of a request id: counted, reported at most once a minute (a client may repeat its own id). */
+  private duplicate(rec: CallRecord): void {
+    this.duplicates++;
+    const now = this.now();
+    if (now - this.duplicateReportedAt < DUPLICATE_REPORT_MS) return;
+    this.duplicateReportedAt = now;
+    if (this.opts.onDuplicate) this.opts.onDuplicate(rec, this.duplicates);
+    else process.emitWarning(`call log: request id ${rec.request_id} recorded again (${this.duplicates} so far)`);
   }
 
   private enqueue(rec: CallRecord | null, usage: DayUsage | null): void {

@@ -43,6 +43,8 @@ export interface ProxyCall {
   refreshCandidates?: () => Resolution['candidates'];
   /** The longest park for this call, seconds, in place of the alias's (background Responses wait longer). */
   parkSeconds?: number;
+  /** Where the call's outcome goes: the route's once-only settle (stats/outcome-once.ts); else `deps.onOutcome`. */
+  report?: (outcome: CallOutcome) => void;
 }
 
 /** What every outcome of a call shares, known when it starts. */
@@ -137,6 +139,7 @@ export class UpstreamProxy {
     const tried = new Set<string>();
     let last: AttemptFailure | undefined;
     let lease = await this.firstLease(state);
+    if (!lease) return; // refused or abandoned while parked: answered and reported already
     while (lease) {
       tried.add(lease.backend);
       let end: AttemptEnd;
@@ -379,7 +382,7 @@ export class UpstreamProxy {
   private report(state: CallState, fields: OutcomeFields): void {
     // written out, not spread: spreading objects of varying shapes is slow on this path
     const base = state.base;
-    this.deps.onOutcome({
+    (state.call.report ?? this.deps.onOutcome)({
       requestId: base.requestId, endpoint: base.endpoint, source: base.source, userId: base.userId,
       requestedModel: base.requestedModel, startedAt: base.startedAt, durationMs: this.deps.now() - base.startedAt,
       backend: fields.backend ?? null, model: fields.model ?? null, status: fields.status, reason: fields.reason,
