@@ -32,7 +32,8 @@ export function armReceiveTimeout(server: Server, idleMs: () => number): void {
  */
 export function watchRequestReceipt(req: FastifyRequest, reply: FastifyReply, idleMs: number, render: (err: GatewayError) => string): void {
   const socket = req.raw.socket as Socket | null;
-  if (!socket || idleMs <= 0) return;
+  // fastify's inject has a socket of its own making, without timers
+  if (!socket || idleMs <= 0 || typeof socket.setTimeout !== 'function') return;
   const received = () => socket.setTimeout(0);
   if (req.raw.complete) {
     received();
