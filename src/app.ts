@@ -29,6 +29,7 @@ import { mediaJobsRoutes } from './routes/media-jobs.ts';
 import { addressedToThisMachine, originAllowed } from './auth/open-guard.ts';
 import { OwnHost } from './auth/own-host.ts';
 import { requestGuards } from './routes/request-guards.ts';
+import { decodeRequestBody } from './routes/content-encoding.ts';
 import { armReceiveTimeout, REQUEST_RECEIVE_LIMIT_MS } from './routes/receive-timeout.ts';
 
 export interface AppOptions {
@@ -118,6 +119,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     anonymous: (req) => gateway.callers.anonymous(req),
     recordOutcome: (outcome) => gateway.recordOutcome(outcome),
   }));
+  // gzip/deflate/br bodies decoded (the decoded size within the route's limit), others 415
+  app.addHook('preParsing', decodeRequestBody);
   await registerCors(app, gateway);
   // fastify parses text/plain as a string by default; the API takes JSON only, and refusing
   // text/plain (415) also refuses the one body type a web page may POST to a loopback gateway
