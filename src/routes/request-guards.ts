@@ -2,7 +2,8 @@
  * The app-wide onRequest checks, run before routing's hooks and before any body is read:
  *
  * 1. the receive timeout (receive-timeout.ts) for a request whose body is still coming;
- * 2. while the gateway is open, the Host and Origin rules of auth/open-guard.ts;
+ * 2. while the gateway is open, the Host and Origin rules of auth/open-guard.ts (the console
+ *    and the admin API apply their own, stricter, form);
  * 3. while it is locked, the key of a request with a body to an API route (`/v1/*`): a wrong
  *    or missing key is refused (401, on record like any refused call) before the gateway reads
  *    up to 96 MiB of body for nothing. The route checks the key again as it always did.
@@ -33,7 +34,7 @@ export function requestGuards(deps: RequestGuardDeps) {
     const settings = deps.settings();
     watchRequestReceipt(req, reply, settings.receiveIdleMs, (err) => JSON.stringify(renderErrorBody(err, req.url)));
     if (deps.isOpen()) {
-      done(openGatewayRefusal(req, deps.own, settings));
+      done(judgedByItsOwnRule(req.url) ? undefined : openGatewayRefusal(req, deps.own, settings));
       return;
     }
     if (!carriesApiBody(req)) {
@@ -50,6 +51,15 @@ export function requestGuards(deps: RequestGuardDeps) {
     }
     done();
   };
+}
+
+/**
+ * The console and the admin API apply a stricter form of the open gateway's rule themselves
+ * (auth/loopback.ts: loopback names only, no foreign Origin), with their own answers (the
+ * console's login page says why it will not open).
+ */
+function judgedByItsOwnRule(url: string): boolean {
+  return url === '/ui' || url.startsWith('/ui/') || url.startsWith('/ui?') || url.startsWith('/admin/');
 }
 
 /** A POST/PUT/PATCH to an API route with a body (a length above 0, or chunked). */
