@@ -171,7 +171,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     render: () => gateway.renderMetrics(), contentType: gateway.metrics.contentType,
     access: () => gateway.config().metrics_access, requireAdmin,
     // same host: a loopback or own address, addressed by one of this machine's names
-    isLocal: (req) => own.isOwnAddress(req.ip) && addressedToThisMachine(req.headers, own, gateway.config().allowed_hosts),
+    isLocal: (req) => own.isOwnAddress(req.ip)
+      && addressedToThisMachine(req.headers, own, gateway.config().allowed_hosts),
   });
   // tier 3: administration (admin role or master key; open only while bootstrap-open)
   await app.register(adminUsersRoutes, { service: gateway.usersService, requireAdmin });

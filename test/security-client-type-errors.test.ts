@@ -16,6 +16,10 @@ import { rawRequest } from './helpers/raw-http.ts';
 const MODEL = 'acme/Qwen3-8B-Instruct';
 type OpenAIError = { error: { message: string; type: string; param: string | null; code: string } };
 
+const postEncoded = (base: string, encoding: string, body: Buffer) =>
+  rawRequest(base, 'POST', '/v1/chat/completions',
+    { 'content-type': 'application/json', 'content-encoding': encoding }, body);
+
 describe('type errors in the body', () => {
   let fake: FakeBackend;
   let gw: TestGateway;
@@ -29,7 +33,7 @@ describe('type errors in the body', () => {
   });
   const generations = () => fake.requests.filter((r) => r.method === 'POST').length;
 
-  test('stream / stream_options of the wrong type: 400 naming the field on every surface, the backend untouched', async (t) => {
+  test('stream / stream_options of the wrong type: 400 naming the field everywhere, backend untouched', async (t) => {
     t.after(await setup());
     const messages = [{ role: 'user', content: 'hi' }];
     const surfaces: [string, Record<string, unknown>][] = [
@@ -53,17 +57,18 @@ describe('type errors in the body', () => {
         }
       }
     }
-    const options = await post('/v1/chat/completions', { model: MODEL, messages, stream: true, stream_options: 'usage' });
+    const options = await post('/v1/chat/completions', { model: MODEL, messages, stream: true, stream_options: 'on' });
     assert.equal(options.status, 400);
     assert.equal((await options.json() as OpenAIError).error.param, 'stream_options');
     // the valid forms still work: booleans, null
-    assert.equal((await post('/v1/chat/completions', { model: MODEL, messages, stream: null, stream_options: null })).status, 200);
+    const nulls = await post('/v1/chat/completions', { model: MODEL, messages, stream: null, stream_options: null });
+    assert.equal(nulls.status, 200);
     assert.equal(generations(), 1, 'only the valid call reached the backend');
     assert.equal(gw.gateway.registry.get('v')!.healthy, true);
     assert.equal(gw.gateway.registry.get('v')!.consecutiveFailures, 0, 'nothing counted against the backend');
   });
 
-  test('messages items: null, a string, no role, a role that is not a string → 400 with the item named', async (t) => {
+  test('messages items: null, a string, no role, a role not a string → 400 with the item named', async (t) => {
     t.after(await setup());
     const cases: [unknown, string, string][] = [
       [[null], 'messages[0]', 'invalid_type'],
@@ -92,9 +97,11 @@ describe('Content-Encoding of a request body', () => {
     const gw = await startGateway([{ name: 'v', url: fake.url, local: true }]);
     t.after(async () => { await gw.close(); await fake.close(); });
     const json = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'compressed hello' }] });
-    const encoders: [string, (b: Buffer) => Buffer][] = [['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync]];
+    const encoders: [string, (b: Buffer) => Buffer][] = [
+      ['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync],
+    ];
     for (const [encoding, encode] of encoders) {
-      const r = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': encoding }, encode(Buffer.from(json)));
+      const r = await postEncoded(gw.url, encoding, encode(Buffer.from(json)));
       assert.equal(r.status, 200, `${encoding}: ${r.text}`);
       const sent = fake.requests.at(-1)!;
       assert.equal(sent.headers['content-encoding'], undefined, `${encoding}: the header is not forwarded`);
@@ -110,7 +117,7 @@ describe('Content-Encoding of a request body', () => {
     const json = Buffer.from(JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }));
 
     for (const encoding of ['zstd', 'gzip, br', 'compress']) {
-      const r = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': encoding }, json);
+      const r = await postEncoded(gw.url, encoding, json);
       assert.equal(r.status, 415, encoding);
       assert.equal(r.json<OpenAIError>().error.code, 'unsupported_content_encoding');
     }
@@ -120,15 +127,16 @@ describe('Content-Encoding of a request body', () => {
     assert.equal(multipart.status, 415);
     assert.match(multipart.json<OpenAIError>().error.message, /multipart/);
 
-    const garbage = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, json);
+    const garbage = await postEncoded(gw.url, 'gzip', json);
     assert.equal(garbage.status, 400);
     assert.equal(garbage.json<OpenAIError>().error.code, 'invalid_body_encoding');
 
     // 40 MiB of spaces around a small body: ~40 KiB gzipped, past the 32 MiB chat limit once decoded
-    const bomb = gzipSync(Buffer.concat([Buffer.from('{"model":"x","pad":"'), Buffer.alloc(40 * 1024 * 1024, 0x20), Buffer.from('"}')]));
+    const spaces = Buffer.alloc(40 * 1024 * 1024, 0x20);
+    const bomb = gzipSync(Buffer.concat([Buffer.from('{"model":"x","pad":"'), spaces, Buffer.from('"}')]));
     assert.ok(bomb.length < 1024 * 1024);
     const rssBefore = process.memoryUsage().rss;
-    const big = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, bomb);
+    const big = await postEncoded(gw.url, 'gzip', bomb);
     assert.equal(big.status, 413);
     assert.equal(big.json<OpenAIError>().error.code, 'request_too_large');
     assert.ok(process.memoryUsage().rss - rssBefore < 200 * 1024 * 1024, 'the decoder stopped near the limit');

@@ -35,7 +35,8 @@ function multipartForm(model: string): { body: string; type: string } {
   const part = (name: string, value: string, file?: string) =>
     `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"` : ''}\r\n`
     + `${file ? 'Content-Type: audio/wav\r\n' : ''}\r\n${value}\r\n`;
-  return { body: `${part('model', model)}${part('file', 'RIFF....WAVEfake', 'a.wav')}--${boundary}--\r\n`, type: `multipart/form-data; boundary=${boundary}` };
+  const body = `${part('model', model)}${part('file', 'RIFF....WAVEfake', 'a.wav')}--${boundary}--\r\n`;
+  return { body, type: `multipart/form-data; boundary=${boundary}` };
 }
 
 describe('an open gateway and the Host header (DNS rebinding)', () => {
@@ -50,18 +51,23 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
   test('a foreign Host is refused on every route, in the surface\'s shape; nothing reaches a backend', async (t) => {
     t.after(await setup());
     const evil = { host: 'evil.example' };
-    for (const path of ['/v1/models', '/v1/jobs/job_0123', '/v1/responses/resp_0123456789abcdef', '/metrics', '/health', '/v1/models/v/acme%2FQwen3-8B-Instruct']) {
+    const paths = ['/v1/models', '/v1/jobs/job_0123', '/v1/responses/resp_0123456789abcdef', '/metrics', '/health',
+      '/v1/models/v/acme%2FQwen3-8B-Instruct'];
+    for (const path of paths) {
       const r = await rawRequest(gw.url, 'GET', path, evil);
       assert.equal(r.status, 403, path);
       assertOpenAIError(r.text, 'host_not_allowed');
       assert.match(r.json<OpenAIError>().error.message, /allowed_hosts/);
     }
     const before = fake.requests.length;
-    const post = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { ...evil, 'content-type': 'application/json' }, chat('acme/Qwen3-8B-Instruct'));
+    const jsonEvil = { ...evil, 'content-type': 'application/json' };
+    const post = await rawRequest(gw.url, 'POST', '/v1/chat/completions', jsonEvil, chat('acme/Qwen3-8B-Instruct'));
     assert.equal(post.status, 403);
-    const messages = await rawRequest(gw.url, 'POST', '/v1/messages', { ...evil, 'content-type': 'application/json' }, chat('acme/Qwen3-8B-Instruct'));
+    const messages = await rawRequest(gw.url, 'POST', '/v1/messages', jsonEvil, chat('acme/Qwen3-8B-Instruct'));
     assert.equal(messages.status, 403);
-    assert.deepEqual(messages.json(), { type: 'error', error: { type: 'permission_error', message: messages.json<{ error: { message: string } }>().error.message } });
+    const anthropic = messages.json<{ type: string; error: { type: string; message: string } }>();
+    assert.deepEqual(Object.keys(anthropic), ['type', 'error']);
+    assert.equal(anthropic.error.type, 'permission_error');
     assert.equal(fake.requests.length, before, 'no refused call reached the backend');
     // a forwarded host naming somewhere else is refused too; no Host at all is not this machine
     assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { 'x-forwarded-host': 'evil.example' })).status, 403);
@@ -69,7 +75,8 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
 
   test('loopback names, this machine\'s hostname and its addresses get in', async (t) => {
     t.after(await setup());
-    const authorities = [`127.0.0.1:${gw.port}`, `localhost:${gw.port}`, 'localhost', `127.0.1.1:${gw.port}`, `[::1]:${gw.port}`,
+    const authorities = [`127.0.0.1:${gw.port}`, `localhost:${gw.port}`, 'localhost', `127.0.1.1:${gw.port}`,
+      `[::1]:${gw.port}`,
       `${hostname()}:${gw.port}`, `${hostname().split('.')[0].toUpperCase()}.local:${gw.port}`];
     const lan = lanAddress();
     if (lan) authorities.push(`${lan}:${gw.port}`);
@@ -87,7 +94,8 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
     gw.gateway.reload({ ...gw.gateway.config(), allowed_hosts: ['Gateway.LAN'] });
     assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { host: 'gateway.lan:4000' })).status, 200);
     gw.gateway.reload({ ...gw.gateway.config(), allowed_hosts: [], api_key: KEY });
-    const locked = await rawRequest(gw.url, 'GET', '/v1/models', { host: 'llm.example.com', authorization: `Bearer ${KEY}` });
+    const bearer = { authorization: `Bearer ${KEY}` };
+    const locked = await rawRequest(gw.url, 'GET', '/v1/models', { host: 'llm.example.com', ...bearer });
     assert.equal(locked.status, 200, 'a locked gateway behind a reverse proxy keeps its public name');
   });
 
@@ -95,23 +103,29 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
     t.after(await setup({ api_key: KEY }));
     const evil = await rawRequest(gw.url, 'GET', '/metrics', { host: 'evil.example' });
     assert.equal(evil.status, 401);
-    assert.equal((await rawRequest(gw.url, 'GET', '/metrics', { host: 'evil.example', authorization: `Bearer ${KEY}` })).status, 200);
+    const bearer = { authorization: `Bearer ${KEY}` };
+    const withKey = await rawRequest(gw.url, 'GET', '/metrics', { host: 'evil.example', ...bearer });
+    assert.equal(withKey.status, 200);
     assert.equal((await rawRequest(gw.url, 'GET', '/metrics', { host: `${hostname()}:${gw.port}` })).status, 200);
     assert.equal((await rawRequest(gw.url, 'GET', '/metrics')).status, 200);
   });
 });
 
 describe('an open gateway and cross-site posts', () => {
-  test('a POST from a foreign Origin is refused (forms too); loopback, own-name and cors_origins origins pass', async (t) => {
+  test('a POST from a foreign Origin is refused (forms too); loopback, own, cors_origins pass', async (t) => {
     const fake = await startFake('vllm');
-    const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], { cors_origins: ['http://app.example:3000'] });
+    const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], {
+      cors_origins: ['http://app.example:3000'],
+    });
     t.after(async () => { await gw.close(); await fake.close(); });
     const json = { 'content-type': 'application/json' };
     const model = 'acme/Qwen3-8B-Instruct';
     const before = fake.requests.length;
 
     const form = multipartForm(model);
-    const formPost = await rawRequest(gw.url, 'POST', '/v1/audio/transcriptions', { 'content-type': form.type, origin: 'http://evil.example' }, form.body);
+    const postForm = (origin: string) =>
+      rawRequest(gw.url, 'POST', '/v1/audio/transcriptions', { 'content-type': form.type, origin }, form.body);
+    const formPost = await postForm('http://evil.example');
     assert.equal(formPost.status, 403, formPost.text);
     assertOpenAIError(formPost.text, 'origin_not_allowed');
     assert.match(formPost.json<OpenAIError>().error.message, /cors_origins/);
@@ -120,14 +134,18 @@ describe('an open gateway and cross-site posts', () => {
       assert.equal(r.status, 403, origin);
       assertOpenAIError(r.text, 'origin_not_allowed');
     }
-    assert.equal((await rawRequest(gw.url, 'DELETE', '/v1/responses/resp_0123456789abcdef', { origin: 'http://evil.example' })).status, 403);
+    const del = await rawRequest(gw.url, 'DELETE', '/v1/responses/resp_0123456789abcdef', { origin: 'http://a.test' });
+    assert.equal(del.status, 403);
     assert.equal(fake.requests.length, before, 'nothing reached the backend');
 
-    for (const origin of [undefined, `http://localhost:${gw.port}`, 'http://127.0.0.1:5173', `http://${hostname()}:${gw.port}`, 'http://app.example:3000']) {
-      const r = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { ...json, ...(origin ? { origin } : {}) }, chat(model));
+    const origins = [undefined, `http://localhost:${gw.port}`, 'http://127.0.0.1:5173',
+      `http://${hostname()}:${gw.port}`, 'http://app.example:3000'];
+    for (const origin of origins) {
+      const headers = { ...json, ...(origin ? { origin } : {}) };
+      const r = await rawRequest(gw.url, 'POST', '/v1/chat/completions', headers, chat(model));
       assert.equal(r.status, 200, `${origin}: ${r.text}`);
     }
-    const ok = await rawRequest(gw.url, 'POST', '/v1/audio/transcriptions', { 'content-type': form.type, origin: `http://localhost:${gw.port}` }, form.body);
+    const ok = await postForm(`http://localhost:${gw.port}`);
     assert.equal(ok.status, 200, ok.text);
     // a GET from a foreign origin is CORS's business (the browser hides the answer): not refused here
     assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { origin: 'http://evil.example' })).status, 200);
@@ -137,8 +155,10 @@ describe('an open gateway and cross-site posts', () => {
     const fake = await startFake('vllm');
     const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], { api_key: KEY });
     t.after(async () => { await gw.close(); await fake.close(); });
-    const r = await rawRequest(gw.url, 'POST', '/v1/chat/completions',
-      { 'content-type': 'application/json', origin: 'http://evil.example', authorization: `Bearer ${KEY}` }, chat('acme/Qwen3-8B-Instruct'));
+    const headers: Record<string, string> = {
+      'content-type': 'application/json', origin: 'http://evil.example', authorization: `Bearer ${KEY}`,
+    };
+    const r = await rawRequest(gw.url, 'POST', '/v1/chat/completions', headers, chat('acme/Qwen3-8B-Instruct'));
     assert.equal(r.status, 200);
   });
 });
@@ -148,10 +168,14 @@ describe('OwnHost', () => {
     let now = 0;
     let addresses = ['192.168.1.5', 'fe80::1%eth0', '127.0.0.1'];
     const own = new OwnHost({ hostname: () => 'Box.home.arpa', addresses: () => addresses, now: () => now });
-    for (const name of ['localhost', '127.0.1.1', '::1', 'box.home.arpa', 'box', 'box.local', 'BOX', '192.168.1.5', 'fe80::1', '[fe80::1]']) {
+    const ownNames = ['localhost', '127.0.1.1', '::1', 'box.home.arpa', 'box', 'box.local', 'BOX',
+      '192.168.1.5', 'fe80::1', '[fe80::1]'];
+    for (const name of ownNames) {
       assert.equal(own.isOwnName(name), true, name);
     }
-    for (const name of ['evil.example', 'box.evil.example', 'box.lan', '192.168.1.6', '']) assert.equal(own.isOwnName(name), false, name);
+    for (const name of ['evil.example', 'box.evil.example', 'box.lan', '192.168.1.6', '']) {
+      assert.equal(own.isOwnName(name), false, name);
+    }
     assert.equal(own.isOwnAddress('::ffff:192.168.1.5'), true);
     assert.equal(own.isOwnAddress('192.168.1.9'), false);
     addresses = ['10.0.0.7'];

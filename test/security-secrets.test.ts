@@ -29,7 +29,8 @@ async function startEchoingBackend(): Promise<{ url: string; port: number; serve
   const server = createServer((req, res) => {
     const sent = String(req.headers.authorization ?? req.headers['x-api-key'] ?? '');
     res.writeHead(401, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${sent}. You can find your API key at …`, type: 'invalid_request_error', code: 'invalid_api_key' } }));
+    const message = `Incorrect API key provided: ${sent}. You can find your API key at …`;
+    res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: 'invalid_api_key' } }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const address = server.address();
@@ -45,7 +46,7 @@ function captureLog(): { stream: PassThrough; text: () => string } {
 }
 
 describe('a backend that echoes its key', () => {
-  test('the stored error is redacted: /health, the admin API, the console and the log hold no copy of the key', async (t) => {
+  test('the stored error is redacted: /health, admin API, console and log hold no copy of the key', async (t) => {
     const echo = await startEchoingBackend();
     const log = captureLog();
     const gw = await startGateway([
@@ -78,7 +79,10 @@ describe('a backend that echoes its key', () => {
     const backends = await (await fetch(`${gw.url}/admin/api/backends`, { headers: admin })).text();
     assert.match(backends, /\[redacted\]/);
     const ui = await UiClient.login(gw, MASTER);
-    const pages = [await ui.html('/ui'), await ui.html('/ui/backends'), await ui.html('/ui/backends/probed/edit'), await ui.html('/ui/backends/listed/edit')];
+    const pages: string[] = [];
+    for (const page of ['/ui', '/ui/backends', '/ui/backends/probed/edit', '/ui/backends/listed/edit']) {
+      pages.push(await ui.html(page));
+    }
     for (const text of [health, backends, ...pages, log.text()]) assert.doesNotMatch(text, new RegExp(BACKEND_KEY));
     assert.match(log.text(), /backend is down/, 'the discovery warning was logged (redacted)');
     assert.match(log.text(), /upstream attempt failed/, 'the failed attempt was logged (redacted)');
@@ -86,18 +90,21 @@ describe('a backend that echoes its key', () => {
 });
 
 describe('a backend URL with userinfo', () => {
-  test('masked in the admin API and the console, encrypted in store.db; a masked URL sent back keeps the password', async (t) => {
+  test('masked in the admin API and console, encrypted in store.db; a masked URL sent back keeps it', async (t) => {
     const echo = await startEchoingBackend();
     const log = captureLog();
     const fileUrl = `http://admin:${URL_PASSWORD}@127.0.0.1:${echo.port}`;
-    const gw = await startGateway([{ name: 'fileside', url: fileUrl }], { api_key: MASTER, log_level: 'debug' }, { logStream: log.stream });
+    const gw = await startGateway([{ name: 'fileside', url: fileUrl }], { api_key: MASTER, log_level: 'debug' },
+      { logStream: log.stream });
     t.after(async () => { await gw.close(); echo.server.close(); });
     const api = adminApi(() => gw.url, MASTER);
 
-    const created = await api('POST', '/admin/api/backends', { name: 'stored', url: `http://ops:${URL_PASSWORD}@127.0.0.1:${echo.port}/base` });
+    const storedUrl = `http://ops:${URL_PASSWORD}@127.0.0.1:${echo.port}/base`;
+    const created = await api('POST', '/admin/api/backends', { name: 'stored', url: storedUrl });
     assert.equal(created.status, 201, created.text);
     const listing = await api('GET', '/admin/api/backends');
-    const urls = Object.fromEntries((listing.json.data as { name: string; spec: { url: string } }[]).map((b) => [b.name, b.spec.url]));
+    const rows = listing.json.data as { name: string; spec: { url: string } }[];
+    const urls = Object.fromEntries(rows.map((b) => [b.name, b.spec.url]));
     assert.equal(urls.fileside, `http://admin:***@127.0.0.1:${echo.port}`);
     assert.equal(urls.stored, `http://ops:***@127.0.0.1:${echo.port}/base`);
     assert.doesNotMatch(listing.text, new RegExp(URL_PASSWORD));
@@ -109,14 +116,14 @@ describe('a backend URL with userinfo', () => {
     assert.doesNotMatch(row.spec, new RegExp(URL_PASSWORD));
     assert.doesNotMatch(row.spec, /ops:/);
     assert.equal(JSON.parse(row.spec).url, `http://127.0.0.1:${echo.port}/base`);
-    assert.equal(gw.gateway.storedBackends.get('stored')!.url, `http://ops:${URL_PASSWORD}@127.0.0.1:${echo.port}/base`);
+    assert.equal(gw.gateway.storedBackends.get('stored')!.url, storedUrl);
 
     // the masked URL as the console's form sends it back: the password is kept
     const view = listing.json.data.find((b: { name: string }) => b.name === 'stored');
     const saved = await api('PUT', '/admin/api/backends/stored', { ...view.spec, max_concurrent: 2 });
     assert.equal(saved.status, 200, saved.text);
     const after = gw.gateway.config().backends.find((b) => b.name === 'stored')!;
-    assert.equal(after.url, `http://ops:${URL_PASSWORD}@127.0.0.1:${echo.port}/base`);
+    assert.equal(after.url, storedUrl);
     assert.equal(after.max_concurrent, 2);
     // a masked URL pointing somewhere else is taken as typed (no password is carried to a new host)
     await api('PUT', '/admin/api/backends/stored', { ...view.spec, url: 'http://ops:***@127.0.0.2:9/base' });
@@ -135,7 +142,7 @@ describe('a backend URL with userinfo', () => {
 describe('data files are private', () => {
   const mode = (path: string) => statSync(path).mode & 0o777;
   const dbFiles = (storeDir: string) => [
-    ...['store.db', 'stats.db'].flatMap((f) => [join(storeDir, f), join(storeDir, `${f}-wal`), join(storeDir, `${f}-shm`)]),
+    ...['store.db', 'stats.db'].flatMap((f) => ['', '-wal', '-shm'].map((suffix) => join(storeDir, `${f}${suffix}`))),
     ...['jobs.db', 'jobs.db-wal', 'jobs.db-shm'].map((f) => join(storeDir, 'jobs', f)),
   ];
 
@@ -159,11 +166,14 @@ describe('data files are private', () => {
     // an older version's modes: opened again, everything is tightened
     chmodSync(storeDir, 0o755);
     chmodSync(join(storeDir, 'jobs'), 0o755);
-    for (const file of readdirSync(storeDir).filter((f) => f.includes('.db'))) chmodSync(join(storeDir, file), 0o644);
-    for (const file of readdirSync(join(storeDir, 'jobs')).filter((f) => f.includes('.db'))) chmodSync(join(storeDir, 'jobs', file), 0o644);
+    for (const dir of [storeDir, join(storeDir, 'jobs')]) {
+      for (const file of readdirSync(dir).filter((f) => f.includes('.db'))) chmodSync(join(dir, file), 0o644);
+    }
     const again = await startGateway([], { api_key: MASTER }, { storeDir });
     t.after(() => again.close());
-    for (const file of dbFiles(storeDir).filter((f) => existsSync(f))) assert.equal(mode(file).toString(8), '600', file);
+    for (const file of dbFiles(storeDir).filter((f) => existsSync(f))) {
+      assert.equal(mode(file).toString(8), '600', file);
+    }
     assert.equal(mode(storeDir).toString(8), '700');
     assert.equal(mode(join(storeDir, 'jobs')).toString(8), '700');
     assert.ok(readFileSync(join(storeDir, 'secret.key')).length === 32);

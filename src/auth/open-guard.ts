@@ -29,7 +29,9 @@ export interface OpenGuardSettings {
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The 403 an open gateway answers `req` with, or undefined when the request may go on. */
-export function openGatewayRefusal(req: OpenGuardRequest, own: OwnHost, settings: OpenGuardSettings): GatewayError | undefined {
+export function openGatewayRefusal(
+  req: OpenGuardRequest, own: OwnHost, settings: OpenGuardSettings,
+): GatewayError | undefined {
   const wrongHost = foreignHost(req.headers, own, settings.allowedHosts);
   if (wrongHost !== undefined) return hostRefused(wrongHost.value);
   if (SAFE_METHODS.has(req.method.toUpperCase())) return undefined;
@@ -41,12 +43,16 @@ export function openGatewayRefusal(req: OpenGuardRequest, own: OwnHost, settings
 }
 
 /** Whether the request's Host (and forwarded host, when one is sent) names this machine or an `allowed_hosts` entry. */
-export function addressedToThisMachine(headers: OpenGuardRequest['headers'], own: OwnHost, allowedHosts: readonly string[]): boolean {
+export function addressedToThisMachine(
+  headers: OpenGuardRequest['headers'], own: OwnHost, allowedHosts: readonly string[],
+): boolean {
   return foreignHost(headers, own, allowedHosts) === undefined;
 }
 
 /** The first Host-like header that names somewhere else (its value; undefined inside when absent or repeated). */
-function foreignHost(headers: OpenGuardRequest['headers'], own: OwnHost, allowed: readonly string[]): { value?: string } | undefined {
+function foreignHost(
+  headers: OpenGuardRequest['headers'], own: OwnHost, allowed: readonly string[],
+): { value?: string } | undefined {
   const host = single(headers.host);
   if (!hostAllowed(host, own, allowed)) return { value: host };
   const forwarded = headers['x-forwarded-host'];
@@ -100,7 +106,8 @@ function hostRefused(host: string | undefined): GatewayError {
     message: `This gateway is open (no api_key and no users), so it answers only requests addressed to this machine `
       + `(localhost, 127.0.0.1, [::1], its hostname or one of its addresses), and ${named} is not one: `
       + 'a web page that re-points its own name at this machine (DNS rebinding) looks like this. '
-      + 'Address the gateway by one of those names, list the name in allowed_hosts, or lock the gateway (set api_key, or create an admin user).',
+      + 'Address the gateway by one of those names, list the name in allowed_hosts, '
+      + 'or lock the gateway (set api_key, or create an admin user).',
   });
 }
 
@@ -108,9 +115,10 @@ function originRefused(origin: string | undefined): GatewayError {
   return new GatewayError({
     status: 403,
     code: 'origin_not_allowed',
-    message: `This gateway is open (no api_key and no users), so it takes no request that changes something from a web page of another site `
-      + `(Origin: ${origin === undefined ? 'several values' : origin.slice(0, 100)}). `
-      + 'List that origin in cors_origins to let the page call the gateway, or lock the gateway (set api_key, or create an admin user).',
+    message: 'This gateway is open (no api_key and no users), so it takes no request that changes something '
+      + `from a web page of another site (Origin: ${origin === undefined ? 'several values' : origin.slice(0, 100)}). `
+      + 'List that origin in cors_origins to let the page call the gateway, '
+      + 'or lock the gateway (set api_key, or create an admin user).',
   });
 }
 

@@ -48,7 +48,9 @@ export function redactBackendText(text: string, spec: Pick<BackendSpec, 'api_key
 }
 
 /** The error with its detail redacted (the one place a backend's last error is stored calls this). */
-export function redactBackendError<E extends Pick<BackendError, 'detail'>>(error: E, spec: Pick<BackendSpec, 'api_key' | 'url'>): E {
+export function redactBackendError<E extends Pick<BackendError, 'detail'>>(
+  error: E, spec: Pick<BackendSpec, 'api_key' | 'url'>,
+): E {
   const detail = redactBackendText(error.detail, spec);
   return detail === error.detail ? error : { ...error, detail };
 }
@@ -93,7 +95,8 @@ export function joinUserinfo(url: string, userinfo: string | undefined): string 
 /** The URL's text, without the `/` WHATWG adds to a bare origin when the original had none. */
 function serialise(parsed: URL, original: string): string {
   const href = parsed.href;
-  return parsed.pathname === '/' && !parsed.search && !parsed.hash && !original.endsWith('/') ? href.slice(0, -1) : href;
+  const bareOrigin = parsed.pathname === '/' && !parsed.search && !parsed.hash;
+  return bareOrigin && !original.endsWith('/') ? href.slice(0, -1) : href;
 }
 
 function parseUrl(url: string | undefined): URL | undefined {

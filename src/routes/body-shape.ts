@@ -15,7 +15,9 @@ export function bodyShapeProblem(body: unknown): GatewayError | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const b = body as Record<string, unknown>;
   if (b.stream != null && typeof b.stream !== 'boolean') return invalidType('stream', 'a boolean', b.stream);
-  if (b.stream_options != null && !isObject(b.stream_options)) return invalidType('stream_options', 'an object', b.stream_options);
+  if (b.stream_options != null && !isObject(b.stream_options)) {
+    return invalidType('stream_options', 'an object', b.stream_options);
+  }
   const messages = b.messages;
   if (messages === undefined) return undefined;
   if (!Array.isArray(messages)) return invalidType('messages', 'an array', messages);
@@ -23,14 +25,18 @@ export function bodyShapeProblem(body: unknown): GatewayError | undefined {
     const m = messages[i];
     if (!isObject(m)) return invalidType(`messages[${i}]`, 'an object', m);
     const role = (m as Record<string, unknown>).role;
-    if (role === undefined) return badRequest(`Missing required parameter: 'messages[${i}].role'.`, `messages[${i}].role`, 'missing_required_parameter');
-    if (typeof role !== 'string') return invalidType(`messages[${i}].role`, 'a string', role);
+    const param = `messages[${i}].role`;
+    if (role === undefined) {
+      return badRequest(`Missing required parameter: '${param}'.`, param, 'missing_required_parameter');
+    }
+    if (typeof role !== 'string') return invalidType(param, 'a string', role);
   }
   return undefined;
 }
 
 function invalidType(param: string, expected: string, got: unknown): GatewayError {
-  return badRequest(`Invalid type for '${param}': expected ${expected}, but got ${typeName(got)} instead.`, param, 'invalid_type');
+  const message = `Invalid type for '${param}': expected ${expected}, but got ${typeName(got)} instead.`;
+  return badRequest(message, param, 'invalid_type');
 }
 
 function typeName(value: unknown): string {

@@ -56,7 +56,8 @@ function decoding(source: Payload, decoder: NodeJS.ReadWriteStream, limit: numbe
   // a client gone mid-body ends the decoder too, or the parser would wait for it forever
   source.once('error', (err: Error) => out.destroy(err));
   source.once('close', () => {
-    if ((source as Payload & { complete?: boolean }).complete === false) out.destroy(new Error('the client went away mid-body'));
+    const complete = (source as Payload & { complete?: boolean }).complete;
+    if (complete === false) out.destroy(new Error('the client went away mid-body'));
   });
   source.pipe(out as unknown as NodeJS.WritableStream);
   return wrapErrors(out);
@@ -69,7 +70,8 @@ function wrapErrors(stream: Payload): Payload {
     if (event === 'error' && !(args[0] instanceof GatewayError)) {
       return emit('error', new GatewayError({
         status: 400, code: 'invalid_body_encoding',
-        message: `The request body could not be decoded as its Content-Encoding says (${(args[0] as Error)?.message ?? 'bad data'}).`,
+        message: 'The request body could not be decoded as its Content-Encoding says '
+          + `(${(args[0] as Error)?.message ?? 'bad data'}).`,
       }));
     }
     return emit(event, ...args);
@@ -82,6 +84,7 @@ function unsupportedEncoding(encoding: string, known: boolean): GatewayError {
     status: 415, code: 'unsupported_content_encoding',
     message: known
       ? `A multipart upload cannot be sent with Content-Encoding: ${encoding}; send it uncompressed.`
-      : `Content-Encoding: ${encoding.slice(0, 60)} is not supported; send the body uncompressed, or as gzip, deflate or br.`,
+      : `Content-Encoding: ${encoding.slice(0, 60)} is not supported; `
+        + 'send the body uncompressed, or as gzip, deflate or br.',
   });
 }

@@ -30,7 +30,9 @@ export function armReceiveTimeout(server: Server, idleMs: () => number): void {
  * The per-request part (an onRequest hook): a request whose body is still coming keeps the
  * timer (a stall answers 408 and closes); one that has arrived turns it off.
  */
-export function watchRequestReceipt(req: FastifyRequest, reply: FastifyReply, idleMs: number, render: (err: GatewayError) => string): void {
+export function watchRequestReceipt(
+  req: FastifyRequest, reply: FastifyReply, idleMs: number, render: (err: GatewayError) => string,
+): void {
   const socket = req.raw.socket as Socket | null;
   // fastify's inject has a socket of its own making, without timers
   if (!socket || idleMs <= 0 || typeof socket.setTimeout !== 'function') return;
@@ -60,6 +62,7 @@ export function watchRequestReceipt(req: FastifyRequest, reply: FastifyReply, id
 function receiveTimedOut(idleMs: number): GatewayError {
   return new GatewayError({
     status: 408, code: 'request_timeout',
-    message: `The request stalled: nothing arrived for ${Math.round(idleMs / 1000)} s before it was complete (request_body_timeout_s).`,
+    message: `The request stalled: nothing arrived for ${Math.round(idleMs / 1000)} s `
+      + 'before it was complete (request_body_timeout_s).',
   });
 }

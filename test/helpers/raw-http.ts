@@ -17,8 +17,8 @@ export function rawRequest(
   const url = new URL(path, baseUrl);
   return new Promise((resolve, reject) => {
     const req = request({
-      host: url.hostname, port: url.port, method, path: `${url.pathname}${url.search}`, headers, setHost: !('host' in headers),
-      agent: false,
+      host: url.hostname, port: url.port, method, path: `${url.pathname}${url.search}`, headers,
+      setHost: !('host' in headers), agent: false,
     }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
