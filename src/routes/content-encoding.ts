@@ -15,6 +15,9 @@ const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
   gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress,
 };
 
+/** fastify's own default, for a request no route matched. */
+const FALLBACK_LIMIT = 1024 * 1024;
+
 type Payload = Readable & { receivedEncodedLength?: number };
 
 /** A fastify preParsing hook: the payload as is, or a decoding stream in its place. */
@@ -35,7 +38,7 @@ export function decodeRequestBody(
     return;
   }
   delete req.headers['content-encoding'];
-  done(null, decoding(payload, decoder(), req.routeOptions.bodyLimit));
+  done(null, decoding(payload, decoder(), req.routeOptions.bodyLimit ?? FALLBACK_LIMIT));
 }
 
 function decoding(source: Payload, decoder: NodeJS.ReadWriteStream, limit: number): Payload {
