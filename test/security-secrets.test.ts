@@ -25,9 +25,11 @@ const BACKEND_KEY = 'sk-backend-echoed-9f8e7d6c5b4a3210';
 const URL_PASSWORD = 'pw-s3cret-in-url';
 
 /** Answers every request 401, quoting the credential it was sent (some servers do). */
-async function startEchoingBackend(): Promise<{ url: string; port: number; server: Server }> {
+async function startEchoingBackend(): Promise<{ url: string; port: number; server: Server; seen: string[] }> {
+  const seen: string[] = [];
   const server = createServer((req, res) => {
     const sent = String(req.headers.authorization ?? req.headers['x-api-key'] ?? '');
+    seen.push(sent);
     res.writeHead(401, { 'content-type': 'application/json' });
     const message = `Incorrect API key provided: ${sent}. You can find your API key at …`;
     res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: 'invalid_api_key' } }));
@@ -35,7 +37,7 @@ async function startEchoingBackend(): Promise<{ url: string; port: number; serve
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, port, server };
+  return { url: `http://127.0.0.1:${port}`, port, server, seen };
 }
 
 function captureLog(): { stream: PassThrough; text: () => string } {
@@ -136,6 +138,13 @@ describe('a backend URL with userinfo', () => {
     const health = await (await fetch(`${gw.url}/health`, { headers: { authorization: `Bearer ${MASTER}` } })).text();
     assert.doesNotMatch(health, new RegExp(URL_PASSWORD));
     assert.doesNotMatch(log.text(), new RegExp(URL_PASSWORD));
+
+    // the userinfo is the backend's Basic credential; its echo is redacted like a key
+    const basic = Buffer.from(`admin:${URL_PASSWORD}`).toString('base64');
+    assert.ok(echo.seen.includes(`Basic ${basic}`), 'the probe sent the URL\'s userinfo as Basic auth');
+    const error = gw.gateway.registry.get('fileside')!.error!;
+    assert.match(error.detail, /Basic \[redacted\]/);
+    assert.doesNotMatch(JSON.stringify(error), new RegExp(basic));
   });
 });
 

@@ -6,7 +6,8 @@
  *   echoes the key) before it is stored as the backend's last error, logged or relayed;
  * - `maskUrl` shows a URL with its password replaced by `***` (health, admin API, console);
  *   `restoreMaskedUrl` puts the real one back when a masked URL comes back from a form;
- * - `splitUserinfo` / `joinUserinfo` let the store keep the userinfo encrypted, apart from the URL.
+ * - `splitUserinfo` / `joinUserinfo` let the store keep the userinfo encrypted, apart from the URL;
+ * - `basicCredential` turns the userinfo into the Basic credential requests carry.
  */
 import type { BackendSpec } from '../config/types.ts';
 import type { BackendError } from './types.ts';
@@ -53,6 +54,14 @@ export function redactBackendError<E extends Pick<BackendError, 'detail'>>(
 ): E {
   const detail = redactBackendText(error.detail, spec);
   return detail === error.detail ? error : { ...error, detail };
+}
+
+/** `Basic base64(user:password)` for a URL with userinfo; undefined without. */
+export function basicCredential(url: string): string | undefined {
+  const parsed = parseUrl(url);
+  if (!parsed || (!parsed.username && !parsed.password)) return undefined;
+  const pair = `${safeDecode(parsed.username)}:${safeDecode(parsed.password)}`;
+  return `Basic ${Buffer.from(pair).toString('base64')}`;
 }
 
 /** `http://admin:***@host:8080/base`: the password masked (the user name stays, it says which account). */
