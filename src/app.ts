@@ -26,6 +26,11 @@ import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
 import { mediaNativeRoutes } from './routes/media-native.ts';
 import { mediaJobsRoutes } from './routes/media-jobs.ts';
+import { addressedToThisMachine, originAllowed } from './auth/open-guard.ts';
+import { OwnHost } from './auth/own-host.ts';
+import { requestGuards } from './routes/request-guards.ts';
+import { decodeRequestBody } from './routes/content-encoding.ts';
+import { armReceiveTimeout, REQUEST_RECEIVE_LIMIT_MS } from './routes/receive-timeout.ts';
 
 export interface AppOptions {
   config: GatewayConfig;
@@ -38,6 +43,8 @@ export interface AppOptions {
   startDiscovery?: boolean;
   /** Watch this config file and hot-reload it (absent: no watching). */
   watchConfigPath?: string;
+  /** This machine's names and addresses (tests pass their own). */
+  ownHost?: OwnHost;
 }
 
 export interface App {
@@ -67,6 +74,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     forceCloseConnections: 'idle',
+    // a request must have arrived whole within this (stalls: request_body_timeout_s, receive-timeout.ts)
+    requestTimeout: REQUEST_RECEIVE_LIMIT_MS,
     return503OnClosing: true,
     // req.ip is the client behind these proxies (loopback rules, attribution); restart-only
     // a bare hop count is refused by the schema: fastify 5 would trust no proxy with it
@@ -97,6 +106,21 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   // tier 1: cross-cutting
   installErrorHandlers(app);
+  const receiveIdleMs = () => gateway.config().request_body_timeout_s * 1000;
+  armReceiveTimeout(app.server, receiveIdleMs);
+  const own = opts.ownHost ?? new OwnHost();
+  app.addHook('onRequest', requestGuards({
+    isOpen: () => gateway.authenticator.isOpen(), own,
+    settings: () => {
+      const cfg = gateway.config();
+      return { allowedHosts: cfg.allowed_hosts, corsOrigins: cfg.cors_origins, receiveIdleMs: receiveIdleMs() };
+    },
+    authenticate: (headers) => gateway.authenticator.authenticate(headers),
+    anonymous: (req) => gateway.callers.anonymous(req),
+    recordOutcome: (outcome) => gateway.recordOutcome(outcome),
+  }));
+  // gzip/deflate/br bodies decoded (the decoded size within the route's limit), others 415
+  app.addHook('preParsing', decodeRequestBody);
   await registerCors(app, gateway);
   // fastify parses text/plain as a string by default; the API takes JSON only, and refusing
   // text/plain (415) also refuses the one body type a web page may POST to a loopback gateway
@@ -146,6 +170,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(metricsRoute, {
     render: () => gateway.renderMetrics(), contentType: gateway.metrics.contentType,
     access: () => gateway.config().metrics_access, requireAdmin,
+    // same host: a loopback or own address, addressed by one of this machine's names
+    isLocal: (req) => own.isOwnAddress(req.ip)
+      && addressedToThisMachine(req.headers, own, gateway.config().allowed_hosts),
   });
   // tier 3: administration (admin role or master key; open only while bootstrap-open)
   await app.register(adminUsersRoutes, { service: gateway.usersService, requireAdmin });
@@ -194,9 +221,4 @@ async function registerCors(app: FastifyInstance, gateway: Gateway): Promise<voi
   });
 }
 
-/** Exact origin match (scheme, host and port; case and a trailing slash in the config aside), or "*". */
-export function originAllowed(origin: string, allowed: readonly string[]): boolean {
-  if (allowed.length === 0) return false;
-  const wanted = origin.toLowerCase();
-  return allowed.some((a) => a === '*' || a.toLowerCase().replace(/\/+$/, '') === wanted);
-}
+export { originAllowed };

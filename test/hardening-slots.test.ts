@@ -69,7 +69,7 @@ describe('no slot without a deadline', () => {
     const socket = connect(Number(port), '127.0.0.1');
     t.after(() => socket.destroy());
     await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     socket.pause(); // never read: the gateway's socket buffer fills up
     await waitFor(() => fast.inflight === 1, 'stream started');
     await waitFor(() => inflight(gw, 'fast') === 0, 'slot freed although the socket stays open', 5000);

@@ -7,6 +7,7 @@
  * write-only: views mask them, and a blank api_key keeps the one in force.
  */
 import { Agent } from 'undici';
+import { maskUrl, redactBackendText, restoreMaskedUrl } from '../backends/secret-scrub.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import { describeError } from '../backends/errors.ts';
 import { probeBackend, ProbeError } from '../backends/probe.ts';
@@ -284,11 +285,13 @@ export class ConfigService {
       return result;
     } catch (err) {
       if (err instanceof ProbeError) {
-        return { ok: false, error: `${spec.url}: ${err.message}`, errorKind: err.kind, ...(err.status !== undefined ? { status: err.status } : {}) };
+        const error = `${maskUrl(spec.url)}: ${redactBackendText(err.message, spec)}`;
+        return { ok: false, error, errorKind: err.kind, ...(err.status !== undefined ? { status: err.status } : {}) };
       }
       const d = describeError(err);
       const what = d.kind === 'timeout' ? `no answer within ${timeoutMs / 1000} s` : d.kind === 'unreachable' ? 'cannot connect' : 'request failed';
-      return { ok: false, error: `${spec.url}: ${what} (${d.detail})`, errorKind: d.kind };
+      const error = `${maskUrl(spec.url)}: ${what} (${redactBackendText(d.detail, spec)})`;
+      return { ok: false, error, errorKind: d.kind };
     } finally {
       void agent.destroy().catch(() => {});
     }
@@ -306,6 +309,9 @@ export class ConfigService {
     const clear = isObject(secret) && secret.clear === true;
     const keep = !clear && (secret === undefined || secret === null || secret === '' || (isObject(secret) && secret.set === true));
     if (keep || clear) delete raw.api_key;
+    // a URL shown masked (`:***@`) and sent back unchanged keeps its password
+    const before = this.deps.effective().backends.find((b) => b.name === (replace ?? raw.name));
+    raw.url = restoreMaskedUrl(raw.url, before?.url);
     const problems: ConfigProblem[] = [];
     const previous = keep ? this.deps.effective().backends.find((b) => b.name === (replace ?? raw.name)) : undefined;
     if (previous?.api_key !== undefined && typeof raw.url === 'string') {

@@ -5,6 +5,7 @@
  */
 import { writeJson } from '../media/compiler/index.ts';
 import { keyHint } from '../auth/keys.ts';
+import { maskUrl } from '../backends/secret-scrub.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import { pricingReport, type PricingReport } from '../backends/pricing.ts';
 import type { BackendError } from '../backends/types.ts';
@@ -115,9 +116,11 @@ export function secretHint(key: string): string {
   return `…${key.length >= 8 ? key.slice(-2) : ''}`;
 }
 
+/** The spec as shown: api_key as a hint, the URL's password as `***`. */
 export function maskSpec(spec: BackendSpec): MaskedBackendSpec {
   const { api_key, ...rest } = spec;
-  return api_key === undefined ? rest : { ...rest, api_key: { set: true, hint: secretHint(api_key) } };
+  const shown = { ...rest, url: maskUrl(rest.url) };
+  return api_key === undefined ? shown : { ...shown, api_key: { set: true, hint: secretHint(api_key) } };
 }
 
 export function inventoryCounts(inv: MediaInventory): InventoryCounts {

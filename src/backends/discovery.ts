@@ -3,6 +3,7 @@ import type { BackendSpec } from '../config/types.ts';
 import { describeError } from './errors.ts';
 import type { ComfyHealth } from '../media/comfy-health.ts';
 import { probeBackend, ProbeError } from './probe.ts';
+import { redactBackendError } from './secret-scrub.ts';
 import type { BackendRegistry } from './registry.ts';
 import type { BackendError, ModelInfo } from './types.ts';
 
@@ -107,9 +108,10 @@ export class Discovery {
       if (!wasHealthy) this.deps.log.info({ backend: name, models: stable.length }, 'backend is up');
     } catch (err) {
       if (registry.get(name)?.spec !== spec) return;
-      const error = err instanceof ProbeError
+      // a backend's answer may echo its key: redacted before it is logged or stored
+      const error = redactBackendError(err instanceof ProbeError
         ? { kind: err.kind, status: err.status, detail: err.message }
-        : describeError(err);
+        : describeError(err), spec);
       if (backend.healthy || !backend.known) this.deps.log.warn({ backend: name, error }, 'backend is down');
       registry.markDown(name, error);
       this.deps.onError?.(name, error);

@@ -6,6 +6,7 @@ import { anthropicOwnHeaders } from './anthropic.ts';
 import { kindForStatus } from './errors.ts';
 import { parseModelList } from './model-list.ts';
 import type { ModelInfo } from './types.ts';
+import { basicCredential } from './secret-scrub.ts';
 
 export class ProbeError extends Error {
   constructor(readonly kind: ReturnType<typeof kindForStatus>, readonly status: number | undefined, message: string) {
@@ -13,11 +14,16 @@ export class ProbeError extends Error {
   }
 }
 
-/** Credential headers the gateway's own requests to a backend carry (Anthropic's with its version). */
+/**
+ * Credential headers the gateway's own requests to a backend carry (Anthropic's with its
+ * version): the api_key as a bearer token, else the URL's userinfo as Basic auth (requests go
+ * to the URL's origin, which never carries it).
+ */
 export function credentialHeaders(spec: BackendSpec): Record<string, string> {
   if (spec.type === 'anthropic') return anthropicOwnHeaders(spec);
-  if (!spec.api_key) return {};
-  return { authorization: `Bearer ${spec.api_key}` };
+  if (spec.api_key) return { authorization: `Bearer ${spec.api_key}` };
+  const basic = basicCredential(spec.url);
+  return basic ? { authorization: basic } : {};
 }
 
 /** Statuses of a model list refused to this credential: a configured `models:` list stands in. */

@@ -1,5 +1,6 @@
 import type { BackendSpec } from '../config/types.ts';
 import type { BackendError, ModelInfo } from './types.ts';
+import { redactBackendError } from './secret-scrub.ts';
 import { basePath } from '../upstream/pools.ts';
 
 /** One backend as the gateway currently knows it: its spec plus live state. */
@@ -142,7 +143,7 @@ export class BackendRegistry {
     const b = this.backends.get(name);
     if (!b) return;
     const since = b.error && b.error.kind === error.kind && !b.healthy ? b.error.since : this.now();
-    b.error = { ...error, since };
+    b.error = { ...redactBackendError(error, b.spec), since };
     b.known = true;
     b.healthy = false;
     this.emit(name);

@@ -164,6 +164,10 @@ export interface GatewayConfig {
   trust_proxy: boolean | string | string[];
   /** Browser origins allowed by CORS; [] = CORS off. */
   cors_origins: string[];
+  /** Extra Host names an open gateway answers to (besides this machine's names and addresses). */
+  allowed_hosts: string[];
+  /** Longest silence while a request (headers or body) is still arriving; 0 = off. */
+  request_body_timeout_s: number;
 
   // bridges (issue 10)
   /** Reasoning rules before the built-in defaults (ordered; first match wins). */

@@ -49,10 +49,14 @@ export function installErrorHandlers(app: FastifyInstance): void {
 export function sendError(reply: FastifyReply, err: GatewayError, url: string): void {
   if (err.retryAfter !== undefined) reply.header('retry-after', String(err.retryAfter));
   reply.header('x-request-id', reply.request.id);
-  reply.code(err.status).send(errorBody(err, url));
+  // refused before its body was read (a wrong key, a foreign Host): drop the connection rather
+  // than read the rest of an upload nobody wants
+  if (reply.request.raw.complete === false) reply.header('connection', 'close');
+  reply.code(err.status).send(renderErrorBody(err, url));
 }
 
-function errorBody(err: GatewayError, url: string) {
+/** The error's body in the shape of the surface `url` belongs to. */
+export function renderErrorBody(err: GatewayError, url: string) {
   return url.startsWith('/v1/messages') ? err.toAnthropic() : err.toOpenAI();
 }
 
@@ -70,7 +74,7 @@ export function clientErrorHandler(this: FastifyInstance, err: ConnectionError, 
   const current = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
   if (socket.writable && !current?.headersSent) {
     const gerr = clientGatewayError(err);
-    const body = JSON.stringify(errorBody(gerr, requestTarget(err.rawPacket)));
+    const body = JSON.stringify(renderErrorBody(gerr, requestTarget(err.rawPacket)));
     socket.write(
       `HTTP/1.1 ${gerr.status} ${STATUS_CODES[gerr.status]}\r\n`
       + 'content-type: application/json; charset=utf-8\r\n'

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { badRequest, invalidJson } from '../errors.ts';
 import { nestingDepthExceeds } from '../upstream/raw-json.ts';
+import { bodyShapeProblem } from './body-shape.ts';
 
 /** Deeper nesting than this is refused at parse time (no chat body needs it; deep values make JSON tools throw). */
 export const MAX_JSON_DEPTH = 256;
@@ -15,7 +16,8 @@ declare module 'fastify' {
 /**
  * The JSON body parser of the proxied routes (scoped to the plugin that calls it): keeps the
  * client's text next to the parsed object, so the body reaches the backend byte for byte but
- * for the fields the gateway sets, and refuses nesting beyond MAX_JSON_DEPTH with a 400.
+ * for the fields the gateway sets, and refuses nesting beyond MAX_JSON_DEPTH with a 400, as
+ * well as a `stream`, `stream_options` or `messages` of the wrong type (body-shape.ts).
  */
 export function useRawJsonBodies(app: FastifyInstance, bodyLimit: number): void {
   app.decorateRequest('rawBody', '');
@@ -31,6 +33,11 @@ export function useRawJsonBodies(app: FastifyInstance, bodyLimit: number): void 
       parsed = JSON.parse(body);
     } catch (err) {
       done(invalidJson((err as Error).message), undefined);
+      return;
+    }
+    const problem = bodyShapeProblem(parsed);
+    if (problem) {
+      done(problem, undefined);
       return;
     }
     req.rawBody = body;

@@ -34,17 +34,21 @@ export interface MetricsRouteOptions {
   contentType: string;
   access: () => GatewayConfig['metrics_access'];
   requireAdmin: (req: FastifyRequest) => void;
+  /** A request from this host addressed to it (default: a loopback client address). */
+  isLocal?: (req: FastifyRequest) => boolean;
 }
 
 /**
  * GET /metrics in Prometheus text; open on loopback by default, else the master/admin key.
  * Loopback is judged on req.ip, so behind a trusted proxy (trust_proxy) a remote client
- * needs the key even though the proxy connects from 127.0.0.1.
+ * needs the key even though the proxy connects from 127.0.0.1, and on the Host header: a page
+ * re-pointing its own name at 127.0.0.1 (DNS rebinding) needs the key too.
  */
 export async function metricsRoute(app: FastifyInstance, opts: MetricsRouteOptions): Promise<void> {
   app.get('/metrics', async (req, reply) => {
     const access = opts.access();
-    if (access === 'key' || (access === 'loopback' && !isLoopbackIp(req.ip))) opts.requireAdmin(req);
+    const local = opts.isLocal ? opts.isLocal(req) : isLoopbackIp(req.ip);
+    if (access === 'key' || (access === 'loopback' && !local)) opts.requireAdmin(req);
     reply.header('content-type', opts.contentType);
     return opts.render();
   });

@@ -4,9 +4,10 @@
  * Two subkeys are derived from the secret with HKDF so no key serves two purposes.
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SecretBox } from './secret-box.ts';
+import { ensurePrivateDir } from './private-files.ts';
 
 export const SECRET_FILE = 'secret.key';
 const SECRET_BYTES = 32;
@@ -67,7 +68,7 @@ export function loadOrCreateSecretBox(storeDir: string, options: SecretFileOptio
 }
 
 export function loadOrCreateSecret(storeDir: string, options: SecretFileOptions = {}): Buffer {
-  mkdirSync(storeDir, { recursive: true });
+  ensurePrivateDir(storeDir);
   const file = join(storeDir, SECRET_FILE);
   const created = createIfMissing(file);
   if (created) return created;

@@ -7,7 +7,7 @@ import type { Resolution } from '../routing/resolve.ts';
 import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type SpeedSample, type Ticket } from '../scheduler/index.ts';
 import { classifyStatus, type HealthEffect } from './classify.ts';
 import { UpstreamSignal } from './deadline.ts';
-import { scrubSecret } from './call-bytes.ts';
+import { redactBackendText } from '../backends/secret-scrub.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
@@ -235,8 +235,8 @@ export class UpstreamProxy {
         case 'bad-answer':
           return { health: 'failure', error: result.error, failover: true };
         case 'upstream-status': {
-          const verdict = classifyStatus(result.status, result.text);
-          const text = scrubSecret(result.text, backend.spec.api_key);
+          const text = redactBackendText(result.text, backend.spec);
+          const verdict = classifyStatus(result.status, text);
           const answer = { status: result.status, headers: result.headers, text, clientBody: wire.upstreamErrorBody(result.status, text) };
           if (verdict.action === 'failover') return { health: verdict.health, error: verdict.error, failover: true, answer: verdict.relayable ? answer : undefined };
           this.sendUpstreamAnswer(state, backend.name, answer);
