@@ -20,7 +20,7 @@ import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
-import { mediaSkipped, mediaWalkthrough, startMediaFleet } from './demo-media.ts';
+import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
 
 const once = process.argv.includes('--once');
 const port = Number(process.env.PORT ?? 4000);
@@ -48,9 +48,9 @@ const config: GatewayConfig = {
     spec({ name: 'ollama', url: ollama.url, local: true }),
     spec({ name: 'openrouter', url: cloud.url, paid: true, chat_only: true }),
     spec({ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }),
-    ...(media?.backends ?? []),
+    ...media.backends,
   ],
-  image_models: media?.imageModels ?? {},
+  image_models: media.imageModels,
   virtual_models: {
     fast: 'qwen3-8b-q4_k_m',
     smart: { openrouter: 'acme/chat-large' },
@@ -70,7 +70,7 @@ const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id
 say(`1. discovery — GET /v1/models lists ${models.data.length} ids:`);
 say(`   ${models.data.map((m) => m.id).join('\n   ')}`);
 say(`   (aliases first; <backend>/<model> for every model; bare ids for local backends; openrouter's image model filtered by chat_only;`);
-say(`   last, ${media ? 'sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 11)' : 'generation aliases, when ComfyUI is configured'})\n`);
+say('   last, sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 11))\n');
 
 say('2. an alias — "fast" is qwen3-8b on two boxes; the scheduler picks the free, unpaid, fastest one:');
 const chat = await fetch(`${base}/v1/chat/completions`, {
@@ -187,8 +187,7 @@ say(`   ${audio.length} bytes of ${speech.headers.get('content-type')} from ${sp
 const heard = await oai.audio.transcriptions.create({ model: 'swap/qwen3-8b-q4_k_m', file: await toFile(audio, 'hello.mp3') });
 say(`   and back: POST /v1/audio/transcriptions (multipart) → "${heard.text.slice(0, 50)}"`);
 
-if (media) await mediaWalkthrough(base, oai, say, 11);
-else say(`\n11. ${mediaSkipped()}`);
+await mediaWalkthrough(base, oai, say, 11);
 
 say('\n12. the console — /ui, server-rendered, live over one event stream:');
 for (const path of ['/ui', '/ui/backends', '/ui/calls', '/ui/stats', '/ui/jobs']) {
@@ -200,16 +199,14 @@ say('   (this demo gateway is open — no api_key, no users — so the console n
 say('    with a key it asks for an admin key, and "Create an admin user" locks an open gateway from the banner)');
 
 say(`\nTry it yourself:\n   open ${base}/ui   # the console: dashboard, backends, aliases, mapping, playground, calls, jobs, stats, users, server\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet`);
-if (media) {
-  say(`   curl ${base}/v1/images/generations -H 'content-type: application/json' -d '{"model":"sd15","prompt":"a lighthouse","response_format":"url"}'`);
-  say(`   curl -N ${base}/v1/jobs/<job_id>/events   # after POST /v1/generations {"model":"sd15","prompt":"…","mode":"async"}`);
-}
+say(`   curl ${base}/v1/images/generations -H 'content-type: application/json' -d '{"model":"sd15","prompt":"a lighthouse","response_format":"url"}'`);
+say(`   curl -N ${base}/v1/jobs/<job_id>/events   # after POST /v1/generations {"model":"sd15","prompt":"…","mode":"async"}`);
 say('');
 
 const stop = async () => {
   await app.close();
   await Promise.all([gpu, swap, ollama, cloud, claude].map((f) => f.close()));
-  await media?.close();
+  await media.close();
   process.exit(0);
 };
 if (once) await stop();

@@ -12,7 +12,6 @@ import type { ObjectInfo } from '../src/media/compiler/index.ts';
 import { GenerationCatalog } from '../src/media/generation-catalog.ts';
 import { inventoryOf } from '../src/media/inventory.ts';
 import { objectInfo, workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 
 const backend = (name: string, type: BackendSpec['type'] = 'comfyui'): BackendSpec => ({
   name, url: `http://${name}.lan:8188`, type, enabled: true, paid: false, local: false, chat_only: false, serverless_only: false,
@@ -34,7 +33,7 @@ function catalogOf(start: GatewayConfig, opts: { infos?: Record<string, ObjectIn
   return { catalog, infos, setConfig: (c: GatewayConfig) => { config = c; } };
 }
 
-describe('the generation catalog', { skip: skipWithoutFixtures }, () => {
+describe('the generation catalog', () => {
   const sd15 = () => workflow('txt2img_sd15_api.json');
   const audio = () => workflow('stable_audio_open_api.json');
   const mapping = { prompt: { node: '61', field: 'value' }, seed: { node: 'input_seed', field: 'value' } };
