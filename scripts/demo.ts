@@ -13,9 +13,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { embeddedDefaultConfig } from '../src/config/defaults.ts';
+import { createLogger } from '../src/logging.ts';
 import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
@@ -40,7 +40,9 @@ const config: GatewayConfig = {
   ...embeddedDefaultConfig(),
   store_dir: dataDir,
   jobs_dir: join(dataDir, 'jobs'),
-  log_level: 'warn',
+  // the narrative says what happens: only errors reach the terminal, as readable lines
+  log_level: 'error',
+  log_format: 'pretty',
   stream_keepalive_s: 1, // 10 by default; short so the demo shows the comments
   backends: [
     spec({ name: 'gpu-box', url: gpu.url, local: true, max_concurrent: 2 }),
@@ -60,7 +62,8 @@ const config: GatewayConfig = {
     sonnet: { claude: 'claude-sonnet-4-5-20250929' },
   },
 };
-const { app, gateway } = await buildApp({ config, configSource: 'demo (in memory)', logger: pino({ level: 'warn' }) });
+const logger = createLogger(config, { isTTY: process.stdout.isTTY === true });
+const { app, gateway } = await buildApp({ config, configSource: 'demo (in memory)', logger });
 await app.listen({ port, host: '127.0.0.1' });
 await gateway.discovery.pollAll();
 const base = `http://127.0.0.1:${port}`;
@@ -103,18 +106,26 @@ for await (const chunk of stream.body!) {
 }
 say(`\n   usage: ${usage}\n`);
 
-say('4. failover — both boxes of "fast" answer 500 once; the call moves to the other candidate unseen:');
-gpu.setKnobs({ errorStatus: 500, errorCount: 1 });
-swap.setKnobs({ errorStatus: 500, errorCount: 1 });
+// The scheduler tries a never-measured box first (so it gets measured), else the fastest:
+// after step 3 that is swap. Only that box fails, once, so the call has somewhere to go.
+type SpeedView = { backends: Record<string, { speed: number | null }> };
+const speeds = ((await (await fetch(`${base}/health`)).json()) as SpeedView).backends;
+const rank = (name: string) => speeds[name]?.speed ?? Number.POSITIVE_INFINITY;
+const [first, firstName] = rank('swap') >= rank('gpu-box') ? [swap, 'swap'] as const : [gpu, 'gpu-box'] as const;
+say(`4. failover — "fast" is on gpu-box and swap; ${firstName}, the scheduler's first choice, answers 500 once:`);
+first.setKnobs({ errorStatus: 500, errorCount: 1 });
+const seenBefore = first.requests.length;
 const failedOver = await fetch(`${base}/v1/chat/completions`, {
   method: 'POST', headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ model: 'fast', messages: [{ role: 'user', content: 'Say hello again' }] }),
 });
 const answeredBy = failedOver.headers.get('x-gateway-backend');
-say(`   status ${failedOver.status}, answered by ${answeredBy} (${answeredBy === 'swap' ? 'gpu-box' : 'swap'} was tried first and failed)\n`);
-await failedOver.text();
-gpu.setKnobs({ errorStatus: 0 });
-swap.setKnobs({ errorStatus: 0 });
+const reply = (await failedOver.json()) as { choices?: { message: { content: string } }[] };
+const triedFirst = first.requests.slice(seenBefore).some((r) => r.path.endsWith('/chat/completions'));
+say(`   ${firstName} was ${triedFirst ? 'tried and answered 500' : 'NOT tried'}; the call moved on to ${answeredBy}.`);
+say(`   the client saw none of it: status ${failedOver.status}, answered by ${answeredBy}: `
+  + `"${reply.choices?.[0]?.message.content.slice(0, 40) ?? ''}…"\n`);
+first.setKnobs({ errorStatus: 0, errorCount: 0 });
 
 say('5. parked and kept alive — swap (max_concurrent 1) is busy; a stream for it waits in the queue');
 say('   and gets SSE comments (stream_keepalive_s, 1 s here) until its turn:');
