@@ -30,7 +30,7 @@ const QUICK = { poll_interval: 0.05 } as const;
 export async function startMediaFleet(spec: (s: Partial<BackendSpec> & { name: string; url: string }) => BackendSpec): Promise<MediaFleet> {
   // `comfy` runs sd15 on the fake's own object_info (combos checked: the sd15 checkpoint and LoRAs are installed there)
   const comfy: ComfyFake = await startComfyFake({ knobs: { stepMs: 40, steps: 8, previews: true } });
-  // `comfy-edit` runs the flux1 inpaint workflow on the real object_info dump (its model files are not the dump's: combos unchecked)
+  // `comfy-edit` runs the flux1 inpaint workflow on the base-install object_info dump (its model files are not the dump's: combos unchecked)
   const edit: ComfyFake = await startComfyFake({ objectInfo: editObjectInfo(), knobs: { stepMs: 20, steps: 4, validateCombos: false } });
   return {
     backends: [

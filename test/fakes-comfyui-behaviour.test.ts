@@ -160,7 +160,7 @@ describe('fake ComfyUI: fixture workflows end to end', () => {
     assert.equal((await historyEntry(fake, flux.body.prompt_id)).status.status_str, 'success');
   });
 
-  test('the real object_info dump: rgthree is missing_node_type; with the fake custom nodes it validates', async () => {
+  test('the base-install object_info dump: rgthree is missing_node_type; with the fake custom nodes it validates', async () => {
     const real = readFixtureJson<Record<string, any>>('comfyui/object_info.json');
     const strict = await startComfyFake({ objectInfo: real });
     try {

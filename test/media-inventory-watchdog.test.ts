@@ -1,5 +1,5 @@
 /**
- * A ComfyUI backend's inventory from its real /object_info dump, and the executor watchdog
+ * A ComfyUI backend's inventory from a base-install /object_info dump, and the executor watchdog
  * over /queue readings with a fake clock.
  */
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { comboOptions, inventoryOf } from '../src/media/inventory.ts';
 import { ExecutorWatchdog, queueView } from '../src/media/watchdog.ts';
 import { readFixtureJson } from './helpers/fixtures.ts';
 
-test('the real object_info dump: checkpoints, VAEs, CLIPs, UNETs and LoRAs from the loaders, every class', () => {
+test('the base-install object_info dump: checkpoints, VAEs, CLIPs, UNETs and LoRAs from the loaders, every class', () => {
   const info = readFixtureJson<Record<string, { input: { required: Record<string, unknown> } }>>('comfyui/object_info.json');
   const inv = inventoryOf(info);
   assert.deepEqual(inv.checkpoints, comboOptions(info.CheckpointLoaderSimple.input.required.ckpt_name).sort());

@@ -1,6 +1,6 @@
 /**
  * The mapping tab over real HTTP: a real gateway with two fake ComfyUI boxes (comfy-a: the
- * fake's own object_info, combos checked; comfy-b: the real object_info dump with the fixture
+ * fake's own object_info, combos checked; comfy-b: the base-install object_info dump with the fixture
  * workflows' custom nodes), the real fixture workflows read in place, and the console driven
  * like a browser (the editor posted back as rendered, with a few fields changed).
  *

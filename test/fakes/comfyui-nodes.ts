@@ -1,7 +1,7 @@
 /**
  * The fake ComfyUI's own `/object_info`: a small set of node classes in the real format
  * (`input`, `input_order`, `output`, `output_is_list`, `output_name`, `name`, `display_name`,
- * `description`, `python_module`, `category`, `output_node`), typed like the real dump in
+ * `description`, `python_module`, `category`, `output_node`), typed like the base-install dump in
  * test/fixtures/comfyui/object_info.json (tooltips left out). It covers every class of the
  * fixture workflows txt2img_sd15, stable_audio_open, flux_lora_chain and img2video_wan_lowram,
  * three custom nodes among them (rgthree's LoRA stack, FluxResolutionNode, UnetLoaderGGUF, whose
@@ -15,7 +15,7 @@
 export type NodeInfo = Record<string, any>;
 export type ObjectInfo = Record<string, NodeInfo>;
 
-/** An input spec in shorthand: a type name, a combo list, or [type, options] as in the real dump. */
+/** An input spec in shorthand: a type name, a combo list, or [type, options] as in a real dump. */
 export type InputSpec = string | string[] | [string | string[], Record<string, unknown>];
 
 const INT64 = 9223372036854775807;
@@ -124,7 +124,7 @@ function core(): NodeInfo[] {
   ];
 }
 
-/** Custom node classes the fixture workflows use (not in the real dump); shapes read off those workflows. */
+/** Custom node classes the fixture workflows use (not in the base-install dump); shapes read off those workflows. */
 export const FAKE_CUSTOM_NODE_INFO: ObjectInfo = Object.fromEntries([
   n('Lora Loader Stack (rgthree)', {
     category: 'rgthree', module: 'custom_nodes.rgthree-comfy',
