@@ -4,37 +4,37 @@
 'use strict';
 (() => {
   const holder = document.getElementById('stats-data');
-  if (!holder || typeof window.uPlot === 'undefined') return;
+  if (!holder || typeof window.uPlot === 'undefined' || typeof window.gwStatsTicks === 'undefined') return;
   const uPlot = window.uPlot;
+  const ticks = window.gwStatsTicks;
   const data = JSON.parse(holder.getAttribute('data-json'));
   const step = data.step === 'hour' ? 3600 : 86400;
 
   const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
   const int = (v) => (v == null ? '–' : Math.round(v).toLocaleString('en-US'));
-  const compact = (v) => (v == null ? '–' : v >= 1e6 ? `${+(v / 1e6).toFixed(1)}M` : v >= 1e3 ? `${+(v / 1e3).toFixed(1)}k` : String(Math.round(v)));
   const ms = (v) => (v == null ? '–' : v < 1000 ? `${Math.round(v)} ms` : `${+(v / 1000).toFixed(v < 10000 ? 2 : 1)} s`);
   const usd = (v) => (v == null ? '–' : v === 0 ? '$0' : v < 0.01 ? `$${v.toFixed(4)}` : `$${v.toFixed(2)}`);
   const pct = (v) => (v == null ? '–' : `${v.toFixed(1)} %`);
 
   const CHARTS = {
-    calls: { axis: compact, series: [
+    calls: { axis: 'count', series: [
       { label: 'calls', key: 'calls', color: '--s-calls', bars: true, fmt: int },
       { label: 'errors', key: 'errors', color: '--s-errors', bars: true, fmt: int },
     ] },
-    tokens: { axis: compact, series: [
+    tokens: { axis: 'count', series: [
       { label: 'in', key: 'prompt', color: '--s-in', fmt: int },
       { label: 'out', key: 'completion', color: '--s-out', fmt: int },
     ] },
-    cost: { axis: usd, series: [{ label: 'cost', key: 'cost', color: '--s-cost', fill: true, fmt: usd }] },
-    duration: { axis: ms, series: [
+    cost: { axis: 'money', series: [{ label: 'cost', key: 'cost', color: '--s-cost', fill: true, fmt: usd }] },
+    duration: { axis: 'duration', series: [
       { label: 'p50', key: 'p50', color: '--s-p50', fmt: ms },
       { label: 'p95', key: 'p95', color: '--s-p95', fmt: ms, dash: [6, 4] },
     ] },
-    ttft: { axis: ms, series: [
+    ttft: { axis: 'duration', series: [
       { label: 'p50', key: 'ttft50', color: '--s-ttft', fmt: ms },
       { label: 'p95', key: 'ttft95', color: '--s-ttft95', fmt: ms, dash: [6, 4] },
     ] },
-    hit: { axis: (v) => `${Math.round(v)} %`, range: [0, 100], series: [{ label: 'hit rate', key: 'hit', color: '--s-hit', fill: true, fmt: pct }] },
+    hit: { axis: 'percent', range: [0, 100], series: [{ label: 'hit rate', key: 'hit', color: '--s-hit', fill: true, fmt: pct }] },
   };
 
   const bars = uPlot.paths && uPlot.paths.bars ? uPlot.paths.bars({ size: [0.7, 48], align: 0 }) : null;
@@ -61,7 +61,8 @@
       },
       axes: [
         { ...axis, values: data.step === 'hour' ? '{HH}:{mm}' : [[86400 * 28, '{MMM}', null], [86400, '{D} {MMM}', null], [3600, '{HH}:{mm}', null]] },
-        { ...axis, size: 62, values: (u, vals) => vals.map(def.axis) },
+        // whole steps for counts, decimals as the step needs for durations and money (stats-ticks.js)
+        { ...axis, size: 62, ...ticks.axisFor(def.axis) },
       ],
       series: [
         { label: 'UTC', value: (u, v) => (v == null ? '–' : new Date(v * 1e3).toISOString().slice(0, data.step === 'hour' ? 16 : 10).replace('T', ' ')) },

@@ -1,9 +1,8 @@
 /**
  * The media part of `npm run demo`: two fake ComfyUI boxes (test/fakes/comfyui-server.ts) as
- * `comfyui` backends, generation aliases on real fixture workflows read in place from
- * ../shared/fixtures (sd15 = txt2img_sd15_api.json; inpaint = the flux1 inpaint workflow, with
- * an image and a mask slot), and a walk through the Images API and the native job API.
- * Without the fixtures folder the media part is left out (the demo says so).
+ * `comfyui` backends, generation aliases on the fixture workflows in test/fixtures/comfyui
+ * (sd15 = txt2img_sd15_api.json; inpaint = the flux1 inpaint workflow, with an image and a mask
+ * slot), and a walk through the Images API and the native job API.
  */
 import { createHash } from 'node:crypto';
 import OpenAI, { toFile } from 'openai';
@@ -13,7 +12,6 @@ import type { JobEvent, JobView } from '../src/media/service-types.ts';
 import { fakePng } from '../test/fakes/comfyui-media.ts';
 import { startComfyFake } from '../test/fakes/comfyui-server.ts';
 import type { ComfyFake } from '../test/fakes/comfyui-types.ts';
-import { fixturesPresent, FIXTURES_DIR } from '../test/helpers/fixtures.ts';
 import { workflow } from '../test/helpers/comfy-workflows.ts';
 import { editObjectInfo } from '../test/helpers/media-gateway.ts';
 
@@ -28,12 +26,11 @@ export interface MediaFleet {
 /** Short /history polls so that a job ends as soon as the fake is done (the default is 1 s). */
 const QUICK = { poll_interval: 0.05 } as const;
 
-/** The two fake ComfyUI boxes and the aliases on them; undefined without the fixture workflows. */
-export async function startMediaFleet(spec: (s: Partial<BackendSpec> & { name: string; url: string }) => BackendSpec): Promise<MediaFleet | undefined> {
-  if (!fixturesPresent) return undefined;
+/** The two fake ComfyUI boxes and the aliases on them. */
+export async function startMediaFleet(spec: (s: Partial<BackendSpec> & { name: string; url: string }) => BackendSpec): Promise<MediaFleet> {
   // `comfy` runs sd15 on the fake's own object_info (combos checked: the sd15 checkpoint and LoRAs are installed there)
   const comfy: ComfyFake = await startComfyFake({ knobs: { stepMs: 40, steps: 8, previews: true } });
-  // `comfy-edit` runs the flux1 inpaint workflow on the real object_info dump (its model files are not the dump's: combos unchecked)
+  // `comfy-edit` runs the flux1 inpaint workflow on the base-install object_info dump (its model files are not the dump's: combos unchecked)
   const edit: ComfyFake = await startComfyFake({ objectInfo: editObjectInfo(), knobs: { stepMs: 20, steps: 4, validateCombos: false } });
   return {
     backends: [
@@ -51,9 +48,7 @@ export async function startMediaFleet(spec: (s: Partial<BackendSpec> & { name: s
   };
 }
 
-export const mediaSkipped = (): string => `(media part left out: no ComfyUI fixture workflows at ${FIXTURES_DIR})`;
-
-const LORA = 'janev1ostris.safetensors';
+const LORA = 'subject_style_v1.safetensors';
 const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex').slice(0, 12);
 const short = (id: string) => `${id.slice(0, 12)}…`;
 

@@ -13,14 +13,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { buildApp } from '../src/app.ts';
 import { embeddedDefaultConfig } from '../src/config/defaults.ts';
+import { createLogger } from '../src/logging.ts';
 import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
-import { mediaSkipped, mediaWalkthrough, startMediaFleet } from './demo-media.ts';
+import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
 
 const once = process.argv.includes('--once');
 const port = Number(process.env.PORT ?? 4000);
@@ -40,7 +40,9 @@ const config: GatewayConfig = {
   ...embeddedDefaultConfig(),
   store_dir: dataDir,
   jobs_dir: join(dataDir, 'jobs'),
-  log_level: 'warn',
+  // the narrative says what happens: only errors reach the terminal, as readable lines
+  log_level: 'error',
+  log_format: 'pretty',
   stream_keepalive_s: 1, // 10 by default; short so the demo shows the comments
   backends: [
     spec({ name: 'gpu-box', url: gpu.url, local: true, max_concurrent: 2 }),
@@ -48,9 +50,9 @@ const config: GatewayConfig = {
     spec({ name: 'ollama', url: ollama.url, local: true }),
     spec({ name: 'openrouter', url: cloud.url, paid: true, chat_only: true }),
     spec({ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }),
-    ...(media?.backends ?? []),
+    ...media.backends,
   ],
-  image_models: media?.imageModels ?? {},
+  image_models: media.imageModels,
   virtual_models: {
     fast: 'qwen3-8b-q4_k_m',
     smart: { openrouter: 'acme/chat-large' },
@@ -60,7 +62,8 @@ const config: GatewayConfig = {
     sonnet: { claude: 'claude-sonnet-4-5-20250929' },
   },
 };
-const { app, gateway } = await buildApp({ config, configSource: 'demo (in memory)', logger: pino({ level: 'warn' }) });
+const logger = createLogger(config, { isTTY: process.stdout.isTTY === true });
+const { app, gateway } = await buildApp({ config, configSource: 'demo (in memory)', logger });
 await app.listen({ port, host: '127.0.0.1' });
 await gateway.discovery.pollAll();
 const base = `http://127.0.0.1:${port}`;
@@ -70,7 +73,7 @@ const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id
 say(`1. discovery — GET /v1/models lists ${models.data.length} ids:`);
 say(`   ${models.data.map((m) => m.id).join('\n   ')}`);
 say(`   (aliases first; <backend>/<model> for every model; bare ids for local backends; openrouter's image model filtered by chat_only;`);
-say(`   last, ${media ? 'sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 11)' : 'generation aliases, when ComfyUI is configured'})\n`);
+say('   last, sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 11))\n');
 
 say('2. an alias — "fast" is qwen3-8b on two boxes; the scheduler picks the free, unpaid, fastest one:');
 const chat = await fetch(`${base}/v1/chat/completions`, {
@@ -103,18 +106,26 @@ for await (const chunk of stream.body!) {
 }
 say(`\n   usage: ${usage}\n`);
 
-say('4. failover — both boxes of "fast" answer 500 once; the call moves to the other candidate unseen:');
-gpu.setKnobs({ errorStatus: 500, errorCount: 1 });
-swap.setKnobs({ errorStatus: 500, errorCount: 1 });
+// The scheduler tries a never-measured box first (so it gets measured), else the fastest:
+// after step 3 that is swap. Only that box fails, once, so the call has somewhere to go.
+type SpeedView = { backends: Record<string, { speed: number | null }> };
+const speeds = ((await (await fetch(`${base}/health`)).json()) as SpeedView).backends;
+const rank = (name: string) => speeds[name]?.speed ?? Number.POSITIVE_INFINITY;
+const [first, firstName] = rank('swap') >= rank('gpu-box') ? [swap, 'swap'] as const : [gpu, 'gpu-box'] as const;
+say(`4. failover — "fast" is on gpu-box and swap; ${firstName}, the scheduler's first choice, answers 500 once:`);
+first.setKnobs({ errorStatus: 500, errorCount: 1 });
+const seenBefore = first.requests.length;
 const failedOver = await fetch(`${base}/v1/chat/completions`, {
   method: 'POST', headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ model: 'fast', messages: [{ role: 'user', content: 'Say hello again' }] }),
 });
 const answeredBy = failedOver.headers.get('x-gateway-backend');
-say(`   status ${failedOver.status}, answered by ${answeredBy} (${answeredBy === 'swap' ? 'gpu-box' : 'swap'} was tried first and failed)\n`);
-await failedOver.text();
-gpu.setKnobs({ errorStatus: 0 });
-swap.setKnobs({ errorStatus: 0 });
+const reply = (await failedOver.json()) as { choices?: { message: { content: string } }[] };
+const triedFirst = first.requests.slice(seenBefore).some((r) => r.path.endsWith('/chat/completions'));
+say(`   ${firstName} was ${triedFirst ? 'tried and answered 500' : 'NOT tried'}; the call moved on to ${answeredBy}.`);
+say(`   the client saw none of it: status ${failedOver.status}, answered by ${answeredBy}: `
+  + `"${reply.choices?.[0]?.message.content.slice(0, 40) ?? ''}…"\n`);
+first.setKnobs({ errorStatus: 0, errorCount: 0 });
 
 say('5. parked and kept alive — swap (max_concurrent 1) is busy; a stream for it waits in the queue');
 say('   and gets SSE comments (stream_keepalive_s, 1 s here) until its turn:');
@@ -187,8 +198,7 @@ say(`   ${audio.length} bytes of ${speech.headers.get('content-type')} from ${sp
 const heard = await oai.audio.transcriptions.create({ model: 'swap/qwen3-8b-q4_k_m', file: await toFile(audio, 'hello.mp3') });
 say(`   and back: POST /v1/audio/transcriptions (multipart) → "${heard.text.slice(0, 50)}"`);
 
-if (media) await mediaWalkthrough(base, oai, say, 11);
-else say(`\n11. ${mediaSkipped()}`);
+await mediaWalkthrough(base, oai, say, 11);
 
 say('\n12. the console — /ui, server-rendered, live over one event stream:');
 for (const path of ['/ui', '/ui/backends', '/ui/calls', '/ui/stats', '/ui/jobs']) {
@@ -200,16 +210,14 @@ say('   (this demo gateway is open — no api_key, no users — so the console n
 say('    with a key it asks for an admin key, and "Create an admin user" locks an open gateway from the banner)');
 
 say(`\nTry it yourself:\n   open ${base}/ui   # the console: dashboard, backends, aliases, mapping, playground, calls, jobs, stats, users, server\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet`);
-if (media) {
-  say(`   curl ${base}/v1/images/generations -H 'content-type: application/json' -d '{"model":"sd15","prompt":"a lighthouse","response_format":"url"}'`);
-  say(`   curl -N ${base}/v1/jobs/<job_id>/events   # after POST /v1/generations {"model":"sd15","prompt":"…","mode":"async"}`);
-}
+say(`   curl ${base}/v1/images/generations -H 'content-type: application/json' -d '{"model":"sd15","prompt":"a lighthouse","response_format":"url"}'`);
+say(`   curl -N ${base}/v1/jobs/<job_id>/events   # after POST /v1/generations {"model":"sd15","prompt":"…","mode":"async"}`);
 say('');
 
 const stop = async () => {
   await app.close();
   await Promise.all([gpu, swap, ollama, cloud, claude].map((f) => f.close()));
-  await media?.close();
+  await media.close();
   process.exit(0);
 };
 if (once) await stop();

@@ -6,7 +6,7 @@ import { SseSplitter } from '../src/upstream/sse.ts';
 import { createUsageTap } from '../src/upstream/stream-usage.ts';
 import { assertSameShape } from './fakes/shape.ts';
 import { assertValidOrder, blocksOf, parseAnthropicSse, sdkFinalMessage, type AnthropicFrame } from './helpers/anthropic-events.ts';
-import { readFixture, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixture } from './helpers/fixtures.ts';
 import { prng } from './helpers/prng.ts';
 
 const CHAT_TOOL_CALL = 'llm/openai/chat_completions_stream_tool_call_usage.sse.txt';
@@ -69,7 +69,7 @@ function shapeKey(event: string, data: any): string {
 }
 
 for (const file of [CHAT_TOOL_CALL, CHAT_PARALLEL]) {
-  test(`stream: ${file.split('/').pop()} becomes a valid Messages stream in any chunking`, { skip: skipWithoutFixtures }, async () => {
+  test(`stream: ${file.split('/').pop()} becomes a valid Messages stream in any chunking`, async () => {
     const input = readFixture(file);
     const reference = shapesOf(parseAnthropicSse(readFixture(ANTHROPIC_TOOL_USE)));
     const calls = chatToolCalls(input);
@@ -116,7 +116,7 @@ for (const file of [CHAT_TOOL_CALL, CHAT_PARALLEL]) {
     });
   });
 
-  test(`stream: ${file.split('/').pop()} summary matches the OpenAI tap's`, { skip: skipWithoutFixtures }, () => {
+  test(`stream: ${file.split('/').pop()} summary matches the OpenAI tap's`, () => {
     const input = readFixture(file);
     const { t } = play(input, () => 13);
     let eventIndex = -1;
@@ -184,7 +184,7 @@ function skeleton(frames: AnthropicFrame[]): string[] {
 }
 
 for (const file of [ANTHROPIC_THINKING, ANTHROPIC_TOOL_USE]) {
-  test(`stream: the answer of ${file.split('/').pop()}, sent as a chat stream, comes back as the same Messages stream`, { skip: skipWithoutFixtures }, async () => {
+  test(`stream: the answer of ${file.split('/').pop()}, sent as a chat stream, comes back as the same Messages stream`, async () => {
     const real = parseAnthropicSse(readFixture(file));
     const input = chatStreamFrom(real);
     const { output } = play(input, () => 11);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { chatToResponse, outputText, type ResponseOpts } from '../src/bridges/responses/response.ts';
 import { newCallId, newFunctionCallId, newMessageId, newReasoningId, newResponseId } from '../src/bridges/responses/ids.ts';
 import { assertSameShape } from './fakes/shape.ts';
-import { readFixture, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixture } from './helpers/fixtures.ts';
 import { parseResponsesSse } from './helpers/responses-events.ts';
 
 type Json = Record<string, any>;
@@ -215,7 +215,7 @@ test('ids: resp_, msg_, fc_, rs_, call_ with 48 random hex characters, never rep
 });
 
 for (const file of ['llm/openai/responses_stream_text.sse.txt', 'llm/openai/responses_stream_function_call.sse.txt']) {
-  test(`response: shaped like the final Response of ${file.split('/').pop()}`, { skip: skipWithoutFixtures }, () => {
+  test(`response: shaped like the final Response of ${file.split('/').pop()}`, () => {
     const real = parseResponsesSse(readFixture(file)).at(-1)!.data.response;
     const item = real.output[0];
     const message = item.type === 'message'

@@ -12,7 +12,7 @@ import { deltaFrame } from '../src/bridges/responses/stream-frames.ts';
 import { SseSplitter } from '../src/upstream/sse.ts';
 import { createUsageTap } from '../src/upstream/stream-usage.ts';
 import { assertSameShape } from './fakes/shape.ts';
-import { readFixture, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixture } from './helpers/fixtures.ts';
 import { prng } from './helpers/prng.ts';
 import {
   accumulatedOutput, assertValidSequence, itemsOf, parseResponsesSse, sdkEvents, sdkFinalResponse, type ResponsesFrame,
@@ -110,7 +110,7 @@ function assertRealShapes(frames: ResponsesFrame[]): void {
 }
 
 for (const file of [CHAT_TOOL_CALL, CHAT_PARALLEL]) {
-  test(`stream: ${file.split('/').pop()} becomes a valid Responses stream in any chunking`, { skip: skipWithoutFixtures }, async () => {
+  test(`stream: ${file.split('/').pop()} becomes a valid Responses stream in any chunking`, async () => {
     const input = readFixture(file);
     const calls = chatToolCalls(input);
     let first: string | undefined;
@@ -159,7 +159,7 @@ for (const file of [CHAT_TOOL_CALL, CHAT_PARALLEL]) {
     assert.deepEqual(events.map((e) => e.sequence_number), frames.map((_, i) => i), 'the SDK sees every event, in sequence');
   });
 
-  test(`stream: ${file.split('/').pop()} summary matches the OpenAI tap's`, { skip: skipWithoutFixtures }, () => {
+  test(`stream: ${file.split('/').pop()} summary matches the OpenAI tap's`, () => {
     const input = readFixture(file);
     const { t } = play(input, () => 13);
     let eventIndex = -1;
@@ -220,7 +220,7 @@ function skeleton(frames: ResponsesFrame[]): string[] {
 }
 
 for (const file of [RESPONSES_TEXT, RESPONSES_CALL]) {
-  test(`stream: the answer of ${file.split('/').pop()}, sent as a chat stream, comes back as the same Responses stream`, { skip: skipWithoutFixtures }, async () => {
+  test(`stream: the answer of ${file.split('/').pop()}, sent as a chat stream, comes back as the same Responses stream`, async () => {
     const real = parseResponsesSse(readFixture(file));
     const { output } = play(chatStreamFrom(real), () => 11);
     const ours = parseResponsesSse(output);

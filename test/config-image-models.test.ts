@@ -15,7 +15,7 @@ import { loadConfigFile, parseConfigText } from '../src/config/load.ts';
 import { createConfigValidator, formatProblems, type ConfigProblem } from '../src/config/schema.ts';
 import { validateSetting } from '../src/config/settings-validate.ts';
 import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
-import { fixturePath, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { fixturePath } from './helpers/fixtures.ts';
 import { tempDirs } from './helpers/temp-dirs.ts';
 
 const tempDir = tempDirs('llmgw-image-models-');
@@ -88,7 +88,7 @@ image_models:
     assert.deepEqual(b.fixed, [{ node: '4', field: 'ckpt_name', value: 'other.safetensors' }]);
   });
 
-  test('a real fixture workflow by absolute path', { skip: skipWithoutFixtures }, () => {
+  test('a real fixture workflow by absolute path', () => {
     const file = fixturePath('comfyui/workflows/txt2img_sd15_api.json');
     const path = writeConfig(`${BACKENDS}
 image_models:

@@ -12,7 +12,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startReplay, type ReplayBackend } from './fakes/replay.ts';
-import { fixturePath, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { fixturePath } from './helpers/fixtures.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 import { weatherToolLoop } from './helpers/ai-sdk-tools.ts';
@@ -29,10 +29,8 @@ describe('the Responses API through the gateway', () => {
   before(async () => {
     local = await startFake('llamacpp', { models: ['qwen3-8b'], knobs: { chunkCount: 6 } });
     const backends = [{ name: 'local', url: local.url }];
-    if (!skipWithoutFixtures) {
-      native = await startReplay('gpt-5.2', readFileSync(fixturePath('llm/openai/responses_stream_text.sse.txt')), { chunkBytes: 97 });
-      backends.push({ name: 'native', url: native.url, responses: 'native' } as (typeof backends)[number]);
-    }
+    native = await startReplay('gpt-5.2', readFileSync(fixturePath('llm/openai/responses_stream_text.sse.txt')), { chunkBytes: 97 });
+    backends.push({ name: 'native', url: native.url, responses: 'native' } as (typeof backends)[number]);
     gw = await startGateway(backends, { api_key: MASTER, virtual_models: { r: { local: 'qwen3-8b' }, n: { native: 'gpt-5.2' } } });
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
   });
@@ -142,7 +140,7 @@ describe('the Responses API through the gateway', () => {
     await assert.rejects(client.responses.create({ model: 'no-such', input: 'x' }), (err: unknown) => err instanceof OpenAI.NotFoundError);
   });
 
-  test('a native backend: the client gets its stream byte for byte; usage on record', { skip: skipWithoutFixtures }, async () => {
+  test('a native backend: the client gets its stream byte for byte; usage on record', async () => {
     const res = await request(`${gw.url}/v1/responses`, {
       method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
       body: JSON.stringify({ model: 'n', input: 'hi', stream: true }),

@@ -1,5 +1,5 @@
 /**
- * The Anthropic fake against the real captures in ../shared/fixtures/llm/anthropic: every event
+ * The Anthropic fake against the real captures in test/fixtures/llm/anthropic: every event
  * kind a capture has, the fake emits with the same JSON shape, in the same order rules, framed
  * the same way. The order rules are checked on the captures too, so they are the real API's.
  */
@@ -8,9 +8,8 @@ import assert from 'node:assert/strict';
 import {
   ANTHROPIC_FAKE_API_KEY, assertSameShape, parseAnthropicSse, startAnthropicFake, type AnthropicKnobs, type AnthropicSseEvent,
 } from './fakes/index.ts';
-import { readFixture, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixture } from './helpers/fixtures.ts';
 
-const skip = skipWithoutFixtures;
 const THINKING = 'llm/anthropic/messages_stream_thinking.sse.txt';
 const TOOL_USE = 'llm/anthropic/messages_stream_tool_use.sse.txt';
 
@@ -117,7 +116,7 @@ const SET_WHEN_DONE = ['$.stop_reason'];
 
 const TOOLS = [{ name: 'json', description: 'Respond with JSON.', input_schema: { type: 'object' } }];
 
-describe('Anthropic captures read strictly and follow the order rules', { skip }, () => {
+describe('Anthropic captures read strictly and follow the order rules', () => {
   for (const file of [THINKING, TOOL_USE]) {
     test(file, () => {
       const parsed = parseAnthropicSse(readFixture(file));
@@ -127,7 +126,7 @@ describe('Anthropic captures read strictly and follow the order rules', { skip }
   }
 });
 
-describe('the Anthropic fake streams like the real captures', { skip }, () => {
+describe('the Anthropic fake streams like the real captures', () => {
   test('thinking: thinking block (deltas, signature), then text; shapes and order', async () => {
     const real = parseAnthropicSse(readFixture(THINKING)).events;
     const { events, message } = await fakeStream({ chunkCount: 5 }, {

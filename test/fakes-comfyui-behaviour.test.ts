@@ -11,10 +11,9 @@ import { FAKE_CUSTOM_NODE_INFO } from './fakes/comfyui-nodes.ts';
 import { PNG_SIGNATURE, fakePng } from './fakes/comfyui-media.ts';
 import type { ComfyFake } from './fakes/comfyui-types.ts';
 import { historyEntry, openComfyWs, postJson, submitPrompt, uploadImage, type ComfyWsMessage } from './fakes/comfyui-client.ts';
-import { readFixtureJson, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixtureJson } from './helpers/fixtures.ts';
 import { defaultWorkflow, loadImageWorkflow } from './fakes/comfyui-workflows.ts';
 
-const skip = skipWithoutFixtures;
 const wf = (name: string) => readFixtureJson<Record<string, any>>(`comfyui/workflows/${name}`);
 
 /** The files a history entry's outputs name (every list-valued key, every dict with filename). */
@@ -58,7 +57,7 @@ function assertRunOrder(msgs: ComfyWsMessage[], outcome: string): void {
   });
 }
 
-describe('fake ComfyUI: fixture workflows end to end', { skip }, () => {
+describe('fake ComfyUI: fixture workflows end to end', () => {
   let fake: ComfyFake;
   before(async () => { fake = await startComfyFake(); });
   after(() => fake.close());
@@ -161,7 +160,7 @@ describe('fake ComfyUI: fixture workflows end to end', { skip }, () => {
     assert.equal((await historyEntry(fake, flux.body.prompt_id)).status.status_str, 'success');
   });
 
-  test('the real object_info dump: rgthree is missing_node_type; with the fake custom nodes it validates', async () => {
+  test('the base-install object_info dump: rgthree is missing_node_type; with the fake custom nodes it validates', async () => {
     const real = readFixtureJson<Record<string, any>>('comfyui/object_info.json');
     const strict = await startComfyFake({ objectInfo: real });
     try {

@@ -1,5 +1,5 @@
 /**
- * The fake ComfyUI against the real 0.27.0 captures in ../shared/fixtures/comfyui/samples: every
+ * The fake ComfyUI against the real 0.27.0 captures in test/fixtures/comfyui/samples: every
  * response and websocket message the fake serves has the capture's JSON shape (assertSameShape:
  * every field the capture has, same JSON types; extra fields allowed). Fields the source shortened
  * (history `messages: ["..."]`, the `"1a37efff-..."` keys) are left out, as the fixtures README says.
@@ -11,10 +11,9 @@ import { assertSameShape } from './fakes/shape.ts';
 import { startComfyFake } from './fakes/comfyui-server.ts';
 import type { ComfyFake } from './fakes/comfyui-types.ts';
 import { historyEntry, openComfyWs, submitPrompt, type ComfyWsMessage } from './fakes/comfyui-client.ts';
-import { readFixture, readFixtureJson, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixture, readFixtureJson } from './helpers/fixtures.ts';
 import { defaultWorkflow } from './fakes/comfyui-workflows.ts';
 
-const skip = skipWithoutFixtures;
 const S = 'comfyui/samples/';
 
 function wsCapture(): Map<string, ComfyWsMessage> {
@@ -22,7 +21,7 @@ function wsCapture(): Map<string, ComfyWsMessage> {
   return new Map(lines.map((l) => { const m = JSON.parse(l); return [m.type, m]; }));
 }
 
-describe('fake ComfyUI matches the real 0.27.0 captures', { skip }, () => {
+describe('fake ComfyUI matches the real 0.27.0 captures', () => {
   let fake: ComfyFake;
   before(async () => { fake = await startComfyFake({ knobs: { stepMs: 2, steps: 3 } }); });
   after(() => fake.close());

@@ -1,10 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { half, objectInfo, workflow } from './helpers/comfy-workflows.ts';
 import { compile, PLACEHOLDER_IMAGE_NAME, type CompileResult, type GenerationAlias } from '../src/media/compiler/index.ts';
 
-const skip = skipWithoutFixtures;
 
 function ok(result: CompileResult) {
   assert.ok(result.ok, `expected ok, got ${JSON.stringify(!result.ok && result.error)}`);
@@ -15,7 +13,7 @@ function refused(result: CompileResult) {
   return result.error;
 }
 
-test('the alias workflow is never mutated', { skip }, () => {
+test('the alias workflow is never mutated', () => {
   const wf = workflow('txt2img_sd15_api.json');
   const before = JSON.stringify(wf);
   ok(compile({ prompt: 'a fox', seed: 7n, lora_1: 'x.safetensors' }, { workflow: wf, fixed: [{ node: '310', field: 'steps', value: 9 }] }, { jobId: 'j' }));
@@ -25,7 +23,7 @@ test('the alias workflow is never mutated', { skip }, () => {
   assert.equal(JSON.stringify(wf), before);
 });
 
-test('pins are coerced to the input type per object_info, and beat the request', { skip }, () => {
+test('pins are coerced to the input type per object_info, and beat the request', () => {
   const alias: GenerationAlias = {
     workflow: workflow('txt2img_sd15_api.json'),
     fixed: [
@@ -48,7 +46,7 @@ test('pins are coerced to the input type per object_info, and beat the request',
   assert.equal(refused(compile({ size: '1024x1024' }, alias, { jobId: 'j', objectInfo: objectInfo() })).param, 'width');
 });
 
-test('a pin that does not fit its input is the alias at fault (500), not the client', { skip }, () => {
+test('a pin that does not fit its input is the alias at fault (500), not the client', () => {
   const alias: GenerationAlias = { workflow: workflow('txt2img_sd15_api.json'), fixed: [{ node: '310', field: 'sampler_name', value: 'no_such_sampler' }] };
   const e = refused(compile({}, alias, { jobId: 'j', objectInfo: objectInfo() }));
   assert.equal(e.status, 500);
@@ -56,7 +54,7 @@ test('a pin that does not fit its input is the alias at fault (500), not the cli
   assert.match(e.message, /must be one of: euler/);
 });
 
-test('request values are coerced and bounded per object_info; size and n expand', { skip }, () => {
+test('request values are coerced and bounded per object_info; size and n expand', () => {
   const alias = { workflow: workflow('stable_audio_open_api.json') };
   const r = ok(compile({ prompt: 'rain on a tin roof', steps: '30', cfg: 5, seconds: 12.5, n: 2 }, alias, { jobId: 'j', objectInfo: objectInfo(), random: half }));
   assert.equal(r.prompt['6'].inputs.text, 'rain on a tin roof');
@@ -72,7 +70,7 @@ test('request values are coerced and bounded per object_info; size and n expand'
   assert.deepEqual([sd.prompt['146'].inputs.value, sd.prompt['147'].inputs.value], [640, 896]);
 });
 
-test('list and object values are refused: a two-element list would be read as a link', { skip }, () => {
+test('list and object values are refused: a two-element list would be read as a link', () => {
   const alias = { workflow: workflow('txt2img_sd15_api.json') };
   for (const value of [['310', 0], ['a', 'b', 'c'], { text: 'x' }]) {
     const e = refused(compile({ prompt: value }, alias, { jobId: 'j' }));
@@ -80,7 +78,7 @@ test('list and object values are refused: a two-element list would be read as a 
   }
 });
 
-test('a 19-digit seed (bigint or decimal text) survives exactly into promptJson', { skip }, () => {
+test('a 19-digit seed (bigint or decimal text) survives exactly into promptJson', () => {
   const alias = { workflow: workflow('txt2img_sd15_api.json') };
   for (const seed of [9223372036854775807n, '9223372036854775807']) {
     const r = ok(compile({ seed }, alias, { jobId: 'j', objectInfo: objectInfo() }));
@@ -104,7 +102,7 @@ const qwen = (onEmpty?: 'placeholder' | 'required' | 'disable'): GenerationAlias
   mapping: { image_2: { node: 'input_reference_image_2', field: 'image', ...(onEmpty ? { on_empty: onEmpty } : {}) } },
 });
 
-test('a provided image becomes a job-specific upload written into the loader', { skip }, () => {
+test('a provided image becomes a job-specific upload written into the loader', () => {
   const r = ok(compile({}, qwen(), { jobId: 'job42', objectInfo: objectInfo(), images: { image: { ext: 'webp' }, image_2: { ext: 'png' } } }));
   assert.deepEqual(
     r.uploads.filter((u) => !u.placeholder),
@@ -118,7 +116,7 @@ test('a provided image becomes a job-specific upload written into the loader', {
   assert.equal(refused(compile({ image: 'secret.png' }, qwen(), { jobId: 'j' })).param, 'image');
 });
 
-test('empty slot, placeholder (the default): the named 8x8 placeholder, also an upload', { skip }, () => {
+test('empty slot, placeholder (the default): the named 8x8 placeholder, also an upload', () => {
   for (const alias of [qwen(), qwen('placeholder')]) {
     const r = ok(compile({}, alias, { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
     assert.equal(r.prompt['127'].inputs.image, PLACEHOLDER_IMAGE_NAME);
@@ -127,12 +125,12 @@ test('empty slot, placeholder (the default): the named 8x8 placeholder, also an 
   }
 });
 
-test('empty slot, required: 400 naming the slot (the baked-in file is never used)', { skip }, () => {
+test('empty slot, required: 400 naming the slot (the baked-in file is never used)', () => {
   const e = refused(compile({}, qwen('required'), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
   assert.deepEqual([e.status, e.param], [400, 'image_2']);
 });
 
-test('empty slot, disable: the loader goes, optional consumers are unwired and keep running', { skip }, () => {
+test('empty slot, disable: the loader goes, optional consumers are unwired and keep running', () => {
   const r = ok(compile({}, qwen('disable'), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
   assert.deepEqual(r.removed, ['127']);
   // image2 is optional on TextEncodeQwenImageEditPlus: unwired, both encoders stay
@@ -142,7 +140,7 @@ test('empty slot, disable: the loader goes, optional consumers are unwired and k
   assert.deepEqual(r.outputs, ['10']);
 });
 
-test('disable that would prune the output is refused, naming the slot', { skip }, () => {
+test('disable that would prune the output is refused, naming the slot', () => {
   // image 1 feeds ColorMatchV2 (a custom class, so its inputs count as required) → PreviewImage
   const alias: GenerationAlias = { workflow: workflow('img2img_qwen_api.json'), mapping: { image: { node: '126', field: 'image', on_empty: 'disable' } } };
   const e = refused(compile({}, alias, { jobId: 'j', objectInfo: objectInfo() }));
@@ -150,7 +148,7 @@ test('disable that would prune the output is refused, naming the slot', { skip }
   assert.match(e.message, /output \(10\)/);
 });
 
-test('bypass ComfyUI-style: the consumer takes the bypassed node input of the same type', { skip }, () => {
+test('bypass ComfyUI-style: the consumer takes the bypassed node input of the same type', () => {
   // ColorMatchV2 is not in object_info; its output type comes from PreviewImage.images (IMAGE),
   // its inputs' types from their sources: image_target ← VAEDecode (IMAGE) is the first match
   const alias: GenerationAlias = { ...qwen('disable'), bypass: ['ColorMatchV2'] };
@@ -164,7 +162,7 @@ test('bypass ComfyUI-style: the consumer takes the bypassed node input of the sa
 
 const trellis = (bypass: string[]): GenerationAlias => ({ workflow: workflow('img2mesh-trellis2_high_api.json'), bypass });
 
-test('trellis: unary clean-up nodes bypass as pass-throughs (and the notes say it was a guess)', { skip }, () => {
+test('trellis: unary clean-up nodes bypass as pass-throughs (and the notes say it was a guess)', () => {
   const r = ok(compile({}, trellis(['38', '53']), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
   assert.deepEqual(r.bypassed, ['38', '53']);
   assert.deepEqual(r.removed, []);
@@ -174,7 +172,7 @@ test('trellis: unary clean-up nodes bypass as pass-throughs (and the notes say i
   assert.equal(r.notes.filter((n) => /passed through/.test(n)).length, 2);
 });
 
-test('trellis: bypassing the refiner prunes everything that needed it, exactly', { skip }, () => {
+test('trellis: bypassing the refiner prunes everything that needed it, exactly', () => {
   // the refiner (41) has three linked inputs and no known types: nothing to reconnect to, so its
   // consumer (39) goes, and with it the refined branch; Trellis2Continue (46) sequences the
   // texturing (57) after it, so the textured outputs go too. The white mesh export (33) stays.
@@ -189,13 +187,13 @@ test('trellis: bypassing the refiner prunes everything that needed it, exactly',
   assert.ok(bare.notes.includes('no object_info: every linked input is treated as required'));
 });
 
-test('trellis: disabling the only image would remove every output → 400 naming the slot', { skip }, () => {
+test('trellis: disabling the only image would remove every output → 400 naming the slot', () => {
   const alias: GenerationAlias = { workflow: workflow('img2mesh-trellis2_high_api.json'), mapping: { image: { node: 'input_image', field: 'image', on_empty: 'disable' } } };
   const e = refused(compile({}, alias, { jobId: 'j', objectInfo: objectInfo() }));
   assert.deepEqual([e.status, e.param], [400, 'image']);
 });
 
-test('trellis: an explicit output that a bypass prunes is an alias fault', { skip }, () => {
+test('trellis: an explicit output that a bypass prunes is an alias fault', () => {
   const e = refused(compile({}, { ...trellis(['41']), output: 'Output' }, { jobId: 'j', images: { image: { ext: 'png' } } }));
   assert.equal(e.status, 500);
 });

@@ -1,10 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { objectInfo, workflow } from './helpers/comfy-workflows.ts';
 import { compile, paramFromTitle, suggestMapping, type Mapping } from '../src/media/compiler/index.ts';
 
-const skip = skipWithoutFixtures;
 const flat = (m: Mapping) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, `${v.node}.${v.field}`]));
 
 test('title names are tidied, typos included', () => {
@@ -106,19 +104,19 @@ const cases: Array<[string, Record<string, string>]> = [
 ];
 
 for (const [file, expected] of cases) {
-  test(`suggestMapping on ${file}`, { skip }, () => {
+  test(`suggestMapping on ${file}`, () => {
     assert.deepEqual(flat(suggestMapping(workflow(file), objectInfo())), expected);
   });
 }
 
-test('krea: input_image1..4 become image, image_2..image_4', { skip }, () => {
+test('krea: input_image1..4 become image, image_2..image_4', () => {
   const m = flat(suggestMapping(workflow('img2img_krea2_api.json')));
   assert.equal(m.image, '17.image');
   assert.equal(m.image_2, '31.image');
   assert.equal(m.image_4, '33.image');
 });
 
-test('an explicit mapping wins over the suggestion, and takes its field away from it', { skip }, () => {
+test('an explicit mapping wins over the suggestion, and takes its field away from it', () => {
   const wf = workflow('txt2img_sd15_api.json');
   const result = compile(
     { positive: 'a red fox', steps: 12 },

@@ -1,17 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { objectInfo, workflow } from './helpers/comfy-workflows.ts';
 import { outputKind, validateAlias, type Problem } from '../src/media/compiler/index.ts';
 
-const skip = skipWithoutFixtures;
 const byPath = (problems: Problem[]) => Object.fromEntries(problems.map((p) => [p.path, p.severity]));
 
-test('a sound alias on a server that has every class: no problems', { skip }, () => {
+test('a sound alias on a server that has every class: no problems', () => {
   assert.deepEqual(validateAlias({ workflow: workflow('stable_audio_open_api.json'), fixed: [{ node: '3', field: 'steps', value: 40 }] }, objectInfo(), 'audio_models.sao[0]'), []);
 });
 
-test('every kind of mistake, each at its key path, against the real object_info', { skip }, () => {
+test('every kind of mistake, each at its key path, against the base-install object_info', () => {
   const P = 'image_models.sd15[0]';
   const problems = validateAlias(
     {
@@ -51,7 +49,7 @@ test('every kind of mistake, each at its key path, against the real object_info'
   assert.match(problems.find((p) => p.path.endsWith('fixed[1].value'))!.message, /must be one of: euler/);
 });
 
-test('unknown classes: reported per node with object_info; fields unchecked; titles must be unique', { skip }, () => {
+test('unknown classes: reported per node with object_info; fields unchecked; titles must be unique', () => {
   const problems = validateAlias(
     {
       workflow: workflow('img2mesh-trellis2_high_api.json'),
@@ -68,7 +66,7 @@ test('unknown classes: reported per node with object_info; fields unchecked; tit
   assert.match(rest[0].message, /names 4 nodes/);
 });
 
-test('without object_info: only the graph itself is checked; an unseen field is a warning', { skip }, () => {
+test('without object_info: only the graph itself is checked; an unseen field is a warning', () => {
   const problems = validateAlias({ workflow: workflow('img2mesh-trellis2_high_api.json'), mapping: { image: { node: '58', field: 'imagez' } } }, undefined, 'm');
   assert.deepEqual(byPath(problems), { 'm.mapping.image.field': 'warning' });
 });

@@ -1,5 +1,5 @@
 /**
- * The generation catalog over real fixture workflows and the real /object_info dump: ordered
+ * The generation catalog over real fixture workflows and the base-install /object_info dump: ordered
  * candidates with the alias's one mapping (the first entry's), entries that cannot run left
  * out and reported, validation per backend's object_info, the LoRA union and LoRA routing,
  * and a table built once per configuration object.
@@ -12,7 +12,6 @@ import type { ObjectInfo } from '../src/media/compiler/index.ts';
 import { GenerationCatalog } from '../src/media/generation-catalog.ts';
 import { inventoryOf } from '../src/media/inventory.ts';
 import { objectInfo, workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 
 const backend = (name: string, type: BackendSpec['type'] = 'comfyui'): BackendSpec => ({
   name, url: `http://${name}.lan:8188`, type, enabled: true, paid: false, local: false, chat_only: false, serverless_only: false,
@@ -22,7 +21,7 @@ function configWith(imageModels: Record<string, ImageModelEntry[]>): GatewayConf
   return { ...embeddedDefaultConfig(), backends: [backend('comfy-a'), backend('comfy-b'), backend('comfy-c'), backend('llm', 'openai')], image_models: imageModels };
 }
 
-/** A catalog over `config` (swappable), comfy-a with the real object_info, the others unknown unless given. */
+/** A catalog over `config` (swappable), comfy-a with the base-install object_info, the others unknown unless given. */
 function catalogOf(start: GatewayConfig, opts: { infos?: Record<string, ObjectInfo>; loras?: Record<string, string[]> } = {}) {
   let config = start;
   const infos: Record<string, ObjectInfo> = opts.infos ?? { 'comfy-a': objectInfo() };
@@ -34,7 +33,7 @@ function catalogOf(start: GatewayConfig, opts: { infos?: Record<string, ObjectIn
   return { catalog, infos, setConfig: (c: GatewayConfig) => { config = c; } };
 }
 
-describe('the generation catalog', { skip: skipWithoutFixtures }, () => {
+describe('the generation catalog', () => {
   const sd15 = () => workflow('txt2img_sd15_api.json');
   const audio = () => workflow('stable_audio_open_api.json');
   const mapping = { prompt: { node: '61', field: 'value' }, seed: { node: 'input_seed', field: 'value' } };
@@ -100,7 +99,7 @@ describe('the generation catalog', { skip: skipWithoutFixtures }, () => {
     }));
     const problems = catalog.problems();
     const at = (path: string) => problems.filter((p) => p.path === path);
-    // the real dump is a base install: the rgthree LoRA stack is not in it
+    // the dump is a base install: the rgthree LoRA stack is not in it
     assert.match(at('image_models.sd15[0].workflow.313.class_type')[0]?.message ?? '', /Lora Loader Stack \(rgthree\) is not installed/);
     assert.match(at('image_models.sd15[0].mapping.bad.field')[0]?.message ?? '', /PrimitiveStringMultiline has no input 'valeu'/);
     assert.match(at('image_models.sd15[0].mapping.linked.field')[0]?.message ?? '', /linked from node 61/);
@@ -149,7 +148,7 @@ describe('the generation catalog', { skip: skipWithoutFixtures }, () => {
     assert.deepEqual(catalog.withLoras('solo', ['detail.safetensors']), { candidates: [], missingEverywhere: ['detail.safetensors'] }, 'unknown inventory counts as lacking');
   });
 
-  test('LoRAs read from the real dump (a base install has none)', () => {
+  test('LoRAs read from the base-install dump (it has none)', () => {
     const { catalog } = catalogOf(configWith({ sd15: [{ backend: 'comfy-a', workflow_json: sd15() }] }), { loras: { 'comfy-a': inventoryOf(objectInfo()).loras } });
     assert.deepEqual(catalog.loras('sd15'), []);
     assert.deepEqual(catalog.withLoras('sd15', ['x.safetensors']).missingEverywhere, ['x.safetensors']);

@@ -13,9 +13,8 @@ import type { ComfyFake } from './fakes/comfyui-types.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { FAST_COMFY, sd15Models, settle, submitText } from './helpers/media-service.ts';
 import { waitFor } from './helpers/wait.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 
-describe('a gpu_group shared by an LLM backend and a ComfyUI', { skip: skipWithoutFixtures }, () => {
+describe('a gpu_group shared by an LLM backend and a ComfyUI', () => {
   let swap: FakeBackend | undefined;
   let comfy: ComfyFake | undefined;
   let gw: TestGateway | undefined;

@@ -10,7 +10,6 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI, { APIError, toFile } from 'openai';
 import sharp from 'sharp';
 import type { JobView } from '../src/media/service-types.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { waitFor } from './helpers/wait.ts';
 import {
   bearer, call, createUser, maskPng, MASTER, pngA, startMediaRig, uploadsOf, type MediaRig,
@@ -18,7 +17,7 @@ import {
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
 
-describe('the OpenAI Images API', { skip: skipWithoutFixtures }, () => {
+describe('the OpenAI Images API', () => {
   let rig: MediaRig;
   let client: OpenAI;
 

@@ -1,14 +1,14 @@
 /**
- * A ComfyUI backend's inventory from its real /object_info dump, and the executor watchdog
+ * A ComfyUI backend's inventory from a base-install /object_info dump, and the executor watchdog
  * over /queue readings with a fake clock.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { comboOptions, inventoryOf } from '../src/media/inventory.ts';
 import { ExecutorWatchdog, queueView } from '../src/media/watchdog.ts';
-import { readFixtureJson, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixtureJson } from './helpers/fixtures.ts';
 
-test('the real object_info dump: checkpoints, VAEs, CLIPs, UNETs and LoRAs from the loaders, every class', { skip: skipWithoutFixtures }, () => {
+test('the base-install object_info dump: checkpoints, VAEs, CLIPs, UNETs and LoRAs from the loaders, every class', () => {
   const info = readFixtureJson<Record<string, { input: { required: Record<string, unknown> } }>>('comfyui/object_info.json');
   const inv = inventoryOf(info);
   assert.deepEqual(inv.checkpoints, comboOptions(info.CheckpointLoaderSimple.input.required.ckpt_name).sort());
@@ -46,7 +46,7 @@ test('watchdog: the same head pending with nothing running, on two checks and fo
   assert.equal(dog.observe({ running: [], pending: [] }, 300_001), false, 'an empty queue is idle, not stuck');
 });
 
-test('queueView reads the real /queue shape, pending in submission order', { skip: skipWithoutFixtures }, () => {
+test('queueView reads the real /queue shape, pending in submission order', () => {
   assert.deepEqual(queueView(readFixtureJson('comfyui/samples/queue_empty.json')), { running: [], pending: [] });
   const busy = { queue_running: [[3, 'run-1', {}, {}, ['9']]], queue_pending: [[5, 'p-b', {}, {}, []], [4, 'p-a', {}, {}, []]] };
   assert.deepEqual(queueView(busy), { running: ['run-1'], pending: ['p-a', 'p-b'] });

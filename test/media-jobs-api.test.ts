@@ -10,7 +10,6 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import sharp from 'sharp';
 import type { JobView } from '../src/media/service-types.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { waitFor } from './helpers/wait.ts';
 import {
   bearer, call, createUser, isTerminal, MASTER, pngA, pngB, pollJob, readSse, startMediaRig, uploadsOf, type MediaRig,
@@ -18,7 +17,7 @@ import {
 
 const UNKNOWN_ID = `job_${'0'.repeat(32)}`;
 
-describe('media jobs', { skip: skipWithoutFixtures }, () => {
+describe('media jobs', () => {
   let rig: MediaRig;
 
   before(async () => {
@@ -198,7 +197,7 @@ describe('media jobs', { skip: skipWithoutFixtures }, () => {
   });
 });
 
-describe('media jobs while the gateway is open', { skip: skipWithoutFixtures }, () => {
+describe('media jobs while the gateway is open', () => {
   let rig: MediaRig;
   before(async () => {
     rig = await startMediaRig({ overrides: { api_key: undefined, trust_proxy: true } });

@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { JobView } from '../src/media/service-types.ts';
 import { FAKE_MODELS } from './fakes/comfyui-nodes.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import {
   bearer, call, MASTER, pngA, pollJob, readSse, startMediaRig, uploadsOf, isTerminal, type MediaRig,
 } from './helpers/media-gateway.ts';
@@ -31,7 +30,7 @@ async function closedPortUrl(): Promise<string> {
   return url;
 }
 
-describe('the native generation API', { skip: skipWithoutFixtures }, () => {
+describe('the native generation API', () => {
   let rig: MediaRig;
   /** Serves a PNG at /a.png and 64 MiB + 1 byte at /huge. */
   let files: Server;

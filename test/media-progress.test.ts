@@ -7,9 +7,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ProgressTracker, SAMPLER_SHARE } from '../src/media/progress.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 
-test('sd15: the bar moves with the sampler steps; cached nodes are done; never backwards, never 100', { skip: skipWithoutFixtures }, () => {
+test('sd15: the bar moves with the sampler steps; cached nodes are done; never backwards, never 100', () => {
   const prompt = workflow('txt2img_sd15_api.json');
   const seen: number[] = [];
   const tracker = new ProgressTracker(prompt, (p) => seen.push(p.progress), () => {});

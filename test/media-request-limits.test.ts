@@ -11,7 +11,6 @@ import { createServer, type Server } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { GatewayError } from '../src/errors.ts';
 import type { GenerationSubmit, JobView } from '../src/media/service-types.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import {
   bearer, call, imageModels, MASTER, pngA, readSse, startMediaRig, uploadsOf, type MediaRig,
 } from './helpers/media-gateway.ts';
@@ -28,7 +27,7 @@ function fiveImages(): Record<string, { class_type: string; inputs: Record<strin
   return w;
 }
 
-describe('media requests: files, limits and refusals', { skip: skipWithoutFixtures }, () => {
+describe('media requests: files, limits and refusals', () => {
   let rig: MediaRig;
   let files: Server;
   let filesUrl = '';

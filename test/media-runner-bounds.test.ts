@@ -13,13 +13,12 @@ import type { GenerationSubmit, JobView } from '../src/media/service-types.ts';
 import { startComfyFake } from './fakes/comfyui-server.ts';
 import type { ComfyFake, ComfyKnobs } from './fakes/comfyui-types.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { startGateway, type BackendInput, type TestGateway } from './helpers/gateway.ts';
 import { pngA } from './helpers/media-gateway.ts';
 import { caller, FAST_COMFY, settle, submitText } from './helpers/media-service.ts';
 import { waitFor } from './helpers/wait.ts';
 
-describe('media jobs: what bounds a job on a box', { skip: skipWithoutFixtures }, () => {
+describe('media jobs: what bounds a job on a box', () => {
   let fakes: ComfyFake[] = [];
   let gw: TestGateway | undefined;
   afterEach(async () => {

@@ -12,9 +12,8 @@ import type { ComfyFake, ComfyKnobs } from './fakes/comfyui-types.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { FAST_COMFY, sd15Models, settle, submitText } from './helpers/media-service.ts';
 import { waitFor } from './helpers/wait.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 
-describe('media jobs: running and failing over', { skip: skipWithoutFixtures }, () => {
+describe('media jobs: running and failing over', () => {
   let fakes: ComfyFake[] = [];
   let gw: TestGateway | undefined;
   afterEach(async () => {

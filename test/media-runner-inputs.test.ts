@@ -20,13 +20,12 @@ import { startComfyFake } from './fakes/comfyui-server.ts';
 import type { ComfyFake } from './fakes/comfyui-types.ts';
 import { defaultWorkflow } from './fakes/comfyui-workflows.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { pngA } from './helpers/media-gateway.ts';
 import { caller, FAST_COMFY, sd15Models, settle } from './helpers/media-service.ts';
 import { waitFor } from './helpers/wait.ts';
 
-describe('media jobs: what reaches the box', { skip: skipWithoutFixtures }, () => {
+describe('media jobs: what reaches the box', () => {
   let fakes: ComfyFake[] = [];
   let gw: TestGateway | undefined;
   const cleanups: (() => Promise<void> | void)[] = [];

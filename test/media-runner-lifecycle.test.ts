@@ -17,10 +17,9 @@ import { defaultWorkflow } from './fakes/comfyui-workflows.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { ADMIN, caller, FAST_COMFY, sd15Models, settle, submitText } from './helpers/media-service.ts';
 import { waitFor } from './helpers/wait.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
 
-describe('media jobs: parking, cancel, LoRA routing, gating, TTL, reconcile', { skip: skipWithoutFixtures }, () => {
+describe('media jobs: parking, cancel, LoRA routing, gating, TTL, reconcile', () => {
   let fakes: ComfyFake[] = [];
   let gw: TestGateway | undefined;
   const dirs: string[] = [];

@@ -11,7 +11,7 @@ import { loadConfigFile } from '../src/config/load.ts';
 import { formatProblems } from '../src/config/schema.ts';
 import { startComfyFake } from './fakes/comfyui-server.ts';
 import type { ComfyFake } from './fakes/comfyui-types.ts';
-import { fixturePath, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { fixturePath } from './helpers/fixtures.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { FAST_COMFY, settle, submitText } from './helpers/media-service.ts';
 import { tempDirs } from './helpers/temp-dirs.ts';
@@ -19,7 +19,7 @@ import { tempDirs } from './helpers/temp-dirs.ts';
 const tempDir = tempDirs('llmgw-wf-');
 const BIG = '9223372036854775807';
 
-describe('workflow files with big integers', { skip: skipWithoutFixtures }, () => {
+describe('workflow files with big integers', () => {
   let fake: ComfyFake | undefined;
   let gw: TestGateway | undefined;
   afterEach(async () => {

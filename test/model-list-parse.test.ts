@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseModelList, type ModelListFilter } from '../src/backends/model-list.ts';
-import { readFixtureJson, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixtureJson } from './helpers/fixtures.ts';
 
 const ALL: ModelListFilter = { chatOnly: false, serverlessOnly: false };
 const CHAT: ModelListFilter = { chatOnly: true, serverlessOnly: false };
@@ -10,8 +10,8 @@ const BOTH: ModelListFilter = { chatOnly: true, serverlessOnly: true };
 
 const ids = (body: unknown, filter: ModelListFilter) => parseModelList(body, filter).map((m) => m.id);
 
-test('OpenRouter full list: counts under each filter and known entries', { skip: skipWithoutFixtures }, () => {
-  const body = readFixtureJson<{ data: any[] }>('llm/openrouter/api_v1_models_full_2026-05-01.json');
+test('OpenRouter full list: counts under each filter and known entries', () => {
+  const body = readFixtureJson<{ data: any[] }>('llm/openrouter/api_v1_models_full.json');
   assert.equal(body.data.length, 371);
   // 12 models output images or audio; 33 are priced 0/0 (all 29 `:free` ones among them); 2 are both.
   assert.equal(parseModelList(body, ALL).length, 371);
@@ -41,7 +41,7 @@ test('OpenRouter full list: counts under each filter and known entries', { skip:
   }
 });
 
-test('OpenRouter selection: each filter keeps what it should', { skip: skipWithoutFixtures }, () => {
+test('OpenRouter selection: each filter keeps what it should', () => {
   const body = readFixtureJson('llm/openrouter/api_v1_models_selection.json');
   // openrouter/auto may answer with images (output_modalities text + image), so chat_only drops it.
   assert.deepEqual(ids(body, BOTH).sort(), ['ai21/jamba-large-1.7', 'anthropic/claude-sonnet-4.6']);
@@ -61,10 +61,10 @@ test('OpenRouter selection: each filter keeps what it should', { skip: skipWitho
   assert.equal(jamba?.context_length, 256000);
 });
 
-test('Together docs example: a bare array priced per million already', { skip: skipWithoutFixtures }, () => {
-  const body = readFixtureJson('llm/together/v1_models_docs_example.json');
+test('Together /v1/models: a bare array priced per million already', () => {
+  const body = readFixtureJson('llm/together/v1_models.json');
   assert.deepEqual(parseModelList(body, BOTH), [
-    { id: 'Austism/chronos-hermes-13b', created: 1692896905, display_name: 'Chronos Hermes (13B)', pricing: { input: 0.3, output: 0.3 }, context_length: 2048 },
+    { id: 'example-org/example-chat-7b', created: 1700000000, display_name: 'Example Chat (7B)', pricing: { input: 0.2, output: 0.4 }, context_length: 8192 },
   ]);
 });
 
@@ -86,19 +86,19 @@ test('Together: type decides chat_only; a 0/0 dedicated-only model fails serverl
   assert.deepEqual(ids(body, BOTH), ['a/chat', 'a/lang']);
 });
 
-test('local servers: llama.cpp, llama-swap (both shapes), vLLM, Ollama (both) keep id, created, owner', { skip: skipWithoutFixtures }, () => {
+test('local servers: llama.cpp, llama-swap (both shapes), vLLM, Ollama (both) keep id, created, owner', () => {
   const cases: Array<[string, object[]]> = [
     ['llm/llamacpp/v1_models.json', [{ id: '../models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf', created: 1735142223, owned_by: 'llamacpp' }]],
-    ['llm/llamaswap/v1_models_pr569.json', [{ id: 'llama-3.1-8b-instruct', created: 1775097337, owned_by: 'llama-swap' }]],
+    ['llm/llamaswap/v1_models_meta_state.json', [{ id: 'qwen3-8b', created: 1780000000, owned_by: 'llama-swap' }]],
     ['llm/llamaswap/v1_models_ASSEMBLED_current_shape.json', [{ id: 'm1', created: 1775097337, owned_by: 'llama-swap' }]],
-    ['llm/vllm/v1_models.json', [{ id: 'swiss-ai/Apertus-8B-Instruct-2509', created: 1777903758, owned_by: 'vllm', context_length: 65536 }]],
+    ['llm/vllm/v1_models.json', [{ id: 'Qwen/Qwen3-8B', created: 1780012345, owned_by: 'vllm', context_length: 32768 }]],
     ['llm/ollama/v1_models.json', [
-      { id: 'gemma4:e4b', created: 1782373361, owned_by: 'library' },
-      { id: 'gemma4:e2b', created: 1781045301, owned_by: 'library' },
+      { id: 'qwen3:8b', created: 1780000100, owned_by: 'library' },
+      { id: 'llama3.2:3b', created: 1779000200, owned_by: 'library' },
     ]],
     ['llm/ollama/v1_models_hf_owner.json', [
-      { id: 'gpt-oss:20b', created: 1762493511, owned_by: 'library' },
-      { id: 'hf.co/lmstudio-community/gpt-oss-20b-GGUF:latest', created: 1762322897, owned_by: 'lmstudio-community' },
+      { id: 'mistral:7b', created: 1778000300, owned_by: 'library' },
+      { id: 'hf.co/bartowski/Qwen2.5-Coder-7B-Instruct-GGUF:Q4_K_M', created: 1777000400, owned_by: 'bartowski' },
     ]],
   ];
   for (const [file, expected] of cases) {
@@ -108,9 +108,9 @@ test('local servers: llama.cpp, llama-swap (both shapes), vLLM, Ollama (both) ke
   }
 });
 
-test('Ollama /api/tags and /api/ps ({models: [...]}) name the model in `model`', { skip: skipWithoutFixtures }, () => {
+test('Ollama /api/tags and /api/ps ({models: [...]}) name the model in `model`', () => {
   assert.deepEqual(ids(readFixtureJson('llm/ollama/api_tags_docs.json'), BOTH), ['deepseek-r1:latest', 'llama3.2:latest']);
-  assert.deepEqual(parseModelList(readFixtureJson('llm/ollama/api_ps.json'), ALL), [{ id: 'gemma4:e4b', context_length: 4096 }]);
+  assert.deepEqual(parseModelList(readFixtureJson('llm/ollama/api_ps.json'), ALL), [{ id: 'qwen3:8b', context_length: 8192 }]);
 });
 
 test('a malformed body throws an Error that says what is wrong', () => {

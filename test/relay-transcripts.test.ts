@@ -1,5 +1,5 @@
 /**
- * The real OpenAI SSE transcripts in ../shared/fixtures run through the gateway over sockets:
+ * The real OpenAI SSE transcripts in test/fixtures run through the gateway over sockets:
  * with the client asking for usage the bytes arrive unchanged; without, only the extra usage
  * chunk (which the gateway asked for) is gone; the SDK assembles the tool calls.
  */
@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { startReplay } from './fakes/replay.ts';
-import { fixturePath, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { fixturePath } from './helpers/fixtures.ts';
 import { startGateway } from './helpers/gateway.ts';
 
 const TRANSCRIPTS = [
@@ -20,7 +20,7 @@ const post = (url: string, body: object) => fetch(`${url}/v1/chat/completions`, 
   method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
 });
 
-describe('real OpenAI transcripts through the relay', { skip: skipWithoutFixtures }, () => {
+describe('real OpenAI transcripts through the relay', () => {
   for (const rel of TRANSCRIPTS) {
     test(rel, async (t) => {
       const bytes = readFileSync(fixturePath(rel));

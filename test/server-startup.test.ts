@@ -13,14 +13,17 @@ import { startFake } from './fakes/index.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-function run(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, ['dist/server.mjs', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+const SERVER = join(ROOT, 'dist/server.mjs');
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT) {
+  const merged = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined));
+  const child = spawn(process.execPath, [SERVER, ...args], { cwd, env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   const listening = async (): Promise<string> => {
-    for (let i = 0; i < 200; i++) {
+    for (let i = 0; i < 600; i++) { // 15 s: a loaded 2-core machine starts slowly
       const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
       if (m) return m[1];
       await new Promise((r) => setTimeout(r, 25));
@@ -34,6 +37,34 @@ describe('server start-up (dist bundle)', () => {
   before(() => {
     const built = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, encoding: 'utf8' });
     assert.equal(built.status, 0, built.stderr);
+  });
+
+  test('--help and --version print and exit 0; an unknown flag is one line and exit 2', () => {
+    const cli = (...args: string[]) => spawnSync(process.execPath, [SERVER, ...args], { cwd: ROOT, encoding: 'utf8' });
+    const help = cli('--help');
+    assert.equal(help.status, 0, help.stderr);
+    for (const flag of ['--config <file>', '--port <n>', '--host <addr>', '--version']) assert.ok(help.stdout.includes(flag), flag);
+    const version = cli('--version');
+    assert.equal(version.status, 0, version.stderr);
+    assert.match(version.stdout, /^llm-gateway \d+\.\d+\.\d+\n$/);
+    const wrong = cli('--bogus');
+    assert.equal(wrong.status, 2);
+    assert.equal(wrong.stdout, '');
+    assert.equal(wrong.stderr, "llm-gateway: Unknown option '--bogus' (see --help)\n");
+  });
+
+  test('no config file: the sentence once, then where the console and the API are', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'llmgw-boot-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const p = run(['--port', '0'], { LLM_GATEWAY_CONFIG: undefined, PORT: undefined }, dir);
+    const base = await p.listening();
+    for (let i = 0; i < 100 && !p.output().includes('/ui'); i++) await new Promise((r) => setTimeout(r, 20));
+    p.child.kill('SIGTERM');
+    await p.exited;
+    const out = p.output();
+    assert.equal(out.match(/no config file at/g)?.length, 1, out);
+    assert.equal(out.match(/built-in defaults/g)?.length, 1, out);
+    assert.ok(out.includes(`console ${base}/ui · API ${base}/v1`), out);
   });
 
   test('an invalid config stops the process, listing every problem by key path', async (t) => {

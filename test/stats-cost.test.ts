@@ -3,7 +3,7 @@ import { describe, test } from 'node:test';
 import type { ModelPricing } from '../src/backends/types.ts';
 import { computeCost, effectiveCost, type CostOptions, type TokenUsage } from '../src/stats/cost.ts';
 import { usageFromAnthropic, usageFromOpenAI } from '../src/upstream/usage.ts';
-import { readFixture, readFixtureJson, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixture, readFixtureJson } from './helpers/fixtures.ts';
 
 /** anthropic/claude-sonnet-4.6 on OpenRouter, per million tokens (checked against the fixture below). */
 const SONNET: ModelPricing = { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 };
@@ -64,7 +64,7 @@ describe('computeCost', () => {
     assert.ok(overstatement > 5 && overstatement < 6, `naive/correct = ${overstatement}`);
   });
 
-  test('pricing used above matches the OpenRouter fixture', { skip: skipWithoutFixtures }, () => {
+  test('pricing used above matches the OpenRouter fixture', () => {
     const models = readFixtureJson<{ data: { id: string; pricing: Record<string, string> }[] }>(
       'llm/openrouter/api_v1_models_selection.json',
     );
@@ -120,7 +120,7 @@ describe('usage as the call log reads it', () => {
       .filter((l) => l.startsWith('data: {'))
       .map((l) => JSON.parse(l.slice(6)) as Record<string, any>);
 
-  test('real Anthropic stream: message_start input + message_delta output', { skip: skipWithoutFixtures }, () => {
+  test('real Anthropic stream: message_start input + message_delta output', () => {
     const events = usageEvents('llm/anthropic/messages_stream_thinking.sse.txt');
     const start = events.find((e) => e.type === 'message_start')!.message.usage;
     const delta = events.findLast((e) => e.type === 'message_delta')!.usage;
@@ -130,7 +130,7 @@ describe('usage as the call log reads it', () => {
     assert.equal(u.cached_tokens ?? 0, 0);
   });
 
-  test('real OpenAI chat stream usage chunk and Responses usage', { skip: skipWithoutFixtures }, () => {
+  test('real OpenAI chat stream usage chunk and Responses usage', () => {
     const chat = usageEvents('llm/openai/chat_completions_stream_tool_call_usage.sse.txt').findLast((e) => e.usage)!.usage;
     const fromChat = openai(chat)!;
     assert.deepEqual([fromChat.prompt_tokens, fromChat.completion_tokens, fromChat.cached_tokens ?? 0], [44, 16, 0]);

@@ -15,12 +15,11 @@ import type { ComfyFake } from './fakes/comfyui-types.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { launchChromium, logIn, newContext, shoot, skipWithoutChromium } from './helpers/browser.ts';
 import { sd15Models, submitText } from './helpers/media-service.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { TABS } from '../src/ui/tabs/list.ts';
 
 const KEY = 'journey-master-key-00000';
 
-describe('the console in a browser', { skip: skipWithoutChromium || skipWithoutFixtures }, () => {
+describe('the console in a browser', { skip: skipWithoutChromium }, () => {
   let gw: TestGateway;
   let first: FakeBackend;
   let later: FakeBackend;

@@ -12,7 +12,6 @@ import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import type { JobView } from '../src/media/service-types.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { UiClient } from './helpers/ui.ts';
 import {
   call, imageModels, isTerminal, MASTER, pngA, pollJob, readSse, startMediaRig, type MediaRig,
@@ -22,7 +21,7 @@ const XSS_PROMPT = '<script>alert("prompt")</script> a lighthouse';
 const XSS_MODEL = '<img src=x onerror=alert(1)>';
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-describe('console · media jobs', { skip: skipWithoutFixtures }, () => {
+describe('console · media jobs', () => {
   let rig: MediaRig;
   let ui: UiClient;
   let done: JobView;

@@ -10,7 +10,6 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import type { JobView } from '../src/media/service-types.ts';
 import { launchChromium, logIn, newContext, skipWithoutChromium } from './helpers/browser.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { call, MASTER, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
 
 /** Runs before the page's scripts: counts every replacement of a `data-part` element's content. */
@@ -30,7 +29,7 @@ function recordSwaps(): void {
 
 const swaps = (page: Page): Promise<string[]> => page.evaluate(() => (globalThis as any).gwSwaps.slice());
 
-describe('live parts in a browser', { skip: skipWithoutChromium || skipWithoutFixtures }, () => {
+describe('live parts in a browser', { skip: skipWithoutChromium }, () => {
   let rig: MediaRig;
   let browser: Browser;
   before(async () => {

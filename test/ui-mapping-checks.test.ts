@@ -12,7 +12,6 @@ import { startComfyFake } from './fakes/comfyui-server.ts';
 import type { ComfyFake } from './fakes/comfyui-types.ts';
 import { fakeObjectInfo } from './fakes/comfyui-nodes.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { formFields } from './helpers/mapping-form.ts';
 import { UiClient } from './helpers/ui.ts';
@@ -20,19 +19,17 @@ import { UiClient } from './helpers/ui.ts';
 const MASTER = 'ui-mapping-checks-master-0123456789';
 const FAST = { poll_interval: 0.05, disconnect_grace: 0.5, max_wait: 30 } as const;
 const BIG = '9007199254740993'; // 2^53 + 1: JSON.parse makes it …992
-const skip = skipWithoutFixtures;
 
 /** The sd15 workflow as text, its seed primitive (node 69) set to BIG without ever being a JS number. */
 const bigSeedText = () => JSON.stringify(workflow('txt2img_sd15_api.json'), null, 2)
   .replace(/("69": \{\s*"inputs": \{\s*"value": )-1/, `$1${BIG}`);
 
-describe('generation aliases: exact seeds, the service check, odd names', { skip }, () => {
+describe('generation aliases: exact seeds, the service check, odd names', () => {
   let gw: TestGateway;
   let comfy: ComfyFake;
   let ui: UiClient;
 
   before(async () => {
-    if (skip) return;
     comfy = await startComfyFake({ objectInfo: fakeObjectInfo() });
     gw = await startGateway([{ name: 'comfy-a', url: comfy.url, type: 'comfyui', ...FAST }], { api_key: MASTER });
     ui = await UiClient.login(gw, MASTER);

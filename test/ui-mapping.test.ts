@@ -1,6 +1,6 @@
 /**
  * The mapping tab over real HTTP: a real gateway with two fake ComfyUI boxes (comfy-a: the
- * fake's own object_info, combos checked; comfy-b: the real object_info dump with the fixture
+ * fake's own object_info, combos checked; comfy-b: the base-install object_info dump with the fixture
  * workflows' custom nodes), the real fixture workflows read in place, and the console driven
  * like a browser (the editor posted back as rendered, with a few fields changed).
  *
@@ -16,7 +16,6 @@ import { startComfyFake } from './fakes/comfyui-server.ts';
 import type { ComfyFake } from './fakes/comfyui-types.ts';
 import { fakeObjectInfo } from './fakes/comfyui-nodes.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { call, editObjectInfo } from './helpers/media-gateway.ts';
 import { formFields, mappingRows, selectOptions, type FormFields } from './helpers/mapping-form.ts';
@@ -24,20 +23,18 @@ import { UiClient } from './helpers/ui.ts';
 
 const MASTER = 'ui-mapping-master-key-0123456789';
 const FAST = { poll_interval: 0.05, disconnect_grace: 0.5, max_wait: 30 } as const;
-const skip = skipWithoutFixtures;
 const EDITOR = 'id="mapping-editor"';
 
 const wfText = (name: string) => JSON.stringify(workflow(name), null, 2);
 const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v ?? '');
 
-describe('the mapping tab', { skip }, () => {
+describe('the mapping tab', () => {
   let gw: TestGateway;
   let a: ComfyFake;
   let b: ComfyFake;
   let ui: UiClient;
 
   before(async () => {
-    if (skip) return;
     a = await startComfyFake({ objectInfo: fakeObjectInfo() });
     b = await startComfyFake({ objectInfo: editObjectInfo(), knobs: { validateCombos: false } });
     gw = await startGateway([
@@ -253,12 +250,11 @@ describe('the mapping tab', { skip }, () => {
   });
 });
 
-describe('the mapping tab over aliases from config.yaml', { skip }, () => {
+describe('the mapping tab over aliases from config.yaml', () => {
   let gw: TestGateway;
   let a: ComfyFake;
   let ui: UiClient;
   before(async () => {
-    if (skip) return;
     a = await startComfyFake({ objectInfo: fakeObjectInfo() });
     gw = await startGateway([{ name: 'comfy-a', url: a.url, type: 'comfyui', ...FAST }], {
       api_key: MASTER,

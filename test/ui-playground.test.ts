@@ -13,7 +13,6 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { JobView } from '../src/media/service-types.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { launchChromium, skipWithoutChromium } from './helpers/browser.ts';
 import { UiClient } from './helpers/ui.ts';
 import { pngA } from './helpers/media-gateway.ts';
@@ -24,7 +23,7 @@ const XSS_ALIAS = '<b onmouseover=alert(1)>sd</b>';
 const CHAT_MODEL = 'gpu-box/acme/Qwen3-8B-Instruct';
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-describe('console · playground', { skip: skipWithoutFixtures }, () => {
+describe('console · playground', () => {
   let rig: PlaygroundRig;
   let ui: UiClient;
   let url: string;

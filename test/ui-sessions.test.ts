@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { JobView } from '../src/media/service-types.ts';
 import { startFake, type FakeBackend } from './fakes/index.ts';
-import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { call, MASTER as MEDIA_MASTER, pollJob, readSse, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
 import { UiClient } from './helpers/ui.ts';
@@ -121,7 +120,7 @@ describe('console sessions follow the live state', () => {
   });
 });
 
-describe('a media job stream follows the session', { skip: skipWithoutFixtures }, () => {
+describe('a media job stream follows the session', () => {
   let rig: MediaRig;
   before(async () => { rig = await startMediaRig({ knobs: { stepMs: 200, steps: 40 } }); });
   after(async () => rig?.close());

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { estimateTokens, usageFromAnthropic, usageFromOpenAI } from '../src/upstream/usage.ts';
 import { usageFromLlamaCppTimings } from '../src/backends/llama-cpp.ts';
-import { readFixture, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixture } from './helpers/fixtures.ts';
 
 /** The JSON data payloads of an SSE transcript. */
 function payloads(file: string): any[] {
@@ -12,13 +12,13 @@ function payloads(file: string): any[] {
     .map((line) => JSON.parse(line.slice('data: '.length)));
 }
 
-test('OpenAI chat usage chunk from a real transcript', { skip: skipWithoutFixtures }, () => {
+test('OpenAI chat usage chunk from a real transcript', () => {
   const chunks = payloads('llm/openai/chat_completions_stream_parallel_tool_calls_usage.sse.txt');
   assert.deepEqual(usageFromOpenAI(chunks.at(-1)), { prompt_tokens: 149, completion_tokens: 60, total_tokens: 209 });
   assert.equal(usageFromOpenAI(chunks[0]), undefined, 'a content chunk has no usage');
 });
 
-test('OpenAI Responses usage (input/output tokens) from a real transcript', { skip: skipWithoutFixtures }, () => {
+test('OpenAI Responses usage (input/output tokens) from a real transcript', () => {
   const completed = payloads('llm/openai/responses_stream_text.sse.txt').find((p) => p.type === 'response.completed');
   assert.deepEqual(usageFromOpenAI(completed.response), {
     prompt_tokens: 444,
@@ -65,7 +65,7 @@ test('OpenAI usage: missing total is summed; null, missing or empty usage is und
   assert.equal(usageFromOpenAI('usage'), undefined);
 });
 
-test('Anthropic usage from real message_start and message_delta events', { skip: skipWithoutFixtures }, () => {
+test('Anthropic usage from real message_start and message_delta events', () => {
   const events = payloads('llm/anthropic/messages_stream_tool_use.sse.txt');
   const start = events.find((e) => e.type === 'message_start');
   const delta = events.find((e) => e.type === 'message_delta');

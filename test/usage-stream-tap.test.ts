@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { SseSplitter, type SseEvent } from '../src/upstream/sse.ts';
 import { createUsageTap, type UsageTap } from '../src/upstream/stream-usage.ts';
-import { readFixture, skipWithoutFixtures } from './helpers/fixtures.ts';
+import { readFixture } from './helpers/fixtures.ts';
 
 const TRANSCRIPTS = [
   'llm/openai/chat_completions_stream_parallel_tool_calls_usage.sse.txt',
@@ -79,7 +79,7 @@ async function sdkChunks(body: string): Promise<any[]> {
   return chunks;
 }
 
-test('client asked for usage: real transcripts pass through byte for byte', { skip: skipWithoutFixtures }, () => {
+test('client asked for usage: real transcripts pass through byte for byte', () => {
   for (const file of TRANSCRIPTS) {
     const input = readFixture(file);
     for (const protocol of ['beforeDone first', 'onEvent only'] as const) {
@@ -100,7 +100,7 @@ test('client asked for usage: real transcripts pass through byte for byte', { sk
   assert.equal(parallel.outputTokens, 60);
 });
 
-test('client did not ask for usage: only the usage-only chunk is removed', { skip: skipWithoutFixtures }, () => {
+test('client did not ask for usage: only the usage-only chunk is removed', () => {
   for (const file of TRANSCRIPTS) {
     const input = readFixture(file);
     const usageBlocks = events(input).filter(isUsageOnly);
@@ -113,7 +113,7 @@ test('client did not ask for usage: only the usage-only chunk is removed', { ski
   }
 });
 
-test('client asked, backend sent no usage: a usage chunk is synthesised just before [DONE]', { skip: skipWithoutFixtures }, async () => {
+test('client asked, backend sent no usage: a usage chunk is synthesised just before [DONE]', async () => {
   for (const file of TRANSCRIPTS) {
     const original = readFixture(file);
     const input = events(original).filter((b) => !isUsageOnly(b)).join('');
@@ -218,7 +218,7 @@ test('a stream cut before [DONE] synthesises nothing and says so', () => {
   assert.equal(summary.usageSource, 'timings');
 });
 
-test('JSON is parsed only for the first chunk, the finish chunk and the usage chunk', { skip: skipWithoutFixtures }, (t) => {
+test('JSON is parsed only for the first chunk, the finish chunk and the usage chunk', (t) => {
   const input = readFixture(TRANSCRIPTS[0]);
   const realParse = JSON.parse;
   let parses = 0;

@@ -105,9 +105,7 @@ export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze
 
 /** Printed when the gateway starts without a config file. */
 export const howToWriteConfigHint =
-  'No config.yaml found: running on built-in defaults (probing Ollama, llama.cpp, vLLM, LM Studio ' +
-  'and ComfyUI on their usual 127.0.0.1 ports). To configure your fleet, copy config.example.yaml ' +
-  'to config.yaml and edit it; changes are picked up without a restart.';
+  'To configure your fleet, copy config.example.yaml to config.yaml and edit it; changes are picked up without a restart.';
 
 function loopbackBackend(name: string, url: string, type: BackendSpec['type'] = 'openai'): BackendSpec {
   return { ...BACKEND_DEFAULTS, name, url, type, local: type === 'openai' };

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { embeddedDefaultConfig } from './defaults.ts';
+import { embeddedDefaultConfig, howToWriteConfigHint } from './defaults.ts';
 import { interpolateDocument } from './interpolate.ts';
 import { createConfigValidator, type ConfigProblem, type ConfigValidator } from './schema.ts';
 import type { GatewayConfig } from './types.ts';
@@ -71,4 +71,10 @@ export function loadBootConfig(path: string, env: NodeJS.ProcessEnv, opts: { exp
   if (existsSync(path)) return { source: 'file', result: loadConfigFile(path, env) };
   if (opts.explicit) return { source: 'file', result: { ok: false, problems: [{ path: '', message: `config file not found: ${path}` }] } };
   return { source: 'embedded', result: { ok: true, config: embeddedDefaultConfig() } };
+}
+
+/** The one line start-up logs when it runs on the embedded default (no file at `path`). */
+export function noConfigFileMessage(path: string): string {
+  return `no config file at ${path}: running on built-in defaults (probing Ollama, llama.cpp, vLLM, LM Studio `
+    + `and ComfyUI on their usual 127.0.0.1 ports). ${howToWriteConfigHint}`;
 }

@@ -1,8 +1,8 @@
 /**
  * The fake ComfyUI's own `/object_info`: a small set of node classes in the real format
  * (`input`, `input_order`, `output`, `output_is_list`, `output_name`, `name`, `display_name`,
- * `description`, `python_module`, `category`, `output_node`), typed like the real dump in
- * ../shared/fixtures/comfyui/object_info.json (tooltips left out). It covers every class of the
+ * `description`, `python_module`, `category`, `output_node`), typed like the base-install dump in
+ * test/fixtures/comfyui/object_info.json (tooltips left out). It covers every class of the
  * fixture workflows txt2img_sd15, stable_audio_open, flux_lora_chain and img2video_wan_lowram,
  * three custom nodes among them (rgthree's LoRA stack, FluxResolutionNode, UnetLoaderGGUF, whose
  * shapes are read off those workflows), plus the usual output nodes. Model-file combos list the
@@ -15,7 +15,7 @@
 export type NodeInfo = Record<string, any>;
 export type ObjectInfo = Record<string, NodeInfo>;
 
-/** An input spec in shorthand: a type name, a combo list, or [type, options] as in the real dump. */
+/** An input spec in shorthand: a type name, a combo list, or [type, options] as in a real dump. */
 export type InputSpec = string | string[] | [string | string[], Record<string, unknown>];
 
 const INT64 = 9223372036854775807;
@@ -26,7 +26,7 @@ const SCHEDULERS = ['simple', 'sgm_uniform', 'karras', 'exponential', 'ddim_unif
 /** Model files this fake "has installed" (the names the fixture workflows use, and a few more). */
 export const FAKE_MODELS = {
   checkpoints: ['SD15-Cyberrealistic-fp32.safetensors', 'stable_audio_open_1.0.safetensors', 'v1-5-pruned-emaonly-fp16.safetensors', 'sd_xl_base_1.0.safetensors'],
-  loras: ['None', 'janev1ostris.safetensors', 'VideoAditor_flux_realism_lora.safetensors', 'Wan2.2-Lightning_I2V-A14B-4steps-lora_HIGH_fp16.safetensors', 'Wan2.2-Lightning_I2V-A14B-4steps-lora_LOW_fp16.safetensors'],
+  loras: ['None', 'subject_style_v1.safetensors', 'flux_realism_v2.safetensors', 'Wan2.2-Lightning_I2V-A14B-4steps-lora_HIGH_fp16.safetensors', 'Wan2.2-Lightning_I2V-A14B-4steps-lora_LOW_fp16.safetensors'],
   vae: ['ae.safetensors', 'wan_2.1_vae.safetensors', 'taesd', 'pixel_space'],
   text_encoders: ['t5_base.safetensors', 't5xxl_fp16.safetensors', 'clip_l.safetensors', 'wan_nsfw_umt5-xxl_fp8_scaled.safetensors'],
   diffusion_models: ['flux1-dev-fp8-e4m3fn.safetensors'],
@@ -124,7 +124,7 @@ function core(): NodeInfo[] {
   ];
 }
 
-/** Custom node classes the fixture workflows use (not in the real dump); shapes read off those workflows. */
+/** Custom node classes the fixture workflows use (not in the base-install dump); shapes read off those workflows. */
 export const FAKE_CUSTOM_NODE_INFO: ObjectInfo = Object.fromEntries([
   n('Lora Loader Stack (rgthree)', {
     category: 'rgthree', module: 'custom_nodes.rgthree-comfy',

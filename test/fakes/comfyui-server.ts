@@ -1,6 +1,6 @@
 /**
  * The fake ComfyUI (0.27-like): a real node:http + websocket server on 127.0.0.1 that answers the
- * way ComfyUI's server.py / execution.py / main.py do (see ../shared/fixtures/comfyui/api-notes.md),
+ * way ComfyUI's server.py / execution.py / main.py do (see test/fixtures/comfyui/api-notes.md),
  * records every request and obeys its knobs. All state lives in the startComfyFake closure.
  *
  * Every route is also served under `/api` (as ComfyUI does):

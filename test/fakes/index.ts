@@ -11,7 +11,7 @@
  * and the audio endpoints (audio.ts): POST /v1/audio/speech on vllm, llamaswap and together,
  * /v1/audio/transcriptions on the same, /v1/audio/translations on vllm and together.
  * Model data is the fakes' own (catalogues.ts); conformance tests hold the shapes against
- * ../shared/fixtures/llm.
+ * test/fixtures/llm.
  *
  * startAnthropicFake answers like api.anthropic.com (x-api-key or OAuth bearer, anthropic-version,
  * /v1/models, /v1/messages stream and not, /v1/messages/count_tokens); see anthropic-server.ts.

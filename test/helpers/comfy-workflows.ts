@@ -1,4 +1,4 @@
-/** The real ComfyUI workflows and object_info dump from ../shared/fixtures, read in place. */
+/** The ComfyUI workflows and object_info dump under test/fixtures/comfyui. */
 import { readFixtureJson } from './fixtures.ts';
 import type { ObjectInfo, Workflow } from '../../src/media/compiler/index.ts';
 

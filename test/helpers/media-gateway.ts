@@ -20,14 +20,14 @@ export interface MediaRig {
   gw: TestGateway;
   /** Runs sd15 (txt2img), wan (image → video) and audio (stable audio): the fake's own object_info, combos checked. */
   comfy: ComfyFake;
-  /** Runs inpaint (image + mask, the flux1 inpaint workflow): the real object_info dump, combos not checked (its models are not the dump's). */
+  /** Runs inpaint (image + mask, the flux1 inpaint workflow): the base-install object_info dump, combos not checked (its models are not the dump's). */
   edit: ComfyFake;
   url: string;
   close(): Promise<void>;
 }
 
 /**
- * The real object_info dump, plus the custom nodes the fixture workflows use and the one class
+ * The base-install object_info dump, plus the custom nodes the fixture workflows use and the one class
  * the flux1 inpaint workflow needs that the dump lacks (Flux2Scheduler, shaped as it is used).
  */
 export function editObjectInfo(): ObjectInfo {
