@@ -1,7 +1,8 @@
-import { maxHeaderSize, STATUS_CODES, type ServerResponse } from 'node:http';
+import { maxHeaderSize, STATUS_CODES, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, invalidJson } from '../errors.ts';
+import { wantsAnthropicErrors } from './anthropic-models.ts';
 import { schemaError } from './schema-errors.ts';
 
 /**
@@ -49,11 +50,11 @@ export function installErrorHandlers(app: FastifyInstance): void {
 export function sendError(reply: FastifyReply, err: GatewayError, url: string): void {
   if (err.retryAfter !== undefined) reply.header('retry-after', String(err.retryAfter));
   reply.header('x-request-id', reply.request.id);
-  reply.code(err.status).send(errorBody(err, url));
+  reply.code(err.status).send(errorBody(err, url, reply.request.headers));
 }
 
-function errorBody(err: GatewayError, url: string) {
-  return url.startsWith('/v1/messages') ? err.toAnthropic() : err.toOpenAI();
+function errorBody(err: GatewayError, url: string, headers?: IncomingHttpHeaders) {
+  return url.startsWith('/v1/messages') || wantsAnthropicErrors(url, headers) ? err.toAnthropic() : err.toOpenAI();
 }
 
 /**

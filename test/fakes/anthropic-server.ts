@@ -105,7 +105,7 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
       return untilAborted(signal);
     }
     const plan = planAnthropicReply(body, knobs);
-    thread?.hold(assembledMessage(plan));
+    thread?.hold(assembledMessage(plan) as { id: string; role: string; content: unknown });
     if (streaming) return streamReply(res, requestId, plan, signal);
     if (knobs.dropAfterEvents >= 0) { res.socket?.destroy(); return; }
     if (knobs.overloadedMidStream >= 0) return sendError(res, requestId, statusError(529));
