@@ -51,6 +51,8 @@ interface Running {
 
 export class BackgroundResponses {
   private readonly running = new Map<string, Running>();
+  /** Runs started whose loopback call has not reached the scheduler yet (see admission.ts). */
+  private readonly unarrived = new Set<string>();
 
   constructor(private readonly deps: BackgroundDeps) {}
 
@@ -58,10 +60,21 @@ export class BackgroundResponses {
   start(job: BackgroundJob): void {
     const run: Running = { abort: new AbortController(), frames: [], listeners: new Set() };
     this.running.set(job.id, run);
+    this.unarrived.add(job.id);
     void this.run(job, run).catch((err: unknown) => {
       this.deps.log.warn({ err, response: job.id }, 'background response failed');
       this.finish(job, run, 'failed', failed(job.queued, 'server_error', 'The background run failed; see the gateway log.'));
     });
+  }
+
+  /** The run's loopback call is about to ask the scheduler for its slot (same tick). */
+  arrived(id: string): void {
+    this.unarrived.delete(id);
+  }
+
+  /** Runs admitted whose call the scheduler has not seen yet. */
+  get awaitingAdmission(): number {
+    return this.unarrived.size;
   }
 
   isRunning(id: string): boolean {
@@ -94,6 +107,7 @@ export class BackgroundResponses {
   close(): void {
     const runs = [...this.running];
     this.running.clear();
+    this.unarrived.clear();
     for (const [, run] of runs) {
       run.abort.abort();
       for (const l of run.listeners) l(null);
@@ -171,6 +185,7 @@ export class BackgroundResponses {
 
   private end(id: string, run: Running): void {
     this.running.delete(id);
+    this.unarrived.delete(id);
     for (const l of run.listeners) l(null);
     run.listeners.clear();
   }

@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import { newResponseId } from '../bridges/responses/ids.ts';
+import type { BackgroundAdmission } from '../responses/admission.ts';
 import type { BackgroundResponses } from '../responses/background.ts';
 import { historyAfter } from '../responses/items.ts';
 import type { RecentItems } from '../responses/recent-items.ts';
@@ -39,6 +40,8 @@ export interface ResponsesRoutesOptions extends ProxiedCallDeps {
   isNative: (backend: string) => boolean;
   /** Output items of recent responses, for `item_reference`. */
   recentItems: RecentItems;
+  /** Whether a background run would be refused by the scheduler now (admission.ts). */
+  admission: BackgroundAdmission;
   /** Reads of responses a native backend stored itself, sent to that backend. */
   readBack: NativeReadBack;
   now: () => number;
@@ -76,7 +79,13 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       const nativeOnly = gated.resolution.candidates.every((c) => opts.isNative(c.backend));
       const problem = nativeOnly ? undefined : surface.translationProblem();
       if (problem) throw new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
-      if (startBackground) throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx });
+      if (startBackground) {
+        // refused now, as the run's own call would be, rather than told `queued` and failed at once
+        const refused = opts.admission.refusal(gated.resolution.candidates, gated.resolution.alias ?? model, background.awaitingAdmission);
+        if (refused) throw refused;
+        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx });
+      }
+      if (internal) background.arrived(internal.id);
       return {
         surface, resolution: gated.resolution, refreshCandidates: gated.refreshCandidates,
         parkSeconds: internal ? opts.settings().asyncParkS : undefined,
