@@ -139,7 +139,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     })),
     readBack: new NativeReadBack({
       registry: gateway.registry, dispatcherFor: (b) => gateway.pools.get(b.name, b.spec.url),
-      headMs: () => gateway.config().first_byte_timeout_s * 1000, idleMs: () => gateway.config().stream_idle_timeout_s * 1000,
+      headMs: () => gateway.config().first_byte_timeout_s * 1000,
+      idleMs: () => gateway.config().stream_idle_timeout_s * 1000,
     }),
     now: () => Date.now(),
   });

@@ -140,7 +140,7 @@ describe('Anthropic-shaped errors', () => {
     }
   });
 
-  test("/v1/models answers the Anthropic SDK's mistakes in Anthropic's shape, an OpenAI caller's in OpenAI's", async () => {
+  test("/v1/models: the Anthropic SDK's mistakes in Anthropic's shape, an OpenAI caller's in OpenAI's", async () => {
     const sdk = (apiKey: string) => new Anthropic({ baseURL: gw.url, apiKey, maxRetries: 0, timeout: 10_000 });
     const badKey = await sdk('not-the-key').models.list().then(() => undefined, (err: unknown) => err);
     assert.ok(badKey instanceof Anthropic.AuthenticationError, 'a 401 the SDK names');
@@ -155,7 +155,9 @@ describe('Anthropic-shaped errors', () => {
     const badLimit = await sdk(MASTER).models.list({ limit: 0 }).then(() => undefined, (err: unknown) => err);
     assert.ok(badLimit instanceof Anthropic.BadRequestError);
     assert.equal((badLimit.error as { error: { type: string } }).error.type, 'invalid_request_error');
-    const openai = await request(`${gw.url}/v1/models/no-such-model`, { headers: { authorization: `Bearer ${MASTER}` } });
+    const openai = await request(`${gw.url}/v1/models/no-such-model`, {
+      headers: { authorization: `Bearer ${MASTER}` },
+    });
     assert.equal(openai.statusCode, 404);
     const plain = await openai.body.json() as { error: { code: string; type: string } };
     assert.equal(plain.error.code, 'model_not_found', 'no anthropic-version: the OpenAI shape');

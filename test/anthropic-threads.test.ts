@@ -42,7 +42,10 @@ describe('the Anthropic SDK tool runner over message threads', () => {
         { name: 'local', url: local.url },
         { name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true },
       ],
-      { api_key: CLIENT_KEY, virtual_models: { translated: { local: 'qwen3-8b' }, passthrough: { claude: 'claude-sonnet-4-5-20250929' } } },
+      {
+        api_key: CLIENT_KEY,
+        virtual_models: { translated: { local: 'qwen3-8b' }, passthrough: { claude: 'claude-sonnet-4-5-20250929' } },
+      },
     );
   });
   after(async () => {
@@ -52,13 +55,16 @@ describe('the Anthropic SDK tool runner over message threads', () => {
   });
 
   for (const stream of [false, true]) {
-    test(`translated (${stream ? 'stream' : 'non-stream'}): the runner is refused the thread, then sends the whole history`, async () => {
-      local.setKnobs({ toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}' });
+    test(`translated (${stream ? 'stream' : 'non-stream'}): refused the thread, the runner sends all`, async () => {
+      local.setKnobs({
+        toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
+      });
       const from = local.requests.length;
       try {
         const seen: string[] = [];
         const runner = sdk().beta.messages.toolRunner({
-          model: 'translated', max_tokens: 300, system: 'You are terse.', tools: [weatherTool(seen)], max_iterations: 4,
+          model: 'translated', max_tokens: 300, system: 'You are terse.', tools: [weatherTool(seen)],
+          max_iterations: 4,
           messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
         });
         const final = await runner.runUntilDone();
@@ -68,7 +74,8 @@ describe('the Anthropic SDK tool runner over message threads', () => {
         assert.equal(chats.length, 2, 'two turns reached the chat backend, the refused one did not');
         const second = chats[1]!.body;
         assert.deepEqual(second.messages.map((m: { role: string }) => m.role), ['system', 'user', 'assistant', 'tool']);
-        assert.equal(second.messages[2].tool_calls[0].id, second.messages[3].tool_call_id, 'the result follows its call');
+        const [, , assistant, tool] = second.messages;
+        assert.equal(assistant.tool_calls[0].id, tool.tool_call_id, 'the result follows its call');
         assert.equal(second.tools?.[0]?.function?.name, 'get_weather', 'the tools came along');
       } finally {
         local.setKnobs({ toolCall: false, toolCallOnce: false });
@@ -88,13 +95,14 @@ describe('the Anthropic SDK tool runner over message threads', () => {
   });
 
   for (const stream of [false, true]) {
-    test(`passthrough (${stream ? 'stream' : 'non-stream'}): the thread reaches the anthropic backend untouched`, async () => {
+    test(`passthrough (${stream ? 'stream' : 'non-stream'}): the thread reaches the backend untouched`, async () => {
       claude.setKnobs({ toolUse: 'get_weather', toolInput: { city: 'Oslo' }, toolUseOnce: true });
       const from = claude.requests.length;
       try {
         const seen: string[] = [];
         const runner = sdk().beta.messages.toolRunner({
-          model: 'passthrough', max_tokens: 300, system: 'You are terse.', tools: [weatherTool(seen)], max_iterations: 4,
+          model: 'passthrough', max_tokens: 300, system: 'You are terse.', tools: [weatherTool(seen)],
+          max_iterations: 4,
           messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
         });
         const replies: string[] = [];

@@ -20,7 +20,8 @@ describe('background runs past max_parked', () => {
   before(async () => {
     local = await startFake('llamacpp', { models: ['qwen3-8b'] });
     gw = await startGateway([{ name: 'local', url: local.url, max_concurrent: 1 }], {
-      api_key: MASTER, max_parked: 1, park_timeout_s: 0.2, async_park_timeout_s: 30, virtual_models: { r: { local: 'qwen3-8b' } },
+      api_key: MASTER, max_parked: 1, park_timeout_s: 0.2, async_park_timeout_s: 30,
+      virtual_models: { r: { local: 'qwen3-8b' } },
     });
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
   });
@@ -34,7 +35,8 @@ describe('background runs past max_parked', () => {
   const holdTheSlot = async () => {
     local.setKnobs({ tokensPerSecond: 2, chunkCount: 200 });
     const abort = new AbortController();
-    const hog = client.chat.completions.create({ model: 'r', messages: [{ role: 'user', content: 'hog' }] }, { signal: abort.signal })
+    const hog = client.chat.completions
+      .create({ model: 'r', messages: [{ role: 'user', content: 'hog' }] }, { signal: abort.signal })
       .catch(() => undefined);
     await waitFor(() => local.inflight === 1, 'the slot is taken');
     local.setKnobs({ tokensPerSecond: 0, chunkCount: 8 });
@@ -46,12 +48,12 @@ describe('background runs past max_parked', () => {
   const refusalOf = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
   const settle = async (ids: string[]) => {
     await waitFor(async () => {
-      for (const id of ids) if (!['completed', 'failed', 'cancelled'].includes((await client.responses.retrieve(id)).status!)) return false;
-      return true;
+      const statuses = await Promise.all(ids.map(async (id) => (await client.responses.retrieve(id)).status));
+      return statuses.every((s) => s === 'completed' || s === 'failed' || s === 'cancelled');
     }, 'every run ended', 15_000);
   };
 
-  test('the create past the last place is refused with 503 and Retry-After; the one told queued completes', async () => {
+  test('the create past the last place is refused with 503 + Retry-After; the one told queued runs', async () => {
     const release = await holdTheSlot();
     const queued = await client.responses.create({ model: 'r', input: 'first in line', background: true });
     assert.equal(queued.status, 'queued');
@@ -69,7 +71,8 @@ describe('background runs past max_parked', () => {
   test('a burst of creates for one last place: one is queued and runs, the rest are refused at once', async () => {
     const release = await holdTheSlot();
     const answers = await Promise.all([0, 1, 2, 3].map((i) =>
-      client.responses.create({ model: 'r', input: `burst ${i}`, background: true }).then((r) => r, (e: unknown) => e)));
+      client.responses.create({ model: 'r', input: `burst ${i}`, background: true })
+        .then((r) => r, (e: unknown) => e)));
     const admitted = answers.filter((a): a is OpenAI.Responses.Response => !(a instanceof Error));
     const refused = answers.filter((a) => a instanceof OpenAI.APIError);
     assert.equal(admitted.length, 1, 'one place, one admitted');

@@ -30,7 +30,10 @@ describe('native Responses read back through the gateway', () => {
         { name: 'one', url: first.url, responses: 'native', api_key: KEY },
         { name: 'two', url: second.url, responses: 'native', api_key: KEY },
       ],
-      { api_key: MASTER, virtual_models: { both: { one: 'gpt-5.2', two: 'gpt-5.2' }, only2: { two: 'gpt-5.2' }, only1: { one: 'gpt-5.2' } } },
+      {
+        api_key: MASTER,
+        virtual_models: { both: { one: 'gpt-5.2', two: 'gpt-5.2' }, only2: { two: 'gpt-5.2' }, only1: { one: 'gpt-5.2' } },
+      },
       { storeDir },
     );
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
@@ -50,7 +53,8 @@ describe('native Responses read back through the gateway', () => {
 
   const userKey = async (name: string) => {
     const res = await fetch(`${gw.url}/admin/api/users`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }),
+      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name }),
     });
     assert.equal(res.status, 201);
     return ((await res.json()) as { key: string }).key;
@@ -83,12 +87,15 @@ describe('native Responses read back through the gateway', () => {
     const opening = await client.responses.create({ model: 'only2', input: 'my name is Ada' });
     let previous = opening.id;
     for (let turn = 0; turn < 4; turn++) {
-      const next = await client.responses.create({ model: 'both', input: `turn ${turn}`, previous_response_id: previous });
+      const next = await client.responses.create({
+        model: 'both', input: `turn ${turn}`, previous_response_id: previous,
+      });
       assert.ok(second.stored.has(next.id), `turn ${turn} went to the backend holding the chain`);
       assert.equal(next.output_text, `seen ${3 + 2 * turn} items`, 'the backend saw the whole conversation');
       previous = next.id;
     }
-    const other = await client.responses.create({ model: 'only1', input: 'x', previous_response_id: previous }).then(() => undefined, (e: unknown) => e);
+    const other = await client.responses.create({ model: 'only1', input: 'x', previous_response_id: previous })
+      .then(() => undefined, (e: unknown) => e);
     assert.ok(other instanceof OpenAI.BadRequestError, 'a model the holding backend does not serve');
     assert.equal(other.code, 'previous_response_not_found');
   });
@@ -96,7 +103,12 @@ describe('native Responses read back through the gateway', () => {
   test("another caller gets the 404 of an unknown id; the owner's stays readable after a restart", async () => {
     const made = await client.responses.create({ model: 'only1', input: 'mine' });
     const stranger = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: await userKey('stranger'), maxRetries: 0 });
-    for (const read of [() => stranger.responses.retrieve(made.id), () => stranger.responses.inputItems.list(made.id), () => stranger.responses.delete(made.id)]) {
+    const reads = [
+      () => stranger.responses.retrieve(made.id),
+      () => stranger.responses.inputItems.list(made.id),
+      () => stranger.responses.delete(made.id),
+    ];
+    for (const read of reads) {
       const error = await read().then(() => undefined, (e: unknown) => e);
       assert.ok(error instanceof OpenAI.NotFoundError);
     }
@@ -133,7 +145,9 @@ describe('native Responses read back through the gateway', () => {
       for await (const event of replay) if ('response' in event) ids.push(event.response.id);
       assert.ok(ids.length >= 3, 'created, in_progress and completed');
       assert.deepEqual(new Set(ids), new Set([queued.id]));
-      const live = await client.responses.create({ model: 'only1', input: 'follow me', background: true, stream: true });
+      const live = await client.responses.create({
+        model: 'only1', input: 'follow me', background: true, stream: true,
+      });
       const liveIds: string[] = [];
       for await (const event of live) if ('response' in event) liveIds.push(event.response.id);
       const polled = await client.responses.retrieve(liveIds[0]!);

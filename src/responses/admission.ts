@@ -38,12 +38,13 @@ export function backgroundRefusal(
 
 /** Free slots on the candidates' backends now, each GPU group's own cap applied once. */
 function freeSlots(snapshot: SchedulerSnapshot, usable: readonly Candidate[]): number {
-  const groupRoom = new Map(snapshot.groups.map((g) => [g.name, g.cap === 0 ? Infinity : Math.max(0, g.cap - g.inflight)]));
+  const roomOf = (s: { cap: number; inflight: number }) => (s.cap === 0 ? Infinity : Math.max(0, s.cap - s.inflight));
+  const groupRoom = new Map(snapshot.groups.map((g) => [g.name, roomOf(g)]));
   let free = 0;
   for (const name of new Set(usable.map((c) => c.backend))) {
     const b = snapshot.backends.find((s) => s.name === name);
     if (!b?.available) continue;
-    let room = b.cap === 0 ? Infinity : Math.max(0, b.cap - b.inflight);
+    let room = roomOf(b);
     if (b.group !== undefined) {
       const left = groupRoom.get(b.group) ?? Infinity;
       room = Math.min(room, left);

@@ -171,8 +171,8 @@ export class BackgroundResponses {
   private learn(type: string | undefined, parsed: Record<string, unknown>): Record<string, unknown> | undefined {
     const payload = parsed as { response?: Record<string, unknown>; code?: string; message?: string };
     if (payload.response && typeof payload.response === 'object') return payload.response;
-    if (type === 'error') return { error: { code: payload.code ?? 'server_error', message: payload.message ?? 'error' }, status: 'failed' };
-    return undefined;
+    if (type !== 'error') return undefined;
+    return { error: { code: payload.code ?? 'server_error', message: payload.message ?? 'error' }, status: 'failed' };
   }
 
   private finish(job: BackgroundJob, run: Running, status: ResponseStatus, response: Record<string, unknown>): void {

@@ -20,5 +20,6 @@ class DetailedRefusal extends GatewayError {
 
 export function translationRefusal(problem: BridgeError): GatewayError {
   if (problem.errorCode) return new DetailedRefusal(problem, problem.errorCode);
-  return new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
+  const { status, message } = problem;
+  return new GatewayError({ status, code: 'invalid_request', param: problem.param ?? null, message });
 }

@@ -11,7 +11,9 @@ import type { NativeOrigin, ResponsesRepo } from '../store/responses-repo.ts';
 import type { NativeReadBack, ReadBackMethod } from '../upstream/responses-readback.ts';
 
 /** The native origin of `id` when the caller may see it (the owner, or an admin). */
-export function visibleNative(repo: ResponsesRepo, id: string, owner: string, isAdmin: boolean, now: number): NativeOrigin | undefined {
+export function visibleNative(
+  repo: ResponsesRepo, id: string, owner: string, isAdmin: boolean, now: number,
+): NativeOrigin | undefined {
   const origin = repo.nativeOrigin(id, now);
   return origin && (origin.owner === owner || isAdmin) ? origin : undefined;
 }
@@ -21,17 +23,22 @@ export async function relayNative(
   reply: FastifyReply, readBack: NativeReadBack, origin: NativeOrigin, method: ReadBackMethod, path: string, id: string,
 ): Promise<FastifyReply> {
   const answer = await readBack.send(origin.backend, method, path, id);
-  return reply.code(answer.status).header('content-type', answer.contentType).header('x-request-id', reply.request.id).send(answer.body);
+  return reply.code(answer.status)
+    .header('content-type', answer.contentType)
+    .header('x-request-id', reply.request.id)
+    .send(answer.body);
 }
 
 /** The gate narrowed to the backend that holds the previous response of a native chain. */
 export function chainedTo(gated: GatedModel, origin: NativeOrigin, model: string, previous: string): GatedModel {
-  const only = <T extends { backend: string }>(candidates: T[]) => candidates.filter((c) => c.backend === origin.backend);
+  const only = <T extends { backend: string }>(candidates: T[]) =>
+    candidates.filter((c) => c.backend === origin.backend);
   const candidates = only(gated.resolution.candidates);
   if (!candidates.length) {
     throw new GatewayError({
       status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
-      message: `Previous response with id '${previous}' is held by a backend that does not serve \`${model}\`; continue it with the model that made it.`,
+      message: `Previous response with id '${previous}' is held by a backend that does not serve \`${model}\`; `
+        + 'continue it with the model that made it.',
     });
   }
   return { resolution: { ...gated.resolution, candidates }, refreshCandidates: () => only(gated.refreshCandidates()) };

@@ -51,8 +51,8 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   const { catalog, repo, background, callers } = opts;
   useRawJsonBodies(app, JSON_BODY_LIMIT);
 
-  /** The gateway's own row the caller may see, else where a native backend holds it, else the 404 an unknown id gets. */
-  const locate = (ctx: CallerContext, id: string): { row: StoredResponse; native?: undefined } | { row?: undefined; native: NativeOrigin } => {
+  /** The gateway's own row the caller may see, else where a native backend holds it, else an unknown id's 404. */
+  const locate = (ctx: CallerContext, id: string): Located => {
     const row = repo.get(id, opts.now());
     if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return { row };
     const native = visibleNative(repo, id, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
@@ -81,7 +81,8 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       if (problem) throw new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
       if (startBackground) {
         // refused now, as the run's own call would be, rather than told `queued` and failed at once
-        const refused = opts.admission.refusal(gated.resolution.candidates, gated.resolution.alias ?? model, background.awaitingAdmission);
+        const { candidates, alias } = gated.resolution;
+        const refused = opts.admission.refusal(candidates, alias ?? model, background.awaitingAdmission);
         if (refused) throw refused;
         throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx });
       }
@@ -129,7 +130,10 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const id = (req.params as { id: string }).id;
     const { native } = locate(ctx, id);
     if (native) return relayNative(reply, opts.readBack, native, 'GET', upstreamPath(req), id);
-    throw new GatewayError({ status: 404, code: 'not_found', param: 'id', message: `Input items of response '${id}' are kept only by the backend that made it; the gateway lists them for native backends.` });
+    throw new GatewayError({
+      status: 404, code: 'not_found', param: 'id',
+      message: `The gateway lists input items only of responses a native backend stored ('${id}' is its own).`,
+    });
   });
 
   app.post('/v1/responses/:id/cancel', async (req, reply) => {
@@ -164,7 +168,9 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   }
 
   /** A create continuing a native backend's response goes to that backend (it holds the conversation). */
-  function nativeChainGate(ctx: CallerContext, body: Record<string, unknown>, model: string, gated: GatedModel): GatedModel {
+  function nativeChainGate(
+    ctx: CallerContext, body: Record<string, unknown>, model: string, gated: GatedModel,
+  ): GatedModel {
     const previous = body.previous_response_id;
     if (typeof previous !== 'string' || repo.get(previous, opts.now())) return gated;
     const origin = visibleNative(repo, previous, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
@@ -186,6 +192,9 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     });
   }
 }
+
+/** A stored response: the gateway's own row, or the native backend that holds it. */
+type Located = { row: StoredResponse; native?: undefined } | { row?: undefined; native: NativeOrigin };
 
 interface BackgroundStart {
   id: string;

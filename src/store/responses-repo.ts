@@ -63,8 +63,8 @@ export class ResponsesRepo {
     this.#purge = db.prepare('DELETE FROM responses WHERE expires_at <= ?');
     this.#unfinished = db.prepare(`SELECT * FROM responses WHERE ${UNFINISHED}`);
     this.#failUnfinished = db.prepare(`UPDATE responses SET status = 'failed', updated_at = ? WHERE ${UNFINISHED}`);
-    this.#rememberNative = db.prepare(`INSERT OR REPLACE INTO native_responses (id, owner, backend, created_at, expires_at)
-      VALUES (?, ?, ?, ?, ?)`);
+    this.#rememberNative = db.prepare(`INSERT OR REPLACE INTO native_responses
+      (id, owner, backend, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`);
     this.#nativeOrigin = db.prepare('SELECT owner, backend FROM native_responses WHERE id = ? AND expires_at > ?');
     this.#forgetNative = db.prepare('DELETE FROM native_responses WHERE id = ?');
     this.#purgeNative = db.prepare('DELETE FROM native_responses WHERE expires_at <= ?');

@@ -44,7 +44,10 @@ export class NativeReadBack {
     try {
       res = await this.deps.dispatcherFor(backend).request({
         path: backend.basePath + path, method,
-        headers: { accept: 'application/json, text/event-stream', ...credentialHeaders(backend.spec), ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          accept: 'application/json, text/event-stream', ...credentialHeaders(backend.spec),
+          ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+        },
         body: method === 'POST' ? '{}' : undefined,
         headersTimeout: this.deps.headMs(), bodyTimeout: this.deps.idleMs(),
       });

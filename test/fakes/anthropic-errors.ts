@@ -65,7 +65,9 @@ export function statusError(status: number, retryAfter?: string): AnthropicError
 }
 
 /** The body of an error answer (and of a mid-stream `event: error`, which has no request_id). */
-export function errorBody(reply: Pick<AnthropicErrorReply, 'type' | 'message' | 'details'>, requestId?: string): object {
+export function errorBody(
+  reply: Pick<AnthropicErrorReply, 'type' | 'message' | 'details'>, requestId?: string,
+): object {
   const error = { type: reply.type, message: reply.message, ...(reply.details ? { details: reply.details } : {}) };
   return { type: 'error', error, ...(requestId ? { request_id: requestId } : {}) };
 }

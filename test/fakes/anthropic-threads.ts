@@ -44,9 +44,12 @@ export class FakeThreads {
     const id = thread.previous_message_id;
     const before = typeof id === 'string' ? this.held.get(id) : undefined;
     if (!before) return refusal(`thread: no thread holds the message '${String(id)}'`, 'thread_not_found');
-    if (before.continued) return refusal(`thread: the message '${id}' was continued already`, 'thread_already_continued');
+    if (before.continued) {
+      return refusal(`thread: the message '${id}' was continued already`, 'thread_already_continued');
+    }
     if (body.system !== undefined || body.tools !== undefined) {
-      return anthropicError(400, 'thread: `system` and `tools` are set when the thread is created; a continue cannot repeat them');
+      return anthropicError(400,
+        'thread: `system` and `tools` are set when the thread is created; a continue cannot repeat them');
     }
     before.continued = true;
     return this.start(body, before.messages, before.system, before.tools);
@@ -55,7 +58,9 @@ export class FakeThreads {
   private start(body: any, earlier: unknown[], system: unknown, tools: unknown): ThreadTurn {
     const messages = [...earlier, ...(Array.isArray(body.messages) ? body.messages : [])];
     const { thread: _thread, ...rest } = body;
-    const expanded = { ...rest, messages, ...(system !== undefined ? { system } : {}), ...(tools !== undefined ? { tools } : {}) };
+    const expanded = {
+      ...rest, messages, ...(system !== undefined ? { system } : {}), ...(tools !== undefined ? { tools } : {}),
+    };
     return {
       body: expanded,
       hold: (reply) => {

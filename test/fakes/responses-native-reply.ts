@@ -31,10 +31,11 @@ export function storedInputItems(input: unknown): Record<string, unknown>[] {
 export function finishedResponse(body: any, id: string, contextItems: number, text?: string): Record<string, unknown> {
   const said = text ?? `seen ${contextItems} items`;
   return {
-    id, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'completed', background: false, error: null,
-    incomplete_details: null, instructions: body.instructions ?? null, max_output_tokens: body.max_output_tokens ?? null,
-    model: body.model, parallel_tool_calls: true, previous_response_id: body.previous_response_id ?? null,
-    reasoning: { effort: null, summary: null }, store: body.store !== false, temperature: 1, text: { format: { type: 'text' } },
+    id, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'completed', background: false,
+    error: null, incomplete_details: null, instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null, model: body.model, parallel_tool_calls: true,
+    previous_response_id: body.previous_response_id ?? null, reasoning: { effort: null, summary: null },
+    store: body.store !== false, temperature: 1, text: { format: { type: 'text' } },
     tool_choice: 'auto', tools: body.tools ?? [], top_p: 1, truncation: 'disabled', metadata: body.metadata ?? {},
     output: [{
       id: newItemId('msg'), type: 'message', status: 'completed', role: 'assistant',
@@ -55,11 +56,13 @@ export function streamEvents(final: Record<string, any>): { event: string; data:
   const pending = { ...final, status: 'in_progress', output: [], usage: null };
   const words = text.split(/(?<= )/);
   const base = { item_id: message.id, output_index: 0, content_index: 0 };
+  const openItem = { ...message, status: 'in_progress', content: [] };
+  const emptyPart = { type: 'output_text', text: '', annotations: [] };
   const events: { event: string; data: Record<string, unknown> }[] = [
     { event: 'response.created', data: { response: pending } },
     { event: 'response.in_progress', data: { response: pending } },
-    { event: 'response.output_item.added', data: { output_index: 0, item: { ...message, status: 'in_progress', content: [] } } },
-    { event: 'response.content_part.added', data: { ...base, part: { type: 'output_text', text: '', annotations: [] } } },
+    { event: 'response.output_item.added', data: { output_index: 0, item: openItem } },
+    { event: 'response.content_part.added', data: { ...base, part: emptyPart } },
     ...words.map((delta) => ({ event: 'response.output_text.delta', data: { ...base, delta, logprobs: [] } })),
     { event: 'response.output_text.done', data: { ...base, text, logprobs: [] } },
     { event: 'response.content_part.done', data: { ...base, part: message.content[0] } },
@@ -73,7 +76,9 @@ export function streamEvents(final: Record<string, any>): { event: string; data:
 export function inputItemsPage(items: readonly Record<string, unknown>[], query: URLSearchParams) {
   const limit = query.has('limit') ? Number(query.get('limit')) : 20;
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-    return openaiError(400, `Invalid 'limit': integer below minimum value. Expected a value >= 1 and <= 100, but got ${query.get('limit')} instead.`, 'limit', 'integer_below_min_value');
+    const message = `Invalid 'limit': integer below minimum value. Expected a value >= 1 and <= 100, `
+      + `but got ${query.get('limit')} instead.`;
+    return openaiError(400, message, 'limit', 'integer_below_min_value');
   }
   const ordered = query.get('order') === 'asc' ? [...items] : [...items].reverse();
   const after = query.get('after');
@@ -81,6 +86,9 @@ export function inputItemsPage(items: readonly Record<string, unknown>[], query:
   const data = ordered.slice(start, start + limit);
   return {
     status: 200,
-    body: { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: start + data.length < ordered.length },
+    body: {
+      object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null,
+      has_more: start + data.length < ordered.length,
+    },
   };
 }

@@ -30,7 +30,9 @@ interface StoredNative {
   conversation: unknown[];
 }
 
-export async function startNativeResponsesFake(opts: { models?: string[]; apiKey?: string } = {}): Promise<NativeResponsesFake> {
+export async function startNativeResponsesFake(
+  opts: { models?: string[]; apiKey?: string } = {},
+): Promise<NativeResponsesFake> {
   const models = opts.models ?? ['gpt-5.2'];
   const requests: NativeResponsesFake['requests'] = [];
   const stored = new Map<string, StoredNative>();
@@ -42,19 +44,24 @@ export async function startNativeResponsesFake(opts: { models?: string[]; apiKey
   };
 
   async function create(body: any, res: ServerResponse, signal: AbortSignal): Promise<void> {
-    if (!models.includes(body?.model)) return void json(res, 400, openaiError(400, `The requested model '${body?.model}' does not exist.`, 'model', 'model_not_found').body);
+    if (!models.includes(body?.model)) {
+      const e = openaiError(400, `The requested model '${body?.model}' does not exist.`, 'model', 'model_not_found');
+      return void json(res, e.status, e.body);
+    }
     let earlier: unknown[] = [];
     if (body.previous_response_id != null) {
       const previous = stored.get(body.previous_response_id);
       if (!previous) {
-        const e = openaiError(400, `Previous response with id '${body.previous_response_id}' not found.`, 'previous_response_id', 'previous_response_not_found');
+        const message = `Previous response with id '${body.previous_response_id}' not found.`;
+        const e = openaiError(400, message, 'previous_response_id', 'previous_response_not_found');
         return void json(res, e.status, e.body);
       }
       earlier = previous.conversation;
     }
     const input = storedInputItems(body.input);
     const final = finishedResponse(body, newResponseId(), earlier.length + input.length);
-    if (body.store !== false) stored.set(final.id as string, { response: final, input, conversation: [...earlier, ...input, ...(final.output as unknown[])] });
+    const conversation = [...earlier, ...input, ...(final.output as unknown[])];
+    if (body.store !== false) stored.set(final.id as string, { response: final, input, conversation });
     if (body.stream !== true) return void json(res, 200, final);
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
     for (const e of streamEvents(final)) {
@@ -65,7 +72,8 @@ export async function startNativeResponsesFake(opts: { models?: string[]; apiKey
     res.end();
   }
 
-  function readBack(method: string, path: string, query: URLSearchParams): { status: number; body: unknown } | undefined {
+  type Answer = { status: number; body: unknown };
+  function readBack(method: string, path: string, query: URLSearchParams): Answer | undefined {
     const m = /^\/v1\/responses\/([^/]+)(\/input_items)?$/.exec(path);
     if (!m) return undefined;
     const id = decodeURIComponent(m[1]!);
@@ -91,12 +99,14 @@ export async function startNativeResponsesFake(opts: { models?: string[]; apiKey
       return void json(res, 401, openaiError(401, 'Incorrect API key provided.', null, 'invalid_api_key').body);
     }
     if (method === 'GET' && url.pathname === '/v1/models') {
-      return void json(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', created: 1727308800, owned_by: 'system' })) });
+      const data = models.map((id) => ({ id, object: 'model', created: 1727308800, owned_by: 'system' }));
+      return void json(res, 200, { object: 'list', data });
     }
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     if (method === 'POST' && url.pathname === '/v1/responses') return create(body, res, abort.signal);
-    const answer = readBack(method, url.pathname, url.searchParams) ?? openaiError(404, `Invalid URL (${method} ${url.pathname})`);
+    const answer = readBack(method, url.pathname, url.searchParams)
+      ?? openaiError(404, `Invalid URL (${method} ${url.pathname})`);
     json(res, answer.status, answer.body);
   }
 

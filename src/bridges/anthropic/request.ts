@@ -80,8 +80,9 @@ function translate(body: Json, opts: MessagesToChatOptions): MessagesToChat {
  */
 function refuseThread(thread: unknown): void {
   if (thread === undefined || thread === null) return;
-  throw new BridgeFailure(400, 'thread: message threads are not supported for this model (its backend speaks chat '
-    + 'completions and holds no conversation); send the full conversation without `thread`.', 'thread', 'thread_unsupported_request');
+  const message = 'thread: message threads are not supported for this model (its backend speaks chat completions '
+    + 'and holds no conversation); send the full conversation without `thread`.';
+  throw new BridgeFailure(400, message, 'thread', 'thread_unsupported_request');
 }
 
 function stopSequences(value: unknown): string[] | undefined {
