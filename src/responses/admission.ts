@@ -28,9 +28,11 @@ export function backgroundRefusal(
   snapshot: SchedulerSnapshot, usable: readonly Candidate[], limits: AdmissionLimits, pending: number,
 ): SchedulerRejection | undefined {
   if (!usable.length) return new SchedulerRejection('no_backend', 'no available backend serves the model');
-  if (freeSlots(snapshot, usable) > pending) return undefined;
+  const free = freeSlots(snapshot, usable);
+  if (free > pending) return undefined;
   if (!(limits.parkSeconds > 0)) return new SchedulerRejection('parking_off', 'every backend is busy', 1);
-  if (snapshot.parked.length + pending >= limits.maxParked) {
+  // the runs on their way take the free slots first, the rest places in the queue
+  if (snapshot.parked.length + (pending - free) >= limits.maxParked) {
     return new SchedulerRejection('queue_full', `too many requests waiting (${limits.maxParked})`, 2);
   }
   return undefined;
