@@ -139,4 +139,27 @@ describe('Anthropic-shaped errors', () => {
       claude.setKnobs({ overloadedMidStream: -1 });
     }
   });
+
+  test("/v1/models: the Anthropic SDK's mistakes in Anthropic's shape, an OpenAI caller's in OpenAI's", async () => {
+    const sdk = (apiKey: string) => new Anthropic({ baseURL: gw.url, apiKey, maxRetries: 0, timeout: 10_000 });
+    const badKey = await sdk('not-the-key').models.list().then(() => undefined, (err: unknown) => err);
+    assert.ok(badKey instanceof Anthropic.AuthenticationError, 'a 401 the SDK names');
+    assert.deepEqual(Object.keys(badKey.error as object).sort(), ['error', 'type']);
+    assert.equal((badKey.error as { type: string; error: { type: string } }).error.type, 'authentication_error');
+    const unknown = await sdk(MASTER).models.retrieve('no-such-model').then(() => undefined, (err: unknown) => err);
+    assert.ok(unknown instanceof Anthropic.NotFoundError);
+    const body = unknown.error as { type: string; error: { type: string; message: string } };
+    assert.equal(body.type, 'error');
+    assert.equal(body.error.type, 'not_found_error');
+    assert.match(body.error.message, /no-such-model/);
+    const badLimit = await sdk(MASTER).models.list({ limit: 0 }).then(() => undefined, (err: unknown) => err);
+    assert.ok(badLimit instanceof Anthropic.BadRequestError);
+    assert.equal((badLimit.error as { error: { type: string } }).error.type, 'invalid_request_error');
+    const openai = await request(`${gw.url}/v1/models/no-such-model`, {
+      headers: { authorization: `Bearer ${MASTER}` },
+    });
+    assert.equal(openai.statusCode, 404);
+    const plain = await openai.body.json() as { error: { code: string; type: string } };
+    assert.equal(plain.error.code, 'model_not_found', 'no anthropic-version: the OpenAI shape');
+  });
 });

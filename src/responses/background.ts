@@ -5,6 +5,7 @@
  * parking, failover and the call log apply unchanged) and a marker only this process knows,
  * which lets that call park up to `async_park_timeout_s` and carry the response's id. Its
  * events are kept for `?stream=true` followers and written with the final Response to the store.
+ * Every event carries the response's one id, the gateway's (event-id.ts).
  * Cancelling aborts that request: the proxy sees its client leave, aborts upstream and frees
  * the slot. The store keeps the first terminal status (a cancel racing a finish: whichever
  * came first).
@@ -12,6 +13,7 @@
 import { request, type Dispatcher } from 'undici';
 import { SseSplitter } from '../upstream/sse.ts';
 import { TERMINAL_STATUSES, type ResponsesRepo, type ResponseStatus } from '../store/responses-repo.ts';
+import { withResponseId } from './event-id.ts';
 import { historyAfter } from './items.ts';
 
 export interface BackgroundDeps {
@@ -49,6 +51,8 @@ interface Running {
 
 export class BackgroundResponses {
   private readonly running = new Map<string, Running>();
+  /** Runs started whose loopback call has not reached the scheduler yet (see admission.ts). */
+  private readonly unarrived = new Set<string>();
 
   constructor(private readonly deps: BackgroundDeps) {}
 
@@ -56,10 +60,21 @@ export class BackgroundResponses {
   start(job: BackgroundJob): void {
     const run: Running = { abort: new AbortController(), frames: [], listeners: new Set() };
     this.running.set(job.id, run);
+    this.unarrived.add(job.id);
     void this.run(job, run).catch((err: unknown) => {
       this.deps.log.warn({ err, response: job.id }, 'background response failed');
       this.finish(job, run, 'failed', failed(job.queued, 'server_error', 'The background run failed; see the gateway log.'));
     });
+  }
+
+  /** The run's loopback call is about to ask the scheduler for its slot (same tick). */
+  arrived(id: string): void {
+    this.unarrived.delete(id);
+  }
+
+  /** Runs admitted whose call the scheduler has not seen yet. */
+  get awaitingAdmission(): number {
+    return this.unarrived.size;
   }
 
   isRunning(id: string): boolean {
@@ -92,6 +107,7 @@ export class BackgroundResponses {
   close(): void {
     const runs = [...this.running];
     this.running.clear();
+    this.unarrived.clear();
     for (const [, run] of runs) {
       run.abort.abort();
       for (const l of run.listeners) l(null);
@@ -129,11 +145,11 @@ export class BackgroundResponses {
       for await (const chunk of res.body) {
         for (const ev of splitter.push(chunk as Buffer)) {
           if (!ev.data) continue;
-          const frame = ev.raw.toString('utf8');
+          // deltas carry no Response: only lifecycle and error events are parsed (and given the run's id)
+          const { frame, payload } = withResponseId(ev, job.id);
           run.frames.push(frame);
           for (const l of run.listeners) l(frame);
-          // deltas carry no Response: only lifecycle and error events are parsed
-          const seen = ev.event?.endsWith('.delta') ? undefined : this.learn(ev.event, ev.data);
+          const seen = payload && this.learn(ev.event, payload);
           if (seen) latest = seen;
           const next = statusOf(ev.event);
           if (next !== status && status === 'queued') this.deps.repo.update(job.id, 'in_progress', Object.assign({}, latest, { status: 'in_progress' }), job.history, null, this.deps.now());
@@ -152,13 +168,11 @@ export class BackgroundResponses {
   }
 
   /** The Response an event carries (lifecycle events) or an error event made into one. */
-  private learn(type: string | undefined, data: string): Record<string, unknown> | undefined {
-    try {
-      const payload = JSON.parse(data) as { response?: Record<string, unknown>; code?: string; message?: string };
-      if (payload.response && typeof payload.response === 'object') return payload.response;
-      if (type === 'error') return { error: { code: payload.code ?? 'server_error', message: payload.message ?? 'error' }, status: 'failed' };
-    } catch { /* not ours to judge */ }
-    return undefined;
+  private learn(type: string | undefined, parsed: Record<string, unknown>): Record<string, unknown> | undefined {
+    const payload = parsed as { response?: Record<string, unknown>; code?: string; message?: string };
+    if (payload.response && typeof payload.response === 'object') return payload.response;
+    if (type !== 'error') return undefined;
+    return { error: { code: payload.code ?? 'server_error', message: payload.message ?? 'error' }, status: 'failed' };
   }
 
   private finish(job: BackgroundJob, run: Running, status: ResponseStatus, response: Record<string, unknown>): void {
@@ -171,6 +185,7 @@ export class BackgroundResponses {
 
   private end(id: string, run: Running): void {
     this.running.delete(id);
+    this.unarrived.delete(id);
     for (const l of run.listeners) l(null);
     run.listeners.clear();
   }

@@ -2,14 +2,23 @@
  * `GET /v1/models` in Anthropic's shape, for the Anthropic SDKs and Claude Code (they send
  * `anthropic-version`): `{data:[{type:"model", id, display_name, created_at}], has_more,
  * first_id, last_id}`, paged by `limit` (default 20, at most 1000), `after_id` and `before_id`
- * as Anthropic's own list is.
+ * as Anthropic's own list is. Their errors are Anthropic-shaped as well (error-handler.ts asks
+ * `wantsAnthropicErrors`).
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyRequest } from 'fastify';
 import { badRequest } from '../errors.ts';
 import type { ListingEntry } from '../routing/model-listing.ts';
 
 export function wantsAnthropicShape(req: FastifyRequest): boolean {
   return req.headers['anthropic-version'] !== undefined;
+}
+
+/** The same callers get their errors (bad key, unknown model, bad `limit`) in Anthropic's shape too. */
+export function wantsAnthropicErrors(url: string, headers: IncomingHttpHeaders | undefined): boolean {
+  if (headers?.['anthropic-version'] === undefined) return false;
+  const path = url.split('?')[0]!.replace(/\/{2,}/g, '/');
+  return path === '/v1/models' || path.startsWith('/v1/models/');
 }
 
 export function anthropicModel(entry: ListingEntry) {

@@ -17,6 +17,7 @@ import { clientResponseHeaders } from '../upstream/headers.ts';
 import { MessagesSurface, type MessagesCall } from '../upstream/messages-surface.ts';
 import type { Candidate } from '../scheduler/types.ts';
 import type { CallerContext } from './caller.ts';
+import { translationRefusal } from './anthropic-refusal.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import { JSON_BODY_LIMIT, type TransformSource } from './openai.ts';
 import { queryOf, runProxiedCall, type ProxiedCallDeps } from './proxied-call.ts';
@@ -70,7 +71,7 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
         const p = problem();
         // only chat backends serve it, and this request cannot be made into a chat call
         if (p && filterAllowed(ctx.caller.allow, catalog.resolve(model, 'messages')!).length) {
-          throw new GatewayError({ status: p.status, code: 'invalid_request', param: p.param ?? null, message: p.message });
+          throw translationRefusal(p);
         }
         throw modelNotFound(model);
       }

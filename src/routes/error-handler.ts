@@ -1,7 +1,8 @@
-import { maxHeaderSize, STATUS_CODES, type ServerResponse } from 'node:http';
+import { maxHeaderSize, STATUS_CODES, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, invalidJson } from '../errors.ts';
+import { wantsAnthropicErrors } from './anthropic-models.ts';
 import { schemaError } from './schema-errors.ts';
 
 /**
@@ -52,12 +53,12 @@ export function sendError(reply: FastifyReply, err: GatewayError, url: string): 
   // refused before its body was read (a wrong key, a foreign Host): drop the connection rather
   // than read the rest of an upload nobody wants
   if (reply.request.raw.complete === false) reply.header('connection', 'close');
-  reply.code(err.status).send(renderErrorBody(err, url));
+  reply.code(err.status).send(renderErrorBody(err, url, reply.request.headers));
 }
 
-/** The error's body in the shape of the surface `url` belongs to. */
-export function renderErrorBody(err: GatewayError, url: string) {
-  return url.startsWith('/v1/messages') ? err.toAnthropic() : err.toOpenAI();
+/** The error's body in the shape of the surface `url` (or an `anthropic-version` caller) belongs to. */
+export function renderErrorBody(err: GatewayError, url: string, headers?: IncomingHttpHeaders) {
+  return url.startsWith('/v1/messages') || wantsAnthropicErrors(url, headers) ? err.toAnthropic() : err.toOpenAI();
 }
 
 /**

@@ -32,7 +32,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 export function requestGuards(deps: RequestGuardDeps) {
   return function guard(req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
     const settings = deps.settings();
-    watchRequestReceipt(req, reply, settings.receiveIdleMs, (err) => JSON.stringify(renderErrorBody(err, req.url)));
+    watchRequestReceipt(req, reply, settings.receiveIdleMs, (err) => JSON.stringify(renderErrorBody(err, req.url, req.headers)));
     if (deps.isOpen()) {
       done(judgedByItsOwnRule(req.url) ? undefined : openGatewayRefusal(req, deps.own, settings));
       return;

@@ -10,19 +10,22 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import { newResponseId } from '../bridges/responses/ids.ts';
+import type { BackgroundAdmission } from '../responses/admission.ts';
 import type { BackgroundResponses } from '../responses/background.ts';
 import { historyAfter } from '../responses/items.ts';
 import type { RecentItems } from '../responses/recent-items.ts';
 import { queuedResponse } from '../responses/queued.ts';
-import type { ResponsesRepo, StoredResponse } from '../store/responses-repo.ts';
+import type { NativeOrigin, ResponsesRepo, StoredResponse } from '../store/responses-repo.ts';
 import type { BodyTransform } from '../upstream/body-transform.ts';
 import { ResponsesSurface } from '../upstream/responses-surface.ts';
 import type { CallerContext } from './caller.ts';
 import { JSON_BODY_LIMIT } from './openai.ts';
-import { gateOpenAIModel } from './model-gate.ts';
+import { gateOpenAIModel, type GatedModel } from './model-gate.ts';
 import { queryOf, runProxiedCall, type ProxiedCallDeps } from './proxied-call.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import { followStored } from './responses-follow.ts';
+import { chainedTo, relayNative, visibleNative } from './responses-native.ts';
+import type { NativeReadBack } from '../upstream/responses-readback.ts';
 
 export interface ResponsesRoutesOptions extends ProxiedCallDeps {
   catalog: ModelCatalogView;
@@ -37,6 +40,10 @@ export interface ResponsesRoutesOptions extends ProxiedCallDeps {
   isNative: (backend: string) => boolean;
   /** Output items of recent responses, for `item_reference`. */
   recentItems: RecentItems;
+  /** Whether a background run would be refused by the scheduler now (admission.ts). */
+  admission: BackgroundAdmission;
+  /** Reads of responses a native backend stored itself, sent to that backend. */
+  readBack: NativeReadBack;
   now: () => number;
 }
 
@@ -44,19 +51,22 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   const { catalog, repo, background, callers } = opts;
   useRawJsonBodies(app, JSON_BODY_LIMIT);
 
-  /** A stored response the caller may see, else the 404 an unknown id gets. */
-  const visible = (ctx: CallerContext, id: string): StoredResponse => {
+  /** The gateway's own row the caller may see, else where a native backend holds it, else an unknown id's 404. */
+  const locate = (ctx: CallerContext, id: string): Located => {
     const row = repo.get(id, opts.now());
-    if (!row || (row.owner !== ownerOf(ctx) && !ctx.caller.isAdmin)) throw responseNotFound(id);
-    return row;
+    if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return { row };
+    const native = visibleNative(repo, id, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
+    if (native) return { native };
+    throw responseNotFound(id);
   };
+  const upstreamPath = (req: FastifyRequest) => req.url.replace(/^\/+v1\/+/, '/v1/');
 
   app.post('/v1/responses', { bodyLimit: JSON_BODY_LIMIT }, (req: FastifyRequest, reply: FastifyReply) => {
     const internal = opts.internalCall(req);
     const body = req.body as Record<string, unknown>;
     const startBackground = !internal && body && typeof body === 'object' && body.background === true;
     return runProxiedCall(opts, 'responses', req, reply, (ctx, parsed, model) => {
-      const gated = gateOpenAIModel(catalog, model, ctx.caller.allow);
+      const gated = nativeChainGate(ctx, parsed, model, gateOpenAIModel(catalog, model, ctx.caller.allow));
       const history = historyOf(ctx, parsed, gated.resolution.candidates.some((c) => opts.isNative(c.backend)));
       const id = internal?.id ?? newResponseId();
       const createdAt = internal?.createdAt ?? Math.floor(opts.now() / 1000);
@@ -69,12 +79,20 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       const nativeOnly = gated.resolution.candidates.every((c) => opts.isNative(c.backend));
       const problem = nativeOnly ? undefined : surface.translationProblem();
       if (problem) throw new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
-      if (startBackground) throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx });
+      if (startBackground) {
+        // refused now, as the run's own call would be, rather than told `queued` and failed at once
+        const { candidates, alias } = gated.resolution;
+        const refused = opts.admission.refusal(candidates, alias ?? model, background.awaitingAdmission);
+        if (refused) throw refused;
+        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx });
+      }
+      if (internal) background.arrived(internal.id);
       return {
         surface, resolution: gated.resolution, refreshCandidates: gated.refreshCandidates,
         parkSeconds: internal ? opts.settings().asyncParkS : undefined,
         answered: () => {
           const final = surface.finalResponse();
+          if (final && !internal && parsed.store !== false) rememberNative(surface.nativeOrigin(), owner);
           if (!final || surface.answeredNatively()) return;
           opts.recentItems.remember(owner, final);
           if (internal || parsed.store !== true) return;
@@ -99,27 +117,65 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
 
   app.get('/v1/responses/:id', async (req, reply) => {
     const ctx = callers.identify(req);
-    const row = visible(ctx, (req.params as { id: string }).id);
+    const id = (req.params as { id: string }).id;
+    const { row, native } = locate(ctx, id);
+    if (native) return relayNative(reply, opts.readBack, native, 'GET', upstreamPath(req), id);
     const query = req.query as { stream?: string; starting_after?: string };
     if (query.stream === 'true') return followStored(reply, row, background, Number(query.starting_after ?? -1));
     return row.response;
   });
 
-  app.post('/v1/responses/:id/cancel', async (req) => {
+  app.get('/v1/responses/:id/input_items', async (req, reply) => {
     const ctx = callers.identify(req);
-    const row = visible(ctx, (req.params as { id: string }).id);
+    const id = (req.params as { id: string }).id;
+    const { native } = locate(ctx, id);
+    if (native) return relayNative(reply, opts.readBack, native, 'GET', upstreamPath(req), id);
+    throw new GatewayError({
+      status: 404, code: 'not_found', param: 'id',
+      message: `The gateway lists input items only of responses a native backend stored ('${id}' is its own).`,
+    });
+  });
+
+  app.post('/v1/responses/:id/cancel', async (req, reply) => {
+    const ctx = callers.identify(req);
+    const id = (req.params as { id: string }).id;
+    const { row, native } = locate(ctx, id);
+    if (native) return relayNative(reply, opts.readBack, native, 'POST', upstreamPath(req), id);
     if (!row.background) throw new GatewayError({ status: 400, code: 'invalid_request', message: 'Only responses created with background=true can be cancelled.' });
     background.cancel(row.id, row.response, row.history);
     return repo.get(row.id, opts.now())?.response ?? row.response;
   });
 
-  app.delete('/v1/responses/:id', async (req) => {
+  app.delete('/v1/responses/:id', async (req, reply) => {
     const ctx = callers.identify(req);
-    const row = visible(ctx, (req.params as { id: string }).id);
+    const id = (req.params as { id: string }).id;
+    const { row, native } = locate(ctx, id);
+    if (native) {
+      await relayNative(reply, opts.readBack, native, 'DELETE', upstreamPath(req), id);
+      if (reply.statusCode === 200 || reply.statusCode === 404) repo.forgetNative(id);
+      return reply;
+    }
     if (background.isRunning(row.id)) background.cancel(row.id, row.response, row.history);
     repo.delete(row.id);
     return { id: row.id, object: 'response', deleted: true };
   });
+
+  /** A native backend's response, remembered for its owner: reads and chains of its id go back there. */
+  function rememberNative(origin: { backend: string; id: string } | undefined, owner: string): void {
+    if (!origin || repo.get(origin.id, opts.now())) return;
+    const now = opts.now();
+    repo.rememberNative(origin.id, { owner, backend: origin.backend }, now, now + opts.settings().ttlMs);
+  }
+
+  /** A create continuing a native backend's response goes to that backend (it holds the conversation). */
+  function nativeChainGate(
+    ctx: CallerContext, body: Record<string, unknown>, model: string, gated: GatedModel,
+  ): GatedModel {
+    const previous = body.previous_response_id;
+    if (typeof previous !== 'string' || repo.get(previous, opts.now())) return gated;
+    const origin = visibleNative(repo, previous, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
+    return origin ? chainedTo(gated, origin, model, previous) : gated;
+  }
 
   /** The stored turns before this one, when the request continues a conversation. */
   function historyOf(ctx: CallerContext, body: Record<string, unknown>, nativeCandidates: boolean): unknown[] | undefined {
@@ -136,6 +192,9 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     });
   }
 }
+
+/** A stored response: the gateway's own row, or the native backend that holds it. */
+type Located = { row: StoredResponse; native?: undefined } | { row?: undefined; native: NativeOrigin };
 
 interface BackgroundStart {
   id: string;

@@ -74,4 +74,18 @@ export const STORE_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX responses_expiry ON responses (expires_at);
     `,
   },
+  {
+    version: 4,
+    description: 'which backend holds each response a responses: native backend stored itself',
+    sql: `
+      CREATE TABLE native_responses (
+        id         TEXT PRIMARY KEY,            -- the backend's own response id, as the client was told
+        owner      TEXT NOT NULL,               -- as in responses
+        backend    TEXT NOT NULL,               -- the backend that made (and stores) it
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX native_responses_expiry ON native_responses (expires_at);
+    `,
+  },
 ];

@@ -3,6 +3,10 @@
  * that `GET /v1/responses/{id}` and `previous_response_id` work. Each row has an owner (only
  * they and admins see it) and an expiry (`responses_ttl_h`). The first terminal status wins:
  * a finish never overwrites a cancel, nor a cancel a finish.
+ *
+ * The `native_responses` table remembers, for the same owners and TTL, which backend made each
+ * response a `responses: native` backend stored itself (under its own id), so that reads,
+ * deletes and `previous_response_id` chains of that id go back there.
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.ts';
@@ -30,6 +34,12 @@ interface Row {
 
 const UNFINISHED = `status IN ('queued','in_progress')`;
 
+/** Where a native backend's response lives: who may see it, and the backend that holds it. */
+export interface NativeOrigin {
+  owner: string;
+  backend: string;
+}
+
 export class ResponsesRepo {
   readonly #insert: Statement<[string, string, string, number, string, string, string | null, number, number, number]>;
   readonly #get: Statement<[string, number], Row>;
@@ -38,6 +48,10 @@ export class ResponsesRepo {
   readonly #purge: Statement<[number]>;
   readonly #failUnfinished: Statement<[number]>;
   readonly #unfinished: Statement<[], Row>;
+  readonly #rememberNative: Statement<[string, string, string, number, number]>;
+  readonly #nativeOrigin: Statement<[string, number], NativeOrigin>;
+  readonly #forgetNative: Statement<[string]>;
+  readonly #purgeNative: Statement<[number]>;
 
   constructor(db: Db) {
     this.#insert = db.prepare(`INSERT INTO responses (id, owner, status, background, response, history, events, created_at, updated_at, expires_at)
@@ -49,6 +63,25 @@ export class ResponsesRepo {
     this.#purge = db.prepare('DELETE FROM responses WHERE expires_at <= ?');
     this.#unfinished = db.prepare(`SELECT * FROM responses WHERE ${UNFINISHED}`);
     this.#failUnfinished = db.prepare(`UPDATE responses SET status = 'failed', updated_at = ? WHERE ${UNFINISHED}`);
+    this.#rememberNative = db.prepare(`INSERT OR REPLACE INTO native_responses
+      (id, owner, backend, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`);
+    this.#nativeOrigin = db.prepare('SELECT owner, backend FROM native_responses WHERE id = ? AND expires_at > ?');
+    this.#forgetNative = db.prepare('DELETE FROM native_responses WHERE id = ?');
+    this.#purgeNative = db.prepare('DELETE FROM native_responses WHERE expires_at <= ?');
+  }
+
+  /** Remembers that `backend` made and stores the response `id`, for `owner`, until `expiresAt`. */
+  rememberNative(id: string, origin: NativeOrigin, now: number, expiresAt: number): void {
+    this.#rememberNative.run(id, origin.owner, origin.backend, now, expiresAt);
+  }
+
+  /** The owner and backend of a native response id, unless unknown or expired. */
+  nativeOrigin(id: string, now: number): NativeOrigin | undefined {
+    return this.#nativeOrigin.get(id, now);
+  }
+
+  forgetNative(id: string): void {
+    this.#forgetNative.run(id);
   }
 
   insert(r: StoredResponse, now: number): void {
@@ -71,7 +104,7 @@ export class ResponsesRepo {
   }
 
   purgeExpired(now: number): number {
-    return this.#purge.run(now).changes;
+    return this.#purge.run(now).changes + this.#purgeNative.run(now).changes;
   }
 
   /**

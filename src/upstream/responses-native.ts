@@ -51,7 +51,13 @@ export class NativeResponses implements AttemptSurface {
     return text;
   }
 
-  /** The backend's own Response, under the gateway's id (the one the client was told). */
+  /** The backend that answered and the id it gave its Response (the one a foreground client is told). */
+  origin(): { backend: string; id: string } | undefined {
+    const id = (this.answered ?? this.tap?.final)?.id;
+    return typeof id === 'string' && id !== '' ? { backend: this.backend.name, id } : undefined;
+  }
+
+  /** The backend's own Response, under the gateway's id (the one a background client was told). */
   finalResponse(): Record<string, unknown> | undefined {
     const final = this.answered ?? this.tap?.final;
     return final && Object.assign({}, final, { id: this.call.id });

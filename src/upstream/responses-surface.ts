@@ -64,6 +64,11 @@ export class ResponsesSurface implements CallSurface {
     return this.last instanceof NativeResponses;
   }
 
+  /** Which native backend answered, under which of its own ids; undefined when a chat backend did. */
+  nativeOrigin(): { backend: string; id: string } | undefined {
+    return this.last instanceof NativeResponses ? this.last.origin() : undefined;
+  }
+
   /** The Response the client got (or, for a broken stream, as far as it went); undefined before any answer. */
   finalResponse(): Record<string, unknown> | undefined {
     return this.last?.finalResponse();

@@ -20,6 +20,8 @@ export interface AnthropicErrorReply {
   type: string;
   message: string;
   headers?: Record<string, string>;
+  /** `error.details` (`{error_code, …}`), as the real API sends for the errors the SDKs act on. */
+  details?: Record<string, unknown>;
 }
 
 /** The error `type` the real API uses for a status (its errors page; other 4xx are invalid_request_error). */
@@ -63,8 +65,11 @@ export function statusError(status: number, retryAfter?: string): AnthropicError
 }
 
 /** The body of an error answer (and of a mid-stream `event: error`, which has no request_id). */
-export function errorBody(reply: Pick<AnthropicErrorReply, 'type' | 'message'>, requestId?: string): object {
-  return { type: 'error', error: { type: reply.type, message: reply.message }, ...(requestId ? { request_id: requestId } : {}) };
+export function errorBody(
+  reply: Pick<AnthropicErrorReply, 'type' | 'message' | 'details'>, requestId?: string,
+): object {
+  const error = { type: reply.type, message: reply.message, ...(reply.details ? { details: reply.details } : {}) };
+  return { type: 'error', error, ...(requestId ? { request_id: requestId } : {}) };
 }
 
 /** The mid-stream overload, exactly as the real API sends it. */

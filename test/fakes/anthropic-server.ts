@@ -4,7 +4,8 @@
  * records every request and obeys its knobs. All state lives in the startAnthropicFake closure.
  *
  *   GET  /v1/models[?limit&after_id&before_id]   GET /v1/models/{id}
- *   POST /v1/messages (stream and not)           POST /v1/messages/count_tokens
+ *   POST /v1/messages (stream and not; message threads, anthropic-threads.ts)
+ *   POST /v1/messages/count_tokens
  */
 import { listenFake } from './listen.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -19,6 +20,7 @@ import {
   type RecordedAnthropicRequest, type StartAnthropicFakeOptions,
 } from './anthropic-types.ts';
 import { readBody, sleep, untilAborted, write } from './server.ts';
+import { FakeThreads } from './anthropic-threads.ts';
 
 const SSE_HEAD = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' };
 const JSON_TYPE = { 'Content-Type': 'application/json' };
@@ -46,6 +48,7 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
   let maxInflight = 0;
   /** errorStatus answers sent since errorCount/errorStatus were last set. */
   let errorsSent = 0;
+  const threads = new FakeThreads();
 
   /** The refusal a messages request gets before any content, if any (knob errors last, as in the OpenAI fakes). */
   function messagesRefusal(body: any): AnthropicErrorReply | undefined {
@@ -83,10 +86,17 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
     res.end();
   }
 
-  async function serveMessages(body: any, parsed: boolean, res: ServerResponse, requestId: string, signal: AbortSignal): Promise<void> {
+  async function serveMessages(
+    raw: any, parsed: boolean, betas: string, res: ServerResponse, requestId: string, signal: AbortSignal,
+  ): Promise<void> {
     await sleep(knobs.latencyMs, signal);
     if (signal.aborted) return;
-    const refusal = messagesBodyRefusal(body, parsed, false) ?? messagesRefusal(body);
+    const invalid = messagesBodyRefusal(raw, parsed, false);
+    if (invalid) return sendError(res, requestId, invalid);
+    const thread = threads.turn(raw, betas);
+    if (thread && 'status' in thread) return sendError(res, requestId, thread);
+    const body = thread ? thread.body : raw;
+    const refusal = messagesRefusal(body);
     if (refusal) return sendError(res, requestId, refusal);
     const streaming = body.stream === true;
     if (knobs.headThenSilence) {
@@ -95,6 +105,7 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
       return untilAborted(signal);
     }
     const plan = planAnthropicReply(body, knobs);
+    thread?.hold(assembledMessage(plan) as { id: string; role: string; content: unknown });
     if (streaming) return streamReply(res, requestId, plan, signal);
     if (knobs.dropAfterEvents >= 0) { res.socket?.destroy(); return; }
     if (knobs.overloadedMidStream >= 0) return sendError(res, requestId, statusError(529));
@@ -156,7 +167,8 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
     if (!path.startsWith('/v1/')) return sendError(res, requestId, anthropicError(404, 'Not Found'));
     const gate = authRefusal(req.headers, apiKey, oauthToken) ?? versionRefusal(req.headers);
     if (gate) return sendError(res, requestId, gate);
-    if (isMessages) return serveMessages(body, parsed, res, requestId, abort.signal);
+    const betas = [req.headers['anthropic-beta'] ?? ''].flat().join(',');
+    if (isMessages) return serveMessages(body, parsed, betas, res, requestId, abort.signal);
     const reply = otherReply(method, path, url.searchParams, body, parsed) ?? anthropicError(404, 'Not Found');
     if ('status' in reply) return sendError(res, requestId, reply);
     sendJson(res, requestId, 200, reply.body);

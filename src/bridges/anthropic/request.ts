@@ -7,7 +7,7 @@
  * chat equivalent and changes nothing about the answer the model writes (`context_management`,
  * `betas`, `service_tier`, `container`, `mcp_servers`, `cache_control` without prompt caching)
  * is dropped. What the backend would have to do differently and cannot (server tools, PDF
- * documents) is a 400 that says so. Reasoning is returned beside the body, never in it: each
+ * documents, message threads) is a 400 that says so. Reasoning is returned beside the body, never in it: each
  * backend spells it its own way and another module applies it.
  */
 import { reasoningIntent } from './reasoning.ts';
@@ -40,6 +40,7 @@ export function messagesToChat(body: Record<string, unknown>, opts: MessagesToCh
 
 function translate(body: Json, opts: MessagesToChatOptions): MessagesToChat {
   const ctx = { promptCache: opts.promptCache };
+  refuseThread(body.thread);
   const maxTokens = body.max_tokens;
   if (maxTokens === undefined || maxTokens === null) throw invalid('max_tokens', 'Field required');
   if (!Number.isInteger(maxTokens) || (maxTokens as number) < 1) throw invalid('max_tokens', 'must be a positive integer');
@@ -69,6 +70,19 @@ function translate(body: Json, opts: MessagesToChatOptions): MessagesToChat {
 
   const reasoning = reasoningIntent(body);
   return reasoning ? { ok: true, chat, reasoning } : { ok: true, chat };
+}
+
+/**
+ * A message thread (`thread: {type: "create"}` or `{type: "continue", previous_message_id}`)
+ * asks the server to hold the conversation; a chat backend holds nothing, and a `continue`
+ * carries only the new turn (no history, no `system`, no `tools`). Refused with the error the
+ * SDKs recover from: their tool runner then sends the full history without `thread`.
+ */
+function refuseThread(thread: unknown): void {
+  if (thread === undefined || thread === null) return;
+  const message = 'thread: message threads are not supported for this model (its backend speaks chat completions '
+    + 'and holds no conversation); send the full conversation without `thread`.';
+  throw new BridgeFailure(400, message, 'thread', 'thread_unsupported_request');
 }
 
 function stopSequences(value: unknown): string[] | undefined {

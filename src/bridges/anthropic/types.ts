@@ -12,6 +12,8 @@ export interface BridgeError {
   message: string;
   /** The offending field as a dotted path (`messages.2.content.0.type`), like the real API names it. */
   param?: string;
+  /** The real API's `error.details.error_code`, where it names one the SDKs act on (`thread_unsupported_request`). */
+  errorCode?: string;
 }
 
 /**
@@ -36,10 +38,11 @@ export { isObject } from '../../json.ts';
 export class BridgeFailure extends Error {
   readonly error: BridgeError;
 
-  constructor(status: number, message: string, param?: string) {
+  constructor(status: number, message: string, param?: string, errorCode?: string) {
     super(message);
     this.name = 'BridgeFailure';
     this.error = param === undefined ? { status, message } : { status, message, param };
+    if (errorCode !== undefined) this.error.errorCode = errorCode;
   }
 }
 

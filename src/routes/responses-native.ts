@@ -1,0 +1,45 @@
+/**
+ * Responses that a `responses: native` backend stored itself, under its own id: the gateway
+ * remembers which backend made each one (per owner, for `responses_ttl_h`), and sends reads,
+ * deletes and cancels of that id there; a create whose `previous_response_id` is such an id
+ * is served by that backend only, which holds the conversation.
+ */
+import type { FastifyReply } from 'fastify';
+import { GatewayError } from '../errors.ts';
+import type { GatedModel } from './model-gate.ts';
+import type { NativeOrigin, ResponsesRepo } from '../store/responses-repo.ts';
+import type { NativeReadBack, ReadBackMethod } from '../upstream/responses-readback.ts';
+
+/** The native origin of `id` when the caller may see it (the owner, or an admin). */
+export function visibleNative(
+  repo: ResponsesRepo, id: string, owner: string, isAdmin: boolean, now: number,
+): NativeOrigin | undefined {
+  const origin = repo.nativeOrigin(id, now);
+  return origin && (origin.owner === owner || isAdmin) ? origin : undefined;
+}
+
+/** Sends the read to the backend that holds the response and relays its answer. */
+export async function relayNative(
+  reply: FastifyReply, readBack: NativeReadBack, origin: NativeOrigin, method: ReadBackMethod, path: string, id: string,
+): Promise<FastifyReply> {
+  const answer = await readBack.send(origin.backend, method, path, id);
+  return reply.code(answer.status)
+    .header('content-type', answer.contentType)
+    .header('x-request-id', reply.request.id)
+    .send(answer.body);
+}
+
+/** The gate narrowed to the backend that holds the previous response of a native chain. */
+export function chainedTo(gated: GatedModel, origin: NativeOrigin, model: string, previous: string): GatedModel {
+  const only = <T extends { backend: string }>(candidates: T[]) =>
+    candidates.filter((c) => c.backend === origin.backend);
+  const candidates = only(gated.resolution.candidates);
+  if (!candidates.length) {
+    throw new GatewayError({
+      status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
+      message: `Previous response with id '${previous}' is held by a backend that does not serve \`${model}\`; `
+        + 'continue it with the model that made it.',
+    });
+  }
+  return { resolution: { ...gated.resolution, candidates }, refreshCandidates: () => only(gated.refreshCandidates()) };
+}

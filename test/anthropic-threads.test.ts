@@ -1,0 +1,125 @@
+/**
+ * The Anthropic SDK's message threads (`@anthropic-ai/sdk` ≥ 1.2, beta
+ * `message-threads-2026-08-12`) through the gateway, driven by the SDK's own
+ * `beta.messages.toolRunner`: it sends its first turn with `thread: {type: "create"}` and each
+ * later one as only the new tool_result with `thread: {type: "continue", previous_message_id}`
+ * (no `system`, no `tools`). A chat backend holds no thread, so the gateway refuses a threaded
+ * request there with `error.details.error_code: "thread_unsupported_request"`, which makes the
+ * runner send the full history without `thread`; an anthropic backend gets `thread` untouched.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
+import { startFake, type FakeBackend } from './fakes/index.ts';
+import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, type AnthropicFake } from './fakes/index.ts';
+import { THREADS_BETA } from './fakes/anthropic-threads.ts';
+import { startGateway, type TestGateway } from './helpers/gateway.ts';
+
+const CLIENT_KEY = 'gw-master-key-123';
+
+const weatherTool = (seen: string[]) => betaTool({
+  name: 'get_weather',
+  description: 'Weather of a city',
+  inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  run: ({ city }) => {
+    seen.push(city);
+    return `sunny in ${city}, 18 °C`;
+  },
+});
+
+describe('the Anthropic SDK tool runner over message threads', () => {
+  let local: FakeBackend;
+  let claude: AnthropicFake;
+  let gw: TestGateway;
+  const sdk = () => new Anthropic({ baseURL: gw.url, apiKey: CLIENT_KEY, maxRetries: 0, timeout: 10_000 });
+
+  before(async () => {
+    local = await startFake('llamacpp', { models: ['qwen3-8b'] });
+    claude = await startAnthropicFake();
+    gw = await startGateway(
+      [
+        { name: 'local', url: local.url },
+        { name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true },
+      ],
+      {
+        api_key: CLIENT_KEY,
+        virtual_models: { translated: { local: 'qwen3-8b' }, passthrough: { claude: 'claude-sonnet-4-5-20250929' } },
+      },
+    );
+  });
+  after(async () => {
+    await gw?.close();
+    await local?.close();
+    await claude?.close();
+  });
+
+  for (const stream of [false, true]) {
+    test(`translated (${stream ? 'stream' : 'non-stream'}): refused the thread, the runner sends all`, async () => {
+      local.setKnobs({
+        toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
+      });
+      const from = local.requests.length;
+      try {
+        const seen: string[] = [];
+        const runner = sdk().beta.messages.toolRunner({
+          model: 'translated', max_tokens: 300, system: 'You are terse.', tools: [weatherTool(seen)],
+          max_iterations: 4,
+          messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+        });
+        const final = await runner.runUntilDone();
+        assert.deepEqual(seen, ['Oslo'], 'the tool ran once');
+        assert.equal(final.stop_reason, 'end_turn');
+        const chats = local.requests.slice(from).filter((r) => r.path === '/v1/chat/completions');
+        assert.equal(chats.length, 2, 'two turns reached the chat backend, the refused one did not');
+        const second = chats[1]!.body;
+        assert.deepEqual(second.messages.map((m: { role: string }) => m.role), ['system', 'user', 'assistant', 'tool']);
+        const [, , assistant, tool] = second.messages;
+        assert.equal(assistant.tool_calls[0].id, tool.tool_call_id, 'the result follows its call');
+        assert.equal(second.tools?.[0]?.function?.name, 'get_weather', 'the tools came along');
+      } finally {
+        local.setKnobs({ toolCall: false, toolCallOnce: false });
+      }
+    });
+  }
+
+  test('translated: a threaded request is refused with the code the SDK recovers from', async () => {
+    const error = await sdk().beta.messages.create({
+      model: 'translated', max_tokens: 50, betas: [THREADS_BETA], thread: { type: 'create' },
+      messages: [{ role: 'user', content: 'hi' }],
+    } as Anthropic.Beta.Messages.MessageCreateParamsNonStreaming).then(() => undefined, (err: unknown) => err);
+    assert.ok(error instanceof Anthropic.APIError, 'an API error');
+    assert.equal(error.status, 400);
+    assert.equal(error.errorCode, 'thread_unsupported_request');
+    assert.equal((error.error as { error: { type: string } }).error.type, 'invalid_request_error');
+  });
+
+  for (const stream of [false, true]) {
+    test(`passthrough (${stream ? 'stream' : 'non-stream'}): the thread reaches the backend untouched`, async () => {
+      claude.setKnobs({ toolUse: 'get_weather', toolInput: { city: 'Oslo' }, toolUseOnce: true });
+      const from = claude.requests.length;
+      try {
+        const seen: string[] = [];
+        const runner = sdk().beta.messages.toolRunner({
+          model: 'passthrough', max_tokens: 300, system: 'You are terse.', tools: [weatherTool(seen)],
+          max_iterations: 4,
+          messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+        });
+        const replies: string[] = [];
+        for await (const item of runner) replies.push(('finalMessage' in item ? await item.finalMessage() : item).id);
+        assert.deepEqual(seen, ['Oslo']);
+        const turns = claude.requests.slice(from).filter((r) => r.path === '/v1/messages');
+        assert.equal(turns.length, 2);
+        assert.deepEqual(turns[0]!.body.thread, { type: 'create' });
+        assert.deepEqual(turns[1]!.body.thread, { type: 'continue', previous_message_id: replies[0] });
+        assert.deepEqual(turns[1]!.body.messages.map((m: { role: string }) => m.role), ['user'], 'only the new turn');
+        assert.equal(turns[1]!.body.messages[0].content[0].type, 'tool_result');
+        assert.equal(turns[1]!.body.tools, undefined, 'a continue leaves the tools to the thread');
+        for (const turn of turns) assert.match(String(turn.headers['anthropic-beta']), new RegExp(THREADS_BETA));
+        assert.equal(turns[1]!.rawBody.includes('"thread":{"type":"continue"'), true, 'the bytes as the SDK sent them');
+      } finally {
+        claude.setKnobs({ toolUse: undefined, toolUseOnce: false });
+      }
+    });
+  }
+});

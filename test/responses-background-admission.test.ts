@@ -1,0 +1,85 @@
+/**
+ * A background run is admitted before it is told `queued`: past `max_parked` the create itself
+ * is refused with 503 `queue_full` and a Retry-After (the openai SDK's own retry reads it),
+ * instead of answering `queued` and failing the run at once. What was told `queued` runs.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { startFake, type FakeBackend } from './fakes/index.ts';
+import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const MASTER = 'gw-master-admission';
+
+describe('background runs past max_parked', () => {
+  let local: FakeBackend;
+  let gw: TestGateway;
+  let client: OpenAI;
+
+  before(async () => {
+    local = await startFake('llamacpp', { models: ['qwen3-8b'] });
+    gw = await startGateway([{ name: 'local', url: local.url, max_concurrent: 1 }], {
+      api_key: MASTER, max_parked: 1, park_timeout_s: 0.2, async_park_timeout_s: 30,
+      virtual_models: { r: { local: 'qwen3-8b' } },
+    });
+    client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
+  });
+  after(async () => {
+    await gw?.close();
+    await local?.close();
+  });
+
+  const parked = () => gw.gateway.scheduler.snapshot().parked.length;
+  /** Takes the one slot until the returned function lets it go (a slow answer, abandoned). */
+  const holdTheSlot = async () => {
+    local.setKnobs({ tokensPerSecond: 2, chunkCount: 200 });
+    const abort = new AbortController();
+    const hog = client.chat.completions
+      .create({ model: 'r', messages: [{ role: 'user', content: 'hog' }] }, { signal: abort.signal })
+      .catch(() => undefined);
+    await waitFor(() => local.inflight === 1, 'the slot is taken');
+    local.setKnobs({ tokensPerSecond: 0, chunkCount: 8 });
+    return async () => {
+      abort.abort();
+      await hog;
+    };
+  };
+  const refusalOf = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
+  const settle = async (ids: string[]) => {
+    await waitFor(async () => {
+      const statuses = await Promise.all(ids.map(async (id) => (await client.responses.retrieve(id)).status));
+      return statuses.every((s) => s === 'completed' || s === 'failed' || s === 'cancelled');
+    }, 'every run ended', 15_000);
+  };
+
+  test('the create past the last place is refused with 503 + Retry-After; the one told queued runs', async () => {
+    const release = await holdTheSlot();
+    const queued = await client.responses.create({ model: 'r', input: 'first in line', background: true });
+    assert.equal(queued.status, 'queued');
+    await waitFor(() => parked() === 1, 'it parked', 10_000);
+    const refused = await refusalOf(client.responses.create({ model: 'r', input: 'one too many', background: true }));
+    assert.ok(refused instanceof OpenAI.APIError, 'the create itself fails');
+    assert.equal(refused.status, 503);
+    assert.equal(refused.code, 'queue_full');
+    assert.equal(refused.headers?.get('retry-after'), '2');
+    await release();
+    await settle([queued.id]);
+    assert.equal((await client.responses.retrieve(queued.id)).status, 'completed');
+  });
+
+  test('a burst of creates for one last place: one is queued and runs, the rest are refused at once', async () => {
+    const release = await holdTheSlot();
+    const answers = await Promise.all([0, 1, 2, 3].map((i) =>
+      client.responses.create({ model: 'r', input: `burst ${i}`, background: true })
+        .then((r) => r, (e: unknown) => e)));
+    const admitted = answers.filter((a): a is OpenAI.Responses.Response => !(a instanceof Error));
+    const refused = answers.filter((a) => a instanceof OpenAI.APIError);
+    assert.equal(admitted.length, 1, 'one place, one admitted');
+    assert.equal(refused.length, 3);
+    for (const r of refused) assert.equal(r.status, 503);
+    await release();
+    await settle(admitted.map((r) => r.id));
+    assert.equal((await client.responses.retrieve(admitted[0]!.id)).status, 'completed', 'what was told queued ran');
+  });
+});
