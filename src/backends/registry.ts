@@ -20,6 +20,10 @@ export interface BackendState {
   consecutiveFailures: number;
   /** Runtime only (never stored): no new work goes here while in-flight calls and jobs finish. */
   draining?: boolean;
+  /** Unix ms when draining began (set with `draining`), for refusals that say since when. */
+  drainingSince?: number;
+  /** Unix ms of the last health check's verdict (up or down): the next one is due an interval later. */
+  checkedAt?: number;
 }
 
 export interface RegistryChange {
@@ -42,7 +46,8 @@ export class BackendRegistry {
   private readonly modelsListeners: Listener[] = [];
   private modelIndex?: Map<string, string[]>;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /** `now`: the clock its times (error since, checks, draining) are read from. */
+  constructor(readonly now: () => number = Date.now) {}
 
   onChange(fn: Listener): void {
     this.listeners.push(fn);
@@ -109,6 +114,7 @@ export class BackendRegistry {
     if (!b) return false;
     if (!!b.draining !== on) {
       b.draining = on;
+      b.drainingSince = on ? this.now() : undefined;
       this.emit(name);
     }
     return true;
@@ -130,6 +136,7 @@ export class BackendRegistry {
     if (!b) return;
     const changed = this.setModelList(b, models);
     b.discoveredAt = this.now();
+    b.checkedAt = b.discoveredAt;
     b.known = true;
     b.healthy = true;
     b.error = undefined;
@@ -137,11 +144,17 @@ export class BackendRegistry {
     this.emit(name, changed);
   }
 
-  /** A failed poll or a failure threshold crossed: down, but the model list is kept. */
-  markDown(name: string, error: Omit<BackendError, 'since'>): void {
+  /**
+   * A failed poll, or a call whose credential the backend refused: down, but the model list is
+   * kept. The error remembers why (kind, status) and since when (kept while the kind repeats),
+   * so a refusal can say it; `fromProbe` also dates the health check (see `checkedAt`).
+   */
+  markDown(name: string, error: Omit<BackendError, 'since'>, fromProbe = false): void {
     const b = this.backends.get(name);
     if (!b) return;
-    const since = b.error && b.error.kind === error.kind && !b.healthy ? b.error.since : this.now();
+    const now = this.now();
+    const since = b.error && b.error.kind === error.kind && !b.healthy ? b.error.since : now;
+    if (fromProbe) b.checkedAt = now;
     b.error = { ...error, since };
     b.known = true;
     b.healthy = false;

@@ -31,6 +31,7 @@ export const DEFAULTS = Object.freeze({
   call_log: true,
   trust_proxy: false,
   cors_origins: [],
+  expose_backend_names: 'auto',
   async_park_timeout_s: 600,
   responses_ttl_h: 24,
   image_models: {},

@@ -158,6 +158,11 @@ export interface GatewayConfig {
   trust_proxy: boolean | string | string[];
   /** Browser origins allowed by CORS; [] = CORS off. */
   cors_origins: string[];
+  /**
+   * Backend names in refusals (`error.candidates`, the message) for callers who are not admins:
+   * 'auto' = only while the gateway has no users (single-user); admins always see them. [hot]
+   */
+  expose_backend_names: boolean | 'auto';
 
   // bridges (issue 10)
   /** Reasoning rules before the built-in defaults (ordered; first match wins). */

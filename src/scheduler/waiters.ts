@@ -61,6 +61,26 @@ export function positionOf(waiter: Waiter, parked: Iterable<Waiter>, groupOf: (b
   return ahead + 1;
 }
 
+/**
+ * For each backend of `waiter`: the waiters of `parked` (oldest first) older than it that wait
+ * on that backend or on one in its GPU group (`groupOf`), i.e. the calls served there before
+ * it. For a refusal's "N ahead": O(older waiters × their backends × its backends), run only
+ * when a wait ends unserved (in arrival order, so the older ones have mostly left by then).
+ */
+export function aheadByBackend(waiter: Waiter, parked: Iterable<Waiter>, groupOf: (backend: string) => object | undefined): Map<string, number> {
+  const mine = [...waiter.typeKeysByBackend.keys()].map((backend) => ({ backend, group: groupOf(backend) }));
+  const ahead = new Map(mine.map(({ backend }) => [backend, 0]));
+  for (const other of parked) {
+    if (other.seq >= waiter.seq) break;
+    for (const { backend, group } of mine) {
+      const competes = other.typeKeysByBackend.has(backend)
+        || (group !== undefined && [...other.typeKeysByBackend.keys()].some((b) => groupOf(b) === group));
+      if (competes) ahead.set(backend, ahead.get(backend)! + 1);
+    }
+  }
+  return ahead;
+}
+
 /** Waiters that can use one backend: all of them, and split by the type key they would run. */
 class BackendWaiters {
   readonly all = new LazyFifo<Waiter>();

@@ -11,7 +11,7 @@ import { scrubSecret } from './call-bytes.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
-import { exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
+import { exhaustedError, rejectionError, type AttemptFailure, type RefusalDeps, type UpstreamAnswer } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import { gatewayHeaders, withGatewayHeaders } from './gateway-headers.ts';
 import { rawHead, relayRaw } from './raw-relay.ts';
@@ -19,7 +19,7 @@ import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
 import type { AttemptSurface, CallSurface } from './surface.ts';
 
-export interface ProxyDeps {
+export interface ProxyDeps extends RefusalDeps {
   registry: BackendRegistry;
   scheduler: Scheduler;
   dispatcherFor: (backend: BackendState) => Dispatcher;
@@ -177,7 +177,7 @@ export class UpstreamProxy {
         this.report(state, { status: 499, reason: 'client_closed_while_parked' });
         return null;
       }
-      this.refuse(state, rejectionError(err, state.alias), null);
+      this.refuse(state, rejectionError(err, state.alias, this.deps.explain?.(state.call, state.candidates(), err)), null);
       return null;
     }
   }

@@ -1,6 +1,7 @@
 /** The errors a call gets when the scheduler or the fleet cannot serve it. */
 import type { BackendError } from '../backends/types.ts';
 import { GatewayError } from '../errors.ts';
+import type { RefusalExplainer, RefusalExplanation } from '../routing/refusal-explainer.ts';
 import type { SchedulerRejection } from '../scheduler/index.ts';
 import type { HealthEffect } from './classify.ts';
 
@@ -22,7 +23,13 @@ export interface UpstreamAnswer {
   clientBody: string;
 }
 
-export function rejectionError(err: SchedulerRejection, alias: string): GatewayError {
+/** The proxy's optional dependency: says why each candidate of a refused call is out (routing/refusal-explainer.ts). */
+export interface RefusalDeps {
+  explain?: RefusalExplainer;
+}
+
+/** The scheduler's refusal as the client gets it; `explained`: each candidate's reason, worded for this caller. */
+export function rejectionError(err: SchedulerRejection, alias: string, explained?: RefusalExplanation): GatewayError {
   const messages: Record<string, string> = {
     no_backend: `No healthy backend is serving \`${alias}\` right now.`,
     parking_off: `Every backend serving \`${alias}\` is busy and parking is off for it; retry shortly.`,
@@ -33,9 +40,10 @@ export function rejectionError(err: SchedulerRejection, alias: string): GatewayE
     status: 503,
     code: err.reason === 'no_backend' ? 'no_healthy_backend' : err.reason,
     type: 'api_error',
-    message: messages[err.reason] ?? err.message,
+    message: explained?.message || (messages[err.reason] ?? err.message),
     retryAfter: err.retryAfter,
     reason: err.reason,
+    candidates: explained?.candidates,
   });
 }
 
