@@ -30,6 +30,15 @@ export interface GatewayErrorInit {
   candidates?: readonly object[];
 }
 
+/** The `error` object of an OpenAI-shaped error body; `candidates` only on a refusal that explains itself. */
+export interface OpenAIErrorObject {
+  message: string;
+  type: string;
+  param: string | null;
+  code: string;
+  candidates?: readonly object[];
+}
+
 export class GatewayError extends Error {
   readonly status: number;
   readonly code: string;
@@ -51,7 +60,7 @@ export class GatewayError extends Error {
     if (init.candidates) this.candidates = init.candidates;
   }
 
-  toOpenAI(): { error: { message: string; type: string; param: string | null; code: string; candidates?: readonly object[] } } {
+  toOpenAI(): { error: OpenAIErrorObject } {
     const error = { message: this.message, type: this.type, param: this.param, code: this.code };
     return { error: this.candidates ? { ...error, candidates: this.candidates } : error };
   }

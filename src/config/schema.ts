@@ -117,7 +117,9 @@ export const configSchema = {
       hint: 'must be true/false, or an address/CIDR (or a list of them)',
     },
     cors_origins: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
-    expose_backend_names: { enum: ['auto', true, false], default: DEFAULTS.expose_backend_names, hint: 'must be auto, true or false' },
+    expose_backend_names: {
+      enum: ['auto', true, false], default: DEFAULTS.expose_backend_names, hint: 'must be auto, true or false',
+    },
     // each rule is checked by ruleProblems (bridges/reasoning), which knows every mechanism's params
     reasoning_rules: { type: 'array', default: [], hint: 'must be a list of rules ({model, mechanism, backends?, params?, enabled?})' },
     async_park_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.async_park_timeout_s },

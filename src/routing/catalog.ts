@@ -9,7 +9,9 @@ import { compileAliases, type AliasTable } from './aliases.ts';
 import { buildModelListing, type ListingEntry } from './model-listing.ts';
 /** The refusal explainer reads the catalog's disabled candidates; the Gateway builds it with the catalog. */
 export { refusalExplainer } from './refusal-explainer.ts';
-import { aliasCollisions, resolveDisabled, resolveModel, SURFACE_TYPES, type AliasCollision, type Resolution, type Surface } from './resolve.ts';
+import {
+  aliasCollisions, resolveDisabled, resolveModel, SURFACE_TYPES, type AliasCollision, type Resolution, type Surface,
+} from './resolve.ts';
 
 export interface ModelCatalogView {
   listing(surface: Surface): ListingEntry[];

@@ -10,6 +10,7 @@ import { filterAllowed } from '../auth/allow.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import type { Candidate, RejectReason } from '../scheduler/types.ts';
+import { parkSeconds } from './aliases.ts';
 import { candidateReasons, type CandidateReason } from './refusal.ts';
 import { refusalText, visibleReasons } from './refusal-text.ts';
 import type { ModelCatalog } from './catalog.ts';
@@ -27,8 +28,9 @@ export interface RefusalSources {
 /** The refused call, as the proxy knows it. */
 export interface RefusedCall {
   req: FastifyRequest;
-  /** What the client asked for and the alias it matched, if any. */
-  resolution: { requested: string; alias?: string };
+  /** The call's candidates as routed (enabled backends), and re-resolved against the fleet now. */
+  resolution: { requested: string; alias?: string; candidates: readonly Candidate[] };
+  refreshCandidates?: () => readonly Candidate[];
   /** The call's own park time in seconds, when it overrides the alias's. */
   parkSeconds?: number;
   surface: { endpoint: string };
@@ -47,11 +49,12 @@ export interface RefusalExplanation {
   candidates: CandidateReason[];
 }
 
-export type RefusalExplainer = (call: RefusedCall, candidates: readonly Candidate[], verdict: RefusalVerdict) => RefusalExplanation | undefined;
+export type RefusalExplainer = (call: RefusedCall, verdict: RefusalVerdict) => RefusalExplanation | undefined;
 
 /** The explainer the proxy calls when the scheduler refuses a call. */
 export function refusalExplainer(sources: RefusalSources): RefusalExplainer {
-  return (call, candidates, verdict) => {
+  return (call, verdict) => {
+    const candidates = call.refreshCandidates?.() ?? call.resolution.candidates;
     const cfg = sources.config();
     const caller = callerOf(sources, call.req);
     const requested = call.resolution.requested;
@@ -68,7 +71,7 @@ export function refusalExplainer(sources: RefusalSources): RefusalExplainer {
     if (reasons.length === 0) return undefined;
     const shown = seesBackendNames(caller, cfg.expose_backend_names, () => sources.users.count());
     const alias = call.resolution.alias ?? requested;
-    const parkS = call.parkSeconds ?? (Object.hasOwn(cfg.alias_park, alias) ? cfg.alias_park[alias] : cfg.park_timeout_s);
+    const parkS = call.parkSeconds ?? parkSeconds(cfg, alias);
     const text = refusalText(reasons, { requested, names: shown, parkS, now: sources.registry.now() });
     return { message: withVerdict(verdict.reason, text, alias), candidates: visibleReasons(reasons, shown) };
   };
@@ -99,7 +102,9 @@ function callerOf(sources: RefusalSources, req: FastifyRequest): Caller | undefi
  * gateway is single-user: no user exists, so every caller is its owner (open, or the master key).
  * With false, only admins do (an open gateway's anonymous callers too see no names then).
  */
-export function seesBackendNames(caller: Caller | undefined, setting: boolean | 'auto', userCount: () => number): boolean {
+export function seesBackendNames(
+  caller: Caller | undefined, setting: boolean | 'auto', userCount: () => number,
+): boolean {
   if (caller && (caller.kind === 'master' || (caller.kind === 'user' && caller.isAdmin))) return true;
   if (setting !== 'auto') return setting;
   return userCount() === 0;

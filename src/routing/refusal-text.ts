@@ -24,30 +24,31 @@ export function visibleReasons(reasons: readonly CandidateReason[], names: boole
 /** The error message: one sentence for one candidate, a list for several; '' when there is none. */
 export function refusalText(reasons: readonly CandidateReason[], wording: RefusalWording): string {
   if (reasons.length === 0) return '';
-  const subject = (r: CandidateReason, i: number) => (wording.names && r.backend !== undefined ? `\`${r.backend}\`` : `backend ${i + 1}`);
+  const named = (r: CandidateReason) => (wording.names && r.backend !== undefined ? `\`${r.backend}\`` : undefined);
   if (reasons.length === 1) {
     const only = reasons[0];
-    const who = wording.names && only.backend !== undefined ? `\`${only.backend}\`` : `The backend serving \`${wording.requested}\``;
-    return `${who} ${clause(only, wording)}.`;
+    return `${named(only) ?? `The backend serving \`${wording.requested}\``} ${clause(only, wording)}.`;
   }
-  const items = reasons.map((r, i) => `${subject(r, i)} ${clause(r, wording)}`);
+  const items = reasons.map((r, i) => `${named(r) ?? `backend ${i + 1}`} ${clause(r, wording)}`);
   return `No backend can serve \`${wording.requested}\` right now: ${items.join('; ')}.`;
 }
 
 /** What is wrong with one candidate, as a predicate ("is out: …", "is draining …"). */
 function clause(r: CandidateReason, wording: RefusalWording): string {
   const ago = r.since_s === undefined ? '' : ` ${duration(r.since_s)} ago`;
+  const forNow = r.since_s === undefined ? '' : `, for ${duration(r.since_s)} now`;
+  const status = r.status ? ` (${r.status})` : '';
   switch (r.reason) {
     case 'credential_refused':
-      return `is out: the upstream refused the gateway's credential${r.status ? ` (${r.status})` : ''}${ago}`;
+      return `is out: the upstream refused the gateway's credential${status}${ago}`;
     case 'unreachable':
       return `is out: the gateway could not reach it${ago}`;
     case 'loading':
-      return `is out: it is loading its model${r.status ? ` (${r.status})` : ''}${r.since_s === undefined ? '' : `, for ${duration(r.since_s)} now`}`;
+      return `is out: it is loading its model${status}${forNow}`;
     case 'circuit_open':
-      return `is out after a failed health check${r.status ? ` (HTTP ${r.status})` : ''}${ago}${untilText(r.until, wording.now)}`;
+      return `is out after a failed health check${r.status ? ` (HTTP ${r.status})` : ''}${ago}${untilText(r, wording)}`;
     case 'draining':
-      return `is draining (no new calls while its running ones finish)${r.since_s === undefined ? '' : `, for ${duration(r.since_s)} now`}`;
+      return `is draining (no new calls while its running ones finish)${forNow}`;
     case 'disabled':
       return 'is disabled';
     case 'unchecked':
@@ -55,15 +56,19 @@ function clause(r: CandidateReason, wording: RefusalWording): string {
     case 'busy':
       return 'is busy';
     case 'park_timeout':
-      return `stayed busy for the whole${wording.parkS === undefined ? '' : ` ${duration(wording.parkS)}`} wait, with ${aheadText(r.ahead ?? 0)}`;
+      return `stayed busy for the whole${parkText(wording.parkS)} wait, with ${aheadText(r.ahead ?? 0)}`;
   }
 }
 
-function untilText(until: string | undefined, now: number): string {
+function untilText({ until }: CandidateReason, { now }: RefusalWording): string {
   if (until === undefined) return '';
   const at = Date.parse(until);
   const inS = Math.max(0, Math.round((at - now) / 1000));
   return `; it is checked again by ${until.slice(11, 19)} UTC (in ${duration(inS)})`;
+}
+
+function parkText(parkS: number | undefined): string {
+  return parkS === undefined ? '' : ` ${duration(parkS)}`;
 }
 
 function aheadText(ahead: number): string {

@@ -72,7 +72,7 @@ export function candidateReasons(facts: RefusalFacts): CandidateReason[] {
 }
 
 function reasonOf(b: BackendOutState, facts: RefusalFacts): Omit<CandidateReason, 'backend'> {
-  const sinceS = (at: number | undefined) => (at === undefined ? undefined : Math.max(0, Math.round((facts.now - at) / 1000)));
+  const sinceS = (at: number | undefined) => (at === undefined ? undefined : secondsBetween(at, facts.now));
   if (!b.spec.enabled) return { reason: 'disabled' };
   if (b.draining) return withDefined({ reason: 'draining', since_s: sinceS(b.drainingSince) });
   if (!b.healthy) {
@@ -80,8 +80,12 @@ function reasonOf(b: BackendOutState, facts: RefusalFacts): Omit<CandidateReason
     if (!b.known || !error) return { reason: 'unchecked' };
     const since_s = sinceS(error.since);
     if (error.kind === 'auth') return withDefined({ reason: 'credential_refused', status: error.status, since_s });
-    if (error.kind === 'unreachable' || error.kind === 'timeout') return withDefined({ reason: 'unreachable', since_s });
-    if (error.status === 503 && LOADING.test(error.detail)) return withDefined({ reason: 'loading', status: 503, since_s });
+    if (error.kind === 'unreachable' || error.kind === 'timeout') {
+      return withDefined({ reason: 'unreachable', since_s });
+    }
+    if (error.status === 503 && LOADING.test(error.detail)) {
+      return withDefined({ reason: 'loading', status: 503, since_s });
+    }
     const checked = b.checkedAt ?? error.since;
     const until = new Date(Math.max(facts.now, checked + facts.checkIntervalS * 1000)).toISOString();
     return withDefined({ reason: 'circuit_open', status: error.status, since_s, until });
@@ -90,6 +94,10 @@ function reasonOf(b: BackendOutState, facts: RefusalFacts): Omit<CandidateReason
     return { reason: 'park_timeout', ahead: facts.rejection.aheadByBackend?.get(b.name) ?? 0 };
   }
   return { reason: 'busy' };
+}
+
+function secondsBetween(from: number, to: number): number {
+  return Math.max(0, Math.round((to - from) / 1000));
 }
 
 /** The object without its undefined fields (so JSON and deepEqual see only what is known). */

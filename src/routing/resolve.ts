@@ -45,7 +45,9 @@ export function resolveModel(
  * way (as if only disabled backends existed). For a refusal that names every candidate's reason;
  * never for routing. Undefined when no disabled backend serves `requested`.
  */
-export function resolveDisabled(requested: string, fleet: FleetView, aliases: AliasTable, surface: Surface): Resolution | undefined {
+export function resolveDisabled(
+  requested: string, fleet: FleetView, aliases: AliasTable, surface: Surface,
+): Resolution | undefined {
   return resolveAmong(requested, fleet, aliases, (name) => reachable(fleet, name, surface, false));
 }
 
@@ -55,7 +57,9 @@ function reachable(fleet: FleetView, name: string, surface: Surface, enabled: bo
   return !!b && b.spec.enabled === enabled && (SURFACE_TYPES[surface] as readonly BackendType[]).includes(b.spec.type);
 }
 
-function resolveAmong(requested: string, fleet: FleetView, aliases: AliasTable, usable: (backend: string) => boolean): Resolution | undefined {
+function resolveAmong(
+  requested: string, fleet: FleetView, aliases: AliasTable, usable: (backend: string) => boolean,
+): Resolution | undefined {
   const exact = exactAlias(aliases, requested);
   if (exact) return aliasResolution(requested, exact, fleet, aliases, usable);
   const candidates = resolveTarget(requested, fleet).filter((c) => usable(c.backend));

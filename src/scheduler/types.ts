@@ -89,7 +89,9 @@ export class SchedulerRejection extends Error {
   readonly retryAfter?: number;
   readonly aheadByBackend?: ReadonlyMap<string, number>;
 
-  constructor(reason: RejectReason, message: string, retryAfter?: number, aheadByBackend?: ReadonlyMap<string, number>) {
+  constructor(
+    reason: RejectReason, message: string, retryAfter?: number, aheadByBackend?: ReadonlyMap<string, number>,
+  ) {
     super(message);
     this.name = 'SchedulerRejection';
     this.reason = reason;

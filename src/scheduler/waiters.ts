@@ -67,7 +67,9 @@ export function positionOf(waiter: Waiter, parked: Iterable<Waiter>, groupOf: (b
  * it. For a refusal's "N ahead": O(older waiters × their backends × its backends), run only
  * when a wait ends unserved (in arrival order, so the older ones have mostly left by then).
  */
-export function aheadByBackend(waiter: Waiter, parked: Iterable<Waiter>, groupOf: (backend: string) => object | undefined): Map<string, number> {
+export function aheadByBackend(
+  waiter: Waiter, parked: Iterable<Waiter>, groupOf: (backend: string) => object | undefined,
+): Map<string, number> {
   const mine = [...waiter.typeKeysByBackend.keys()].map((backend) => ({ backend, group: groupOf(backend) }));
   const ahead = new Map(mine.map(({ backend }) => [backend, 0]));
   for (const other of parked) {

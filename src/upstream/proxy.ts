@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError } from '../errors.ts';
+import { parkSeconds } from '../routing/aliases.ts';
 import type { Resolution } from '../routing/resolve.ts';
 import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type SpeedSample, type Ticket } from '../scheduler/index.ts';
 import { classifyStatus, type HealthEffect } from './classify.ts';
@@ -11,7 +12,8 @@ import { scrubSecret } from './call-bytes.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
-import { exhaustedError, rejectionError, type AttemptFailure, type RefusalDeps, type UpstreamAnswer } from './refusals.ts';
+import { exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
+import type { RefusalDeps } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import { gatewayHeaders, withGatewayHeaders } from './gateway-headers.ts';
 import { rawHead, relayRaw } from './raw-relay.ts';
@@ -177,7 +179,7 @@ export class UpstreamProxy {
         this.report(state, { status: 499, reason: 'client_closed_while_parked' });
         return null;
       }
-      this.refuse(state, rejectionError(err, state.alias, this.deps.explain?.(state.call, state.candidates(), err)), null);
+      this.refuse(state, rejectionError(err, state.alias, this.deps.explain?.(state.call, err)), null);
       return null;
     }
   }
@@ -393,8 +395,4 @@ export class UpstreamProxy {
     if (where) return `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
     return state.sse?.dataWritten ? 'keepalive' : 'waiting for first token';
   }
-}
-
-function parkSeconds(cfg: GatewayConfig, alias: string): number {
-  return Object.hasOwn(cfg.alias_park, alias) ? cfg.alias_park[alias] : cfg.park_timeout_s;
 }
