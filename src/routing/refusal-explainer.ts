@@ -21,9 +21,11 @@ export interface RefusalSources {
   readonly catalog: Pick<ModelCatalog, 'resolveDisabled'>;
   /** Who is calling (throws for a key that no longer passes). */
   readonly callers: { identify(req: FastifyRequest): { caller: Caller } };
-  readonly users: { count(): number };
   config(): GatewayConfig;
 }
+
+/** What explaining a set of backends needs: their live state and the settings. */
+export type FleetSources = Pick<RefusalSources, 'registry' | 'config'>;
 
 /** The refused call, as the proxy knows it. */
 export interface RefusedCall {
@@ -55,26 +57,48 @@ export type RefusalExplainer = (call: RefusedCall, verdict: RefusalVerdict) => R
 export function refusalExplainer(sources: RefusalSources): RefusalExplainer {
   return (call, verdict) => {
     const candidates = call.refreshCandidates?.() ?? call.resolution.candidates;
-    const cfg = sources.config();
     const caller = callerOf(sources, call.req);
     const requested = call.resolution.requested;
     const surface = call.surface.endpoint === 'messages' ? 'messages' : 'openai';
     const disabled = sources.catalog.resolveDisabled(requested, surface);
     const left = disabled && caller ? filterAllowed(caller.allow, disabled) : [];
-    const names = new Set([...candidates, ...left].map((c) => c.backend));
-    const reasons = candidateReasons({
-      backends: [...names].map((name) => sources.registry.get(name)),
-      rejection: verdict,
-      now: sources.registry.now(),
-      checkIntervalS: cfg.health_check_interval,
-    });
-    if (reasons.length === 0) return undefined;
-    const shown = seesBackendNames(caller, cfg.expose_backend_names, () => sources.users.count());
+    const backends = [...candidates, ...left].map((c) => c.backend);
     const alias = call.resolution.alias ?? requested;
-    const parkS = call.parkSeconds ?? parkSeconds(cfg, alias);
-    const text = refusalText(reasons, { requested, names: shown, parkS, now: sources.registry.now() });
-    return { message: withVerdict(verdict.reason, text, alias), candidates: visibleReasons(reasons, shown) };
+    const parkS = call.parkSeconds ?? parkSeconds(sources.config(), alias);
+    return explainBackends(sources, backends, verdict, { requested, alias, caller, parkS });
   };
+}
+
+/** As much of a caller as name visibility needs. */
+export type CallerKind = Pick<Caller, 'kind' | 'isAdmin'>;
+
+/** Who asks and about what, for `explainBackends`. */
+export interface RefusalSubject {
+  requested: string;
+  /** The alias the request matched (else `requested`), for the verdict's sentence. */
+  alias: string;
+  /** Undefined when the key no longer passes: no names then, unless every caller sees them. */
+  caller: CallerKind | undefined;
+  /** How long the call could wait, seconds. */
+  parkS?: number;
+}
+
+/** Each backend's reason, worded for the caller; undefined when none of them is known. */
+export function explainBackends(
+  sources: FleetSources, backends: readonly string[], verdict: RefusalVerdict, subject: RefusalSubject,
+): RefusalExplanation | undefined {
+  const cfg = sources.config();
+  const now = sources.registry.now();
+  const reasons = candidateReasons({
+    backends: [...new Set(backends)].map((name) => sources.registry.get(name)),
+    rejection: verdict,
+    now,
+    checkIntervalS: cfg.health_check_interval,
+  });
+  if (reasons.length === 0) return undefined;
+  const shown = seesBackendNames(subject.caller, cfg.expose_backend_names);
+  const text = refusalText(reasons, { requested: subject.requested, names: shown, parkS: subject.parkS, now });
+  return { message: withVerdict(verdict.reason, text, subject.alias), candidates: visibleReasons(reasons, shown) };
 }
 
 /** The candidates' sentence, with what the scheduler's verdict adds. */
@@ -98,14 +122,13 @@ function callerOf(sources: RefusalSources, req: FastifyRequest): Caller | undefi
 
 /**
  * Whether a caller may see backend names in a refusal. Admins (the master key, admin users)
- * always do. Others do when `expose_backend_names` is true; with `auto` (the default) when the
- * gateway is single-user: no user exists, so every caller is its owner (open, or the master key).
- * With false, only admins do (an open gateway's anonymous callers too see no names then).
+ * always do. Others do when `expose_backend_names` is true, never when it is false. With
+ * `auto` (the default) they do while the gateway is single-user: no user exists, so the only
+ * other caller is the anonymous one of an open gateway (an anonymous caller exists only while
+ * there is no user and no master key); once a user exists, plain users see no names.
  */
-export function seesBackendNames(
-  caller: Caller | undefined, setting: boolean | 'auto', userCount: () => number,
-): boolean {
+export function seesBackendNames(caller: CallerKind | undefined, setting: boolean | 'auto'): boolean {
   if (caller && (caller.kind === 'master' || (caller.kind === 'user' && caller.isAdmin))) return true;
   if (setting !== 'auto') return setting;
-  return userCount() === 0;
+  return caller?.kind === 'anonymous';
 }
