@@ -21,6 +21,7 @@ import { jobView } from './job-view.ts';
 import { runJob, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
+import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './stored-params.ts';
 
 export interface MediaJobsDeps {
@@ -65,6 +66,8 @@ export class MediaJobs implements MediaService {
       catalog: deps.catalog,
       objectInfo: deps.objectInfo,
       routable: (backends) => deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend),
+      explainDown: (backends, alias, caller) =>
+        explainBackends(deps, backends, { reason: 'no_backend' }, mediaSubject(alias, caller)),
     };
   }
 
@@ -108,7 +111,7 @@ export class MediaJobs implements MediaService {
       ? submitted : { ...submitted, params: { prompt: submitted.prompt, ...submitted.params } };
     const candidates = allowedCandidates(this.views, caller, request.alias, request.params);
     const id = newJobId();
-    const accepted = acceptRequest(this.views, request, candidates, id);
+    const accepted = acceptRequest(this.views, request, candidates, id, caller);
     const cfg = this.deps.config();
     const createdAt = this.now();
     const inputs = Object.entries(accepted.files).map(([param, f], n) => ({

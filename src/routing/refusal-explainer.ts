@@ -132,3 +132,12 @@ export function seesBackendNames(caller: CallerKind | undefined, setting: boolea
   if (setting !== 'auto') return setting;
   return caller?.kind === 'anonymous';
 }
+
+/**
+ * A media caller as a refusal subject: its owner says what kind of caller it is (`user:<id>`,
+ * `master`, `ip:<address>` while the gateway is open), `admin` whether it is one.
+ */
+export function mediaSubject(alias: string, caller: { owner: string; admin: boolean }): RefusalSubject {
+  const kind = caller.owner === 'master' ? 'master' : caller.owner.startsWith('user:') ? 'user' : 'anonymous';
+  return { requested: alias, alias, caller: { kind, isAdmin: caller.admin } };
+}

@@ -1,0 +1,55 @@
+/**
+ * A media refusal says why too: a generation whose every ComfyUI box is out is refused at
+ * submit with each box's reason in the message and `error.candidates`, on the Images API (the
+ * real `openai` SDK) and the native API; names for admins, none for a plain user.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import { skipWithoutFixtures } from './helpers/fixtures.ts';
+import { call, createUser, MASTER, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
+
+describe('a media refusal names each box\'s reason', { skip: skipWithoutFixtures }, () => {
+  let rig: MediaRig;
+  let userKey: string;
+
+  before(async () => {
+    rig = await startMediaRig();
+    userKey = await createUser(rig.url, 'painter');
+    rig.comfy.setKnobs({ refuse: true });
+    await rig.gw.gateway.discovery.pollAll();
+    assert.equal(rig.gw.gateway.registry.get('comfy')?.healthy, false);
+  });
+  after(async () => rig?.close());
+
+  const generate = async (key: string) => {
+    const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: key, maxRetries: 0 });
+    const err = await client.images.generate({ model: 'sd15', prompt: 'a lighthouse' })
+      .then(() => assert.fail('generated'), (e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError, String(err));
+    return err;
+  };
+
+  test('the Images API: a 503 naming the unreachable box, for the master key', async () => {
+    const err = await generate(MASTER);
+    assert.equal(err.status, 503);
+    const error = err.error as { code: string; message: string; candidates?: any[] };
+    assert.equal(error.code, 'no_backend');
+    assert.match(error.message, /^`comfy` is out: the gateway could not reach it \d+ s ago\.$/);
+    assert.deepEqual(error.candidates?.map((c) => [c.backend, c.reason]), [['comfy', 'unreachable']]);
+  });
+
+  test('a plain user gets the reason without the name', async () => {
+    const error = (await generate(userKey)).error as { message: string; candidates?: any[] };
+    assert.match(error.message, /^The backend serving `sd15` is out: the gateway could not reach it/);
+    assert.deepEqual(error.candidates?.map((c) => Object.keys(c).sort()), [['reason', 'since_s']]);
+  });
+
+  test('the native API refuses the same way', async () => {
+    const res = await call<{ error: { code: string; candidates?: any[] } }>(rig.url, 'POST', '/v1/generations', MASTER, {
+      model: 'sd15', prompt: 'a lighthouse',
+    });
+    assert.equal(res.status, 503);
+    assert.deepEqual(res.body.error.candidates?.map((c) => c.reason), ['unreachable']);
+  });
+});
