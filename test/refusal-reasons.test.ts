@@ -116,6 +116,9 @@ describe('each reason, in the OpenAI shape', () => {
     assert.equal(only.status, 500);
     const until = Date.parse(only.until);
     assert.ok(Math.abs(until - (checked + 30_000)) < 2000, `until ${only.until}`);
+    const health = await (await fetch(`${gw.url}/health`)).json() as { backends: Record<string, { out: any }> };
+    const { backend: _name, ...reason } = only;
+    assert.deepEqual({ ...health.backends.flaky.out, since_s: 0 }, { ...reason, since_s: 0 }, '/health says why it is out too');
   });
 
   test('draining and disabled, several candidates: a short list, each with its reason', async (t) => {
@@ -141,6 +144,8 @@ describe('each reason, in the OpenAI shape', () => {
     const reasons = error.candidates?.map((c) => [c.backend, c.reason]);
     assert.deepEqual(reasons, [['drained', 'draining'], ['off', 'disabled']]);
     assert.equal(typeof error.candidates![0].since_s, 'number');
+    const health = await (await fetch(`${gw.url}/health`)).json() as { backends: Record<string, { out: any }> };
+    assert.deepEqual([health.backends.drained.out?.reason, health.backends.off.out], ['draining', { reason: 'disabled' }]);
   });
 
   test('parked past park_timeout_s with N ahead: how long it waited and how many were served first', async (t) => {
@@ -162,6 +167,26 @@ describe('each reason, in the OpenAI shape', () => {
     assert.equal(error.message, '`box` stayed busy for the whole 0.5 s wait, with 2 calls ahead. Retry shortly.');
     assert.deepEqual(error.candidates, [{ backend: 'box', reason: 'park_timeout', ahead: 2 }]);
     await Promise.all([hog, ...patient]);
+  });
+
+  test('a stream whose head is out (keep-alive while parked) gets the reasons in its error event', async (t) => {
+    const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 1000 } });
+    const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], {
+      park_timeout_s: 0.6, stream_keepalive_s: 0.1,
+    });
+    t.after(async () => { await gw.close(); await box.close(); });
+    const client = openai(gw);
+    const hog = client.chat.completions.create({ model: 'box/m', messages: hi });
+    await waitFor(() => box.inflight === 1, 'box is busy');
+    const stream = await client.chat.completions.create({ model: 'box/m', messages: hi, stream: true });
+    const err = await (async () => {
+      for await (const chunk of stream) assert.fail(`a chunk arrived: ${JSON.stringify(chunk)}`);
+    })().then(() => assert.fail('the stream ended cleanly'), (e: unknown) => e as OpenAIError);
+    assert.ok(err instanceof OpenAI.APIError, String(err));
+    const error = bodyError(err);
+    assert.equal(error.code, 'park_timeout');
+    assert.deepEqual(error.candidates, [{ backend: 'box', reason: 'park_timeout', ahead: 0 }]);
+    await hog;
   });
 
   test('embeddings and completions refuse the same way (one proxy, one explanation)', async (t) => {

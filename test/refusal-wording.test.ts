@@ -16,7 +16,7 @@ const up: BackendOutState = { name: 'b', spec: { enabled: true }, healthy: true,
 const down = (error: BackendOutState['error'], more: Partial<BackendOutState> = {}): BackendOutState =>
   ({ ...up, healthy: false, error, ...more });
 const facts = (b: BackendOutState, more: Partial<RefusalFacts> = {}): RefusalFacts =>
-  ({ backends: [b], now: NOW, checkIntervalS: 30, rejection: { reason: 'no_backend' }, ...more });
+  ({ backends: [b], now: NOW, rejection: { reason: 'no_backend' }, ...more });
 
 describe('a backend state gives one reason', () => {
   const cases: Array<[string, BackendOutState, Partial<RefusalFacts>, object]> = [
@@ -36,11 +36,11 @@ describe('a backend state gives one reason', () => {
       down({ kind: 'upstream', status: 503, detail: 'answered 503: Loading model', since: NOW - 4_000 }), {},
       { reason: 'loading', status: 503, since_s: 4 }],
     ['a 500 health check: circuit open until the next check',
-      down({ kind: 'upstream', status: 500, detail: 'boom', since: NOW - 12_000 }, { checkedAt: NOW - 12_000 }), {},
+      down({ kind: 'upstream', status: 500, detail: 'boom', since: NOW - 12_000 }, { nextCheckAt: NOW + 18_000 }), {},
       { reason: 'circuit_open', status: 500, since_s: 12, until: new Date(NOW + 18_000).toISOString() }],
-    ['a 503 that is not a load is a circuit too',
-      down({ kind: 'upstream', status: 503, detail: 'overloaded', since: NOW }, { checkedAt: NOW }), {},
-      { reason: 'circuit_open', status: 503, since_s: 0, until: new Date(NOW + 30_000).toISOString() }],
+    ['a 503 that is not a load is a circuit too (no check due: no until)',
+      down({ kind: 'upstream', status: 503, detail: 'overloaded', since: NOW }), {},
+      { reason: 'circuit_open', status: 503, since_s: 0 }],
     ['never checked yet', { ...up, healthy: false, known: false }, {}, { reason: 'unchecked' }],
     ['up but the wait ran out', up, { rejection: { reason: 'park_timeout', aheadByBackend: new Map([['b', 3]]) } },
       { reason: 'park_timeout', ahead: 3 }],

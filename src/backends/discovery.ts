@@ -111,7 +111,7 @@ export class Discovery {
         ? { kind: err.kind, status: err.status, detail: err.message }
         : describeError(err);
       if (backend.healthy || !backend.known) this.deps.log.warn({ backend: name, error }, 'backend is down');
-      registry.markDown(name, error, true);
+      registry.markDown(name, error, this.deps.settings().healthCheckIntervalS * 1000);
       this.deps.onError?.(name, error);
     }
   }

@@ -22,8 +22,10 @@ export interface BackendState {
   draining?: boolean;
   /** Unix ms when draining began (set with `draining`), for refusals that say since when. */
   drainingSince?: number;
-  /** Unix ms of the last health check's verdict (up or down): the next one is due an interval later. */
+  /** Unix ms of the last health check's verdict (up or down). */
   checkedAt?: number;
+  /** While down after a failed health check: when the next regular check is due (unix ms), at the latest. */
+  nextCheckAt?: number;
 }
 
 export interface RegistryChange {
@@ -137,6 +139,7 @@ export class BackendRegistry {
     const changed = this.setModelList(b, models);
     b.discoveredAt = this.now();
     b.checkedAt = b.discoveredAt;
+    b.nextCheckAt = undefined;
     b.known = true;
     b.healthy = true;
     b.error = undefined;
@@ -147,14 +150,17 @@ export class BackendRegistry {
   /**
    * A failed poll, or a call whose credential the backend refused: down, but the model list is
    * kept. The error remembers why (kind, status) and since when (kept while the kind repeats),
-   * so a refusal can say it; `fromProbe` also dates the health check (see `checkedAt`).
+   * so a refusal can say it. From a health check, `nextCheckInMs` says when the next one is due.
    */
-  markDown(name: string, error: Omit<BackendError, 'since'>, fromProbe = false): void {
+  markDown(name: string, error: Omit<BackendError, 'since'>, nextCheckInMs?: number): void {
     const b = this.backends.get(name);
     if (!b) return;
     const now = this.now();
     const since = b.error && b.error.kind === error.kind && !b.healthy ? b.error.since : now;
-    if (fromProbe) b.checkedAt = now;
+    if (nextCheckInMs !== undefined) {
+      b.checkedAt = now;
+      b.nextCheckAt = now + nextCheckInMs;
+    }
     b.error = { ...error, since };
     b.known = true;
     b.healthy = false;

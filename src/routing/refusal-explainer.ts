@@ -93,7 +93,6 @@ export function explainBackends(
     backends: [...new Set(backends)].map((name) => sources.registry.get(name)),
     rejection: verdict,
     now,
-    checkIntervalS: cfg.health_check_interval,
   });
   if (reasons.length === 0) return undefined;
   const shown = seesBackendNames(subject.caller, cfg.expose_backend_names);

@@ -26,7 +26,7 @@ export interface CandidateReason {
   status?: number;
   /** Seconds since the backend has been out for this reason (or draining). */
   since_s?: number;
-  /** circuit_open: when the gateway checks the backend again at the latest (ISO 8601, UTC). */
+  /** circuit_open: when the gateway's next regular health check of it is due, at the latest (ISO 8601, UTC). */
   until?: string;
   /** park_timeout: calls still queued ahead of this one on that backend when the wait ended. */
   ahead?: number;
@@ -42,8 +42,8 @@ export interface BackendOutState {
   readonly draining?: boolean;
   readonly drainingSince?: number;
   readonly error?: { readonly kind: string; readonly status?: number; readonly detail: string; readonly since: number };
-  /** Unix ms of the last health check's verdict. */
-  readonly checkedAt?: number;
+  /** While down after a failed health check: when the next one is due (unix ms). */
+  readonly nextCheckAt?: number;
 }
 
 export interface RefusalFacts {
@@ -52,8 +52,6 @@ export interface RefusalFacts {
   /** The scheduler's verdict; undefined when the call never reached it (every candidate disabled). */
   rejection?: { reason: RejectReason; aheadByBackend?: ReadonlyMap<string, number> };
   now: number;
-  /** Seconds between health checks (`health_check_interval`): a down backend is checked again by then. */
-  checkIntervalS: number;
 }
 
 /** llama.cpp's answer while its model loads (kept in the probe's error detail). */
@@ -71,6 +69,15 @@ export function candidateReasons(facts: RefusalFacts): CandidateReason[] {
   return out;
 }
 
+/**
+ * Why a backend takes no new work right now (disabled, draining, or down and why), for /health
+ * and the console; undefined while it is in service.
+ */
+export function outReason(b: BackendOutState, now: number): Omit<CandidateReason, 'backend'> | undefined {
+  if (b.spec.enabled && !b.draining && b.healthy) return undefined;
+  return reasonOf(b, { backends: [], now });
+}
+
 function reasonOf(b: BackendOutState, facts: RefusalFacts): Omit<CandidateReason, 'backend'> {
   const sinceS = (at: number | undefined) => (at === undefined ? undefined : secondsBetween(at, facts.now));
   if (!b.spec.enabled) return { reason: 'disabled' };
@@ -86,8 +93,7 @@ function reasonOf(b: BackendOutState, facts: RefusalFacts): Omit<CandidateReason
     if (error.status === 503 && LOADING.test(error.detail)) {
       return withDefined({ reason: 'loading', status: 503, since_s });
     }
-    const checked = b.checkedAt ?? error.since;
-    const until = new Date(Math.max(facts.now, checked + facts.checkIntervalS * 1000)).toISOString();
+    const until = b.nextCheckAt === undefined ? undefined : new Date(Math.max(facts.now, b.nextCheckAt)).toISOString();
     return withDefined({ reason: 'circuit_open', status: error.status, since_s, until });
   }
   if (facts.rejection?.reason === 'park_timeout') {
