@@ -118,7 +118,8 @@ describe('each reason, in the OpenAI shape', () => {
     assert.ok(Math.abs(until - (checked + 30_000)) < 2000, `until ${only.until}`);
     const health = await (await fetch(`${gw.url}/health`)).json() as { backends: Record<string, { out: any }> };
     const { backend: _name, ...reason } = only;
-    assert.deepEqual({ ...health.backends.flaky.out, since_s: 0 }, { ...reason, since_s: 0 }, '/health says why it is out too');
+    const out = { ...health.backends.flaky.out, since_s: 0 };
+    assert.deepEqual(out, { ...reason, since_s: 0 }, '/health says why it is out too');
   });
 
   test('draining and disabled, several candidates: a short list, each with its reason', async (t) => {
@@ -145,7 +146,8 @@ describe('each reason, in the OpenAI shape', () => {
     assert.deepEqual(reasons, [['drained', 'draining'], ['off', 'disabled']]);
     assert.equal(typeof error.candidates![0].since_s, 'number');
     const health = await (await fetch(`${gw.url}/health`)).json() as { backends: Record<string, { out: any }> };
-    assert.deepEqual([health.backends.drained.out?.reason, health.backends.off.out], ['draining', { reason: 'disabled' }]);
+    const out = [health.backends.drained.out?.reason, health.backends.off.out];
+    assert.deepEqual(out, ['draining', { reason: 'disabled' }]);
   });
 
   test('parked past park_timeout_s with N ahead: how long it waited and how many were served first', async (t) => {
