@@ -47,7 +47,8 @@ describe('a media refusal names each box\'s reason', { skip: skipWithoutFixtures
 
   test('the native API refuses the same way', async () => {
     const body = { model: 'sd15', prompt: 'a lighthouse' };
-    const res = await call<{ error: { code: string; candidates?: any[] } }>(rig.url, 'POST', '/v1/generations', MASTER, body);
+    type Refused = { error: { code: string; candidates?: any[] } };
+    const res = await call<Refused>(rig.url, 'POST', '/v1/generations', MASTER, body);
     assert.equal(res.status, 503);
     assert.deepEqual(res.body.error.candidates?.map((c) => c.reason), ['unreachable']);
   });
