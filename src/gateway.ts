@@ -180,7 +180,7 @@ export class Gateway {
       onOutcome: (o) => this.recordOutcome(o),
       probe: (name) => void this.discovery.probe(name),
       log: this.log,
-      explain: refusalExplainer(this),
+      refusals: refusalExplainer(this),
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,

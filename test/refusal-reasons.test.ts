@@ -253,6 +253,18 @@ describe('who sees backend names', () => {
     assert.equal(bodyError(await chatError(openai(gw, key), 'badkey/m')).candidates?.[0].backend, 'badkey');
   });
 
+  test("the call that meets the refused credential itself (502) names the backend to admins only", async (t) => {
+    const gw = await badKeyGateway(t, { api_key: MASTER });
+    const { key } = gw.gateway.users.create({ name: 'plain' });
+    const plain = bodyError(await chatError(openai(gw, key), 'badkey/m'));
+    assert.equal(plain.code, 'upstream_auth_failed');
+    assert.match(plain.message, /^The backend refused the gateway's own credential for it \(HTTP 401\); your key is fine\./);
+    gw.gateway.registry.discovered('badkey', [{ id: 'm' }]);
+    const admin = bodyError(await chatError(openai(gw, MASTER), 'badkey/m'));
+    assert.equal(admin.code, 'upstream_auth_failed');
+    assert.match(admin.message, /^The backend `badkey` refused the gateway's own credential/);
+  });
+
   test('auto on a single-user gateway (open) shows names; false hides them from its anonymous callers', async (t) => {
     const gw = await badKeyGateway(t);
     const client = openai(gw);

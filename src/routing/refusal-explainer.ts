@@ -51,11 +51,19 @@ export interface RefusalExplanation {
   candidates: CandidateReason[];
 }
 
-export type RefusalExplainer = (call: RefusedCall, verdict: RefusalVerdict) => RefusalExplanation | undefined;
+/** What the proxy asks when it refuses a call. */
+export interface RefusalExplainer {
+  /** Each candidate's reason, worded for the caller, when the scheduler refused the call. */
+  explain(call: RefusedCall, verdict: RefusalVerdict): RefusalExplanation | undefined;
+  /** Whether the caller of `req` may see backend names (for the other refusals' messages). */
+  seesNames(req: FastifyRequest): boolean;
+}
 
-/** The explainer the proxy calls when the scheduler refuses a call. */
+/** The explainer the proxy calls when it refuses a call. */
 export function refusalExplainer(sources: RefusalSources): RefusalExplainer {
-  return (call, verdict) => {
+  const seesNames = (req: FastifyRequest) =>
+    seesBackendNames(callerOf(sources, req), sources.config().expose_backend_names);
+  const explain = (call: RefusedCall, verdict: RefusalVerdict) => {
     const candidates = call.refreshCandidates?.() ?? call.resolution.candidates;
     const caller = callerOf(sources, call.req);
     const requested = call.resolution.requested;
@@ -67,6 +75,7 @@ export function refusalExplainer(sources: RefusalSources): RefusalExplainer {
     const parkS = call.parkSeconds ?? parkSeconds(sources.config(), alias);
     return explainBackends(sources, backends, verdict, { requested, alias, caller, parkS });
   };
+  return { explain, seesNames };
 }
 
 /** As much of a caller as name visibility needs. */

@@ -166,7 +166,7 @@ export class UpstreamProxy {
       this.report(state, { backend: last.backend, status: last.answer.status, reason: 'upstream_error', responseBody: state.cfg.capture_bodies ? last.answer.text : undefined });
       return;
     }
-    this.refuse(state, exhaustedError(last), last?.backend ?? null);
+    this.refuse(state, exhaustedError(last, this.deps.refusals?.seesNames(state.call.req)), last?.backend ?? null);
   }
 
   /** The call's first lease, parking if need be; null when it was refused (already answered). */
@@ -179,7 +179,7 @@ export class UpstreamProxy {
         this.report(state, { status: 499, reason: 'client_closed_while_parked' });
         return null;
       }
-      this.refuse(state, rejectionError(err, state.alias, this.deps.explain?.(state.call, err)), null);
+      this.refuse(state, rejectionError(err, state.alias, this.deps.refusals?.explain(state.call, err)), null);
       return null;
     }
   }

@@ -25,7 +25,7 @@ export interface UpstreamAnswer {
 
 /** The proxy's optional dependency: says why each candidate of a refused call is out (routing/refusal-explainer.ts). */
 export interface RefusalDeps {
-  explain?: RefusalExplainer;
+  refusals?: RefusalExplainer;
 }
 
 /** The scheduler's refusal as the client gets it; `explained`: each candidate's reason, worded for this caller. */
@@ -47,15 +47,19 @@ export function rejectionError(err: SchedulerRejection, alias: string, explained
   });
 }
 
-/** Every candidate failed (or the rest stayed busy): what the last failure tells the client. */
-export function exhaustedError(failure: AttemptFailure | undefined): GatewayError {
+/**
+ * Every candidate failed (or the rest stayed busy): what the last failure tells the client.
+ * `names`: whether the caller may see backend names (routing/refusal-explainer.ts).
+ */
+export function exhaustedError(failure: AttemptFailure | undefined, names = true): GatewayError {
   const error = failure?.error;
+  const backend = failure && names ? `The backend \`${failure.backend}\`` : 'The backend';
   if (failure?.health === 'auth') {
     return new GatewayError({
       status: 502,
       code: 'upstream_auth_failed',
       reason: 'upstream_auth',
-      message: `The backend \`${failure.backend}\` refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); your key is fine. The gateway's operator must fix that backend's api_key.`,
+      message: `${backend} refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); your key is fine. The gateway's operator must fix that backend's api_key.`,
     });
   }
   if (error?.kind === 'timeout') {
@@ -65,7 +69,7 @@ export function exhaustedError(failure: AttemptFailure | undefined): GatewayErro
     return new GatewayError({ status: 503, code: 'backend_unavailable', message: `No backend could take the call: ${error.detail}`, retryAfter: 2 });
   }
   if (error?.status === 200) {
-    return new GatewayError({ status: 502, code: 'upstream_bad_response', message: `The backend \`${failure!.backend}\` ${error.detail}` });
+    return new GatewayError({ status: 502, code: 'upstream_bad_response', message: `${backend} ${error.detail}` });
   }
   return new GatewayError({ status: 502, code: 'upstream_unreachable', message: `No backend could be reached: ${error?.detail ?? 'unknown error'}` });
 }
