@@ -258,7 +258,7 @@ describe('who sees backend names', () => {
     const { key } = gw.gateway.users.create({ name: 'plain' });
     const plain = bodyError(await chatError(openai(gw, key), 'badkey/m'));
     assert.equal(plain.code, 'upstream_auth_failed');
-    assert.match(plain.message, /^The backend refused the gateway's own credential for it \(HTTP 401\); your key is fine\./);
+    assert.match(plain.message, /^The backend refused the gateway's own credential for it \(HTTP 401\)/);
     gw.gateway.registry.discovered('badkey', [{ id: 'm' }]);
     const admin = bodyError(await chatError(openai(gw, MASTER), 'badkey/m'));
     assert.equal(admin.code, 'upstream_auth_failed');
