@@ -53,3 +53,26 @@ describe('a media refusal names each box\'s reason', { skip: skipWithoutFixtures
     assert.deepEqual(res.body.error.candidates?.map((c) => c.reason), ['unreachable']);
   });
 });
+
+describe('a media job that waits past media_park_timeout_s says why', { skip: skipWithoutFixtures }, () => {
+  let rig: MediaRig;
+  before(async () => {
+    rig = await startMediaRig({ knobs: { stepMs: 400, steps: 4 }, overrides: { media_park_timeout_s: 0.5 } });
+  });
+  after(async () => rig?.close());
+
+  test('the Images API: a 503 saying the box stayed busy for the whole wait, with how many ahead', async () => {
+    const first = await call<{ job_id: string }>(rig.url, 'POST', '/v1/generations', MASTER, {
+      model: 'sd15', prompt: 'the long one', mode: 'async',
+    });
+    assert.equal(first.status, 202);
+    const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: MASTER, maxRetries: 0 });
+    const err = await client.images.generate({ model: 'sd15', prompt: 'the short wait' })
+      .then(() => assert.fail('generated'), (e: unknown) => e);
+    assert.ok(err instanceof OpenAI.APIError, String(err));
+    assert.equal(err.status, 503);
+    const error = err.error as { code: string; message: string };
+    assert.equal(error.code, 'park_timeout');
+    assert.match(error.message, /: `comfy` stayed busy for the whole 0\.5 s wait, with no call ahead\./);
+  });
+});

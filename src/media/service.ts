@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { badRequest, GatewayError } from '../errors.ts';
-import type { Scheduler } from '../scheduler/index.ts';
+import type { Scheduler, SchedulerRejection } from '../scheduler/index.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import { ArtifactError, Artifacts, extOf, type ThumbOptions } from './artifacts.ts';
 import type { ComfyClients } from './comfy-clients.ts';
@@ -145,6 +145,10 @@ export class MediaJobs implements MediaService {
       const plan = {
         id, alias: request.alias, params: accepted.params, files: accepted.files, candidates: accepted.candidates,
         seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000,
+        explainRefusal: (backends: string[], rejection: SchedulerRejection) => {
+          const subject = { ...mediaSubject(request.alias, caller), parkS: cfg.media_park_timeout_s };
+          return explainBackends(this.deps, backends, rejection, subject)?.message;
+        },
       };
       const runDeps = { ...this.deps, store: this.store, artifacts: this.artifacts, now: this.now };
       void runJob(runDeps, plan, live, (event) => this.live.emit(id, event))
