@@ -151,7 +151,7 @@ describe('each reason, in the OpenAI shape', () => {
   });
 
   test('parked past park_timeout_s with N ahead: how long it waited and how many were served first', async (t) => {
-    const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 1000 } });
+    const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 2500 } });
     const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], {
       park_timeout_s: 0.5, virtual_models: { patient: 'box/m' }, alias_park: { patient: 10 },
     });
@@ -159,7 +159,9 @@ describe('each reason, in the OpenAI shape', () => {
     const client = openai(gw);
     const hog = client.chat.completions.create({ model: 'box/m', messages: hi });
     await waitFor(() => box.inflight === 1, 'box is busy');
-    const patient = [1, 2].map(() => client.chat.completions.create({ model: 'patient', messages: hi }));
+    const leave = new AbortController();
+    const patient = [1, 2].map(() => client.chat.completions.create({ model: 'patient', messages: hi }, { signal: leave.signal })
+      .catch((err: unknown) => assert.ok(err instanceof OpenAI.APIUserAbortError, String(err))));
     await waitFor(() => gw.gateway.scheduler.snapshot().parked.length === 2, 'two calls parked ahead');
     const err = await chatError(client, 'box/m');
     assert.equal(err.status, 503);
@@ -168,11 +170,12 @@ describe('each reason, in the OpenAI shape', () => {
     assert.equal(error.code, 'park_timeout');
     assert.equal(error.message, '`box` stayed busy for the whole 0.5 s wait, with 2 calls ahead. Retry shortly.');
     assert.deepEqual(error.candidates, [{ backend: 'box', reason: 'park_timeout', ahead: 2 }]);
+    leave.abort(); // the calls ahead have made their point
     await Promise.all([hog, ...patient]);
   });
 
   test('a stream whose head is out (keep-alive while parked) gets the reasons in its error event', async (t) => {
-    const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 1000 } });
+    const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 2500 } });
     const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], {
       park_timeout_s: 0.6, stream_keepalive_s: 0.1,
     });
