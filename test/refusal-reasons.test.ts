@@ -160,7 +160,8 @@ describe('each reason, in the OpenAI shape', () => {
     const hog = client.chat.completions.create({ model: 'box/m', messages: hi });
     await waitFor(() => box.inflight === 1, 'box is busy');
     const leave = new AbortController();
-    const patient = [1, 2].map(() => client.chat.completions.create({ model: 'patient', messages: hi }, { signal: leave.signal })
+    const waitLong = () => client.chat.completions.create({ model: 'patient', messages: hi }, { signal: leave.signal });
+    const patient = [1, 2].map(() => waitLong()
       .catch((err: unknown) => assert.ok(err instanceof OpenAI.APIUserAbortError, String(err))));
     await waitFor(() => gw.gateway.scheduler.snapshot().parked.length === 2, 'two calls parked ahead');
     const err = await chatError(client, 'box/m');
