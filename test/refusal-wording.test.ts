@@ -9,6 +9,7 @@ import { candidateReasons, type BackendOutState, type RefusalFacts } from '../sr
 import { duration, refusalText, visibleReasons } from '../src/routing/refusal-text.ts';
 import { seesBackendNames } from '../src/routing/refusal-explainer.ts';
 import type { Caller } from '../src/auth/authenticator.ts';
+import { AHEAD_SCAN_LIMIT, aheadByBackend, type Waiter } from '../src/scheduler/waiters.ts';
 import { schedulerHarness, settle } from './helpers/scheduler-harness.ts';
 
 const NOW = Date.UTC(2026, 11, 2, 3, 0, 0);
@@ -17,6 +18,9 @@ const down = (error: BackendOutState['error'], more: Partial<BackendOutState> = 
   ({ ...up, healthy: false, error, ...more });
 const facts = (b: BackendOutState, more: Partial<RefusalFacts> = {}): RefusalFacts =>
   ({ backends: [b], now: NOW, rejection: { reason: 'no_backend' }, ...more });
+
+const timedOut = (ahead: number, atLeast: boolean) =>
+  ({ reason: 'park_timeout' as const, ahead: { byBackend: new Map([['b', ahead]]), atLeast } });
 
 describe('a backend state gives one reason', () => {
   const cases: Array<[string, BackendOutState, Partial<RefusalFacts>, object]> = [
@@ -42,8 +46,9 @@ describe('a backend state gives one reason', () => {
       down({ kind: 'upstream', status: 503, detail: 'overloaded', since: NOW }), {},
       { reason: 'circuit_open', status: 503, since_s: 0 }],
     ['never checked yet', { ...up, healthy: false, known: false }, {}, { reason: 'unchecked' }],
-    ['up but the wait ran out', up, { rejection: { reason: 'park_timeout', aheadByBackend: new Map([['b', 3]]) } },
-      { reason: 'park_timeout', ahead: 3 }],
+    ['up but the wait ran out', up, { rejection: timedOut(3, false) }, { reason: 'park_timeout', ahead: 3 }],
+    ['more ahead than were counted', up, { rejection: timedOut(1000, true) },
+      { reason: 'park_timeout', ahead: 1000, ahead_at_least: true }],
     ['up but parking is off', up, { rejection: { reason: 'parking_off' } }, { reason: 'busy' }],
   ];
   for (const [name, state, more, expected] of cases) {
@@ -99,6 +104,8 @@ describe('the sentence', () => {
       '`box` stayed busy for the whole 60 s wait, with 1 call ahead.');
     assert.equal(refusalText([{ backend: 'box', reason: 'park_timeout', ahead: 0 }], { ...wording, parkS: 0.5 }),
       '`box` stayed busy for the whole 0.5 s wait, with no call ahead.');
+    assert.equal(refusalText([{ backend: 'box', reason: 'park_timeout', ahead: 1000, ahead_at_least: true }], wording),
+      '`box` stayed busy for the whole wait, with at least 1000 calls ahead.');
   });
 
   it('durations read as people say them', () => {
@@ -143,10 +150,21 @@ describe('the scheduler counts the calls ahead when a wait ends', () => {
     clock.advance(1_000);
     await settle();
     assert.equal(short.rejection?.reason, 'park_timeout');
-    const ahead = Object.fromEntries(short.rejection!.aheadByBackend!);
+    const ahead = Object.fromEntries(short.rejection!.ahead!.byBackend);
     assert.deepEqual(ahead, { a: 2, b: 1 }, 'long-c is ahead on b through the group');
+    assert.equal(short.rejection!.ahead!.atLeast, false);
     assert.equal(newer.rejection, undefined);
     for (const lease of held) lease.release();
+  });
+
+  it('counting stops at its limit: the count is then a lower bound (a refusal costs a bounded scan)', () => {
+    const waiter = (seq: number, backend: string) =>
+      ({ seq, typeKeysByBackend: new Map([[backend, ['m']]]) }) as unknown as Waiter;
+    const parked = [waiter(1, 'a'), waiter(2, 'x'), waiter(3, 'a'), waiter(4, 'a'), waiter(5, 'a')];
+    const me = parked[4];
+    assert.deepEqual(aheadByBackend(me, parked, () => undefined), { byBackend: new Map([['a', 3]]), atLeast: false });
+    assert.deepEqual(aheadByBackend(me, parked, () => undefined, 2), { byBackend: new Map([['a', 1]]), atLeast: true });
+    assert.ok(AHEAD_SCAN_LIMIT >= 100, 'exact under the default max_parked (100)');
   });
 
   it('other refusals carry no count', async () => {
@@ -155,6 +173,6 @@ describe('the scheduler counts the calls ahead when a wait ends', () => {
     const off = call('off', ['a/m'], { parkMs: 0 });
     await settle();
     assert.equal(off.rejection?.reason, 'parking_off');
-    assert.equal(off.rejection?.aheadByBackend, undefined);
+    assert.equal(off.rejection?.ahead, undefined);
   });
 });

@@ -9,7 +9,7 @@ import type { Caller } from '../auth/authenticator.ts';
 import { filterAllowed } from '../auth/allow.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
-import type { Candidate, RejectReason } from '../scheduler/types.ts';
+import type { AheadCount, Candidate, RejectReason } from '../scheduler/types.ts';
 import { parkSeconds } from './aliases.ts';
 import { candidateReasons, type CandidateReason } from './refusal.ts';
 import { refusalText, visibleReasons } from './refusal-text.ts';
@@ -41,7 +41,7 @@ export interface RefusedCall {
 /** The scheduler's verdict, as much as the wording needs. */
 export interface RefusalVerdict {
   reason: RejectReason;
-  aheadByBackend?: ReadonlyMap<string, number>;
+  ahead?: AheadCount;
 }
 
 export interface RefusalExplanation {

@@ -56,7 +56,7 @@ function clause(r: CandidateReason, wording: RefusalWording): string {
     case 'busy':
       return 'is busy';
     case 'park_timeout':
-      return `stayed busy for the whole${parkText(wording.parkS)} wait, with ${aheadText(r.ahead ?? 0)}`;
+      return `stayed busy for the whole${parkText(wording.parkS)} wait, with ${aheadText(r)}`;
   }
 }
 
@@ -71,9 +71,10 @@ function parkText(parkS: number | undefined): string {
   return parkS === undefined ? '' : ` ${duration(parkS)}`;
 }
 
-function aheadText(ahead: number): string {
+function aheadText({ ahead = 0, ahead_at_least: atLeast }: CandidateReason): string {
   if (ahead === 0) return 'no call ahead';
-  return ahead === 1 ? '1 call ahead' : `${ahead} calls ahead`;
+  const count = ahead === 1 ? '1 call ahead' : `${ahead} calls ahead`;
+  return atLeast ? `at least ${count}` : count;
 }
 
 /** Seconds as people read them: "0.5 s", "12 s", "4 min", "3 h". */

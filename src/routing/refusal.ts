@@ -4,7 +4,7 @@
  * the scheduler's verdict. Pure: computed only when a call is refused, never on the way of an
  * answered one. `refusal-text.ts` turns the reasons into the error's sentence.
  */
-import type { RejectReason } from '../scheduler/types.ts';
+import type { AheadCount, RejectReason } from '../scheduler/types.ts';
 
 /** Stable codes of `error.candidates[].reason` (README, docs/decisions.md). */
 export type CandidateReasonCode =
@@ -30,6 +30,8 @@ export interface CandidateReason {
   until?: string;
   /** park_timeout: calls still queued ahead of this one on that backend when the wait ended. */
   ahead?: number;
+  /** With `ahead`: counting stopped at its limit (100 older calls looked at), so `ahead` is a lower bound. */
+  ahead_at_least?: true;
 }
 
 /** What the reasons are read from: a backend as the registry knows it (BackendState satisfies it). */
@@ -50,7 +52,7 @@ export interface RefusalFacts {
   /** The candidates' backends, each once, in candidate order; unknown names are skipped. */
   backends: readonly (BackendOutState | undefined)[];
   /** The scheduler's verdict; undefined when the call never reached it (every candidate disabled). */
-  rejection?: { reason: RejectReason; aheadByBackend?: ReadonlyMap<string, number> };
+  rejection?: { reason: RejectReason; ahead?: AheadCount };
   now: number;
 }
 
@@ -97,7 +99,9 @@ function reasonOf(b: BackendOutState, facts: RefusalFacts): Omit<CandidateReason
     return withDefined({ reason: 'circuit_open', status: error.status, since_s, until });
   }
   if (facts.rejection?.reason === 'park_timeout') {
-    return { reason: 'park_timeout', ahead: facts.rejection.aheadByBackend?.get(b.name) ?? 0 };
+    const ahead = facts.rejection.ahead;
+    const count = { reason: 'park_timeout' as const, ahead: ahead?.byBackend.get(b.name) ?? 0 };
+    return ahead?.atLeast ? { ...count, ahead_at_least: true } : count;
   }
   return { reason: 'busy' };
 }
