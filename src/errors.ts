@@ -23,6 +23,20 @@ export interface GatewayErrorInit {
   retryAfter?: number;
   /** Why a call was refused, for the call log (defaults to `code`). */
   reason?: string;
+  /**
+   * A refusal's reason per candidate backend (routing/refusal.ts `CandidateReason`), rendered
+   * as `error.candidates` in both shapes so scripts and the console can read them.
+   */
+  candidates?: readonly object[];
+}
+
+/** The `error` object of an OpenAI-shaped error body; `candidates` only on a refusal that explains itself. */
+export interface OpenAIErrorObject {
+  message: string;
+  type: string;
+  param: string | null;
+  code: string;
+  candidates?: readonly object[];
 }
 
 export class GatewayError extends Error {
@@ -32,6 +46,7 @@ export class GatewayError extends Error {
   readonly param: string | null;
   readonly retryAfter?: number;
   readonly reason: string;
+  readonly candidates?: readonly object[];
 
   constructor(init: GatewayErrorInit) {
     super(init.message);
@@ -42,14 +57,17 @@ export class GatewayError extends Error {
     this.param = init.param ?? null;
     this.retryAfter = init.retryAfter;
     this.reason = init.reason ?? init.code;
+    if (init.candidates) this.candidates = init.candidates;
   }
 
-  toOpenAI(): { error: { message: string; type: string; param: string | null; code: string } } {
-    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  toOpenAI(): { error: OpenAIErrorObject } {
+    const error = { message: this.message, type: this.type, param: this.param, code: this.code };
+    return { error: this.candidates ? { ...error, candidates: this.candidates } : error };
   }
 
-  toAnthropic(): { type: 'error'; error: { type: string; message: string } } {
-    return { type: 'error', error: { type: anthropicType(this.status), message: this.message } };
+  toAnthropic(): { type: 'error'; error: { type: string; message: string; candidates?: readonly object[] } } {
+    const error = { type: anthropicType(this.status), message: this.message };
+    return { type: 'error', error: this.candidates ? { ...error, candidates: this.candidates } : error };
   }
 }
 

@@ -23,7 +23,7 @@ import { GenerationCatalog } from './media/generation-catalog.ts';
 import { MediaJobs } from './media/service.ts';
 import { GpuSwitch } from './media/gpu-switch.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
-import { ModelCatalog } from './routing/catalog.ts';
+import { ModelCatalog, refusalExplainer } from './routing/catalog.ts';
 import { Callers } from './routes/caller.ts';
 import type { HealthView } from './routes/health.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
@@ -185,6 +185,7 @@ export class Gateway {
       onOutcome: (o) => this.recordOutcome(o),
       probe: (name) => void this.discovery.probe(name),
       log: this.log,
+      refusals: refusalExplainer(this),
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,

@@ -120,7 +120,10 @@ describe('server tab: changes apply live', () => {
     assert.equal(gw.gateway.config().gpu_groups.gpu1?.max_concurrent, 2);
     await follow(await ui.post('/ui/server/log_level', { value: 'error' }));
     assert.equal(gw.app.log.level, 'error');
-    for (const key of ['affinity_max_wait_s', 'cors_origins', 'gpu_groups', 'log_level']) await follow(await ui.post(`/ui/server/${key}/reset`, {}));
+    await follow(await ui.post('/ui/server/expose_backend_names', { value: 'false' }));
+    assert.equal(gw.gateway.config().expose_backend_names, false, 'a choice of auto / true / false posts the boolean');
+    const reset = ['affinity_max_wait_s', 'cors_origins', 'gpu_groups', 'log_level', 'expose_backend_names'];
+    for (const key of reset) await follow(await ui.post(`/ui/server/${key}/reset`, {}));
     assert.equal(gw.app.log.level, gw.gateway.config().log_level);
     assert.deepEqual(gw.gateway.config().cors_origins, []);
   });

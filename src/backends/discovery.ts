@@ -113,7 +113,7 @@ export class Discovery {
         ? { kind: err.kind, status: err.status, detail: err.message }
         : describeError(err), spec);
       if (backend.healthy || !backend.known) this.deps.log.warn({ backend: name, error }, 'backend is down');
-      registry.markDown(name, error);
+      registry.markDown(name, error, this.deps.settings().healthCheckIntervalS * 1000);
       this.deps.onError?.(name, error);
     }
   }

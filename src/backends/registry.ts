@@ -21,6 +21,12 @@ export interface BackendState {
   consecutiveFailures: number;
   /** Runtime only (never stored): no new work goes here while in-flight calls and jobs finish. */
   draining?: boolean;
+  /** Unix ms when draining began (set with `draining`), for refusals that say since when. */
+  drainingSince?: number;
+  /** Unix ms of the last health check's verdict (up or down). */
+  checkedAt?: number;
+  /** While down after a failed health check: when the next regular check is due (unix ms), at the latest. */
+  nextCheckAt?: number;
 }
 
 export interface RegistryChange {
@@ -43,7 +49,8 @@ export class BackendRegistry {
   private readonly modelsListeners: Listener[] = [];
   private modelIndex?: Map<string, string[]>;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  /** `now`: the clock its times (error since, checks, draining) are read from. */
+  constructor(readonly now: () => number = Date.now) {}
 
   onChange(fn: Listener): void {
     this.listeners.push(fn);
@@ -110,6 +117,7 @@ export class BackendRegistry {
     if (!b) return false;
     if (!!b.draining !== on) {
       b.draining = on;
+      b.drainingSince = on ? this.now() : undefined;
       this.emit(name);
     }
     return true;
@@ -131,6 +139,8 @@ export class BackendRegistry {
     if (!b) return;
     const changed = this.setModelList(b, models);
     b.discoveredAt = this.now();
+    b.checkedAt = b.discoveredAt;
+    b.nextCheckAt = undefined;
     b.known = true;
     b.healthy = true;
     b.error = undefined;
@@ -138,11 +148,20 @@ export class BackendRegistry {
     this.emit(name, changed);
   }
 
-  /** A failed poll or a failure threshold crossed: down, but the model list is kept. */
-  markDown(name: string, error: Omit<BackendError, 'since'>): void {
+  /**
+   * A failed poll, or a call whose credential the backend refused: down, but the model list is
+   * kept. The error remembers why (kind, status) and since when (kept while the kind repeats),
+   * so a refusal can say it. From a health check, `nextCheckInMs` says when the next one is due.
+   */
+  markDown(name: string, error: Omit<BackendError, 'since'>, nextCheckInMs?: number): void {
     const b = this.backends.get(name);
     if (!b) return;
-    const since = b.error && b.error.kind === error.kind && !b.healthy ? b.error.since : this.now();
+    const now = this.now();
+    const since = b.error && b.error.kind === error.kind && !b.healthy ? b.error.since : now;
+    if (nextCheckInMs !== undefined) {
+      b.checkedAt = now;
+      b.nextCheckAt = now + nextCheckInMs;
+    }
     b.error = { ...redactBackendError(error, b.spec), since };
     b.known = true;
     b.healthy = false;

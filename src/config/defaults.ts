@@ -33,6 +33,7 @@ export const DEFAULTS = Object.freeze({
   cors_origins: [],
   allowed_hosts: [],
   request_body_timeout_s: 60,
+  expose_backend_names: 'auto',
   async_park_timeout_s: 600,
   responses_ttl_h: 24,
   image_models: {},

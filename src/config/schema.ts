@@ -137,6 +137,9 @@ export const configSchema = {
     cors_origins: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
     allowed_hosts: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
     request_body_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.request_body_timeout_s },
+    expose_backend_names: {
+      enum: ['auto', true, false], default: DEFAULTS.expose_backend_names, hint: 'must be auto, true or false',
+    },
     // each rule is checked by ruleProblems (bridges/reasoning), which knows every mechanism's params
     reasoning_rules: { type: 'array', default: [], hint: 'must be a list of rules ({model, mechanism, backends?, params?, enabled?})' },
     async_park_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.async_park_timeout_s },

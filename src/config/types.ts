@@ -168,6 +168,11 @@ export interface GatewayConfig {
   allowed_hosts: string[];
   /** Longest silence while a request (headers or body) is still arriving; 0 = off. */
   request_body_timeout_s: number;
+  /**
+   * Backend names in refusals (`error.candidates`, the message) for callers who are not admins:
+   * 'auto' = only while the gateway has no users (single-user); admins always see them. [hot]
+   */
+  expose_backend_names: boolean | 'auto';
 
   // bridges (issue 10)
   /** Reasoning rules before the built-in defaults (ordered; first match wins). */

@@ -58,6 +58,8 @@ export interface JobPlan {
   seedDraw: number;
   /** Parking budget of each acquire (ms): the first one's and every failover's. */
   parkMs: number;
+  /** Why the scheduler refused the job, per box, worded for its owner (routing/refusal-explainer.ts). */
+  explainRefusal?: (backends: string[], rejection: SchedulerRejection) => string | undefined;
 }
 
 export type RunEnd =
@@ -106,7 +108,9 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
     } catch (err) {
       if (signal.aborted) return { status: 'cancelled', backend: lastBackend };
       const reason = err instanceof SchedulerRejection ? err : undefined;
-      return { status: 'failed', error: lastError ?? { code: reason?.reason ?? 'scheduler', message: (err as Error).message }, backend: lastBackend };
+      const why = reason && plan.explainRefusal?.(ticket.candidates.map((c) => c.backend), reason);
+      const error = lastError ?? { code: reason?.reason ?? 'scheduler', message: why || (err as Error).message };
+      return { status: 'failed', error, backend: lastBackend };
     } finally {
       live.position = () => null;
     }

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { badRequest, GatewayError } from '../errors.ts';
-import type { Scheduler } from '../scheduler/index.ts';
+import type { Scheduler, SchedulerRejection } from '../scheduler/index.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import { ArtifactError, Artifacts, extOf, type ThumbOptions } from './artifacts.ts';
 import type { ComfyClients } from './comfy-clients.ts';
@@ -21,6 +21,7 @@ import { jobView } from './job-view.ts';
 import { runJob, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
+import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './stored-params.ts';
 
 export interface MediaJobsDeps {
@@ -65,6 +66,8 @@ export class MediaJobs implements MediaService {
       catalog: deps.catalog,
       objectInfo: deps.objectInfo,
       routable: (backends) => deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend),
+      explainDown: (backends, alias, caller) =>
+        explainBackends(deps, backends, { reason: 'no_backend' }, mediaSubject(alias, caller)),
     };
   }
 
@@ -108,7 +111,7 @@ export class MediaJobs implements MediaService {
       ? submitted : { ...submitted, params: { prompt: submitted.prompt, ...submitted.params } };
     const candidates = allowedCandidates(this.views, caller, request.alias, request.params);
     const id = newJobId();
-    const accepted = acceptRequest(this.views, request, candidates, id);
+    const accepted = acceptRequest(this.views, request, candidates, id, caller);
     const cfg = this.deps.config();
     const createdAt = this.now();
     const inputs = Object.entries(accepted.files).map(([param, f], n) => ({
@@ -142,6 +145,10 @@ export class MediaJobs implements MediaService {
       const plan = {
         id, alias: request.alias, params: accepted.params, files: accepted.files, candidates: accepted.candidates,
         seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000,
+        explainRefusal: (backends: string[], rejection: SchedulerRejection) => {
+          const subject = { ...mediaSubject(request.alias, caller), parkS: cfg.media_park_timeout_s };
+          return explainBackends(this.deps, backends, rejection, subject)?.message;
+        },
       };
       const runDeps = { ...this.deps, store: this.store, artifacts: this.artifacts, now: this.now };
       void runJob(runDeps, plan, live, (event) => this.live.emit(id, event))

@@ -17,6 +17,14 @@ export interface PlanViews {
   objectInfo: (backend: string) => ObjectInfo | undefined;
   /** Candidates a lease could go to (known, enabled, healthy), in scheduler order. */
   routable: (backends: string[]) => string[];
+  /** Why none of `backends` can take a job now, worded for the caller (routing/refusal-explainer.ts). */
+  explainDown?: (backends: string[], alias: string, caller: MediaCaller) => ExplainedDown | undefined;
+}
+
+/** Why no box can take a job: the sentence and `error.candidates`. */
+export interface ExplainedDown {
+  message: string;
+  candidates: object[];
 }
 
 export interface AcceptedPlan {
@@ -49,10 +57,14 @@ export function allowedCandidates(views: PlanViews, caller: MediaCaller, alias: 
 }
 
 /** Accepts the request for `candidates` (throws a GatewayError), or says what it will run with. */
-export function acceptRequest(views: PlanViews, request: GenerationSubmit, candidates: GenerationCandidate[], jobId: string): AcceptedPlan {
+export function acceptRequest(
+  views: PlanViews, request: GenerationSubmit, candidates: GenerationCandidate[], jobId: string, caller?: MediaCaller,
+): AcceptedPlan {
   const order = views.routable(candidates.map((c) => c.backend));
   if (order.length === 0) {
-    throw new GatewayError({ status: 503, code: 'no_backend', message: `no ComfyUI backend for ${request.alias} is up right now`, retryAfter: 5 });
+    const why = caller && views.explainDown?.(candidates.map((c) => c.backend), request.alias, caller);
+    const message = why?.message ?? `no ComfyUI backend for ${request.alias} is up right now`;
+    throw new GatewayError({ status: 503, code: 'no_backend', message, retryAfter: 5, candidates: why?.candidates });
   }
   const first = candidates.find((c) => c.backend === order[0])!;
   const objectInfo = views.objectInfo(first.backend);

@@ -6,6 +6,7 @@
 import type { BackendState } from '../backends/registry.ts';
 import { pricingReport } from '../backends/pricing.ts';
 import type { ConfigProblem } from '../config/load.ts';
+import { outReason } from '../routing/refusal.ts';
 import type { AliasCollision } from '../routing/resolve.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
 import type { MediaInventory } from '../media/inventory.ts';
@@ -76,6 +77,7 @@ export function fullHealth(view: HealthView) {
       enabled: b.spec.enabled,
       healthy: b.healthy,
       error: b.error ?? null,
+      out: outReason(b, Date.now()) ?? null,
       models: b.models.length,
       inflight: s?.inflight ?? 0,
       max_concurrent: b.cap,

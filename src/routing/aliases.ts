@@ -7,7 +7,7 @@
  * the exact key, else the longest matching pattern (the most specific wins; equal lengths:
  * the first in the table). Patterns are not listed in `/v1/models` (they name no one model).
  */
-import type { VirtualModel } from '../config/types.ts';
+import type { GatewayConfig, VirtualModel } from '../config/types.ts';
 
 export interface AliasPattern {
   pattern: string;
@@ -65,4 +65,9 @@ export function globMatcher(glob: string): RegExp {
     else source += ch.replace(/[\\^$.+()[\]{}|/-]/g, '\\$&');
   }
   return new RegExp(`^${source}$`, 's');
+}
+
+/** The longest a call for `alias` may park, seconds: its `alias_park` entry, else `park_timeout_s`. */
+export function parkSeconds(cfg: Pick<GatewayConfig, 'alias_park' | 'park_timeout_s'>, alias: string): number {
+  return Object.hasOwn(cfg.alias_park, alias) ? cfg.alias_park[alias] : cfg.park_timeout_s;
 }

@@ -7,7 +7,11 @@ import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { compileAliases, type AliasTable } from './aliases.ts';
 import { buildModelListing, type ListingEntry } from './model-listing.ts';
-import { aliasCollisions, resolveModel, SURFACE_TYPES, type AliasCollision, type Resolution, type Surface } from './resolve.ts';
+/** The refusal explainer reads the catalog's disabled candidates; the Gateway builds it with the catalog. */
+export { refusalExplainer } from './refusal-explainer.ts';
+import {
+  aliasCollisions, resolveDisabled, resolveModel, SURFACE_TYPES, type AliasCollision, type Resolution, type Surface,
+} from './resolve.ts';
 
 export interface ModelCatalogView {
   listing(surface: Surface): ListingEntry[];
@@ -43,6 +47,11 @@ export class ModelCatalog implements ModelCatalogView {
 
   resolve(requested: string, surface: Surface): Resolution | undefined {
     return resolveModel(requested, this.registry, this.aliases(), surface);
+  }
+
+  /** The candidates routing leaves out as disabled (for a refusal's reasons, never for routing). */
+  resolveDisabled(requested: string, surface: Surface): Resolution | undefined {
+    return resolveDisabled(requested, this.registry, this.aliases(), surface);
   }
 
   /** Aliases that shadow a real model id (for /health and the console). */

@@ -37,10 +37,29 @@ export function resolveModel(
   aliases: AliasTable,
   surface: Surface,
 ): Resolution | undefined {
-  const usable = (name: string): boolean => {
-    const b = fleet.get(name);
-    return !!b && b.spec.enabled && (SURFACE_TYPES[surface] as readonly BackendType[]).includes(b.spec.type);
-  };
+  return resolveAmong(requested, fleet, aliases, (name) => reachable(fleet, name, surface, true));
+}
+
+/**
+ * The candidates `resolveModel` leaves out because their backend is disabled, resolved the same
+ * way (as if only disabled backends existed). For a refusal that names every candidate's reason;
+ * never for routing. Undefined when no disabled backend serves `requested`.
+ */
+export function resolveDisabled(
+  requested: string, fleet: FleetView, aliases: AliasTable, surface: Surface,
+): Resolution | undefined {
+  return resolveAmong(requested, fleet, aliases, (name) => reachable(fleet, name, surface, false));
+}
+
+/** The backend exists, is `enabled` (or not) as asked, and is of a kind the surface can reach. */
+function reachable(fleet: FleetView, name: string, surface: Surface, enabled: boolean): boolean {
+  const b = fleet.get(name);
+  return !!b && b.spec.enabled === enabled && (SURFACE_TYPES[surface] as readonly BackendType[]).includes(b.spec.type);
+}
+
+function resolveAmong(
+  requested: string, fleet: FleetView, aliases: AliasTable, usable: (backend: string) => boolean,
+): Resolution | undefined {
   const exact = exactAlias(aliases, requested);
   if (exact) return aliasResolution(requested, exact, fleet, aliases, usable);
   const candidates = resolveTarget(requested, fleet).filter((c) => usable(c.backend));

@@ -9,6 +9,7 @@ export { IMPLICIT_GROUP_CAP } from './groups.ts';
 export { MIN_OUTPUT_TOKENS_FOR_SPEED, SPEED_EWMA_ALPHA } from './speed.ts';
 export {
   SchedulerRejection,
+  type AheadCount,
   type AbortSignalLike,
   type BackendKind,
   type BackendSlotSpec,

@@ -14,7 +14,7 @@ import {
   type SpeedSample,
   type Ticket,
 } from './types.ts';
-import { positionOf, typeKeysByBackend, WaiterIndex, type Waiter } from './waiters.ts';
+import { aheadByBackend, positionOf, typeKeysByBackend, WaiterIndex, type Waiter } from './waiters.ts';
 
 /**
  * The one queue every call goes through. A call either gets a lease on the best free
@@ -216,8 +216,10 @@ export class Scheduler {
         timer: undefined,
       };
       waiter.timer = this.clock.setTimeout(() => {
+        const ahead = aheadByBackend(waiter, this.waiters.values(), (backend) => this.backends.get(backend)?.group);
         this.unpark(waiter);
-        reject(new SchedulerRejection('park_timeout', `no backend for ${ticket.alias} freed within ${ticket.parkMs} ms`, 2));
+        const message = `no backend for ${ticket.alias} freed within ${ticket.parkMs} ms`;
+        reject(new SchedulerRejection('park_timeout', message, 2, ahead));
       }, ticket.parkMs);
       const signal = ticket.signal;
       if (signal) {

@@ -77,18 +77,30 @@ export interface Lease {
   release(): void;
 }
 
+/** Calls ahead of a waiter per backend; `atLeast`: the count stopped at its limit, so these are lower bounds. */
+export interface AheadCount {
+  byBackend: ReadonlyMap<string, number>;
+  atLeast: boolean;
+}
+
 export type RejectReason = 'no_backend' | 'parking_off' | 'queue_full' | 'park_timeout' | 'aborted';
 
-/** Why a ticket got no lease; `retryAfter` (seconds) is set where the client should retry. */
+/**
+ * Why a ticket got no lease; `retryAfter` (seconds) is set where the client should retry. A
+ * 'park_timeout' also says, per backend the ticket waited on, how many older calls were still
+ * queued there when its wait ended (`ahead`), so the refusal can say "N ahead".
+ */
 export class SchedulerRejection extends Error {
   readonly reason: RejectReason;
   readonly retryAfter?: number;
+  readonly ahead?: AheadCount;
 
-  constructor(reason: RejectReason, message: string, retryAfter?: number) {
+  constructor(reason: RejectReason, message: string, retryAfter?: number, ahead?: AheadCount) {
     super(message);
     this.name = 'SchedulerRejection';
     this.reason = reason;
     if (retryAfter !== undefined) this.retryAfter = retryAfter;
+    if (ahead !== undefined) this.ahead = ahead;
   }
 }
 

@@ -45,6 +45,11 @@ const INFO: Record<string, Info> = {
   api_key: { label: 'Master key', help: 'The key clients and the console use. Write-only; change it in config.yaml (users are managed in the Users tab).' },
   metrics_access: { label: 'Metrics access', help: 'Who may read /metrics: loopback, open (anyone) or key (master key).' },
   cors_origins: { label: 'CORS origins', help: 'Browser origins allowed to call the API, one per line; none = CORS off.' },
+  expose_backend_names: {
+    label: 'Backend names in refusals',
+    help: 'Who sees backend names when no backend can serve: true = everyone, false = admins only, '
+      + 'auto = everyone until a user exists.',
+  },
   trust_proxy: { label: 'Trusted proxies', help: 'Whose X-Forwarded-For is believed: false, true, or addresses/CIDRs (comma-separated).' },
   log_level: { label: 'Log level', help: 'fatal, error, warn, info, debug or trace.' },
   log_format: { label: 'Log format', help: 'auto (pretty on a terminal), pretty or json.' },
@@ -63,7 +68,7 @@ const GROUPS: readonly { id: string; title: string; keys: readonly string[] }[] 
   { id: 'timeouts', title: 'Timeouts and streaming', keys: ['first_byte_timeout_s', 'stream_idle_timeout_s', 'request_timeout_s', 'stream_keepalive_s', 'async_park_timeout_s'] },
   { id: 'retention', title: 'Call log and retention', keys: ['call_log', 'capture_bodies', 'retention_days', 'body_retention_days', 'responses_ttl_h', 'stats_flush_ms'] },
   { id: 'media', title: 'Media', keys: ['media_park_timeout_s', 'job_ttl_h', 'ref_url_allow_private', 'gpu_groups'] },
-  { id: 'access', title: 'Access and exposure', keys: ['api_key', 'metrics_access', 'cors_origins', 'trust_proxy'] },
+  { id: 'access', title: 'Access and exposure', keys: ['api_key', 'metrics_access', 'cors_origins', 'trust_proxy', 'expose_backend_names'] },
   { id: 'logging', title: 'Logging', keys: ['log_level', 'log_format'] },
   { id: 'paths', title: 'Folders (config.yaml only)', keys: ['store_dir', 'jobs_dir'] },
 ];
@@ -155,6 +160,8 @@ export function parseSetting(key: string, raw: string): { ok: true; value: unkno
   switch (input) {
     case 'number': return { ok: true, value: text === '' ? raw : parseNumber(text) };
     case 'bool': return { ok: true, value: text === 'true' ? true : text === 'false' ? false : text };
+    // a choice among mixed values (expose_backend_names: auto, true, false) posts the one named
+    case 'enum': return { ok: true, value: schemaOf(key).enum!.find((option) => String(option) === text) ?? text };
     case 'lines': return { ok: true, value: text.split(/[\n,]/).map((s) => s.trim()).filter(Boolean) };
     case 'proxy': {
       if (text === 'true' || text === 'false') return { ok: true, value: text === 'true' };

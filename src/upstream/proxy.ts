@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError } from '../errors.ts';
+import { parkSeconds } from '../routing/aliases.ts';
 import type { Resolution } from '../routing/resolve.ts';
 import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type SpeedSample, type Ticket } from '../scheduler/index.ts';
 import { classifyStatus, type HealthEffect } from './classify.ts';
@@ -12,6 +13,7 @@ import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
 import { exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
+import type { RefusalDeps } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import { gatewayHeaders, withGatewayHeaders } from './gateway-headers.ts';
 import { rawHead, relayRaw } from './raw-relay.ts';
@@ -19,7 +21,7 @@ import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
 import type { AttemptSurface, CallSurface } from './surface.ts';
 
-export interface ProxyDeps {
+export interface ProxyDeps extends RefusalDeps {
   registry: BackendRegistry;
   scheduler: Scheduler;
   dispatcherFor: (backend: BackendState) => Dispatcher;
@@ -167,7 +169,7 @@ export class UpstreamProxy {
       this.report(state, { backend: last.backend, status: last.answer.status, reason: 'upstream_error', responseBody: state.cfg.capture_bodies ? last.answer.text : undefined });
       return;
     }
-    this.refuse(state, exhaustedError(last), last?.backend ?? null);
+    this.refuse(state, exhaustedError(last, this.deps.refusals?.seesNames(state.call.req)), last?.backend ?? null);
   }
 
   /** The call's first lease, parking if need be; null when it was refused (already answered). */
@@ -180,7 +182,7 @@ export class UpstreamProxy {
         this.report(state, { status: 499, reason: 'client_closed_while_parked' });
         return null;
       }
-      this.refuse(state, rejectionError(err, state.alias), null);
+      this.refuse(state, rejectionError(err, state.alias, this.deps.refusals?.explain(state.call, err)), null);
       return null;
     }
   }
@@ -396,8 +398,4 @@ export class UpstreamProxy {
     if (where) return `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
     return state.sse?.dataWritten ? 'keepalive' : 'waiting for first token';
   }
-}
-
-function parkSeconds(cfg: GatewayConfig, alias: string): number {
-  return Object.hasOwn(cfg.alias_park, alias) ? cfg.alias_park[alias] : cfg.park_timeout_s;
 }

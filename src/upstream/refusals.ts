@@ -1,6 +1,7 @@
 /** The errors a call gets when the scheduler or the fleet cannot serve it. */
 import type { BackendError } from '../backends/types.ts';
 import { GatewayError } from '../errors.ts';
+import type { RefusalExplainer, RefusalExplanation } from '../routing/refusal-explainer.ts';
 import type { SchedulerRejection } from '../scheduler/index.ts';
 import type { HealthEffect } from './classify.ts';
 
@@ -22,7 +23,13 @@ export interface UpstreamAnswer {
   clientBody: string;
 }
 
-export function rejectionError(err: SchedulerRejection, alias: string): GatewayError {
+/** The proxy's optional dependency: says why each candidate of a refused call is out (routing/refusal-explainer.ts). */
+export interface RefusalDeps {
+  refusals?: RefusalExplainer;
+}
+
+/** The scheduler's refusal as the client gets it; `explained`: each candidate's reason, worded for this caller. */
+export function rejectionError(err: SchedulerRejection, alias: string, explained?: RefusalExplanation): GatewayError {
   const messages: Record<string, string> = {
     no_backend: `No healthy backend is serving \`${alias}\` right now.`,
     parking_off: `Every backend serving \`${alias}\` is busy and parking is off for it; retry shortly.`,
@@ -33,21 +40,26 @@ export function rejectionError(err: SchedulerRejection, alias: string): GatewayE
     status: 503,
     code: err.reason === 'no_backend' ? 'no_healthy_backend' : err.reason,
     type: 'api_error',
-    message: messages[err.reason] ?? err.message,
+    message: explained?.message || (messages[err.reason] ?? err.message),
     retryAfter: err.retryAfter,
     reason: err.reason,
+    candidates: explained?.candidates,
   });
 }
 
-/** Every candidate failed (or the rest stayed busy): what the last failure tells the client. */
-export function exhaustedError(failure: AttemptFailure | undefined): GatewayError {
+/**
+ * Every candidate failed (or the rest stayed busy): what the last failure tells the client.
+ * `names`: whether the caller may see backend names (routing/refusal-explainer.ts).
+ */
+export function exhaustedError(failure: AttemptFailure | undefined, names = true): GatewayError {
   const error = failure?.error;
+  const backend = failure && names ? `The backend \`${failure.backend}\`` : 'The backend';
   if (failure?.health === 'auth') {
     return new GatewayError({
       status: 502,
       code: 'upstream_auth_failed',
       reason: 'upstream_auth',
-      message: `The backend \`${failure.backend}\` refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); your key is fine. The gateway's operator must fix that backend's api_key.`,
+      message: `${backend} refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); your key is fine. The gateway's operator must fix that backend's api_key.`,
     });
   }
   if (error?.kind === 'timeout') {
@@ -57,7 +69,7 @@ export function exhaustedError(failure: AttemptFailure | undefined): GatewayErro
     return new GatewayError({ status: 503, code: 'backend_unavailable', message: `No backend could take the call: ${error.detail}`, retryAfter: 2 });
   }
   if (error?.status === 200) {
-    return new GatewayError({ status: 502, code: 'upstream_bad_response', message: `The backend \`${failure!.backend}\` ${error.detail}` });
+    return new GatewayError({ status: 502, code: 'upstream_bad_response', message: `${backend} ${error.detail}` });
   }
   return new GatewayError({ status: 502, code: 'upstream_unreachable', message: `No backend could be reached: ${error?.detail ?? 'unknown error'}` });
 }
