@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { pricingReport, resolvePrice, type PricedSpec } from '../src/backends/pricing.ts';
+import { callPricing, pricingReport, resolvePrice, type PricedSpec } from '../src/backends/pricing.ts';
+import type { ModelInfo } from '../src/backends/types.ts';
 import { BUILT_IN_PRICES } from '../src/backends/price-table.ts';
 import { createConfigValidator, validateConfig } from '../src/config/schema.ts';
 import { startFake } from './fakes/index.ts';
@@ -76,6 +77,34 @@ describe('resolvePrice', () => {
   });
 });
 
+describe('callPricing (once per call, resolved once per backend and model)', () => {
+  test('a new spec (config change) or model list (discovery) is priced anew', () => {
+    const backend = { spec: spec({ pricing: { 'm*': p(1, 2) } }), modelsById: new Map<string, ModelInfo>() };
+    assert.deepEqual(callPricing(backend, 'm1'), p(1, 2));
+    assert.deepEqual(callPricing(backend, 'm1'), p(1, 2), 'asked again');
+    backend.spec = spec({ pricing: { 'm*': p(3, 4) } }); // the registry replaces a changed spec
+    assert.deepEqual(callPricing(backend, 'm1'), p(3, 4));
+    backend.spec = spec();
+    assert.equal(callPricing(backend, 'm1'), undefined, 'nothing prices it now');
+    backend.modelsById = new Map([['m1', { id: 'm1', pricing: p(5, 6) }]]); // a discovery replaces the list
+    assert.deepEqual(callPricing(backend, 'm1'), p(5, 6));
+    backend.modelsById = new Map([['m1', { id: 'm1', pricing: p(7, 8) }]]);
+    assert.deepEqual(callPricing(backend, 'm1'), p(7, 8));
+    assert.deepEqual(callPricing(backend, 'gpt-4o')?.input, 2.5, 'built-in');
+    assert.equal(callPricing(backend, null), undefined);
+    assert.equal(callPricing(undefined, 'm1'), undefined);
+  });
+
+  test('endless model names (a pass-through alias) are priced right past the cache size', () => {
+    const backend = { spec: spec({ pricing: { 'x-*': p(1, 1), 'x-1*': p(2, 2) } }), modelsById: new Map() };
+    for (let i = 0; i < 3000; i++) {
+      const want = String(i).startsWith('1') ? 2 : 1;
+      assert.equal(callPricing(backend, `x-${i}`)?.input, want, `x-${i}`);
+    }
+    assert.equal(callPricing(backend, 'x-1')?.input, 2, 'the first, long since dropped from the cache');
+  });
+});
+
 describe('pricing: in config.yaml and the admin API', () => {
   const URL_ = 'http://10.0.0.1:8080';
   const backend = (pricing: unknown, type = 'openai') => ({ backends: [{ name: 'b', url: URL_, type, pricing }] });
@@ -128,5 +157,17 @@ describe('pricing: in config.yaml and the admin API', () => {
     await waitFor(() => gw.gateway.callLog.recent({ backend: 'cloud' }).length === 1, 'row');
     const expected = (usage.prompt_tokens * 2 + usage.completion_tokens * 6) / 1e6;
     assert.ok(Math.abs(gw.gateway.callLog.recent({ backend: 'cloud' })[0].cost_usd - expected) < 1e-12);
+
+    // a price change is hot: the next call is billed at the new price
+    const repriced = { 'house-*': { input: 20, output: 60 } };
+    assert.equal((await api('PUT', '/admin/api/backends/cloud', { ...body, pricing: repriced })).status, 200);
+    const again = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'cloud/house-model', messages: [{ role: 'user', content: 'hi there' }] }),
+    });
+    const u2 = (await again.json() as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+    await waitFor(() => gw.gateway.callLog.recent({ backend: 'cloud' }).length === 2, 'second row');
+    const second = gw.gateway.callLog.recent({ backend: 'cloud' })[0].cost_usd;
+    assert.ok(Math.abs(second - (u2.prompt_tokens * 20 + u2.completion_tokens * 60) / 1e6) < 1e-12, `${second}`);
   });
 });

@@ -84,13 +84,46 @@ export function resolvePrice(spec: PricedSpec, model: string, discovered?: Model
   return undefined;
 }
 
-/** The prices a call's log row is costed at: `model` as the backend knows it. */
-export function callPricing(
-  backend: { spec: PricedSpec; modelsById: ReadonlyMap<string, ModelInfo> } | undefined,
-  model: string | null | undefined,
-): ModelPricing | undefined {
+/** What callPricing reads of a backend (registry.ts's BackendState). */
+export interface PricedBackend {
+  spec: PricedSpec;
+  modelsById: ReadonlyMap<string, ModelInfo>;
+}
+
+/**
+ * A backend's resolved call prices by model (null: none), valid for one spec and one model list:
+ * the registry replaces `spec` on a config change and `modelsById` on a discovery, never mutating
+ * either, so a new object of either is a new cache.
+ */
+interface CallPrices {
+  spec: PricedSpec;
+  modelsById: ReadonlyMap<string, ModelInfo>;
+  byModel: Map<string, ModelPricing | null>;
+}
+
+/** Models a backend's cache holds before it starts over (a pass-through glob alias takes any name). */
+export const CALL_PRICES_PER_BACKEND = 1024;
+
+const callPrices = new WeakMap<PricedBackend, CallPrices>();
+
+/**
+ * The prices a call's log row is costed at: `model` as the backend knows it. Once per call, so
+ * resolved once per backend and model (the glob tables are not matched per call).
+ */
+export function callPricing(backend: PricedBackend | undefined, model: string | null | undefined): ModelPricing | undefined {
   if (!backend || !model) return undefined;
-  return resolvePrice(backend.spec, model, backend.modelsById.get(model)?.pricing)?.pricing;
+  let cache = callPrices.get(backend);
+  if (!cache || cache.spec !== backend.spec || cache.modelsById !== backend.modelsById) {
+    cache = { spec: backend.spec, modelsById: backend.modelsById, byModel: new Map() };
+    callPrices.set(backend, cache);
+  }
+  let pricing = cache.byModel.get(model);
+  if (pricing === undefined) {
+    pricing = resolvePrice(backend.spec, model, backend.modelsById.get(model)?.pricing)?.pricing ?? null;
+    if (cache.byModel.size >= CALL_PRICES_PER_BACKEND) cache.byModel.clear();
+    cache.byModel.set(model, pricing);
+  }
+  return pricing ?? undefined;
 }
 
 /** One model's prices as /health and the console show them. */
