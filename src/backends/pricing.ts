@@ -110,7 +110,9 @@ const callPrices = new WeakMap<PricedBackend, CallPrices>();
  * The prices a call's log row is costed at: `model` as the backend knows it. Once per call, so
  * resolved once per backend and model (the glob tables are not matched per call).
  */
-export function callPricing(backend: PricedBackend | undefined, model: string | null | undefined): ModelPricing | undefined {
+export function callPricing(
+  backend: PricedBackend | undefined, model: string | null | undefined,
+): ModelPricing | undefined {
   if (!backend || !model) return undefined;
   let cache = callPrices.get(backend);
   if (!cache || cache.spec !== backend.spec || cache.modelsById !== backend.modelsById) {
