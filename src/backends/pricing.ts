@@ -15,7 +15,7 @@
  * cache reads at its `input` price, not at a discovered cache price (stats/cost.ts).
  */
 import type { BackendSpec } from '../config/types.ts';
-import { globMatcher, isAliasPattern } from '../routing/aliases.ts';
+import { compileAliases, exactAlias, patternAlias, type AliasTable } from '../routing/aliases.ts';
 import { BUILT_IN_PRICES } from './price-table.ts';
 import type { ModelInfo, ModelPricing } from './types.ts';
 
@@ -31,39 +31,23 @@ export interface ResolvedPrice {
 /** What resolvePrice reads of a backend's spec. */
 export type PricedSpec = Pick<BackendSpec, 'type' | 'paid' | 'pricing'>;
 
-interface CompiledTable {
-  exact: ReadonlyMap<string, ModelPricing>;
-  /** Longest pattern first (a stable sort: equal lengths keep table order). */
-  patterns: readonly { pattern: string; matcher: RegExp; pricing: ModelPricing }[];
+/** A price table: exact ids and glob patterns, longest first (routing/aliases.ts's rule and code). */
+type PriceTable = AliasTable<ModelPricing>;
+
+function lookup(table: PriceTable, model: string): { pricing: ModelPricing; matched: string } | undefined {
+  const hit = exactAlias(table, model) ?? patternAlias(table, model);
+  return hit && { pricing: hit.target, matched: hit.alias };
 }
 
-function compile(entries: Iterable<readonly [string, ModelPricing]>): CompiledTable {
-  const exact = new Map<string, ModelPricing>();
-  const patterns: { pattern: string; matcher: RegExp; pricing: ModelPricing }[] = [];
-  for (const [key, pricing] of entries) {
-    if (isAliasPattern(key)) patterns.push({ pattern: key, matcher: globMatcher(key), pricing });
-    else if (!exact.has(key)) exact.set(key, pricing);
-  }
-  patterns.sort((a, b) => b.pattern.length - a.pattern.length);
-  return { exact, patterns };
-}
-
-function lookup(table: CompiledTable, model: string): { pricing: ModelPricing; matched: string } | undefined {
-  const hit = table.exact.get(model);
-  if (hit) return { pricing: hit, matched: model };
-  for (const p of table.patterns) if (p.matcher.test(model)) return { pricing: p.pricing, matched: p.pattern };
-  return undefined;
-}
-
-const BUILT_IN = compile(BUILT_IN_PRICES);
+const BUILT_IN = compileAliases(Object.fromEntries(BUILT_IN_PRICES));
 
 /** Compiled once per `pricing:` object (a reload brings new objects; old ones are collected). */
-const compiled = new WeakMap<object, CompiledTable>();
+const compiled = new WeakMap<object, PriceTable>();
 
-function configTable(pricing: Readonly<Record<string, ModelPricing>>): CompiledTable {
+function configTable(pricing: Readonly<Record<string, ModelPricing>>): PriceTable {
   let table = compiled.get(pricing);
   if (!table) {
-    table = compile(Object.entries(pricing));
+    table = compileAliases(pricing);
     compiled.set(pricing, table);
   }
   return table;
