@@ -73,6 +73,20 @@ describe('pricing', () => {
     assert.deepEqual(h.models['gpt-4o-audio-preview'], { source: 'none' }, 'a variant priced otherwise is not guessed');
   });
 
+  test('embeddings on a paid OpenAI-kind backend are billed at the built-in input price', async (t: After) => {
+    const openai = await startFake('vllm', { models: ['text-embedding-3-small'] });
+    const gw = await startGateway([{ name: 'oai', url: openai.url, paid: true }], { api_key: MASTER });
+    t.after(async () => { await gw.close(); await openai.close(); });
+    const res = await fetch(`${gw.url}/v1/embeddings`, {
+      method: 'POST', headers: admin,
+      body: JSON.stringify({ model: 'oai/text-embedding-3-small', input: ['word '.repeat(50), 'other words'] }),
+    });
+    assert.equal(res.status, 200);
+    const usage = (await res.json() as { usage: { prompt_tokens: number } }).usage;
+    const row = await lastRow(gw, 'oai', 1);
+    assertUsd(row.cost_usd, usd([[usage.prompt_tokens, 0.02]]), 'text-embedding-3-small');
+  });
+
   test('an Anthropic backend is billed at the built-in price, cache reads and writes at theirs', async (t: After) => {
     const claude = await startAnthropicFake({ knobs: { cacheReadTokens: 1200, cacheWriteTokens: 300 } });
     const gw = await startGateway(

@@ -11,7 +11,8 @@
  *   Claude Sonnet 5.5's cache read is the $0.10 that applies since 2026-10-07.
  *   Left out: Haiku 5.5 (its price depends on the prompt's length), Fable / Mythos (limited
  *   availability): set `pricing:` on the backend for them.
- * - OpenAI: https://developers.openai.com/api/docs/pricing (Standard tier, text tokens).
+ * - OpenAI: https://developers.openai.com/api/docs/pricing (Standard tier, text tokens;
+ *   embeddings from the same page and each model's page on developers.openai.com).
  *   OpenAI bills no cache writes; `cache_read` is the "cached input" price.
  *
  * Patterns follow the same rule as `pricing:` in config.yaml: the exact id, else the longest
@@ -81,6 +82,13 @@ const OPENAI: readonly (readonly [string, Row])[] = [
 const withSnapshots = ([id, row]: readonly [string, Row]): [string, ModelPricing][] =>
   [[id, price(row)], [`${id}-20??-??-??`, price(row)]];
 
+// ── OpenAI embeddings: input only (no output tokens, no cache), no dated snapshots
+const OPENAI_EMBEDDINGS: readonly (readonly [string, Row])[] = [
+  ['text-embedding-3-small', [0.02, 0]],
+  ['text-embedding-3-large', [0.13, 0]],
+  ['text-embedding-ada-002', [0.1, 0]],
+];
+
 /** Dated snapshots priced unlike their id (an exact id beats the id's snapshot pattern). */
 const OPENAI_SNAPSHOTS: readonly (readonly [string, Row])[] = [
   ['gpt-4o-2024-05-13', [5, 15]], // the first gpt-4o: dearer, and no cached-input price
@@ -91,4 +99,5 @@ export const BUILT_IN_PRICES: readonly (readonly [string, ModelPricing])[] = Obj
   ...ANTHROPIC.map(([pattern, row]) => [pattern, price(row)] as const),
   ...OPENAI_SNAPSHOTS.map(([id, row]) => [id, price(row)] as const),
   ...OPENAI.flatMap(withSnapshots),
+  ...OPENAI_EMBEDDINGS.map(([id, row]) => [id, price(row)] as const),
 ]);
