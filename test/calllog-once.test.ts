@@ -4,10 +4,13 @@
  * against a backend with two slots, so most of them park. The client hangs up at random: before
  * the gateway dispatched the call, while it is parked, while it streams; some calls are refused
  * (unknown model), some wait past the park time, some of them after a keep-alive opened their
- * stream, some fail over from a failing backend, some pass through to an Anthropic backend. Once every call has ended, the call log holds exactly one row per call, no request id
- * twice, and the quota counter counts each call that reached the scheduler once. Then the two
- * guards on their own: the call log's (a second record of an id makes no row) and the route's
- * once-only settle of a call's outcome (runProxiedCall over a proxy that misbehaves on purpose).
+ * stream, some fail over from a failing backend, some pass through to an Anthropic backend.
+ * Once every call has ended, the call log holds exactly one row per call, no request id twice,
+ * and the quota counter counts each call that reached the scheduler once. A client sending the
+ * same x-request-id for distinct calls gets a row per call, each under the id echoed to it.
+ * Then the two guards on their own: the call log's (a second record of an id makes no row) and
+ * the route's once-only settle of a call's outcome (runProxiedCall over a proxy that misbehaves
+ * on purpose).
  */
 import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
