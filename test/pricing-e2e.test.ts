@@ -111,6 +111,26 @@ describe('pricing', () => {
       [u.output_tokens, 15],
     ]), 'claude-sonnet-4-5');
 
+
+    // streamed: the usage comes in message_start (input, cache) and message_delta (output)
+    const streamed = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST', headers: { ...admin, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
+        model: 'claude/claude-haiku-4-5-20251001', max_tokens: 64, stream: true,
+        system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
+        messages: [{ role: 'user', content: 'hello again' }],
+      }),
+    });
+    const lines = (await streamed.text()).split('\n').filter((l) => l.startsWith('data: '));
+    const events = lines.map((l) => JSON.parse(l.slice(6)));
+    const start = events.find((e) => e.type === 'message_start').message.usage as Record<string, number>;
+    const output = events.filter((e) => e.type === 'message_delta').at(-1).usage.output_tokens as number;
+    const streamedRow = await lastRow(gw, 'claude', 2);
+    assert.equal(streamedRow.cached_tokens, 1200);
+    assertUsd(streamedRow.cost_usd, usd([
+      [start.input_tokens, 1], [1200, 0.1], [300, 1.25], [output, 5],
+    ]), 'claude-haiku-4-5, streamed');
+
     const h = (await health(gw)).backends.claude.pricing!;
     assert.equal(h.models['claude-sonnet-4-5-20250929'].source, 'built-in');
     assert.equal(h.models['claude-opus-4-1-20250805'].input, 15, 'Opus 4.1 is on the old tier');
