@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -6,6 +5,7 @@ import type { GatewayConfig } from './config/types.ts';
 import { formatProblems } from './config/schema.ts';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.ts';
 import { Gateway } from './gateway.ts';
+import { RequestIds } from './stats/request-ids.ts';
 import type { Clock } from './scheduler/index.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { clientErrorHandler, installErrorHandlers, sendError, toGatewayError } from './routes/error-handler.ts';
@@ -54,8 +54,6 @@ export interface App {
   gateway: Gateway;
 }
 
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
-
 /**
  * Builds one gateway app: the core (Gateway) and the HTTP surface, plugins registered
  * explicitly in tiers. Closing the fastify instance closes the gateway.
@@ -65,16 +63,15 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     fileConfig: opts.config, configSource: opts.configSource, logger: opts.logger, clock: opts.clock,
     processMetrics: opts.processMetrics,
   });
+  // a client's own x-request-id, unless it is in recent use: one row per call (stats/request-ids.ts)
+  const requestIds = new RequestIds((id) => gateway.callLog.hasRecord(id));
   const app: FastifyInstance = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     // no per-request info log on the hot path
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 1024 * 1024,
     requestIdHeader: false,
-    genReqId: (req) => {
-      const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    },
+    genReqId: (req) => requestIds.next(req.headers['x-request-id']),
     forceCloseConnections: 'idle',
     // a request must have arrived whole within this (stalls: request_body_timeout_s, receive-timeout.ts)
     requestTimeout: REQUEST_RECEIVE_LIMIT_MS,

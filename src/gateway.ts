@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
-import { callPricing } from './backends/pricing.ts';
 import type { ConfigProblem } from './config/load.ts';
 import { computeEffectiveConfig } from './config/effective.ts';
 import { gpuGroupSettings, RESTART_ONLY_KEYS } from './config/defaults.ts';
@@ -29,9 +28,9 @@ import type { HealthView } from './routes/health.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
 import { UsersRepo } from './store/users-repo.ts';
 import { IpAliasesRepo } from './store/ip-aliases-repo.ts';
-import { CallLog } from './stats/call-log.ts';
+import type { CallLog } from './stats/call-log.ts';
+import { callLogSettings, openCallLog, recordCall } from './stats/call-recording.ts';
 import { GatewayMetrics } from './stats/metrics.ts';
-import { toCallRecord } from './stats/outcome-record.ts';
 import { ConfigService } from './admin/config-service.ts';
 import { UsersService } from './admin/users-service.ts';
 
@@ -113,18 +112,7 @@ export class Gateway {
     this.usersService = new UsersService({ users: this.users, ipAliases: this.ipAliases, hasMasterKey: () => !!this.masterKey() });
     this.authenticator = new Authenticator({ users: this.users, masterKey: () => this.masterKey() });
     const cfg = this.effective;
-    this.callLog = CallLog.open(cfg.store_dir, {
-      flushMs: cfg.stats_flush_ms,
-      retentionDays: cfg.retention_days,
-      captureBodies: cfg.capture_bodies,
-      bodyRetentionDays: cfg.body_retention_days,
-      logCalls: cfg.call_log,
-      onError: (err, during) => this.log.error({ err }, `call log ${during} failed`),
-      onDuplicate: (rec, total) => this.log.warn(
-        { reqId: rec.request_id, status: rec.status, reason: rec.reason, total },
-        'a request id was recorded again: no second row (reported at most once a minute)',
-      ),
-    });
+    this.callLog = openCallLog(cfg, this.log);
     this.metrics = new GatewayMetrics({ defaultMetrics: opts.processMetrics !== false });
     this.callers = new Callers({
       authenticate: (headers) => this.authenticator.authenticate(headers),
@@ -251,15 +239,9 @@ export class Gateway {
     return effectiveMasterKey(this.effective.api_key);
   }
 
-  /**
-   * Queues the call-log row and counts the call in the metrics (no I/O on this path). With
-   * `call_log: false` the call log writes no row but still counts the call for quotas.
-   */
+  /** A call's outcome: its call-log row, its quota use and its metrics (stats/call-recording.ts; no I/O). */
   recordOutcome(o: CallOutcome): void {
-    const backend = o.backend ? this.registry.get(o.backend) : undefined;
-    const pricing = callPricing(backend, o.model);
-    const rec = toCallRecord(o, { pricing, paid: backend?.spec.paid ?? false }, this.effective.capture_bodies);
-    if (this.callLog.record(rec)) this.metrics.observeCall(rec); // the metrics count the rows
+    recordCall(o, this, this.effective.capture_bodies);
   }
 
   /** Model lists changed: parked calls re-resolve once per tick (however many backends changed). */
@@ -367,12 +349,7 @@ export class Gateway {
       maxParked: this.effective.max_parked,
       affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,
     });
-    this.callLog.reconfigure({
-      retentionDays: this.effective.retention_days,
-      captureBodies: this.effective.capture_bodies,
-      bodyRetentionDays: this.effective.body_retention_days,
-      logCalls: this.effective.call_log,
-    });
+    this.callLog.reconfigure(callLogSettings(this.effective));
     this.configureGroups();
     const change = this.applyBackends();
     this.catalog.invalidate();

@@ -4,10 +4,13 @@
  * against a backend with two slots, so most of them park. The client hangs up at random: before
  * the gateway dispatched the call, while it is parked, while it streams; some calls are refused
  * (unknown model), some wait past the park time, some of them after a keep-alive opened their
- * stream, some fail over from a failing backend, some pass through to an Anthropic backend. Once every call has ended, the call log holds exactly one row per call, no request id
- * twice, and the quota counter counts each call that reached the scheduler once. Then the two
- * guards on their own: the call log's (a second record of an id makes no row) and the route's
- * once-only settle of a call's outcome (runProxiedCall over a proxy that misbehaves on purpose).
+ * stream, some fail over from a failing backend, some pass through to an Anthropic backend.
+ * Once every call has ended, the call log holds exactly one row per call, no request id twice,
+ * and the quota counter counts each call that reached the scheduler once. A client sending the
+ * same x-request-id for distinct calls gets a row per call, each under the id echoed to it.
+ * Then the two guards on their own: the call log's (a second record of an id makes no row) and
+ * the route's once-only settle of a call's outcome (runProxiedCall over a proxy that misbehaves
+ * on purpose).
  */
 import assert from 'node:assert/strict';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
@@ -22,6 +25,7 @@ import { OutcomeOnce } from '../src/stats/outcome-once.ts';
 import { startOfUtcDay } from '../src/stats/period.ts';
 import { countsTowardQuota } from '../src/stats/quota.ts';
 import { RecentIds } from '../src/stats/recent-ids.ts';
+import { REQUEST_ID, RequestIds } from '../src/stats/request-ids.ts';
 import { REFUSED_BACKEND } from '../src/stats/record.ts';
 import type { CallOutcome } from '../src/upstream/outcome.ts';
 import type { ProxyCall } from '../src/upstream/proxy.ts';
@@ -244,6 +248,62 @@ describe('the call log counts each call once', () => {
     const rows = gw.gateway.callLog.recent({ limit: 100 });
     const seen = rows.map((r) => `${r.request_id} ${r.status} ${r.reason}`).sort();
     assert.deepEqual(seen, ['busy 200 null', 'parked 503 park_timeout']);
+  });
+});
+
+describe('a client repeating its own x-request-id', () => {
+  test('distinct calls sharing an id get a row each, under the id each was echoed', async (t) => {
+    const fake = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 150 } });
+    const gw = await startGateway([{ name: 'v', url: fake.url }], { api_key: MASTER });
+    t.after(async () => { await gw.close(); await fake.close(); });
+    const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
+    const created = await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body: '{"name":"u"}' });
+    const user = await created.json() as { id: number; key: string };
+    const post = async (stream: boolean) => {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json', 'x-request-id': 'same' },
+        body: JSON.stringify({ model: 'v/m', stream, messages: [{ role: 'user', content: 'x' }] }),
+      });
+      await res.text();
+      return { status: res.status, id: res.headers.get('x-request-id')! };
+    };
+    // two at once (the first still running when the second comes), then two after they ended
+    const calls = [...await Promise.all([post(false), post(true)]), await post(false), await post(true)];
+    assert.deepEqual(calls.map((c) => c.status), [200, 200, 200, 200]);
+    const echoed = calls.map((c) => c.id);
+    assert.equal(new Set(echoed).size, 4, `an id per call: ${echoed.join(' ')}`);
+    assert.ok(echoed.includes('same'), 'the first to come keeps the client\'s id');
+    for (const id of echoed) assert.match(id, /^same(\.[0-9a-f]{8})?$/, 'the client\'s id, with a suffix on a repeat');
+
+    const log = gw.gateway.callLog;
+    await waitFor(() => log.recent({ limit: 100 }).length === 4, 'a row per call');
+    assert.deepEqual(log.recent({ limit: 100 }).map((r) => r.request_id).sort(), [...echoed].sort());
+    assert.equal(log.duplicates, 0, 'nothing for the backstop to drop');
+    assert.equal(log.quotas.requestsSince(user.id, startOfUtcDay(Date.now())), 4);
+    const metrics = await (await fetch(`${gw.url}/metrics`, { headers: admin })).text();
+    const requests = [...metrics.matchAll(/^llm_gateway_requests_total\{[^}]*\} (\d+)$/gm)];
+    assert.equal(requests.reduce((sum, m) => sum + Number(m[1]), 0), 4, 'the metrics count each call');
+  });
+
+  test('request ids: the client\'s unless issued lately or on record; a repeat keeps it as a prefix', () => {
+    const recorded = new Set<string>();
+    const ids = new RequestIds((id) => recorded.has(id), 2);
+    assert.equal(ids.next('abc'), 'abc');
+    const again = ids.next('abc');
+    assert.match(again, /^abc\.[0-9a-f]{8}$/);
+    ids.next('x');
+    ids.next('y'); // 'abc' and its repeat are no longer among the ids issued lately…
+    recorded.add('abc');
+    assert.notEqual(ids.next('abc'), 'abc', '… but its row is on record');
+    assert.equal(ids.next('fresh'), 'fresh');
+    const long = 'L'.repeat(128);
+    assert.equal(ids.next(long), long);
+    const longAgain = ids.next(long);
+    assert.ok(longAgain !== long && REQUEST_ID.test(longAgain) && longAgain.startsWith('L'.repeat(119)), longAgain);
+    for (const bad of [undefined, '', 'a b', ['a', 'b'], 'x'.repeat(129)]) {
+      assert.match(ids.next(bad), /^[0-9a-f]{8}-[0-9a-f]{4}-/, `${JSON.stringify(bad)}: a UUID of the gateway's`);
+    }
   });
 });
 

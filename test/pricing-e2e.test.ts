@@ -73,6 +73,20 @@ describe('pricing', () => {
     assert.deepEqual(h.models['gpt-4o-audio-preview'], { source: 'none' }, 'a variant priced otherwise is not guessed');
   });
 
+  test('embeddings on a paid OpenAI-kind backend are billed at the built-in input price', async (t: After) => {
+    const openai = await startFake('vllm', { models: ['text-embedding-3-small'] });
+    const gw = await startGateway([{ name: 'oai', url: openai.url, paid: true }], { api_key: MASTER });
+    t.after(async () => { await gw.close(); await openai.close(); });
+    const res = await fetch(`${gw.url}/v1/embeddings`, {
+      method: 'POST', headers: admin,
+      body: JSON.stringify({ model: 'oai/text-embedding-3-small', input: ['word '.repeat(50), 'other words'] }),
+    });
+    assert.equal(res.status, 200);
+    const usage = (await res.json() as { usage: { prompt_tokens: number } }).usage;
+    const row = await lastRow(gw, 'oai', 1);
+    assertUsd(row.cost_usd, usd([[usage.prompt_tokens, 0.02]]), 'text-embedding-3-small');
+  });
+
   test('an Anthropic backend is billed at the built-in price, cache reads and writes at theirs', async (t: After) => {
     const claude = await startAnthropicFake({ knobs: { cacheReadTokens: 1200, cacheWriteTokens: 300 } });
     const gw = await startGateway(
@@ -96,6 +110,26 @@ describe('pricing', () => {
       [u.input_tokens, 3], [u.cache_read_input_tokens, 0.3], [u.cache_creation_input_tokens, 3.75],
       [u.output_tokens, 15],
     ]), 'claude-sonnet-4-5');
+
+
+    // streamed: the usage comes in message_start (input, cache) and message_delta (output)
+    const streamed = await fetch(`${gw.url}/v1/messages`, {
+      method: 'POST', headers: { ...admin, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({
+        model: 'claude/claude-haiku-4-5-20251001', max_tokens: 64, stream: true,
+        system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
+        messages: [{ role: 'user', content: 'hello again' }],
+      }),
+    });
+    const lines = (await streamed.text()).split('\n').filter((l) => l.startsWith('data: '));
+    const events = lines.map((l) => JSON.parse(l.slice(6)));
+    const start = events.find((e) => e.type === 'message_start').message.usage as Record<string, number>;
+    const output = events.filter((e) => e.type === 'message_delta').at(-1).usage.output_tokens as number;
+    const streamedRow = await lastRow(gw, 'claude', 2);
+    assert.equal(streamedRow.cached_tokens, 1200);
+    assertUsd(streamedRow.cost_usd, usd([
+      [start.input_tokens, 1], [1200, 0.1], [300, 1.25], [output, 5],
+    ]), 'claude-haiku-4-5, streamed');
 
     const h = (await health(gw)).backends.claude.pricing!;
     assert.equal(h.models['claude-sonnet-4-5-20250929'].source, 'built-in');
@@ -123,6 +157,7 @@ describe('pricing', () => {
     const h = (await health(gw)).backends.tg.pricing!;
     const longer = { source: 'config', input: 1, output: 2, cache_read: 0.5, matched: 'acme/Llama-3-70B*' };
     assert.deepEqual(h.models[id], longer);
+    assert.ok(Object.keys(h.models).length > 1, 'the backend lists other models');
     for (const [model, view] of Object.entries(h.models)) {
       if (model !== id) assert.deepEqual(view, { source: 'config', input: 7, output: 11, matched: 'acme/*' }, model);
     }

@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { pricingReport, resolvePrice, type PricedSpec } from '../src/backends/pricing.ts';
+import { callPricing, pricingReport, resolvePrice, type PricedSpec } from '../src/backends/pricing.ts';
+import type { ModelInfo } from '../src/backends/types.ts';
 import { BUILT_IN_PRICES } from '../src/backends/price-table.ts';
 import { createConfigValidator, validateConfig } from '../src/config/schema.ts';
 import { startFake } from './fakes/index.ts';
@@ -52,13 +53,17 @@ describe('resolvePrice', () => {
     assert.equal(price('openai', 'gpt-5')?.input, 1.25);
     assert.equal(price('openai', 'gpt-4.1-nano')?.output, 0.4);
     assert.equal(price('openai', 'gpt-4o-realtime-preview'), undefined, 'priced otherwise: not guessed');
+    assert.deepEqual(price('openai', 'gpt-4o-2024-08-06'), { input: 2.5, output: 10, cache_read: 1.25 });
+    assert.deepEqual(price('openai', 'gpt-4o-2024-05-13'), { input: 5, output: 15 }, 'the first gpt-4o: its own price');
   });
 
   test('the built-in table reads as a price list: output ≥ input > cache read, writes ≥ input', () => {
     assert.ok(BUILT_IN_PRICES.length > 20);
     for (const [pattern, pr] of BUILT_IN_PRICES) {
-      assert.ok(pr.input > 0 && pr.output >= pr.input, `${pattern}: input/output`);
-      assert.ok(pr.cache_read !== undefined && pr.cache_read < pr.input, `${pattern}: cache read`);
+      const embedding = pattern.startsWith('text-embedding-');
+      assert.ok(pr.input > 0 && (embedding ? pr.output === 0 : pr.output >= pr.input), `${pattern}: input/output`);
+      // no cache price: a snapshot without prompt caching (gpt-4o-2024-05-13)
+      assert.ok(pr.cache_read === undefined || pr.cache_read < pr.input, `${pattern}: cache read`);
       if (pr.cache_write !== undefined) assert.ok(pr.cache_write >= pr.input, `${pattern}: cache write`);
     }
   });
@@ -70,6 +75,34 @@ describe('resolvePrice', () => {
     assert.deepEqual(report.sources, { config: 1, discovered: 1, 'built-in': 1, none: 1 });
     assert.deepEqual(report.models.listed, { source: 'discovered', input: 3, output: 4 });
     assert.deepEqual(report.models.unknown, { source: 'none' });
+  });
+});
+
+describe('callPricing (once per call, resolved once per backend and model)', () => {
+  test('a new spec (config change) or model list (discovery) is priced anew', () => {
+    const backend = { spec: spec({ pricing: { 'm*': p(1, 2) } }), modelsById: new Map<string, ModelInfo>() };
+    assert.deepEqual(callPricing(backend, 'm1'), p(1, 2));
+    assert.deepEqual(callPricing(backend, 'm1'), p(1, 2), 'asked again');
+    backend.spec = spec({ pricing: { 'm*': p(3, 4) } }); // the registry replaces a changed spec
+    assert.deepEqual(callPricing(backend, 'm1'), p(3, 4));
+    backend.spec = spec();
+    assert.equal(callPricing(backend, 'm1'), undefined, 'nothing prices it now');
+    backend.modelsById = new Map([['m1', { id: 'm1', pricing: p(5, 6) }]]); // a discovery replaces the list
+    assert.deepEqual(callPricing(backend, 'm1'), p(5, 6));
+    backend.modelsById = new Map([['m1', { id: 'm1', pricing: p(7, 8) }]]);
+    assert.deepEqual(callPricing(backend, 'm1'), p(7, 8));
+    assert.deepEqual(callPricing(backend, 'gpt-4o')?.input, 2.5, 'built-in');
+    assert.equal(callPricing(backend, null), undefined);
+    assert.equal(callPricing(undefined, 'm1'), undefined);
+  });
+
+  test('endless model names (a pass-through alias) are priced right past the cache size', () => {
+    const backend = { spec: spec({ pricing: { 'x-*': p(1, 1), 'x-1*': p(2, 2) } }), modelsById: new Map() };
+    for (let i = 0; i < 3000; i++) {
+      const want = String(i).startsWith('1') ? 2 : 1;
+      assert.equal(callPricing(backend, `x-${i}`)?.input, want, `x-${i}`);
+    }
+    assert.equal(callPricing(backend, 'x-1')?.input, 2, 'the first, long since dropped from the cache');
   });
 });
 
@@ -125,5 +158,17 @@ describe('pricing: in config.yaml and the admin API', () => {
     await waitFor(() => gw.gateway.callLog.recent({ backend: 'cloud' }).length === 1, 'row');
     const expected = (usage.prompt_tokens * 2 + usage.completion_tokens * 6) / 1e6;
     assert.ok(Math.abs(gw.gateway.callLog.recent({ backend: 'cloud' })[0].cost_usd - expected) < 1e-12);
+
+    // a price change is hot: the next call is billed at the new price
+    const repriced = { 'house-*': { input: 20, output: 60 } };
+    assert.equal((await api('PUT', '/admin/api/backends/cloud', { ...body, pricing: repriced })).status, 200);
+    const again = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'cloud/house-model', messages: [{ role: 'user', content: 'hi there' }] }),
+    });
+    const u2 = (await again.json() as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+    await waitFor(() => gw.gateway.callLog.recent({ backend: 'cloud' }).length === 2, 'second row');
+    const second = gw.gateway.callLog.recent({ backend: 'cloud' })[0].cost_usd;
+    assert.ok(Math.abs(second - (u2.prompt_tokens * 20 + u2.completion_tokens * 60) / 1e6) < 1e-12, `${second}`);
   });
 });

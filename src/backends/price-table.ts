@@ -11,7 +11,8 @@
  *   Claude Sonnet 5.5's cache read is the $0.10 that applies since 2026-10-07.
  *   Left out: Haiku 5.5 (its price depends on the prompt's length), Fable / Mythos (limited
  *   availability): set `pricing:` on the backend for them.
- * - OpenAI: https://developers.openai.com/api/docs/pricing (Standard tier, text tokens).
+ * - OpenAI: https://developers.openai.com/api/docs/pricing (Standard tier, text tokens;
+ *   embeddings from the same page and each model's page on developers.openai.com).
  *   OpenAI bills no cache writes; `cache_read` is the "cached input" price.
  *
  * Patterns follow the same rule as `pricing:` in config.yaml: the exact id, else the longest
@@ -23,10 +24,15 @@ import type { ModelPricing } from './types.ts';
 
 export const BUILT_IN_PRICES_AS_OF = '2026-12-02';
 
-type Row = readonly [input: number, output: number, cacheRead: number, cacheWrite?: number];
+/** `cacheRead` absent: the model has no prompt cache (nothing is billed at a cache price). */
+type Row = readonly [input: number, output: number, cacheRead?: number, cacheWrite?: number];
 
-const price = ([input, output, cache_read, cache_write]: Row): ModelPricing =>
-  cache_write === undefined ? { input, output, cache_read } : { input, output, cache_read, cache_write };
+const price = ([input, output, cache_read, cache_write]: Row): ModelPricing => {
+  const pricing: ModelPricing = { input, output };
+  if (cache_read !== undefined) pricing.cache_read = cache_read;
+  if (cache_write !== undefined) pricing.cache_write = cache_write;
+  return pricing;
+};
 
 // ── Anthropic: [input, output, cache read, 5-minute cache write]
 const OPUS_4_0: Row = [15, 75, 1.5, 18.75];
@@ -76,8 +82,22 @@ const OPENAI: readonly (readonly [string, Row])[] = [
 const withSnapshots = ([id, row]: readonly [string, Row]): [string, ModelPricing][] =>
   [[id, price(row)], [`${id}-20??-??-??`, price(row)]];
 
+// ── OpenAI embeddings: input only (no output tokens, no cache), no dated snapshots
+const OPENAI_EMBEDDINGS: readonly (readonly [string, Row])[] = [
+  ['text-embedding-3-small', [0.02, 0]],
+  ['text-embedding-3-large', [0.13, 0]],
+  ['text-embedding-ada-002', [0.1, 0]],
+];
+
+/** Dated snapshots priced unlike their id (an exact id beats the id's snapshot pattern). */
+const OPENAI_SNAPSHOTS: readonly (readonly [string, Row])[] = [
+  ['gpt-4o-2024-05-13', [5, 15]], // the first gpt-4o: dearer, and no cached-input price
+];
+
 /** Pattern → price, in table order (equal-length patterns: the first wins). */
 export const BUILT_IN_PRICES: readonly (readonly [string, ModelPricing])[] = Object.freeze([
   ...ANTHROPIC.map(([pattern, row]) => [pattern, price(row)] as const),
+  ...OPENAI_SNAPSHOTS.map(([id, row]) => [id, price(row)] as const),
   ...OPENAI.flatMap(withSnapshots),
+  ...OPENAI_EMBEDDINGS.map(([id, row]) => [id, price(row)] as const),
 ]);

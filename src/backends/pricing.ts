@@ -15,7 +15,7 @@
  * cache reads at its `input` price, not at a discovered cache price (stats/cost.ts).
  */
 import type { BackendSpec } from '../config/types.ts';
-import { globMatcher, isAliasPattern } from '../routing/aliases.ts';
+import { compileAliases, exactAlias, patternAlias, type AliasTable } from '../routing/aliases.ts';
 import { BUILT_IN_PRICES } from './price-table.ts';
 import type { ModelInfo, ModelPricing } from './types.ts';
 
@@ -31,39 +31,23 @@ export interface ResolvedPrice {
 /** What resolvePrice reads of a backend's spec. */
 export type PricedSpec = Pick<BackendSpec, 'type' | 'paid' | 'pricing'>;
 
-interface CompiledTable {
-  exact: ReadonlyMap<string, ModelPricing>;
-  /** Longest pattern first (a stable sort: equal lengths keep table order). */
-  patterns: readonly { pattern: string; matcher: RegExp; pricing: ModelPricing }[];
+/** A price table: exact ids and glob patterns, longest first (routing/aliases.ts's rule and code). */
+type PriceTable = AliasTable<ModelPricing>;
+
+function lookup(table: PriceTable, model: string): { pricing: ModelPricing; matched: string } | undefined {
+  const hit = exactAlias(table, model) ?? patternAlias(table, model);
+  return hit && { pricing: hit.target, matched: hit.alias };
 }
 
-function compile(entries: Iterable<readonly [string, ModelPricing]>): CompiledTable {
-  const exact = new Map<string, ModelPricing>();
-  const patterns: { pattern: string; matcher: RegExp; pricing: ModelPricing }[] = [];
-  for (const [key, pricing] of entries) {
-    if (isAliasPattern(key)) patterns.push({ pattern: key, matcher: globMatcher(key), pricing });
-    else if (!exact.has(key)) exact.set(key, pricing);
-  }
-  patterns.sort((a, b) => b.pattern.length - a.pattern.length);
-  return { exact, patterns };
-}
-
-function lookup(table: CompiledTable, model: string): { pricing: ModelPricing; matched: string } | undefined {
-  const hit = table.exact.get(model);
-  if (hit) return { pricing: hit, matched: model };
-  for (const p of table.patterns) if (p.matcher.test(model)) return { pricing: p.pricing, matched: p.pattern };
-  return undefined;
-}
-
-const BUILT_IN = compile(BUILT_IN_PRICES);
+const BUILT_IN = compileAliases(Object.fromEntries(BUILT_IN_PRICES));
 
 /** Compiled once per `pricing:` object (a reload brings new objects; old ones are collected). */
-const compiled = new WeakMap<object, CompiledTable>();
+const compiled = new WeakMap<object, PriceTable>();
 
-function configTable(pricing: Readonly<Record<string, ModelPricing>>): CompiledTable {
+function configTable(pricing: Readonly<Record<string, ModelPricing>>): PriceTable {
   let table = compiled.get(pricing);
   if (!table) {
-    table = compile(Object.entries(pricing));
+    table = compileAliases(pricing);
     compiled.set(pricing, table);
   }
   return table;
@@ -84,13 +68,48 @@ export function resolvePrice(spec: PricedSpec, model: string, discovered?: Model
   return undefined;
 }
 
-/** The prices a call's log row is costed at: `model` as the backend knows it. */
+/** What callPricing reads of a backend (registry.ts's BackendState). */
+export interface PricedBackend {
+  spec: PricedSpec;
+  modelsById: ReadonlyMap<string, ModelInfo>;
+}
+
+/**
+ * A backend's resolved call prices by model (null: none), valid for one spec and one model list:
+ * the registry replaces `spec` on a config change and `modelsById` on a discovery, never mutating
+ * either, so a new object of either is a new cache.
+ */
+interface CallPrices {
+  spec: PricedSpec;
+  modelsById: ReadonlyMap<string, ModelInfo>;
+  byModel: Map<string, ModelPricing | null>;
+}
+
+/** Models a backend's cache holds before it starts over (a pass-through glob alias takes any name). */
+export const CALL_PRICES_PER_BACKEND = 1024;
+
+const callPrices = new WeakMap<PricedBackend, CallPrices>();
+
+/**
+ * The prices a call's log row is costed at: `model` as the backend knows it. Once per call, so
+ * resolved once per backend and model (the glob tables are not matched per call).
+ */
 export function callPricing(
-  backend: { spec: PricedSpec; modelsById: ReadonlyMap<string, ModelInfo> } | undefined,
-  model: string | null | undefined,
+  backend: PricedBackend | undefined, model: string | null | undefined,
 ): ModelPricing | undefined {
   if (!backend || !model) return undefined;
-  return resolvePrice(backend.spec, model, backend.modelsById.get(model)?.pricing)?.pricing;
+  let cache = callPrices.get(backend);
+  if (!cache || cache.spec !== backend.spec || cache.modelsById !== backend.modelsById) {
+    cache = { spec: backend.spec, modelsById: backend.modelsById, byModel: new Map() };
+    callPrices.set(backend, cache);
+  }
+  let pricing = cache.byModel.get(model);
+  if (pricing === undefined) {
+    pricing = resolvePrice(backend.spec, model, backend.modelsById.get(model)?.pricing)?.pricing ?? null;
+    if (cache.byModel.size >= CALL_PRICES_PER_BACKEND) cache.byModel.clear();
+    cache.byModel.set(model, pricing);
+  }
+  return pricing ?? undefined;
 }
 
 /** One model's prices as /health and the console show them. */

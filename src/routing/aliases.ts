@@ -9,23 +9,24 @@
  */
 import type { GatewayConfig, VirtualModel } from '../config/types.ts';
 
-export interface AliasPattern {
+/** `T`: what a key names (a virtual model here; the same rule keys backends' prices, backends/pricing.ts). */
+export interface AliasPattern<T = VirtualModel> {
   pattern: string;
-  target: VirtualModel;
+  target: T;
   matcher: RegExp;
 }
 
-export interface AliasTable {
+export interface AliasTable<T = VirtualModel> {
   /** Keys without wildcards, looked up as they are. */
-  readonly exact: Readonly<Record<string, VirtualModel>>;
+  readonly exact: Readonly<Record<string, T>>;
   /** Pattern keys, longest first. */
-  readonly patterns: readonly AliasPattern[];
+  readonly patterns: readonly AliasPattern<T>[];
 }
 
-export interface AliasMatch {
+export interface AliasMatch<T = VirtualModel> {
   /** The alias key that matched: the requested name itself, or the pattern. */
   alias: string;
-  target: VirtualModel;
+  target: T;
 }
 
 export function isAliasPattern(key: string): boolean {
@@ -33,9 +34,9 @@ export function isAliasPattern(key: string): boolean {
 }
 
 /** Splits a table into exact keys and compiled patterns (done once per config, not per call). */
-export function compileAliases(table: Readonly<Record<string, VirtualModel>>): AliasTable {
-  const exact: Record<string, VirtualModel> = {};
-  const patterns: AliasPattern[] = [];
+export function compileAliases<T = VirtualModel>(table: Readonly<Record<string, T>>): AliasTable<T> {
+  const exact: Record<string, T> = {};
+  const patterns: AliasPattern<T>[] = [];
   for (const [key, target] of Object.entries(table)) {
     if (isAliasPattern(key)) patterns.push({ pattern: key, target, matcher: globMatcher(key) });
     else exact[key] = target;
@@ -46,12 +47,12 @@ export function compileAliases(table: Readonly<Record<string, VirtualModel>>): A
 }
 
 /** The exact alias named `requested`, if there is one. */
-export function exactAlias(table: AliasTable, requested: string): AliasMatch | undefined {
+export function exactAlias<T>(table: AliasTable<T>, requested: string): AliasMatch<T> | undefined {
   return Object.hasOwn(table.exact, requested) ? { alias: requested, target: table.exact[requested] } : undefined;
 }
 
 /** The most specific pattern matching `requested`, if any. */
-export function patternAlias(table: AliasTable, requested: string): AliasMatch | undefined {
+export function patternAlias<T>(table: AliasTable<T>, requested: string): AliasMatch<T> | undefined {
   for (const p of table.patterns) if (p.matcher.test(requested)) return { alias: p.pattern, target: p.target };
   return undefined;
 }

@@ -152,6 +152,11 @@ export class CallLog {
     return true;
   }
 
+  /** Whether a row of request id `id` is among the last ones recorded (a new call must not take its id). */
+  hasRecord(id: string): boolean {
+    return this.recentIds.has(id);
+  }
+
   /** Calls queued and not written yet (bodies still compressing included). */
   get pending(): number {
     return this.queue.length;

@@ -11,6 +11,11 @@ export class RecentIds {
     this.ring = new Array<string | undefined>(Math.max(1, Math.floor(capacity))).fill(undefined);
   }
 
+  /** Whether `id` is among the last `capacity` remembered. */
+  has(id: string): boolean {
+    return this.seen.has(id);
+  }
+
   /** Remembers `id` (forgetting the oldest past `capacity`); false when it is remembered already. */
   add(id: string): boolean {
     if (this.seen.has(id)) return false;
