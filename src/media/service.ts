@@ -320,13 +320,15 @@ export class MediaJobs implements MediaService {
       this.deps.recordOutcome({
         requestId: request.requestId, endpoint: request.endpoint, source: caller.source, userId: caller.userId,
         requestedModel: request.alias, backend: end.backend, model: request.alias,
-        status: final.status === 'done' ? 200 : final.status === 'cancelled' ? 499 : 502,
+        status: loggedStatus(final.status, end.backend),
         reason: final.status === 'done' ? null : (final.error?.code ?? final.status),
         startedAt, durationMs: now - startedAt, ttftMs: null,
       });
     } catch (err) {
       this.deps.log.warn({ err, job: job.id }, 'logging a finished media job failed');
     } finally {
+      // the row counts (or not) now: the job stops counting as running against its user's quota
+      request.release?.();
       let view: JobView;
       try {
         view = this.viewOf(final);
@@ -337,6 +339,17 @@ export class MediaJobs implements MediaService {
       live.settle(view); // a no-op when live.finish settled it
     }
   }
+}
+
+/**
+ * The call-log status of a finished job. A job cancelled before it reached any box is logged
+ * 409 with no backend, a refusal (stats/quota.ts `countsTowardQuota`): it gives its quota
+ * count back. One cancelled on a box (499) used the GPU and counts.
+ */
+function loggedStatus(status: JobStatus, backend: string | null): number {
+  if (status === 'done') return 200;
+  if (status === 'cancelled') return backend === null ? 409 : 499;
+  return 502;
 }
 
 function delay(ms: number): Promise<void> {

@@ -59,19 +59,29 @@ export class MediaRequest {
   model: string | null = null;
   /** Set once the service accepted the job: from then on nothing is a refusal. */
   jobId?: string;
+  /**
+   * The caller's quota hold, taken by `identify()`: the job counts as running against its
+   * user's quotas from the submit on, so concurrent submits cannot all slip past a limit. The
+   * job hands it back once its own call-log row is written; a request refused before any job
+   * existed hands it back at once (idempotent).
+   */
+  release: () => void = () => {};
 
   constructor(private readonly deps: MediaRouteDeps, readonly endpoint: string, private readonly req: FastifyRequest) {}
 
-  /** Authenticates (401 otherwise) and checks the caller's quota (429), without counting a running call. */
+  /**
+   * Authenticates (401 otherwise) and admits the job against the caller's quotas (429), holding
+   * it as running (`release`) until the job's row is on record: pass `release` to the service.
+   */
   identify(): MediaCaller {
     this.ctx = this.deps.callers.identify(this.req);
-    // media jobs outlive the request and are logged by the service when they end, so the
-    // quota gate is checked here but nothing is held: the job's own row counts once written
-    this.deps.callers.admit(this.ctx)();
+    this.release = this.deps.callers.admit(this.ctx);
     return mediaCaller(this.ctx, this.req.ip);
   }
 
   refused(err: unknown, reply: FastifyReply): unknown {
+    // no job took the hold over: a refused request costs nothing (the recorded fail path released it already)
+    if (this.jobId === undefined) this.release();
     if (!(err instanceof GatewayError) || this.jobId !== undefined || reply.sent || reply.raw.headersSent) return err;
     // the service filed a job and logged its end already (input_write_failed…)
     if ((err as { recorded?: unknown }).recorded === true) return err;

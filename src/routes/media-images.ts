@@ -100,7 +100,9 @@ async function generate(
   checkConvenience(params);
   const positional = await readPositional();
 
-  const job = await media.submit(caller, { alias: model, prompt: fields.prompt, params, files: {}, positional, endpoint: r.endpoint, requestId: String(req.id) });
+  const job = await media.submit(caller, {
+    alias: model, prompt: fields.prompt, params, files: {}, positional, endpoint: r.endpoint, requestId: String(req.id), release: r.release,
+  });
   r.jobId = job.id;
   const settled = await settledForClient(media, job.id, reply);
   if (settled.status !== 'done') {

@@ -50,7 +50,7 @@ export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDe
 
       const job = await media.submit(caller, {
         alias: b.model, ...(typeof b.prompt === 'string' ? { prompt: b.prompt } : {}), params, files,
-        endpoint: GENERATIONS, requestId: String(req.id),
+        endpoint: GENERATIONS, requestId: String(req.id), release: r.release,
       });
       r.jobId = job.id;
       if (mode === 'async') {
