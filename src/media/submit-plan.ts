@@ -7,8 +7,12 @@
  */
 import { filterAllowed } from '../auth/allow.ts';
 import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
-import { compile, effectiveMapping, fileParamsOf, isImageLoaderClass, isLoraParam, type ObjectInfo, type ResolvedEntry, type Workflow } from './compiler/index.ts';
+import {
+  compile, effectiveMapping, fileKindsOf, fileParamsOf, isImageLoaderClass, isLoraParam,
+  type ObjectInfo, type ResolvedEntry, type Workflow,
+} from './compiler/index.ts';
 import { extOf } from './artifacts.ts';
+import { requireKind } from './input-files.ts';
 import type { GenerationCandidate, GenerationCatalog } from './generation-catalog.ts';
 import type { GenerationSubmit, MediaCaller, MediaFile } from './service-types.ts';
 
@@ -59,6 +63,11 @@ export function acceptRequest(views: PlanViews, request: GenerationSubmit, candi
   const resolved = effectiveMapping(first.alias, objectInfo);
   const mapping = resolved.ok ? resolved.mapping : {};
   const files = placeFiles(mapping, first.alias.workflow, objectInfo, request);
+  const kinds = fileKindsOf(mapping, first.alias.workflow, objectInfo);
+  for (const [param, file] of Object.entries(files)) {
+    const kind = kinds.get(param);
+    if (kind) requireKind(file, kind, param);
+  }
   const params = imagesApiParams(request, mapping);
   const seedDraw = Math.random();
   const images = Object.fromEntries(Object.entries(files).map(([param, f]) => [param, { ext: f.ext }]));

@@ -110,9 +110,13 @@ export async function withRefusals<T>(
 /**
  * Options for reading client-supplied files (input-files.ts): size cap, URL fetch limits, and
  * `budget`, the request's one byte budget (requestFileBudget) every file of it counts against.
+ * Private, loopback and link-local URLs are fetched for admins only (the master key, admin
+ * users), and for them only while `ref_url_allow_private` is on: any other caller (a user key,
+ * an open gateway's anonymous client) would make the gateway reach into its own network for it.
  */
-export function mediaInputOptions(config: GatewayConfig, budget?: ByteBudget): FetchOptions {
-  return { maxBytes: MEDIA_FILE_LIMIT, allowPrivate: config.ref_url_allow_private ?? true, timeoutMs: REF_FETCH_TIMEOUT_MS, ...(budget ? { budget } : {}) };
+export function mediaInputOptions(config: GatewayConfig, caller: MediaCaller, budget?: ByteBudget): FetchOptions {
+  const allowPrivate = caller.admin && (config.ref_url_allow_private ?? true);
+  return { maxBytes: MEDIA_FILE_LIMIT, allowPrivate, timeoutMs: REF_FETCH_TIMEOUT_MS, ...(budget ? { budget } : {}) };
 }
 
 /** The byte budget of one request's files (MEDIA_REQUEST_FILES_LIMIT), shared by all its lists and maps; `param` names the refusal. */

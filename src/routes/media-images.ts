@@ -22,7 +22,7 @@ import { loadSharp } from '../media/sharp-lazy.ts';
 import { badRequest, GatewayError } from '../errors.ts';
 import { THUMB_MAX } from '../media/artifacts.ts';
 import { registerExactJsonParser, parseExactJson } from '../media/exact-json.ts';
-import { decodeMediaValue, sniffMime } from '../media/input-files.ts';
+import { decodeMediaValue, requireKind, sniffMime } from '../media/input-files.ts';
 import type { GenerationSubmit, JobResultView, MediaCaller, MediaFile } from '../media/service-types.ts';
 import { formError, type FormErrorText } from './form-errors.ts';
 import {
@@ -61,7 +61,7 @@ export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDe
       if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.');
       const fields = body as Record<string, unknown>;
       return generate(deps, r, caller, req, reply, fields, async () => {
-        const images = await refImages(fields.ref_images, deps);
+        const images = await refImages(fields.ref_images, deps, caller);
         return images.length ? { images } : undefined;
       });
     }));
@@ -178,15 +178,16 @@ function checkConvenience(params: Record<string, unknown>): void {
 }
 
 /** LocalAI's `ref_images`: a list of base64 / data URI / URL values, placed onto the image slots in order. */
-async function refImages(value: unknown, deps: MediaRouteDeps): Promise<MediaFile[]> {
+async function refImages(value: unknown, deps: MediaRouteDeps, caller: MediaCaller): Promise<MediaFile[]> {
   if (value === undefined || value === null) return [];
   const list = typeof value === 'string' ? [value] : value;
   if (!Array.isArray(list)) throw badRequest('`ref_images` must be a list of base64 strings, data URIs or URLs.', 'ref_images', 'invalid_ref_images');
   if (list.length > MAX_IMAGES) throw badRequest(`\`ref_images\` may hold at most ${MAX_IMAGES} images.`, 'ref_images', 'invalid_ref_images');
   // one budget for the whole list: 16 files at the per-file cap would be a gigabyte
-  const opts = mediaInputOptions(deps.config(), requestFileBudget('ref_images'));
+  const opts = mediaInputOptions(deps.config(), caller, requestFileBudget('ref_images'));
   const files: MediaFile[] = [];
   for (const [i, v] of list.entries()) files.push(await decodeMediaValue(v, `ref_images[${i}]`, opts));
+  files.forEach((file, i) => requireKind(file, 'image', `ref_images[${i}]`));
   return files;
 }
 
@@ -264,6 +265,9 @@ async function readImageForm(req: FastifyRequest): Promise<ImageForm> {
   } catch (err) {
     throw formError(err, IMAGE_FORM_ERRORS);
   }
+  // once the whole form is read: a size refusal (413) comes before a type one
+  for (const image of form.images) requireKind(image, 'image', 'image');
+  if (form.mask) requireKind(form.mask, 'image', 'mask');
   return form;
 }
 

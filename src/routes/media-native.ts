@@ -96,7 +96,7 @@ async function readFiles(deps: MediaRouteDeps, caller: MediaCaller, alias: strin
   const media = deps.media();
   const allowed = media.fileParams ? media.fileParams(alias, caller) : undefined;
   if (media.fileParams && !allowed) throw modelNotFound(alias);
-  const opts = mediaInputOptions(deps.config(), requestFileBudget('files'));
+  const opts = mediaInputOptions(deps.config(), caller, requestFileBudget('files'));
   return {
     ...(await decodeFileMap(imageMap, allowed, 'images', opts)),
     ...(await decodeFileMap(fileMap, allowed, 'files', opts)),
