@@ -82,6 +82,10 @@ export interface ImageModelEntry {
   bypass?: string[];
   /** The output node; default: the workflow's output nodes. */
   output?: string;
+  /** Most pixels (width × height) a request may ask this box for (default 4 MiP); the alias takes the strictest. */
+  max_pixels?: number;
+  /** Most results (`n`, the batch) one request may ask for (default 10); the alias takes the strictest. */
+  max_n?: number;
 }
 
 /** A GPU shared by several backends (`gpu_groups.<name>`). */
