@@ -18,7 +18,7 @@ import type { GenerationCatalog } from './generation-catalog.ts';
 import { LiveJobs, type LiveState } from './job-live.ts';
 import { JOB_TERMINAL_STATUSES, JobStore, newJobId, type Job, type JobStatus } from './job-store.ts';
 import { jobView } from './job-view.ts';
-import { runJob, type RunEnd } from './runner.ts';
+import { runJob, type JobPlan, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
 import { storableParams } from './stored-params.ts';
@@ -128,10 +128,13 @@ export class MediaJobs implements MediaService {
       // the job's own row is in the call log now: the route must not log a refusal as well
       return Object.assign(new GatewayError({ status: 500, code, type: 'api_error', message }), { recorded: true });
     };
+    /** The job's files as the run reads them: from its kept inputs, so the request's bytes need not outlive the submit. */
+    const kept: JobPlan['files'] = {};
     try {
       for (const input of inputs) {
         const written = await this.artifacts.writeInput(id, input.n, input.file.bytes, input.file.mime);
         this.store.addInput(id, { n: input.n, param: input.param, mime: input.file.mime, file: written.file, bytes: written.bytes, sha256: written.sha256 });
+        kept[input.param] = { mime: input.file.mime, ext: input.file.ext, read: () => this.readInput(id, written.file) };
       }
     } catch (err) {
       this.deps.log.error({ err, job: id }, 'keeping a job input failed');
@@ -140,7 +143,7 @@ export class MediaJobs implements MediaService {
     try {
       if (accepted.seed !== undefined) this.store.update(id, { summary: { seed: accepted.seed } }, this.now());
       const plan = {
-        id, alias: request.alias, params: accepted.params, files: accepted.files, candidates: accepted.candidates,
+        id, alias: request.alias, params: accepted.params, files: kept, candidates: accepted.candidates,
         seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000,
       };
       const runDeps = { ...this.deps, store: this.store, artifacts: this.artifacts, now: this.now };
@@ -287,6 +290,12 @@ export class MediaJobs implements MediaService {
     } catch {
       return false;
     }
+  }
+
+  private async readInput(id: string, file: string): Promise<Buffer> {
+    const bytes = await this.artifacts.read(id, file);
+    if (!bytes) throw new Error(`input ${file} of job ${id} is missing`);
+    return bytes;
   }
 
   private owned(id: string, caller: MediaCaller): Job | undefined {
