@@ -37,6 +37,7 @@ export const DEFAULTS = Object.freeze({
   media_park_timeout_s: 600,
   job_ttl_h: 24,
   ref_url_allow_private: true,
+  max_upload_bytes_inflight: 512 * 1024 * 1024,
   gpu_groups: {},
 } as const satisfies Partial<GatewayConfig>);
 

@@ -75,6 +75,7 @@ export const mediaTopLevelProperties = {
   media_park_timeout_s: { ...nonNegativeSeconds, default: DEFAULTS.media_park_timeout_s },
   job_ttl_h: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.job_ttl_h },
   ref_url_allow_private: { type: 'boolean', default: DEFAULTS.ref_url_allow_private },
+  max_upload_bytes_inflight: { type: 'integer', minimum: 0, default: DEFAULTS.max_upload_bytes_inflight },
   gpu_groups: {
     type: 'object',
     default: {},

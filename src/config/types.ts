@@ -178,8 +178,10 @@ export interface GatewayConfig {
   media_park_timeout_s: number;
   /** Jobs and their files are deleted after this many hours. */
   job_ttl_h: number;
-  /** Client-supplied URLs (reference images, files) may point at private/loopback addresses. */
+  /** Admins' client-supplied URLs (reference images, files) may point at private/loopback addresses. */
   ref_url_allow_private: boolean;
+  /** Bytes of uploads (edits, generations, transcriptions) received at once; past it 503. 0 = no limit. */
+  max_upload_bytes_inflight: number;
   /** Shared GPUs, by the name backends give in `gpu_group`. */
   gpu_groups: Record<string, GpuGroupSpec>;
 }

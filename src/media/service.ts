@@ -5,6 +5,7 @@
  * left unfinished is failed, and its prompts interrupted on the boxes that still have them).
  */
 import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
@@ -22,6 +23,7 @@ import { runJob, type JobPlan, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
 import { storableParams } from './stored-params.ts';
+import { spoolDir } from './upload-spool.ts';
 
 export interface MediaJobsDeps {
   jobsDir: string;
@@ -70,6 +72,8 @@ export class MediaJobs implements MediaService {
 
   /** Fails what a previous process left unfinished (interrupting it where it still runs) and starts the TTL prune. */
   start(): void {
+    // what a previous process was receiving when it stopped
+    void rm(spoolDir(this.deps.jobsDir), { recursive: true, force: true }).catch(() => undefined);
     for (const orphan of this.store.reconcile(this.now())) {
       const backend = orphan.backend ? this.deps.registry.get(orphan.backend) : undefined;
       if (!backend || !orphan.promptId) continue;

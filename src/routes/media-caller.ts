@@ -13,6 +13,7 @@ import { formatBytes, MediaInputError } from '../media/input-error.ts';
 import type { FileAnswer, JobView, MediaCaller, MediaService } from '../media/service-types.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import type { CallerContext, Callers } from './caller.ts';
+import type { UploadHold } from './media-upload-budget.ts';
 
 export interface MediaRouteDeps {
   callers: Callers;
@@ -119,10 +120,27 @@ export function mediaInputOptions(config: GatewayConfig, caller: MediaCaller, bu
   return { maxBytes: MEDIA_FILE_LIMIT, allowPrivate, timeoutMs: REF_FETCH_TIMEOUT_MS, ...(budget ? { budget } : {}) };
 }
 
-/** The byte budget of one request's files (MEDIA_REQUEST_FILES_LIMIT), shared by all its lists and maps; `param` names the refusal. */
-export function requestFileBudget(param: string): ByteBudget {
+/**
+ * The byte budget of one request's files (MEDIA_REQUEST_FILES_LIMIT), shared by all its lists
+ * and maps; `param` names the refusal. With `hold`, what is read beyond the body (fetched URLs,
+ * decoded base64) counts against the gateway's upload budget too (503 past it).
+ */
+export function requestFileBudget(param: string, hold?: UploadHold): ByteBudget {
+  const gateway: ByteBudget | undefined = hold && { take: (bytes) => hold.count(bytes) };
   return byteBudget(MEDIA_REQUEST_FILES_LIMIT, () => new MediaInputError(413, param, 'files_too_large',
-    `The files of this request are larger than ${formatBytes(MEDIA_REQUEST_FILES_LIMIT)} together.`));
+    `The files of this request are larger than ${formatBytes(MEDIA_REQUEST_FILES_LIMIT)} together.`), gateway);
+}
+
+/** Records an upload the gateway's budget refused (503 / 413, before any caller is known) as a refusal. */
+export function uploadRefusal(deps: MediaRouteDeps, endpoint: string): (req: FastifyRequest, err: GatewayError) => void {
+  return (req, err) => {
+    const who = deps.callers.anonymous(req);
+    deps.recordOutcome({
+      requestId: String(req.id), endpoint, requestedModel: null, backend: null, model: null,
+      status: err.status, reason: err.reason, startedAt: Date.now(), durationMs: 0, ttftMs: null,
+      source: who.source, userId: who.userId,
+    });
+  };
 }
 
 /**
