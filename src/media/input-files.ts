@@ -102,6 +102,8 @@ const ALSO_ACCEPTED: Record<FileKind, ReadonlySet<string>> = {
 export function requireKind(file: MediaFile, kind: FileKind, param: string): void {
   const sniffed = sniffMime(file.bytes);
   if (sniffed && (sniffed.startsWith(`${kind}/`) || ALSO_ACCEPTED[kind].has(sniffed))) return;
+  // AVI is not sniffed (nothing here makes or shows one), yet video loaders read it
+  if (kind === 'video' && ascii(file.bytes, 0, 'RIFF') && ascii(file.bytes, 8, 'AVI ')) return;
   const shows = sniffed ? `its bytes are ${sniffed}` : `its bytes show no known ${kind} format`;
   const article = kind === 'image' || kind === 'audio' ? 'an' : 'a';
   throw new MediaInputError(400, param, 'invalid_file', `${param} must be ${article} ${kind} file; ${shows}.`);
