@@ -77,4 +77,18 @@ describe('media quotas', { skip: skipWithoutFixtures }, () => {
     assert.equal(again.status, 202, `the cancelled job gave its count back: ${JSON.stringify(again.body)}`);
     await call(rig.url, 'POST', `/v1/jobs/${again.body.id}/cancel`, key);
   });
+
+  test('a job cancelled while it ran on a box still counts: it used the GPU', async (t) => {
+    slow();
+    t.after(fast);
+    const key = await createUser(rig.url, 'quota-one-running', { quota_req_day: 1 });
+    const running = await submit(key, 'runs a while');
+    assert.equal(running.status, 202, JSON.stringify(running.body));
+    await pollJob(rig.url, running.body.id, key, (v) => v.status === 'running');
+    const cancelled = await call<JobView>(rig.url, 'POST', `/v1/jobs/${running.body.id}/cancel`, key);
+    assert.equal(cancelled.body.status, 'cancelled');
+    await pollJob(rig.url, running.body.id, key, isTerminal);
+    const next = await submit(key, 'one more');
+    assert.equal(next.status, 429, JSON.stringify(next.body));
+  });
 });
