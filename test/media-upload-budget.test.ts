@@ -5,7 +5,8 @@
  * budget comes back when the first one ends); one larger than the whole budget is a 413; a
  * chunked upload without a length is cut at the chunk that does not fit; the spool folder is
  * empty again after every edit, answered or refused; the real `openai` SDK's images.edit works
- * through it all.
+ * through it all; audio transcriptions share the budget, and a body refused halfway is drained
+ * so that its keep-alive connection carries the next request.
  */
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
@@ -14,6 +15,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import { spoolDir } from '../src/media/upload-spool.ts';
+import { startFake, type FakeBackend } from './fakes/index.ts';
+import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { skipWithoutFixtures } from './helpers/fixtures.ts';
 import { waitFor } from './helpers/wait.ts';
 import {
@@ -77,7 +80,7 @@ describe('the upload budget and the spooled edits', { skip: skipWithoutFixtures 
   });
   after(async () => rig?.close());
 
-  test('an upload that does not fit beside one in flight: 503 + Retry-After at once; the budget comes back', async () => {
+  test('an upload that does not fit beside one in flight: 503 + Retry-After at once; it comes back', async () => {
     const first = editBody(Buffer.concat([pngA, Buffer.alloc(6 * MIB, 1)]));
     const held = startUpload(rig.url, first.head.length + first.tail.length);
     held.req.write(first.head.subarray(0, MIB)); // a slow client: most of its body is still to come
@@ -147,5 +150,62 @@ describe('the upload budget and the spooled edits', { skip: skipWithoutFixtures 
     assert.equal(jobs.status, 200);
     const jobFiles = readdirSync(join(rig.gw.gateway.config().jobs_dir, jobs.body.data[0].id));
     assert.ok(jobFiles.some((f) => f.startsWith('in-')), 'the job keeps its inputs itself');
+  });
+});
+
+describe('the upload budget on audio transcriptions', () => {
+  let whisper: FakeBackend;
+  let gw: TestGateway;
+
+  before(async () => {
+    whisper = await startFake('vllm', { models: ['openai/whisper-large-v3'] });
+    gw = await startGateway([{ name: 'local', url: whisper.url }], { max_upload_bytes_inflight: MIB });
+  });
+  after(async () => {
+    await gw?.close();
+    await whisper?.close();
+  });
+
+  const form = (size: number) => {
+    const body = Buffer.concat([
+      Buffer.from([
+        `--${BOUNDARY}`, 'content-disposition: form-data; name="model"', '', 'openai/whisper-large-v3',
+        `--${BOUNDARY}`, 'content-disposition: form-data; name="file"; filename="a.wav"',
+        'content-type: audio/wav', '', '',
+      ].join('\r\n')),
+      Buffer.alloc(size, 5), Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
+    ]);
+    return body;
+  };
+  const post = (body: Buffer, chunked: boolean) => new Promise<{ status: number; code?: string }>((resolve, reject) => {
+    const headers: Record<string, string> = { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
+    if (chunked) headers['transfer-encoding'] = 'chunked';
+    else headers['content-length'] = String(body.length);
+    const req = request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers });
+    req.setTimeout(5_000, () => req.destroy(new Error('no answer within 5 s')));
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        resolve({ status: res.statusCode ?? 0, code: text.startsWith('{') ? JSON.parse(text).error?.code : undefined });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+
+  test('a transcription larger than the budget: 413; a chunked one past it: 503; one that fits is answered', async () => {
+    const whole = await post(form(2 * MIB), false);
+
+    assert.equal(whole.status, 413);
+    assert.equal(whole.code, 'request_too_large');
+    const chunked = await post(form(2 * MIB), true);
+
+    assert.equal(chunked.status, 503);
+    assert.equal(chunked.code, 'uploads_busy');
+    // the same keep-alive connection carries the next request: the refused body was drained
+    const small = await post(form(64 * 1024), true);
+    assert.equal(small.status, 200);
   });
 });

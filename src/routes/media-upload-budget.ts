@@ -124,7 +124,10 @@ export function reserveUpload(
     const upfront = Number.isInteger(declared) && declared > 0;
     const hold = new UploadHold(budget, upfront);
     holds.set(req, hold);
-    reply.raw.once('finish', () => hold.release());
+    reply.raw.once('finish', () => {
+      hold.release();
+      drainUnread(req);
+    });
     reply.raw.once('close', () => hold.release());
     if (upfront) {
       const total = budget.total;
@@ -149,6 +152,18 @@ export function reserveUpload(
     payload.on('error', (err) => metered.destroy(err));
     done(null, payload.pipe(metered));
   };
+}
+
+/**
+ * An answer sent before its body was read to the end (a refusal mid-upload): the rest is read
+ * and dropped, so the connection can carry the client's next request (a keep-alive socket with
+ * half a body left in it would hang that one) and the client, still sending, gets its answer.
+ */
+function drainUnread(req: FastifyRequest): void {
+  const raw = req.raw;
+  if (raw.readableEnded || raw.destroyed) return;
+  raw.unpipe();
+  raw.resume();
 }
 
 function refuse(
