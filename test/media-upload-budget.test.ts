@@ -195,7 +195,7 @@ describe('the upload budget on audio transcriptions', () => {
     req.end(body);
   });
 
-  test('a transcription larger than the budget: 413; a chunked one past it: 503; one that fits is answered', async () => {
+  test('a transcription over the budget: 413; a chunked one past it: 503; one that fits is answered', async () => {
     const whole = await post(form(2 * MIB), false);
 
     assert.equal(whole.status, 413);
