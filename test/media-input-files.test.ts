@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { GatewayError } from '../src/errors.ts';
 import { extOf } from '../src/media/artifacts.ts';
-import { decodeFileMap, decodeMediaValue, MediaInputError, sniffMime, type FetchOptions } from '../src/media/input-files.ts';
+import { decodeFileMap, decodeMediaValue, MediaInputError, requireKind, sniffMime, type FetchOptions } from '../src/media/input-files.ts';
 
 const OPTS: FetchOptions = { allowPrivate: true, maxBytes: 1024 * 1024, timeoutMs: 5_000 };
 
@@ -74,6 +74,38 @@ describe('sniffMime', () => {
       'audio/aac', 'audio/flac', 'audio/ogg', 'audio/mp4', 'video/mp4', 'video/quicktime', 'video/webm', 'video/x-matroska',
       'model/gltf-binary', 'model/fbx', 'model/ply']) {
       assert.notEqual(extOf(mime), 'bin', mime);
+    }
+  });
+});
+
+describe('requireKind', () => {
+  const file = (b: Buffer, mime = 'image/png') => ({ bytes: b, mime });
+  test('a file passes when its bytes are the kind its input loads, whatever type was declared', async () => {
+    const png = await sharp({ create: { width: 2, height: 2, channels: 3, background: '#000' } }).png().toBuffer();
+    requireKind(file(png, 'application/octet-stream'), 'image', 'image');
+    requireKind(file(bytes('OggS', [0, 2, 0, 0, 0, 0])), 'audio', 'audio');
+    requireKind(file(bytes([0, 0, 0, 0x20], 'ftypisom', [0, 0, 2, 0], 'isomiso2')), 'audio', 'audio'); // the audio of a video
+    requireKind(file(bytes('GIF89a', [1, 0, 1, 0])), 'video', 'video'); // an animation
+    requireKind(file(bytes('RIFF', [0, 0, 0, 0], 'AVI LIST')), 'video', 'video');
+  });
+
+  test('anything else is a 400 invalid_file naming the param and what the bytes are, no content', () => {
+    const cases: [Buffer, 'image' | 'audio' | 'video', RegExp][] = [
+      [bytes('# HELP gateway_calls_total secret stuff\n'), 'image', /no known image format/],
+      [bytes('OggS', [0, 2, 0, 0, 0, 0]), 'image', /audio\/ogg/],
+      [bytes([0x89], 'PNG', [0x0d, 0x0a, 0x1a, 0x0a]), 'audio', /image\/png/],
+      [bytes('{"json": true}'), 'video', /no known video format/],
+    ];
+    for (const [b, kind, shows] of cases) {
+      assert.throws(() => requireKind(file(b), kind, 'images.init'), (err: unknown) => {
+        assert.ok(err instanceof MediaInputError);
+        assert.equal(err.status, 400);
+        assert.equal(err.code, 'invalid_file');
+        assert.equal(err.param, 'images.init');
+        assert.match(err.message, shows);
+        assert.doesNotMatch(err.message, /secret|json/);
+        return true;
+      });
     }
   });
 });

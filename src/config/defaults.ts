@@ -40,8 +40,15 @@ export const DEFAULTS = Object.freeze({
   media_park_timeout_s: 600,
   job_ttl_h: 24,
   ref_url_allow_private: true,
+  max_upload_bytes_inflight: 512 * 1024 * 1024,
   gpu_groups: {},
 } as const satisfies Partial<GatewayConfig>);
+
+/**
+ * Defaults of the limits of one `image_models` alias: the most pixels (width × height) one
+ * result may have — 4 MiP, 2048×2048 fits exactly — and the most results one request may ask for.
+ */
+export const IMAGE_MODEL_DEFAULTS = Object.freeze({ max_pixels: 4 * 1024 * 1024, max_n: 10 } as const);
 
 /** Defaults of the optional fields of one `backends[]` entry. */
 export const BACKEND_DEFAULTS = Object.freeze({

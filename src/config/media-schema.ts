@@ -54,6 +54,8 @@ const imageModelEntrySchema = {
     },
     bypass: { type: 'array', items: nodeRef, hint: 'must be a list of node ids' },
     output: nodeRef,
+    max_pixels: { type: 'integer', minimum: 1, hint: 'must be a whole number of pixels (width × height), at least 1' },
+    max_n: { type: 'integer', minimum: 1, hint: 'must be a whole number of results, at least 1' },
   },
 } as const;
 
@@ -66,12 +68,14 @@ export const mediaTopLevelProperties = {
       type: 'array',
       minItems: 1,
       items: imageModelEntrySchema,
-      hint: 'must be a non-empty list of candidates, each {backend, workflow | workflow_json, mapping?, fixed?, bypass?, output?}',
+      hint: 'must be a non-empty list of candidates, each {backend, workflow | workflow_json, '
+        + 'mapping?, fixed?, bypass?, output?, max_pixels?, max_n?}',
     },
   },
   media_park_timeout_s: { ...nonNegativeSeconds, default: DEFAULTS.media_park_timeout_s },
   job_ttl_h: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.job_ttl_h },
   ref_url_allow_private: { type: 'boolean', default: DEFAULTS.ref_url_allow_private },
+  max_upload_bytes_inflight: { type: 'integer', minimum: 0, default: DEFAULTS.max_upload_bytes_inflight },
   gpu_groups: {
     type: 'object',
     default: {},

@@ -88,6 +88,10 @@ export interface ImageModelEntry {
   bypass?: string[];
   /** The output node; default: the workflow's output nodes. */
   output?: string;
+  /** Most pixels (width × height) a request may ask this box for (default 4 MiP); the alias takes the strictest. */
+  max_pixels?: number;
+  /** Most results (`n`, the batch) one request may ask for (default 10); the alias takes the strictest. */
+  max_n?: number;
 }
 
 /** A GPU shared by several backends (`gpu_groups.<name>`). */
@@ -189,8 +193,10 @@ export interface GatewayConfig {
   media_park_timeout_s: number;
   /** Jobs and their files are deleted after this many hours. */
   job_ttl_h: number;
-  /** Client-supplied URLs (reference images, files) may point at private/loopback addresses. */
+  /** Admins' client-supplied URLs (reference images, files) may point at private/loopback addresses. */
   ref_url_allow_private: boolean;
+  /** Bytes of uploads (edits, generations, transcriptions) received at once; past it 503. 0 = no limit. */
+  max_upload_bytes_inflight: number;
   /** Shared GPUs, by the name backends give in `gpu_group`. */
   gpu_groups: Record<string, GpuGroupSpec>;
 }

@@ -15,6 +15,7 @@ import { workflowShapeProblem } from '../config/media-schema.ts';
 import { childPath } from '../config/problems.ts';
 import type { GatewayConfig, ImageModelEntry } from '../config/types.ts';
 import { validateAlias, type GenerationAlias, type ObjectInfo, type Problem } from './compiler/index.ts';
+import { aliasLimits, type GenerationLimits } from './request-bounds.ts';
 
 export interface GenerationCandidate {
   backend: string;
@@ -24,6 +25,8 @@ export interface GenerationCandidate {
 export interface GenerationModel {
   name: string;
   candidates: GenerationCandidate[];
+  /** The size bounds of a request (the strictest of the candidates' entries). */
+  limits: GenerationLimits;
 }
 
 export interface GenerationCatalogDeps {
@@ -114,6 +117,7 @@ function compile(cfg: GatewayConfig): Compiled {
     const aliasPath = childPath('image_models', name);
     const mapping = entries[0]?.mapping;
     const candidates: GenerationCandidate[] = [];
+    const used: ImageModelEntry[] = [];
     const seen = new Set<string>();
     entries.forEach((entry, i) => {
       const at = childPath(aliasPath, i);
@@ -134,9 +138,10 @@ function compile(cfg: GatewayConfig): Compiled {
       if (!workflow) return;
       const candidate = { backend: entry.backend, alias: aliasOf(workflow, mapping, entry) };
       candidates.push(candidate);
+      used.push(entry);
       table.checks.push({ path: at, mappingAt: childPath(aliasPath, 0), candidate });
     });
-    if (candidates.length > 0) table.models.set(name, { name, candidates });
+    if (candidates.length > 0) table.models.set(name, { name, candidates, limits: aliasLimits(used) });
   }
   return table;
 }

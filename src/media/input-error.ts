@@ -20,7 +20,9 @@ export type MediaInputCode =
   /** One file over the size cap. */
   | 'file_too_large'
   /** All files of a request together over their cap. */
-  | 'files_too_large';
+  | 'files_too_large'
+  /** A file whose bytes are not the media its input loads (text in an image slot). */
+  | 'invalid_file';
 
 export class MediaInputError extends GatewayError {
   declare readonly status: 400 | 413;

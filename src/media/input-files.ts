@@ -6,6 +6,7 @@
  * used only when sniffing finds nothing. File extensions come from artifacts.ts's `extOf`.
  */
 import { isObject } from '../json.ts';
+import type { FileKind } from './compiler/index.ts';
 import type { MediaFile } from './service-types.ts';
 import { byteBudget, DEFAULT_MAX_BYTES, fetchRef, type ByteBudget, type FetchOptions } from './fetch-ref.ts';
 import { formatBytes, MediaInputError, tooLarge } from './input-error.ts';
@@ -84,6 +85,28 @@ export function sniffMime(bytes: Uint8Array): string | undefined {
     if (version !== 1 && bitrate !== 0x0f && rate !== 0x03) return 'audio/mpeg';
   }
   return undefined;
+}
+
+/** Sniffed types a file input of each kind loads besides `<kind>/*` (animated images as video). */
+const ALSO_ACCEPTED: Record<FileKind, ReadonlySet<string>> = {
+  image: new Set(),
+  audio: new Set(['video/mp4', 'video/webm', 'video/quicktime']),
+  video: new Set(['image/gif', 'image/webp']),
+};
+
+/**
+ * Refuses (400 `invalid_file`, naming `param`) a file whose bytes are not the `kind` of media
+ * its input loads, sniffed from the bytes whatever the client or the server it came from
+ * declared: a text page fetched for an image slot is never stored, sent to a box nor served back.
+ */
+export function requireKind(file: MediaFile, kind: FileKind, param: string): void {
+  const sniffed = sniffMime(file.bytes);
+  if (sniffed && (sniffed.startsWith(`${kind}/`) || ALSO_ACCEPTED[kind].has(sniffed))) return;
+  // AVI is not sniffed (nothing here makes or shows one), yet video loaders read it
+  if (kind === 'video' && ascii(file.bytes, 0, 'RIFF') && ascii(file.bytes, 8, 'AVI ')) return;
+  const shows = sniffed ? `its bytes are ${sniffed}` : `its bytes show no known ${kind} format`;
+  const article = kind === 'image' || kind === 'audio' ? 'an' : 'a';
+  throw new MediaInputError(400, param, 'invalid_file', `${param} must be ${article} ${kind} file; ${shows}.`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import type { JobError, JobStore } from './job-store.ts';
 import type { LiveState } from './job-live.ts';
 import { collectOutputs } from './outputs-fetch.ts';
 import { ProgressTracker } from './progress.ts';
-import type { JobEvent, MediaFile } from './service-types.ts';
+import type { JobEvent } from './service-types.ts';
 
 export interface RunnerDeps {
   scheduler: Scheduler;
@@ -51,7 +51,8 @@ export interface JobPlan {
   id: string;
   alias: string;
   params: Record<string, unknown>;
-  files: Record<string, MediaFile & { ext: string }>;
+  /** The job's files by param, read (from where the job keeps them) when an attempt uploads them. */
+  files: Record<string, { mime: string; ext: string; read: () => Promise<Buffer> }>;
   /** Candidates now (allow-list and LoRAs applied), and again while parked. */
   candidates: () => GenerationCandidate[];
   /** The one random draw for the seed, so every attempt uses the same seed. */
@@ -179,7 +180,9 @@ async function attempt(
   try {
     for (const upload of compiled.uploads) {
       if (signal.aborted) return { kind: 'cancelled' };
-      const file = upload.placeholder ? { bytes: Buffer.from(placeholderPng()), mime: 'image/png' } : plan.files[upload.param];
+      const planned = upload.placeholder ? undefined : plan.files[upload.param];
+      if (!upload.placeholder && !planned) throw new Error(`no file for ${upload.param}`);
+      const file = planned ? { bytes: await planned.read(), mime: planned.mime } : { bytes: Buffer.from(placeholderPng()), mime: 'image/png' };
       // counted before it is sent: an upload stopped halfway may have left the file on the box
       if (!upload.placeholder) uploaded.push(upload.name);
       const sent = await client.upload(upload.name, file.bytes, file.mime, { signal: within(knobs.maxWaitMs) });

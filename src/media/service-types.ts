@@ -38,6 +38,12 @@ export interface GenerationSubmit {
   /** For the call log: `/v1/images/generations`, `/v1/images/edits`, `/v1/generations`. */
   endpoint: string;
   requestId: string;
+  /**
+   * Ends the job's quota hold (the caller's admission, counted as running since the submit):
+   * called once the job's call-log row is written, and by a submit that throws before any job
+   * exists. Idempotent.
+   */
+  release?: () => void;
 }
 
 export interface JobResultView {

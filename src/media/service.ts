@@ -5,6 +5,7 @@
  * left unfinished is failed, and its prompts interrupted on the boxes that still have them).
  */
 import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
@@ -18,11 +19,12 @@ import type { GenerationCatalog } from './generation-catalog.ts';
 import { LiveJobs, type LiveState } from './job-live.ts';
 import { JOB_TERMINAL_STATUSES, JobStore, newJobId, type Job, type JobStatus } from './job-store.ts';
 import { jobView } from './job-view.ts';
-import { runJob, type RunEnd } from './runner.ts';
+import { runJob, type JobPlan, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
 import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './stored-params.ts';
+import { spoolDir } from './upload-spool.ts';
 
 export interface MediaJobsDeps {
   jobsDir: string;
@@ -73,6 +75,8 @@ export class MediaJobs implements MediaService {
 
   /** Fails what a previous process left unfinished (interrupting it where it still runs) and starts the TTL prune. */
   start(): void {
+    // what a previous process was receiving when it stopped
+    void rm(spoolDir(this.deps.jobsDir), { recursive: true, force: true }).catch(() => undefined);
     for (const orphan of this.store.reconcile(this.now())) {
       const backend = orphan.backend ? this.deps.registry.get(orphan.backend) : undefined;
       if (!backend || !orphan.promptId) continue;
@@ -131,10 +135,13 @@ export class MediaJobs implements MediaService {
       // the job's own row is in the call log now: the route must not log a refusal as well
       return Object.assign(new GatewayError({ status: 500, code, type: 'api_error', message }), { recorded: true });
     };
+    /** The job's files as the run reads them: from its kept inputs, so the request's bytes need not outlive the submit. */
+    const kept: JobPlan['files'] = {};
     try {
       for (const input of inputs) {
         const written = await this.artifacts.writeInput(id, input.n, input.file.bytes, input.file.mime);
         this.store.addInput(id, { n: input.n, param: input.param, mime: input.file.mime, file: written.file, bytes: written.bytes, sha256: written.sha256 });
+        kept[input.param] = { mime: input.file.mime, ext: input.file.ext, read: () => this.readInput(id, written.file) };
       }
     } catch (err) {
       this.deps.log.error({ err, job: id }, 'keeping a job input failed');
@@ -143,7 +150,7 @@ export class MediaJobs implements MediaService {
     try {
       if (accepted.seed !== undefined) this.store.update(id, { summary: { seed: accepted.seed } }, this.now());
       const plan = {
-        id, alias: request.alias, params: accepted.params, files: accepted.files, candidates: accepted.candidates,
+        id, alias: request.alias, params: accepted.params, files: kept, candidates: accepted.candidates,
         seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000,
         explainRefusal: (backends: string[], rejection: SchedulerRejection) => {
           const subject = { ...mediaSubject(request.alias, caller), parkS: cfg.media_park_timeout_s };
@@ -296,6 +303,12 @@ export class MediaJobs implements MediaService {
     }
   }
 
+  private async readInput(id: string, file: string): Promise<Buffer> {
+    const bytes = await this.artifacts.read(id, file);
+    if (!bytes) throw new Error(`input ${file} of job ${id} is missing`);
+    return bytes;
+  }
+
   private owned(id: string, caller: MediaCaller): Job | undefined {
     const job = this.store.get(id, this.now());
     return job && (caller.admin || job.owner === caller.owner) ? job : undefined;
@@ -327,13 +340,15 @@ export class MediaJobs implements MediaService {
       this.deps.recordOutcome({
         requestId: request.requestId, endpoint: request.endpoint, source: caller.source, userId: caller.userId,
         requestedModel: request.alias, backend: end.backend, model: request.alias,
-        status: final.status === 'done' ? 200 : final.status === 'cancelled' ? 499 : 502,
+        status: loggedStatus(final.status, end.backend),
         reason: final.status === 'done' ? null : (final.error?.code ?? final.status),
         startedAt, durationMs: now - startedAt, ttftMs: null,
       });
     } catch (err) {
       this.deps.log.warn({ err, job: job.id }, 'logging a finished media job failed');
     } finally {
+      // the row counts (or not) now: the job stops counting as running against its user's quota
+      request.release?.();
       let view: JobView;
       try {
         view = this.viewOf(final);
@@ -344,6 +359,17 @@ export class MediaJobs implements MediaService {
       live.settle(view); // a no-op when live.finish settled it
     }
   }
+}
+
+/**
+ * The call-log status of a finished job. A job cancelled before it reached any box is logged
+ * 409 with no backend, a refusal (stats/quota.ts `countsTowardQuota`): it gives its quota
+ * count back. One cancelled on a box (499) used the GPU and counts.
+ */
+function loggedStatus(status: JobStatus, backend: string | null): number {
+  if (status === 'done') return 200;
+  if (status === 'cancelled') return backend === null ? 409 : 499;
+  return 502;
 }
 
 function delay(ms: number): Promise<void> {

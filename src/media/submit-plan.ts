@@ -7,8 +7,13 @@
  */
 import { filterAllowed } from '../auth/allow.ts';
 import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
-import { compile, effectiveMapping, fileParamsOf, isImageLoaderClass, isLoraParam, type ObjectInfo, type ResolvedEntry, type Workflow } from './compiler/index.ts';
+import {
+  compile, effectiveMapping, fileKindsOf, fileParamsOf, isImageLoaderClass, isLoraParam,
+  type ObjectInfo, type ResolvedEntry, type Workflow,
+} from './compiler/index.ts';
 import { extOf } from './artifacts.ts';
+import { requireKind } from './input-files.ts';
+import { aliasLimits, checkBounds } from './request-bounds.ts';
 import type { GenerationCandidate, GenerationCatalog } from './generation-catalog.ts';
 import type { GenerationSubmit, MediaCaller, MediaFile } from './service-types.ts';
 
@@ -71,15 +76,23 @@ export function acceptRequest(
   const resolved = effectiveMapping(first.alias, objectInfo);
   const mapping = resolved.ok ? resolved.mapping : {};
   const files = placeFiles(mapping, first.alias.workflow, objectInfo, request);
+  const kinds = fileKindsOf(mapping, first.alias.workflow, objectInfo);
+  for (const [param, file] of Object.entries(files)) {
+    const kind = kinds.get(param);
+    if (kind) requireKind(file, kind, param);
+  }
   const params = imagesApiParams(request, mapping);
   const seedDraw = Math.random();
   const images = Object.fromEntries(Object.entries(files).map(([param, f]) => [param, { ext: f.ext }]));
   const compiled = compile(params, first.alias, { jobId, images, objectInfo, random: () => seedDraw });
   if (!compiled.ok) {
     const { error } = compiled;
-    if (error.status === 400) throw badRequest(error.message, error.param ?? null, 'invalid_parameter');
+    const param = requestParam(params, error.param ?? null);
+    if (error.status === 400) throw badRequest(error.message, param, 'invalid_parameter');
     throw new GatewayError({ status: 500, code: 'alias_misconfigured', type: 'api_error', message: `${request.alias} is misconfigured: ${error.message}` });
   }
+  const limits = views.catalog.get(request.alias)?.limits ?? aliasLimits([]);
+  checkBounds(request.alias, params, compiled.prompt, mapping, limits);
   const names = new Set(candidates.map((c) => c.backend));
   return {
     candidates: () => views.catalog.withLoras(request.alias, requestedLoras(request.params)).candidates.filter((c) => names.has(c.backend)),
@@ -151,6 +164,13 @@ function imagesApiParams(request: GenerationSubmit, mapping: Record<string, Reso
   if (Object.hasOwn(mapping, 'width') || Object.hasOwn(mapping, 'height')) return request.params;
   const { size: _dropped, ...rest } = request.params;
   return rest;
+}
+
+/** The param the request set for a compiler param: `n` for batch, `size` for width / height when it sent those. */
+function requestParam(params: Record<string, unknown>, param: string | null): string | null {
+  if (param === 'batch' && Object.hasOwn(params, 'n')) return 'n';
+  if ((param === 'width' || param === 'height') && Object.hasOwn(params, 'size')) return 'size';
+  return param;
 }
 
 function withExt(file: MediaFile): MediaFile & { ext: string } {

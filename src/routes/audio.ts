@@ -13,6 +13,7 @@ import { badRequest, GatewayError } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import { SpeechSurface, TranscriptionSurface, type FormPart } from '../upstream/audio-surface.ts';
 import { formError, type FormErrorText } from './form-errors.ts';
+import { reserveUpload, uploadBudgetOf, uploadHoldOf, type UploadHold } from './media-upload-budget.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import { gateOpenAIModel } from './model-gate.ts';
 import { JSON_BODY_LIMIT } from './openai.ts';
@@ -54,10 +55,12 @@ export async function audioRoutes(app: FastifyInstance, opts: AudioRoutesOptions
       };
     }));
 
+  // the audio is held in memory (it is sent again on failover): it counts against the gateway's upload budget
+  const budget = reserveUpload(uploadBudgetOf(app, opts.config));
   for (const [endpoint, path] of [['transcriptions', '/v1/audio/transcriptions'], ['translations', '/v1/audio/translations']] as const) {
-    app.post(path, async (req: FastifyRequest, reply: FastifyReply) => {
+    app.post(path, { preParsing: budget }, async (req: FastifyRequest, reply: FastifyReply) => {
       // an unknown caller's upload is not read: runProxiedCall refuses (and records) it
-      if (isAuthenticated(opts, req)) await readAudioForm(req);
+      if (isAuthenticated(opts, req)) await readAudioForm(req, uploadHoldOf(req));
       return runProxiedCall(opts, endpoint, req, reply, (ctx, _fields, model) => {
         const form = formOf(req);
         if (!form.parts.some((p) => p.file)) throw badRequest('You must provide a file in the `file` part.', 'file', 'missing_file');
@@ -98,7 +101,7 @@ function formOf(req: FastifyRequest): AudioForm {
  * reads `model` there). Refusals are OpenAI-shaped: 415 not multipart, 413 past a limit, 400
  * a malformed form, a file elsewhere than in `file`, or a second file.
  */
-async function readAudioForm(req: FastifyRequest): Promise<void> {
+async function readAudioForm(req: FastifyRequest, hold: UploadHold | undefined): Promise<void> {
   if (!req.isMultipart()) {
     throw new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'Send the audio as multipart/form-data, the file in the `file` part.' });
   }
@@ -109,7 +112,8 @@ async function readAudioForm(req: FastifyRequest): Promise<void> {
       if (part.type === 'file') {
         if (part.fieldname !== 'file') throw badRequest(`Send the audio in the \`file\` part, not in \`${part.fieldname}\`.`, 'file', 'invalid_file');
         if (parts.some((p) => p.file)) throw badRequest('Send one audio file only, in the `file` part.', 'file', 'invalid_file');
-        const data = await part.toBuffer();
+        const data = await meteredBuffer(part.file, hold);
+        if (part.file.truncated) throw AUDIO_FORM_ERRORS.fileTooLarge(undefined);
         parts.push({ name: 'file', file: { filename: part.filename, contentType: part.mimetype, data } });
         continue;
       }
@@ -128,6 +132,16 @@ async function readAudioForm(req: FastifyRequest): Promise<void> {
   }
   forms.set(req, { parts, fields });
   req.body = fields;
+}
+
+/** A file part's bytes, each chunk counted against the gateway's upload budget first (503 past it). */
+async function meteredBuffer(file: AsyncIterable<Buffer>, hold: UploadHold | undefined): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of file) {
+    hold?.take(chunk.length);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
 }
 
 const AUDIO_FORM_ERRORS: FormErrorText = {

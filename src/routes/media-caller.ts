@@ -13,6 +13,7 @@ import { formatBytes, MediaInputError } from '../media/input-error.ts';
 import type { FileAnswer, JobView, MediaCaller, MediaService } from '../media/service-types.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import type { CallerContext, Callers } from './caller.ts';
+import type { UploadHold } from './media-upload-budget.ts';
 
 export interface MediaRouteDeps {
   callers: Callers;
@@ -59,19 +60,29 @@ export class MediaRequest {
   model: string | null = null;
   /** Set once the service accepted the job: from then on nothing is a refusal. */
   jobId?: string;
+  /**
+   * The caller's quota hold, taken by `identify()`: the job counts as running against its
+   * user's quotas from the submit on, so concurrent submits cannot all slip past a limit. The
+   * job hands it back once its own call-log row is written; a request refused before any job
+   * existed hands it back at once (idempotent).
+   */
+  release: () => void = () => {};
 
   constructor(private readonly deps: MediaRouteDeps, readonly endpoint: string, private readonly req: FastifyRequest) {}
 
-  /** Authenticates (401 otherwise) and checks the caller's quota (429), without counting a running call. */
+  /**
+   * Authenticates (401 otherwise) and admits the job against the caller's quotas (429), holding
+   * it as running (`release`) until the job's row is on record: pass `release` to the service.
+   */
   identify(): MediaCaller {
     this.ctx = this.deps.callers.identify(this.req);
-    // media jobs outlive the request and are logged by the service when they end, so the
-    // quota gate is checked here but nothing is held: the job's own row counts once written
-    this.deps.callers.admit(this.ctx)();
+    this.release = this.deps.callers.admit(this.ctx);
     return mediaCaller(this.ctx, this.req.ip);
   }
 
   refused(err: unknown, reply: FastifyReply): unknown {
+    // no job took the hold over: a refused request costs nothing (the recorded fail path released it already)
+    if (this.jobId === undefined) this.release();
     if (!(err instanceof GatewayError) || this.jobId !== undefined || reply.sent || reply.raw.headersSent) return err;
     // the service filed a job and logged its end already (input_write_failed…)
     if ((err as { recorded?: unknown }).recorded === true) return err;
@@ -100,15 +111,36 @@ export async function withRefusals<T>(
 /**
  * Options for reading client-supplied files (input-files.ts): size cap, URL fetch limits, and
  * `budget`, the request's one byte budget (requestFileBudget) every file of it counts against.
+ * Private, loopback and link-local URLs are fetched for admins only (the master key, admin
+ * users), and for them only while `ref_url_allow_private` is on: any other caller (a user key,
+ * an open gateway's anonymous client) would make the gateway reach into its own network for it.
  */
-export function mediaInputOptions(config: GatewayConfig, budget?: ByteBudget): FetchOptions {
-  return { maxBytes: MEDIA_FILE_LIMIT, allowPrivate: config.ref_url_allow_private ?? true, timeoutMs: REF_FETCH_TIMEOUT_MS, ...(budget ? { budget } : {}) };
+export function mediaInputOptions(config: GatewayConfig, caller: MediaCaller, budget?: ByteBudget): FetchOptions {
+  const allowPrivate = caller.admin && (config.ref_url_allow_private ?? true);
+  return { maxBytes: MEDIA_FILE_LIMIT, allowPrivate, timeoutMs: REF_FETCH_TIMEOUT_MS, ...(budget ? { budget } : {}) };
 }
 
-/** The byte budget of one request's files (MEDIA_REQUEST_FILES_LIMIT), shared by all its lists and maps; `param` names the refusal. */
-export function requestFileBudget(param: string): ByteBudget {
+/**
+ * The byte budget of one request's files (MEDIA_REQUEST_FILES_LIMIT), shared by all its lists
+ * and maps; `param` names the refusal. With `hold`, what is read beyond the body (fetched URLs,
+ * decoded base64) counts against the gateway's upload budget too (503 past it).
+ */
+export function requestFileBudget(param: string, hold?: UploadHold): ByteBudget {
+  const gateway: ByteBudget | undefined = hold && { take: (bytes) => hold.count(bytes) };
   return byteBudget(MEDIA_REQUEST_FILES_LIMIT, () => new MediaInputError(413, param, 'files_too_large',
-    `The files of this request are larger than ${formatBytes(MEDIA_REQUEST_FILES_LIMIT)} together.`));
+    `The files of this request are larger than ${formatBytes(MEDIA_REQUEST_FILES_LIMIT)} together.`), gateway);
+}
+
+/** Records an upload the gateway's budget refused (503 / 413, before any caller is known) as a refusal. */
+export function uploadRefusal(deps: MediaRouteDeps, endpoint: string): (req: FastifyRequest, err: GatewayError) => void {
+  return (req, err) => {
+    const who = deps.callers.anonymous(req);
+    deps.recordOutcome({
+      requestId: String(req.id), endpoint, requestedModel: null, backend: null, model: null,
+      status: err.status, reason: err.reason, startedAt: Date.now(), durationMs: 0, ttftMs: null,
+      source: who.source, userId: who.userId,
+    });
+  };
 }
 
 /**

@@ -22,11 +22,14 @@ import { loadSharp } from '../media/sharp-lazy.ts';
 import { badRequest, GatewayError } from '../errors.ts';
 import { THUMB_MAX } from '../media/artifacts.ts';
 import { registerExactJsonParser, parseExactJson } from '../media/exact-json.ts';
-import { decodeMediaValue, sniffMime } from '../media/input-files.ts';
+import { decodeMediaValue, requireKind, sniffMime } from '../media/input-files.ts';
+import { spoolDir, UploadSpool, type SpooledFile } from '../media/upload-spool.ts';
 import type { GenerationSubmit, JobResultView, MediaCaller, MediaFile } from '../media/service-types.ts';
 import { formError, type FormErrorText } from './form-errors.ts';
+import { reserveUpload, uploadBudgetOf, uploadHoldOf, type UploadHold } from './media-upload-budget.ts';
 import {
-  MEDIA_FILE_LIMIT, MEDIA_JSON_BODY_LIMIT, mediaInputOptions, requestFileBudget, settledForClient, unfinishedJobError, withRefusals,
+  MEDIA_FILE_LIMIT, MEDIA_JSON_BODY_LIMIT, mediaInputOptions, requestFileBudget, settledForClient, unfinishedJobError,
+  uploadRefusal, withRefusals,
   type MediaRequest, type MediaRouteDeps,
 } from './media-caller.ts';
 
@@ -54,24 +57,31 @@ export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDe
     limits: { fileSize: MEDIA_FILE_LIMIT, files: MAX_IMAGES + 2, fields: FORM_FIELDS, fieldSize: FORM_FIELD_LIMIT, parts: FORM_FIELDS + MAX_IMAGES + 2 },
   });
 
-  app.post(GENERATIONS, { bodyLimit: MEDIA_JSON_BODY_LIMIT }, (req, reply) =>
+  const budget = uploadBudgetOf(app, deps.config);
+  const generationsBudget = reserveUpload(budget, uploadRefusal(deps, GENERATIONS));
+  const editsBudget = reserveUpload(budget, uploadRefusal(deps, EDITS));
+
+  app.post(GENERATIONS, { bodyLimit: MEDIA_JSON_BODY_LIMIT, preParsing: generationsBudget }, (req, reply) =>
     withRefusals(deps, GENERATIONS, req, reply, async (r) => {
       const caller = r.identify();
       const body = req.body;
       if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.');
       const fields = body as Record<string, unknown>;
       return generate(deps, r, caller, req, reply, fields, async () => {
-        const images = await refImages(fields.ref_images, deps);
+        const images = await refImages(fields.ref_images, deps, caller, uploadHoldOf(req));
         return images.length ? { images } : undefined;
       });
     }));
 
-  app.post(EDITS, { bodyLimit: MEDIA_FILE_LIMIT * (MAX_IMAGES + 1) + FORM_FIELDS * FORM_FIELD_LIMIT }, (req, reply) =>
+  const editLimit = MEDIA_FILE_LIMIT * (MAX_IMAGES + 1) + FORM_FIELDS * FORM_FIELD_LIMIT;
+  app.post(EDITS, { bodyLimit: editLimit, preParsing: editsBudget }, (req, reply) =>
     withRefusals(deps, EDITS, req, reply, async (r) => {
       // an unknown caller's upload is not read: identify throws first
       const caller = r.identify();
-      const form = await readImageForm(req);
-      if (form.images.length === 0) throw badRequest('You must provide an image in the `image` (or `image[]`) part.', 'image', 'missing_image');
+      const form = await readImageForm(req, spoolDir(deps.config().jobs_dir), uploadHoldOf(req));
+      if (form.images.length === 0) {
+        throw badRequest('You must provide an image in the `image` (or `image[]`) part.', 'image', 'missing_image');
+      }
       return generate(deps, r, caller, req, reply, form.fields, async () => ({ images: form.images, ...(form.mask ? { mask: form.mask } : {}) }));
     }));
 }
@@ -100,8 +110,15 @@ async function generate(
   checkConvenience(params);
   const positional = await readPositional();
 
-  const job = await media.submit(caller, { alias: model, prompt: fields.prompt, params, files: {}, positional, endpoint: r.endpoint, requestId: String(req.id) });
+  const job = await media.submit(caller, {
+    alias: model, prompt: fields.prompt, params, files: {}, positional, endpoint: r.endpoint, requestId: String(req.id), release: r.release,
+  });
   r.jobId = job.id;
+  // the job keeps its own copy of the files: the request's go now, not after a wait of minutes
+  delete fields.ref_images;
+  if (positional) positional.images.length = 0;
+  if (positional) delete positional.mask;
+  uploadHoldOf(req)?.release();
   const settled = await settledForClient(media, job.id, reply);
   if (settled.status !== 'done') {
     const err = unfinishedJobError(settled);
@@ -176,15 +193,18 @@ function checkConvenience(params: Record<string, unknown>): void {
 }
 
 /** LocalAI's `ref_images`: a list of base64 / data URI / URL values, placed onto the image slots in order. */
-async function refImages(value: unknown, deps: MediaRouteDeps): Promise<MediaFile[]> {
+async function refImages(
+  value: unknown, deps: MediaRouteDeps, caller: MediaCaller, hold?: UploadHold,
+): Promise<MediaFile[]> {
   if (value === undefined || value === null) return [];
   const list = typeof value === 'string' ? [value] : value;
   if (!Array.isArray(list)) throw badRequest('`ref_images` must be a list of base64 strings, data URIs or URLs.', 'ref_images', 'invalid_ref_images');
   if (list.length > MAX_IMAGES) throw badRequest(`\`ref_images\` may hold at most ${MAX_IMAGES} images.`, 'ref_images', 'invalid_ref_images');
   // one budget for the whole list: 16 files at the per-file cap would be a gigabyte
-  const opts = mediaInputOptions(deps.config(), requestFileBudget('ref_images'));
+  const opts = mediaInputOptions(deps.config(), caller, requestFileBudget('ref_images', hold));
   const files: MediaFile[] = [];
   for (const [i, v] of list.entries()) files.push(await decodeMediaValue(v, `ref_images[${i}]`, opts));
+  files.forEach((file, i) => requireKind(file, 'image', `ref_images[${i}]`));
   return files;
 }
 
@@ -226,41 +246,69 @@ interface ImageForm {
  * Reads an edit's form: `image` / `image[]` files (in order), one `mask`, text fields (numeric
  * text becomes a number, big integers exact). 415 not multipart, 413 past a limit (one file,
  * or all of them together), 400 a file in another part or a malformed form. A file's type is
- * what its bytes show; the part's declared type only when they show nothing.
+ * what its bytes show; the part's declared type only when they show nothing. Files go to a
+ * temporary folder as they arrive (never a whole upload in memory), each chunk counted against
+ * the request's budget and `hold` (the gateway's, 503 past it); they are read back only once the
+ * whole form passed, and the folder is removed whatever happened.
  */
-async function readImageForm(req: FastifyRequest): Promise<ImageForm> {
+async function readImageForm(req: FastifyRequest, spoolAt: string, hold: UploadHold | undefined): Promise<ImageForm> {
   if (!req.isMultipart()) {
     throw new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'Send the edit as multipart/form-data, the image in the `image` part.' });
   }
   const form: ImageForm = { images: [], fields: {} };
   const budget = requestFileBudget('image');
+  const spool = await UploadSpool.open(spoolAt);
   try {
-    for await (const part of req.parts()) {
-      const name = part.fieldname;
-      if (part.type === 'file') {
-        if (name !== 'image' && name !== 'image[]' && name !== 'mask') {
-          throw badRequest(`Unknown file part \`${name}\`: send images in \`image\` (or \`image[]\`) and the mask in \`mask\`.`, name, 'unknown_file');
+    const spooled: { name: string; file: SpooledFile; declared: string | undefined }[] = [];
+    try {
+      for await (const part of req.parts()) {
+        const name = part.fieldname;
+        if (part.type === 'file') {
+          if (name !== 'image' && name !== 'image[]' && name !== 'mask') {
+            throw badRequest(`Unknown file part \`${name}\`: send images in \`image\` (or \`image[]\`) and the mask in \`mask\`.`, name, 'unknown_file');
+          }
+          if (name === 'mask' && spooled.some((s) => s.name === 'mask')) {
+            throw badRequest('Send one mask only.', 'mask', 'invalid_file');
+          }
+          if (name !== 'mask' && spooled.filter((s) => s.name !== 'mask').length >= MAX_IMAGES) {
+            throw badRequest(`Send at most ${MAX_IMAGES} images.`, 'image', 'invalid_file');
+          }
+          // to disk as it arrives, every chunk counted against the request's and the gateway's budgets
+          const file = await spool.save(part.file, (bytes) => {
+            budget.take(bytes);
+            hold?.take(bytes);
+          }).catch((err: unknown) => { throw formError(err, IMAGE_FORM_ERRORS, name); });
+          if (part.file.truncated) throw IMAGE_FORM_ERRORS.fileTooLarge(name === 'mask' ? 'mask' : 'image');
+          if (file.bytes === 0) {
+            throw badRequest(`The file in \`${name}\` is empty.`, name === 'mask' ? 'mask' : 'image', 'invalid_file');
+          }
+          spooled.push({ name, file, declared: part.mimetype });
+          continue;
         }
-        if (name === 'mask' && form.mask) throw badRequest('Send one mask only.', 'mask', 'invalid_file');
-        if (name !== 'mask' && form.images.length >= MAX_IMAGES) throw badRequest(`Send at most ${MAX_IMAGES} images.`, 'image', 'invalid_file');
-        const bytes = await part.toBuffer().catch((err: unknown) => { throw formError(err, IMAGE_FORM_ERRORS, name); });
-        if (bytes.length === 0) throw badRequest(`The file in \`${name}\` is empty.`, name === 'mask' ? 'mask' : 'image', 'invalid_file');
-        budget.take(bytes.length);
-        const file = { bytes, mime: sniffMime(bytes) ?? declaredType(part.mimetype) };
-        if (name === 'mask') form.mask = file;
-        else form.images.push(file);
-        continue;
+        if (part.valueTruncated || part.fieldnameTruncated) {
+          throw new GatewayError({ status: 413, code: 'request_too_large', param: name, message: `The form field \`${name}\` is larger than ${FORM_FIELD_LIMIT / 1024} KiB.` });
+        }
+        const key = name.endsWith('[]') ? name.slice(0, -2) : name;
+        const value = TEXT_FIELDS.has(key) ? part.value : fieldValue(part.value);
+        if (name.endsWith('[]')) form.fields[key] = [...((form.fields[key] as unknown[] | undefined) ?? []), value];
+        else if (!Object.hasOwn(form.fields, key)) form.fields[key] = value;
       }
-      if (part.valueTruncated || part.fieldnameTruncated) {
-        throw new GatewayError({ status: 413, code: 'request_too_large', param: name, message: `The form field \`${name}\` is larger than ${FORM_FIELD_LIMIT / 1024} KiB.` });
-      }
-      const key = name.endsWith('[]') ? name.slice(0, -2) : name;
-      const value = TEXT_FIELDS.has(key) ? part.value : fieldValue(part.value);
-      if (name.endsWith('[]')) form.fields[key] = [...((form.fields[key] as unknown[] | undefined) ?? []), value];
-      else if (!Object.hasOwn(form.fields, key)) form.fields[key] = value;
+    } catch (err) {
+      throw formError(err, IMAGE_FORM_ERRORS);
     }
-  } catch (err) {
-    throw formError(err, IMAGE_FORM_ERRORS);
+    // once the whole form is read: a size refusal (413) comes before a type one, and nothing is read back before both
+    for (const { name, file, declared } of spooled) {
+      const param = name === 'mask' ? 'mask' : 'image';
+      requireKind({ bytes: file.head, mime: declaredType(declared) }, 'image', param);
+    }
+    for (const { name, file, declared } of spooled) {
+      const bytes = await spool.read(file);
+      const image = { bytes, mime: sniffMime(bytes) ?? declaredType(declared) };
+      if (name === 'mask') form.mask = image;
+      else form.images.push(image);
+    }
+  } finally {
+    await spool.dispose();
   }
   return form;
 }

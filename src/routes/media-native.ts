@@ -20,8 +20,10 @@ import { registerExactJsonParser } from '../media/exact-json.ts';
 import { decodeFileMap } from '../media/input-files.ts';
 import type { MediaCaller, MediaFile } from '../media/service-types.ts';
 import {
-  MEDIA_JSON_BODY_LIMIT, mediaCaller, mediaInputOptions, requestFileBudget, settledForClient, withRefusals, type MediaRouteDeps,
+  MEDIA_JSON_BODY_LIMIT, mediaCaller, mediaInputOptions, requestFileBudget, settledForClient, uploadRefusal,
+  withRefusals, type MediaRouteDeps,
 } from './media-caller.ts';
+import { reserveUpload, uploadBudgetOf, uploadHoldOf, type UploadHold } from './media-upload-budget.ts';
 
 const GENERATIONS = '/v1/generations';
 const KEYS = new Set(['model', 'prompt', 'mode', 'params', 'images', 'files']);
@@ -29,7 +31,8 @@ const KEYS = new Set(['model', 'prompt', 'mode', 'params', 'images', 'files']);
 export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDeps): Promise<void> {
   registerExactJsonParser(app);
 
-  app.post(GENERATIONS, { bodyLimit: MEDIA_JSON_BODY_LIMIT }, (req, reply) =>
+  const budget = reserveUpload(uploadBudgetOf(app, deps.config), uploadRefusal(deps, GENERATIONS));
+  app.post(GENERATIONS, { bodyLimit: MEDIA_JSON_BODY_LIMIT, preParsing: budget }, (req, reply) =>
     withRefusals(deps, GENERATIONS, req, reply, async (r) => {
       const caller = r.identify();
       const body = req.body;
@@ -46,13 +49,17 @@ export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDe
       if (mode !== 'sync' && mode !== 'async') throw badRequest("`mode` must be 'sync' or 'async'.", 'mode', 'invalid_mode');
       const params = objectField(b.params, 'params');
       const media = deps.media();
-      const files = await readFiles(deps, caller, b.model, b.images, b.files);
+      const files = await readFiles(deps, caller, b.model, b.images, b.files, uploadHoldOf(req));
 
       const job = await media.submit(caller, {
         alias: b.model, ...(typeof b.prompt === 'string' ? { prompt: b.prompt } : {}), params, files,
-        endpoint: GENERATIONS, requestId: String(req.id),
+        endpoint: GENERATIONS, requestId: String(req.id), release: r.release,
       });
       r.jobId = job.id;
+      // the job keeps its own copy of the files: the request's go now, not after a wait of minutes
+      delete b.images;
+      delete b.files;
+      uploadHoldOf(req)?.release();
       if (mode === 'async') {
         return reply.code(202).header('location', `/v1/jobs/${job.id}`).send({ job_id: job.id, ...job });
       }
@@ -86,7 +93,10 @@ function objectField(value: unknown, name: string): Record<string, unknown> {
  * so is (before anything is fetched) one that is not a file input of the alias; an alias the
  * caller may not use is the service's 404 already here. One byte budget for both maps.
  */
-async function readFiles(deps: MediaRouteDeps, caller: MediaCaller, alias: string, images: unknown, files: unknown): Promise<Record<string, MediaFile>> {
+async function readFiles(
+  deps: MediaRouteDeps, caller: MediaCaller, alias: string, images: unknown, files: unknown,
+  hold: UploadHold | undefined,
+): Promise<Record<string, MediaFile>> {
   const imageMap = objectField(images, 'images');
   const fileMap = objectField(files, 'files');
   if (Object.keys(imageMap).length === 0 && Object.keys(fileMap).length === 0) return {};
@@ -96,7 +106,7 @@ async function readFiles(deps: MediaRouteDeps, caller: MediaCaller, alias: strin
   const media = deps.media();
   const allowed = media.fileParams ? media.fileParams(alias, caller) : undefined;
   if (media.fileParams && !allowed) throw modelNotFound(alias);
-  const opts = mediaInputOptions(deps.config(), requestFileBudget('files'));
+  const opts = mediaInputOptions(deps.config(), caller, requestFileBudget('files', hold));
   return {
     ...(await decodeFileMap(imageMap, allowed, 'images', opts)),
     ...(await decodeFileMap(fileMap, allowed, 'files', opts)),

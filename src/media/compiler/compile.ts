@@ -10,7 +10,9 @@
  */
 import { bypassNode, removeWithDependents, resolveNode, sortedIds, type GraphEdit } from './graph.ts';
 import { applyLoras, isLoraParam, isStrengthParam, loraRequests, pinKey } from './loras.ts';
-import { classInfo, inputDecl, isFileInput, isImageLoaderClass, type InputDecl } from './object-info.ts';
+import {
+  classInfo, fileKindOf, inputDecl, isFileInput, isImageLoaderClass, type FileKind, type InputDecl,
+} from './object-info.ts';
 import { outputNodes } from './outputs.ts';
 import { PLACEHOLDER_IMAGE_NAME } from './placeholder.ts';
 import { suggestMapping } from './suggest.ts';
@@ -55,6 +57,21 @@ export function fileParamsOf(mapping: Record<string, ResolvedEntry>, workflow: W
     if (classType === undefined) continue;
     const info = classInfo(objectInfo, classType);
     if (isFileInput(classType, info ? inputDecl(info, field) : undefined)) out.add(param);
+  }
+  return out;
+}
+
+/** The kind of media each file param of `mapping` loads (fileKindOf), where its node tells. */
+export function fileKindsOf(
+  mapping: Record<string, ResolvedEntry>, workflow: Workflow, objectInfo?: ObjectInfo,
+): Map<string, FileKind> {
+  const out = new Map<string, FileKind>();
+  for (const [param, { node, field }] of Object.entries(mapping)) {
+    const classType = workflow[node]?.class_type;
+    if (classType === undefined) continue;
+    const info = classInfo(objectInfo, classType);
+    const kind = fileKindOf(classType, info ? inputDecl(info, field) : undefined);
+    if (kind) out.set(param, kind);
   }
   return out;
 }

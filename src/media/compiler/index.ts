@@ -2,11 +2,11 @@
  * The workflow compiler: ComfyUI API-format workflows + generation aliases → prompts to queue.
  * Pure functions over plain data; the HTTP, upload and queue work lives elsewhere.
  */
-export { compile, effectiveMapping, fileParamsOf, type ResolvedEntry } from './compile.ts';
+export { compile, effectiveMapping, fileKindsOf, fileParamsOf, type ResolvedEntry } from './compile.ts';
 export { validateAlias } from './validate.ts';
 export { suggestMapping, paramFromTitle } from './suggest.ts';
 export { isLoraParam, loraSlots, RGTHREE_STACK, type LoraSlot } from './loras.ts';
-export { installedLoras, isFileInput, isImageLoaderClass } from './object-info.ts';
+export { fileKindOf, installedLoras, isFileInput, isImageLoaderClass, type FileKind } from './object-info.ts';
 export { outputKind, outputNodes, isOutputClass, type OutputKind } from './outputs.ts';
 export { writeJson } from './values.ts';
 export { PLACEHOLDER_IMAGE_NAME, PLACEHOLDER_PNG_BASE64, placeholderPng } from './placeholder.ts';

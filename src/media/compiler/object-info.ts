@@ -103,6 +103,21 @@ export function isFileInput(classType: string, decl: InputDecl | undefined): boo
   return /Load(?!er)/.test(classType);
 }
 
+/** The media a file input loads, as far as its class or upload flag tells. */
+export type FileKind = 'image' | 'audio' | 'video';
+
+/**
+ * What a file input (isFileInput) loads: an image for an image loader class or an
+ * `image_upload` flag; audio for `audio_upload` or a class named …Audio…; video for
+ * `video_upload` or …Video…; undefined when nothing tells (a mesh, a custom loader).
+ */
+export function fileKindOf(classType: string, decl: InputDecl | undefined): FileKind | undefined {
+  if (isImageLoaderClass(classType) || decl?.options.image_upload === true) return 'image';
+  if (decl?.options.audio_upload === true || /audio/i.test(classType)) return 'audio';
+  if (decl?.options.video_upload === true || /video/i.test(classType)) return 'video';
+  return undefined;
+}
+
 export function isMaskLoaderClass(classType: string): boolean {
   return classType.includes('LoadImageMask');
 }

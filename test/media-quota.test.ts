@@ -1,0 +1,93 @@
+/**
+ * Quotas hold for media jobs: each job is admitted against its user's `quota_req_day` when it
+ * is submitted (counted as running until its row is on record), so concurrent submits cannot
+ * all slip past a limit; a job cancelled before it reached a box gives its count back, one
+ * refused before any job existed never took one. Over sockets, the Images API through the
+ * real `openai` SDK, on fake ComfyUI boxes.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI, { APIError } from 'openai';
+import type { JobView } from '../src/media/service-types.ts';
+import {
+  call, createUser, isTerminal, MASTER, pollJob, startMediaRig, type MediaRig,
+} from './helpers/media-gateway.ts';
+
+const errorCode = (body: unknown): string | undefined =>
+  (body as { error?: { code?: string } } | undefined)?.error?.code;
+
+describe('media quotas', () => {
+  let rig: MediaRig;
+
+  before(async () => {
+    rig = await startMediaRig();
+  });
+  after(async () => rig?.close());
+
+  const slow = () => rig.comfy.setKnobs({ stepMs: 100, steps: 100 });
+  const fast = () => rig.comfy.setKnobs({ stepMs: 20, steps: 4 });
+  const submit = (key: string, prompt: string) =>
+    call<JobView>(rig.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt, mode: 'async' });
+
+  test('quota 3: of 10 concurrent async jobs and 10 images.generate, 3 are accepted, 17 refused 429', async () => {
+    const key = await createUser(rig.url, 'quota-three', { quota_req_day: 3 });
+    const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: key, maxRetries: 0 });
+    const asyncJobs = Array.from({ length: 10 }, (_, i) =>
+      call(rig.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: `async ${i}`, mode: 'async' })
+        .then((r) => ({ status: r.status, code: errorCode(r.body), id: (r.body as JobView).id })));
+    const images = Array.from({ length: 10 }, (_, i) =>
+      client.images.generate({ model: 'sd15', prompt: `sync ${i}` })
+        .then(() => ({ status: 200, code: undefined as string | undefined, id: undefined }))
+        .catch((err: unknown) => {
+          assert.ok(err instanceof APIError, String(err));
+          return { status: err.status ?? 0, code: errorCode({ error: err.error }), id: undefined };
+        }));
+    const answers = await Promise.all([...asyncJobs, ...images]);
+    const accepted = answers.filter((a) => a.status === 200 || a.status === 202);
+    const refused = answers.filter((a) => a.status === 429);
+    assert.equal(accepted.length, 3, JSON.stringify(answers));
+    assert.equal(refused.length, 17, JSON.stringify(answers));
+    assert.ok(refused.every((a) => a.code === 'insufficient_quota'), JSON.stringify(refused));
+    for (const a of accepted) if (a.id) await pollJob(rig.url, a.id, key, isTerminal);
+    // the three ran and are on record: the next one is refused as well
+    const later = await submit(key, 'later');
+    assert.equal(later.status, 429);
+  });
+
+  test('a job cancelled while it waited for a box gives its count back; a refused one never took one', async (t) => {
+    slow();
+    t.after(fast);
+    const busy = await submit(MASTER, 'hogging the box');
+    t.after(async () => { await call(rig.url, 'POST', `/v1/jobs/${busy.body.id}/cancel`, MASTER); });
+    await pollJob(rig.url, busy.body.id, MASTER, (v) => v.status === 'running');
+
+    const key = await createUser(rig.url, 'quota-one', { quota_req_day: 1 });
+    const bad = await call(rig.url, 'POST', '/v1/generations', key, { model: 'sd15', params: { no_such_param: 1 } });
+    assert.equal(bad.status, 400, 'refused before any job existed');
+    const parked = await submit(key, 'waiting');
+    assert.equal(parked.status, 202, JSON.stringify(parked.body));
+    await pollJob(rig.url, parked.body.id, key, (v) => v.queue_position !== null);
+    const second = await submit(key, 'one too many');
+    assert.equal(second.status, 429, 'the parked job holds the one request of the day');
+
+    const cancelled = await call<JobView>(rig.url, 'POST', `/v1/jobs/${parked.body.id}/cancel`, key);
+    assert.equal(cancelled.body.status, 'cancelled');
+    const again = await submit(key, 'after the cancel');
+    assert.equal(again.status, 202, `the cancelled job gave its count back: ${JSON.stringify(again.body)}`);
+    await call(rig.url, 'POST', `/v1/jobs/${again.body.id}/cancel`, key);
+  });
+
+  test('a job cancelled while it ran on a box still counts: it used the GPU', async (t) => {
+    slow();
+    t.after(fast);
+    const key = await createUser(rig.url, 'quota-one-running', { quota_req_day: 1 });
+    const running = await submit(key, 'runs a while');
+    assert.equal(running.status, 202, JSON.stringify(running.body));
+    await pollJob(rig.url, running.body.id, key, (v) => v.status === 'running');
+    const cancelled = await call<JobView>(rig.url, 'POST', `/v1/jobs/${running.body.id}/cancel`, key);
+    assert.equal(cancelled.body.status, 'cancelled');
+    await pollJob(rig.url, running.body.id, key, isTerminal);
+    const next = await submit(key, 'one more');
+    assert.equal(next.status, 429, JSON.stringify(next.body));
+  });
+});
