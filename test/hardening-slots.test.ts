@@ -60,9 +60,10 @@ describe('no slot without a deadline', () => {
     assert.equal(inflight(gw, 'slow'), 0);
   });
 
-  test('a client that stops reading is ended after stream_idle_timeout_s: slot freed, upstream aborted, 499 client_stalled, backend not blamed', async (t) => {
+  test('a client that stops reading is ended after client_stall_timeout_s: slot freed, upstream aborted, 499 client_stalled, backend not blamed', async (t) => {
     const fast = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 60_000 } });
-    const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], { stream_idle_timeout_s: 0.5, stats_flush_ms: 20 });
+    // the backend's idle deadline is as short: it must not fire while the gateway waits for the client
+    const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], { stream_idle_timeout_s: 0.5, client_stall_timeout_s: 0.5, stats_flush_ms: 20 });
     t.after(async () => { await gw.close(); await fast.close(); });
     const { port } = new URL(gw.url);
     const body = JSON.stringify(ask('m', true, 'x'.repeat(20)));
