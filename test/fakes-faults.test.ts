@@ -1,4 +1,7 @@
-/** The fake backends' fault knobs: head then silence, half a body then silence, garbage JSON, N errors then healthy, retry-after. */
+/**
+ * The fake backends' fault knobs: head then silence, half a body then silence, garbage JSON,
+ * N errors then healthy, retry-after.
+ */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -65,14 +68,16 @@ describe('fault knobs', () => {
     socket.on('close', () => { seen.ended = true; }).on('error', () => {});
     const json = JSON.stringify(body);
     const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-    socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`);
+    const head = `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}`;
+    socket.write(`${head}Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`);
     await until(() => /\r\n\r\n[\s\S]+/.test(seen.text));
     return { socket, seen };
   }
 
   /** The half body: the head announces the whole length, half of it came, and nothing more for 200 ms. */
   async function assertHalfThenSilence(seen: { text: string; ended: boolean }, starts: RegExp): Promise<void> {
-    const [head, part] = [seen.text.slice(0, seen.text.indexOf('\r\n\r\n')), seen.text.slice(seen.text.indexOf('\r\n\r\n') + 4)];
+    const end = seen.text.indexOf('\r\n\r\n');
+    const [head, part] = [seen.text.slice(0, end), seen.text.slice(end + 4)];
     assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
     assert.match(head, /\r\ncontent-type: application\/json/i);
     const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
@@ -84,10 +89,14 @@ describe('fault knobs', () => {
     assert.equal(seen.ended, false, 'the socket stays open');
   }
 
-  test('halfBodyThenSilence, non-stream: the head and half the JSON body, then nothing until the client goes away; streams unaffected', async () => {
+  test('halfBodyThenSilence, non-stream: head and half the body, then nothing until the client goes away', async () => {
     const f = await startFake('vllm', { knobs: { halfBodyThenSilence: true } });
     try {
-      for (const [path, body, starts] of [[CHAT, chatBody(f), /^\{"id":"chatcmpl-/], ['/v1/embeddings', { model: f.models[0], input: 'x' }, /^\{"/]] as const) {
+      const cases = [
+        [CHAT, chatBody(f), /^\{"id":"chatcmpl-/],
+        ['/v1/embeddings', { model: f.models[0], input: 'x' }, /^\{"/],
+      ] as const;
+      for (const [path, body, starts] of cases) {
         const { socket, seen } = await rawPost(f.port, path, body);
         await assertHalfThenSilence(seen, starts);
         assert.equal(f.inflight, 1, path);
@@ -103,10 +112,11 @@ describe('fault knobs', () => {
     }
   });
 
-  test('halfBodyThenSilence, Anthropic non-stream: the head and half the message, then nothing until close()', async () => {
+  test('halfBodyThenSilence, Anthropic non-stream: head and half the message, then nothing until close()', async () => {
     const f = await startAnthropicFake({ knobs: { halfBodyThenSilence: true } });
     const body = { model: f.models[0], max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] };
-    const { socket, seen } = await rawPost(f.port, '/v1/messages', body, { 'x-api-key': ANTHROPIC_FAKE_API_KEY, 'anthropic-version': '2023-06-01' });
+    const headers = { 'x-api-key': ANTHROPIC_FAKE_API_KEY, 'anthropic-version': '2023-06-01' };
+    const { socket, seen } = await rawPost(f.port, '/v1/messages', body, headers);
     try {
       await assertHalfThenSilence(seen, /^\{"id":"msg_/);
       await f.close();

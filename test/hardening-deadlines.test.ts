@@ -19,19 +19,24 @@ import { listenFake } from './fakes/listen.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 
-const post = (url: string, path: string, body: unknown, headers: Record<string, string> = {}) => fetch(`${url}${path}`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', ...headers },
-  body: JSON.stringify(body),
-  // today's gateway would hold a half answer for request_timeout_s: fail fast instead
-  signal: AbortSignal.timeout(8000),
-});
+const post = (url: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+    // today's gateway would hold a half answer for request_timeout_s: fail fast instead
+    signal: AbortSignal.timeout(8000),
+  });
 const CHAT = '/v1/chat/completions';
 const ask = (model: string, stream: boolean) => ({ model, stream, messages: [{ role: 'user', content: 'hi' }] });
-const inflight = (gw: TestGateway, name: string) => gw.gateway.scheduler.snapshot().backends.find((b) => b.name === name)!.inflight;
+const inflight = (gw: TestGateway, name: string) =>
+  gw.gateway.scheduler.snapshot().backends.find((b) => b.name === name)!.inflight;
 const failures = (gw: TestGateway, name: string) => gw.gateway.registry.get(name)!.consecutiveFailures;
 const lastRow = (gw: TestGateway) => gw.gateway.callLog.recent({ limit: 1 })[0];
-const sseChunk = (content: string) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] })}\n\n`;
+const sseChunk = (content: string) => {
+  const chunk = { id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content } }] };
+  return `data: ${JSON.stringify(chunk)}\n\n`;
+};
 
 /**
  * A backend whose answers the test writes by hand: it lists model `m`, and each generation
@@ -74,21 +79,34 @@ function stallEventLoop(ms: number): void {
   while (Date.now() < until) { /* busy */ }
 }
 
+/**
+ * A fake that floods a stream: 16 MB in 64 KB events, more than the socket buffers hold, in few
+ * enough writes to fill them fast on a loaded machine.
+ */
+const flooding = () => startFake('vllm', {
+  models: ['m'], knobs: { toolCall: true, toolCallArguments: 'x'.repeat(16 << 20), chunkCount: 256 },
+});
+
 /** A stream call from a client that never reads a byte of the answer (its socket stays open). */
 async function stalledStreamClient(t: TestContext, gw: TestGateway): Promise<Socket> {
   const body = JSON.stringify(ask('m', true));
   const socket = connect(gw.port, '127.0.0.1');
   t.after(() => socket.destroy());
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
-  socket.write(`POST ${CHAT} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const length = Buffer.byteLength(body);
+  const head = `POST ${CHAT} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${length}`;
+  socket.write(`${head}\r\n\r\n${body}`);
   socket.pause(); // never read: the gateway's socket buffer fills up
   return socket;
 }
 
 describe('a non-stream answer that stops halfway', () => {
-  test('is cut after stream_idle_timeout_s, not request_timeout_s: 502, slot freed, upstream aborted, failure counted', async (t) => {
+  test('is cut after stream_idle_timeout_s (not request_timeout_s): 502, slot freed, failure counted', async (t) => {
     const half = await startFake('vllm', { models: ['m'], knobs: { halfBodyThenSilence: true } });
-    const gw = await startGateway([{ name: 'half', url: half.url, max_concurrent: 1 }], { stream_idle_timeout_s: 0.3, request_timeout_s: 60, stats_flush_ms: 20 });
+    const gw = await startGateway(
+      [{ name: 'half', url: half.url, max_concurrent: 1 }],
+      { stream_idle_timeout_s: 0.3, request_timeout_s: 60, stats_flush_ms: 20 },
+    );
     t.after(async () => { await gw.close(); await half.close(); });
     const started = Date.now();
     const res = await post(gw.url, CHAT, ask('m', false));
@@ -104,12 +122,16 @@ describe('a non-stream answer that stops halfway', () => {
     await waitFor(() => lastRow(gw)?.status === 502, 'the call is logged as a 502');
   });
 
-  test('fails over while nothing reached the client: the next candidate answers, the stalled backend is charged', async (t) => {
+  test('fails over while nothing reached the client; the stalled backend is charged', async (t) => {
     const half = await startFake('vllm', { models: ['m'], knobs: { halfBodyThenSilence: true } });
     const good = await startFake('llamacpp', { models: ['m'] });
-    const gw = await startGateway([{ name: 'half', url: half.url, max_concurrent: 1 }, { name: 'good', url: good.url }], { stream_idle_timeout_s: 0.3, request_timeout_s: 60 });
+    const gw = await startGateway(
+      [{ name: 'half', url: half.url, max_concurrent: 1 }, { name: 'good', url: good.url }],
+      { stream_idle_timeout_s: 0.3, request_timeout_s: 60 },
+    );
     t.after(async () => { await gw.close(); await half.close(); await good.close(); });
-    assert.equal(gw.gateway.scheduler.order([{ backend: 'half', model: 'm' }, { backend: 'good', model: 'm' }])[0].backend, 'half');
+    const order = gw.gateway.scheduler.order([{ backend: 'half', model: 'm' }, { backend: 'good', model: 'm' }]);
+    assert.equal(order[0].backend, 'half', 'the stalling backend is tried first');
     const res = await post(gw.url, CHAT, ask('m', false));
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-gateway-backend'), 'good');
@@ -119,9 +141,11 @@ describe('a non-stream answer that stops halfway', () => {
     assert.equal(inflight(gw, 'half'), 0);
   });
 
-  test('request_timeout_s bounds only the first byte: an answer that keeps coming in parts is served whole', async (t) => {
+  test('request_timeout_s bounds only the first byte: an answer that keeps coming is served whole', async (t) => {
     const backend = await scriptedBackend(t);
-    const gw = await startGateway([{ name: 's', url: backend.url }], { request_timeout_s: 0.5, stream_idle_timeout_s: 2 });
+    const gw = await startGateway([{ name: 's', url: backend.url }], {
+      request_timeout_s: 0.5, stream_idle_timeout_s: 2,
+    });
     t.after(() => gw.close());
     const answer = post(gw.url, CHAT, ask('m', false));
     const upstream = await backend.next();
@@ -143,12 +167,18 @@ describe('a non-stream answer that stops halfway', () => {
     assert.equal(failures(gw, 's'), 0);
   });
 
-  test('the same on /v1/messages (passthrough and translated) and /v1/responses: a 502 in the endpoint\'s shape, failure counted', async (t) => {
+  test('the same on /v1/messages (passthrough, translated) and /v1/responses, in their shapes', async (t) => {
     const claude = await startAnthropicFake({ knobs: { halfBodyThenSilence: true } });
     const chat = await startFake('vllm', { models: ['m'], knobs: { halfBodyThenSilence: true } });
     const gw = await startGateway(
-      [{ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY }, { name: 'chat', url: chat.url }],
-      { stream_idle_timeout_s: 0.3, request_timeout_s: 60, virtual_models: { sonnet: { claude: claude.models[0] }, local: { chat: 'm' } } },
+      [
+        { name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY },
+        { name: 'chat', url: chat.url },
+      ],
+      {
+        stream_idle_timeout_s: 0.3, request_timeout_s: 60,
+        virtual_models: { sonnet: { claude: claude.models[0] }, local: { chat: 'm' } },
+      },
     );
     t.after(async () => { await gw.close(); await claude.close(); await chat.close(); });
     const anthropic = { 'anthropic-version': '2023-06-01' };
@@ -182,9 +212,11 @@ describe('a non-stream answer that stops halfway', () => {
 });
 
 describe('one owner per stall', () => {
-  test('a stalled event loop is not the backend\'s silence: bytes that came during it are read, the stream completes', async (t) => {
+  test('a stalled event loop is not the backend\'s silence: the bytes that came are read first', async (t) => {
     const backend = await scriptedBackend(t);
-    const gw = await startGateway([{ name: 's', url: backend.url }], { stream_idle_timeout_s: 0.3, stats_flush_ms: 20 });
+    const gw = await startGateway([{ name: 's', url: backend.url }], {
+      stream_idle_timeout_s: 0.3, stats_flush_ms: 20,
+    });
     t.after(() => gw.close());
     const answer = post(gw.url, CHAT, ask('m', true));
     const upstream = await backend.next();
@@ -205,14 +237,17 @@ describe('one owner per stall', () => {
     await waitFor(() => lastRow(gw)?.status === 200, 'the call is logged as complete');
   });
 
-  test('a client that stops reading owns the wait: client_stall_timeout_s ends it (499), the backend\'s shorter idle deadline does not fire', async (t) => {
-    const fast = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 60_000 } });
-    const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], { stream_idle_timeout_s: 0.2, client_stall_timeout_s: 2, stats_flush_ms: 20 });
+  test('a client that stops reading owns the wait: client_stall_timeout_s ends it (499), not the idle', async (t) => {
+    const fast = await flooding();
+    const gw = await startGateway(
+      [{ name: 'fast', url: fast.url, max_concurrent: 1 }],
+      { stream_idle_timeout_s: 0.2, client_stall_timeout_s: 2, stats_flush_ms: 20 },
+    );
     t.after(async () => { await gw.close(); await fast.close(); });
     await stalledStreamClient(t, gw);
     await waitFor(() => fast.inflight === 1, 'stream started');
     await delay(1000);
-    assert.equal(inflight(gw, 'fast'), 1, 'held past stream_idle_timeout_s: the client, not the backend, is waited for');
+    assert.equal(inflight(gw, 'fast'), 1, 'held past stream_idle_timeout_s: the client is waited for, not the backend');
     await waitFor(() => inflight(gw, 'fast') === 0, 'slot freed after client_stall_timeout_s', 8000);
     await waitFor(() => fast.inflight === 0, 'upstream aborted');
     await waitFor(() => lastRow(gw)?.status === 499, 'logged as 499');
@@ -221,9 +256,12 @@ describe('one owner per stall', () => {
     assert.equal(gw.gateway.registry.get('fast')!.healthy, true);
   });
 
-  test('client_stall_timeout_s is its own key: 0 = no deadline, and it holds with stream_idle_timeout_s 0 (hot-reloaded)', async (t) => {
-    const fast = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 60_000 } });
-    const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], { stream_idle_timeout_s: 0, client_stall_timeout_s: 0, stats_flush_ms: 20 });
+  test('client_stall_timeout_s is its own key (hot): 0 = none; it holds with stream_idle_timeout_s 0', async (t) => {
+    const fast = await flooding();
+    const gw = await startGateway(
+      [{ name: 'fast', url: fast.url, max_concurrent: 1 }],
+      { stream_idle_timeout_s: 0, client_stall_timeout_s: 0, stats_flush_ms: 20 },
+    );
     t.after(async () => { await gw.close(); await fast.close(); });
     const first = await stalledStreamClient(t, gw);
     await waitFor(() => fast.inflight === 1, 'stream started');
@@ -237,7 +275,8 @@ describe('one owner per stall', () => {
     assert.equal(gw.gateway.config().stream_idle_timeout_s, 0);
     await stalledStreamClient(t, gw);
     await waitFor(() => fast.inflight === 1, 'second stream started');
-    await waitFor(() => inflight(gw, 'fast') === 0, 'slot freed after client_stall_timeout_s although stream_idle_timeout_s is 0', 5000);
+    const what = 'slot freed after client_stall_timeout_s although stream_idle_timeout_s is 0';
+    await waitFor(() => inflight(gw, 'fast') === 0, what, 5000);
     await waitFor(() => lastRow(gw)?.reason === 'client_stalled', 'logged as client_stalled');
     assert.equal(lastRow(gw).status, 499);
     assert.equal(failures(gw, 'fast'), 0);

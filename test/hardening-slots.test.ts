@@ -61,7 +61,8 @@ describe('no slot without a deadline', () => {
   });
 
   test('a client that stops reading is ended after client_stall_timeout_s: slot freed, upstream aborted, 499 client_stalled, backend not blamed', async (t) => {
-    const fast = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 60_000 } });
+    // 16 MB in 64 KB events: more than the socket buffers hold, in few enough writes to fill them fast on a loaded machine
+    const fast = await startFake('vllm', { models: ['m'], knobs: { toolCall: true, toolCallArguments: 'x'.repeat(16 << 20), chunkCount: 256 } });
     // the backend's idle deadline is as short: it must not fire while the gateway waits for the client
     const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], { stream_idle_timeout_s: 0.5, client_stall_timeout_s: 0.5, stats_flush_ms: 20 });
     t.after(async () => { await gw.close(); await fast.close(); });

@@ -69,8 +69,9 @@ export async function relaySse(
   if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error, outcome };
   if (result.kind === 'client_stalled') return { health: 'none', outcome };
   // speed = decoding only: from the first token to the end, never a model load or a park
-  const speed = result.kind === 'complete' && summary.firstTokenAt !== undefined
-    ? { status: 200, outputTokens: summary.usage.completion_tokens, seconds: Math.max(0.001, (call.now() - summary.firstTokenAt) / 1000) }
+  const decoding = summary.firstTokenAt !== undefined ? (call.now() - summary.firstTokenAt) / 1000 : undefined;
+  const speed = result.kind === 'complete' && decoding !== undefined
+    ? { status: 200, outputTokens: summary.usage.completion_tokens, seconds: Math.max(0.001, decoding) }
     : undefined;
   return { health: 'ok', speed, outcome };
 }

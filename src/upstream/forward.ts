@@ -65,10 +65,10 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
   }
   const status = res.statusCode;
   const contentType = String(res.headers['content-type'] ?? '');
-  if (status === 200 && req.stream && contentType.includes('text/event-stream')) return { kind: 'ok-stream', response: res };
-  if (status === 200 && req.raw && !contentType.includes('json') && !contentType.includes('text/event-stream')) {
-    return { kind: 'ok-raw', response: res };
-  }
+  const eventStream = contentType.includes('text/event-stream');
+  if (status === 200 && req.stream && eventStream) return { kind: 'ok-stream', response: res };
+  const bytes = !contentType.includes('json') && !eventStream;
+  if (status === 200 && req.raw && bytes) return { kind: 'ok-raw', response: res };
   const idle = new UpstreamIdleWatch(res.body, req.bodyIdleMs ?? 0);
   let raw: Buffer;
   try {
@@ -77,19 +77,24 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
     res.body.destroy();
     if (!idle.expired) return { kind: 'transport-error', error: describeError(err) };
     const silence = `no data for ${(req.bodyIdleMs ?? 0) / 1000} s after its first bytes (stream_idle_timeout_s)`;
-    return { kind: 'bad-answer', error: { kind: 'upstream', status, detail: `stopped sending its ${status} answer halfway: ${silence}` } };
+    const detail = `stopped sending its ${status} answer halfway: ${silence}`;
+    return { kind: 'bad-answer', error: { kind: 'upstream', status, detail } };
   }
   if (status !== 200) return { kind: 'upstream-status', status, headers: res.headers, text: raw.toString('utf8') };
   const json = parseObject(raw);
   if (!json) {
     const preview = raw.subarray(0, 120).toString('utf8').replace(/\s+/g, ' ');
-    return { kind: 'bad-answer', error: { kind: 'upstream', status: 200, detail: `answered 200 with a body that is not a JSON object (${contentType || 'no content type'}): ${preview}` } };
+    const type = contentType || 'no content type';
+    const detail = `answered 200 with a body that is not a JSON object (${type}): ${preview}`;
+    return { kind: 'bad-answer', error: { kind: 'upstream', status: 200, detail } };
   }
   return { kind: 'ok-json', headers: res.headers, raw, json };
 }
 
 /** A body read whole: `onFirstByte` with its first chunk, then `idle` watches the silence between chunks. */
-async function readWhole(body: AsyncIterable<unknown>, idle: UpstreamIdleWatch, onFirstByte?: () => void): Promise<Buffer> {
+async function readWhole(
+  body: AsyncIterable<unknown>, idle: UpstreamIdleWatch, onFirstByte?: () => void,
+): Promise<Buffer> {
   const parts: Buffer[] = [];
   try {
     for await (const chunk of body) {

@@ -195,7 +195,8 @@ export class UpstreamProxy {
     const deadline = state.upstream;
     try {
       if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
-      else deadline.arm(cfg.request_timeout_s * 1000, `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
+      else deadline.arm(cfg.request_timeout_s * 1000, 
+        `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
       const wire = call.surface.attempt(backend.spec);
       const request = wire.upstreamRequest(lease.model, backend.modelsById.get(lease.model)?.context_length);
       const result = await forward({
@@ -234,7 +235,9 @@ export class UpstreamProxy {
         case 'ok-raw': {
           const body = {
             cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, served, response: result.response,
-            onFirstByte: () => deadline.clear(), noAnswer: (error: AttemptFailure['error']) => this.noAnswer(state, error), now: deps.now,
+            onFirstByte: () => deadline.clear(),
+            noAnswer: (error: AttemptFailure['error']) => this.noAnswer(state, error),
+            now: deps.now,
           };
           if (result.kind === 'ok-raw') return await pipeRawBody(body, call.reply);
           return await relaySse(body, state.sse!, wire, (error) => call.surface.errorEvent(error));

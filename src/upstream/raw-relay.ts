@@ -1,10 +1,11 @@
 /**
  * Pipes a 200 answer that is neither JSON nor an event stream (speech audio, a transcript as
  * text) to the client as it arrives: never buffered whole, one write per upstream chunk with
- * back-pressure, the same deadlines as an SSE relay (backend silence, client stall). The client's head goes out with the
- * first body byte, so a backend that breaks before sending any can still be failed over; after
- * that a broken upstream destroys the client's connection, since a binary body has no way to
- * carry an error (the client sees a truncated body: a short content-length or no last chunk).
+ * back-pressure, the same deadlines as an SSE relay (backend silence, client stall). The
+ * client's head goes out with the first body byte, so a backend that breaks before sending any
+ * can still be failed over; after that a broken upstream destroys the client's connection,
+ * since a binary body has no way to carry an error (the client sees a truncated body: a short
+ * content-length or no last chunk).
  */
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';

@@ -99,11 +99,12 @@ function sendGarbled(res: ServerResponse, body: unknown): void {
   res.end(json.slice(0, Math.floor(json.length / 2)));
 }
 
-/** The halfBodyThenSilence answer: 200, the head and half of `body` on the wire, then nothing until the client goes away or close(). */
+/** The halfBodyThenSilence answer: 200, its head and half of `body`, then nothing until the client leaves or close(). */
 function halfBodyThenSilence(res: ServerResponse, body: unknown, signal: AbortSignal): Promise<void> {
   if (res.destroyed) return Promise.resolve();
   const json = JSON.stringify(body);
-  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(json)) });
+  const length = String(Buffer.byteLength(json));
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': length });
   res.write(json.slice(0, Math.floor(json.length / 2)));
   return untilAborted(signal);
 }
