@@ -1,9 +1,12 @@
-/** The fake backends' fault knobs: head then silence, garbage JSON, N errors then healthy, retry-after. */
+/**
+ * The fake backends' fault knobs: head then silence, half a body then silence, garbage JSON,
+ * N errors then healthy, retry-after.
+ */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { contentWords, startFake } from './fakes/index.ts';
+import { ANTHROPIC_FAKE_API_KEY, contentWords, startAnthropicFake, startFake } from './fakes/index.ts';
 import { CHAT, chatBody, chunksOf, contentOf, post, streamBody, until, withFake } from './fakes/http-helpers.ts';
 
 describe('fault knobs', () => {
@@ -48,6 +51,77 @@ describe('fault knobs', () => {
       await f.close();
       await until(() => ended);
       assert.equal(ended, true, 'close() ends it');
+    } finally {
+      socket.destroy();
+      await f.close();
+    }
+  });
+
+  /**
+   * POSTs `body` over a raw socket and waits for the head and some of the body: what arrived,
+   * and whether the socket closed since.
+   */
+  async function rawPost(port: number, path: string, body: unknown, headers: Record<string, string> = {}) {
+    const socket = connect(port, '127.0.0.1');
+    const seen = { text: '', ended: false };
+    socket.setEncoding('utf8').on('data', (d: string) => { seen.text += d; });
+    socket.on('close', () => { seen.ended = true; }).on('error', () => {});
+    const json = JSON.stringify(body);
+    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    const head = `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}`;
+    socket.write(`${head}Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`);
+    await until(() => /\r\n\r\n[\s\S]+/.test(seen.text));
+    return { socket, seen };
+  }
+
+  /** The half body: the head announces the whole length, half of it came, and nothing more for 200 ms. */
+  async function assertHalfThenSilence(seen: { text: string; ended: boolean }, starts: RegExp): Promise<void> {
+    const end = seen.text.indexOf('\r\n\r\n');
+    const [head, part] = [seen.text.slice(0, end), seen.text.slice(end + 4)];
+    assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(head, /\r\ncontent-type: application\/json/i);
+    const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1]);
+    assert.match(part, starts);
+    assert.ok(part.length > 0 && Buffer.byteLength(part) < length, `${Buffer.byteLength(part)} of ${length} bytes`);
+    assert.throws(() => JSON.parse(part), SyntaxError, 'not a whole JSON body');
+    await delay(200);
+    assert.equal(seen.text, `${head}\r\n\r\n${part}`, 'nothing after the half body');
+    assert.equal(seen.ended, false, 'the socket stays open');
+  }
+
+  test('halfBodyThenSilence, non-stream: head and half the body, then nothing until the client goes away', async () => {
+    const f = await startFake('vllm', { knobs: { halfBodyThenSilence: true } });
+    try {
+      const cases = [
+        [CHAT, chatBody(f), /^\{"id":"chatcmpl-/],
+        ['/v1/embeddings', { model: f.models[0], input: 'x' }, /^\{"/],
+      ] as const;
+      for (const [path, body, starts] of cases) {
+        const { socket, seen } = await rawPost(f.port, path, body);
+        await assertHalfThenSilence(seen, starts);
+        assert.equal(f.inflight, 1, path);
+        socket.destroy();
+        await until(() => f.inflight === 0);
+        assert.equal(f.inflight, 0, `${path}: the answer ends when the client goes away`);
+      }
+      const { chunks, done } = chunksOf(await (await post(f, CHAT, streamBody(f))).text());
+      assert.ok(done);
+      assert.equal(contentOf(chunks), contentWords(8).join(''));
+    } finally {
+      await f.close();
+    }
+  });
+
+  test('halfBodyThenSilence, Anthropic non-stream: head and half the message, then nothing until close()', async () => {
+    const f = await startAnthropicFake({ knobs: { halfBodyThenSilence: true } });
+    const body = { model: f.models[0], max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] };
+    const headers = { 'x-api-key': ANTHROPIC_FAKE_API_KEY, 'anthropic-version': '2023-06-01' };
+    const { socket, seen } = await rawPost(f.port, '/v1/messages', body, headers);
+    try {
+      await assertHalfThenSilence(seen, /^\{"id":"msg_/);
+      await f.close();
+      await until(() => seen.ended);
+      assert.equal(seen.ended, true, 'close() ends it');
     } finally {
       socket.destroy();
       await f.close();

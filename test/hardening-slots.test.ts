@@ -1,7 +1,8 @@
 /**
  * Every lease has a deadline and comes back on every path: a backend that sends its head and
  * then nothing, a non-stream answer slower than the stream first-byte limit, a client that
- * stops reading, an exception inside an attempt, a body nested 10,000 deep.
+ * stops reading, an exception inside an attempt, a body nested 10,000 deep (more on the
+ * deadlines after the first byte in hardening-deadlines.test.ts).
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -43,7 +44,7 @@ describe('no slot without a deadline', () => {
     assert.equal(inflight(gw, 'silent'), 0);
   });
 
-  test('a non-stream call gets the whole-answer deadline request_timeout_s, not the first-byte one', async (t) => {
+  test('a non-stream call waits request_timeout_s for its answer, not the stream first-byte limit', async (t) => {
     const slow = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 600 } });
     const gw = await startGateway([{ name: 'slow', url: slow.url, max_concurrent: 1 }], { first_byte_timeout_s: 0.2, request_timeout_s: 5 });
     t.after(async () => { await gw.close(); await slow.close(); });
@@ -60,9 +61,11 @@ describe('no slot without a deadline', () => {
     assert.equal(inflight(gw, 'slow'), 0);
   });
 
-  test('a client that stops reading is ended after stream_idle_timeout_s: slot freed, upstream aborted, 499 client_stalled, backend not blamed', async (t) => {
-    const fast = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 60_000 } });
-    const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], { stream_idle_timeout_s: 0.5, stats_flush_ms: 20 });
+  test('a client that stops reading is ended after client_stall_timeout_s: slot freed, upstream aborted, 499 client_stalled, backend not blamed', async (t) => {
+    // 16 MB in 64 KB events: more than the socket buffers hold, in few enough writes to fill them fast on a loaded machine
+    const fast = await startFake('vllm', { models: ['m'], knobs: { toolCall: true, toolCallArguments: 'x'.repeat(16 << 20), chunkCount: 256 } });
+    // the backend's idle deadline is as short: it must not fire while the gateway waits for the client
+    const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], { stream_idle_timeout_s: 0.5, client_stall_timeout_s: 0.5, stats_flush_ms: 20 });
     t.after(async () => { await gw.close(); await fast.close(); });
     const { port } = new URL(gw.url);
     const body = JSON.stringify(ask('m', true, 'x'.repeat(20)));

@@ -19,6 +19,7 @@ export const DEFAULTS = Object.freeze({
   affinity_max_wait_s: 120,
   fast_probe_interval_s: 3,
   stream_idle_timeout_s: 180,
+  client_stall_timeout_s: 180,
   first_byte_timeout_s: 300,
   request_timeout_s: 600,
   stream_keepalive_s: 10,

@@ -118,6 +118,7 @@ export const configSchema = {
     affinity_max_wait_s: { ...nonNegativeNumber, default: DEFAULTS.affinity_max_wait_s },
     fast_probe_interval_s: { ...nonNegativeNumber, default: DEFAULTS.fast_probe_interval_s },
     stream_idle_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.stream_idle_timeout_s },
+    client_stall_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.client_stall_timeout_s },
     first_byte_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.first_byte_timeout_s },
     request_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.request_timeout_s },
     stream_keepalive_s: { ...nonNegativeNumber, default: DEFAULTS.stream_keepalive_s },

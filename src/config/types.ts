@@ -144,11 +144,13 @@ export interface GatewayConfig {
   max_parked: number;
   affinity_max_wait_s: number;
   fast_probe_interval_s: number;
-  /** Longest silence between stream events (after the first byte), and longest client back-pressure; 0 = none. */
+  /** Longest silence of a backend between body bytes (after the first byte), stream or not; 0 = none. */
   stream_idle_timeout_s: number;
+  /** Longest a client may stop reading (back-pressure) before its call is ended (499); 0 = none. */
+  client_stall_timeout_s: number;
   /** Streams: longest wait for the first byte of the body (head included); 0 = none. */
   first_byte_timeout_s: number;
-  /** Non-stream calls: longest wait for the whole answer; 0 = none. */
+  /** Non-stream calls: longest wait for the first byte of the answer's body; 0 = none. */
   request_timeout_s: number;
   /** Streams: SSE comment every N seconds while nothing else is sent (parked, prefill); 0 = off. */
   stream_keepalive_s: number;

@@ -28,8 +28,12 @@ const INFO: Record<string, Info> = {
   health_check_interval: { label: 'Health check interval', unit: 's', help: 'Seconds between discovery polls of each backend (GET /v1/models; never loads a model).' },
   model_prefix: { label: 'Model prefix', help: 'List models as <backend>/<model> in /v1/models.' },
   first_byte_timeout_s: { label: 'First byte timeout', unit: 's', help: 'Streams: the first byte must arrive within this; 0 = no limit.' },
-  stream_idle_timeout_s: { label: 'Stream idle timeout', unit: 's', help: 'Streams: longest silence between events (and client back-pressure); 0 = no limit.' },
-  request_timeout_s: { label: 'Request timeout', unit: 's', help: 'Non-stream calls: the whole answer must arrive within this; 0 = no limit.' },
+  stream_idle_timeout_s: { label: 'Stream idle timeout', unit: 's', help: 'Longest silence of a backend between body bytes after the first, streams and not; 0 = no limit.' },
+  client_stall_timeout_s: {
+    label: 'Client stall timeout', unit: 's',
+    help: 'A client that stops reading this long is ended (499; the backend is not blamed); 0 = no limit.',
+  },
+  request_timeout_s: { label: 'Request timeout', unit: 's', help: 'Non-stream calls: the first byte of the answer must arrive within this; 0 = no limit.' },
   stream_keepalive_s: { label: 'Stream keep-alive', unit: 's', help: 'Waiting streams get an SSE comment this often; 0 = off.' },
   request_body_timeout_s: { label: 'Request receive timeout', unit: 's', help: 'Longest silence while a request (headers or body) is still arriving: 408 and the connection closed; never cuts an answer; 0 = off.' },
   allowed_hosts: { label: 'Allowed Host names', help: 'While open, extra Host names the gateway answers to besides this machine\'s own names and addresses (DNS-rebinding guard).' },
@@ -68,7 +72,7 @@ const INFO: Record<string, Info> = {
 const GROUPS: readonly { id: string; title: string; keys: readonly string[] }[] = [
   { id: 'scheduler', title: 'Scheduler and parking', keys: ['park_timeout_s', 'max_parked', 'affinity_max_wait_s', 'fast_probe_interval_s', 'max_concurrent', 'failure_threshold'] },
   { id: 'discovery', title: 'Discovery and listing', keys: ['health_check_interval', 'model_prefix'] },
-  { id: 'timeouts', title: 'Timeouts and streaming', keys: ['first_byte_timeout_s', 'stream_idle_timeout_s', 'request_timeout_s', 'stream_keepalive_s', 'async_park_timeout_s', 'request_body_timeout_s'] },
+  { id: 'timeouts', title: 'Timeouts and streaming', keys: ['first_byte_timeout_s', 'stream_idle_timeout_s', 'client_stall_timeout_s', 'request_timeout_s', 'stream_keepalive_s', 'async_park_timeout_s', 'request_body_timeout_s'] },
   { id: 'retention', title: 'Call log and retention', keys: ['call_log', 'capture_bodies', 'retention_days', 'body_retention_days', 'responses_ttl_h', 'stats_flush_ms'] },
   { id: 'media', title: 'Media', keys: ['media_park_timeout_s', 'job_ttl_h', 'ref_url_allow_private', 'max_upload_bytes_inflight', 'gpu_groups'] },
   { id: 'access', title: 'Access and exposure', keys: ['api_key', 'metrics_access', 'cors_origins', 'allowed_hosts', 'trust_proxy', 'expose_backend_names'] },

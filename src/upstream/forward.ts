@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
 import type { AbortSignalLike } from '../scheduler/index.ts';
+import { UpstreamIdleWatch } from './idle-watch.ts';
 
 export type UpstreamHeaders = Record<string, string | string[] | undefined>;
 
@@ -16,6 +17,13 @@ export interface ForwardRequest {
   stream: boolean;
   /** The call takes bytes (audio, text): a 200 that is neither JSON nor an event stream is handed back unread. */
   raw?: boolean;
+  /**
+   * A body read here (a JSON answer, an error's text): called with its first byte, so the
+   * caller's deadline for the first byte (`signal`) can be lifted.
+   */
+  onFirstByte?: () => void;
+  /** A body read here: the longest silence between its bytes after the first (stream_idle_timeout_s); 0 = none. */
+  bodyIdleMs?: number;
 }
 
 /** What one HTTP exchange with a backend came to, before anyone decides what it means. */
@@ -28,15 +36,16 @@ export type Forwarded =
   | { kind: 'ok-raw'; response: Dispatcher.ResponseData }
   /** Any other status, with its body as text. */
   | { kind: 'upstream-status'; status: number; headers: UpstreamHeaders; text: string }
-  /** A 200 whose body is not a JSON object: the backend is broken, not the client. */
+  /** A 200 whose body is not a JSON object, or any body that stopped halfway: the backend is broken, not the client. */
   | { kind: 'bad-answer'; error: Omit<BackendError, 'since'> }
   /** No answer: connection refused or reset, a deadline passed, the client left. */
   | { kind: 'transport-error'; error: Omit<BackendError, 'since'> };
 
 /**
  * Sends one request to one backend and turns the undici response into a typed result. Never
- * throws: every failure is a `transport-error`. Deadlines come in through `signal` (the
- * gateway's own timers), so undici's head/body timeouts stay off.
+ * throws: every failure is a `transport-error`, or a `bad-answer` for a body that stopped
+ * halfway. Deadlines come in through `signal` (the gateway's own timers: until the first body
+ * byte) and `bodyIdleMs` (after it), so undici's head/body timeouts stay off.
  */
 export async function forward(req: ForwardRequest): Promise<Forwarded> {
   let res: Dispatcher.ResponseData;
@@ -54,24 +63,52 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
   } catch (err) {
     return { kind: 'transport-error', error: describeError(err) };
   }
+  const status = res.statusCode;
+  const contentType = String(res.headers['content-type'] ?? '');
+  const eventStream = contentType.includes('text/event-stream');
+  if (status === 200 && req.stream && eventStream) return { kind: 'ok-stream', response: res };
+  const bytes = !contentType.includes('json') && !eventStream;
+  if (status === 200 && req.raw && bytes) return { kind: 'ok-raw', response: res };
+  const idle = new UpstreamIdleWatch(res.body, req.bodyIdleMs ?? 0);
+  let raw: Buffer;
   try {
-    if (res.statusCode !== 200) {
-      return { kind: 'upstream-status', status: res.statusCode, headers: res.headers, text: await res.body.text() };
-    }
-    const contentType = String(res.headers['content-type'] ?? '');
-    if (req.stream && contentType.includes('text/event-stream')) return { kind: 'ok-stream', response: res };
-    if (req.raw && !contentType.includes('json') && !contentType.includes('text/event-stream')) return { kind: 'ok-raw', response: res };
-    const raw = Buffer.from(await res.body.arrayBuffer());
-    const json = parseObject(raw);
-    if (!json) {
-      const preview = raw.subarray(0, 120).toString('utf8').replace(/\s+/g, ' ');
-      return { kind: 'bad-answer', error: { kind: 'upstream', status: 200, detail: `answered 200 with a body that is not a JSON object (${contentType || 'no content type'}): ${preview}` } };
-    }
-    return { kind: 'ok-json', headers: res.headers, raw, json };
+    raw = await readWhole(res.body, idle, req.onFirstByte);
   } catch (err) {
     res.body.destroy();
-    return { kind: 'transport-error', error: describeError(err) };
+    if (!idle.expired) return { kind: 'transport-error', error: describeError(err) };
+    const silence = `no data for ${(req.bodyIdleMs ?? 0) / 1000} s after its first bytes (stream_idle_timeout_s)`;
+    const detail = `stopped sending its ${status} answer halfway: ${silence}`;
+    return { kind: 'bad-answer', error: { kind: 'upstream', status, detail } };
   }
+  if (status !== 200) return { kind: 'upstream-status', status, headers: res.headers, text: raw.toString('utf8') };
+  const json = parseObject(raw);
+  if (!json) {
+    const preview = raw.subarray(0, 120).toString('utf8').replace(/\s+/g, ' ');
+    const type = contentType || 'no content type';
+    const detail = `answered 200 with a body that is not a JSON object (${type}): ${preview}`;
+    return { kind: 'bad-answer', error: { kind: 'upstream', status: 200, detail } };
+  }
+  return { kind: 'ok-json', headers: res.headers, raw, json };
+}
+
+/** A body read whole: `onFirstByte` with its first chunk, then `idle` watches the silence between chunks. */
+async function readWhole(
+  body: AsyncIterable<unknown>, idle: UpstreamIdleWatch, onFirstByte?: () => void,
+): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  try {
+    for await (const chunk of body) {
+      if (parts.length === 0) {
+        onFirstByte?.();
+        idle.start();
+      }
+      parts.push(chunk as Buffer);
+      idle.refresh();
+    }
+  } finally {
+    idle.stop();
+  }
+  return parts.length === 1 ? parts[0] : Buffer.concat(parts);
 }
 
 function parseObject(raw: Buffer): Record<string, unknown> | undefined {

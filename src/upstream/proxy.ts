@@ -5,8 +5,8 @@ import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError } from '../errors.ts';
 import { parkSeconds } from '../routing/aliases.ts';
 import type { Resolution } from '../routing/resolve.ts';
-import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type SpeedSample, type Ticket } from '../scheduler/index.ts';
-import { classifyStatus, type HealthEffect } from './classify.ts';
+import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type Ticket } from '../scheduler/index.ts';
+import { classifyStatus } from './classify.ts';
 import { UpstreamSignal } from './deadline.ts';
 import { redactBackendText } from '../backends/secret-scrub.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
@@ -14,12 +14,12 @@ import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
 import { exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
 import type { RefusalDeps } from './refusals.ts';
-import { relayStream } from './relay.ts';
-import { gatewayHeaders, withGatewayHeaders } from './gateway-headers.ts';
-import { rawHead, relayRaw } from './raw-relay.ts';
+import { withGatewayHeaders } from './gateway-headers.ts';
+import type { AttemptEnd, OutcomeFields } from './attempt-end.ts';
+import { bodyDeadlines, pipeRawBody, relaySse } from './body-relays.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
-import type { AttemptSurface, CallSurface } from './surface.ts';
+import type { CallSurface } from './surface.ts';
 
 export interface ProxyDeps extends RefusalDeps {
   registry: BackendRegistry;
@@ -51,8 +51,6 @@ export interface ProxyCall {
 
 /** What every outcome of a call shares, known when it starts. */
 type OutcomeBase = Pick<CallOutcome, 'requestId' | 'endpoint' | 'requestedModel' | 'startedAt' | 'source' | 'userId' | 'requestBody'>;
-/** What an attempt (or the end of the loop) adds to the call's outcome. */
-type OutcomeFields = Partial<CallOutcome> & Pick<CallOutcome, 'status' | 'reason'>;
 
 /** One call on its way through the gateway, across all of its attempts. */
 interface CallState {
@@ -71,22 +69,6 @@ interface CallState {
   /** The ticket parked now or last, for the keep-alive's queue position. */
   ticket: Ticket;
 }
-
-/** How one attempt ended, for `settle` and the failover loop. */
-interface AttemptEnd {
-  health: HealthEffect;
-  /** What the client got from this attempt: the call's outcome (absent when failing over). */
-  outcome?: OutcomeFields;
-  error?: AttemptFailure['error'];
-  speed?: SpeedSample;
-  /** Nothing reached the client: the next candidate should try. */
-  failover?: true;
-  /** With `failover`: the backend's own answer, relayed if no one does better. */
-  answer?: AttemptFailure['answer'];
-}
-
-/** What the call inspector keeps of a streamed answer (the call log caps it again). */
-const CAPTURE_BYTES = 256 * 1024;
 
 /**
  * Forwards one call in its surface's wire format: a lease from the scheduler (parking when
@@ -218,7 +200,8 @@ export class UpstreamProxy {
     const deadline = state.upstream;
     try {
       if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
-      else deadline.arm(cfg.request_timeout_s * 1000, `no complete answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
+      else deadline.arm(cfg.request_timeout_s * 1000,
+        `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
       const wire = call.surface.attempt(backend.spec);
       const request = wire.upstreamRequest(lease.model, backend.modelsById.get(lease.model)?.context_length);
       const result = await forward({
@@ -229,6 +212,9 @@ export class UpstreamProxy {
         signal: deadline.signal,
         stream: state.sse !== undefined,
         raw: call.surface.raw,
+        // a body read whole (JSON, an error's text): the first-byte deadline ends with its first byte
+        onFirstByte: () => deadline.clear(),
+        bodyIdleMs: bodyDeadlines(cfg).idleTimeoutMs,
       });
       const served = { backend: backend.name, model: lease.model, reasoning: request.reasoning };
       switch (result.kind) {
@@ -251,71 +237,20 @@ export class UpstreamProxy {
           return { health: 'ok', outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
         }
         case 'ok-stream':
-          return await this.relay(state, served, wire, result.response, deadline);
-        case 'ok-raw':
-          return await this.pipeRaw(state, served, result.response, deadline);
+        case 'ok-raw': {
+          const body = {
+            cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, served, response: result.response,
+            onFirstByte: () => deadline.clear(),
+            noAnswer: (error: AttemptFailure['error']) => this.noAnswer(state, error),
+            now: deps.now,
+          };
+          if (result.kind === 'ok-raw') return await pipeRawBody(body, call.reply);
+          return await relaySse(body, state.sse!, wire, (error) => call.surface.errorEvent(error));
+        }
       }
     } finally {
       deadline.clear();
     }
-  }
-
-  /** A 200 of bytes (audio, a text transcript) piped to the client; failover only while none reached it (raw-relay.ts). */
-  private async pipeRaw(state: CallState, served: { backend: string; model: string; reasoning?: string }, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
-    const { call, cfg } = state;
-    const result = await relayRaw({
-      upstream: response,
-      reply: call.reply,
-      headers: withGatewayHeaders(rawHead(response.headers), served.backend, String(call.req.id), served.reasoning),
-      onFirstByte: () => deadline.clear(),
-      idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
-      captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
-      now: this.deps.now,
-    });
-    if (result.kind === 'failover') return this.noAnswer(state, result.error);
-    const outcome: OutcomeFields = {
-      backend: served.backend, model: served.model, reasoning: served.reasoning,
-      status: result.kind === 'complete' ? 200 : result.kind === 'upstream_failed' ? 502 : 499,
-      reason: result.kind === 'complete' ? null : result.kind,
-      ttftMs: result.firstByteAt !== undefined ? result.firstByteAt - state.base.startedAt : null,
-      responseBody: result.captured,
-    };
-    if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error, outcome };
-    return { health: result.kind === 'client_stalled' ? 'none' : 'ok', outcome };
-  }
-
-  private async relay(state: CallState, served: { backend: string; model: string; reasoning?: string }, wire: AttemptSurface, response: Dispatcher.ResponseData, deadline: UpstreamSignal): Promise<AttemptEnd> {
-    const { deps } = this;
-    const { call, cfg } = state;
-    const result = await relayStream({
-      upstream: response,
-      sse: state.sse!,
-      headers: gatewayHeaders(served.backend, call.req.id, served.reasoning),
-      translator: wire.streamTranslator(deps.now),
-      errorEvent: (error) => call.surface.errorEvent(error),
-      onFirstByte: () => deadline.clear(),
-      idleTimeoutMs: cfg.stream_idle_timeout_s * 1000,
-      captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
-    });
-    if (result.kind === 'failover') return this.noAnswer(state, result.error);
-    const { summary } = result;
-    const outcome: OutcomeFields = {
-      backend: served.backend,
-      model: served.model,
-      reasoning: served.reasoning,
-      status: result.kind === 'complete' ? 200 : result.kind === 'upstream_failed' ? 502 : 499,
-      reason: result.kind === 'complete' ? null : result.kind,
-      ttftMs: summary.firstTokenAt !== undefined ? summary.firstTokenAt - state.base.startedAt : null,
-      usage: summary.usage, usageEstimated: summary.usageSource === 'estimated',
-      responseBody: result.captured,
-    };
-    if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error, outcome };
-    if (result.kind === 'client_stalled') return { health: 'none', outcome };
-    // speed = decoding only: from the first token to the end, never a model load or a park
-    const speed = result.kind === 'complete' && summary.firstTokenAt !== undefined
-      ? { status: 200, outputTokens: summary.usage.completion_tokens, seconds: Math.max(0.001, (deps.now() - summary.firstTokenAt) / 1000) }
-      : undefined;
-    return { health: 'ok', speed, outcome };
   }
 
   /** The backend gave no answer (or none reached the client): fail over; its fault unless the client left. */

@@ -1,10 +1,11 @@
 /**
  * Pipes a 200 answer that is neither JSON nor an event stream (speech audio, a transcript as
  * text) to the client as it arrives: never buffered whole, one write per upstream chunk with
- * back-pressure, the same idle deadline as an SSE relay. The client's head goes out with the
- * first body byte, so a backend that breaks before sending any can still be failed over; after
- * that a broken upstream destroys the client's connection, since a binary body has no way to
- * carry an error (the client sees a truncated body: a short content-length or no last chunk).
+ * back-pressure, the same deadlines as an SSE relay (backend silence, client stall). The
+ * client's head goes out with the first body byte, so a backend that breaks before sending any
+ * can still be failed over; after that a broken upstream destroys the client's connection,
+ * since a binary body has no way to carry an error (the client sees a truncated body: a short
+ * content-length or no last chunk).
  */
 import type { FastifyReply } from 'fastify';
 import type { Dispatcher } from 'undici';
@@ -21,8 +22,10 @@ export interface RawRelayOptions {
   headers: Record<string, string | string[]>;
   /** Called with the first body byte: the attempt's deadline is met. */
   onFirstByte: () => void;
-  /** Longest silence between chunks after the first, and longest client back-pressure; 0 = none. */
+  /** Longest silence of the backend between chunks after the first (stream_idle_timeout_s); 0 = none. */
   idleTimeoutMs: number;
+  /** Longest the client may leave our buffer past its high-water mark (client_stall_timeout_s); 0 = none. */
+  clientStallMs: number;
   /** Keep up to this many bytes of what the client got, for the call inspector; 0 = none. */
   captureBytes: number;
   now: () => number;
@@ -88,7 +91,7 @@ export async function relayRaw(opts: RawRelayOptions): Promise<RawRelayResult> {
       }
       writeHead();
       bytes += chunk.length;
-      if (!res.write(chunk)) await idle.clientWait(drained(res, opts.idleTimeoutMs));
+      if (!res.write(chunk)) await idle.clientWait(drained(res, opts.clientStallMs));
       // the backend's silence counts from here: a slow client's drain was not the backend's
       idle.refresh();
     }

@@ -18,8 +18,10 @@ export interface RelayOptions {
   errorEvent: (error: StreamError) => string;
   /** Called with the first body byte: the first-byte deadline is met. */
   onFirstByte: () => void;
-  /** Longest silence between data after the first byte, and longest client back-pressure; 0 = none. */
+  /** Longest silence of the backend between data after the first byte (stream_idle_timeout_s); 0 = none. */
   idleTimeoutMs: number;
+  /** Longest the client may leave our buffer past its high-water mark (client_stall_timeout_s); 0 = none. */
+  clientStallMs: number;
   /** Keep up to this many bytes of what the client got, for the call inspector; 0 = none. */
   captureBytes: number;
 }
@@ -29,7 +31,7 @@ export type RelayResult = { summary: StreamSummary; captured?: Buffer } & (
   /** No data event reached the client yet: the caller may try the next candidate. */
   | { kind: 'failover'; error: Omit<BackendError, 'since'> }
   | { kind: 'client_closed' }
-  /** The client stopped reading for `idleTimeoutMs`: the gateway ended the call (not the backend's fault). */
+  /** The client stopped reading for `clientStallMs`: the gateway ended the call (not the backend's fault). */
   | { kind: 'client_stalled' }
   | { kind: 'upstream_failed'; error: Omit<BackendError, 'since'> }
 );
@@ -75,7 +77,7 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
       capturedBytes += bytes.length;
     }
     sse.ensureHead(opts.headers);
-    const pending = sse.write(bytes, opts.idleTimeoutMs);
+    const pending = sse.write(bytes, opts.clientStallMs);
     if (pending) await idle.clientWait(pending);
   };
   const result = <T extends object>(r: T) =>

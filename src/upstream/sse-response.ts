@@ -56,8 +56,9 @@ export class SseResponse {
   }
 
   /**
-   * Writes data events. When the socket buffer is full it waits for 'drain', at most
-   * `stallMs` (0 = no limit), then rejects with ClientStalled; ClientGone if the client left.
+   * Writes data events. When the socket buffer is past its high-water mark it waits for
+   * 'drain', at most `stallMs` (client_stall_timeout_s; 0 = no limit), then rejects with
+   * ClientStalled; ClientGone if the client left.
    */
   write(bytes: Buffer, stallMs: number): Promise<void> | void {
     this.ensureHead();
@@ -129,18 +130,23 @@ export class StreamKeepalive {
 
 /**
  * Waits for `res` to drain: rejects with ClientStalled after `stallMs` (0 = no limit), with
- * ClientGone when the client leaves first.
+ * ClientGone when the client leaves first. The stall is believed only after one more I/O turn
+ * without a drain (after a stalled event loop, the timer runs before the socket's news).
  */
 export function drained(res: ServerResponse, stallMs: number): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const timer = stallMs > 0 ? setTimeout(() => settle(new ClientStalled(stallMs)), stallMs) : undefined;
+    let settled = false;
     const settle = (err?: Error) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       res.off('drain', drain);
       res.off('close', gone);
       if (err) reject(err);
       else resolve();
     };
+    const stalled = () => setImmediate(() => settle(res.writableNeedDrain ? new ClientStalled(stallMs) : undefined));
+    const timer = stallMs > 0 ? setTimeout(stalled, stallMs) : undefined;
     const drain = () => settle();
     const gone = () => settle(new ClientGone());
     res.once('drain', drain);

@@ -111,6 +111,12 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
     if (knobs.overloadedMidStream >= 0) return sendError(res, requestId, statusError(529));
     if (knobs.tokensPerSecond > 0) await sleep((plan.outputTokens * 1000) / knobs.tokensPerSecond, signal);
     if (signal.aborted) return;
+    if (knobs.halfBodyThenSilence) {
+      const json = JSON.stringify(assembledMessage(plan));
+      res.writeHead(200, { ...JSON_TYPE, 'request-id': requestId, 'Content-Length': String(Buffer.byteLength(json)) });
+      res.write(json.slice(0, Math.floor(json.length / 2)));
+      return untilAborted(signal);
+    }
     sendJson(res, requestId, 200, assembledMessage(plan));
   }
 

@@ -29,6 +29,11 @@ export interface AnthropicKnobs {
   refuse: boolean;
   /** Send the 200 head (text/event-stream or application/json) and then nothing until the client goes away or close(). */
   headThenSilence: boolean;
+  /**
+   * Non-stream: the 200 head and the first half of the message's JSON, then nothing until the
+   * client goes away or close(). Streams are not affected; errors and headThenSilence win.
+   */
+  halfBodyThenSilence: boolean;
   /** A tool name: when the request's `tools` has it, the reply ends with a tool_use block for it. */
   toolUse?: string;
   /** The tool_use block's `input`. */
@@ -57,6 +62,7 @@ export const DEFAULT_ANTHROPIC_KNOBS: Readonly<AnthropicKnobs> = Object.freeze({
   dropAfterEvents: -1,
   refuse: false,
   headThenSilence: false,
+  halfBodyThenSilence: false,
   toolUse: undefined,
   toolInput: Object.freeze({ city: 'New York City', unit: 'celsius' }) as Record<string, unknown>,
   toolUseOnce: false,

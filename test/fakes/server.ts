@@ -99,6 +99,16 @@ function sendGarbled(res: ServerResponse, body: unknown): void {
   res.end(json.slice(0, Math.floor(json.length / 2)));
 }
 
+/** The halfBodyThenSilence answer: 200, its head and half of `body`, then nothing until the client leaves or close(). */
+function halfBodyThenSilence(res: ServerResponse, body: unknown, signal: AbortSignal): Promise<void> {
+  if (res.destroyed) return Promise.resolve();
+  const json = JSON.stringify(body);
+  const length = String(Buffer.byteLength(json));
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': length });
+  res.write(json.slice(0, Math.floor(json.length / 2)));
+  return untilAborted(signal);
+}
+
 /** The headThenSilence answer: a 200 head, then nothing until the client goes away or close(). */
 function headThenSilence(res: ServerResponse, streaming: boolean, signal: AbortSignal): Promise<void> {
   const type = streaming ? { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' } : { 'Content-Type': 'application/json; charset=utf-8' };
@@ -259,6 +269,7 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     if (!streaming && knobs.dropAfterChunks >= 0) { res.socket?.destroy(); return; }
     if (!streaming && knobs.stallAfterChunks >= 0) return untilAborted(signal);
     const answer = (json: unknown) => {
+      if (knobs.halfBodyThenSilence) { started(); return halfBodyThenSilence(res, json, signal); }
       if (!knobs.garbageJson) return reply({ status: 200, body: json });
       started();
       sendGarbled(res, json);
@@ -284,7 +295,7 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     }
     if (knobs.tokensPerSecond > 0) await sleep((completionTokens(plan) * 1000) / knobs.tokensPerSecond, signal);
     if (signal.aborted) return;
-    answer(what === 'chat' ? chatCompletion(plan) : textCompletion(plan));
+    return answer(what === 'chat' ? chatCompletion(plan) : textCompletion(plan));
   }
 
   /** The audio endpoints' view of this fake (audio.ts). */

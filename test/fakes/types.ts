@@ -74,6 +74,12 @@ export interface FakeKnobs {
    * not affected.
    */
   garbageJson: boolean;
+  /**
+   * Non-stream answers (embeddings too): the 200 head and the first half of the JSON body, then
+   * nothing, the socket open until the client goes away or close() (a backend that hangs
+   * mid-answer). Streams are not affected; errorStatus and headThenSilence win.
+   */
+  halfBodyThenSilence: boolean;
   /** /v1/audio/speech: announce the audio's `content-length` (otherwise it goes out chunked). */
   audioContentLength: boolean;
 }
@@ -102,6 +108,7 @@ export const DEFAULT_KNOBS: Readonly<FakeKnobs> = Object.freeze({
   prefillMs: 0,
   headThenSilence: false,
   garbageJson: false,
+  halfBodyThenSilence: false,
   audioContentLength: false,
 });
 
