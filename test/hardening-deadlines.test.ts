@@ -94,7 +94,7 @@ async function stalledStreamClient(t: TestContext, gw: TestGateway): Promise<Soc
   t.after(() => socket.destroy());
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   const length = Buffer.byteLength(body);
-  const head = `POST ${CHAT} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${length}`;
+  const head = `POST ${CHAT} HTTP/1.1\r\nhost: 127.0.0.1:${gw.port}\r\ncontent-type: application/json\r\ncontent-length: ${length}`;
   socket.write(`${head}\r\n\r\n${body}`);
   socket.pause(); // never read: the gateway's socket buffer fills up
   return socket;
