@@ -107,7 +107,8 @@ describe('which backends answered the first discovery round', () => {
       lines.find((l) => l.split(/\s+/)[2] === name) ?? assert.fail(`no line for ${name}:\n${lines.join('\n')}`);
     assert.equal(line('gpu-box'), '  up   gpu-box  1 model');
     assert.equal(line('ollama'), '  up   ollama   2 models');
-    assert.equal(line('gone'), '  down gone     unreachable: connect ECONNREFUSED 127.0.0.1:9', 'the error code said once');
+    const gone = '  down gone     unreachable: connect ECONNREFUSED 127.0.0.1:9';
+    assert.equal(line('gone'), gone, 'the error code said once');
     assert.equal(line('spare'), '  off  spare    disabled');
     assert.match(line('comfy'), /^ {2}up {3}comfy {4}ComfyUI, \d+ model files?, \d+ LoRAs?$/);
   });

@@ -15,7 +15,11 @@ export interface DiscoveryDeps {
   hasParked: () => boolean;
   saveModels?: (backend: string, models: ModelInfo[]) => void;
   onError?: (backend: string, error: Omit<BackendError, 'since'>) => void;
-  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; debug?(obj: object, msg: string): void };
+  log: {
+    warn(obj: object, msg: string): void;
+    info(obj: object, msg: string): void;
+    debug?(obj: object, msg: string): void;
+  };
   /**
    * True for a backend nobody configured: one of the embedded default's loopback guesses. Until
    * it first answers, its failures are logged at debug (a port nobody listens on is no news).
