@@ -52,6 +52,12 @@
     labels: (values, step) => scaled(values, step, 1, ' %'),
   };
 
+  const HOUR = 3600;
+  const DAY = 24 * HOUR;
+  /** x-axis steps (seconds) of a time chart whose points are `step` apart: whole points only. */
+  const timeIncrs = (step) => [HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY,
+    56 * DAY, 91 * DAY, 182 * DAY, 364 * DAY].filter((s) => s >= step);
+
   /** The y-axis options of one chart kind: uPlot `incrs` and `values`. */
   const KINDS = { count, duration, money, percent };
   const axisFor = (kind) => {
@@ -59,5 +65,5 @@
     return { incrs: def.incrs, values: (u, splits, axisIdx, space, step) => def.labels(splits, step) };
   };
 
-  globalThis.gwStatsTicks = Object.freeze({ axisFor, decimalsOf, ...KINDS });
+  globalThis.gwStatsTicks = Object.freeze({ axisFor, decimalsOf, timeIncrs, ...KINDS });
 })();

@@ -60,7 +60,12 @@
         y: def.range ? { range: def.range } : { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
       },
       axes: [
-        { ...axis, values: data.step === 'hour' ? '{HH}:{mm}' : [[86400 * 28, '{MMM}', null], [86400, '{D} {MMM}', null], [3600, '{HH}:{mm}', null]] },
+        // time ticks no finer than the data's step: per-day data gets no 08:00 ticks on a wide chart
+        {
+          ...axis,
+          incrs: ticks.timeIncrs(step),
+          values: data.step === 'hour' ? '{HH}:{mm}' : [[86400 * 28, '{MMM}', null], [86400, '{D} {MMM}', null]],
+        },
         // whole steps for counts, decimals as the step needs for durations and money (stats-ticks.js)
         { ...axis, size: 62, ...ticks.axisFor(def.axis) },
       ],

@@ -1,7 +1,8 @@
 /**
  * npm run demo — a fake fleet of four OpenAI-compatible backends and an Anthropic one plus the
- * gateway wired to them, then a short walk through discovery, aliases, streaming, failover, a
- * parked stream kept alive, Anthropic Messages calls (translated and passed through), the
+ * gateway wired to them, then a short walk through discovery, aliases, a paid call's cost,
+ * streaming, failover, a parked stream kept alive, a refusal naming its reason
+ * (error.candidates), Anthropic Messages calls (translated and passed through), the
  * Responses API with a background run, the reasoning switch, speech and transcription, then
  * media on two fake ComfyUI boxes (scripts/demo-media.ts): generation aliases, the Images API,
  * a native async job followed through its events, a thumbnail, an edit and a parked cancel;
@@ -9,6 +10,7 @@
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
+ *   PORT=0 npm run demo      on any free port (4000 by default)
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,7 +68,8 @@ const logger = createLogger(config, { isTTY: process.stdout.isTTY === true });
 const { app, gateway } = await buildApp({ config, configSource: 'demo (in memory)', logger });
 await app.listen({ port, host: '127.0.0.1' });
 await gateway.discovery.pollAll();
-const base = `http://127.0.0.1:${port}`;
+const bound = app.server.address();
+const base = `http://127.0.0.1:${typeof bound === 'object' && bound ? bound.port : port}`; // PORT=0: any free port
 
 say(`\nllm-gateway demo on ${base}  (fake fleet: gpu-box=llama.cpp, swap=llama-swap, ollama, openrouter [paid], claude=Anthropic [paid])\n`);
 const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
@@ -81,7 +84,25 @@ const chat = await fetch(`${base}/v1/chat/completions`, {
   body: JSON.stringify({ model: 'fast', messages: [{ role: 'user', content: 'Say hello' }] }),
 });
 const answer = (await chat.json()) as { choices: { message: { content: string } }[] };
-say(`   answered by ${chat.headers.get('x-gateway-backend')}: "${answer.choices[0].message.content.slice(0, 60)}…"\n`);
+say(`   answered by ${chat.headers.get('x-gateway-backend')}: "${answer.choices[0].message.content.slice(0, 60)}…"`);
+
+say('   a paid one — "smart" is acme/chat-large on openrouter (paid: true), priced from its discovered catalogue:');
+const paidCall = await fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'smart', messages: [{ role: 'user', content: 'Say hello' }] }),
+});
+await paidCall.json();
+await gateway.callLog.flush();
+type Price = { source: string; input?: number; output?: number };
+type PricedHealth = { backends: Record<string, { pricing?: { models: Record<string, Price> } }> };
+const price = ((await (await fetch(`${base}/health`)).json()) as PricedHealth)
+  .backends.openrouter.pricing?.models['acme/chat-large'];
+type LoggedCall = { backend: string; prompt_tokens: number; completion_tokens: number; cost_usd: number };
+const calls = await fetch(`${base}/admin/api/calls?limit=1&backend=openrouter`);
+const [logged] = ((await calls.json()) as { data: LoggedCall[] }).data;
+say(`   price (${price?.source}): $${price?.input} in / $${price?.output} out per million tokens; the call log's row:`);
+say(`   ${logged.backend}: ${logged.prompt_tokens} in + ${logged.completion_tokens} out tokens`
+  + ` → cost $${logged.cost_usd.toFixed(6)}\n`);
 
 say('3. streaming — POST /v1/chat/completions stream:true, relayed event by event:');
 const stream = await fetch(`${base}/v1/chat/completions`, {
@@ -153,6 +174,22 @@ for (const [name, b] of Object.entries(health.backends)) {
   const what = comfy && b.inventory ? `inventory=${b.inventory.checkpoints} checkpoints/${b.inventory.loras} LoRAs` : `models=${b.models}`;
   say(`   ${name.padEnd(11)} healthy=${b.healthy} ${what} paid=${b.paid} speed=${b.speed === null ? 'unmeasured' : `${b.speed.toFixed(1)} tok/s`}`);
 }
+say('\n   a refusal says why: swap drained (POST /admin/api/backends/swap/drain), then a call only swap serves:');
+await fetch(`${base}/admin/api/backends/swap/drain`, {
+  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ on: true }),
+});
+const refused = await fetch(`${base}/v1/chat/completions`, {
+  method: 'POST', headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'swap/gemma3-12b', messages: [{ role: 'user', content: 'hi' }] }),
+});
+type Refusal = { error: { code: string; message: string; candidates?: { backend?: string; reason: string }[] } };
+const refusal = ((await refused.json()) as Refusal).error;
+say(`   ${refused.status} ${refusal.code}: "${refusal.message}"`);
+say(`   error.candidates: ${JSON.stringify(refusal.candidates)}`);
+await fetch(`${base}/admin/api/backends/swap/drain`, {
+  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ on: false }),
+});
+
 say('\n7. Anthropic Messages (Claude Code, @anthropic-ai/sdk) — POST /v1/messages:');
 const sdk = new Anthropic({ baseURL: base, apiKey: 'demo', maxRetries: 0 });
 const translated = await sdk.messages.stream({

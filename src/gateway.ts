@@ -89,6 +89,7 @@ export class Gateway {
   readonly startedAt = Date.now();
   private problems: ConfigProblem[] = [];
   private fileConfig: GatewayConfig;
+  private readonly bootConfig: GatewayConfig;
   private effective: GatewayConfig;
   private refreshQueued = false;
   private readonly log: Logger;
@@ -98,6 +99,7 @@ export class Gateway {
     this.comfy = new ComfyHealth({ log: this.log });
     this.configSource = opts.configSource;
     this.fileConfig = opts.fileConfig;
+    this.bootConfig = opts.fileConfig;
     this.store = openStore(opts.fileConfig.store_dir);
     this.secrets = loadOrCreateSecretBox(opts.fileConfig.store_dir, { warn: (msg) => this.log.warn(msg) });
     this.settings = new SettingsRepo(this.store);
@@ -163,6 +165,7 @@ export class Gateway {
       onError: (backend, error) => this.metrics.discoveryError(backend, error.kind),
       log: this.log,
       comfy: this.comfy,
+      isGuess: (name) => this.isEmbeddedGuess(name),
     });
     this.proxy = new UpstreamProxy({
       registry: this.registry,
@@ -366,6 +369,12 @@ export class Gateway {
   private configureGroups(): void {
     const names = new Set([...Object.keys(this.effective.gpu_groups), ...this.effective.backends.flatMap((b) => (b.gpu_group ? [b.gpu_group] : []))]);
     this.scheduler.configureGroups(Object.fromEntries([...names].map((name) => [name, { cap: gpuGroupSettings(this.effective, name).max_concurrent }])));
+  }
+
+  /** One of the embedded default's loopback guesses: no config file since start-up, not in the store. */
+  private isEmbeddedGuess(name: string): boolean {
+    return this.configSource === 'embedded default' && this.fileConfig === this.bootConfig
+      && this.fileConfig.backends.some((b) => b.name === name) && !this.storedBackends.get(name);
   }
 
   private applyBackends() {

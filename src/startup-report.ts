@@ -29,7 +29,7 @@ function stateOf(b: BackendState, inventory: MediaInventory | undefined): { word
   if (!b.spec.enabled) return { word: 'off', what: 'disabled' };
   if (!b.healthy) {
     const status = b.error?.status ? ` (${b.error.status})` : '';
-    return { word: 'down', what: b.error ? `${b.error.kind}${status}: ${b.error.detail}` : 'no answer yet' };
+    return { word: 'down', what: b.error ? `${b.error.kind}${status}: ${oneCode(b.error.detail)}` : 'no answer yet' };
   }
   if (b.spec.type === 'comfyui') {
     if (!inventory) return { word: 'up', what: 'ComfyUI' };
@@ -37,6 +37,11 @@ function stateOf(b: BackendState, inventory: MediaInventory | undefined): { word
     return { word: 'up', what: `ComfyUI, ${files}, ${plural(inventory.loras.length, 'LoRA')}` };
   }
   return { word: 'up', what: plural(b.models.length, 'model') };
+}
+
+/** "ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:8080" → "connect ECONNREFUSED 127.0.0.1:8080". */
+function oneCode(detail: string): string {
+  return detail.replace(/^([A-Z][A-Z_]+): (?=.*\b\1\b)/, '');
 }
 
 /** A heading and one line per backend: up with its model count, down with the reason, or off. */

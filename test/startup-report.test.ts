@@ -4,6 +4,7 @@
  * fake backends over sockets).
  */
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { parseCommandLine, USAGE } from '../src/cli.ts';
 import { noConfigFileMessage } from '../src/config/load.ts';
@@ -106,7 +107,8 @@ describe('which backends answered the first discovery round', () => {
       lines.find((l) => l.split(/\s+/)[2] === name) ?? assert.fail(`no line for ${name}:\n${lines.join('\n')}`);
     assert.equal(line('gpu-box'), '  up   gpu-box  1 model');
     assert.equal(line('ollama'), '  up   ollama   2 models');
-    assert.match(line('gone'), /^ {2}down gone {5}unreachable: .*ECONNREFUSED/);
+    const gone = '  down gone     unreachable: connect ECONNREFUSED 127.0.0.1:9';
+    assert.equal(line('gone'), gone, 'the error code said once');
     assert.equal(line('spare'), '  off  spare    disabled');
     assert.match(line('comfy'), /^ {2}up {3}comfy {4}ComfyUI, \d+ model files?, \d+ LoRAs?$/);
   });
@@ -115,5 +117,54 @@ describe('which backends answered the first discovery round', () => {
     assert.deepEqual(fleetLines({ backends: () => [], mediaInventory: () => undefined }), [
       'no backends configured: add some to config.yaml or in the console (/ui/backends)',
     ]);
+  });
+});
+
+describe('an empty machine on the embedded default: the guesses nobody answers are no news', () => {
+  /** A gateway logging at debug into `lines` (pino JSON, one object a line). */
+  async function gatewayLogging(backends: Array<{ name: string; url: string }>, configSource: string) {
+    const lines: Array<{ level: number; msg: string; backend?: string }> = [];
+    const logStream = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+        done();
+      },
+    });
+    const gw = await startGateway(backends, { log_level: 'debug' }, { logStream, configSource });
+    const down = (level: number) => lines.filter((l) => l.level === level && l.msg.startsWith('backend is down'))
+      .map((l) => l.backend);
+    return { gw, warned: () => down(40), debugged: () => down(20) };
+  }
+
+  test('a loopback guess that never answered is logged at debug; one that answered and went away warns', async () => {
+    const box = await startFake('ollama');
+    const { gw, warned, debugged } = await gatewayLogging(
+      [{ name: 'llamacpp', url: 'http://127.0.0.1:9' }, { name: 'ollama', url: box.url }],
+      'embedded default',
+    );
+    try {
+      assert.deepEqual(warned(), [], 'no warning for a port nobody listens on');
+      assert.deepEqual(debugged(), ['llamacpp']);
+      assert.match(fleetLines(gw.gateway.health).join('\n'), /down llamacpp/, 'the summary still lists it');
+      await box.close();
+      await gw.gateway.discovery.pollAll();
+      assert.deepEqual(warned(), ['ollama'], 'a guess that answered once and went away is news');
+    } finally {
+      await gw.close();
+      await box.close();
+    }
+  });
+
+  test('a backend in a config file warns when it is down from the first round', async () => {
+    const { gw, warned, debugged } = await gatewayLogging(
+      [{ name: 'llamacpp', url: 'http://127.0.0.1:9' }],
+      '/srv/gw/config.yaml',
+    );
+    try {
+      assert.deepEqual(warned(), ['llamacpp']);
+      assert.deepEqual(debugged(), []);
+    } finally {
+      await gw.close();
+    }
   });
 });

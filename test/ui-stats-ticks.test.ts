@@ -15,6 +15,7 @@ interface Kind { incrs: number[]; labels: Labels }
 interface Ticks {
   axisFor(kind: string): { incrs: number[]; values: (u: unknown, splits: number[], i: number, space: number, step: number) => string[] };
   decimalsOf(step: number): number;
+  timeIncrs(step: number): number[];
   count: Kind; duration: Kind; money: Kind; percent: Kind;
 }
 
@@ -71,4 +72,15 @@ test('axisFor gives uPlot its incrs and a values(u, splits, axisIdx, space, step
   assert.equal(axis.incrs, ticks.duration.incrs);
   assert.deepEqual(axis.values(null, [0, 1, 2], 1, 30, 1), ['0 ms', '1 ms', '2 ms']);
   assert.deepEqual(ticks.axisFor('count').values(null, [0, 1, 2], 1, 30, 1), ['0', '1', '2']);
+});
+
+test('time axis: no tick finer than the data step, so a per-day chart never reads 16:00, 00:00, 08:00', () => {
+  const DAY = 86_400;
+  const daily = ticks.timeIncrs(DAY);
+  assert.equal(daily[0], DAY);
+  assert.ok(daily.every((s) => s % DAY === 0), 'whole days');
+  const hourly = ticks.timeIncrs(3600);
+  assert.equal(hourly[0], 3600);
+  assert.ok(hourly.every((s) => s % 3600 === 0), 'whole hours');
+  assert.ok(hourly.includes(DAY) && hourly.at(-1)! >= 364 * DAY, 'a long range still finds a step');
 });

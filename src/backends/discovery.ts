@@ -15,7 +15,16 @@ export interface DiscoveryDeps {
   hasParked: () => boolean;
   saveModels?: (backend: string, models: ModelInfo[]) => void;
   onError?: (backend: string, error: Omit<BackendError, 'since'>) => void;
-  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  log: {
+    warn(obj: object, msg: string): void;
+    info(obj: object, msg: string): void;
+    debug?(obj: object, msg: string): void;
+  };
+  /**
+   * True for a backend nobody configured: one of the embedded default's loopback guesses. Until
+   * it first answers, its failures are logged at debug (a port nobody listens on is no news).
+   */
+  isGuess?: (name: string) => boolean;
   probeTimeoutMs?: number;
   /** ComfyUI backends' queue watchdog and inventory. */
   comfy?: ComfyHealth;
@@ -34,6 +43,8 @@ export class Discovery {
   /** The probe running per backend, with the spec it probes. */
   private readonly inFlight = new Map<string, { spec: BackendSpec; done: Promise<void> }>();
   private stopped = false;
+  /** Backends that answered a probe at least once since start-up. */
+  private readonly answered = new Set<string>();
 
   constructor(private readonly deps: DiscoveryDeps) {}
 
@@ -104,6 +115,7 @@ export class Discovery {
       const wasHealthy = backend.healthy;
       const sameList = JSON.stringify(backend.models) === JSON.stringify(stable);
       registry.discovered(name, stable);
+      this.answered.add(name);
       if (!sameList) this.deps.saveModels?.(name, stable); // the store only hears of changes
       if (!wasHealthy) this.deps.log.info({ backend: name, models: stable.length }, 'backend is up');
     } catch (err) {
@@ -112,10 +124,16 @@ export class Discovery {
       const error = redactBackendError(err instanceof ProbeError
         ? { kind: err.kind, status: err.status, detail: err.message }
         : describeError(err), spec);
-      if (backend.healthy || !backend.known) this.deps.log.warn({ backend: name, error }, 'backend is down');
+      if (backend.healthy || !backend.known) this.logDown(name, error);
       registry.markDown(name, error, this.deps.settings().healthCheckIntervalS * 1000);
       this.deps.onError?.(name, error);
     }
+  }
+
+  private logDown(name: string, error: Omit<BackendError, 'since'>): void {
+    const quiet = !this.answered.has(name) && this.deps.isGuess?.(name) === true;
+    if (quiet) this.deps.log.debug?.({ backend: name, error }, 'backend is down (not configured, never answered)');
+    else this.deps.log.warn({ backend: name, error }, 'backend is down');
   }
 }
 

@@ -31,6 +31,8 @@ export async function startGateway(
     storeDir?: string;
     /** Listen address (default 127.0.0.1); `url` stays on 127.0.0.1 for a wildcard one. */
     host?: string;
+    /** Where the file config came from ('embedded default' = no config file). */
+    configSource?: string;
   } = {},
 ): Promise<TestGateway> {
   const storeDir = opts.storeDir ?? mkdtempSync(join(tmpdir(), 'llmgw-test-'));
@@ -44,7 +46,7 @@ export async function startGateway(
     backends: backends.map(backendSpec),
   };
   const logger = pino({ level: config.log_level }, opts.logStream ?? pino.destination({ dest: 2, sync: false }));
-  const built = await buildApp({ config, configSource: 'test', logger, processMetrics: false });
+  const built = await buildApp({ config, configSource: opts.configSource ?? 'test', logger, processMetrics: false });
   const host = opts.host ?? '127.0.0.1';
   await built.app.listen({ port: 0, host });
   await built.gateway.discovery.pollAll();
