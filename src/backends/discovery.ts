@@ -5,6 +5,8 @@ import type { ComfyHealth } from '../media/comfy-health.ts';
 import { probeBackend, ProbeError } from './probe.ts';
 import { redactBackendError } from './secret-scrub.ts';
 import type { BackendRegistry } from './registry.ts';
+import type { ResidencyReader } from './residency-read.ts';
+import type { ResidencyTracker } from './residency.ts';
 import type { BackendError, ModelInfo } from './types.ts';
 
 export interface DiscoveryDeps {
@@ -15,11 +17,13 @@ export interface DiscoveryDeps {
   hasParked: () => boolean;
   saveModels?: (backend: string, models: ModelInfo[]) => void;
   onError?: (backend: string, error: Omit<BackendError, 'since'>) => void;
-  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; debug(obj: object, msg: string): void };
   probeTimeoutMs?: number;
   /** ComfyUI backends' queue watchdog and inventory. */
   comfy?: ComfyHealth;
   now?: () => number;
+  /** Reads which models each box holds after every good probe (never loading one). */
+  residency?: { reader: ResidencyReader; tracker: ResidencyTracker };
 }
 
 /**
@@ -97,6 +101,7 @@ export class Discovery {
     const backend = registry.get(name);
     if (!backend || !backend.spec.enabled) return;
     const spec = backend.spec;
+    const startedAt = (this.deps.now ?? Date.now)();
     try {
       const models = await probeBackend(spec, this.deps.dispatcherFor(spec), this.deps.probeTimeoutMs ?? 5000, this.deps.comfy);
       if (registry.get(name)?.spec !== spec) return; // reconfigured meanwhile
@@ -106,6 +111,7 @@ export class Discovery {
       registry.discovered(name, stable);
       if (!sameList) this.deps.saveModels?.(name, stable); // the store only hears of changes
       if (!wasHealthy) this.deps.log.info({ backend: name, models: stable.length }, 'backend is up');
+      await this.readResidency(name, spec, stable, startedAt);
     } catch (err) {
       if (registry.get(name)?.spec !== spec) return;
       // a backend's answer may echo its key: redacted before it is logged or stored
@@ -115,6 +121,18 @@ export class Discovery {
       if (backend.healthy || !backend.known) this.deps.log.warn({ backend: name, error }, 'backend is down');
       registry.markDown(name, error, this.deps.settings().healthCheckIntervalS * 1000);
       this.deps.onError?.(name, error);
+    }
+  }
+
+  /** What a box holds loaded; a read that fails leaves the last one to age out (residency.ts). */
+  private async readResidency(name: string, spec: BackendSpec, models: ModelInfo[], startedAt: number): Promise<void> {
+    const residency = this.deps.residency;
+    if (!residency) return;
+    try {
+      const reading = await residency.reader.read(spec, models, this.deps.dispatcherFor(spec));
+      if (this.deps.registry.get(name)?.spec === spec) residency.tracker.observeProbe(name, reading, startedAt);
+    } catch (err) {
+      this.deps.log.debug({ backend: name, error: (err as Error).message }, 'could not read which models are loaded');
     }
   }
 }
