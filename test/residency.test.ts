@@ -48,7 +48,8 @@ describe('residency tracker', () => {
     t.observeProbe('b', swap(['a']), 1000);
     t.observeCall('b', 'c', 2000);
     t.observeProbe('b', swap(['c']), 3000);
-    assert.deepEqual(t.view('b', 3000)!.models, [{ model: 'c', source: 'probe', since: 2000 }], 'since kept, source now probe');
+    const confirmed = t.view('b', 3000)!.models;
+    assert.deepEqual(confirmed, [{ model: 'c', source: 'probe', since: 2000 }], 'since kept, source now probe');
     t.observeCall('b', 'd', 5000);
     t.observeProbe('b', swap(['c']), 4000); // sent before the call for d: the box had not seen it
     assert.deepEqual(names(t, 'b', 5000), ['d']);
@@ -92,9 +93,12 @@ test('config: resident is an integer ≥ 1, on openai backends only', () => {
 
 describe('residency readers against the real shapes', () => {
   test('llama-swap /running: ready and starting count, in both shapes', () => {
-    assert.deepEqual(parseLlamaSwapRunning(readFixtureJson('llm/llamaswap/running_ASSEMBLED_current_shape.json')), ['m1']);
-    assert.deepEqual(parseLlamaSwapRunning(readFixtureJson('llm/llamaswap/running_older_shape.json')), ['qwen3-30b-a3b']);
-    assert.deepEqual(parseLlamaSwapRunning({ running: [{ model: 'x', state: 'stopping' }, { model: 'y', state: 'starting' }] }), ['y']);
+    const current = readFixtureJson('llm/llamaswap/running_ASSEMBLED_current_shape.json');
+    assert.deepEqual(parseLlamaSwapRunning(current), ['m1']);
+    const older = readFixtureJson('llm/llamaswap/running_older_shape.json');
+    assert.deepEqual(parseLlamaSwapRunning(older), ['qwen3-30b-a3b']);
+    const states = { running: [{ model: 'x', state: 'stopping' }, { model: 'y', state: 'starting' }] };
+    assert.deepEqual(parseLlamaSwapRunning(states), ['y']);
     assert.throws(() => parseLlamaSwapRunning({ models: [] }), /running/);
   });
 
@@ -116,7 +120,8 @@ type HealthResidency = {
 };
 
 async function residencyOf(gw: TestGateway, backend: string): Promise<HealthResidency> {
-  const health = await (await fetch(`${gw.url}/health`)).json() as { backends: Record<string, { residency: HealthResidency }> };
+  type Health = { backends: Record<string, { residency: HealthResidency }> };
+  const health = await (await fetch(`${gw.url}/health`)).json() as Health;
   return health.backends[backend]!.residency;
 }
 
@@ -223,7 +228,8 @@ describe('residency over sockets', () => {
         const send = (status: number, json: unknown) => res.writeHead(status, { 'content-type': 'application/json' })
           .end(JSON.stringify(json));
         if (req.url === '/v1/models') {
-          return void send(200, { object: 'list', data: body.data.map((m) => ({ id: m.id, object: 'model', owned_by: 'organization_owner' })) });
+          const data = body.data.map((m) => ({ id: m.id, object: 'model', owned_by: 'organization_owner' }));
+          return void send(200, { object: 'list', data });
         }
         if (req.url === '/api/v0/models') return void send(200, body);
         send(404, { error: 'Unexpected endpoint or method.' });

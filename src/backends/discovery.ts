@@ -17,7 +17,9 @@ export interface DiscoveryDeps {
   hasParked: () => boolean;
   saveModels?: (backend: string, models: ModelInfo[]) => void;
   onError?: (backend: string, error: Omit<BackendError, 'since'>) => void;
-  log: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void; debug(obj: object, msg: string): void };
+  log: {
+    warn(obj: object, msg: string): void; info(obj: object, msg: string): void; debug(obj: object, msg: string): void;
+  };
   probeTimeoutMs?: number;
   /** ComfyUI backends' queue watchdog and inventory. */
   comfy?: ComfyHealth;

@@ -135,7 +135,8 @@ export class ResidencyTracker {
       ? [...box.entries.values()].sort((a, b) => b.lastUsed - a.lastUsed)
         .map(({ model, source, since }) => ({ model, source, since }))
       : [];
-    return { kind: box.kind, mode: box.mode, known, capacity: this.capacity(backend), readAt: box.readAt ?? null, models };
+    const capacity = this.capacity(backend);
+    return { kind: box.kind, mode: box.mode, known, capacity, readAt: box.readAt ?? null, models };
   }
 
   snapshot(at: number): Record<string, BackendResidency> {
