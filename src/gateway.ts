@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
+import { ResidencyTracker } from './backends/residency.ts';
+import { ResidencyReader } from './backends/residency-read.ts';
 import type { ConfigProblem } from './config/load.ts';
 import { computeEffectiveConfig } from './config/effective.ts';
 import { gpuGroupSettings, RESTART_ONLY_KEYS } from './config/defaults.ts';
@@ -61,6 +63,8 @@ export class Gateway {
   readonly scheduler: Scheduler;
   readonly pools = new UpstreamPools();
   readonly discovery: Discovery;
+  /** Which models each box holds loaded: read by discovery, moved by the calls sent. */
+  readonly residency: ResidencyTracker;
   readonly proxy: UpstreamProxy;
   readonly tokenCounter: TokenCounter;
   /** ComfyUI backends: executor watchdog and inventory (from /object_info). */
@@ -140,6 +144,10 @@ export class Gateway {
     });
     this.configureGroups();
     this.catalog = new ModelCatalog(this.registry, () => this.effective);
+    this.residency = new ResidencyTracker({
+      residentOf: (name) => this.registry.get(name)?.spec.resident,
+      ttlMs: () => 2 * this.effective.health_check_interval * 1000, // one missed probe is tolerated
+    });
     this.registry.onChange((name) => {
       this.catalog.invalidate();
       const b = this.registry.get(name);
@@ -149,6 +157,7 @@ export class Gateway {
     this.registry.onRemoved((name) => {
       this.catalog.invalidate();
       this.scheduler.removeBackend(name);
+      this.residency.forget(name);
       this.pools.retire(name);
       this.comfy.forget(name);
       this.comfyClients.forget(name);
@@ -166,6 +175,7 @@ export class Gateway {
       log: this.log,
       comfy: this.comfy,
       isGuess: (name) => this.isEmbeddedGuess(name),
+      residency: { reader: new ResidencyReader(5000), tracker: this.residency },
     });
     this.proxy = new UpstreamProxy({
       registry: this.registry,
@@ -177,6 +187,7 @@ export class Gateway {
       probe: (name) => void this.discovery.probe(name),
       log: this.log,
       refusals: refusalExplainer(this),
+      onDispatch: (backend, model) => this.residency.observeCall(backend, model, Date.now()),
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,
@@ -212,6 +223,7 @@ export class Gateway {
     this.health = {
       backends: () => this.registry.list(),
       slots: () => this.scheduler.snapshot(),
+      residency: (name) => this.residency.view(name, Date.now()),
       isOpen: () => this.authenticator.isOpen(),
       aliasCollisions: () => this.catalog.collisions(),
       aliasPatterns: () => this.catalog.patterns(),

@@ -5,6 +5,8 @@ import type { ComfyHealth } from '../media/comfy-health.ts';
 import { probeBackend, ProbeError } from './probe.ts';
 import { redactBackendError } from './secret-scrub.ts';
 import type { BackendRegistry } from './registry.ts';
+import type { ResidencyReader } from './residency-read.ts';
+import type { ResidencyTracker } from './residency.ts';
 import type { BackendError, ModelInfo } from './types.ts';
 
 export interface DiscoveryDeps {
@@ -18,7 +20,7 @@ export interface DiscoveryDeps {
   log: {
     warn(obj: object, msg: string): void;
     info(obj: object, msg: string): void;
-    debug?(obj: object, msg: string): void;
+    debug(obj: object, msg: string): void;
   };
   /**
    * True for a backend nobody configured: one of the embedded default's loopback guesses. Until
@@ -29,6 +31,8 @@ export interface DiscoveryDeps {
   /** ComfyUI backends' queue watchdog and inventory. */
   comfy?: ComfyHealth;
   now?: () => number;
+  /** Reads which models each box holds after every good probe (never loading one). */
+  residency?: { reader: ResidencyReader; tracker: ResidencyTracker };
 }
 
 /**
@@ -108,6 +112,7 @@ export class Discovery {
     const backend = registry.get(name);
     if (!backend || !backend.spec.enabled) return;
     const spec = backend.spec;
+    const startedAt = (this.deps.now ?? Date.now)();
     try {
       const models = await probeBackend(spec, this.deps.dispatcherFor(spec), this.deps.probeTimeoutMs ?? 5000, this.deps.comfy);
       if (registry.get(name)?.spec !== spec) return; // reconfigured meanwhile
@@ -118,6 +123,7 @@ export class Discovery {
       this.answered.add(name);
       if (!sameList) this.deps.saveModels?.(name, stable); // the store only hears of changes
       if (!wasHealthy) this.deps.log.info({ backend: name, models: stable.length }, 'backend is up');
+      await this.readResidency(name, spec, stable, startedAt);
     } catch (err) {
       if (registry.get(name)?.spec !== spec) return;
       // a backend's answer may echo its key: redacted before it is logged or stored
@@ -132,8 +138,20 @@ export class Discovery {
 
   private logDown(name: string, error: Omit<BackendError, 'since'>): void {
     const quiet = !this.answered.has(name) && this.deps.isGuess?.(name) === true;
-    if (quiet) this.deps.log.debug?.({ backend: name, error }, 'backend is down (not configured, never answered)');
+    if (quiet) this.deps.log.debug({ backend: name, error }, 'backend is down (not configured, never answered)');
     else this.deps.log.warn({ backend: name, error }, 'backend is down');
+  }
+
+  /** What a box holds loaded; a read that fails leaves the last one to age out (residency.ts). */
+  private async readResidency(name: string, spec: BackendSpec, models: ModelInfo[], startedAt: number): Promise<void> {
+    const residency = this.deps.residency;
+    if (!residency) return;
+    try {
+      const reading = await residency.reader.read(spec, models, this.deps.dispatcherFor(spec));
+      if (this.deps.registry.get(name)?.spec === spec) residency.tracker.observeProbe(name, reading, startedAt);
+    } catch (err) {
+      this.deps.log.debug({ backend: name, error: (err as Error).message }, 'could not read which models are loaded');
+    }
   }
 }
 

@@ -61,6 +61,12 @@ export const BACKEND_DEFAULTS = Object.freeze({
   serverless_only: false,
 } as const satisfies Partial<BackendSpec>);
 
+/**
+ * `resident` when a backend sets none: a swapping box (llama-swap, Ollama, LM Studio) holds one
+ * model at a time, unless it is seen holding more (backends/residency.ts).
+ */
+export const DEFAULT_RESIDENT = 1;
+
 /** Defaults of the options only comfyui backends read (seconds unless named otherwise). */
 export const COMFY_DEFAULTS = Object.freeze({
   stuck_after_s: 90,

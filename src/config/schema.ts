@@ -54,6 +54,7 @@ const backendSchema = {
     enabled: { type: 'boolean', default: BACKEND_DEFAULTS.enabled },
     api_key: secret,
     max_concurrent: nonNegativeInteger,
+    resident: { type: 'integer', minimum: 1 },
     paid: { type: 'boolean', default: BACKEND_DEFAULTS.paid },
     local: { type: 'boolean', default: BACKEND_DEFAULTS.local },
     chat_only: { type: 'boolean', default: BACKEND_DEFAULTS.chat_only },
@@ -379,6 +380,9 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
   if (b.pricing !== undefined && type === 'comfyui') {
     const message = 'only LLM backends (types openai and anthropic) are priced per token';
     problems.push({ path: childPath(path, 'pricing'), message });
+  }
+  if (b.resident !== undefined && type !== 'openai') {
+    problems.push({ path: childPath(path, 'resident'), message: 'only backends of type openai hold models loaded' });
   }
   if (b.prompt_cache !== undefined && type !== 'openai') {
     problems.push({ path: childPath(path, 'prompt_cache'), message: 'only backends of type openai translate cache_control (anthropic backends get it as sent)' });

@@ -16,6 +16,11 @@ export interface BackendSpec {
   api_key?: string;
   /** In-flight cap; undefined = the global `max_concurrent`; 0 = unlimited. */
   max_concurrent?: number;
+  /**
+   * Models a swapping box (llama-swap, Ollama, LM Studio) holds loaded at once; undefined = 1, or
+   * more when the box is seen holding more. Boxes that serve all they list ignore it.
+   */
+  resident?: number;
   paid: boolean;
   /** List this backend's models also under their bare ids. */
   local: boolean;

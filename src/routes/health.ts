@@ -4,6 +4,7 @@
  * for admins.
  */
 import type { BackendState } from '../backends/registry.ts';
+import type { BackendResidency } from '../backends/residency.ts';
 import { pricingReport } from '../backends/pricing.ts';
 import type { ConfigProblem } from '../config/load.ts';
 import { outReason } from '../routing/refusal.ts';
@@ -15,6 +16,8 @@ import type { MediaInventory } from '../media/inventory.ts';
 export interface HealthView {
   backends(): readonly BackendState[];
   slots(): SchedulerSnapshot;
+  /** Which models a box holds loaded (undefined before its first read). */
+  residency(backend: string): BackendResidency | undefined;
   isOpen(): boolean;
   aliasCollisions(): AliasCollision[];
   /** Glob aliases, most specific first (they are not listed in /v1/models). */
@@ -85,6 +88,7 @@ export function fullHealth(view: HealthView) {
       speed: s?.speed ?? null,
       last_type_key: s?.lastTypeKey ?? null,
       discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
+      residency: residencyView(view.residency(b.name)),
       ...(b.spec.type === 'comfyui' ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
       // where each model's prices come from: config, discovered, built-in or none
       ...(b.spec.type !== 'comfyui' ? { pricing: pricingReport(b.spec, b.models) } : {}),
@@ -112,4 +116,14 @@ export function fullHealth(view: HealthView) {
 function inventoryCounts(inv: MediaInventory | undefined) {
   if (!inv) return null;
   return { checkpoints: inv.checkpoints.length, unets: inv.unets.length, vaes: inv.vaes.length, clips: inv.clips.length, loras: inv.loras.length, node_classes: inv.classes.length };
+}
+
+/** Loaded models with where the gateway learnt it (`probe` | `call`) and since when; null before a read. */
+function residencyView(r: BackendResidency | undefined) {
+  if (!r) return null;
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return {
+    kind: r.kind, mode: r.mode, known: r.known, capacity: r.capacity, read_at: r.readAt === null ? null : iso(r.readAt),
+    models: r.models.map((m) => ({ model: m.model, source: m.source, since: iso(m.since) })),
+  };
 }

@@ -31,6 +31,8 @@ export interface ProxyDeps extends RefusalDeps {
   /** Asks discovery to probe a backend now (failures crossed the threshold, or it is unreachable). */
   probe: (backend: string) => void;
   log: { warn(obj: object, msg: string): void };
+  /** A call for `model` is being sent to `backend` (residency: the box will hold it). */
+  onDispatch?: (backend: string, model: string) => void;
 }
 
 export interface ProxyCall {
@@ -204,6 +206,7 @@ export class UpstreamProxy {
         `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
       const wire = call.surface.attempt(backend.spec);
       const request = wire.upstreamRequest(lease.model, backend.modelsById.get(lease.model)?.context_length);
+      deps.onDispatch?.(backend.name, lease.model);
       const result = await forward({
         dispatcher: deps.dispatcherFor(backend),
         path: backend.basePath + request.path,
