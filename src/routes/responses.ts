@@ -80,11 +80,16 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       const problem = nativeOnly ? undefined : surface.translationProblem();
       if (problem) throw new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
       if (startBackground) {
-        // refused now, as the run's own call would be, rather than told `queued` and failed at once
+        // refused now, as the run's own call would be, rather than told `queued` and failed at once:
+        // over the quota (held until the run's call is admitted itself), or by the scheduler
+        const releaseQuota = callers.admit(ctx);
         const { candidates, alias } = gated.resolution;
         const refused = opts.admission.refusal(candidates, alias ?? model, background.awaitingAdmission);
-        if (refused) throw refused;
-        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx });
+        if (refused) {
+          releaseQuota();
+          throw refused;
+        }
+        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx, releaseQuota });
       }
       if (internal) background.arrived(internal.id);
       return {
@@ -109,8 +114,14 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   const startInBackground = (job: BackgroundStart, req: FastifyRequest, reply: FastifyReply) => {
     const queued = queuedResponse(job.id, job.createdAt, job.model, job.parsed);
     const now = opts.now();
-    repo.insert({ id: job.id, owner: ownerOf(job.ctx), status: 'queued', background: true, response: queued, history: job.history, events: null, createdAt: job.createdAt, expiresAt: now + opts.settings().ttlMs }, now);
-    background.start({ id: job.id, createdAt: job.createdAt, body: job.parsed, headers: passOn(req, job.ctx), history: job.history, queued });
+    try {
+      repo.insert({ id: job.id, owner: ownerOf(job.ctx), status: 'queued', background: true, response: queued, history: job.history, events: null, createdAt: job.createdAt, expiresAt: now + opts.settings().ttlMs }, now);
+    } catch (err) {
+      job.releaseQuota();
+      throw err;
+    }
+    const { releaseQuota } = job;
+    background.start({ id: job.id, createdAt: job.createdAt, body: job.parsed, headers: passOn(req, job.ctx), history: job.history, queued, releaseQuota });
     if (job.parsed.stream === true) return followStored(reply, repo.get(job.id, now)!, background, -1);
     return reply.header('x-request-id', req.id).send(queued);
   };
@@ -203,6 +214,8 @@ interface BackgroundStart {
   parsed: Record<string, unknown>;
   history: unknown[];
   ctx: CallerContext;
+  /** The create's hold on the user's quota, handed to the run. */
+  releaseQuota: () => void;
 }
 
 /** Leaves the proxied-call path once the request is validated: a background run answers differently. */
