@@ -24,7 +24,7 @@ import { gateOpenAIModel, type GatedModel } from './model-gate.ts';
 import { queryOf, runProxiedCall, type ProxiedCallDeps } from './proxied-call.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import { followStored } from './responses-follow.ts';
-import { chainedTo, relayNative, visibleNative } from './responses-native.ts';
+import { chainedTo, isResponseId, nativePath, relayNative, visibleNative } from './responses-native.ts';
 import type { NativeReadBack } from '../upstream/responses-readback.ts';
 
 export interface ResponsesRoutesOptions extends ProxiedCallDeps {
@@ -53,13 +53,13 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
 
   /** The gateway's own row the caller may see, else where a native backend holds it, else an unknown id's 404. */
   const locate = (ctx: CallerContext, id: string): Located => {
+    if (!isResponseId(id)) throw responseNotFound(id); // never a lookup, nor a backend's URL
     const row = repo.get(id, opts.now());
     if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return { row };
     const native = visibleNative(repo, id, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
     if (native) return { native };
     throw responseNotFound(id);
   };
-  const upstreamPath = (req: FastifyRequest) => req.url.replace(/^\/+v1\/+/, '/v1/');
 
   app.post('/v1/responses', { bodyLimit: JSON_BODY_LIMIT }, (req: FastifyRequest, reply: FastifyReply) => {
     const internal = opts.internalCall(req);
@@ -130,7 +130,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const ctx = callers.identify(req);
     const id = (req.params as { id: string }).id;
     const { row, native } = locate(ctx, id);
-    if (native) return relayNative(reply, opts.readBack, native, 'GET', upstreamPath(req), id);
+    if (native) return relayNative(reply, opts.readBack, native, 'GET', nativePath(id, '', req.url), id);
     const query = req.query as { stream?: string; starting_after?: string };
     if (query.stream === 'true') return followStored(reply, row, background, Number(query.starting_after ?? -1));
     return row.response;
@@ -140,7 +140,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const ctx = callers.identify(req);
     const id = (req.params as { id: string }).id;
     const { native } = locate(ctx, id);
-    if (native) return relayNative(reply, opts.readBack, native, 'GET', upstreamPath(req), id);
+    if (native) return relayNative(reply, opts.readBack, native, 'GET', nativePath(id, '/input_items', req.url), id);
     throw new GatewayError({
       status: 404, code: 'not_found', param: 'id',
       message: `The gateway lists input items only of responses a native backend stored ('${id}' is its own).`,
@@ -151,7 +151,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const ctx = callers.identify(req);
     const id = (req.params as { id: string }).id;
     const { row, native } = locate(ctx, id);
-    if (native) return relayNative(reply, opts.readBack, native, 'POST', upstreamPath(req), id);
+    if (native) return relayNative(reply, opts.readBack, native, 'POST', nativePath(id, '/cancel', req.url), id);
     if (!row.background) throw new GatewayError({ status: 400, code: 'invalid_request', message: 'Only responses created with background=true can be cancelled.' });
     background.cancel(row.id, row.response, row.history);
     return repo.get(row.id, opts.now())?.response ?? row.response;
@@ -162,7 +162,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const id = (req.params as { id: string }).id;
     const { row, native } = locate(ctx, id);
     if (native) {
-      await relayNative(reply, opts.readBack, native, 'DELETE', upstreamPath(req), id);
+      await relayNative(reply, opts.readBack, native, 'DELETE', nativePath(id, '', req.url), id);
       if (reply.statusCode === 200 || reply.statusCode === 404) repo.forgetNative(id);
       return reply;
     }
@@ -173,7 +173,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
 
   /** A native backend's response, remembered for its owner: reads and chains of its id go back there. */
   function rememberNative(origin: { backend: string; id: string } | undefined, owner: string): void {
-    if (!origin || repo.get(origin.id, opts.now())) return;
+    if (!origin || !isResponseId(origin.id) || repo.get(origin.id, opts.now())) return;
     const now = opts.now();
     repo.rememberNative(origin.id, { owner, backend: origin.backend }, now, now + opts.settings().ttlMs);
   }
