@@ -95,6 +95,37 @@ describe('the Anthropic SDK tool runner over message threads', () => {
   });
 
   for (const stream of [false, true]) {
+    test(`translated (${stream ? 'stream' : 'non-stream'}): the refused turn is on record, charged to no backend and no quota`,
+      async () => {
+        const created = await fetch(`${gw.url}/admin/api/users`, {
+          method: 'POST', headers: { authorization: `Bearer ${CLIENT_KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: `threads-${stream}`, allow: ['translated'], quota_req_day: 2 }),
+        });
+        assert.equal(created.status, 201);
+        const user = await created.json() as { id: number; key: string };
+        local.setKnobs({
+          toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
+        });
+        try {
+          const client = new Anthropic({ baseURL: gw.url, apiKey: user.key, maxRetries: 0, timeout: 10_000 });
+          const runner = client.beta.messages.toolRunner({
+            model: 'translated', max_tokens: 300, tools: [weatherTool([])], max_iterations: 4,
+            messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+          });
+          const final = await runner.runUntilDone();
+          assert.equal(final.stop_reason, 'end_turn', 'two answered turns fit a quota of two: the refusal costs none');
+        } finally {
+          local.setKnobs({ toolCall: false, toolCallOnce: false });
+        }
+        const rows = gw.gateway.callLog.recent({ user_id: user.id }).sort((a, b) => a.ts - b.ts);
+        assert.deepEqual(rows.map((r) => [r.status, r.backend, r.reason]), [
+          [400, '(refused)', 'thread_unsupported_request'], [200, 'local', null], [200, 'local', null],
+        ]);
+        assert.equal(gw.gateway.callLog.quotas.requestsSince(user.id, Date.now() - 86_400_000), 2);
+      });
+  }
+
+  for (const stream of [false, true]) {
     test(`passthrough (${stream ? 'stream' : 'non-stream'}): the thread reaches the backend untouched`, async () => {
       claude.setKnobs({ toolUse: 'get_weather', toolInput: { city: 'Oslo' }, toolUseOnce: true });
       const from = claude.requests.length;
