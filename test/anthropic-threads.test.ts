@@ -95,7 +95,8 @@ describe('the Anthropic SDK tool runner over message threads', () => {
   });
 
   for (const stream of [false, true]) {
-    test(`translated (${stream ? 'stream' : 'non-stream'}): the refused turn is on record, charged to no backend and no quota`,
+    const mode = stream ? 'stream' : 'non-stream';
+    test(`translated (${mode}): the refused turn is on record, charged to no backend and no quota`,
       async () => {
         const created = await fetch(`${gw.url}/admin/api/users`, {
           method: 'POST', headers: { authorization: `Bearer ${CLIENT_KEY}`, 'content-type': 'application/json' },

@@ -54,7 +54,9 @@ export function sendError(reply: FastifyReply, err: GatewayError, url: string): 
   // than read the rest of an upload nobody wants
   if (reply.request.raw.complete === false) reply.header('connection', 'close');
   // an Anthropic caller's bad key or unknown model: told not to retry, as on /v1/messages (routes/anthropic.ts)
-  if (NO_RETRY.has(err.status) && wantsAnthropicErrors(url, reply.request.headers)) reply.header('x-should-retry', 'false');
+  if (NO_RETRY.has(err.status) && wantsAnthropicErrors(url, reply.request.headers)) {
+    reply.header('x-should-retry', 'false');
+  }
   reply.code(err.status).send(renderErrorBody(err, url, reply.request.headers));
 }
 
