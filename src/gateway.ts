@@ -33,6 +33,7 @@ import { callLogSettings, openCallLog, recordCall } from './stats/call-recording
 import { GatewayMetrics } from './stats/metrics.ts';
 import { ConfigService } from './admin/config-service.ts';
 import { UsersService } from './admin/users-service.ts';
+import { BackgroundAdmission } from './responses/admission.ts';
 
 export interface GatewayOptions {
   /** The validated config file (or the embedded default). */
@@ -62,6 +63,8 @@ export class Gateway {
   readonly pools = new UpstreamPools();
   readonly discovery: Discovery;
   readonly proxy: UpstreamProxy;
+  /** Background runs admitted at create, their places held until their calls reach the scheduler. */
+  readonly admission: BackgroundAdmission;
   readonly tokenCounter: TokenCounter;
   /** ComfyUI backends: executor watchdog and inventory (from /object_info). */
   readonly comfy: ComfyHealth;
@@ -164,9 +167,12 @@ export class Gateway {
       log: this.log,
       comfy: this.comfy,
     });
+    this.admission = new BackgroundAdmission(this.scheduler, () => ({
+      maxParked: this.effective.max_parked, parkSeconds: this.effective.async_park_timeout_s,
+    }));
     this.proxy = new UpstreamProxy({
       registry: this.registry,
-      scheduler: this.scheduler,
+      scheduler: this.admission.guard(this.scheduler),
       dispatcherFor: (b) => this.pools.get(b.name, b.spec.url),
       config: () => this.effective,
       now: () => clock.now(),

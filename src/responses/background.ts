@@ -38,8 +38,11 @@ export interface BackgroundJob {
   history: unknown[];
   /** The Response as the client was first told (status queued). */
   queued: Record<string, unknown>;
-  /** Ends the run's hold on its user's quota, taken at create (called once its own call is admitted, or it ended). */
-  releaseQuota?: () => void;
+  /**
+   * Ends the holds taken at create, on its user's quota and its place in the scheduler (admission.ts):
+   * called once the run's own call arrives (it is admitted and queued itself then), or the run ended.
+   */
+  release?: () => void;
 }
 
 /** A follower's view: the events so far, then each one as it comes (null = the end). */
@@ -54,8 +57,8 @@ interface Running {
 export class BackgroundResponses {
   private readonly running = new Map<string, Running>();
   /**
-   * Runs started whose loopback call has not reached the scheduler yet (see admission.ts), each
-   * with its hold on the user's quota, let go when the call arrives (its own admission counts then).
+   * Runs started whose loopback call has not reached the scheduler yet, each with its holds on the
+   * user's quota and a place in the scheduler (admission.ts), let go when the call arrives.
    */
   private readonly unarrived = new Map<string, () => void>();
 
@@ -65,7 +68,7 @@ export class BackgroundResponses {
   start(job: BackgroundJob): void {
     const run: Running = { abort: new AbortController(), frames: [], listeners: new Set() };
     this.running.set(job.id, run);
-    this.unarrived.set(job.id, job.releaseQuota ?? noop);
+    this.unarrived.set(job.id, job.release ?? noop);
     void this.run(job, run).catch((err: unknown) => {
       this.deps.log.warn({ err, response: job.id }, 'background response failed');
       this.finish(job, run, 'failed', failed(job.queued, 'server_error', 'The background run failed; see the gateway log.'));
@@ -75,11 +78,6 @@ export class BackgroundResponses {
   /** The run's loopback call is about to ask the scheduler for its slot (same tick). */
   arrived(id: string): void {
     this.letGo(id);
-  }
-
-  /** Runs admitted whose call the scheduler has not seen yet. */
-  get awaitingAdmission(): number {
-    return this.unarrived.size;
   }
 
   isRunning(id: string): boolean {
@@ -188,7 +186,7 @@ export class BackgroundResponses {
     this.end(job.id, run);
   }
 
-  /** The run's call arrived, or the run ended: no longer awaited, its quota hold released. */
+  /** The run's call arrived, or the run ended: no longer awaited, its holds released. */
   private letGo(id: string): void {
     const release = this.unarrived.get(id);
     this.unarrived.delete(id);

@@ -40,7 +40,7 @@ export interface ResponsesRoutesOptions extends ProxiedCallDeps {
   isNative: (backend: string) => boolean;
   /** Output items of recent responses, for `item_reference`. */
   recentItems: RecentItems;
-  /** Whether a background run would be refused by the scheduler now (admission.ts). */
+  /** Admits a background run as the scheduler would, holding its place until its call arrives (admission.ts). */
   admission: BackgroundAdmission;
   /** Reads of responses a native backend stored itself, sent to that backend. */
   readBack: NativeReadBack;
@@ -84,12 +84,16 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
         // over the quota (held until the run's call is admitted itself), or by the scheduler
         const releaseQuota = callers.admit(ctx);
         const { candidates, alias } = gated.resolution;
-        const refused = opts.admission.refusal(candidates, alias ?? model, background.awaitingAdmission);
-        if (refused) {
+        const admitted = opts.admission.admit(candidates, alias ?? model);
+        if (admitted.refused) {
           releaseQuota();
-          throw refused;
+          throw admitted.refused;
         }
-        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx, releaseQuota });
+        const release = () => {
+          releaseQuota();
+          admitted.release();
+        };
+        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx, release });
       }
       if (internal) background.arrived(internal.id);
       return {
@@ -117,11 +121,11 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     try {
       repo.insert({ id: job.id, owner: ownerOf(job.ctx), status: 'queued', background: true, response: queued, history: job.history, events: null, createdAt: job.createdAt, expiresAt: now + opts.settings().ttlMs }, now);
     } catch (err) {
-      job.releaseQuota();
+      job.release();
       throw err;
     }
-    const { releaseQuota } = job;
-    background.start({ id: job.id, createdAt: job.createdAt, body: job.parsed, headers: passOn(req, job.ctx), history: job.history, queued, releaseQuota });
+    const { release } = job;
+    background.start({ id: job.id, createdAt: job.createdAt, body: job.parsed, headers: passOn(req, job.ctx), history: job.history, queued, release });
     if (job.parsed.stream === true) return followStored(reply, repo.get(job.id, now)!, background, -1);
     return reply.header('x-request-id', req.id).send(queued);
   };
@@ -214,8 +218,8 @@ interface BackgroundStart {
   parsed: Record<string, unknown>;
   history: unknown[];
   ctx: CallerContext;
-  /** The create's hold on the user's quota, handed to the run. */
-  releaseQuota: () => void;
+  /** Lets go of the create's hold on the user's quota and on its place in the scheduler (handed to the run). */
+  release: () => void;
 }
 
 /** Leaves the proxied-call path once the request is validated: a background run answers differently. */
