@@ -103,6 +103,24 @@ describe('native read-back: ids, paths, expiry and config changes', () => {
     assert.equal(fake.requests.length, from, 'no backend asked');
   });
 
+  test("another user's native id as previous_response_id: the unknown id's 400, not sent on", async () => {
+    const { id } = await client.responses.create({ model: 'm', input: 'my secret context' });
+    const made = await fetch(`${gw.url}/admin/api/users`, {
+      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'chainer' }),
+    });
+    const { key } = (await made.json()) as { key: string };
+    const stranger = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
+    const from = fake.requests.length;
+    const theirs = await stranger.responses.create({ model: 'm', input: 'go on', previous_response_id: id })
+      .then(() => undefined, (e: unknown) => e);
+    assert.ok(theirs instanceof OpenAI.BadRequestError, String(theirs));
+    assert.equal(theirs.code, 'previous_response_not_found');
+    assert.equal(fake.requests.slice(from).some((r) => r.body?.previous_response_id === id), false, 'not passed on');
+    const mine = await client.responses.create({ model: 'm', input: 'go on', previous_response_id: id });
+    assert.equal(mine.previous_response_id, id, 'the owner continues it');
+  });
+
   test('after DELETE the mapping is gone: a read is the gateway\'s own 404', async () => {
     const { id } = await client.responses.create({ model: 'm', input: 'delete me' });
     await client.responses.delete(id);

@@ -189,7 +189,10 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const previous = body.previous_response_id;
     if (typeof previous !== 'string' || repo.get(previous, opts.now())) return gated;
     const origin = visibleNative(repo, previous, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
-    return origin ? chainedTo(gated, origin, model, previous) : gated;
+    if (origin) return chainedTo(gated, origin, model, previous);
+    // another owner's: not passed on for its backend to continue, the unknown id's answer instead
+    if (repo.nativeOrigin(previous, opts.now())) throw previousNotFound(previous);
+    return gated;
   }
 
   /** The stored turns before this one, when the request continues a conversation. */
@@ -201,10 +204,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return row.history;
     // a native backend may know it (its own stored response): passed on as it came
     if (nativeCandidates) return undefined;
-    throw new GatewayError({
-      status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
-      message: `Previous response with id '${previous}' not found. The gateway keeps responses created with store: true or background: true for responses_ttl_h hours.`,
-    });
+    throw previousNotFound(previous);
   }
 }
 
@@ -233,6 +233,14 @@ class StartBackground extends Error {
 export function ownerOf(ctx: CallerContext): string {
   if (ctx.caller.user) return `user:${ctx.caller.user.id}`;
   return ctx.caller.kind === 'master' ? 'master' : 'open';
+}
+
+function previousNotFound(previous: string): GatewayError {
+  return new GatewayError({
+    status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
+    message: `Previous response with id '${previous}' not found. The gateway keeps responses created with store: true `
+      + 'or background: true for responses_ttl_h hours.',
+  });
 }
 
 function responseNotFound(id: string): GatewayError {
