@@ -144,6 +144,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(anthropicRoutes, {
     ...proxied,
     backendType: (name) => gateway.registry.get(name)?.spec.type,
+    routable: (candidates) => gateway.scheduler.order([...candidates]),
     countTokens: (call, candidates, req) => gateway.tokenCounter.count(call, candidates, req.headers),
   });
   await app.register(responsesRoutes, {

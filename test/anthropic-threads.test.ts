@@ -31,20 +31,30 @@ const weatherTool = (seen: string[]) => betaTool({
 describe('the Anthropic SDK tool runner over message threads', () => {
   let local: FakeBackend;
   let claude: AnthropicFake;
+  let doomed: AnthropicFake;
+  let doomedDown: Promise<void> | undefined;
+  /** Stops the backend behind `gone` once, and lets the gateway notice. */
+  const takeGoneDown = () => (doomedDown ??= doomed.close().then(() => gw.gateway.discovery.pollAll()));
   let gw: TestGateway;
   const sdk = () => new Anthropic({ baseURL: gw.url, apiKey: CLIENT_KEY, maxRetries: 0, timeout: 10_000 });
 
   before(async () => {
     local = await startFake('llamacpp', { models: ['qwen3-8b'] });
     claude = await startAnthropicFake();
+    doomed = await startAnthropicFake();
     gw = await startGateway(
       [
         { name: 'local', url: local.url },
         { name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true },
+        // an anthropic backend that goes down once its models are known
+        { name: 'gone', url: doomed.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true },
       ],
       {
         api_key: CLIENT_KEY,
-        virtual_models: { translated: { local: 'qwen3-8b' }, passthrough: { claude: 'claude-sonnet-4-5-20250929' } },
+        virtual_models: {
+          translated: { local: 'qwen3-8b' }, passthrough: { claude: 'claude-sonnet-4-5-20250929' },
+          fallback: { gone: 'claude-sonnet-4-5-20250929', local: 'qwen3-8b' },
+        },
       },
     );
   });
@@ -52,6 +62,7 @@ describe('the Anthropic SDK tool runner over message threads', () => {
     await gw?.close();
     await local?.close();
     await claude?.close();
+    if (!doomedDown) await doomed?.close();
   });
 
   for (const stream of [false, true]) {
@@ -123,6 +134,32 @@ describe('the Anthropic SDK tool runner over message threads', () => {
           [400, '(refused)', 'thread_unsupported_request'], [200, 'local', null], [200, 'local', null],
         ]);
         assert.equal(gw.gateway.callLog.quotas.requestsSince(user.id, Date.now() - 86_400_000), 2);
+      });
+  }
+
+  for (const stream of [false, true]) {
+    const mode = stream ? 'stream' : 'non-stream';
+    test(`mixed alias, its anthropic backend down (${mode}): the runner falls back unthreaded`,
+      async () => {
+        await takeGoneDown();
+        local.setKnobs({
+          toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
+        });
+        const from = local.requests.length;
+        try {
+          const seen: string[] = [];
+          const runner = sdk().beta.messages.toolRunner({
+            model: 'fallback', max_tokens: 300, tools: [weatherTool(seen)], max_iterations: 4,
+            messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+          });
+          const final = await runner.runUntilDone();
+          assert.deepEqual(seen, ['Oslo']);
+          assert.equal(final.stop_reason, 'end_turn');
+          const chats = local.requests.slice(from).filter((r) => r.path === '/v1/chat/completions');
+          assert.equal(chats.length, 2, 'both turns served by the chat backend');
+        } finally {
+          local.setKnobs({ toolCall: false, toolCallOnce: false });
+        }
       });
   }
 
