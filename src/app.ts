@@ -16,7 +16,6 @@ import { responsesRoutes } from './routes/responses.ts';
 import { BackgroundResponses } from './responses/background.ts';
 import { InternalCalls, selfUrl } from './responses/internal-call.ts';
 import { NativeReadBack } from './upstream/responses-readback.ts';
-import { BackgroundAdmission } from './responses/admission.ts';
 import { RecentItems } from './responses/recent-items.ts';
 import { switchRequest, TransformFactory } from './upstream/call-transform.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
@@ -145,6 +144,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(anthropicRoutes, {
     ...proxied,
     backendType: (name) => gateway.registry.get(name)?.spec.type,
+    routable: (candidates) => gateway.scheduler.order([...candidates]),
     countTokens: (call, candidates, req) => gateway.tokenCounter.count(call, candidates, req.headers),
   });
   await app.register(responsesRoutes, {
@@ -155,9 +155,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     transformFor: (_ctx, body, alias) => transforms.forCall('chat', alias, Object.assign(switchRequest(body, 'responses'), { stripGatewayField: false })),
     isNative: (name) => gateway.registry.get(name)?.spec.responses === 'native',
     recentItems: new RecentItems({ maxItems: 20_000, maxAgeMs: 60 * 60_000, now: () => Date.now() }),
-    admission: new BackgroundAdmission(gateway.scheduler, () => ({
-      maxParked: gateway.config().max_parked, parkSeconds: gateway.config().async_park_timeout_s,
-    })),
+    admission: gateway.admission,
     readBack: new NativeReadBack({
       registry: gateway.registry, dispatcherFor: (b) => gateway.pools.get(b.name, b.spec.url),
       headMs: () => gateway.config().first_byte_timeout_s * 1000,

@@ -35,6 +35,7 @@ import { callLogSettings, openCallLog, recordCall } from './stats/call-recording
 import { GatewayMetrics } from './stats/metrics.ts';
 import { ConfigService } from './admin/config-service.ts';
 import { UsersService } from './admin/users-service.ts';
+import { BackgroundAdmission } from './responses/admission.ts';
 
 export interface GatewayOptions {
   /** The validated config file (or the embedded default). */
@@ -66,6 +67,8 @@ export class Gateway {
   /** Which models each box holds loaded: read by discovery, moved by the calls sent. */
   readonly residency: ResidencyTracker;
   readonly proxy: UpstreamProxy;
+  /** Background runs admitted at create, their places held until their calls reach the scheduler. */
+  readonly admission: BackgroundAdmission;
   readonly tokenCounter: TokenCounter;
   /** ComfyUI backends: executor watchdog and inventory (from /object_info). */
   readonly comfy: ComfyHealth;
@@ -177,9 +180,12 @@ export class Gateway {
       isGuess: (name) => this.isEmbeddedGuess(name),
       residency: { reader: new ResidencyReader(5000), tracker: this.residency },
     });
+    this.admission = new BackgroundAdmission(this.scheduler, () => ({
+      maxParked: this.effective.max_parked, parkSeconds: this.effective.async_park_timeout_s,
+    }));
     this.proxy = new UpstreamProxy({
       registry: this.registry,
-      scheduler: this.scheduler,
+      scheduler: this.admission.guard(this.scheduler),
       dispatcherFor: (b) => this.pools.get(b.name, b.spec.url),
       config: () => this.effective,
       now: () => clock.now(),

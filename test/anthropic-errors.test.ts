@@ -163,3 +163,32 @@ describe('Anthropic-shaped errors', () => {
     assert.equal(plain.error.code, 'model_not_found', 'no anthropic-version: the OpenAI shape');
   });
 });
+
+describe('x-should-retry on Anthropic-shaped /v1/models errors', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await startGateway([], { api_key: MASTER });
+  });
+  after(async () => {
+    await gw?.close();
+  });
+
+  test('a bad key and an unknown model say x-should-retry: false, as /v1/messages does', async () => {
+    const get = async (path: string, key: string, anthropic = true) => {
+      const headers: Record<string, string> = { 'x-api-key': key };
+      if (anthropic) headers['anthropic-version'] = '2023-06-01';
+      const res = await request(`${gw.url}${path}`, { headers });
+      await res.body.text();
+      return { status: res.statusCode, retry: res.headers['x-should-retry'] };
+    };
+    assert.deepEqual(await get('/v1/models', 'not-the-key'), { status: 401, retry: 'false' });
+    assert.deepEqual(await get('/v1/models/no-such-model', MASTER), { status: 404, retry: 'false' });
+    const messages = await request(`${gw.url}/v1/messages`, {
+      method: 'POST', headers: { 'x-api-key': 'not-the-key', 'content-type': 'application/json' }, body: '{}',
+    });
+    await messages.body.text();
+    assert.equal(messages.headers['x-should-retry'], 'false', 'the same as /v1/messages');
+    assert.deepEqual(await get('/v1/models', 'not-the-key', false), { status: 401, retry: undefined },
+      'an OpenAI caller as before');
+  });
+});

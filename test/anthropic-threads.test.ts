@@ -31,20 +31,30 @@ const weatherTool = (seen: string[]) => betaTool({
 describe('the Anthropic SDK tool runner over message threads', () => {
   let local: FakeBackend;
   let claude: AnthropicFake;
+  let doomed: AnthropicFake;
+  let doomedDown: Promise<void> | undefined;
+  /** Stops the backend behind `gone` once, and lets the gateway notice. */
+  const takeGoneDown = () => (doomedDown ??= doomed.close().then(() => gw.gateway.discovery.pollAll()));
   let gw: TestGateway;
   const sdk = () => new Anthropic({ baseURL: gw.url, apiKey: CLIENT_KEY, maxRetries: 0, timeout: 10_000 });
 
   before(async () => {
     local = await startFake('llamacpp', { models: ['qwen3-8b'] });
     claude = await startAnthropicFake();
+    doomed = await startAnthropicFake();
     gw = await startGateway(
       [
         { name: 'local', url: local.url },
         { name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true },
+        // an anthropic backend that goes down once its models are known
+        { name: 'gone', url: doomed.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true },
       ],
       {
         api_key: CLIENT_KEY,
-        virtual_models: { translated: { local: 'qwen3-8b' }, passthrough: { claude: 'claude-sonnet-4-5-20250929' } },
+        virtual_models: {
+          translated: { local: 'qwen3-8b' }, passthrough: { claude: 'claude-sonnet-4-5-20250929' },
+          fallback: { gone: 'claude-sonnet-4-5-20250929', local: 'qwen3-8b' },
+        },
       },
     );
   });
@@ -52,6 +62,7 @@ describe('the Anthropic SDK tool runner over message threads', () => {
     await gw?.close();
     await local?.close();
     await claude?.close();
+    if (!doomedDown) await doomed?.close();
   });
 
   for (const stream of [false, true]) {
@@ -93,6 +104,64 @@ describe('the Anthropic SDK tool runner over message threads', () => {
     assert.equal(error.errorCode, 'thread_unsupported_request');
     assert.equal((error.error as { error: { type: string } }).error.type, 'invalid_request_error');
   });
+
+  for (const stream of [false, true]) {
+    const mode = stream ? 'stream' : 'non-stream';
+    test(`translated (${mode}): the refused turn is on record, charged to no backend and no quota`,
+      async () => {
+        const created = await fetch(`${gw.url}/admin/api/users`, {
+          method: 'POST', headers: { authorization: `Bearer ${CLIENT_KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: `threads-${stream}`, allow: ['translated'], quota_req_day: 2 }),
+        });
+        assert.equal(created.status, 201);
+        const user = await created.json() as { id: number; key: string };
+        local.setKnobs({
+          toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
+        });
+        try {
+          const client = new Anthropic({ baseURL: gw.url, apiKey: user.key, maxRetries: 0, timeout: 10_000 });
+          const runner = client.beta.messages.toolRunner({
+            model: 'translated', max_tokens: 300, tools: [weatherTool([])], max_iterations: 4,
+            messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+          });
+          const final = await runner.runUntilDone();
+          assert.equal(final.stop_reason, 'end_turn', 'two answered turns fit a quota of two: the refusal costs none');
+        } finally {
+          local.setKnobs({ toolCall: false, toolCallOnce: false });
+        }
+        const rows = gw.gateway.callLog.recent({ user_id: user.id }).sort((a, b) => a.ts - b.ts);
+        assert.deepEqual(rows.map((r) => [r.status, r.backend, r.reason]), [
+          [400, '(refused)', 'thread_unsupported_request'], [200, 'local', null], [200, 'local', null],
+        ]);
+        assert.equal(gw.gateway.callLog.quotas.requestsSince(user.id, Date.now() - 86_400_000), 2);
+      });
+  }
+
+  for (const stream of [false, true]) {
+    const mode = stream ? 'stream' : 'non-stream';
+    test(`mixed alias, its anthropic backend down (${mode}): the runner falls back unthreaded`,
+      async () => {
+        await takeGoneDown();
+        local.setKnobs({
+          toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
+        });
+        const from = local.requests.length;
+        try {
+          const seen: string[] = [];
+          const runner = sdk().beta.messages.toolRunner({
+            model: 'fallback', max_tokens: 300, tools: [weatherTool(seen)], max_iterations: 4,
+            messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+          });
+          const final = await runner.runUntilDone();
+          assert.deepEqual(seen, ['Oslo']);
+          assert.equal(final.stop_reason, 'end_turn');
+          const chats = local.requests.slice(from).filter((r) => r.path === '/v1/chat/completions');
+          assert.equal(chats.length, 2, 'both turns served by the chat backend');
+        } finally {
+          local.setKnobs({ toolCall: false, toolCallOnce: false });
+        }
+      });
+  }
 
   for (const stream of [false, true]) {
     test(`passthrough (${stream ? 'stream' : 'non-stream'}): the thread reaches the backend untouched`, async () => {

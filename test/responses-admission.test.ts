@@ -5,8 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { backgroundRefusal } from '../src/responses/admission.ts';
-import type { BackendSlotsSnapshot, Candidate, SchedulerSnapshot } from '../src/scheduler/index.ts';
+import { BackgroundAdmission, backgroundRefusal } from '../src/responses/admission.ts';
+import {
+  SchedulerRejection, type BackendSlotsSnapshot, type Candidate, type SchedulerSnapshot,
+} from '../src/scheduler/index.ts';
+import { candidates, schedulerHarness, settle } from './helpers/scheduler-harness.ts';
 
 type Slots = BackendSlotsSnapshot;
 const backend = (name: string, inflight: number, cap: number, extra: Partial<Slots> = {}): Slots =>
@@ -56,5 +59,57 @@ describe('background admission', () => {
   test('an unavailable backend has no free slot', () => {
     const down = snapshot([backend('a', 0, 1, { available: false }), backend('b', 1, 1)], 2);
     assert.equal(backgroundRefusal(down, on('b'), limits, 0)?.reason, 'queue_full');
+  });
+});
+
+describe('places promised to runs on their way, on a real scheduler', () => {
+  const setup = () => {
+    const { scheduler, hold } = schedulerHarness([{ name: 'a', cap: 1 }], { maxParked: 1 });
+    const admission = new BackgroundAdmission(scheduler, () => ({ maxParked: 1, parkSeconds: 600 }));
+    const guarded = admission.guard(scheduler);
+    const ticket = (parkMs = 5_000) => ({ alias: 'r', candidates: candidates('a/m'), parkMs });
+    const outcome = (p: Promise<unknown>) => p.then(() => 'lease', (e: unknown) => e);
+    return { scheduler, hold, admission, guarded, ticket, outcome };
+  };
+
+  test('a foreground ticket after an admitted run is refused queue_full; the run, arrived, parks', async () => {
+    const { scheduler, hold, admission, guarded, ticket, outcome } = setup();
+    hold(['a/m']);
+    const run = admission.admit(candidates('a/m'), 'r');
+    assert.equal(run.refused, undefined, 'the last place is the run\'s');
+    assert.equal(admission.pending, 1);
+    const foreground = await outcome(guarded.acquire(ticket()));
+    assert.ok(foreground instanceof SchedulerRejection);
+    assert.equal(foreground.reason, 'queue_full');
+    assert.equal(scheduler.snapshot().parked.length, 0, 'the foreground took no place');
+    const second = admission.admit(candidates('a/m'), 'r');
+    assert.equal(second.refused?.status, 503, 'nor does another create');
+    run.release!();
+    run.release!(); // idempotent
+    assert.equal(admission.pending, 0);
+    void guarded.acquire(ticket()).catch(() => undefined);
+    await settle();
+    assert.equal(scheduler.snapshot().parked.length, 1, 'the run parked in its place');
+  });
+
+  test('a free slot promised to a run: refused to a call that cannot park, taken by one that can', async () => {
+    const { admission, guarded, ticket, outcome } = setup();
+    const run = admission.admit(candidates('a/m'), 'r');
+    assert.equal(run.refused, undefined);
+    const noPark = await outcome(guarded.acquire(ticket(0)));
+    assert.ok(noPark instanceof SchedulerRejection);
+    assert.equal(noPark.reason, 'parking_off');
+    // with a place left in the queue for the run, a foreground call may take the slot
+    assert.equal(await outcome(guarded.acquire(ticket())), 'lease');
+  });
+
+  test('nothing promised: the scheduler answers alone', async () => {
+    const { hold, guarded, ticket, outcome } = setup();
+    hold(['a/m']);
+    void guarded.acquire(ticket()).catch(() => undefined);
+    await settle();
+    const full = await outcome(guarded.acquire(ticket()));
+    assert.ok(full instanceof SchedulerRejection);
+    assert.equal(full.reason, 'queue_full', "the scheduler's own refusal past max_parked");
   });
 });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
+import { request } from 'undici';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -81,5 +82,28 @@ describe('background runs past max_parked', () => {
     await release();
     await settle(admitted.map((r) => r.id));
     assert.equal((await client.responses.retrieve(admitted[0]!.id)).status, 'completed', 'what was told queued ran');
+  });
+  test('a foreground call between a create and its run reaching the scheduler does not take its place', async () => {
+    const release = await holdTheSlot();
+    const headers = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
+    const post = (path: string, body: unknown) => request(`${gw.url}${path}`, {
+      method: 'POST', headers, body: JSON.stringify(body),
+    });
+    // the create is on its way; the foreground call follows at once, before the run's own call arrives
+    const create = post('/v1/responses', { model: 'r', input: 'promised a place', background: true });
+    await new Promise((r) => setImmediate(r));
+    const foreground = post('/v1/chat/completions', { model: 'r', messages: [{ role: 'user', content: 'me first' }] });
+    const created = await create;
+    const queued = await created.body.json() as { id: string; status: string };
+    assert.equal(created.statusCode, 200);
+    assert.equal(queued.status, 'queued');
+    const late = await foreground;
+    const refused = await late.body.json() as { error: { code: string } };
+    assert.equal(late.statusCode, 503, 'the one place was promised to the run');
+    assert.equal(refused.error.code, 'queue_full');
+    await release();
+    await settle([queued.id]);
+    const run = await client.responses.retrieve(queued.id);
+    assert.equal(run.status, 'completed', `told queued, it ran (${JSON.stringify(run.error)})`);
   });
 });

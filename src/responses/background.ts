@@ -38,6 +38,11 @@ export interface BackgroundJob {
   history: unknown[];
   /** The Response as the client was first told (status queued). */
   queued: Record<string, unknown>;
+  /**
+   * Ends the holds taken at create, on its user's quota and its place in the scheduler (admission.ts):
+   * called once the run's own call arrives (it is admitted and queued itself then), or the run ended.
+   */
+  release?: () => void;
 }
 
 /** A follower's view: the events so far, then each one as it comes (null = the end). */
@@ -51,8 +56,11 @@ interface Running {
 
 export class BackgroundResponses {
   private readonly running = new Map<string, Running>();
-  /** Runs started whose loopback call has not reached the scheduler yet (see admission.ts). */
-  private readonly unarrived = new Set<string>();
+  /**
+   * Runs started whose loopback call has not reached the scheduler yet, each with its holds on the
+   * user's quota and a place in the scheduler (admission.ts), let go when the call arrives.
+   */
+  private readonly unarrived = new Map<string, () => void>();
 
   constructor(private readonly deps: BackgroundDeps) {}
 
@@ -60,7 +68,7 @@ export class BackgroundResponses {
   start(job: BackgroundJob): void {
     const run: Running = { abort: new AbortController(), frames: [], listeners: new Set() };
     this.running.set(job.id, run);
-    this.unarrived.add(job.id);
+    this.unarrived.set(job.id, job.release ?? noop);
     void this.run(job, run).catch((err: unknown) => {
       this.deps.log.warn({ err, response: job.id }, 'background response failed');
       this.finish(job, run, 'failed', failed(job.queued, 'server_error', 'The background run failed; see the gateway log.'));
@@ -69,12 +77,7 @@ export class BackgroundResponses {
 
   /** The run's loopback call is about to ask the scheduler for its slot (same tick). */
   arrived(id: string): void {
-    this.unarrived.delete(id);
-  }
-
-  /** Runs admitted whose call the scheduler has not seen yet. */
-  get awaitingAdmission(): number {
-    return this.unarrived.size;
+    this.letGo(id);
   }
 
   isRunning(id: string): boolean {
@@ -107,7 +110,7 @@ export class BackgroundResponses {
   close(): void {
     const runs = [...this.running];
     this.running.clear();
-    this.unarrived.clear();
+    for (const id of [...this.unarrived.keys()]) this.letGo(id);
     for (const [, run] of runs) {
       run.abort.abort();
       for (const l of run.listeners) l(null);
@@ -183,13 +186,22 @@ export class BackgroundResponses {
     this.end(job.id, run);
   }
 
+  /** The run's call arrived, or the run ended: no longer awaited, its holds released. */
+  private letGo(id: string): void {
+    const release = this.unarrived.get(id);
+    this.unarrived.delete(id);
+    release?.();
+  }
+
   private end(id: string, run: Running): void {
     this.running.delete(id);
-    this.unarrived.delete(id);
+    this.letGo(id);
     for (const l of run.listeners) l(null);
     run.listeners.clear();
   }
 }
+
+const noop = () => {};
 
 function statusOf(type: string | undefined): ResponseStatus {
   if (type === 'response.completed') return 'completed';

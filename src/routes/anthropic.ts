@@ -27,6 +27,8 @@ export interface AnthropicRoutesOptions extends ProxiedCallDeps {
   transforms: TransformSource;
   /** A backend's kind by name (undefined once it is gone). */
   backendType: (name: string) => BackendType | undefined;
+  /** The candidates on backends the scheduler can route to now (available ones). */
+  routable: (candidates: Candidate[]) => Candidate[];
   /** Counts a request's input tokens without a scheduler slot. */
   countTokens: (call: MessagesCall, candidates: readonly Candidate[], req: FastifyRequest) => Promise<TokenCount>;
 }
@@ -74,6 +76,13 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
           throw translationRefusal(p);
         }
         throw modelNotFound(model);
+      }
+      // kept for its anthropic backends, all down now: refused as a chat backend refuses it, when the
+      // SDK recovers from that (a thread: resent without it, which the chat backends then serve)
+      if (!opts.routable(resolution.candidates).length
+        && resolution.candidates.length < filterAllowed(ctx.caller.allow, catalog.resolve(model, 'messages')!).length) {
+        const p = problem();
+        if (p?.errorCode) throw translationRefusal(p);
       }
       return { surface, resolution, refreshCandidates: () => candidatesNow()?.candidates ?? [] };
     }));

@@ -53,8 +53,14 @@ export function sendError(reply: FastifyReply, err: GatewayError, url: string): 
   // refused before its body was read (a wrong key, a foreign Host): drop the connection rather
   // than read the rest of an upload nobody wants
   if (reply.request.raw.complete === false) reply.header('connection', 'close');
+  // an Anthropic caller's bad key or unknown model: told not to retry, as on /v1/messages (routes/anthropic.ts)
+  if (NO_RETRY.has(err.status) && wantsAnthropicErrors(url, reply.request.headers)) {
+    reply.header('x-should-retry', 'false');
+  }
   reply.code(err.status).send(renderErrorBody(err, url, reply.request.headers));
 }
+
+const NO_RETRY = new Set([401, 403, 404]);
 
 /** The error's body in the shape of the surface `url` (or an `anthropic-version` caller) belongs to. */
 export function renderErrorBody(err: GatewayError, url: string, headers?: IncomingHttpHeaders) {

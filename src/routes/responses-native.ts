@@ -10,6 +10,25 @@ import type { GatedModel } from './model-gate.ts';
 import type { NativeOrigin, ResponsesRepo } from '../store/responses-repo.ts';
 import type { NativeReadBack, ReadBackMethod } from '../upstream/responses-readback.ts';
 
+/**
+ * Whether `id` may be a response id: letters, digits, `_` and `-` (OpenAI's `resp_…`, vLLM's,
+ * the gateway's own). Anything else (`/`, `.`, `%`, …) is refused before it is looked up or put
+ * in a backend's URL, and a backend's id outside it is not remembered.
+ */
+export function isResponseId(id: unknown): id is string {
+  return typeof id === 'string' && /^[A-Za-z0-9_-]{1,200}$/.test(id);
+}
+
+/**
+ * The backend's path for a read of `id` (checked by `isResponseId`): built from the id, never the
+ * client's raw path; the query is the client's, each parameter encoded again.
+ */
+export function nativePath(id: string, suffix: '' | '/input_items' | '/cancel', url: string): string {
+  const at = url.indexOf('?');
+  const query = at === -1 ? '' : new URLSearchParams(url.slice(at + 1)).toString();
+  return `/v1/responses/${id}${suffix}${query ? `?${query}` : ''}`;
+}
+
 /** The native origin of `id` when the caller may see it (the owner, or an admin). */
 export function visibleNative(
   repo: ResponsesRepo, id: string, owner: string, isAdmin: boolean, now: number,

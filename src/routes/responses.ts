@@ -24,7 +24,7 @@ import { gateOpenAIModel, type GatedModel } from './model-gate.ts';
 import { queryOf, runProxiedCall, type ProxiedCallDeps } from './proxied-call.ts';
 import { useRawJsonBodies } from './json-body.ts';
 import { followStored } from './responses-follow.ts';
-import { chainedTo, relayNative, visibleNative } from './responses-native.ts';
+import { chainedTo, isResponseId, nativePath, relayNative, visibleNative } from './responses-native.ts';
 import type { NativeReadBack } from '../upstream/responses-readback.ts';
 
 export interface ResponsesRoutesOptions extends ProxiedCallDeps {
@@ -40,7 +40,7 @@ export interface ResponsesRoutesOptions extends ProxiedCallDeps {
   isNative: (backend: string) => boolean;
   /** Output items of recent responses, for `item_reference`. */
   recentItems: RecentItems;
-  /** Whether a background run would be refused by the scheduler now (admission.ts). */
+  /** Admits a background run as the scheduler would, holding its place until its call arrives (admission.ts). */
   admission: BackgroundAdmission;
   /** Reads of responses a native backend stored itself, sent to that backend. */
   readBack: NativeReadBack;
@@ -53,13 +53,13 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
 
   /** The gateway's own row the caller may see, else where a native backend holds it, else an unknown id's 404. */
   const locate = (ctx: CallerContext, id: string): Located => {
+    if (!isResponseId(id)) throw responseNotFound(id); // never a lookup, nor a backend's URL
     const row = repo.get(id, opts.now());
     if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return { row };
     const native = visibleNative(repo, id, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
     if (native) return { native };
     throw responseNotFound(id);
   };
-  const upstreamPath = (req: FastifyRequest) => req.url.replace(/^\/+v1\/+/, '/v1/');
 
   app.post('/v1/responses', { bodyLimit: JSON_BODY_LIMIT }, (req: FastifyRequest, reply: FastifyReply) => {
     const internal = opts.internalCall(req);
@@ -80,11 +80,20 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       const problem = nativeOnly ? undefined : surface.translationProblem();
       if (problem) throw new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
       if (startBackground) {
-        // refused now, as the run's own call would be, rather than told `queued` and failed at once
+        // refused now, as the run's own call would be, rather than told `queued` and failed at once:
+        // over the quota (held until the run's call is admitted itself), or by the scheduler
+        const releaseQuota = callers.admit(ctx);
         const { candidates, alias } = gated.resolution;
-        const refused = opts.admission.refusal(candidates, alias ?? model, background.awaitingAdmission);
-        if (refused) throw refused;
-        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx });
+        const admitted = opts.admission.admit(candidates, alias ?? model);
+        if (admitted.refused) {
+          releaseQuota();
+          throw admitted.refused;
+        }
+        const release = () => {
+          releaseQuota();
+          admitted.release();
+        };
+        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx, release });
       }
       if (internal) background.arrived(internal.id);
       return {
@@ -109,8 +118,14 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   const startInBackground = (job: BackgroundStart, req: FastifyRequest, reply: FastifyReply) => {
     const queued = queuedResponse(job.id, job.createdAt, job.model, job.parsed);
     const now = opts.now();
-    repo.insert({ id: job.id, owner: ownerOf(job.ctx), status: 'queued', background: true, response: queued, history: job.history, events: null, createdAt: job.createdAt, expiresAt: now + opts.settings().ttlMs }, now);
-    background.start({ id: job.id, createdAt: job.createdAt, body: job.parsed, headers: passOn(req, job.ctx), history: job.history, queued });
+    try {
+      repo.insert({ id: job.id, owner: ownerOf(job.ctx), status: 'queued', background: true, response: queued, history: job.history, events: null, createdAt: job.createdAt, expiresAt: now + opts.settings().ttlMs }, now);
+    } catch (err) {
+      job.release();
+      throw err;
+    }
+    const { release } = job;
+    background.start({ id: job.id, createdAt: job.createdAt, body: job.parsed, headers: passOn(req, job.ctx), history: job.history, queued, release });
     if (job.parsed.stream === true) return followStored(reply, repo.get(job.id, now)!, background, -1);
     return reply.header('x-request-id', req.id).send(queued);
   };
@@ -119,7 +134,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const ctx = callers.identify(req);
     const id = (req.params as { id: string }).id;
     const { row, native } = locate(ctx, id);
-    if (native) return relayNative(reply, opts.readBack, native, 'GET', upstreamPath(req), id);
+    if (native) return relayNative(reply, opts.readBack, native, 'GET', nativePath(id, '', req.url), id);
     const query = req.query as { stream?: string; starting_after?: string };
     if (query.stream === 'true') return followStored(reply, row, background, Number(query.starting_after ?? -1));
     return row.response;
@@ -129,7 +144,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const ctx = callers.identify(req);
     const id = (req.params as { id: string }).id;
     const { native } = locate(ctx, id);
-    if (native) return relayNative(reply, opts.readBack, native, 'GET', upstreamPath(req), id);
+    if (native) return relayNative(reply, opts.readBack, native, 'GET', nativePath(id, '/input_items', req.url), id);
     throw new GatewayError({
       status: 404, code: 'not_found', param: 'id',
       message: `The gateway lists input items only of responses a native backend stored ('${id}' is its own).`,
@@ -140,7 +155,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const ctx = callers.identify(req);
     const id = (req.params as { id: string }).id;
     const { row, native } = locate(ctx, id);
-    if (native) return relayNative(reply, opts.readBack, native, 'POST', upstreamPath(req), id);
+    if (native) return relayNative(reply, opts.readBack, native, 'POST', nativePath(id, '/cancel', req.url), id);
     if (!row.background) throw new GatewayError({ status: 400, code: 'invalid_request', message: 'Only responses created with background=true can be cancelled.' });
     background.cancel(row.id, row.response, row.history);
     return repo.get(row.id, opts.now())?.response ?? row.response;
@@ -151,7 +166,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const id = (req.params as { id: string }).id;
     const { row, native } = locate(ctx, id);
     if (native) {
-      await relayNative(reply, opts.readBack, native, 'DELETE', upstreamPath(req), id);
+      await relayNative(reply, opts.readBack, native, 'DELETE', nativePath(id, '', req.url), id);
       if (reply.statusCode === 200 || reply.statusCode === 404) repo.forgetNative(id);
       return reply;
     }
@@ -162,7 +177,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
 
   /** A native backend's response, remembered for its owner: reads and chains of its id go back there. */
   function rememberNative(origin: { backend: string; id: string } | undefined, owner: string): void {
-    if (!origin || repo.get(origin.id, opts.now())) return;
+    if (!origin || !isResponseId(origin.id) || repo.get(origin.id, opts.now())) return;
     const now = opts.now();
     repo.rememberNative(origin.id, { owner, backend: origin.backend }, now, now + opts.settings().ttlMs);
   }
@@ -174,7 +189,10 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const previous = body.previous_response_id;
     if (typeof previous !== 'string' || repo.get(previous, opts.now())) return gated;
     const origin = visibleNative(repo, previous, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
-    return origin ? chainedTo(gated, origin, model, previous) : gated;
+    if (origin) return chainedTo(gated, origin, model, previous);
+    // another owner's: not passed on for its backend to continue, the unknown id's answer instead
+    if (repo.nativeOrigin(previous, opts.now())) throw previousNotFound(previous);
+    return gated;
   }
 
   /** The stored turns before this one, when the request continues a conversation. */
@@ -186,10 +204,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return row.history;
     // a native backend may know it (its own stored response): passed on as it came
     if (nativeCandidates) return undefined;
-    throw new GatewayError({
-      status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
-      message: `Previous response with id '${previous}' not found. The gateway keeps responses created with store: true or background: true for responses_ttl_h hours.`,
-    });
+    throw previousNotFound(previous);
   }
 }
 
@@ -203,6 +218,8 @@ interface BackgroundStart {
   parsed: Record<string, unknown>;
   history: unknown[];
   ctx: CallerContext;
+  /** Lets go of the create's hold on the user's quota and on its place in the scheduler (handed to the run). */
+  release: () => void;
 }
 
 /** Leaves the proxied-call path once the request is validated: a background run answers differently. */
@@ -216,6 +233,14 @@ class StartBackground extends Error {
 export function ownerOf(ctx: CallerContext): string {
   if (ctx.caller.user) return `user:${ctx.caller.user.id}`;
   return ctx.caller.kind === 'master' ? 'master' : 'open';
+}
+
+function previousNotFound(previous: string): GatewayError {
+  return new GatewayError({
+    status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
+    message: `Previous response with id '${previous}' not found. The gateway keeps responses created with store: true `
+      + 'or background: true for responses_ttl_h hours.',
+  });
 }
 
 function responseNotFound(id: string): GatewayError {

@@ -23,7 +23,7 @@ import type { CallSurface } from './surface.ts';
 
 export interface ProxyDeps extends RefusalDeps {
   registry: BackendRegistry;
-  scheduler: Scheduler;
+  scheduler: Pick<Scheduler, 'acquire' | 'tryAcquireNow' | 'order' | 'recordSpeed' | 'queuePosition'>;
   dispatcherFor: (backend: BackendState) => Dispatcher;
   config: () => GatewayConfig;
   now: () => number;

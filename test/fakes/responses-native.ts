@@ -19,6 +19,8 @@ export interface NativeResponsesFake {
   stored: Map<string, StoredNative>;
   /** Pause between stream events (ms), so a run can be caught mid-stream. */
   setEventDelay(ms: number): void;
+  /** The id the next created response gets (a backend's odd ids, e.g. with `/`), instead of a fresh one. */
+  setNextId(id: string): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +39,7 @@ export async function startNativeResponsesFake(
   const requests: NativeResponsesFake['requests'] = [];
   const stored = new Map<string, StoredNative>();
   let eventDelayMs = 0;
+  let nextId: string | undefined;
 
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': `req_${Date.now()}` });
@@ -59,7 +62,8 @@ export async function startNativeResponsesFake(
       earlier = previous.conversation;
     }
     const input = storedInputItems(body.input);
-    const final = finishedResponse(body, newResponseId(), earlier.length + input.length);
+    const final = finishedResponse(body, nextId ?? newResponseId(), earlier.length + input.length);
+    nextId = undefined;
     const conversation = [...earlier, ...input, ...(final.output as unknown[])];
     if (body.store !== false) stored.set(final.id as string, { response: final, input, conversation });
     if (body.stream !== true) return void json(res, 200, final);
@@ -118,6 +122,7 @@ export async function startNativeResponsesFake(
     url: `http://127.0.0.1:${listener.port}`,
     requests, stored,
     setEventDelay: (ms) => { eventDelayMs = ms; },
+    setNextId: (id) => { nextId = id; },
     close: () => listener.close(),
   };
 }
