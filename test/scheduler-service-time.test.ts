@@ -157,16 +157,19 @@ describe('service time: the weighting', () => {
 describe('service time: through the scheduler', () => {
   it('a backend measured only by non-stream calls is measured, and ranks by its rate', () => {
     const { clock, scheduler } = schedulerHarness([{ name: 'json-only' }, { name: 'fast' }, { name: 'new' }]);
-    scheduler.recordSpeed('fast', play(clock, { stream: true, promptTokens: 10, outputTokens: 101, prefillMs: 10, decodeMs: 1000 }));
-    scheduler.recordSpeed('json-only', play(clock, { stream: false, promptTokens: 10, outputTokens: 20, prefillMs: 0, decodeMs: 1000 }));
-    assert.deepEqual(scheduler.order(candidates('json-only/m', 'fast/m', 'new/m')).map((c) => c.backend), ['new', 'fast', 'json-only']);
+    const record = (backend: string, run: Run) => scheduler.recordSpeed(backend, play(clock, run));
+    record('fast', { stream: true, promptTokens: 10, outputTokens: 101, prefillMs: 10, decodeMs: 1000 });
+    record('json-only', { stream: false, promptTokens: 10, outputTokens: 20, prefillMs: 0, decodeMs: 1000 });
+    const order = scheduler.order(candidates('json-only/m', 'fast/m', 'new/m')).map((c) => c.backend);
+    assert.deepEqual(order, ['new', 'fast', 'json-only']);
   });
 
   it('the snapshot carries the figures per backend and per model', () => {
     const { clock, scheduler } = schedulerHarness([{ name: 'a' }]);
-    scheduler.recordSpeed('a', play(clock, { stream: true, promptTokens: 100, outputTokens: 21, prefillMs: 500, decodeMs: 1000, model: 'm1' }));
-    scheduler.recordSpeed('a', play(clock, { stream: false, promptTokens: 0, outputTokens: 50, prefillMs: 0, decodeMs: 1000, model: 'm2' }));
-    scheduler.recordSpeed('a', play(clock, { status: 500, stream: false, promptTokens: 0, outputTokens: 50, prefillMs: 0, decodeMs: 9, model: 'm3' }));
+    const record = (run: Run) => scheduler.recordSpeed('a', play(clock, run));
+    record({ stream: true, promptTokens: 100, outputTokens: 21, prefillMs: 500, decodeMs: 1000, model: 'm1' });
+    record({ stream: false, promptTokens: 0, outputTokens: 50, prefillMs: 0, decodeMs: 1000, model: 'm2' });
+    record({ status: 500, stream: false, promptTokens: 0, outputTokens: 50, prefillMs: 0, decodeMs: 9, model: 'm3' });
     const a = scheduler.snapshot().backends[0]!;
     assert.equal(a.service?.samples, 2);
     near(a.speed, 0.3 * 50 + 0.7 * 20, 'speed = decode rate');

@@ -78,7 +78,9 @@ export function decodeSample(sample: SpeedSample, prefillRate: number | undefine
  */
 export function prefillSample(sample: SpeedSample): RateSample | undefined {
   const t = sample.timings;
-  if (t && positive(t.promptN) && positive(t.promptMs)) return { rate: t.promptN / (t.promptMs / 1000), tokens: t.promptN };
+  if (t && positive(t.promptN) && positive(t.promptMs)) {
+    return { rate: t.promptN / (t.promptMs / 1000), tokens: t.promptN };
+  }
   if (sample.firstTokenSeconds === undefined) return undefined;
   const tokens = sample.promptTokens;
   return positive(tokens) && positive(sample.firstTokenSeconds)

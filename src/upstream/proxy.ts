@@ -236,7 +236,8 @@ export class UpstreamProxy {
           const { body, usage, status = 200 } = wire.answer(result.raw, result.json);
           this.sendJson(state, backend.name, status, result.headers, body, served.reasoning);
           const reason = status === 200 ? null : 'untranslatable_answer';
-          const speed = jsonSpeedSample(status, usage, result.json, served.model, (deps.now() - attemptStartedAt) / 1000);
+          const seconds = (deps.now() - attemptStartedAt) / 1000;
+          const speed = jsonSpeedSample(status, usage, result.json, served.model, seconds);
           return { health: 'ok', speed, outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
         }
         case 'ok-stream':
