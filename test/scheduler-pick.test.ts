@@ -174,10 +174,19 @@ describe('scheduler: speed EWMA (α 0.3 of output tok/s)', () => {
     { name: 'later samples weigh 0.3', samples: [ok(100, 1), ok(200, 1)], expect: 0.3 * 200 + 0.7 * 100 },
     { name: 'three samples', samples: [ok(100, 1), ok(200, 1), ok(50, 1)], expect: 0.3 * 50 + 0.7 * (0.3 * 200 + 0.7 * 100) },
     { name: 'exactly 16 output tokens counts', samples: [ok(16, 0.5)], expect: 32 },
-    { name: 'fewer than 16 output tokens is ignored', samples: [ok(15, 0.01)], expect: undefined },
+    { name: 'a short answer counts too: the first sample as is', samples: [ok(3, 0.1)], expect: 30 },
+    {
+      name: 'fewer than 16 tokens weigh in proportion',
+      samples: [ok(100, 1), ok(4, 0.01)],
+      expect: 0.075 * 400 + 0.925 * 100,
+    },
     { name: 'non-200 is ignored', samples: [{ status: 500, outputTokens: 400, seconds: 1 }, { status: 206, outputTokens: 400, seconds: 1 }], expect: undefined },
     { name: 'zero seconds is ignored', samples: [ok(100, 0)], expect: undefined },
-    { name: 'ignored samples leave the average alone', samples: [ok(100, 1), { status: 429, outputTokens: 1000, seconds: 1 }, ok(10, 1)], expect: 100 },
+    {
+      name: 'ignored samples leave the average alone',
+      samples: [ok(100, 1), { status: 429, outputTokens: 1000, seconds: 1 }, ok(0, 1)],
+      expect: 100,
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {

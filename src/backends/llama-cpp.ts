@@ -2,6 +2,7 @@
  * llama.cpp's ways: usage from the `timings` object it puts on answers and on the last stream
  * chunk (many builds report no `usage`), and the 503 it answers while a model is loading.
  */
+import type { CallTimings } from '../scheduler/types.ts';
 import { tokenCount as count, type Usage } from '../upstream/usage.ts';
 
 /** llama.cpp answers 503 "Loading model" until the model is in memory: not a broken backend. */
@@ -23,4 +24,20 @@ export function usageFromLlamaCppTimings(timings: unknown): Usage | undefined {
   const usage: Usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   if (cached) usage.cached_tokens = cached;
   return usage;
+}
+
+/** The speed-learning part of llama.cpp's `timings` (prompt_n/_ms, predicted_n/_ms); undefined when none is there. */
+export function llamaCppTimings(timings: unknown): CallTimings | undefined {
+  if (typeof timings !== 'object' || timings === null) return undefined;
+  const t = timings as Record<string, unknown>;
+  const result: CallTimings = {};
+  const promptN = count(t.prompt_n);
+  const promptMs = count(t.prompt_ms);
+  const predictedN = count(t.predicted_n);
+  const predictedMs = count(t.predicted_ms);
+  if (promptN !== undefined) result.promptN = promptN;
+  if (promptMs !== undefined) result.promptMs = promptMs;
+  if (predictedN !== undefined) result.predictedN = predictedN;
+  if (predictedMs !== undefined) result.predictedMs = predictedMs;
+  return Object.keys(result).length > 0 ? result : undefined;
 }

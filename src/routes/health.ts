@@ -9,7 +9,7 @@ import { pricingReport } from '../backends/pricing.ts';
 import type { ConfigProblem } from '../config/load.ts';
 import { outReason } from '../routing/refusal.ts';
 import type { AliasCollision } from '../routing/resolve.ts';
-import type { SchedulerSnapshot } from '../scheduler/index.ts';
+import type { SchedulerSnapshot, ServiceFiguresSnapshot } from '../scheduler/index.ts';
 import type { MediaInventory } from '../media/inventory.ts';
 
 /** What /health reads; the gateway provides it. */
@@ -86,6 +86,9 @@ export function fullHealth(view: HealthView) {
       max_concurrent: b.cap,
       paid: b.spec.paid,
       speed: s?.speed ?? null,
+      // learnt from every completed call (issue 19); per model too
+      ...speedFigures(s?.service),
+      speed_by_model: Object.fromEntries(Object.entries(s?.serviceByModel ?? {}).map(([m, f]) => [m, speedFigures(f)])),
       last_type_key: s?.lastTypeKey ?? null,
       discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
       residency: residencyView(view.residency(b.name)),
@@ -109,6 +112,16 @@ export function fullHealth(view: HealthView) {
     alias_collisions: view.aliasCollisions(),
     alias_patterns: view.aliasPatterns(),
     media: view.media(),
+  };
+}
+
+/** A backend's (or model's) learnt speed figures, null where never measured. */
+function speedFigures(f: ServiceFiguresSnapshot | undefined) {
+  return {
+    decode_tok_s: f?.decodeRate ?? null,
+    prefill_tok_s: f?.prefillRate ?? null,
+    service_s: f?.serviceSeconds ?? null,
+    speed_samples: f?.samples ?? 0,
   };
 }
 

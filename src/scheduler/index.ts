@@ -6,7 +6,7 @@ export { systemClock, type Clock } from './clock.ts';
 export { Scheduler } from './scheduler.ts';
 export { compareBackends, compareMediaBackends } from './ordering.ts';
 export { IMPLICIT_GROUP_CAP } from './groups.ts';
-export { MIN_OUTPUT_TOKENS_FOR_SPEED, SPEED_EWMA_ALPHA } from './speed.ts';
+export { FULL_WEIGHT_TOKENS, SPEED_EWMA_ALPHA, type ServiceFigures } from './service-time.ts';
 export {
   SchedulerRejection,
   type AheadCount,
@@ -23,6 +23,8 @@ export {
   type RejectReason,
   type SchedulerOptions,
   type SchedulerSnapshot,
+  type CallTimings,
+  type ServiceFiguresSnapshot,
   type SpeedSample,
   type Ticket,
 } from './types.ts';

@@ -1,7 +1,8 @@
 import { designateInGroup, GroupTable } from './groups.ts';
 import { compareBackends, compareMembers, sortMediaCandidates } from './ordering.ts';
 import { backendSnapshot, groupHasFreeSlot, hasFreeSlot, kindOf, type BackendSlots, type GroupSlots } from './slots.ts';
-import { isJobSeconds, nextSpeed, tokensPerSecond } from './speed.ts';
+import { countsAsCall, learnCall } from './service-time.ts';
+import { isJobSeconds, nextSpeed } from './speed.ts';
 import {
   SchedulerRejection,
   type BackendKind,
@@ -151,12 +152,22 @@ export class Scheduler {
     return usable.sort((a, b) => compareBackends(this.rank(a.backend), this.rank(b.backend)));
   }
 
-  /** Feeds the speed EWMA (α 0.3 of output tok/s); only status 200 with ≥16 output tokens counts. */
+  /**
+   * Learns from one finished call (service-time.ts): decode and prefill rates and mean service
+   * time of the backend, and of the sample's model there. Only status 200 counts; every such
+   * call does, stream or not, short or long (short ones weigh less).
+   */
   recordSpeed(backend: string, sample: SpeedSample): void {
     const slots = this.backends.get(backend);
-    const tokPerSec = tokensPerSecond(sample);
-    if (!slots || tokPerSec === undefined) return;
-    slots.speed = nextSpeed(slots.speed, tokPerSec);
+    if (!slots || !countsAsCall(sample)) return;
+    const figures = (slots.service ??= { samples: 0 });
+    learnCall(figures, sample);
+    slots.speed = figures.decodeRate;
+    if (sample.model === undefined) return;
+    const byModel = (slots.serviceByModel ??= new Map());
+    let perModel = byModel.get(sample.model);
+    if (!perModel) byModel.set(sample.model, (perModel = { samples: 0 }));
+    learnCall(perModel, sample);
   }
 
   /**

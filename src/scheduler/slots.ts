@@ -1,3 +1,4 @@
+import type { ServiceFigures } from './service-time.ts';
 import type { BackendKind, BackendSlotSpec, BackendSlotsSnapshot } from './types.ts';
 
 /** Live slot state of one backend. */
@@ -5,8 +6,12 @@ export interface BackendSlots {
   spec: BackendSlotSpec;
   inflight: number;
   lastTypeKey?: string;
-  /** EWMA of output tok/s (LLM calls). */
+  /** EWMA of output tok/s while decoding (LLM calls): `service.decodeRate`, kept here for the pick order. */
   speed?: number;
+  /** What completed LLM calls taught (service-time.ts); created on the first one. */
+  service?: ServiceFigures;
+  /** The same per model id; created on the first call that names its model. */
+  serviceByModel?: Map<string, ServiceFigures>;
   /** EWMA of seconds per job, by type key (media jobs); created on the first measurement. */
   jobSeconds?: Map<string, number>;
   /** Removed from the fleet but leases are still out: kept only so they release cleanly. */
@@ -45,7 +50,8 @@ export function canTakeLease(slots: BackendSlots): boolean {
   return !slots.removed && slots.spec.available && hasFreeSlot(slots);
 }
 
-export function backendSnapshot({ spec, inflight, lastTypeKey, speed, jobSeconds }: BackendSlots): BackendSlotsSnapshot {
+export function backendSnapshot(slots: BackendSlots): BackendSlotsSnapshot {
+  const { spec, inflight, lastTypeKey, speed, jobSeconds, service, serviceByModel } = slots;
   return {
     name: spec.name,
     inflight,
@@ -57,5 +63,7 @@ export function backendSnapshot({ spec, inflight, lastTypeKey, speed, jobSeconds
     group: spec.group || undefined,
     kind: spec.kind ?? 'llm',
     jobSeconds: jobSeconds && jobSeconds.size > 0 ? Object.fromEntries(jobSeconds) : undefined,
+    service: service && { ...service },
+    serviceByModel: serviceByModel && Object.fromEntries([...serviceByModel].map(([model, f]) => [model, { ...f }])),
   };
 }

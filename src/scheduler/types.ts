@@ -126,13 +126,29 @@ export interface BackendSlotsSnapshot {
   available: boolean;
   /** Type key of the most recent lease granted on the backend. */
   lastTypeKey?: string;
-  /** EWMA of output tokens per second; undefined = never measured. */
+  /** EWMA of output tokens per second while decoding (= `decodeRate`); undefined = never measured. */
   speed?: number;
+  /** What completed calls taught: decode and prefill rates, mean service time, sample count. */
+  service?: ServiceFiguresSnapshot;
+  /** The same per model id on the backend (models that completed a call). */
+  serviceByModel?: Record<string, ServiceFiguresSnapshot>;
   /** GPU group, when it names one. */
   group?: string;
   kind: BackendKind;
   /** EWMA of seconds per media job, by type key (generation alias); absent = none measured. */
   jobSeconds?: Record<string, number>;
+}
+
+/** Learnt figures of a backend or of one model on it (undefined = never measured). */
+export interface ServiceFiguresSnapshot {
+  /** Output tokens per second while decoding. */
+  decodeRate?: number;
+  /** Prompt tokens per second while prefilling. */
+  prefillRate?: number;
+  /** Mean seconds a completed call holds a slot. */
+  serviceSeconds?: number;
+  /** Completed calls learnt from. */
+  samples: number;
 }
 
 export interface GroupSlotsSnapshot {
@@ -165,9 +181,34 @@ export interface SchedulerSnapshot {
   groups: GroupSlotsSnapshot[];
 }
 
-/** One speed measurement of a finished call. */
+/** llama.cpp's `timings` of one answer, in the names the learning uses (absent = not reported). */
+export interface CallTimings {
+  /** `prompt_n`: prompt tokens evaluated (cache hits not counted). */
+  promptN?: number;
+  /** `prompt_ms`: time spent evaluating them. */
+  promptMs?: number;
+  /** `predicted_n`: output tokens decoded. */
+  predictedN?: number;
+  /** `predicted_ms`: time spent decoding them. */
+  predictedMs?: number;
+}
+
+/**
+ * What one finished call (stream or not) says about its backend's speed (service-time.ts).
+ * Only status 200 counts.
+ */
 export interface SpeedSample {
   status: number;
+  /** Output tokens of the answer (usage `completion_tokens`). */
   outputTokens: number;
+  /** Seconds the call held its slot: from the attempt's start to the end of the answer. */
   seconds: number;
+  /** Prompt tokens the backend evaluated (prompt less cache hits), when known. */
+  promptTokens?: number;
+  /** Streams only: seconds from the attempt's start to the first token. Absent = a non-stream answer. */
+  firstTokenSeconds?: number;
+  /** llama.cpp timings, when the answer carried them. */
+  timings?: CallTimings;
+  /** The backend's own model id, for the per-model figures. */
+  model?: string;
 }

@@ -15,6 +15,7 @@ import { rawHead, relayRaw } from './raw-relay.ts';
 import type { AttemptFailure } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import type { SseResponse } from './sse-response.ts';
+import { speedSample } from './speed-sample.ts';
 import type { AttemptSurface, StreamError } from './surface.ts';
 
 /** What the call inspector keeps of a streamed answer (the call log caps it again). */
@@ -25,6 +26,8 @@ export interface BodyRelayCall {
   cfg: GatewayConfig;
   requestId: string;
   startedAt: number;
+  /** When this attempt started (its slot was taken just before), for the speed sample. */
+  attemptStartedAt: number;
   served: Served;
   response: Dispatcher.ResponseData;
   /** The first body byte arrived: the attempt's first-byte deadline is met. */
@@ -68,10 +71,13 @@ export async function relaySse(
   };
   if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error, outcome };
   if (result.kind === 'client_stalled') return { health: 'none', outcome };
-  // speed = decoding only: from the first token to the end, never a model load or a park
-  const decoding = summary.firstTokenAt !== undefined ? (call.now() - summary.firstTokenAt) / 1000 : undefined;
-  const speed = result.kind === 'complete' && decoding !== undefined
-    ? { status: 200, outputTokens: summary.usage.completion_tokens, seconds: Math.max(0.001, decoding) }
+  // every complete stream teaches speed; decode is timed from its first token, never a park
+  const speed = result.kind === 'complete' && summary.firstTokenAt !== undefined
+    ? speedSample({
+      status: 200, usage: summary.usage, timings: summary.timings,
+      model: served.model, seconds: (call.now() - call.attemptStartedAt) / 1000,
+      firstTokenSeconds: (summary.firstTokenAt - call.attemptStartedAt) / 1000,
+    })
     : undefined;
   return { health: 'ok', speed, outcome };
 }

@@ -17,6 +17,7 @@ import type { RefusalDeps } from './refusals.ts';
 import { withGatewayHeaders } from './gateway-headers.ts';
 import type { AttemptEnd, OutcomeFields } from './attempt-end.ts';
 import { bodyDeadlines, pipeRawBody, relaySse } from './body-relays.ts';
+import { jsonSpeedSample } from './speed-sample.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
 import type { CallSurface } from './surface.ts';
@@ -200,6 +201,7 @@ export class UpstreamProxy {
     const backend = deps.registry.get(lease.backend);
     if (!backend) return { health: 'none', error: { kind: 'error', detail: 'backend was removed' }, failover: true };
     const deadline = state.upstream;
+    const attemptStartedAt = deps.now();
     try {
       if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
       else deadline.arm(cfg.request_timeout_s * 1000,
@@ -237,12 +239,15 @@ export class UpstreamProxy {
           const { body, usage, status = 200 } = wire.answer(result.raw, result.json);
           this.sendJson(state, backend.name, status, result.headers, body, served.reasoning);
           const reason = status === 200 ? null : 'untranslatable_answer';
-          return { health: 'ok', outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
+          const seconds = (deps.now() - attemptStartedAt) / 1000;
+          const speed = jsonSpeedSample(status, usage, result.json, served.model, seconds);
+          return { health: 'ok', speed, outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
         }
         case 'ok-stream':
         case 'ok-raw': {
           const body = {
-            cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, served, response: result.response,
+            cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, attemptStartedAt, served,
+            response: result.response,
             onFirstByte: () => deadline.clear(),
             noAnswer: (error: AttemptFailure['error']) => this.noAnswer(state, error),
             now: deps.now,

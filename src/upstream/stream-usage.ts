@@ -16,7 +16,8 @@
  */
 import { formatSseData, type SseEvent } from './sse.ts';
 import type { StreamTranslator } from './surface.ts';
-import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
+import { llamaCppTimings, usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
+import type { CallTimings } from '../scheduler/types.ts';
 import { usageFromOpenAI, type Usage } from './usage.ts';
 
 /** Where the summary's usage came from. */
@@ -37,6 +38,8 @@ export interface StreamSummary {
   sawDone: boolean;
   /** True when the tap emitted a usage chunk the backend did not send. */
   usageSynthesised: boolean;
+  /** llama.cpp `timings` of the stream's last chunk that had them, for the speed figures. */
+  timings?: CallTimings;
 }
 
 export interface UsageTap extends StreamTranslator {
@@ -71,6 +74,7 @@ export function createUsageTap(opts: UsageTapOptions): UsageTap {
   let identity: { id?: unknown; object?: unknown; created?: unknown; model?: unknown } | undefined;
   let reported: Usage | undefined;
   let fromTimings: Usage | undefined;
+  let timings: CallTimings | undefined;
   let finishReason: string | undefined;
   let firstTokenAt: number | undefined;
   let contentChunks = 0;
@@ -99,7 +103,10 @@ export function createUsageTap(opts: UsageTapOptions): UsageTap {
         if (typeof choice?.finish_reason === 'string') finishReason = choice.finish_reason;
       }
     }
-    if (signals & TIMINGS) fromTimings = usageFromLlamaCppTimings(chunk.timings) ?? fromTimings;
+    if (signals & TIMINGS) {
+      fromTimings = usageFromLlamaCppTimings(chunk.timings) ?? fromTimings;
+      timings = llamaCppTimings(chunk.timings) ?? timings;
+    }
     if (!(signals & USAGE)) return false;
     const usage = usageFromOpenAI(chunk);
     if (!usage) return false;
@@ -162,6 +169,7 @@ export function createUsageTap(opts: UsageTapOptions): UsageTap {
     if (firstTokenAt !== undefined) result.firstTokenAt = firstTokenAt;
     if (finishReason !== undefined) result.finishReason = finishReason;
     if (typeof identity?.model === 'string') result.model = identity.model;
+    if (timings !== undefined) result.timings = timings;
     return result;
   }
 
