@@ -88,6 +88,36 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
     assert.equal(metrics.status, 200, 'a same-host Prometheus scraping http://<hostname>:<port>/metrics');
   });
 
+  test('real setups: containers, IP literals, *.localhost, trailing dots; the 403 says what to add', async (t) => {
+    t.after(await setup({ allowed_hosts: ['Gateway.LAN.', 'llm.example.com:443'] }));
+    // Open WebUI / LibreChat in Docker, the gateway published on a host or NAT address, IPv6 with a zone
+    const served = ['host.docker.internal:4000', 'gateway.docker.internal', 'host.containers.internal:4000',
+      '172.17.0.1:4000', '203.0.113.9:8080', '[fd00::9]:4000', '[fe80::1%25eth0]:4000', 'webui.localhost:4000',
+      'LOCALHOST.:4000', `${hostname().toUpperCase()}.:9999`, 'gateway.lan.:4000', 'GATEWAY.LAN', 'llm.example.com'];
+    for (const host of served) {
+      const r = await rawRequest(gw.url, 'GET', '/v1/models', { host });
+      assert.equal(r.status, 200, `${host}: ${r.text}`);
+    }
+    // nginx keeping Host at 127.0.0.1 and sending the public name as X-Forwarded-Host, listed with its port
+    const proxied = { host: `127.0.0.1:${gw.port}`, 'x-forwarded-host': 'llm.example.com, 127.0.0.1' };
+    assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', proxied)).status, 200);
+    // a name that a page could re-point still is refused, and the answer names the header and the line to add
+    const forwarded = { host: `127.0.0.1:${gw.port}`, 'x-forwarded-host': 'LLM.Other.example:443' };
+    const refused = await rawRequest(gw.url, 'GET', '/v1/models', forwarded);
+    assert.equal(refused.status, 403);
+    const message = refused.json<OpenAIError>().error.message;
+    assert.match(message, /`X-Forwarded-Host: LLM\.Other\.example:443` is not one/);
+    assert.match(message, /allowed_hosts: \["llm\.other\.example"\]/);
+    assert.match(message, /set api_key/);
+    for (const host of ['gateway.lan.evil.example', 'host.docker.internal.evil.example', 'localhost.evil.example']) {
+      assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { host })).status, 403, host);
+    }
+    // an IP literal passes as a Host, not as an Origin: a page on a LAN address is another site
+    const json = { 'content-type': 'application/json', origin: 'http://203.0.113.9:3080' };
+    const post = await rawRequest(gw.url, 'POST', '/v1/chat/completions', json, chat('acme/Qwen3-8B-Instruct'));
+    assert.equal(post.status, 403);
+  });
+
   test('allowed_hosts adds names (hot); a locked gateway serves any Host', async (t) => {
     t.after(await setup());
     assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { host: 'gateway.lan:4000' })).status, 403);
