@@ -164,6 +164,14 @@ describe('an open gateway and cross-site posts', () => {
       assert.equal(r.status, 403, origin);
       assertOpenAIError(r.text, 'origin_not_allowed');
     }
+    // the answer says what to list, and never suggests listing "null" (every sandboxed frame of every site)
+    const listIt = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { ...json, origin: 'http://web.lan:3080' },
+      chat(model));
+    assert.match(listIt.json<OpenAIError>().error.message, /cors_origins: \["http:\/\/web\.lan:3080"\]/);
+    const opaque = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { ...json, origin: 'null' }, chat(model));
+    const opaqueMessage = opaque.json<OpenAIError>().error.message;
+    assert.match(opaqueMessage, /sandboxed frame or a file:\/\/ page/);
+    assert.doesNotMatch(opaqueMessage, /\["null"\]/);
     const del = await rawRequest(gw.url, 'DELETE', '/v1/responses/resp_0123456789abcdef', { origin: 'http://a.test' });
     assert.equal(del.status, 403);
     assert.equal(fake.requests.length, before, 'nothing reached the backend');

@@ -162,12 +162,20 @@ function hostRefused(foreign: ForeignHost): GatewayError {
 }
 
 function originRefused(origin: string | undefined): GatewayError {
+  const shown = origin === undefined ? 'several values' : origin.slice(0, 100);
+  // a sandboxed frame, a file:// page or a redirect has no origin of its own: listing "null"
+  // would let every such page of every site in, so the answer does not suggest it
+  const opaque = origin?.trim().toLowerCase() === 'null';
+  const allow = opaque
+    ? 'A sandboxed frame or a file:// page has no origin the gateway could trust; serve the page from a web '
+      + 'origin and list that origin in cors_origins (e.g. ["http://localhost:3000"]), '
+    : `List that origin in cors_origins (cors_origins: ["${shown.replace(/\/+$/, '')}"]) to let the page call `
+      + 'the gateway, ';
   return new GatewayError({
     status: 403,
     code: 'origin_not_allowed',
     message: 'This gateway is open (no api_key and no users), so it takes no request that changes something '
-      + `from a web page of another site (Origin: ${origin === undefined ? 'several values' : origin.slice(0, 100)}). `
-      + 'List that origin in cors_origins to let the page call the gateway, '
+      + `from a web page of another site (Origin: ${shown}). ${allow}`
       + 'or lock the gateway (set api_key, or create an admin user).',
   });
 }
