@@ -3,7 +3,8 @@
  * 503 backend_unavailable, 502 upstream_bad_response, 504 upstream_timeout) words the failure
  * for its caller: a caller who may not see backend names (a plain user, names on auto) gets the
  * reason in the gateway's words, never the upstream's own text, which says where the backend is
- * (`ECONNREFUSED 127.0.0.1:<port>`, a process line, an HTML page). Admins keep the detail.
+ * (`ECONNREFUSED 127.0.0.1:<port>`, a process line, an HTML page); the last backend's own 5xx is
+ * relayed in its words with its URLs and addresses replaced. Admins keep the detail.
  * Over real sockets, with the real openai and @anthropic-ai/sdk clients.
  */
 import assert from 'node:assert/strict';
@@ -17,7 +18,7 @@ import { startGateway, type TestGateway } from './helpers/gateway.ts';
 const MASTER = 'sk-master-exhausted-names-0123';
 const NAME = 'rack7-secret-box';
 const hi = [{ role: 'user' as const, content: 'hi' }];
-type Mode = 'start-failure' | 'html' | 'silent';
+type Mode = 'start-failure' | 'html' | 'silent' | 'proxy-error';
 
 /** `/v1/models` lists `m`; chat fails the way `mode` says, each failure naming where the box lives. */
 async function failingBox(t: TestContext, mode: Mode): Promise<{ url: string; port: number; server: Server }> {
@@ -31,6 +32,9 @@ async function failingBox(t: TestContext, mode: Mode): Promise<{ url: string; po
     if (mode === 'start-failure') {
       res.writeHead(502, { 'content-type': 'text/plain' })
         .end(`unable to start process: /opt/models/llama-server --host ${where} exited`);
+    } else if (mode === 'proxy-error') {
+      const message = `dial tcp ${where}: connect: connection refused (upstream "http://10.0.0.5:8000/v1/chat")`;
+      res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message } }));
     } else if (mode === 'html') {
       res.writeHead(200, { 'content-type': 'text/html' }).end(`<h1>502 from nginx at ${where}</h1>`);
     }
@@ -124,5 +128,21 @@ describe('the exhausted path, worded for who is calling', () => {
     assert.equal(body.type, 'error');
     assert.match(body.error.message, /^The backend did not answer in time/);
     assertNothingOfTheBox(JSON.stringify(body), box.port);
+  });
+
+  test('the last backend\'s own 502 is relayed in its words, its addresses replaced for a plain user', async (t) => {
+    const box = await failingBox(t, 'proxy-error');
+    const { gw, key } = await lockedGateway(t, box.url);
+    const plain = await chatError(gw, key);
+    assert.equal(plain.status, 502);
+    const hidden = 'dial tcp [upstream address]: connect: connection refused (upstream "[upstream address]")';
+    assert.equal(plain.message, hidden);
+    assertNothingOfTheBox(plain.body, box.port);
+    assert.equal(plain.body.includes('10.0.0.5'), false, plain.body);
+    const second = await lockedGateway(t, box.url);
+    const admin = await chatError(second.gw, MASTER);
+    const verbatim = `dial tcp 127.0.0.1:${box.port}: connect: connection refused `
+      + '(upstream "http://10.0.0.5:8000/v1/chat")';
+    assert.equal(admin.message, verbatim);
   });
 });

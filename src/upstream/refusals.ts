@@ -1,4 +1,5 @@
 /** The errors a call gets when the scheduler or the fleet cannot serve it. */
+import type { FastifyRequest } from 'fastify';
 import type { BackendError } from '../backends/types.ts';
 import { GatewayError } from '../errors.ts';
 import type { RefusalExplainer, RefusalExplanation } from '../routing/refusal-explainer.ts';
@@ -94,4 +95,27 @@ export function exhaustedError(failure: AttemptFailure | undefined, names = true
 /** The gateway's own deadline in a timeout's detail (`no first byte within 30 s (first_byte_timeout_s)`). */
 function ownDeadline(detail: string): string {
   return /no (?:first byte|complete answer) within \d+ s \([a-z_]+\)/.exec(detail)?.[0] ?? 'timed out';
+}
+
+/**
+ * The last candidate's own answer (a 5xx, 429 or 408, relayed as it was) for a caller who may
+ * not see names: its status, headers and wording stay, but URLs and addresses in its text are
+ * replaced. A backend that is itself a proxy (llama-swap, LiteLLM) says where it forwards to:
+ * `dial tcp 127.0.0.1:5801: connect: connection refused`.
+ */
+export function answerForCaller(answer: UpstreamAnswer, deps: RefusalDeps, req: FastifyRequest): UpstreamAnswer {
+  if (deps.refusals?.seesNames(req) ?? true) return answer;
+  const text = withoutAddresses(answer.text);
+  return text === answer.text ? answer : { ...answer, text, clientBody: withoutAddresses(answer.clientBody) };
+}
+
+const HIDDEN = '[upstream address]';
+/** `http://…`, also JSON-escaped (`http:\/\/…`), up to a quote, a space, a bracket or another escape. */
+const URLS = /\b[a-z][a-z0-9+.-]*:(?:\\?\/){2}(?:\\\/|[^\s"'<>\\])+/gi;
+const HOST_PORTS =
+  /(?:\[[0-9a-f:.]+\]|\b(?:\d{1,3}(?:\.\d{1,3}){3}|localhost|(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*)):\d{1,5}\b/gi;
+const IPV4 = /\b\d{1,3}(?:\.\d{1,3}){3}\b/g;
+
+export function withoutAddresses(text: string): string {
+  return text.replace(URLS, HIDDEN).replace(HOST_PORTS, HIDDEN).replace(IPV4, HIDDEN);
 }
