@@ -7,6 +7,7 @@
  * the Host the same way on a locked gateway too.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { describe, test } from 'node:test';
 import { OwnHost } from '../src/auth/own-host.ts';
@@ -26,6 +27,17 @@ function assertOpenAIError(text: string, code: string): void {
 
 function lanAddress(): string | undefined {
   return Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+}
+
+/** One request written as is over a socket (node:http always sends a Host); the answer as text. */
+function http10(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
 }
 
 const chat = (model: string) => JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] });
@@ -69,7 +81,7 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
     assert.deepEqual(Object.keys(anthropic), ['type', 'error']);
     assert.equal(anthropic.error.type, 'permission_error');
     assert.equal(fake.requests.length, before, 'no refused call reached the backend');
-    // a forwarded host naming somewhere else is refused too; no Host at all is not this machine
+    // a forwarded host naming somewhere else is refused too
     assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { 'x-forwarded-host': 'evil.example' })).status, 403);
   });
 
@@ -101,6 +113,9 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
     // nginx keeping Host at 127.0.0.1 and sending the public name as X-Forwarded-Host, listed with its port
     const proxied = { host: `127.0.0.1:${gw.port}`, 'x-forwarded-host': 'llm.example.com, 127.0.0.1' };
     assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', proxied)).status, 200);
+    // HTTP/1.0 without a Host (HAProxy's default health check): no browser sends that
+    assert.match(await http10(gw.port, 'GET /health HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
+    assert.match(await http10(gw.port, 'GET /health HTTP/1.0\r\nHost: evil.example\r\n\r\n'), /^HTTP\/1\.1 403 /);
     // a name that a page could re-point still is refused, and the answer names the header and the line to add
     const forwarded = { host: `127.0.0.1:${gw.port}`, 'x-forwarded-host': 'LLM.Other.example:443' };
     const refused = await rawRequest(gw.url, 'GET', '/v1/models', forwarded);

@@ -4,7 +4,8 @@
  * - a Host that does not name this machine (DNS rebinding: a page on `evil.example`, its name
  *   re-pointed at 127.0.0.1, would otherwise read the jobs, stored responses and models of every
  *   local client). This machine is loopback, its hostname and its addresses (own-host.ts), plus
- *   `allowed_hosts`; a forwarded host, when one is sent, must pass too. Names no web page can
+ *   `allowed_hosts`; a forwarded host, when one is sent, must pass too (a request with no Host
+ *   at all is no browser's: HTTP/1.0 health checks pass). Names no web page can
  *   re-point pass as well (`cannotBeRebound`): any IP literal, `*.localhost` and the names
  *   container runtimes give the host (Open WebUI in Docker calling `host.docker.internal:4000`);
  * - a request that changes something (POST, PUT, PATCH, DELETE) sent by a web page of another
@@ -62,8 +63,9 @@ interface ForeignHost {
 function foreignHost(
   headers: OpenGuardRequest['headers'], own: OwnHost, allowed: readonly string[],
 ): ForeignHost | undefined {
+  // no Host at all (HTTP/1.0: HAProxy's default health check) is no browser: every browser sends one
   const host = single(headers.host);
-  if (!hostAllowed(host, own, allowed)) return { header: 'Host', value: host };
+  if (headers.host !== undefined && !hostAllowed(host, own, allowed)) return { header: 'Host', value: host };
   const forwarded = headers['x-forwarded-host'];
   if (forwarded === undefined) return undefined;
   const first = single(forwarded)?.split(',')[0].trim();
