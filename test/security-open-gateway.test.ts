@@ -7,6 +7,7 @@
  * the Host the same way on a locked gateway too.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { describe, test } from 'node:test';
 import { OwnHost } from '../src/auth/own-host.ts';
@@ -26,6 +27,17 @@ function assertOpenAIError(text: string, code: string): void {
 
 function lanAddress(): string | undefined {
   return Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+}
+
+/** One request written as is over a socket (node:http always sends a Host); the answer as text. */
+function http10(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
 }
 
 const chat = (model: string) => JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] });
@@ -69,7 +81,7 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
     assert.deepEqual(Object.keys(anthropic), ['type', 'error']);
     assert.equal(anthropic.error.type, 'permission_error');
     assert.equal(fake.requests.length, before, 'no refused call reached the backend');
-    // a forwarded host naming somewhere else is refused too; no Host at all is not this machine
+    // a forwarded host naming somewhere else is refused too
     assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { 'x-forwarded-host': 'evil.example' })).status, 403);
   });
 
@@ -86,6 +98,39 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
     }
     const metrics = await rawRequest(gw.url, 'GET', '/metrics', { host: `${hostname()}:${gw.port}` });
     assert.equal(metrics.status, 200, 'a same-host Prometheus scraping http://<hostname>:<port>/metrics');
+  });
+
+  test('real setups: containers, IP literals, *.localhost, trailing dots; the 403 says what to add', async (t) => {
+    t.after(await setup({ allowed_hosts: ['Gateway.LAN.', 'llm.example.com:443'] }));
+    // Open WebUI / LibreChat in Docker, the gateway published on a host or NAT address, IPv6 with a zone
+    const served = ['host.docker.internal:4000', 'gateway.docker.internal', 'host.containers.internal:4000',
+      '172.17.0.1:4000', '203.0.113.9:8080', '[fd00::9]:4000', '[fe80::1%25eth0]:4000', 'webui.localhost:4000',
+      'LOCALHOST.:4000', `${hostname().toUpperCase()}.:9999`, 'gateway.lan.:4000', 'GATEWAY.LAN', 'llm.example.com'];
+    for (const host of served) {
+      const r = await rawRequest(gw.url, 'GET', '/v1/models', { host });
+      assert.equal(r.status, 200, `${host}: ${r.text}`);
+    }
+    // nginx keeping Host at 127.0.0.1 and sending the public name as X-Forwarded-Host, listed with its port
+    const proxied = { host: `127.0.0.1:${gw.port}`, 'x-forwarded-host': 'llm.example.com, 127.0.0.1' };
+    assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', proxied)).status, 200);
+    // HTTP/1.0 without a Host (HAProxy's default health check): no browser sends that
+    assert.match(await http10(gw.port, 'GET /health HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
+    assert.match(await http10(gw.port, 'GET /health HTTP/1.0\r\nHost: evil.example\r\n\r\n'), /^HTTP\/1\.1 403 /);
+    // a name that a page could re-point still is refused, and the answer names the header and the line to add
+    const forwarded = { host: `127.0.0.1:${gw.port}`, 'x-forwarded-host': 'LLM.Other.example:443' };
+    const refused = await rawRequest(gw.url, 'GET', '/v1/models', forwarded);
+    assert.equal(refused.status, 403);
+    const message = refused.json<OpenAIError>().error.message;
+    assert.match(message, /`X-Forwarded-Host: LLM\.Other\.example:443` is not one/);
+    assert.match(message, /allowed_hosts: \["llm\.other\.example"\]/);
+    assert.match(message, /set api_key/);
+    for (const host of ['gateway.lan.evil.example', 'host.docker.internal.evil.example', 'localhost.evil.example']) {
+      assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { host })).status, 403, host);
+    }
+    // an IP literal passes as a Host, not as an Origin: a page on a LAN address is another site
+    const json = { 'content-type': 'application/json', origin: 'http://203.0.113.9:3080' };
+    const post = await rawRequest(gw.url, 'POST', '/v1/chat/completions', json, chat('acme/Qwen3-8B-Instruct'));
+    assert.equal(post.status, 403);
   });
 
   test('allowed_hosts adds names (hot); a locked gateway serves any Host', async (t) => {
@@ -134,6 +179,14 @@ describe('an open gateway and cross-site posts', () => {
       assert.equal(r.status, 403, origin);
       assertOpenAIError(r.text, 'origin_not_allowed');
     }
+    // the answer says what to list, and never suggests listing "null" (every sandboxed frame of every site)
+    const listIt = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { ...json, origin: 'http://web.lan:3080' },
+      chat(model));
+    assert.match(listIt.json<OpenAIError>().error.message, /cors_origins: \["http:\/\/web\.lan:3080"\]/);
+    const opaque = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { ...json, origin: 'null' }, chat(model));
+    const opaqueMessage = opaque.json<OpenAIError>().error.message;
+    assert.match(opaqueMessage, /sandboxed frame or a file:\/\/ page/);
+    assert.doesNotMatch(opaqueMessage, /\["null"\]/);
     const del = await rawRequest(gw.url, 'DELETE', '/v1/responses/resp_0123456789abcdef', { origin: 'http://a.test' });
     assert.equal(del.status, 403);
     assert.equal(fake.requests.length, before, 'nothing reached the backend');

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { startFake } from './fakes/index.ts';
+import { MEDIA_JSON_BODY_LIMIT } from '../src/routes/media-caller.ts';
 import { startGateway } from './helpers/gateway.ts';
 
 const KEY = 'sk-master-stalled-0123456789';
@@ -121,4 +122,36 @@ describe('the receive timeout never cuts an answer', () => {
     const text = await stream.text();
     assert.match(text, /data: \[DONE\]/, 'the stream ran to its end across ~0.7 s gaps');
   });
+});
+
+describe('a slow upload that keeps coming', () => {
+  test('is never cut by the silence timer, and the whole-receipt backstop fits the largest body at 256 kbit/s',
+    async (t) => {
+      const fake = await startFake('vllm');
+      const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], { request_body_timeout_s: 0.5 });
+      t.after(async () => { await gw.close(); await fake.close(); });
+      const messages = [{ role: 'user', content: 'x'.repeat(60_000) }];
+      const body = JSON.stringify({ model: 'acme/Qwen3-8B-Instruct', messages });
+      const socket = connect(gw.port, '127.0.0.1');
+      const chunks: Buffer[] = [];
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      await new Promise<void>((resolve) => socket.on('connect', () => resolve()));
+      socket.write(chatHead(gw.port, Buffer.byteLength(body), 'connection: close\r\n'));
+      // 1.5 s in all, three times the timeout, but never 0.5 s without a byte
+      for (let i = 0; i < 15; i++) {
+        socket.write(body.slice(i * 4_000, (i + 1) * 4_000));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      socket.write(body.slice(60_000));
+      await closed;
+      const text = Buffer.concat(chunks).toString('utf8');
+      assert.match(text, /^HTTP\/1\.1 200 /, text.slice(0, 300));
+      assert.equal(bodyOf(text).object, 'chat.completion');
+      // Node's requestTimeout cuts any request not whole by then, however steadily it arrives
+      const bytesPerMs = (256_000 / 8) / 1000;
+      const largestJson = MEDIA_JSON_BODY_LIMIT;
+      assert.ok(gw.app.server.requestTimeout * bytesPerMs >= largestJson,
+        `${gw.app.server.requestTimeout} ms: a ${largestJson}-byte body at 256 kbit/s would be cut`);
+    });
 });

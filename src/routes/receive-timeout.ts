@@ -15,8 +15,12 @@ import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 
-/** The whole request must have arrived within this, however steadily it trickles (Node's requestTimeout). */
-export const REQUEST_RECEIVE_LIMIT_MS = 10 * 60_000;
+/**
+ * The whole request must have arrived within this, however steadily it trickles (Node's
+ * requestTimeout): a backstop against a client that sends a byte just often enough, sized so
+ * that the largest JSON body (96 MiB of base64 images) still arrives on a 256 kbit/s uplink.
+ */
+export const REQUEST_RECEIVE_LIMIT_MS = 60 * 60_000;
 
 /** Arms the silence timer on every new connection; `idleMs()` is read each time (0 = off). */
 export function armReceiveTimeout(server: Server, idleMs: () => number): void {

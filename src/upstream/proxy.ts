@@ -12,7 +12,7 @@ import { redactBackendText } from '../backends/secret-scrub.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
-import { exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
+import { answerForCaller, exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
 import type { RefusalDeps } from './refusals.ts';
 import { withGatewayHeaders } from './gateway-headers.ts';
 import type { AttemptEnd, OutcomeFields } from './attempt-end.ts';
@@ -150,7 +150,7 @@ export class UpstreamProxy {
       return;
     }
     if (last?.answer) {
-      this.sendUpstreamAnswer(state, last.backend, last.answer);
+      this.sendUpstreamAnswer(state, last.backend, answerForCaller(last.answer, this.deps, state.call.req));
       this.report(state, { backend: last.backend, status: last.answer.status, reason: 'upstream_error', responseBody: state.cfg.capture_bodies ? last.answer.text : undefined });
       return;
     }

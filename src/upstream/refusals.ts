@@ -1,4 +1,5 @@
 /** The errors a call gets when the scheduler or the fleet cannot serve it. */
+import type { FastifyRequest } from 'fastify';
 import type { BackendError } from '../backends/types.ts';
 import { GatewayError } from '../errors.ts';
 import type { RefusalExplainer, RefusalExplanation } from '../routing/refusal-explainer.ts';
@@ -49,27 +50,72 @@ export function rejectionError(err: SchedulerRejection, alias: string, explained
 
 /**
  * Every candidate failed (or the rest stayed busy): what the last failure tells the client.
- * `names`: whether the caller may see backend names (routing/refusal-explainer.ts).
+ * `names`: whether the caller may see backend names (routing/refusal-explainer.ts). A caller
+ * who may not gets the reason in the gateway's words only: the upstream's own text
+ * (`ECONNREFUSED 127.0.0.1:8001`, an HTML error page) says where the backend is.
  */
 export function exhaustedError(failure: AttemptFailure | undefined, names = true): GatewayError {
   const error = failure?.error;
   const backend = failure && names ? `The backend \`${failure.backend}\`` : 'The backend';
+  const detail = (shown: string | undefined, hidden: string) => (names && shown ? shown : hidden);
   if (failure?.health === 'auth') {
     return new GatewayError({
       status: 502,
       code: 'upstream_auth_failed',
       reason: 'upstream_auth',
-      message: `${backend} refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); your key is fine. The gateway's operator must fix that backend's api_key.`,
+      message: `${backend} refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); `
+        + "your key is fine. The gateway's operator must fix that backend's api_key.",
     });
   }
   if (error?.kind === 'timeout') {
-    return new GatewayError({ status: 504, code: 'upstream_timeout', type: 'timeout_error', message: `The backend did not answer in time (${error.detail}).` });
+    return new GatewayError({
+      status: 504, code: 'upstream_timeout', type: 'timeout_error',
+      message: `The backend did not answer in time (${detail(error.detail, ownDeadline(error.detail))}).`,
+    });
   }
   if (error?.status === 503 || error?.status === 502) {
-    return new GatewayError({ status: 503, code: 'backend_unavailable', message: `No backend could take the call: ${error.detail}`, retryAfter: 2 });
+    return new GatewayError({
+      status: 503, code: 'backend_unavailable', retryAfter: 2,
+      message: `No backend could take the call: ${detail(error.detail, `the backend answered HTTP ${error.status}`)}`,
+    });
   }
   if (error?.status === 200) {
-    return new GatewayError({ status: 502, code: 'upstream_bad_response', message: `${backend} ${error.detail}` });
+    return new GatewayError({
+      status: 502, code: 'upstream_bad_response',
+      message: `${backend} ${detail(error.detail, 'answered 200 with a body the gateway could not read')}`,
+    });
   }
-  return new GatewayError({ status: 502, code: 'upstream_unreachable', message: `No backend could be reached: ${error?.detail ?? 'unknown error'}` });
+  const unreached = error?.kind === 'unreachable' ? 'the connection to the backend failed' : 'the attempt failed';
+  return new GatewayError({
+    status: 502, code: 'upstream_unreachable',
+    message: `No backend could be reached: ${detail(error?.detail, names ? 'unknown error' : unreached)}`,
+  });
+}
+
+/** The gateway's own deadline in a timeout's detail (`no first byte within 30 s (first_byte_timeout_s)`). */
+function ownDeadline(detail: string): string {
+  return /no (?:first byte|complete answer) within \d+ s \([a-z_]+\)/.exec(detail)?.[0] ?? 'timed out';
+}
+
+/**
+ * The last candidate's own answer (a 5xx, 429 or 408, relayed as it was) for a caller who may
+ * not see names: its status, headers and wording stay, but URLs and addresses in its text are
+ * replaced. A backend that is itself a proxy (llama-swap, LiteLLM) says where it forwards to:
+ * `dial tcp 127.0.0.1:5801: connect: connection refused`.
+ */
+export function answerForCaller(answer: UpstreamAnswer, deps: RefusalDeps, req: FastifyRequest): UpstreamAnswer {
+  if (deps.refusals?.seesNames(req) ?? true) return answer;
+  const text = withoutAddresses(answer.text);
+  return text === answer.text ? answer : { ...answer, text, clientBody: withoutAddresses(answer.clientBody) };
+}
+
+const HIDDEN = '[upstream address]';
+/** `http://…`, also JSON-escaped (`http:\/\/…`), up to a quote, a space, a bracket or another escape. */
+const URLS = /\b[a-z][a-z0-9+.-]*:(?:\\?\/){2}(?:\\\/|[^\s"'<>\\])+/gi;
+const HOST_PORTS =
+  /(?:\[[0-9a-f:.]+\]|\b(?:\d{1,3}(?:\.\d{1,3}){3}|localhost|(?:[a-z0-9-]+\.)+[a-z][a-z0-9-]*)):\d{1,5}\b/gi;
+const IPV4 = /\b\d{1,3}(?:\.\d{1,3}){3}\b/g;
+
+export function withoutAddresses(text: string): string {
+  return text.replace(URLS, HIDDEN).replace(HOST_PORTS, HIDDEN).replace(IPV4, HIDDEN);
 }
