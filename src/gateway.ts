@@ -27,6 +27,7 @@ import type { CallOutcome } from './upstream/outcome.ts';
 import { ModelCatalog, refusalExplainer } from './routing/catalog.ts';
 import { Callers } from './routes/caller.ts';
 import type { HealthView } from './routes/health.ts';
+import { gatewayHealthView } from './gateway-health.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
 import { UsersRepo } from './store/users-repo.ts';
 import { IpAliasesRepo } from './store/ip-aliases-repo.ts';
@@ -226,23 +227,7 @@ export class Gateway {
     this.applyBackends();
     const cached = this.modelCache.loadAll();
     for (const [name, models] of cached) this.registry.seedModels(name, models);
-    this.health = {
-      backends: () => this.registry.list(),
-      slots: () => this.scheduler.snapshot(),
-      residency: (name) => this.residency.view(name, Date.now()),
-      isOpen: () => this.authenticator.isOpen(),
-      aliasCollisions: () => this.catalog.collisions(),
-      aliasPatterns: () => this.catalog.patterns(),
-      mediaInventory: (name) => this.comfy.inventory(name),
-      media: () => ({
-        aliases: Object.fromEntries(this.generations.names().map((n) => [n, this.generations.get(n)!.candidates.map((c) => c.backend)])),
-        problems: this.generations.problems(),
-        running: this.media.running,
-      }),
-      configSource: this.configSource,
-      reloadProblems: () => this.problems,
-      startedAt: this.startedAt,
-    };
+    this.health = gatewayHealthView(this, () => this.problems);
     this.admin = new ConfigService({
       fileConfig: () => this.fileConfig, effective: () => this.effective,
       settings: this.settings, backends: this.storedBackends, registry: this.registry,
