@@ -52,7 +52,7 @@ interface Plan {
   stream: boolean;
   fate: Fate;
   /** `v/m` pinned; `m`, which a failing backend serves too (failover); the slow backend's, whose park runs out. */
-  model: 'v/m' | 'm' | 's/slow' | typeof CLAUDE;
+  model: 'v/m' | 'm' | 's/slow' | 'l/long' | typeof CLAUDE;
   /** Ms after the request was sent that an early or parked hang-up happens. */
   delayMs: number;
 }
@@ -66,11 +66,13 @@ function planCalls(seed: number): Plan[] {
     const fate: Fate = r < 0.04 ? 'unknown_model' : r < 0.14 ? 'early' : r < 0.36 ? 'parked'
       : r < 0.5 ? 'streaming' : 'complete';
     const stream = endpoint === 'background' ? false : fate === 'streaming' ? true : random() < 0.5;
-    // a background run is cancelled soon after its create, while it still waits or runs
+    // a 'parked' background run is cancelled soon after its create answered, while it still waits or runs
     const delayMs = fate === 'early' ? Math.floor(random() * 3)
       : endpoint === 'background' ? Math.floor(random() * 30) : 20 + Math.floor(random() * 400);
     const m = random();
-    const model = endpoint === 'messages' && m > 0.7 ? CLAUDE
+    const cancelled = endpoint === 'background' && fate === 'parked';
+    // a run to be cancelled goes to a box slow to answer, so the cancel finds it still running
+    const model = cancelled ? 'l/long' : endpoint === 'messages' && m > 0.7 ? CLAUDE
       : m < 0.12 && endpoint !== 'background' ? 's/slow' : m < 0.45 ? 'm' : 'v/m';
     return { id: `soak-${seed}-${i}`, endpoint, stream, fate, delayMs, model };
   });
@@ -132,19 +134,21 @@ function send(url: string, plan: Plan, key: string): Promise<{ status: number; r
     });
     // the request is on the wire before any hang-up, so the gateway sees every call
     req.end(body, () => {
-      if (plan.fate === 'early' || plan.fate === 'parked') setTimeout(hangUp, plan.delayMs);
+      // a background create is read to its end (the run goes on anyway): 'parked' ones are cancelled then
+      const hangsUp = plan.fate === 'early' || (plan.fate === 'parked' && plan.endpoint !== 'background');
+      if (hangsUp) setTimeout(hangUp, plan.delayMs);
     });
   });
 }
 
-/** Sends every call, `WORKERS` at a time; a background run planned to end early is cancelled instead. */
+/** Sends every call, `WORKERS` at a time; a 'parked' background run is cancelled after its create. */
 async function soak(gw: TestGateway, plans: Plan[], key: string): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < plans.length) {
       const plan = plans[next++];
       const { responseId } = await send(gw.url, plan, key);
-      if (!responseId || (plan.fate !== 'early' && plan.fate !== 'parked')) continue;
+      if (!responseId || plan.fate !== 'parked') continue;
       await new Promise((r) => setTimeout(r, plan.delayMs));
       const headers = { authorization: `Bearer ${key}` };
       await (await fetch(`${gw.url}/v1/responses/${responseId}/cancel`, { method: 'POST', headers })).text();
@@ -165,10 +169,11 @@ describe('the call log counts each call once', () => {
     const fake = await startFake('vllm', { models: ['m'], knobs });
     const slow = await startFake('vllm', { models: ['slow'], knobs: { latencyMs: 500, chunkCount: 2 } });
     const failing = await startFake('vllm', { models: ['m'], knobs: { errorStatus: 500 } });
+    const long = await startFake('vllm', { models: ['long'], knobs: { latencyMs: 3000, chunkCount: 2 } });
     const claude = await startAnthropicFake({ knobs: { latencyMs: 30, tokensPerSecond: 300, chunkCount: 8 } });
     const backends = [
       { name: 'v', url: fake.url, max_concurrent: 2 }, { name: 's', url: slow.url, max_concurrent: 1 },
-      { name: 'f', url: failing.url, max_concurrent: 4 },
+      { name: 'f', url: failing.url, max_concurrent: 4 }, { name: 'l', url: long.url, max_concurrent: 16 },
       { name: 'a', url: claude.url, type: 'anthropic' as const, api_key: ANTHROPIC_FAKE_API_KEY, max_concurrent: 1 },
     ];
     const gw = await startGateway(backends, {
@@ -182,7 +187,7 @@ describe('the call log counts each call once', () => {
     });
     t.after(async () => {
       await gw.close();
-      for (const backend of [fake, slow, failing, claude]) await backend.close();
+      for (const backend of [fake, slow, failing, long, claude]) await backend.close();
     });
     const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ name: 'soak' });

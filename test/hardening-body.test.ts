@@ -19,6 +19,11 @@ async function startCapturingBackend(): Promise<{ url: string; bodies: string[];
       res.end(JSON.stringify({ object: 'list', data: [{ id: 'real-model', object: 'model', owned_by: 'x' }] }));
       return;
     }
+    if (req.method !== 'POST') { // like OpenAI's API: any other route (the gateway's residency probes) is a 404
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `Invalid URL (${req.method} ${req.url})`, type: 'invalid_request_error' } }));
+      return;
+    }
     bodies.push(Buffer.concat(parts).toString('utf8'));
     if (JSON.parse(bodies.at(-1)!).stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream' });

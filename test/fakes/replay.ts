@@ -23,6 +23,11 @@ export async function startReplay(model: string, sseBody: Buffer, opts: { chunkB
         res.end(JSON.stringify({ object: 'list', data: [{ id: model, object: 'model', created: 1727308800, owned_by: 'system' }] }));
         return;
       }
+      if (req.method !== 'POST') { // like OpenAI's API: any other route (the gateway's residency probes) is a 404
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `Invalid URL (${req.method} ${req.url})`, type: 'invalid_request_error' } }));
+        return;
+      }
       requests.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
       const step = opts.chunkBytes ?? sseBody.length;
