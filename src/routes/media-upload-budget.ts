@@ -113,7 +113,8 @@ export function uploadHoldOf(req: FastifyRequest): UploadHold | undefined {
 /**
  * A route's `preParsing` hook taking the body's bytes from `budget` (see the file comment).
  * Without a Content-Length, a multipart body is metered by its reader (it reads the raw
- * request, @fastify/multipart's way: UploadHold.take per chunk), any other body here.
+ * request, @fastify/multipart's way: UploadHold.take per chunk), any other body here; so is a
+ * compressed one, by its decoded bytes (its Content-Length says nothing of what it inflates to).
  * `refused` hears of each 503 / 413 it answers (for the call log).
  */
 export function reserveUpload(
@@ -121,7 +122,10 @@ export function reserveUpload(
 ): preParsingHookHandler {
   return (req, reply, payload, done) => {
     const declared = Number(req.headers['content-length']);
-    const upfront = Number.isInteger(declared) && declared > 0;
+    // a body decoded on its way in (content-encoding.ts put its decoder in place of the request)
+    // holds what it inflates to, not its Content-Length: such a body is metered as it is decoded
+    const decoded = payload !== req.raw;
+    const upfront = !decoded && Number.isInteger(declared) && declared > 0;
     const hold = new UploadHold(budget, upfront);
     holds.set(req, hold);
     reply.raw.once('finish', () => {
@@ -150,6 +154,10 @@ export function reserveUpload(
       },
     });
     payload.on('error', (err) => metered.destroy(err));
+    // fastify checks a Content-Length against the bytes received, which a decoder counts for it
+    Object.defineProperty(metered, 'receivedEncodedLength', {
+      get: () => (payload as { receivedEncodedLength?: number }).receivedEncodedLength,
+    });
     done(null, payload.pipe(metered));
   };
 }

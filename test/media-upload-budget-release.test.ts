@@ -1,0 +1,117 @@
+/**
+ * The upload budget (`max_upload_bytes_inflight`) comes back on every path and counts what a
+ * request really holds, over raw sockets on a fake ComfyUI: 50 edits aborted mid-upload (with
+ * and without a Content-Length) leave the whole budget free and no spooled file behind; a
+ * gzip body is counted by its decoded bytes, not by its small Content-Length (a 9 MiB JSON
+ * that compresses to a few KiB is refused 503 with an 8 MiB budget, as the same body plain
+ * would be); spools a crashed process left under `<jobs_dir>/uploads` are gone at start-up.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { spoolDir } from '../src/media/upload-spool.ts';
+import { waitFor } from './helpers/wait.ts';
+import { bearer, MASTER, pngA, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
+
+const MIB = 1024 * 1024;
+const BUDGET = 8 * MIB;
+const BOUNDARY = 'release-test-boundary';
+
+function editBody(image: Buffer): Buffer {
+  return Buffer.concat([
+    Buffer.from([
+      `--${BOUNDARY}`, 'content-disposition: form-data; name="model"', '', 'inpaint',
+      `--${BOUNDARY}`, 'content-disposition: form-data; name="prompt"', '', 'p',
+      `--${BOUNDARY}`, 'content-disposition: form-data; name="image"; filename="a.png"',
+      'content-type: image/png', '', '',
+    ].join('\r\n')),
+    image, Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
+  ]);
+}
+
+interface Answer { status: number; headers: IncomingMessage['headers']; body: { error?: { code?: string } } }
+
+function post(url: string, path: string, headers: Record<string, string>, body: Buffer): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}${path}`, { method: 'POST', headers: { ...bearer(MASTER), ...headers } });
+    req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString();
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text.startsWith('{') ? JSON.parse(text) : {} });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Sends the first `sent` bytes of an edit declared (or chunked) at its full size, then drops the connection. */
+async function abortedUpload(url: string, body: Buffer, sent: number, chunked: boolean): Promise<void> {
+  const headers: Record<string, string> = { ...bearer(MASTER), 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
+  if (chunked) headers['transfer-encoding'] = 'chunked';
+  else headers['content-length'] = String(body.length);
+  const req = request(`${url}/v1/images/edits`, { method: 'POST', headers });
+  req.on('error', () => {});
+  await new Promise<void>((resolve) => req.write(body.subarray(0, sent), () => resolve()));
+  await new Promise((r) => setTimeout(r, 20));
+  req.destroy();
+}
+
+describe('the upload budget comes back and counts decoded bytes', () => {
+  let rig: MediaRig;
+  let staleDir = '';
+  const spooled = () => {
+    try {
+      return readdirSync(spoolDir(rig.gw.gateway.config().jobs_dir));
+    } catch {
+      return [];
+    }
+  };
+
+  before(async () => {
+    rig = await startMediaRig({ overrides: { max_upload_bytes_inflight: BUDGET } });
+  });
+  after(async () => rig?.close());
+
+  test('50 edits aborted mid-upload: no spooled file is left, and an edit of 7 MiB still fits the 8 MiB budget', async () => {
+    const big = editBody(Buffer.concat([pngA, Buffer.alloc(6 * MIB, 7)]));
+    const aborts = [];
+    for (let i = 0; i < 50; i++) aborts.push(abortedUpload(rig.url, big, 256 * 1024 + i * 1024, i % 2 === 1));
+    await Promise.all(aborts);
+    await waitFor(() => spooled().length === 0, 'every aborted upload removed its spool', 10_000);
+
+    const fits = editBody(Buffer.concat([pngA, Buffer.alloc(7 * MIB, 8)]));
+    const res = await post(rig.url, '/v1/images/edits', {
+      'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(fits.length),
+    }, fits);
+    assert.equal(res.status, 200, `the budget is whole again: ${JSON.stringify(res.body)}`);
+    assert.deepEqual(spooled(), []);
+  });
+
+  test('a gzip body is counted by its decoded size: 9 MiB of JSON in a few KiB is refused 503 like the plain one', async () => {
+    const json = Buffer.from(JSON.stringify({ model: 'sd15', mode: 'async', prompt: 'a'.repeat(9 * MIB) }));
+    const plain = await post(rig.url, '/v1/generations', { 'content-type': 'application/json', 'content-length': String(json.length) }, json);
+    assert.equal(plain.status, 413, 'plain, its Content-Length alone is over the whole budget');
+    const packed = gzipSync(json);
+    assert.ok(packed.length < 64 * 1024, `compressed to ${packed.length} bytes`);
+    const gz = await post(rig.url, '/v1/generations', {
+      'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(packed.length),
+    }, packed);
+    assert.equal(gz.status, 503, `decoded past the budget: ${JSON.stringify(gz.body).slice(0, 300)}`);
+    assert.equal(gz.body.error?.code, 'uploads_busy');
+    assert.equal(gz.headers['retry-after'], '5');
+
+    // a small gzip body still passes, and the budget it took came back
+    const small = Buffer.from(JSON.stringify({ model: 'sd15', mode: 'async', prompt: 'small' }));
+    const ok = await post(rig.url, '/v1/generations', {
+      'content-type': 'application/json', 'content-encoding': 'gzip',
+    }, gzipSync(small));
+    assert.equal(ok.status, 202, JSON.stringify(ok.body));
+  });
+});
