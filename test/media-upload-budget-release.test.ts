@@ -4,7 +4,7 @@
  * and without a Content-Length) leave the whole budget free and no spooled file behind; a
  * gzip body is counted by its decoded bytes, not by its small Content-Length (a 9 MiB JSON
  * that compresses to a few KiB is refused 503 with an 8 MiB budget, as the same body plain
- * would be); spools a crashed process left under `<jobs_dir>/uploads` are gone at start-up.
+ * would be); spools a crashed process left under `<jobs_dir>/uploads` are gone once it started.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { spoolDir } from '../src/media/upload-spool.ts';
+import { startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 import { bearer, MASTER, pngA, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
 
@@ -51,12 +52,15 @@ function post(url: string, path: string, headers: Record<string, string>, body: 
   });
 }
 
-/** Sends the first `sent` bytes of an edit declared (or chunked) at its full size, then drops the connection. */
-async function abortedUpload(url: string, body: Buffer, sent: number, chunked: boolean): Promise<void> {
-  const headers: Record<string, string> = { ...bearer(MASTER), 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
+/** Sends the first `sent` bytes of a body declared (or chunked) at its full size, then drops the connection. */
+async function abortedUpload(
+  url: string, body: Buffer, sent: number, chunked: boolean,
+  path = '/v1/images/edits', type = `multipart/form-data; boundary=${BOUNDARY}`, extra: Record<string, string> = {},
+): Promise<void> {
+  const headers: Record<string, string> = { ...bearer(MASTER), 'content-type': type, ...extra };
   if (chunked) headers['transfer-encoding'] = 'chunked';
   else headers['content-length'] = String(body.length);
-  const req = request(`${url}/v1/images/edits`, { method: 'POST', headers });
+  const req = request(`${url}${path}`, { method: 'POST', headers });
   req.on('error', () => {});
   await new Promise<void>((resolve) => req.write(body.subarray(0, sent), () => resolve()));
   await new Promise((r) => setTimeout(r, 20));
@@ -65,7 +69,6 @@ async function abortedUpload(url: string, body: Buffer, sent: number, chunked: b
 
 describe('the upload budget comes back and counts decoded bytes', () => {
   let rig: MediaRig;
-  let staleDir = '';
   const spooled = () => {
     try {
       return readdirSync(spoolDir(rig.gw.gateway.config().jobs_dir));
@@ -79,10 +82,18 @@ describe('the upload budget comes back and counts decoded bytes', () => {
   });
   after(async () => rig?.close());
 
-  test('50 edits aborted mid-upload: no spooled file is left, and an edit of 7 MiB still fits the 8 MiB budget', async () => {
+  test('50 edits and 20 JSON bodies aborted mid-upload: nothing spooled is left, a 7 MiB edit fits the 8 MiB budget', async () => {
     const big = editBody(Buffer.concat([pngA, Buffer.alloc(6 * MIB, 7)]));
     const aborts = [];
     for (let i = 0; i < 50; i++) aborts.push(abortedUpload(rig.url, big, 256 * 1024 + i * 1024, i % 2 === 1));
+    // JSON bodies too, plain and gzipped, with and without a length
+    const json = Buffer.from(JSON.stringify({ model: 'wan', images: { image: Buffer.alloc(6 * MIB, 9).toString('base64') } }));
+    const packed = gzipSync(json);
+    for (let i = 0; i < 10; i++) {
+      aborts.push(abortedUpload(rig.url, json, 512 * 1024, i % 2 === 1, '/v1/generations', 'application/json'));
+      aborts.push(abortedUpload(rig.url, packed, Math.floor(packed.length / 2), i % 2 === 1, '/v1/generations',
+        'application/json', { 'content-encoding': 'gzip' }));
+    }
     await Promise.all(aborts);
     await waitFor(() => spooled().length === 0, 'every aborted upload removed its spool', 10_000);
 
@@ -92,6 +103,18 @@ describe('the upload budget comes back and counts decoded bytes', () => {
     }, fits);
     assert.equal(res.status, 200, `the budget is whole again: ${JSON.stringify(res.body)}`);
     assert.deepEqual(spooled(), []);
+  });
+
+  test('spools a stopped process left behind are removed when the gateway starts', async () => {
+    const stale = join(rig.gw.storeDir, 'stale-jobs');
+    mkdirSync(join(spoolDir(stale), 'upload-left'), { recursive: true });
+    writeFileSync(join(spoolDir(stale), 'upload-left', '0'), Buffer.alloc(1024));
+    const again = await startGateway([], { api_key: MASTER, jobs_dir: stale });
+    try {
+      assert.deepEqual(readdirSync(stale).filter((f) => f === 'uploads'), [], 'the spool folder is gone once start-up is done');
+    } finally {
+      await again.close();
+    }
   });
 
   test('a gzip body is counted by its decoded size: 9 MiB of JSON in a few KiB is refused 503 like the plain one', async () => {

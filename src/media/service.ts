@@ -5,7 +5,7 @@
  * left unfinished is failed, and its prompts interrupted on the boxes that still have them).
  */
 import { createHash } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
@@ -75,8 +75,13 @@ export class MediaJobs implements MediaService {
 
   /** Fails what a previous process left unfinished (interrupting it where it still runs) and starts the TTL prune. */
   start(): void {
-    // what a previous process was receiving when it stopped
-    void rm(spoolDir(this.deps.jobsDir), { recursive: true, force: true }).catch(() => undefined);
+    // what a previous process was receiving when it stopped: gone before the first upload can
+    // arrive (removed later, it would take a new upload's spool with it)
+    try {
+      rmSync(spoolDir(this.deps.jobsDir), { recursive: true, force: true });
+    } catch (err) {
+      this.deps.log.warn({ err }, 'removing the upload spools of a previous run failed');
+    }
     for (const orphan of this.store.reconcile(this.now())) {
       const backend = orphan.backend ? this.deps.registry.get(orphan.backend) : undefined;
       if (!backend || !orphan.promptId) continue;
