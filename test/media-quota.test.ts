@@ -6,6 +6,9 @@
  * real `openai` SDK, on fake ComfyUI boxes.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI, { APIError, toFile } from 'openai';
 import type { JobView } from '../src/media/service-types.ts';
@@ -161,5 +164,36 @@ describe('media quotas across boxes', () => {
     await pollJob(gw.url, second.body.id, key, isTerminal);
     const third = await call(gw.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: 'three', mode: 'async' });
     assert.equal(third.status, 429);
+  });
+});
+
+describe('media quotas across a restart', () => {
+  test('a job parked when the gateway stops holds nothing after it starts again', async (t) => {
+    const fake = await startComfyFake({ knobs: { stepMs: 200, steps: 100 } });
+    const storeDir = mkdtempSync(join(tmpdir(), 'media-quota-restart-'));
+    const spec = [{ name: 'comfy-0', url: fake.url, type: 'comfyui' as const, ...FAST_COMFY }];
+    const cfg = { api_key: MASTER, image_models: sd15Models(['comfy-0']), media_park_timeout_s: 60 };
+    let gw = await startGateway(spec, cfg, { storeDir });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+      rmSync(storeDir, { recursive: true, force: true });
+    });
+    const key = await createUser(gw.url, 'quota-two-restart', { quota_req_day: 2 });
+    const hog = await call<JobView>(gw.url, 'POST', '/v1/generations', MASTER, { model: 'sd15', prompt: 'hog', mode: 'async' });
+    await pollJob(gw.url, hog.body.id, MASTER, (v) => v.status === 'running');
+    const parked = await call<JobView>(gw.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: 'parked', mode: 'async' });
+    assert.equal(parked.status, 202, JSON.stringify(parked.body));
+    await pollJob(gw.url, parked.body.id, key, (v) => v.queue_position !== null);
+
+    await gw.close();
+    gw = await startGateway(spec, cfg, { storeDir });
+    const after = await call<JobView>(gw.url, 'GET', `/v1/jobs/${parked.body.id}`, key);
+    assert.equal(after.body.status, 'cancelled', 'the parked job ended with the process that held it');
+    const answers = [];
+    for (const prompt of ['one', 'two', 'three']) {
+      answers.push((await call(gw.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt, mode: 'async' })).status);
+    }
+    assert.deepEqual(answers, [202, 202, 429], 'the parked job never ran: both counts of the day are there');
   });
 });
