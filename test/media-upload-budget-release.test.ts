@@ -15,7 +15,7 @@ import { gzipSync } from 'node:zlib';
 import { spoolDir } from '../src/media/upload-spool.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
-import { bearer, MASTER, pngA, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
+import { bearer, createUser, MASTER, pngA, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
 
 const MIB = 1024 * 1024;
 const BUDGET = 8 * MIB;
@@ -35,9 +35,9 @@ function editBody(image: Buffer): Buffer {
 
 interface Answer { status: number; headers: IncomingMessage['headers']; body: { error?: { code?: string } } }
 
-function post(url: string, path: string, headers: Record<string, string>, body: Buffer): Promise<Answer> {
+function post(url: string, path: string, headers: Record<string, string>, body: Buffer, key = MASTER): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}${path}`, { method: 'POST', headers: { ...bearer(MASTER), ...headers } });
+    const req = request(`${url}${path}`, { method: 'POST', headers: { ...bearer(key), ...headers } });
     req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
@@ -56,8 +56,9 @@ function post(url: string, path: string, headers: Record<string, string>, body: 
 async function abortedUpload(
   url: string, body: Buffer, sent: number, chunked: boolean,
   path = '/v1/images/edits', type = `multipart/form-data; boundary=${BOUNDARY}`, extra: Record<string, string> = {},
+  key = MASTER,
 ): Promise<void> {
-  const headers: Record<string, string> = { ...bearer(MASTER), 'content-type': type, ...extra };
+  const headers: Record<string, string> = { ...bearer(key), 'content-type': type, ...extra };
   if (chunked) headers['transfer-encoding'] = 'chunked';
   else headers['content-length'] = String(body.length);
   const req = request(`${url}${path}`, { method: 'POST', headers });
@@ -103,6 +104,20 @@ describe('the upload budget comes back and counts decoded bytes', () => {
     }, fits);
     assert.equal(res.status, 200, `the budget is whole again: ${JSON.stringify(res.body)}`);
     assert.deepEqual(spooled(), []);
+  });
+
+  test('an edit aborted mid-upload gives its quota count back: with quota 1, ten aborted, then one runs', async () => {
+    const key = await createUser(rig.url, 'aborting-uploads', { quota_req_day: 1 });
+    const big = editBody(Buffer.concat([pngA, Buffer.alloc(2 * MIB, 7)]));
+    await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      abortedUpload(rig.url, big, 128 * 1024, i % 2 === 1, undefined, undefined, {}, key)));
+    await waitFor(() => spooled().length === 0, 'every aborted upload removed its spool', 10_000);
+    const whole = editBody(pngA);
+    const type = `multipart/form-data; boundary=${BOUNDARY}`;
+    const res = await post(rig.url, '/v1/images/edits', { 'content-type': type }, whole, key);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const next = await post(rig.url, '/v1/images/edits', { 'content-type': type }, whole, key);
+    assert.equal(next.status, 429, 'the one that ran is the day\'s one');
   });
 
   test('spools a stopped process left behind are removed when the gateway starts', async () => {
