@@ -24,7 +24,8 @@ describe('serving a job\'s files', () => {
     rig = await startMediaRig({
       overrides: {
         image_models: {
-          ...imageModels(), mesh: [{ backend: 'edit', workflow_json: wf, mapping: { mesh: { node: '900', field: 'model_file' } } }],
+          ...imageModels(),
+          mesh: [{ backend: 'edit', workflow_json: wf, mapping: { mesh: { node: '900', field: 'model_file' } } }],
         },
       },
     });
@@ -33,7 +34,8 @@ describe('serving a job\'s files', () => {
   after(async () => rig?.close());
 
   const input0 = async (files: Record<string, string>, model = 'mesh') => {
-    const r = await call<JobView>(rig.url, 'POST', '/v1/generations', key, { model, prompt: 'p', mode: 'async', files });
+    const body = { model, prompt: 'p', mode: 'async', files };
+    const r = await call<JobView>(rig.url, 'POST', '/v1/generations', key, body);
     assert.equal(r.status, 202, JSON.stringify(r.body));
     await pollJob(rig.url, r.body.id, key, isTerminal);
     const res = await fetch(`${rig.url}/v1/jobs/${r.body.id}/input/0`, { headers: bearer(key) });
@@ -53,7 +55,8 @@ describe('serving a job\'s files', () => {
   });
 
   test('so does an SVG (it can carry scripts); a glTF mesh keeps its type, as an attachment', async () => {
-    const svg = await input0({ mesh: dataUri('image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg"><script>1</script></svg>') });
+    const drawing = '<svg xmlns="http://www.w3.org/2000/svg"><script>1</script></svg>';
+    const svg = await input0({ mesh: dataUri('image/svg+xml', drawing) });
     assert.equal(svg.res.headers.get('content-type'), 'application/octet-stream');
     assert.match(svg.res.headers.get('content-disposition') ?? '', /^attachment;/);
     const gltf = await input0({ mesh: dataUri('model/gltf+json', '{"asset":{"version":"2.0"}}') });
@@ -61,7 +64,7 @@ describe('serving a job\'s files', () => {
     assert.match(gltf.res.headers.get('content-disposition') ?? '', /^attachment;/);
   });
 
-  test('a PNG input stays inline as image/png, nosniff (a PNG head with HTML after it is not a page either)', async () => {
+  test('a PNG input stays inline as image/png, nosniff (a PNG head with HTML after it is no page either)', async () => {
     const png = await input0({ image: pngA.toString('base64') }, 'inpaint');
     assert.equal(png.res.headers.get('content-type'), 'image/png');
     assert.match(png.res.headers.get('content-disposition') ?? '', /^inline; filename="job_[0-9a-f]{32}-in-0\.png"$/);

@@ -98,7 +98,7 @@ describe('media quotas', () => {
     assert.equal(next.status, 429, JSON.stringify(next.body));
   });
 
-  test('quota 3, 30 mixed requests at once (async, images.generate n=3, images.edit n=2, invalid ones): 3 run', async () => {
+  test('quota 3, 30 mixed requests at once (async, generate n=3, edit n=2, invalid ones): 3 run', async () => {
     const key = await createUser(rig.url, 'quota-three-mixed', { quota_req_day: 3 });
     const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: key, maxRetries: 0 });
     type Outcome = { kind: string; status: number; id?: string };
@@ -109,7 +109,9 @@ describe('media quotas', () => {
     const image = () => toFile(pngA, 'a.png', { type: 'image/png' });
     // refused by validation first, all at once: none of them keeps a count
     const invalid = await Promise.all([
-      ...[0, 1, 2].map(() => settle('size', client.images.generate({ model: 'sd15', prompt: 'p', size: '0x512' as never }))),
+      ...[0, 1, 2].map(() => settle('size', client.images.generate({
+        model: 'sd15', prompt: 'p', size: '0x512' as never,
+      }))),
       ...[0, 1, 2].map(async () => settle('file', client.images.edit({
         model: 'inpaint', prompt: 'p', image: await toFile(Buffer.from('<html>'), 'a.png', { type: 'image/png' }),
       }))),
@@ -122,11 +124,15 @@ describe('media quotas', () => {
       ...Array.from({ length: 8 }, (_, i) => settle('async', call(rig.url, 'POST', '/v1/generations', key, {
         model: 'sd15', prompt: `a${i}`, mode: 'async', params: { batch: 2 },
       }))),
-      ...Array.from({ length: 8 }, (_, i) => settle('generate', client.images.generate({ model: 'sd15', prompt: `g${i}`, n: 3 }))),
+      ...Array.from({ length: 8 }, (_, i) => settle('generate', client.images.generate({
+        model: 'sd15', prompt: `g${i}`, n: 3,
+      }))),
       ...Array.from({ length: 8 }, async (_, i) => settle('edit', client.images.edit({
         model: 'inpaint', prompt: `e${i}`, n: 2, image: await image(),
       }))),
-      ...Array.from({ length: 6 }, (_, i) => settle('bad', client.images.generate({ model: 'sd15', prompt: `b${i}`, size: '-1x5' as never }))),
+      ...Array.from({ length: 6 }, (_, i) => settle('bad', client.images.generate({
+        model: 'sd15', prompt: `b${i}`, size: '-1x5' as never,
+      }))),
     ]);
     const admitted = mixed.filter((o) => o.status === 200 || o.status === 202);
     assert.equal(admitted.length, 3, JSON.stringify(mixed));
@@ -154,15 +160,17 @@ describe('media quotas across boxes', () => {
       { api_key: MASTER, image_models: sd15Models(names) },
     );
     const key = await createUser(gw.url, 'quota-two-failover', { quota_req_day: 2 });
-    const first = await call<JobView>(gw.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: 'moves', mode: 'async' });
+    const post = (prompt: string) =>
+      call<JobView>(gw!.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt, mode: 'async' });
+    const first = await post('moves');
     assert.equal(first.status, 202, JSON.stringify(first.body));
     const done = await pollJob(gw.url, first.body.id, key, isTerminal);
     assert.equal(done.status, 'done', JSON.stringify(done.error));
     assert.equal(fakes[0].prompts.length + fakes[1].prompts.length, 2, 'it ran on both boxes');
-    const second = await call<JobView>(gw.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: 'two', mode: 'async' });
+    const second = await post('two');
     assert.equal(second.status, 202, `the failover counted once: ${JSON.stringify(second.body)}`);
     await pollJob(gw.url, second.body.id, key, isTerminal);
-    const third = await call(gw.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: 'three', mode: 'async' });
+    const third = await post('three');
     assert.equal(third.status, 429);
   });
 });
@@ -180,9 +188,11 @@ describe('media quotas across a restart', () => {
       rmSync(storeDir, { recursive: true, force: true });
     });
     const key = await createUser(gw.url, 'quota-two-restart', { quota_req_day: 2 });
-    const hog = await call<JobView>(gw.url, 'POST', '/v1/generations', MASTER, { model: 'sd15', prompt: 'hog', mode: 'async' });
+    const post = (who: string, prompt: string) =>
+      call<JobView>(gw.url, 'POST', '/v1/generations', who, { model: 'sd15', prompt, mode: 'async' });
+    const hog = await post(MASTER, 'hog');
     await pollJob(gw.url, hog.body.id, MASTER, (v) => v.status === 'running');
-    const parked = await call<JobView>(gw.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: 'parked', mode: 'async' });
+    const parked = await post(key, 'parked');
     assert.equal(parked.status, 202, JSON.stringify(parked.body));
     await pollJob(gw.url, parked.body.id, key, (v) => v.queue_position !== null);
 
@@ -192,7 +202,7 @@ describe('media quotas across a restart', () => {
     assert.equal(after.body.status, 'cancelled', 'the parked job ended with the process that held it');
     const answers = [];
     for (const prompt of ['one', 'two', 'three']) {
-      answers.push((await call(gw.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt, mode: 'async' })).status);
+      answers.push((await post(key, prompt)).status);
     }
     assert.deepEqual(answers, [202, 202, 429], 'the parked job never ran: both counts of the day are there');
   });

@@ -44,7 +44,8 @@ function post(url: string, path: string, headers: Record<string, string>, body: 
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString();
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text.startsWith('{') ? JSON.parse(text) : {} });
+        const parsed = text.startsWith('{') ? JSON.parse(text) : {};
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parsed });
       });
     });
     req.on('error', reject);
@@ -83,12 +84,13 @@ describe('the upload budget comes back and counts decoded bytes', () => {
   });
   after(async () => rig?.close());
 
-  test('50 edits and 20 JSON bodies aborted mid-upload: nothing spooled is left, a 7 MiB edit fits the 8 MiB budget', async () => {
+  test('50 edits and 20 JSON bodies aborted mid-upload: nothing is left spooled, a 7 MiB edit fits 8 MiB', async () => {
     const big = editBody(Buffer.concat([pngA, Buffer.alloc(6 * MIB, 7)]));
     const aborts = [];
     for (let i = 0; i < 50; i++) aborts.push(abortedUpload(rig.url, big, 256 * 1024 + i * 1024, i % 2 === 1));
     // JSON bodies too, plain and gzipped, with and without a length
-    const json = Buffer.from(JSON.stringify({ model: 'wan', images: { image: Buffer.alloc(6 * MIB, 9).toString('base64') } }));
+    const image = Buffer.alloc(6 * MIB, 9).toString('base64');
+    const json = Buffer.from(JSON.stringify({ model: 'wan', images: { image } }));
     const packed = gzipSync(json);
     for (let i = 0; i < 10; i++) {
       aborts.push(abortedUpload(rig.url, json, 512 * 1024, i % 2 === 1, '/v1/generations', 'application/json'));
@@ -126,15 +128,16 @@ describe('the upload budget comes back and counts decoded bytes', () => {
     writeFileSync(join(spoolDir(stale), 'upload-left', '0'), Buffer.alloc(1024));
     const again = await startGateway([], { api_key: MASTER, jobs_dir: stale });
     try {
-      assert.deepEqual(readdirSync(stale).filter((f) => f === 'uploads'), [], 'the spool folder is gone once start-up is done');
+      assert.deepEqual(readdirSync(stale).filter((f) => f === 'uploads'), [], 'the spool folder is gone once started');
     } finally {
       await again.close();
     }
   });
 
-  test('a gzip body is counted by its decoded size: 9 MiB of JSON in a few KiB is refused 503 like the plain one', async () => {
+  test('a gzip body is counted by its decoded size: 9 MiB of JSON in a few KiB is a 503 like plain', async () => {
     const json = Buffer.from(JSON.stringify({ model: 'sd15', mode: 'async', prompt: 'a'.repeat(9 * MIB) }));
-    const plain = await post(rig.url, '/v1/generations', { 'content-type': 'application/json', 'content-length': String(json.length) }, json);
+    const plainHeaders = { 'content-type': 'application/json', 'content-length': String(json.length) };
+    const plain = await post(rig.url, '/v1/generations', plainHeaders, json);
     assert.equal(plain.status, 413, 'plain, its Content-Length alone is over the whole budget');
     const packed = gzipSync(json);
     assert.ok(packed.length < 64 * 1024, `compressed to ${packed.length} bytes`);

@@ -222,7 +222,8 @@ export function fileHeaders(mime: string, name: string): { type: string; disposi
   const type = mime.split(';')[0].trim().toLowerCase();
   const safeName = name.replace(/[^\w.-]/g, '_');
   if (INLINE_TYPES.test(type)) return { type, disposition: `inline; filename="${safeName}"` };
-  return { type: KEPT_TYPES.test(type) ? type : 'application/octet-stream', disposition: `attachment; filename="${safeName}"` };
+  const kept = KEPT_TYPES.test(type) ? type : 'application/octet-stream';
+  return { type: kept, disposition: `attachment; filename="${safeName}"` };
 }
 
 /**
