@@ -4,11 +4,13 @@
  * and without a Content-Length) leave the whole budget free and no spooled file behind; a
  * gzip body is counted by its decoded bytes, not by its small Content-Length (a 9 MiB JSON
  * that compresses to a few KiB is refused 503 with an 8 MiB budget, as the same body plain
- * would be); spools a crashed process left under `<jobs_dir>/uploads` are gone once it started.
+ * would be); a URL still being fetched for a client that left takes nothing more (it could never
+ * be given back); spools a crashed process left under `<jobs_dir>/uploads` are gone once it started.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { request, type IncomingMessage } from 'node:http';
+import { createServer, request, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
@@ -120,6 +122,41 @@ describe('the upload budget comes back and counts decoded bytes', () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const next = await post(rig.url, '/v1/images/edits', { 'content-type': type }, whole, key);
     assert.equal(next.status, 429, 'the one that ran is the day\'s one');
+  });
+
+  test('a client gone while its URL is fetched: the bytes that still arrive do not keep the budget', async (t) => {
+    // a server that sends 6 MiB of text (not an image: the job is refused) once the client has left
+    let clientLeft!: () => void;
+    const left = new Promise<void>((resolve) => { clientLeft = resolve; });
+    let sent!: () => void;
+    const allSent = new Promise<void>((resolve) => { sent = resolve; });
+    let asked!: () => void;
+    const fetching = new Promise<void>((resolve) => { asked = resolve; });
+    const slow = createServer((_req, res) => {
+      asked();
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      void left.then(() => res.end(Buffer.alloc(6 * MIB, 0x61), () => sent()));
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => slow.close(() => resolve())));
+    const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/picture.png`;
+
+    const body = Buffer.from(JSON.stringify({ model: 'wan', prompt: 'p', images: { image: url } }));
+    const headers = { ...bearer(MASTER), 'content-type': 'application/json', 'content-length': String(body.length) };
+    const req = request(`${rig.url}/v1/generations`, { method: 'POST', headers });
+    req.on('error', () => {});
+    req.end(body);
+    await fetching;
+    req.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    clientLeft();
+    await allSent;
+    await new Promise((r) => setTimeout(r, 300)); // the gateway reads the rest and refuses the text
+
+    const fits = editBody(Buffer.concat([pngA, Buffer.alloc(7 * MIB, 8)]));
+    const type = `multipart/form-data; boundary=${BOUNDARY}`;
+    const res = await post(rig.url, '/v1/images/edits', { 'content-type': type }, fits);
+    assert.equal(res.status, 200, `the budget is whole again: ${JSON.stringify(res.body)}`);
   });
 
   test('spools a stopped process left behind are removed when the gateway starts', async () => {

@@ -60,6 +60,10 @@ const busy = (budget: UploadBudget): GatewayError => new GatewayError({
     + 'max_upload_bytes_inflight); retry shortly.',
 });
 
+const requestOver = (): GatewayError => new GatewayError({
+  status: 499, code: 'client_closed', message: 'The request ended before its files were read.',
+});
+
 const tooLarge = (budget: UploadBudget): GatewayError => new GatewayError({
   status: 413, code: 'request_too_large',
   message: `The request is larger than the ${formatBytes(budget.total)} the gateway receives at once `
@@ -72,14 +76,14 @@ const tooLarge = (budget: UploadBudget): GatewayError => new GatewayError({
  */
 export class UploadHold {
   private held = 0;
+  private ended = false;
 
   constructor(private readonly budget: UploadBudget, private readonly upfront: boolean) {}
 
   /** Counts `bytes` more of the body (a no-op when its whole length was taken up front). */
   take(bytes: number): void {
     if (this.upfront) return;
-    if (!this.budget.tryTake(bytes)) throw busy(this.budget);
-    this.held += bytes;
+    this.add(bytes);
   }
 
   /**
@@ -87,6 +91,21 @@ export class UploadHold {
    * or not the body was taken up front; throws the 503 once they do not fit.
    */
   count(bytes: number): void {
+    this.add(bytes);
+  }
+
+  /**
+   * The request is over (answered, or its connection closed): everything is given back, and
+   * what is still being read for it (a URL fetch outliving its client) is refused from now on
+   * instead of taken — nothing would ever give it back.
+   */
+  end(): void {
+    this.ended = true;
+    this.release();
+  }
+
+  private add(bytes: number): void {
+    if (this.ended) throw requestOver();
     if (!this.budget.tryTake(bytes)) throw busy(this.budget);
     this.held += bytes;
   }
@@ -129,10 +148,10 @@ export function reserveUpload(
     const hold = new UploadHold(budget, upfront);
     holds.set(req, hold);
     reply.raw.once('finish', () => {
-      hold.release();
+      hold.end();
       drainUnread(req);
     });
-    reply.raw.once('close', () => hold.release());
+    reply.raw.once('close', () => hold.end());
     if (upfront) {
       const total = budget.total;
       if (total > 0 && declared > total) return refuse(req, reply, tooLarge(budget), refused, done);
