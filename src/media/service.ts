@@ -22,6 +22,7 @@ import { jobView } from './job-view.ts';
 import { runJob, type JobPlan, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
+import { requireReadableImages } from './image-readable.ts';
 import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './stored-params.ts';
 import { spoolDir } from './upload-spool.ts';
@@ -121,6 +122,7 @@ export class MediaJobs implements MediaService {
     const candidates = allowedCandidates(this.views, caller, request.alias, request.params);
     const id = newJobId();
     const accepted = acceptRequest(this.views, request, candidates, id, caller);
+    await requireReadableImages(accepted.files, accepted.imageParams);
     const cfg = this.deps.config();
     const createdAt = this.now();
     const inputs = Object.entries(accepted.files).map(([param, f], n) => ({
