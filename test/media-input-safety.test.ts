@@ -136,4 +136,19 @@ describe('media input safety', () => {
     const tail = await generate(userKey, { model: 'wan', prompt: 'p', images: { image: whole } });
     assert.equal(tail.status, 200, JSON.stringify(tail.body));
   });
+
+  test('a box\'s error reaches the job\'s owner without the box\'s folders: file names only', async (t) => {
+    rig.comfy.setKnobs({
+      failNode: '310', failMessage: "[Errno 2] No such file or directory: '/home/comfy/ComfyUI/input/upload_17.png'",
+    });
+    t.after(() => rig.comfy.setKnobs({ failNode: undefined, failMessage: undefined }));
+    const r = await generate(userKey, { model: 'sd15', prompt: 'p' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.status, 'failed');
+    assert.equal(r.body.error?.code, 'execution_error');
+    assert.match(r.body.error?.message ?? '', /No such file or directory: 'upload_17\.png'/);
+    assert.doesNotMatch(r.body.error?.message ?? '', /\/home|ComfyUI\/input/);
+    const viewed = await call<Answer>(rig.url, 'GET', `/v1/jobs/${r.body.id}`, userKey);
+    assert.doesNotMatch(JSON.stringify(viewed.body), /\/home\/comfy/);
+  });
 });

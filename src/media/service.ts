@@ -26,6 +26,7 @@ import { requireReadableImages } from './image-readable.ts';
 import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './stored-params.ts';
 import { spoolDir } from './upload-spool.ts';
+import { withoutBoxPaths } from './box-text.ts';
 
 export interface MediaJobsDeps {
   jobsDir: string;
@@ -330,8 +331,13 @@ export class MediaJobs implements MediaService {
    * its row, listeners and waiters the end. Whatever of that fails, the live entry goes and
    * everyone following the job hears its end (the view as far as the store still tells it).
    */
-  private finish(job: Job, live: LiveState, caller: MediaCaller, request: GenerationSubmit, end: RunEnd, startedAt: number): void {
+  private finish(
+    job: Job, live: LiveState, caller: MediaCaller, request: GenerationSubmit, run: RunEnd, startedAt: number,
+  ): void {
     const now = this.now();
+    // what a box wrote reaches the job's owner without the box's folders
+    const end: RunEnd = run.status !== 'failed' ? run
+      : { ...run, error: { ...run.error, message: withoutBoxPaths(run.error.message) } };
     let final: Job = job;
     try {
       if (end.status === 'failed') this.store.update(job.id, { status: 'failed', error: end.error, node: null }, now);
