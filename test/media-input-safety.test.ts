@@ -5,7 +5,8 @@
  * media its input loads by its bytes, so a text page fetched for an image slot (the gateway's
  * own /metrics) is refused 400 `invalid_file` before any job exists — never stored, never sent
  * to a box, never served back from /v1/jobs/{id}/input — and so is a non-image upload in an
- * edit (the real `openai` SDK's images.edit), without any path of the box in the answer.
+ * edit (the real `openai` SDK's images.edit), without any path of the box in the answer; so is
+ * a PNG or JPEG signature whose header does not parse (a page behind an image's first bytes).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -104,5 +105,50 @@ describe('media input safety', () => {
     assert.equal(r.body.error?.param, 'image');
     const ok = await generate(userKey, { model: 'wan', prompt: 'p', images: { image: pngA.toString('base64') } });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  });
+
+  test('a PNG (or JPEG) signature with anything but an image after it: 400 invalid_file, before any job', async () => {
+    const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: userKey, maxRetries: 0 });
+    const html = Buffer.from('<html><script>alert(1)</script></html>');
+    const before = { edit: rig.edit.prompts.length, comfy: rig.comfy.prompts.length, jobs: await jobCount(userKey) };
+    const err = await client.images.edit({
+      model: 'inpaint', prompt: 'p', image: await toFile(Buffer.concat([pngA.subarray(0, 33), html]), 'a.png'),
+    }).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof APIError, String(err));
+    assert.equal(err.status, 400);
+    const body = err.error as { code?: string; param?: string; message?: string };
+    assert.equal(body.code, 'invalid_file');
+    assert.equal(body.param, 'image');
+    assert.match(body.message ?? '', /damaged/);
+
+    const jpegHead = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), html]);
+    const native = await generate(userKey, {
+      model: 'wan', prompt: 'p', images: { image: jpegHead.toString('base64') },
+    });
+    assert.equal(native.status, 400, JSON.stringify(native.body));
+    assert.equal(native.body.error?.code, 'invalid_file');
+    assert.equal(native.body.error?.param, 'image');
+    assert.deepEqual(
+      { edit: rig.edit.prompts.length, comfy: rig.comfy.prompts.length, jobs: await jobCount(userKey) }, before,
+      'nothing reached a box, no job was filed');
+    // a whole PNG with bytes after its end is an image all the same
+    const whole = Buffer.concat([pngA, html]).toString('base64');
+    const tail = await generate(userKey, { model: 'wan', prompt: 'p', images: { image: whole } });
+    assert.equal(tail.status, 200, JSON.stringify(tail.body));
+  });
+
+  test('a box\'s error reaches the job\'s owner without the box\'s folders: file names only', async (t) => {
+    rig.comfy.setKnobs({
+      failNode: '310', failMessage: "[Errno 2] No such file or directory: '/home/comfy/ComfyUI/input/upload_17.png'",
+    });
+    t.after(() => rig.comfy.setKnobs({ failNode: undefined, failMessage: undefined }));
+    const r = await generate(userKey, { model: 'sd15', prompt: 'p' });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.status, 'failed');
+    assert.equal(r.body.error?.code, 'execution_error');
+    assert.match(r.body.error?.message ?? '', /No such file or directory: 'upload_17\.png'/);
+    assert.doesNotMatch(r.body.error?.message ?? '', /\/home|ComfyUI\/input/);
+    const viewed = await call<Answer>(rig.url, 'GET', `/v1/jobs/${r.body.id}`, userKey);
+    assert.doesNotMatch(JSON.stringify(viewed.body), /\/home\/comfy/);
   });
 });

@@ -5,7 +5,7 @@
  * left unfinished is failed, and its prompts interrupted on the boxes that still have them).
  */
 import { createHash } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
@@ -22,9 +22,11 @@ import { jobView } from './job-view.ts';
 import { runJob, type JobPlan, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
+import { requireReadableImages } from './image-readable.ts';
 import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './stored-params.ts';
 import { spoolDir } from './upload-spool.ts';
+import { withoutBoxPaths } from './box-text.ts';
 
 export interface MediaJobsDeps {
   jobsDir: string;
@@ -75,8 +77,13 @@ export class MediaJobs implements MediaService {
 
   /** Fails what a previous process left unfinished (interrupting it where it still runs) and starts the TTL prune. */
   start(): void {
-    // what a previous process was receiving when it stopped
-    void rm(spoolDir(this.deps.jobsDir), { recursive: true, force: true }).catch(() => undefined);
+    // what a previous process was receiving when it stopped: gone before the first upload can
+    // arrive (removed later, it would take a new upload's spool with it)
+    try {
+      rmSync(spoolDir(this.deps.jobsDir), { recursive: true, force: true });
+    } catch (err) {
+      this.deps.log.warn({ err }, 'removing the upload spools of a previous run failed');
+    }
     for (const orphan of this.store.reconcile(this.now())) {
       const backend = orphan.backend ? this.deps.registry.get(orphan.backend) : undefined;
       if (!backend || !orphan.promptId) continue;
@@ -116,6 +123,7 @@ export class MediaJobs implements MediaService {
     const candidates = allowedCandidates(this.views, caller, request.alias, request.params);
     const id = newJobId();
     const accepted = acceptRequest(this.views, request, candidates, id, caller);
+    await requireReadableImages(accepted.files, accepted.imageParams);
     const cfg = this.deps.config();
     const createdAt = this.now();
     const inputs = Object.entries(accepted.files).map(([param, f], n) => ({
@@ -323,8 +331,13 @@ export class MediaJobs implements MediaService {
    * its row, listeners and waiters the end. Whatever of that fails, the live entry goes and
    * everyone following the job hears its end (the view as far as the store still tells it).
    */
-  private finish(job: Job, live: LiveState, caller: MediaCaller, request: GenerationSubmit, end: RunEnd, startedAt: number): void {
+  private finish(
+    job: Job, live: LiveState, caller: MediaCaller, request: GenerationSubmit, run: RunEnd, startedAt: number,
+  ): void {
     const now = this.now();
+    // what a box wrote reaches the job's owner without the box's folders
+    const end: RunEnd = run.status !== 'failed' ? run
+      : { ...run, error: { ...run.error, message: withoutBoxPaths(run.error.message) } };
     let final: Job = job;
     try {
       if (end.status === 'failed') this.store.update(job.id, { status: 'failed', error: end.error, node: null }, now);

@@ -37,6 +37,8 @@ export interface AcceptedPlan {
   /** The params the job runs with. */
   params: Record<string, unknown>;
   files: Record<string, MediaFile & { ext: string }>;
+  /** The params of `files` whose inputs load images (for requireReadableImages). */
+  imageParams: string[];
   seedDraw: number;
   seed?: string;
 }
@@ -98,6 +100,7 @@ export function acceptRequest(
     candidates: () => views.catalog.withLoras(request.alias, requestedLoras(request.params)).candidates.filter((c) => names.has(c.backend)),
     params,
     files,
+    imageParams: Object.keys(files).filter((param) => kinds.get(param) === 'image'),
     seedDraw,
     ...(compiled.seed !== undefined ? { seed: compiled.seed } : {}),
   };

@@ -206,17 +206,37 @@ export function unfinishedJobError(job: JobView): GatewayError {
   });
 }
 
+/** Types a browser shows as media, never as a document that could run or draw a page: sent inline. */
+const INLINE_TYPES = /^(?:image\/(?:png|apng|jpeg|gif|webp|avif|bmp|tiff|heic|heif)|audio\/[\w.+-]+|video\/[\w.+-]+)$/;
+/** Other types kept as they are (a download all the same): meshes, raw bytes, JSON data. */
+const KEPT_TYPES = /^(?:model\/[\w.+-]+|application\/(?:octet-stream|json|x-fbx))$/;
+
 /**
- * Sends a job's file: its type, inline with its download name, cacheable by the caller only
- * (`maxAge` seconds). Inputs are whatever the client uploaded, so nothing is sniffed and a
- * browser opening one runs nothing (sandboxed, no sub-resources).
+ * The headers a job's file goes out with. A file's type is what its bytes showed, or what a
+ * client or a box declared when nothing did (a mesh input, a custom node's output): only
+ * raster images, audio and video are inline; anything else (SVG, HTML, XML, text…) is an
+ * attachment, its type octet-stream unless it is one a browser never renders (KEPT_TYPES).
+ * Pure.
+ */
+export function fileHeaders(mime: string, name: string): { type: string; disposition: string } {
+  const type = mime.split(';')[0].trim().toLowerCase();
+  const safeName = name.replace(/[^\w.-]/g, '_');
+  if (INLINE_TYPES.test(type)) return { type, disposition: `inline; filename="${safeName}"` };
+  const kept = KEPT_TYPES.test(type) ? type : 'application/octet-stream';
+  return { type: kept, disposition: `attachment; filename="${safeName}"` };
+}
+
+/**
+ * Sends a job's file: its type, inline (media) or as an attachment (fileHeaders), cacheable by
+ * the caller only (`maxAge` seconds). Nothing is sniffed by the browser, and one opening the
+ * file runs nothing (sandboxed, no sub-resources).
  */
 export function sendFile(reply: FastifyReply, file: FileAnswer, maxAge: number): FastifyReply {
-  const name = file.name.replace(/[^\w.-]/g, '_');
+  const { type, disposition } = fileHeaders(file.mime, file.name);
   return reply
-    .header('content-type', file.mime)
+    .header('content-type', type)
     .header('content-length', String(file.bytes.length))
-    .header('content-disposition', `inline; filename="${name}"`)
+    .header('content-disposition', disposition)
     .header('cache-control', maxAge > 0 ? `private, max-age=${maxAge}` : 'private, no-store')
     .header('x-content-type-options', 'nosniff')
     .header('content-security-policy', "default-src 'none'; sandbox")

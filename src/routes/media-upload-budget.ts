@@ -60,6 +60,10 @@ const busy = (budget: UploadBudget): GatewayError => new GatewayError({
     + 'max_upload_bytes_inflight); retry shortly.',
 });
 
+const requestOver = (): GatewayError => new GatewayError({
+  status: 499, code: 'client_closed', message: 'The request ended before its files were read.',
+});
+
 const tooLarge = (budget: UploadBudget): GatewayError => new GatewayError({
   status: 413, code: 'request_too_large',
   message: `The request is larger than the ${formatBytes(budget.total)} the gateway receives at once `
@@ -72,14 +76,14 @@ const tooLarge = (budget: UploadBudget): GatewayError => new GatewayError({
  */
 export class UploadHold {
   private held = 0;
+  private ended = false;
 
   constructor(private readonly budget: UploadBudget, private readonly upfront: boolean) {}
 
   /** Counts `bytes` more of the body (a no-op when its whole length was taken up front). */
   take(bytes: number): void {
     if (this.upfront) return;
-    if (!this.budget.tryTake(bytes)) throw busy(this.budget);
-    this.held += bytes;
+    this.add(bytes);
   }
 
   /**
@@ -87,6 +91,21 @@ export class UploadHold {
    * or not the body was taken up front; throws the 503 once they do not fit.
    */
   count(bytes: number): void {
+    this.add(bytes);
+  }
+
+  /**
+   * The request is over (answered, or its connection closed): everything is given back, and
+   * what is still being read for it (a URL fetch outliving its client) is refused from now on
+   * instead of taken — nothing would ever give it back.
+   */
+  end(): void {
+    this.ended = true;
+    this.release();
+  }
+
+  private add(bytes: number): void {
+    if (this.ended) throw requestOver();
     if (!this.budget.tryTake(bytes)) throw busy(this.budget);
     this.held += bytes;
   }
@@ -113,7 +132,8 @@ export function uploadHoldOf(req: FastifyRequest): UploadHold | undefined {
 /**
  * A route's `preParsing` hook taking the body's bytes from `budget` (see the file comment).
  * Without a Content-Length, a multipart body is metered by its reader (it reads the raw
- * request, @fastify/multipart's way: UploadHold.take per chunk), any other body here.
+ * request, @fastify/multipart's way: UploadHold.take per chunk), any other body here; so is a
+ * compressed one, by its decoded bytes (its Content-Length says nothing of what it inflates to).
  * `refused` hears of each 503 / 413 it answers (for the call log).
  */
 export function reserveUpload(
@@ -121,14 +141,17 @@ export function reserveUpload(
 ): preParsingHookHandler {
   return (req, reply, payload, done) => {
     const declared = Number(req.headers['content-length']);
-    const upfront = Number.isInteger(declared) && declared > 0;
+    // a body decoded on its way in (content-encoding.ts put its decoder in place of the request)
+    // holds what it inflates to, not its Content-Length: such a body is metered as it is decoded
+    const decoded = payload !== req.raw;
+    const upfront = !decoded && Number.isInteger(declared) && declared > 0;
     const hold = new UploadHold(budget, upfront);
     holds.set(req, hold);
     reply.raw.once('finish', () => {
-      hold.release();
+      hold.end();
       drainUnread(req);
     });
-    reply.raw.once('close', () => hold.release());
+    reply.raw.once('close', () => hold.end());
     if (upfront) {
       const total = budget.total;
       if (total > 0 && declared > total) return refuse(req, reply, tooLarge(budget), refused, done);
@@ -150,6 +173,10 @@ export function reserveUpload(
       },
     });
     payload.on('error', (err) => metered.destroy(err));
+    // fastify checks a Content-Length against the bytes received, which a decoder counts for it
+    Object.defineProperty(metered, 'receivedEncodedLength', {
+      get: () => (payload as { receivedEncodedLength?: number }).receivedEncodedLength,
+    });
     done(null, payload.pipe(metered));
   };
 }

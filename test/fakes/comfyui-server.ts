@@ -324,7 +324,7 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
           },
         };
       };
-      if (knobs.failNode === id) { outcome = fail('RuntimeError', `fake ComfyUI: node ${id} failed (knob failNode)`, [`  File "/ComfyUI/nodes.py", line 1, in ${classType}\n    raise RuntimeError()\n`]); break; }
+      if (knobs.failNode === id) { outcome = fail('RuntimeError', knobs.failMessage ?? `fake ComfyUI: node ${id} failed (knob failNode)`, [`  File "/ComfyUI/nodes.py", line 1, in ${classType}\n    raise RuntimeError()\n`]); break; }
       if (classType === 'LoadImage') {
         const name = String(node.inputs?.image ?? '').replace(/\s*\[(input|output|temp)\]$/, '');
         if (!files.has(fileKey('input', '', name)) && !files.has(`input/${name}`)) {

@@ -13,6 +13,8 @@ export interface ComfyKnobs {
   previews: boolean;
   /** A node id whose execution fails with `execution_error` (RuntimeError). */
   failNode?: string;
+  /** The exception message failNode's error carries (default: names the node and the knob). */
+  failMessage?: string;
   /** Accept prompts but never start one: the head stays pending, the executor idle. Setting it false resumes. */
   stuck: boolean;
   /**
