@@ -68,6 +68,22 @@ describe('type errors in the body', () => {
     assert.equal(gw.gateway.registry.get('v')!.consecutiveFailures, 0, 'nothing counted against the backend');
   });
 
+  test('background / store not booleans: 400 naming the field, never a silent foreground run', async (t) => {
+    t.after(await setup());
+    for (const field of ['background', 'store']) {
+      for (const value of ['yes', 1, {}]) {
+        const r = await post('/v1/responses', { model: MODEL, input: 'hi', [field]: value });
+        assert.equal(r.status, 400, `${field}=${JSON.stringify(value)}`);
+        const { error } = await r.json() as OpenAIError;
+        assert.equal(error.param, field);
+        assert.equal(error.code, 'invalid_type');
+      }
+    }
+    const valid = await post('/v1/responses', { model: MODEL, input: 'hi', background: false, store: null });
+    assert.equal(valid.status, 200);
+    assert.equal(generations(), 1, 'only the valid call reached the backend');
+  });
+
   test('messages items: null, a string, no role, a role not a string → 400 with the item named', async (t) => {
     t.after(await setup());
     const cases: [unknown, string, string][] = [

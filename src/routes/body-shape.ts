@@ -3,7 +3,8 @@
  * so a client's type error is the client's 400 (naming the field, OpenAI's wording) and not
  * a backend's 500 relayed or a 502 counted against the backend:
  *
- * - `stream`: a boolean (or null);
+ * - `stream`, and the Responses API's `background` and `store`: booleans (or null) — a
+ *   `background: "yes"` would otherwise run in the foreground without a word;
  * - `stream_options`: an object (or null);
  * - `messages`, when present: a list whose items are objects with a string `role`.
  *
@@ -11,10 +12,14 @@
  */
 import { badRequest, type GatewayError } from '../errors.ts';
 
+const BOOLEAN_FLAGS = ['stream', 'background', 'store'] as const;
+
 export function bodyShapeProblem(body: unknown): GatewayError | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const b = body as Record<string, unknown>;
-  if (b.stream != null && typeof b.stream !== 'boolean') return invalidType('stream', 'a boolean', b.stream);
+  for (const flag of BOOLEAN_FLAGS) {
+    if (b[flag] != null && typeof b[flag] !== 'boolean') return invalidType(flag, 'a boolean', b[flag]);
+  }
   if (b.stream_options != null && !isObject(b.stream_options)) {
     return invalidType('stream_options', 'an object', b.stream_options);
   }
