@@ -167,6 +167,37 @@ describe('a non-stream answer that stops halfway', () => {
     assert.equal(failures(gw, 's'), 0);
   });
 
+  test('an error body that stalls, or a body whose connection breaks, is a bad answer (502), not "unreachable"', async (t) => {
+    const backend = await scriptedBackend(t);
+    const gw = await startGateway([{ name: 's', url: backend.url }], {
+      stream_idle_timeout_s: 0.3, request_timeout_s: 60, stats_flush_ms: 20,
+    });
+    t.after(() => gw.close());
+    const half = (upstream: ServerResponse, status: number) => {
+      upstream.writeHead(status, { 'content-type': 'application/json', 'content-length': '4000' });
+      upstream.write(`{"error":{"message":"${'x'.repeat(1000)}`);
+    };
+    const cases = [
+      { what: 'a 500 whose body stalls', status: 500, broken: false, why: /stream_idle_timeout_s/ },
+      { what: 'a 503 whose body stalls', status: 503, broken: false, why: /stream_idle_timeout_s/ },
+      { what: 'a 200 whose connection closes halfway', status: 200, broken: true, why: /connection broke/ },
+    ];
+    for (const c of cases) {
+      const answer = post(gw.url, CHAT, ask('m', false));
+      const upstream = await backend.next();
+      half(upstream, c.status);
+      if (c.broken) setTimeout(() => upstream.socket?.destroy(), 50);
+      const res = await answer;
+      assert.equal(res.status, 502, c.what);
+      const error = ((await res.json()) as any).error;
+      assert.equal(error.code, 'upstream_bad_response', `${c.what}: ${error.message}`);
+      assert.match(error.message, new RegExp(`stopped sending its ${c.status} answer halfway`), c.what);
+      assert.match(error.message, c.why, c.what);
+      assert.equal(inflight(gw, 's'), 0, `${c.what}: slot freed`);
+    }
+    assert.equal(failures(gw, 's'), 3, 'each is the backend\'s failure');
+  });
+
   test('the same on /v1/messages (passthrough, translated) and /v1/responses, in their shapes', async (t) => {
     const claude = await startAnthropicFake({ knobs: { halfBodyThenSilence: true } });
     const chat = await startFake('vllm', { models: ['m'], knobs: { halfBodyThenSilence: true } });

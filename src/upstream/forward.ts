@@ -70,14 +70,21 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
   const bytes = !contentType.includes('json') && !eventStream;
   if (status === 200 && req.raw && bytes) return { kind: 'ok-raw', response: res };
   const idle = new UpstreamIdleWatch(res.body, req.bodyIdleMs ?? 0);
+  const read = { started: false };
   let raw: Buffer;
   try {
-    raw = await readWhole(res.body, idle, req.onFirstByte);
+    raw = await readWhole(res.body, idle, read, req.onFirstByte);
   } catch (err) {
     res.body.destroy();
-    if (!idle.expired) return { kind: 'transport-error', error: describeError(err) };
-    const silence = `no data for ${(req.bodyIdleMs ?? 0) / 1000} s after its first bytes (stream_idle_timeout_s)`;
-    const detail = `stopped sending its ${status} answer halfway: ${silence}`;
+    // before the first byte, or our own abort (the client left, a deadline): no answer
+    if (!idle.expired && (!read.started || req.signal.aborted)) {
+      return { kind: 'transport-error', error: describeError(err) };
+    }
+    // the backend answered, then stopped: a broken answer, whatever its status said
+    const why = idle.expired
+      ? `no data for ${(req.bodyIdleMs ?? 0) / 1000} s after its first bytes (stream_idle_timeout_s)`
+      : `the connection broke (${describeError(err).detail})`;
+    const detail = `stopped sending its ${status} answer halfway: ${why}`;
     return { kind: 'bad-answer', error: { kind: 'upstream', status, detail } };
   }
   if (status !== 200) return { kind: 'upstream-status', status, headers: res.headers, text: raw.toString('utf8') };
@@ -91,14 +98,18 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
   return { kind: 'ok-json', headers: res.headers, raw, json };
 }
 
-/** A body read whole: `onFirstByte` with its first chunk, then `idle` watches the silence between chunks. */
+/**
+ * A body read whole: `read.started` and `onFirstByte` with its first chunk, then `idle` watches
+ * the silence between chunks.
+ */
 async function readWhole(
-  body: AsyncIterable<unknown>, idle: UpstreamIdleWatch, onFirstByte?: () => void,
+  body: AsyncIterable<unknown>, idle: UpstreamIdleWatch, read: { started: boolean }, onFirstByte?: () => void,
 ): Promise<Buffer> {
   const parts: Buffer[] = [];
   try {
     for await (const chunk of body) {
       if (parts.length === 0) {
+        read.started = true;
         onFirstByte?.();
         idle.start();
       }
