@@ -116,7 +116,7 @@ describe('the exhausted path, worded for who is calling', () => {
     const { gw, key } = await lockedGateway(t, box.url, { request_timeout_s: 1 });
     const plain = await chatError(gw, key);
     assert.equal(plain.status, 504);
-    const deadline = 'no complete answer within 1 s (request_timeout_s)';
+    const deadline = 'no answer within 1 s (request_timeout_s)';
     assert.equal(plain.message, `The backend did not answer in time (${deadline}).`);
     assertNothingOfTheBox(plain.body, box.port);
     upAgain(gw);

@@ -96,7 +96,7 @@ export function exhaustedError(failure: AttemptFailure | undefined, names = true
 
 /** The gateway's own deadline in a timeout's detail (`no first byte within 30 s (first_byte_timeout_s)`). */
 function ownDeadline(detail: string): string {
-  return /no (?:first byte|complete answer) within \d+ s \([a-z_]+\)/.exec(detail)?.[0] ?? 'timed out';
+  return /no (?:first byte|complete answer|answer) within [\d.]+ s \([a-z_]+\)/.exec(detail)?.[0] ?? 'timed out';
 }
 
 /**
