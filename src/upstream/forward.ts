@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { describeError } from '../backends/errors.ts';
+import { describeError, errorCode } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
 import type { AbortSignalLike } from '../scheduler/index.ts';
 import { UpstreamIdleWatch } from './idle-watch.ts';
@@ -42,9 +42,10 @@ export type Forwarded =
   | { kind: 'transport-error'; error: Omit<BackendError, 'since'> };
 
 /**
- * Sends one request to one backend and turns the undici response into a typed result. Never
- * throws: every failure is a `transport-error`, or a `bad-answer` for a body that stopped
- * halfway. Deadlines come in through `signal` (the gateway's own timers: until the first body
+ * Sends one request to one backend and turns the undici response into a typed result. Throws
+ * only the gateway's own errors (an exception in a callback while the body is read): every
+ * failure of the backend or the network is a `transport-error`, or a `bad-answer` for a body
+ * that stopped halfway. Deadlines come in through `signal` (the gateway's own timers: until the first body
  * byte) and `bodyIdleMs` (after it), so undici's head/body timeouts stay off.
  */
 export async function forward(req: ForwardRequest): Promise<Forwarded> {
@@ -76,14 +77,18 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
     raw = await readWhole(res.body, idle, read, req.onFirstByte);
   } catch (err) {
     res.body.destroy();
+    // an error without a code did not come from the socket or undici: the gateway's own bug,
+    // thrown for the proxy (it releases the slot, the route answers 500, the backend is not blamed)
+    if (!idle.expired && !req.signal.aborted && errorCode(err) === undefined) throw err;
+    const failure = describeError(err);
     // before the first byte, or our own abort (the client left, a deadline): no answer
-    if (!idle.expired && (!read.started || req.signal.aborted)) {
-      return { kind: 'transport-error', error: describeError(err) };
+    if (!idle.expired && (!read.started || req.signal.aborted || failure.kind !== 'unreachable')) {
+      return { kind: 'transport-error', error: failure };
     }
-    // the backend answered, then stopped: a broken answer, whatever its status said
+    // the backend answered, then stopped or broke the connection: a broken answer, whatever its status said
     const why = idle.expired
       ? `no data for ${(req.bodyIdleMs ?? 0) / 1000} s after its first bytes (stream_idle_timeout_s)`
-      : `the connection broke (${describeError(err).detail})`;
+      : `the connection broke (${failure.detail})`;
     const detail = `stopped sending its ${status} answer halfway: ${why}`;
     return { kind: 'bad-answer', error: { kind: 'upstream', status, detail } };
   }
