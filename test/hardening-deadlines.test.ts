@@ -201,6 +201,24 @@ describe('a non-stream answer that stops halfway', () => {
     assert.equal(failures(gw, 's'), 3, 'each is the backend\'s failure');
   });
 
+  test('a stream whose connection breaks before its first whole event is a bad answer too, not "unreachable"', async (t) => {
+    const backend = await scriptedBackend(t);
+    const gw = await startGateway([{ name: 's', url: backend.url }], { stream_idle_timeout_s: 5, stats_flush_ms: 20 });
+    t.after(() => gw.close());
+    const answer = post(gw.url, CHAT, ask('m', true));
+    const upstream = await backend.next();
+    upstream.writeHead(200, { 'content-type': 'text/event-stream' });
+    upstream.write(sseChunk('a').slice(0, 20)); // half an event: nothing the client could be sent
+    setTimeout(() => upstream.socket?.destroy(), 50);
+    const res = await answer;
+    assert.equal(res.status, 502);
+    const error = ((await res.json()) as any).error;
+    assert.equal(error.code, 'upstream_bad_response', error.message);
+    assert.match(error.message, /stopped sending its 200 stream halfway: the connection broke/);
+    assert.equal(inflight(gw, 's'), 0, 'slot freed');
+    assert.equal(failures(gw, 's'), 1, "the backend's failure");
+  });
+
   test('the same on /v1/messages (passthrough, translated) and /v1/responses, in their shapes', async (t) => {
     const claude = await startAnthropicFake({ knobs: { halfBodyThenSilence: true } });
     const chat = await startFake('vllm', { models: ['m'], knobs: { halfBodyThenSilence: true } });
