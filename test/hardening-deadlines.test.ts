@@ -88,13 +88,16 @@ const flooding = () => startFake('vllm', {
 });
 
 /** A stream call from a client that never reads a byte of the answer (its socket stays open). */
-async function stalledStreamClient(t: TestContext, gw: TestGateway): Promise<Socket> {
-  const body = JSON.stringify(ask('m', true));
+async function stalledStreamClient(
+  t: TestContext, gw: TestGateway, call: { path: string; body: unknown; head?: string } = { path: CHAT, body: ask('m', true) },
+): Promise<Socket> {
+  const body = JSON.stringify(call.body);
   const socket = connect(gw.port, '127.0.0.1');
   t.after(() => socket.destroy());
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   const length = Buffer.byteLength(body);
-  const head = `POST ${CHAT} HTTP/1.1\r\nhost: 127.0.0.1:${gw.port}\r\ncontent-type: application/json\r\ncontent-length: ${length}`;
+  const head = `POST ${call.path} HTTP/1.1\r\nhost: 127.0.0.1:${gw.port}\r\n${call.head ?? ''}`
+    + `content-type: application/json\r\ncontent-length: ${length}`;
   socket.write(`${head}\r\n\r\n${body}`);
   socket.pause(); // never read: the gateway's socket buffer fills up
   return socket;
@@ -165,6 +168,55 @@ describe('a non-stream answer that stops halfway', () => {
     assert.equal(res.status, 200);
     assert.equal(((await res.json()) as any).choices[0].message.content, 'slow but steady');
     assert.equal(failures(gw, 's'), 0);
+  });
+
+  test('an error body that stalls, or a body whose connection breaks, is a bad answer (502), not "unreachable"', async (t) => {
+    const backend = await scriptedBackend(t);
+    const gw = await startGateway([{ name: 's', url: backend.url }], {
+      stream_idle_timeout_s: 0.3, request_timeout_s: 60, stats_flush_ms: 20,
+    });
+    t.after(() => gw.close());
+    const half = (upstream: ServerResponse, status: number) => {
+      upstream.writeHead(status, { 'content-type': 'application/json', 'content-length': '4000' });
+      upstream.write(`{"error":{"message":"${'x'.repeat(1000)}`);
+    };
+    const cases = [
+      { what: 'a 500 whose body stalls', status: 500, broken: false, why: /stream_idle_timeout_s/ },
+      { what: 'a 503 whose body stalls', status: 503, broken: false, why: /stream_idle_timeout_s/ },
+      { what: 'a 200 whose connection closes halfway', status: 200, broken: true, why: /connection broke/ },
+    ];
+    for (const c of cases) {
+      const answer = post(gw.url, CHAT, ask('m', false));
+      const upstream = await backend.next();
+      half(upstream, c.status);
+      if (c.broken) setTimeout(() => upstream.socket?.destroy(), 50);
+      const res = await answer;
+      assert.equal(res.status, 502, c.what);
+      const error = ((await res.json()) as any).error;
+      assert.equal(error.code, 'upstream_bad_response', `${c.what}: ${error.message}`);
+      assert.match(error.message, new RegExp(`stopped sending its ${c.status} answer halfway`), c.what);
+      assert.match(error.message, c.why, c.what);
+      assert.equal(inflight(gw, 's'), 0, `${c.what}: slot freed`);
+    }
+    assert.equal(failures(gw, 's'), 3, 'each is the backend\'s failure');
+  });
+
+  test('a stream whose connection breaks before its first whole event is a bad answer too, not "unreachable"', async (t) => {
+    const backend = await scriptedBackend(t);
+    const gw = await startGateway([{ name: 's', url: backend.url }], { stream_idle_timeout_s: 5, stats_flush_ms: 20 });
+    t.after(() => gw.close());
+    const answer = post(gw.url, CHAT, ask('m', true));
+    const upstream = await backend.next();
+    upstream.writeHead(200, { 'content-type': 'text/event-stream' });
+    upstream.write(sseChunk('a').slice(0, 20)); // half an event: nothing the client could be sent
+    setTimeout(() => upstream.socket?.destroy(), 50);
+    const res = await answer;
+    assert.equal(res.status, 502);
+    const error = ((await res.json()) as any).error;
+    assert.equal(error.code, 'upstream_bad_response', error.message);
+    assert.match(error.message, /stopped sending its 200 stream halfway: the connection broke/);
+    assert.equal(inflight(gw, 's'), 0, 'slot freed');
+    assert.equal(failures(gw, 's'), 1, "the backend's failure");
   });
 
   test('the same on /v1/messages (passthrough, translated) and /v1/responses, in their shapes', async (t) => {
@@ -254,6 +306,57 @@ describe('one owner per stall', () => {
     assert.equal(lastRow(gw).reason, 'client_stalled');
     assert.equal(failures(gw, 'fast'), 0, 'the backend is not charged a failure');
     assert.equal(gw.gateway.registry.get('fast')!.healthy, true);
+  });
+
+  test('the same owner on translated streams (/v1/messages, /v1/responses) and a piped audio answer', async (t) => {
+    const fast = await flooding();
+    const audio = await scriptedBackend(t);
+    const gw = await startGateway(
+      [{ name: 'fast', url: fast.url, max_concurrent: 1 }, { name: 'audio', url: audio.url, max_concurrent: 1 }],
+      {
+        stream_idle_timeout_s: 0.2, client_stall_timeout_s: 1, stats_flush_ms: 20,
+        virtual_models: { chat: { fast: 'm' }, speak: { audio: 'm' } },
+      },
+    );
+    t.after(async () => { await gw.close(); await fast.close(); });
+    const tool = { name: 'f', input_schema: { type: 'object' } };
+    const calls = [
+      {
+        path: '/v1/messages', head: 'anthropic-version: 2023-06-01\r\n',
+        body: { model: 'chat', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hi' }], tools: [tool] },
+      },
+      {
+        path: '/v1/responses',
+        body: { model: 'chat', stream: true, input: 'hi', tools: [{ type: 'function', name: 'f', parameters: {} }] },
+      },
+    ];
+    for (const call of calls) {
+      await stalledStreamClient(t, gw, call);
+      await waitFor(() => fast.inflight === 1, `${call.path}: stream started`);
+      await waitFor(() => inflight(gw, 'fast') === 0, `${call.path}: slot freed`, 8000);
+      await waitFor(() => fast.inflight === 0, `${call.path}: upstream aborted`);
+      await waitFor(() => lastRow(gw)?.endpoint === call.path, `${call.path}: logged`);
+      assert.deepEqual([lastRow(gw).status, lastRow(gw).reason], [499, 'client_stalled'], call.path);
+    }
+    await stalledStreamClient(t, gw, { path: '/v1/audio/speech', body: { model: 'speak', input: 'hi', voice: 'v' } });
+    const upstream = await audio.next();
+    let upstreamClosed = false;
+    upstream.once('close', () => { upstreamClosed = true; });
+    upstream.writeHead(200, { 'content-type': 'audio/mpeg' });
+    const chunk = Buffer.alloc(64 << 10, 7);
+    let sent = 0;
+    const pump = () => {
+      while (sent++ < 256) if (!upstream.write(chunk)) return void upstream.once('drain', pump);
+      upstream.end();
+    };
+    pump();
+    await waitFor(() => inflight(gw, 'audio') === 0, 'audio: slot freed', 8000);
+    await waitFor(() => upstreamClosed, 'audio: upstream aborted');
+    await waitFor(() => lastRow(gw)?.endpoint === '/v1/audio/speech', 'audio: logged');
+    assert.deepEqual([lastRow(gw).status, lastRow(gw).reason], [499, 'client_stalled']);
+    assert.ok(sent < 256, 'the audio was cut, not sent whole');
+    assert.equal(failures(gw, 'fast'), 0);
+    assert.equal(failures(gw, 'audio'), 0);
   });
 
   test('client_stall_timeout_s is its own key (hot): 0 = none; it holds with stream_idle_timeout_s 0', async (t) => {

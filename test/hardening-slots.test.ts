@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
+import { UpstreamIdleWatch } from '../src/upstream/idle-watch.ts';
 import { startFake } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -101,6 +102,26 @@ describe('no slot without a deadline', () => {
       assert.equal(((await res.json()) as any).error.type, 'api_error');
       assert.equal(inflight(gw, 'v'), 0, `slot back after a throw (stream: ${stream})`);
     }
+    const ok = await post(gw.url, ask('m', false));
+    assert.equal(ok.status, 200);
+  });
+
+  test('an exception thrown while a body is read releases the slot and is not blamed on the backend', async (t) => {
+    const fake = await startFake('vllm', { models: ['m'] });
+    const gw = await startGateway([{ name: 'v', url: fake.url, max_concurrent: 1 }]);
+    const realRefresh = UpstreamIdleWatch.prototype.refresh;
+    t.after(async () => { UpstreamIdleWatch.prototype.refresh = realRefresh; await gw.close(); await fake.close(); });
+    let throws = 1;
+    UpstreamIdleWatch.prototype.refresh = function refresh(this: UpstreamIdleWatch) {
+      if (throws-- > 0) throw new Error('thrown on purpose inside the body read');
+      realRefresh.call(this);
+    };
+    const res = await post(gw.url, ask('m', false));
+    assert.equal(res.status, 500, 'the gateway\'s own fault');
+    assert.equal(((await res.json()) as any).error.type, 'api_error');
+    assert.equal(inflight(gw, 'v'), 0, 'slot back');
+    assert.equal(gw.gateway.registry.get('v')!.consecutiveFailures, 0, 'the backend is not blamed');
+    await waitFor(() => fake.inflight === 0, 'upstream body let go');
     const ok = await post(gw.url, ask('m', false));
     assert.equal(ok.status, 200);
   });

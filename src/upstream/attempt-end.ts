@@ -24,4 +24,6 @@ export interface AttemptEnd {
   failover?: true;
   /** With `failover`: the backend's own answer, relayed if no one does better. */
   answer?: AttemptFailure['answer'];
+  /** With `failover`: the backend answered a body the gateway could not read. */
+  badAnswer?: true;
 }

@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { describeError } from '../backends/errors.ts';
+import { describeError, errorCode } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
 import type { AbortSignalLike } from '../scheduler/index.ts';
 import { UpstreamIdleWatch } from './idle-watch.ts';
@@ -42,9 +42,10 @@ export type Forwarded =
   | { kind: 'transport-error'; error: Omit<BackendError, 'since'> };
 
 /**
- * Sends one request to one backend and turns the undici response into a typed result. Never
- * throws: every failure is a `transport-error`, or a `bad-answer` for a body that stopped
- * halfway. Deadlines come in through `signal` (the gateway's own timers: until the first body
+ * Sends one request to one backend and turns the undici response into a typed result. Throws
+ * only the gateway's own errors (an exception in a callback while the body is read): every
+ * failure of the backend or the network is a `transport-error`, or a `bad-answer` for a body
+ * that stopped halfway. Deadlines come in through `signal` (the gateway's own timers: until the first body
  * byte) and `bodyIdleMs` (after it), so undici's head/body timeouts stay off.
  */
 export async function forward(req: ForwardRequest): Promise<Forwarded> {
@@ -70,14 +71,25 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
   const bytes = !contentType.includes('json') && !eventStream;
   if (status === 200 && req.raw && bytes) return { kind: 'ok-raw', response: res };
   const idle = new UpstreamIdleWatch(res.body, req.bodyIdleMs ?? 0);
+  const read = { started: false };
   let raw: Buffer;
   try {
-    raw = await readWhole(res.body, idle, req.onFirstByte);
+    raw = await readWhole(res.body, idle, read, req.onFirstByte);
   } catch (err) {
     res.body.destroy();
-    if (!idle.expired) return { kind: 'transport-error', error: describeError(err) };
-    const silence = `no data for ${(req.bodyIdleMs ?? 0) / 1000} s after its first bytes (stream_idle_timeout_s)`;
-    const detail = `stopped sending its ${status} answer halfway: ${silence}`;
+    // an error without a code did not come from the socket or undici: the gateway's own bug,
+    // thrown for the proxy (it releases the slot, the route answers 500, the backend is not blamed)
+    if (!idle.expired && !req.signal.aborted && errorCode(err) === undefined) throw err;
+    const failure = describeError(err);
+    // before the first byte, or our own abort (the client left, a deadline): no answer
+    if (!idle.expired && (!read.started || req.signal.aborted || failure.kind !== 'unreachable')) {
+      return { kind: 'transport-error', error: failure };
+    }
+    // the backend answered, then stopped or broke the connection: a broken answer, whatever its status said
+    const why = idle.expired
+      ? `no data for ${(req.bodyIdleMs ?? 0) / 1000} s after its first bytes (stream_idle_timeout_s)`
+      : `the connection broke (${failure.detail})`;
+    const detail = `stopped sending its ${status} answer halfway: ${why}`;
     return { kind: 'bad-answer', error: { kind: 'upstream', status, detail } };
   }
   if (status !== 200) return { kind: 'upstream-status', status, headers: res.headers, text: raw.toString('utf8') };
@@ -91,14 +103,18 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
   return { kind: 'ok-json', headers: res.headers, raw, json };
 }
 
-/** A body read whole: `onFirstByte` with its first chunk, then `idle` watches the silence between chunks. */
+/**
+ * A body read whole: `read.started` and `onFirstByte` with its first chunk, then `idle` watches
+ * the silence between chunks.
+ */
 async function readWhole(
-  body: AsyncIterable<unknown>, idle: UpstreamIdleWatch, onFirstByte?: () => void,
+  body: AsyncIterable<unknown>, idle: UpstreamIdleWatch, read: { started: boolean }, onFirstByte?: () => void,
 ): Promise<Buffer> {
   const parts: Buffer[] = [];
   try {
     for await (const chunk of body) {
       if (parts.length === 0) {
+        read.started = true;
         onFirstByte?.();
         idle.start();
       }

@@ -141,7 +141,9 @@ export class UpstreamProxy {
       }
       this.settle(state, lease, end);
       if (!end.failover) return;
-      last = { backend: lease.backend, error: end.error!, health: end.health, answer: end.answer };
+      last = {
+        backend: lease.backend, error: end.error!, health: end.health, answer: end.answer, badAnswer: end.badAnswer,
+      };
       this.deps.log.warn({ backend: last.backend, reqId: state.call.req.id, error: last.error }, 'upstream attempt failed; trying the next candidate');
       lease = state.upstream.clientGone ? null : await this.nextLease(state, tried);
     }
@@ -226,7 +228,7 @@ export class UpstreamProxy {
         case 'transport-error':
           return this.noAnswer(state, result.error);
         case 'bad-answer':
-          return { health: 'failure', error: result.error, failover: true };
+          return { health: 'failure', error: result.error, failover: true, badAnswer: true };
         case 'upstream-status': {
           const text = redactBackendText(result.text, backend.spec);
           const verdict = classifyStatus(result.status, text);

@@ -13,6 +13,8 @@ export interface AttemptFailure {
   health: HealthEffect;
   /** The backend's own answer (a 5xx, 429 or 408), relayed as it was if no one does better. */
   answer?: UpstreamAnswer;
+  /** The backend answered but its body could not be read (not JSON, or it stopped halfway). */
+  badAnswer?: boolean;
 }
 
 /** A backend's non-200 answer: its text (scrubbed of the backend's key) and the client's body for it. */
@@ -73,16 +75,16 @@ export function exhaustedError(failure: AttemptFailure | undefined, names = true
       message: `The backend did not answer in time (${detail(error.detail, ownDeadline(error.detail))}).`,
     });
   }
+  if (failure?.badAnswer || error?.status === 200) {
+    return new GatewayError({
+      status: 502, code: 'upstream_bad_response',
+      message: `${backend} ${detail(error?.detail, `answered ${error?.status ?? 200} with a body the gateway could not read`)}`,
+    });
+  }
   if (error?.status === 503 || error?.status === 502) {
     return new GatewayError({
       status: 503, code: 'backend_unavailable', retryAfter: 2,
       message: `No backend could take the call: ${detail(error.detail, `the backend answered HTTP ${error.status}`)}`,
-    });
-  }
-  if (error?.status === 200) {
-    return new GatewayError({
-      status: 502, code: 'upstream_bad_response',
-      message: `${backend} ${detail(error.detail, 'answered 200 with a body the gateway could not read')}`,
     });
   }
   const unreached = error?.kind === 'unreachable' ? 'the connection to the backend failed' : 'the attempt failed';
@@ -94,7 +96,7 @@ export function exhaustedError(failure: AttemptFailure | undefined, names = true
 
 /** The gateway's own deadline in a timeout's detail (`no first byte within 30 s (first_byte_timeout_s)`). */
 function ownDeadline(detail: string): string {
-  return /no (?:first byte|complete answer|answer) within \d+ s \([a-z_]+\)/.exec(detail)?.[0] ?? 'timed out';
+  return /no (?:first byte|complete answer|answer) within [\d.]+ s \([a-z_]+\)/.exec(detail)?.[0] ?? 'timed out';
 }
 
 /**

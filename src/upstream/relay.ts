@@ -125,10 +125,20 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
       return result({ kind: 'client_closed' as const });
     }
     const error = describeError(err);
-    if (!sse.dataWritten) return result({ kind: 'failover' as const, error });
+    if (!sse.dataWritten) return result({ kind: 'failover' as const, error: beforeFirstEvent(error, sawFirstByte) });
     sse.endWithEvent(interrupted(error.kind === 'timeout' ? 'the backend stopped sending (stream idle timeout)' : `the backend broke the stream: ${error.detail}`));
     return result({ kind: 'upstream_failed' as const, error });
   }
+}
+
+/**
+ * A stream that broke before a whole event reached the client: after its first bytes a broken
+ * connection is a broken answer (the backend was reached), else the error as it was.
+ */
+function beforeFirstEvent(error: Omit<BackendError, 'since'>, sawFirstByte: boolean): Omit<BackendError, 'since'> {
+  if (!sawFirstByte || error.kind !== 'unreachable') return error;
+  const detail = `stopped sending its 200 stream halfway: the connection broke (${error.detail})`;
+  return { kind: 'upstream', status: 200, detail };
 }
 
 /**
