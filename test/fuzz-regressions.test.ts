@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { startFake } from './fakes/index.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { rawRequest } from './helpers/raw-http.ts';
 
@@ -37,5 +38,23 @@ describe('fuzz regressions', () => {
     assert.deepEqual(answers, [415, 415, 415]);
     const health = await fetch(`${gw.url}/health`);
     assert.equal(health.status, 200, 'the gateway still answers');
+  });
+
+  test('an audio file part without a filename is sent on (named `file`), not a 500', async (t) => {
+    const vllm = await startFake('vllm');
+    const gw = await startGateway([{ name: 'vllm', url: vllm.url }]);
+    t.after(async () => { await gw.close(); await vllm.close(); });
+    const b = 'fuzzboundary';
+    const form = `--${b}\r\nContent-Disposition: form-data; name="model"\r\n\r\nacme/Qwen3-8B-Instruct\r\n`
+      + `--${b}\r\nContent-Disposition: form-data; name="file"\r\nContent-Type: application/octet-stream\r\n\r\n`
+      + `RIFF....WAVEfmt \r\n--${b}--\r\n`;
+    for (const path of ['/v1/audio/transcriptions', '/v1/audio/translations']) {
+      const r = await rawRequest(gw.url, 'POST', path, { 'content-type': `multipart/form-data; boundary=${b}` }, form);
+      assert.equal(r.status, 200, `${path}: ${r.text}`);
+      const sent = vllm.requests.filter((q) => q.path === path).at(-1);
+      const file = (sent?.body as { file?: { filename: string; data: Buffer } } | undefined)?.file;
+      assert.equal(file?.filename, 'file', `${path}: the file reached the backend under a name`);
+      assert.equal(file?.data.toString(), 'RIFF....WAVEfmt ');
+    }
   });
 });
