@@ -23,7 +23,7 @@ async function uncaughtDuring(run: () => Promise<void>): Promise<Error[]> {
 }
 
 describe('fuzz regressions', () => {
-  test('a corrupt compressed body on a route that refuses its content type: a 415, no uncaught exception', async (t) => {
+  test('a corrupt compressed body on a route refusing its content type: 415, no uncaught exception', async (t) => {
     const gw = await startGateway([]);
     t.after(() => gw.close());
     const answers: number[] = [];

@@ -28,7 +28,8 @@ export class IdPool {
   remember(path: string, body: unknown): void {
     if (!body || typeof body !== 'object') return;
     const b = body as Record<string, unknown>;
-    const id = typeof b.job_id === 'string' ? b.job_id : typeof b.id === 'string' || typeof b.id === 'number' ? String(b.id) : '';
+    const plainId = typeof b.id === 'string' || typeof b.id === 'number' ? String(b.id) : '';
+    const id = typeof b.job_id === 'string' ? b.job_id : plainId;
     if (!id) return;
     const list = path.startsWith('/v1/responses') ? this.responses
       : path.startsWith('/v1/generations') || path.startsWith('/v1/jobs') ? this.jobs
@@ -41,7 +42,8 @@ const ODD_IDS = ['x', 'resp_nope', '..%2F..%2Fhealth', '%00', `resp_${'a'.repeat
   'null', '%20', 'job_%22%3E', '1', '2', '9007199254740993', '%F0%9F%92%A5', 'a.b', "'", '%2e%2e'];
 
 const anyModel = (rng: Rng, family: readonly string[]) =>
-  chance(rng, 0.85) ? pick(rng, family) : pick(rng, ['nope', '', 'l/x', '../n', 'c', 'n', 'sd15', 'L', ' l', 'l\u0000']);
+  chance(rng, 0.85) ? pick(rng, family) : pick(rng, ODD_MODELS);
+const ODD_MODELS = ['nope', '', 'l/x', '../n', 'c', 'n', 'sd15', 'L', ' l', 'l\u0000'];
 
 const msgs = () => [{ role: 'user', content: 'hi' }];
 
@@ -62,7 +64,8 @@ const ADMIN_PATHS = ['/admin/api/users', '/admin/api/ip-aliases', '/admin/api/ca
   '/admin/api/settings', '/admin/api/backends', '/admin/api/backends/test'];
 const SETTINGS = ['park_timeout_s', 'request_timeout_s', 'cors_origins', 'retention_days', 'nope', 'max_parked',
   'log_calls', 'stream_idle_timeout_s', 'client_stall_timeout_s', 'expose_backend_names', 'allowed_hosts'];
-const UI_PATHS = ['/ui', '/ui/', '/ui/aliases', '/ui/aliases/new', '/ui/aliases/edit?alias=l', '/ui/login', '/ui/backends',
+const UI_PATHS = ['/ui', '/ui/', '/ui/aliases', '/ui/aliases/new', '/ui/aliases/edit?alias=l', '/ui/login',
+  '/ui/backends',
   '/ui/backends/new', '/ui/backends/local/edit', '/ui/mapping', '/ui/mapping/l', '/ui/reasoning', '/ui/playground',
   '/ui/playground/call?model=l', '/ui/calls', '/ui/calls/1', '/ui/calls/x', '/ui/jobs', '/ui/jobs/x', '/ui/stats',
   '/ui/server', '/ui/users', '/ui/users/new', '/ui/users/1', '/ui/users/x', '/ui/nope', '/ui/assets/../../x'];
@@ -89,24 +92,29 @@ const ROUTES: Route[] = [
   { method: 'POST', path: (r, ids) => `/v1/responses/${idOf(r, ids.responses)}/cancel`, weight: 2 },
   { method: 'POST', path: fixed('/v1/messages'), weight: 10, body: (r) => ({
     model: anyModel(r, [...FUZZ_MODELS.anthropic, ...FUZZ_MODELS.chat]), max_tokens: 8, messages: msgs(),
-    stream: chance(r, 0.3), ...(chance(r, 0.15) ? { thread: { type: 'continue', previous_message_id: 'msg_x' } } : {}) }) },
+    stream: chance(r, 0.3),
+    ...(chance(r, 0.15) ? { thread: { type: 'continue', previous_message_id: 'msg_x' } } : {}) }) },
   { method: 'POST', path: fixed('/v1/messages/count_tokens'), weight: 3, body: (r) => ({
     model: anyModel(r, [...FUZZ_MODELS.anthropic, ...FUZZ_MODELS.chat]), messages: msgs() }) },
   { method: 'GET', path: (r) => pick(r, ['/v1/models', '/v1/models?limit=2', '/v1/models?after_id=x&limit=-3',
     '/v1/models/l', '/v1/models/c', '/v1/models/nope', '/v1/models/acme%2FQwen3-8B-Instruct', '/v1/models/%00',
     '/v1/models?limit=1e99', '/v1/models/sd15']), weight: 5 },
   { method: 'POST', path: fixed('/v1/audio/speech'), weight: 3, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.audio), input: 'hi', voice: 'alloy', response_format: pick(r, ['mp3', 'wav', 'x']) }) },
+    model: anyModel(r, FUZZ_MODELS.audio), input: 'hi', voice: 'alloy',
+    response_format: pick(r, ['mp3', 'wav', 'x']) }) },
   { method: 'POST', path: (r) => pick(r, ['/v1/audio/transcriptions', '/v1/audio/translations']), weight: 4,
-    multipart: (r) => ({ fields: { model: anyModel(r, FUZZ_MODELS.audio), response_format: pick(r, ['json', 'text', 'x']) },
+    multipart: (r) => ({
+      fields: { model: anyModel(r, FUZZ_MODELS.audio), response_format: pick(r, ['json', 'text', 'x']) },
       files: ['file'] }) },
   { method: 'POST', path: fixed('/v1/images/generations'), weight: 4, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', n: 1, size: pick(r, ['64x64', '1x1', '99999x99999', 'x']) }) },
+    model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', n: 1,
+    size: pick(r, ['64x64', '1x1', '99999x99999', 'x']) }) },
   { method: 'POST', path: fixed('/v1/images/edits'), weight: 4, multipart: (r) => ({
     fields: { model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', n: pick(r, ['1', '0', '-1', 'x', '1e9']) },
     files: pick(r, [['image'], ['image', 'mask'], ['image[]', 'image[]'], [], ['mask'], ['nope']]) }) },
   { method: 'POST', path: fixed('/v1/generations'), weight: 3, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', params: { seed: 1 }, mode: pick(r, ['async', 'sync', 'x']) }) },
+    model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', params: { seed: 1 },
+    mode: pick(r, ['async', 'sync', 'x']) }) },
   { method: 'GET', path: (r) => `/v1/generations/${pick(r, ['sd15', 'nope', '%00', 'inpaint'])}/loras`, weight: 1 },
   { method: 'GET', path: (r, ids) => pick(r, ['/v1/jobs', '/v1/jobs?limit=x', '/v1/jobs?status=zz',
     `/v1/jobs/${idOf(r, ids.jobs)}`, `/v1/jobs/${idOf(r, ids.jobs)}/result/${pick(r, ['0', '1', '-1', 'x', '99'])}`,
@@ -114,7 +122,8 @@ const ROUTES: Route[] = [
     `/v1/jobs/${idOf(r, ids.jobs)}/events`]), weight: 5 },
   { method: 'POST', path: (r, ids) => `/v1/jobs/${idOf(r, ids.jobs)}/cancel`, weight: 2 },
   { method: 'GET', path: (r) => pick(r, ['/health', '/health?verbose=1', '/health?x=%zz', '/health?format=prometheus',
-    '/metrics', '/metrics?x=1', '/', '/nope', '/v1', '/v1/', '/v2/chat/completions', '//v1/models', '/v1/models/../health',
+    '/metrics', '/metrics?x=1', '/', '/nope', '/v1', '/v1/', '/v2/chat/completions', '//v1/models',
+    '/v1/models/../health',
     '/%2e%2e/health', '/v1/chat/completions']), weight: 5 },
   { method: 'GET', path: (r, ids) => `${pick(r, ADMIN_PATHS)}${pick(r, ['', '?limit=x', '?limit=-1', '?since=zz',
     '?group=nope', '?status=abc'])}`.replace('/test', chance(r, 0.5) ? '' : `/${idOf(r, ids.users)}`), weight: 4 },
@@ -142,10 +151,13 @@ function pickRoute(rng: Rng): Route {
 
 const ODD_METHODS = ['PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'GET', 'POST', 'PROPFIND', 'TRACE', 'SEARCH'];
 
-function multipart(rng: Rng, spec: { fields: Record<string, string>; files: string[] }): { body: Buffer; type: string } {
+type FormSpec = { fields: Record<string, string>; files: string[] };
+
+function multipart(rng: Rng, spec: FormSpec): { body: Buffer; type: string } {
   const boundary = `----fuzz${int(rng, 0, 1e9)}`;
   const parts: Buffer[] = [];
-  const fields = chance(rng, 0.3) ? { ...spec.fields, [pick(rng, ['model', 'n', 'x'.repeat(300), ''])]: String(oddValue(rng)) }
+  const fields = chance(rng, 0.3)
+    ? { ...spec.fields, [pick(rng, ['model', 'n', 'x'.repeat(300), ''])]: String(oddValue(rng)) }
     : spec.fields;
   for (const [name, value] of Object.entries(fields)) {
     parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
@@ -187,11 +199,15 @@ function authHeaders(rng: Rng, gateway: FuzzGateway): Record<string, string> {
   }
 }
 
+const ODD_HOSTS = ['evil.example', '', '127.0.0.1:1', '[::1]', 'localhost', 'a'.repeat(300)];
+const ODD_ORIGINS = ['null', 'http://evil.example', 'http://127.0.0.1', 'x', 'http://localhost:4000'];
+
 function oddHeaders(rng: Rng, headers: Record<string, string>): void {
-  if (chance(rng, 0.1)) headers.host = pick(rng, ['evil.example', '', '127.0.0.1:1', '[::1]', 'localhost', 'a'.repeat(300)]);
-  if (chance(rng, 0.1)) headers.origin = pick(rng, ['null', 'http://evil.example', 'http://127.0.0.1', 'x', 'http://localhost:4000']);
+  if (chance(rng, 0.1)) headers.host = pick(rng, ODD_HOSTS);
+  if (chance(rng, 0.1)) headers.origin = pick(rng, ODD_ORIGINS);
   if (chance(rng, 0.25)) {
-    headers['x-request-id'] = pick(rng, ['dup-1', 'dup-2', 'a'.repeat(129), 'bad id!', '', 'ok.id:1', `r-${int(rng, 0, 50)}`]);
+    const numbered = `r-${int(rng, 0, 50)}`;
+    headers['x-request-id'] = pick(rng, ['dup-1', 'dup-2', 'a'.repeat(129), 'bad id!', '', 'ok.id:1', numbered]);
   }
   if (chance(rng, 0.2)) headers['anthropic-version'] = pick(rng, ['2023-06-01', '', 'x', '1999-01-01']);
   if (chance(rng, 0.05)) headers['anthropic-beta'] = pick(rng, ['oauth-2025-04-20', 'x,,y', '']);
@@ -211,7 +227,8 @@ function encode(rng: Rng, body: Buffer, headers: Record<string, string>): Buffer
 }
 
 const CONTENT_TYPES = ['text/plain', 'application/json; charset=latin1', 'application/x-www-form-urlencoded',
-  'multipart/form-data', 'application/json, text/html', 'application/vnd.api+json', 'application/json;', 'x'.repeat(500)];
+  'multipart/form-data', 'application/json, text/html', 'application/vnd.api+json', 'application/json;',
+  'x'.repeat(500)];
 
 export function fuzzCase(rng: Rng, gateways: FuzzGateway[], ids: IdPool): FuzzCase {
   const gateway = pick(rng, gateways);
@@ -228,7 +245,8 @@ export function fuzzCase(rng: Rng, gateways: FuzzGateway[], ids: IdPool): FuzzCa
     body = m.body;
     headers['content-type'] = chance(rng, 0.05) ? 'application/json' : m.type;
   } else if (route.form) {
-    body = Buffer.from(new URLSearchParams({ alias: String(oddValue(rng)).slice(0, 300), name: 'x', value: '1' }).toString());
+    const form = new URLSearchParams({ alias: String(oddValue(rng)).slice(0, 300), name: 'x', value: '1' });
+    body = Buffer.from(form.toString());
     headers['content-type'] = 'application/x-www-form-urlencoded';
   }
   if (body) body = encode(rng, body, headers);
@@ -248,7 +266,9 @@ export function slotCase(rng: Rng, gateways: FuzzGateway[]): FuzzCase {
   const [path, body] = pick(rng, [
     ['/v1/chat/completions', { model: pick(rng, FUZZ_MODELS.chat), messages: msgs(), max_tokens: 64, stream }],
     ['/v1/messages', { model: pick(rng, [...FUZZ_MODELS.anthropic, 'l']), max_tokens: 64, messages: msgs(), stream }],
-    ['/v1/responses', { model: pick(rng, ['n', 'l']), input: 'hi', stream, ...(chance(rng, 0.2) ? { background: true } : {}) }],
+    ['/v1/responses', {
+      model: pick(rng, ['n', 'l']), input: 'hi', stream, ...(chance(rng, 0.2) ? { background: true } : {}),
+    }],
     ['/v1/images/generations', { model: 'sd15', prompt: 'a cat', n: 1 }],
   ] as const);
   const headers: Record<string, string> = { 'content-type': 'application/json' };

@@ -7,7 +7,9 @@ import type { GatewayConfig } from '../../src/config/types.ts';
 import { startComfyFake } from '../fakes/comfyui-server.ts';
 import { fakeObjectInfo } from '../fakes/comfyui-nodes.ts';
 import type { ComfyFake } from '../fakes/comfyui-types.ts';
-import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake, type AnthropicFake, type FakeBackend } from '../fakes/index.ts';
+import {
+  ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake, type AnthropicFake, type FakeBackend,
+} from '../fakes/index.ts';
 import { startNativeResponsesFake, type NativeResponsesFake } from '../fakes/responses-native.ts';
 import { startGateway, type BackendInput, type TestGateway } from './gateway.ts';
 import { editObjectInfo, imageModels } from './media-gateway.ts';
@@ -65,12 +67,14 @@ export async function startFuzzRig(): Promise<FuzzRig> {
   };
   try {
     // slow enough (≈ 50 ms a stream) that a burst fills the slots (cap 2) and parks
-    const local: FakeBackend = keep(await startFake('llamacpp', { knobs: { latencyMs: 10, tokensPerSecond: 200, chunkCount: 8 } }));
+    const slow = { latencyMs: 10, tokensPerSecond: 200, chunkCount: 8 };
+    const local: FakeBackend = keep(await startFake('llamacpp', { knobs: slow }));
     const vllm: FakeBackend = keep(await startFake('vllm'));
     const claude: AnthropicFake = keep(await startAnthropicFake({ knobs: { latencyMs: 30 } }));
     const native: NativeResponsesFake = keep(await startNativeResponsesFake({ apiKey: NATIVE_KEY }));
     const comfy: ComfyFake = keep(await startComfyFake({ objectInfo: fakeObjectInfo() }));
-    const edit: ComfyFake = keep(await startComfyFake({ objectInfo: editObjectInfo(), knobs: { validateCombos: false } }));
+    const editKnobs = { validateCombos: false };
+    const edit: ComfyFake = keep(await startComfyFake({ objectInfo: editObjectInfo(), knobs: editKnobs }));
     const backends: BackendInput[] = [
       { name: 'local', url: local.url, max_concurrent: 2 },
       { name: 'vllm', url: vllm.url },

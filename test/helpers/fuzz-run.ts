@@ -47,7 +47,9 @@ const TROUBLE: Partial<FakeKnobs>[] = [
   { errorStatus: 500, errorCount: 6 }, { errorStatus: 503, errorCount: 0, retryAfter: '1' }, { dropAfterChunks: 2 },
   { stallAfterChunks: 1 }, { errorStatus: 401, errorCount: 3 }, { errorStatus: 429, errorCount: 4 },
 ];
-const CALM: Partial<FakeKnobs> = { errorStatus: 0, errorCount: 0, retryAfter: undefined, dropAfterChunks: -1, stallAfterChunks: -1 };
+const CALM: Partial<FakeKnobs> = {
+  errorStatus: 0, errorCount: 0, retryAfter: undefined, dropAfterChunks: -1, stallAfterChunks: -1,
+};
 
 const HONEST_5XX = new Set([502, 503, 504]);
 const ANSWER_TIMEOUT_MS = 15_000;
@@ -116,9 +118,12 @@ function checkAnswer(c: FuzzCase, a: Answer, report: FuzzReport): void {
   });
   const text = a.body.toString('utf8').slice(0, 400);
   const relayed = a.headers['x-gateway-backend'] !== undefined && !text.includes('"internal_error"');
-  if (a.status >= 500 && !HONEST_5XX.has(a.status) && relayed) report.notes.push(finding(`backend's ${a.status} relayed`, text));
-  else if (a.status >= 500 && !HONEST_5XX.has(a.status)) report.defects.push(finding(`status ${a.status}`, text));
-  else if (a.status >= 500 && !c.path.startsWith('/v1/')) report.notes.push(finding(`status ${a.status} off /v1`, text));
+  const dishonest = a.status >= 500 && !HONEST_5XX.has(a.status);
+  if (dishonest && relayed) report.notes.push(finding(`backend's ${a.status} relayed`, text));
+  else if (dishonest) report.defects.push(finding(`status ${a.status}`, text));
+  else if (a.status >= 500 && !c.path.startsWith('/v1/')) {
+    report.notes.push(finding(`status ${a.status} off /v1`, text));
+  }
   if (a.status < 400 || c.method.toUpperCase() === 'HEAD') return;
   if (c.path.startsWith('/ui')) return; // the console answers pages
   const type = String(a.headers['content-type'] ?? '');
@@ -134,7 +139,9 @@ function checkAnswer(c: FuzzCase, a: Answer, report: FuzzReport): void {
     return void report.notes.push(finding('unparseable request answered in OpenAI shape', `${a.status}`));
   }
   // a backend's own error answer is relayed as it came (upstream/classify.ts), in the backend's shape
-  if (!ok && relayed) return void report.notes.push(finding(`backend's error relayed in its own shape`, `${a.status} ${text}`));
+  if (!ok && relayed) {
+    return void report.notes.push(finding(`backend's error relayed in its own shape`, `${a.status} ${text}`));
+  }
   if (!ok) report.defects.push(finding(`error not in ${shapes.join('/')} shape`, `${a.status} ${text}`));
 }
 
@@ -145,7 +152,8 @@ const replayable = (c: FuzzCase): FuzzFinding['request'] => ({
 /** The case's headers and the start of its body, for a defect's report. */
 export function describe(c: FuzzCase): string {
   const headers = Object.entries(c.headers).map(([k, v]) => `${k}: ${v.slice(0, 60)}`).join('; ');
-  return `[${headers}] body ${c.body?.length ?? 0} B: ${JSON.stringify(c.body?.subarray(0, 160).toString('latin1') ?? '')}`;
+  const start = JSON.stringify(c.body?.subarray(0, 160).toString('latin1') ?? '');
+  return `[${headers}] body ${c.body?.length ?? 0} B: ${start}`;
 }
 
 function slotsFree(gw: FuzzGateway): string | null {
@@ -164,12 +172,14 @@ async function finalChecks(gateways: FuzzGateway[], report: FuzzReport): Promise
     const log = g.gw.gateway.callLog;
     await log.flush();
     if (log.duplicates > 0) {
-      report.defects.push({ kind: 'call log: a request id recorded twice', label: g.name, detail: `${log.duplicates}` });
+      const kind = 'call log: a request id recorded twice';
+      report.defects.push({ kind, label: g.name, detail: `${log.duplicates}` });
     }
     const db = new Database(join(g.gw.storeDir, 'stats.db'), { readonly: true, fileMustExist: true });
     try {
       const repeated = db.prepare(
-        'SELECT request_id, COUNT(*) AS n FROM calls WHERE request_id IS NOT NULL GROUP BY request_id HAVING n > 1 LIMIT 5',
+        'SELECT request_id, COUNT(*) AS n FROM calls WHERE request_id IS NOT NULL'
+          + ' GROUP BY request_id HAVING n > 1 LIMIT 5',
       ).all() as { request_id: string; n: number }[];
       report.rows[g.name] = (db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n;
       for (const r of repeated) {
@@ -181,14 +191,23 @@ async function finalChecks(gateways: FuzzGateway[], report: FuzzReport): Promise
   }
 }
 
-export async function runFuzz(opts: { cases: number; seed: number; concurrency?: number; log?: (line: string) => void }):
-Promise<FuzzReport> {
+export interface FuzzOptions {
+  cases: number;
+  seed: number;
+  /** Cases in flight at once (default 4). */
+  concurrency?: number;
+  log?: (line: string) => void;
+}
+
+export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const started = Date.now();
   const report: FuzzReport = {
     cases: 0, statuses: {}, defects: [], notes: [], ms: 0, rows: {}, ids: { responses: 0, jobs: 0, users: 0 },
   };
   const processFinding = (kind: string) => (err: unknown) =>
-    report.defects.push({ kind, label: 'process', detail: err instanceof Error ? err.stack ?? err.message : String(err) });
+    report.defects.push({
+      kind, label: 'process', detail: err instanceof Error ? err.stack ?? err.message : String(err),
+    });
   const onRejection = processFinding('unhandled rejection');
   const onException = processFinding('uncaught exception');
   process.on('unhandledRejection', onRejection);
@@ -231,7 +250,9 @@ async function runCase(c: FuzzCase, ids: IdPool, report: FuzzReport): Promise<vo
     const line = await sendTruncated(c);
     const status = Number(line.split(' ')[1] ?? 0);
     report.statuses[`truncated ${status || 'none'}`] = (report.statuses[`truncated ${status || 'none'}`] ?? 0) + 1;
-    if (status >= 500 && !HONEST_5XX.has(status)) report.defects.push({ kind: `status ${status}`, label: c.label, detail: line });
+    if (status >= 500 && !HONEST_5XX.has(status)) {
+      report.defects.push({ kind: `status ${status}`, label: c.label, detail: line });
+    }
     return;
   }
   let answer: Answer;
@@ -239,7 +260,8 @@ async function runCase(c: FuzzCase, ids: IdPool, report: FuzzReport): Promise<vo
     answer = await send(c);
   } catch (err) {
     const message = (err as Error).message;
-    if (/Invalid character|ERR_INVALID|Invalid value/i.test(message) || (err as NodeJS.ErrnoException).code?.startsWith('ERR_')) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (/Invalid character|ERR_INVALID|Invalid value/i.test(message) || code?.startsWith('ERR_')) {
       report.statuses.unsendable = (report.statuses.unsendable ?? 0) + 1;
       return;
     }

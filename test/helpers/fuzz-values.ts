@@ -9,9 +9,12 @@ export const chance = (rng: Rng, p: number): boolean => rng() < p;
 export const int = (rng: Rng, lo: number, hi: number): number => lo + Math.floor(rng() * (hi - lo + 1));
 
 const ODD_STRINGS = [
-  '', ' ', 'x', '\u0000', '\ud800', 'é\u200b\u202eabc', '𝕏'.repeat(50), '<script>alert(1)</script>', '../../etc/passwd',
+  '', ' ', 'x', '\u0000', '\ud800', 'é\u200b\u202eabc', '𝕏'.repeat(50), '<script>alert(1)</script>',
+  '../../etc/passwd',
   '%00', '%zz', 'a'.repeat(5000), 'null', '1e999', '{"a":1}', 'NaN', 'true', '\r\n\r\nX-Injected: 1', '${HOME}', '💥',
 ];
+
+const ROLES = ['user', 'assistant', 'system', 'tool', 'developer', 'x'];
 
 function deep(depth: number, leaf: unknown = 1): unknown {
   let v: unknown = leaf;
@@ -32,7 +35,7 @@ export function oddValue(rng: Rng): unknown {
     case 7: return { type: pick(rng, ['text', 'image_url', 'tool_use', 'x']), text: pick(rng, ODD_STRINGS) };
     case 8: return deep(int(rng, 10, 400));
     case 9: return Array.from({ length: int(rng, 50, 3000) }, (_, i) => i);
-    case 10: return { role: pick(rng, ['user', 'assistant', 'system', 'tool', 'developer', 'x']), content: oddShallow(rng) };
+    case 10: return { role: pick(rng, ROLES), content: oddShallow(rng) };
     case 11: return [{ role: 'user', content: oddShallow(rng) }];
     case 12: return { __proto__: { polluted: true }, constructor: { prototype: { x: 1 } } };
     case 13: return pick(rng, ['stream', 'model', 'input', 'messages']);
@@ -50,7 +53,9 @@ type Path = (string | number)[];
 
 function paths(value: unknown, prefix: Path = [], out: Path[] = [], depth = 0): Path[] {
   if (depth > 6) return out;
-  if (Array.isArray(value)) value.forEach((v, i) => { out.push([...prefix, i]); paths(v, [...prefix, i], out, depth + 1); });
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => { out.push([...prefix, i]); paths(v, [...prefix, i], out, depth + 1); });
+  }
   else if (value && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) { out.push([...prefix, k]); paths(v, [...prefix, k], out, depth + 1); }
   }
@@ -68,7 +73,8 @@ function setAt(root: any, path: Path, value: unknown, remove: boolean): void {
   } else node[last] = value;
 }
 
-const EXTRA_KEYS = ['stream', 'stream_options', 'n', 'tools', 'tool_choice', 'max_tokens', 'temperature', 'top_p', 'stop',
+const EXTRA_KEYS = ['stream', 'stream_options', 'n', 'tools', 'tool_choice', 'max_tokens', 'temperature', 'top_p',
+  'stop',
   'response_format', 'user', 'metadata', 'store', 'background', 'previous_response_id', 'thread', 'system', 'logprobs',
   'reasoning', 'reasoning_effort', 'seed', 'params', 'images', 'files', 'prompt', 'input', 'size', 'encoding_format',
   'dimensions', 'voice', 'response_format', 'include', 'instructions', 'max_output_tokens', 'thinking', 'tool_choice'];
@@ -97,7 +103,8 @@ export function mutateText(rng: Rng, text: string): string | Buffer {
     case 3: return text.replace(/:(\d+)/, ':123456789012345678901234567890');
     case 4: return `${text}garbage`;
     case 5: return `\ufeff${text}`;
-    case 6: return Buffer.concat([Buffer.from(text.slice(0, 10)), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from(text.slice(10))]);
+    case 6: return Buffer.concat([Buffer.from(text.slice(0, 10)), Buffer.from([0xff, 0xfe, 0xc3]),
+      Buffer.from(text.slice(10))]);
     case 7: return '['.repeat(int(rng, 1000, 200_000));
     case 8: return `{"a":${'{"a":'.repeat(int(rng, 500, 20_000))}1${'}'.repeat(20_000)}`;
     case 9: return pick(rng, ['', 'null', '[]', '"x"', '1', 'true', '{}', ' ', '{"__proto__":{"x":1}}', 'NaN']);
