@@ -53,6 +53,7 @@ function fuzzConfig(): Partial<GatewayConfig> {
     request_body_timeout_s: 2,
     park_timeout_s: 2,
     async_park_timeout_s: 2,
+    media_park_timeout_s: 5,
     stream_idle_timeout_s: 4,
     // a silent backend's first byte is waited for this long (its own 504), under the client's 15 s
     request_timeout_s: 8,

@@ -51,6 +51,8 @@ const CALM: Partial<FakeKnobs> = {
   errorStatus: 0, errorCount: 0, retryAfter: undefined, dropAfterChunks: -1, stallAfterChunks: -1,
 };
 
+/** Codes of the answers to requests node's HTTP parser refused (routes/error-handler.ts, clientError). */
+const UNPARSED = new Set(['malformed_request', 'request_headers_too_large']);
 const HONEST_5XX = new Set([502, 503, 504]);
 const ANSWER_TIMEOUT_MS = 15_000;
 
@@ -135,7 +137,7 @@ function checkAnswer(c: FuzzCase, a: Answer, report: FuzzReport): void {
   const shapes = expectedShapes(c);
   const ok = shapes.some((s) => (s === 'openai' ? isOpenAIError(parsed) : isAnthropicError(parsed)));
   // a request node's parser refused is answered before its headers are known: OpenAI's shape
-  if (!ok && isOpenAIError(parsed) && (parsed as any).error.code === 'malformed_request') {
+  if (!ok && isOpenAIError(parsed) && UNPARSED.has((parsed as any).error.code)) {
     return void report.notes.push(finding('unparseable request answered in OpenAI shape', `${a.status}`));
   }
   // a backend's own error answer is relayed as it came (upstream/classify.ts), in the backend's shape
