@@ -56,7 +56,7 @@ function fuzzConfig(): Partial<GatewayConfig> {
     media_park_timeout_s: 5,
     stream_idle_timeout_s: 4,
     // a silent backend's first byte is waited for this long (its own 504), under the client's 15 s
-    request_timeout_s: 8,
+    request_timeout_s: 5,
   } as Partial<GatewayConfig>;
 }
 
