@@ -3,6 +3,7 @@
  * showed it.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { startFake } from './fakes/index.ts';
 import { startGateway } from './helpers/gateway.ts';
@@ -20,6 +21,19 @@ async function uncaughtDuring(run: () => Promise<void>): Promise<Error[]> {
     process.off('uncaughtException', onError);
   }
   return seen;
+}
+
+/** Writes `request` on a fresh socket and reads until the server closes it: the raw answer. */
+function rawExchange(url: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    socket.setTimeout(5_000, () => socket.destroy());
+  });
 }
 
 describe('fuzz regressions', () => {
@@ -57,4 +71,24 @@ describe('fuzz regressions', () => {
       assert.equal(file?.data.toString(), 'RIFF....WAVEfmt ');
     }
   });
+
+  test('a request the HTTP parser refuses: no content for HEAD, Anthropic shape for an anthropic-version caller',
+    async (t) => {
+      const gw = await startGateway([]);
+      t.after(() => gw.close());
+      const head = await rawExchange(gw.url, 'HEAD /v1/models HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n');
+      assert.match(head, /^HTTP\/1\.1 400 /);
+      assert.equal(head.slice(head.indexOf('\r\n\r\n') + 4), '', 'nothing after the head of an answer to HEAD');
+
+      const big = `x-big: ${'a'.repeat(20_000)}\r\n`;
+      const versioned = await rawExchange(gw.url,
+        `GET /v1/models HTTP/1.1\r\nHost: x\r\nanthropic-version: 2023-06-01\r\n${big}\r\n`);
+      assert.match(versioned, /^HTTP\/1\.1 431 /);
+      const body = JSON.parse(versioned.slice(versioned.indexOf('\r\n\r\n') + 4));
+      assert.equal(body.type, 'error', 'Anthropic shape');
+      assert.equal(body.error.type, 'invalid_request_error');
+
+      const plain = await rawExchange(gw.url, `GET /v1/models HTTP/1.1\r\nHost: x\r\n${big}\r\n`);
+      assert.equal(JSON.parse(plain.slice(plain.indexOf('\r\n\r\n') + 4)).error.code, 'request_headers_too_large');
+    });
 });
