@@ -91,4 +91,18 @@ describe('fuzz regressions', () => {
       const plain = await rawExchange(gw.url, `GET /v1/models HTTP/1.1\r\nHost: x\r\n${big}\r\n`);
       assert.equal(JSON.parse(plain.slice(plain.indexOf('\r\n\r\n') + 4)).error.code, 'request_headers_too_large');
     });
+
+  test('a setting set to an integer past 2^53 (read exactly, as a BigInt): 400 naming it, not a 500', async (t) => {
+    const gw = await startGateway([]);
+    t.after(() => gw.close());
+    for (const key of ['park_timeout_s', 'allowed_hosts', 'cors_origins']) {
+      const r = await rawRequest(gw.url, 'PUT', `/admin/api/settings/${key}`,
+        { 'content-type': 'application/json' }, '{"value":9007199254740994}');
+      assert.equal(r.status, 400, `${key}: ${r.text}`);
+      const error = r.json<{ error: { code: string; param: string; message: string } }>().error;
+      assert.equal(error.code, 'invalid_config');
+      assert.equal(error.param, key);
+      assert.match(error.message, /9007199254740994/);
+    }
+  });
 });
