@@ -52,7 +52,7 @@ const CALM: Partial<FakeKnobs> = {
 };
 
 /** Codes of the answers to requests node's HTTP parser refused (routes/error-handler.ts, clientError). */
-const UNPARSED = new Set(['malformed_request', 'request_headers_too_large']);
+const UNPARSED = new Set(['malformed_request']);
 const HONEST_5XX = new Set([502, 503, 504]);
 const ANSWER_TIMEOUT_MS = 15_000;
 
