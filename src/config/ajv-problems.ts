@@ -16,7 +16,7 @@ function describeType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
-  return `${typeof value} ${JSON.stringify(value)}`;
+  return typeof value === 'bigint' ? `an integer past 2^53 (${value})` : `${typeof value} ${JSON.stringify(value)}`;
 }
 
 export function problemFromAjv(e: ErrorObject): ConfigProblem {

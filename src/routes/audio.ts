@@ -114,7 +114,9 @@ async function readAudioForm(req: FastifyRequest, hold: UploadHold | undefined):
         if (parts.some((p) => p.file)) throw badRequest('Send one audio file only, in the `file` part.', 'file', 'invalid_file');
         const data = await meteredBuffer(part.file, hold);
         if (part.file.truncated) throw AUDIO_FORM_ERRORS.fileTooLarge(undefined);
-        parts.push({ name: 'file', file: { filename: part.filename, contentType: part.mimetype, data } });
+        // a file part may come without a filename (busboy takes a typed part as a file): it goes on named `file`
+        const filename = typeof part.filename === 'string' ? part.filename : 'file';
+        parts.push({ name: 'file', file: { filename, contentType: part.mimetype, data } });
         continue;
       }
       if (part.valueTruncated || part.fieldnameTruncated) {

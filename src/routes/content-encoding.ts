@@ -63,6 +63,9 @@ function decoding(source: Payload, decoder: NodeJS.ReadWriteStream, limit: numbe
     if (complete === false) out.destroy(new Error('the client went away mid-body'));
   });
   source.pipe(out as unknown as NodeJS.WritableStream);
+  // a route that never reads the body (415, 404 before parsing) has no listener of its own: bad
+  // data must not become an uncaught exception that ends the process
+  out.on('error', () => undefined);
   return wrapErrors(out);
 }
 

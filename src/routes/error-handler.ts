@@ -81,13 +81,15 @@ export function clientErrorHandler(this: FastifyInstance, err: ConnectionError, 
   const current = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
   if (socket.writable && !current?.headersSent) {
     const gerr = clientGatewayError(err);
-    const body = JSON.stringify(renderErrorBody(gerr, requestTarget(err.rawPacket)));
+    const head = requestHead(err.rawPacket);
+    const body = JSON.stringify(renderErrorBody(gerr, head.target, head.headers));
     socket.write(
       `HTTP/1.1 ${gerr.status} ${STATUS_CODES[gerr.status]}\r\n`
       + 'content-type: application/json; charset=utf-8\r\n'
       + `content-length: ${Buffer.byteLength(body)}\r\n`
       + 'connection: close\r\n\r\n'
-      + body,
+      // an answer to HEAD has no content (the client would read it as the next answer)
+      + (head.method === 'HEAD' ? '' : body),
     );
   }
   socket.destroy(err);
@@ -106,8 +108,17 @@ function clientGatewayError(err: ConnectionError): GatewayError {
   return new GatewayError({ status: 400, code: 'malformed_request', message: 'The gateway could not parse this HTTP request.' });
 }
 
-/** The request target of the packet the parser choked on, when it starts with a request line ('' otherwise). */
-function requestTarget(raw: unknown): string {
-  if (!Buffer.isBuffer(raw)) return '';
-  return /^[A-Z]+ (\S+) HTTP\//.exec(raw.subarray(0, 2048).toString('latin1'))?.[1] ?? '';
+/**
+ * What can be read of the packet the parser choked on: the method and target of its request
+ * line ('' when it has none), and whether it names an `anthropic-version` (that caller's shape).
+ */
+function requestHead(raw: unknown): { method: string; target: string; headers?: IncomingHttpHeaders } {
+  if (!Buffer.isBuffer(raw)) return { method: '', target: '' };
+  const text = raw.subarray(0, 64 * 1024).toString('latin1');
+  const line = /^([A-Z]+) (\S+) HTTP\//.exec(text);
+  const version = /\r\nanthropic-version:[ \t]*([^\r\n]*)/i.exec(text);
+  return {
+    method: line?.[1] ?? '', target: line?.[2] ?? '',
+    ...(version ? { headers: { 'anthropic-version': version[1] } } : {}),
+  };
 }
