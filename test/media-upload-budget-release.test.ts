@@ -17,7 +17,7 @@ import { gzipSync } from 'node:zlib';
 import { spoolDir } from '../src/media/upload-spool.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
-import { bearer, createUser, MASTER, pngA, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
+import { bearer, createUser, MASTER, pngA, spooledUploads, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
 
 const MIB = 1024 * 1024;
 const BUDGET = 8 * MIB;
@@ -73,13 +73,7 @@ async function abortedUpload(
 
 describe('the upload budget comes back and counts decoded bytes', () => {
   let rig: MediaRig;
-  const spooled = () => {
-    try {
-      return readdirSync(spoolDir(rig.gw.gateway.config().jobs_dir));
-    } catch {
-      return [];
-    }
-  };
+  const spooled = () => spooledUploads(rig);
 
   before(async () => {
     rig = await startMediaRig({ overrides: { max_upload_bytes_inflight: BUDGET } });

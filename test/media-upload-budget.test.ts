@@ -14,12 +14,11 @@ import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI, { toFile } from 'openai';
-import { spoolDir } from '../src/media/upload-spool.ts';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 import {
-  bearer, call, maskPng, MASTER, pngA, startMediaRig, uploadsOf, type MediaRig,
+  bearer, call, maskPng, MASTER, pngA, spooledUploads, startMediaRig, uploadsOf, type MediaRig,
 } from './helpers/media-gateway.ts';
 
 const MIB = 1024 * 1024;
@@ -66,13 +65,7 @@ function startUpload(url: string, length: number | undefined): { req: ClientRequ
 
 describe('the upload budget and the spooled edits', () => {
   let rig: MediaRig;
-  const spooled = () => {
-    try {
-      return readdirSync(spoolDir(rig.gw.gateway.config().jobs_dir));
-    } catch {
-      return [];
-    }
-  };
+  const spooled = () => spooledUploads(rig);
 
   before(async () => {
     rig = await startMediaRig({ overrides: { max_upload_bytes_inflight: BUDGET } });

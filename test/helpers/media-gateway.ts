@@ -3,7 +3,9 @@
  * native, jobs): the real fixture workflows read in place, a master key, users made through
  * the admin API, and small HTTP helpers (JSON calls, job polling, SSE reading).
  */
+import { readdirSync } from 'node:fs';
 import type { GatewayConfig } from '../../src/config/types.ts';
+import { spoolDir } from '../../src/media/upload-spool.ts';
 import type { JobEvent, JobView } from '../../src/media/service-types.ts';
 import { startComfyFake } from '../fakes/comfyui-server.ts';
 import type { ComfyFake, ComfyKnobs } from '../fakes/comfyui-types.ts';
@@ -170,4 +172,13 @@ export function uploadsOf(fake: ComfyFake, bytes: Buffer): string[] {
   return fake.requests
     .filter((r) => r.method === 'POST' && /\/upload\/(image|mask)$/.test(r.path) && r.rawBody.includes(bytes))
     .flatMap((r) => Object.values((r.body as { files?: Record<string, { filename: string }> }).files ?? {}).map((f) => f.filename));
+}
+
+/** The uploads being spooled under the rig's jobs folder now (none when the folder is absent). */
+export function spooledUploads(rig: MediaRig): string[] {
+  try {
+    return readdirSync(spoolDir(rig.gw.gateway.config().jobs_dir));
+  } catch {
+    return [];
+  }
 }
