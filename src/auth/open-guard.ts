@@ -77,7 +77,20 @@ function foreignHost(
  * without brackets or a trailing dot; undefined if malformed.
  */
 export function authorityHostname(authority: string | undefined): string | undefined {
-  const value = authority?.trim();
+  if (authority === undefined) return undefined;
+  // a gateway sees a handful of Host values: each is parsed once, not on every request
+  if (hostnames.has(authority)) return hostnames.get(authority);
+  if (hostnames.size >= HOSTNAME_CACHE_SIZE) hostnames.clear();
+  const hostname = parseAuthorityHostname(authority);
+  hostnames.set(authority, hostname);
+  return hostname;
+}
+
+const HOSTNAME_CACHE_SIZE = 256;
+const hostnames = new Map<string, string | undefined>();
+
+function parseAuthorityHostname(authority: string): string | undefined {
+  const value = authority.trim();
   if (!value || /[/?#@\\\s]/.test(value)) return undefined;
   const zoned = /^\[([0-9a-f:.]+)%25[\w.-]+\](?::\d*)?$/i.exec(value);
   if (zoned) return isIP(zoned[1]) === 6 ? zoned[1].toLowerCase() : undefined;

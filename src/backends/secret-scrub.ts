@@ -58,6 +58,7 @@ export function redactBackendError<E extends Pick<BackendError, 'detail'>>(
 
 /** `Basic base64(user:password)` for a URL with userinfo; undefined without. */
 export function basicCredential(url: string): string | undefined {
+  if (!url.includes('@')) return undefined; // no userinfo: no URL parse on every upstream request
   const parsed = parseUrl(url);
   if (!parsed || (!parsed.username && !parsed.password)) return undefined;
   const pair = `${safeDecode(parsed.username)}:${safeDecode(parsed.password)}`;
