@@ -37,6 +37,25 @@ describe('the Anthropic SDK tool runner over message threads', () => {
   const takeGoneDown = () => (doomedDown ??= doomed.close().then(() => gw.gateway.discovery.pollAll()));
   let gw: TestGateway;
   const sdk = () => new Anthropic({ baseURL: gw.url, apiKey: CLIENT_KEY, maxRetries: 0, timeout: 10_000 });
+  /** The tool runner asking `model` for Oslo's weather, the chat backend calling the tool once; what reached it. */
+  const runOnChatBackend = async (model: string, stream: boolean, system?: string) => {
+    local.setKnobs({
+      toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
+    });
+    const from = local.requests.length;
+    try {
+      const seen: string[] = [];
+      const runner = sdk().beta.messages.toolRunner({
+        model, max_tokens: 300, ...(system ? { system } : {}), tools: [weatherTool(seen)], max_iterations: 4,
+        messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+      });
+      const final = await runner.runUntilDone();
+      const chats = local.requests.slice(from).filter((r) => r.path === '/v1/chat/completions');
+      return { seen, final, chats };
+    } finally {
+      local.setKnobs({ toolCall: false, toolCallOnce: false });
+    }
+  };
 
   before(async () => {
     local = await startFake('llamacpp', { models: ['qwen3-8b'] });
@@ -67,30 +86,15 @@ describe('the Anthropic SDK tool runner over message threads', () => {
 
   for (const stream of [false, true]) {
     test(`translated (${stream ? 'stream' : 'non-stream'}): refused the thread, the runner sends all`, async () => {
-      local.setKnobs({
-        toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
-      });
-      const from = local.requests.length;
-      try {
-        const seen: string[] = [];
-        const runner = sdk().beta.messages.toolRunner({
-          model: 'translated', max_tokens: 300, system: 'You are terse.', tools: [weatherTool(seen)],
-          max_iterations: 4,
-          messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
-        });
-        const final = await runner.runUntilDone();
-        assert.deepEqual(seen, ['Oslo'], 'the tool ran once');
-        assert.equal(final.stop_reason, 'end_turn');
-        const chats = local.requests.slice(from).filter((r) => r.path === '/v1/chat/completions');
-        assert.equal(chats.length, 2, 'two turns reached the chat backend, the refused one did not');
-        const second = chats[1]!.body;
-        assert.deepEqual(second.messages.map((m: { role: string }) => m.role), ['system', 'user', 'assistant', 'tool']);
-        const [, , assistant, tool] = second.messages;
-        assert.equal(assistant.tool_calls[0].id, tool.tool_call_id, 'the result follows its call');
-        assert.equal(second.tools?.[0]?.function?.name, 'get_weather', 'the tools came along');
-      } finally {
-        local.setKnobs({ toolCall: false, toolCallOnce: false });
-      }
+      const { seen, final, chats } = await runOnChatBackend('translated', stream, 'You are terse.');
+      assert.deepEqual(seen, ['Oslo'], 'the tool ran once');
+      assert.equal(final.stop_reason, 'end_turn');
+      assert.equal(chats.length, 2, 'two turns reached the chat backend, the refused one did not');
+      const second = chats[1]!.body;
+      assert.deepEqual(second.messages.map((m: { role: string }) => m.role), ['system', 'user', 'assistant', 'tool']);
+      const [, , assistant, tool] = second.messages;
+      assert.equal(assistant.tool_calls[0].id, tool.tool_call_id, 'the result follows its call');
+      assert.equal(second.tools?.[0]?.function?.name, 'get_weather', 'the tools came along');
     });
   }
 
@@ -142,24 +146,10 @@ describe('the Anthropic SDK tool runner over message threads', () => {
     test(`mixed alias, its anthropic backend down (${mode}): the runner falls back unthreaded`,
       async () => {
         await takeGoneDown();
-        local.setKnobs({
-          toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
-        });
-        const from = local.requests.length;
-        try {
-          const seen: string[] = [];
-          const runner = sdk().beta.messages.toolRunner({
-            model: 'fallback', max_tokens: 300, tools: [weatherTool(seen)], max_iterations: 4,
-            messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
-          });
-          const final = await runner.runUntilDone();
-          assert.deepEqual(seen, ['Oslo']);
-          assert.equal(final.stop_reason, 'end_turn');
-          const chats = local.requests.slice(from).filter((r) => r.path === '/v1/chat/completions');
-          assert.equal(chats.length, 2, 'both turns served by the chat backend');
-        } finally {
-          local.setKnobs({ toolCall: false, toolCallOnce: false });
-        }
+        const { seen, final, chats } = await runOnChatBackend('fallback', stream);
+        assert.deepEqual(seen, ['Oslo']);
+        assert.equal(final.stop_reason, 'end_turn');
+        assert.equal(chats.length, 2, 'both turns served by the chat backend');
       });
   }
 
