@@ -16,6 +16,16 @@ import { call, createUser, MASTER, pngA, startMediaRig, type MediaRig } from './
 
 type Answer = { error?: { code?: string; param?: string; message?: string } } & Partial<JobView>;
 
+/** The SDK's error for an edit whose `image` part is not a picture: a 400 `invalid_file` naming it; its body. */
+function invalidImageFile(err: unknown): { code?: string; param?: string; message?: string } {
+  assert.ok(err instanceof APIError, String(err));
+  assert.equal(err.status, 400);
+  const body = err.error as { code?: string; param?: string; message?: string };
+  assert.equal(body.code, 'invalid_file');
+  assert.equal(body.param, 'image');
+  return body;
+}
+
 describe('media input safety', () => {
   let rig: MediaRig;
   let userKey = '';
@@ -79,11 +89,7 @@ describe('media input safety', () => {
       model: 'inpaint', prompt: 'p',
       image: await toFile(Buffer.from('not a picture, only some words\n'), 'photo.png', { type: 'image/png' }),
     }).then(() => undefined, (e: unknown) => e);
-    assert.ok(err instanceof APIError, String(err));
-    assert.equal(err.status, 400);
-    const body = err.error as { code?: string; param?: string; message?: string };
-    assert.equal(body.code, 'invalid_file');
-    assert.equal(body.param, 'image');
+    const body = invalidImageFile(err);
     assert.doesNotMatch(body.message ?? '', /\/|\\/, 'no path in the message');
     assert.equal(rig.edit.prompts.length, before, 'nothing reached the box');
     assert.equal(await jobCount(userKey), 0);
@@ -114,11 +120,7 @@ describe('media input safety', () => {
     const err = await client.images.edit({
       model: 'inpaint', prompt: 'p', image: await toFile(Buffer.concat([pngA.subarray(0, 33), html]), 'a.png'),
     }).then(() => undefined, (e: unknown) => e);
-    assert.ok(err instanceof APIError, String(err));
-    assert.equal(err.status, 400);
-    const body = err.error as { code?: string; param?: string; message?: string };
-    assert.equal(body.code, 'invalid_file');
-    assert.equal(body.param, 'image');
+    const body = invalidImageFile(err);
     assert.match(body.message ?? '', /damaged/);
 
     const jpegHead = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), html]);
