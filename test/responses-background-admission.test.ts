@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
-import { startFake, type FakeBackend } from './fakes/index.ts';
-import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import type { FakeBackend } from './fakes/index.ts';
+import type { TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
+import { startBackgroundRig, type BackgroundRig } from './helpers/background-rig.ts';
 
 const MASTER = 'gw-master-admission';
 
@@ -18,18 +19,13 @@ describe('background runs past max_parked', () => {
   let gw: TestGateway;
   let client: OpenAI;
 
+  let rig: BackgroundRig | undefined;
+
   before(async () => {
-    local = await startFake('llamacpp', { models: ['qwen3-8b'] });
-    gw = await startGateway([{ name: 'local', url: local.url, max_concurrent: 1 }], {
-      api_key: MASTER, max_parked: 1, park_timeout_s: 0.2, async_park_timeout_s: 30,
-      virtual_models: { r: { local: 'qwen3-8b' } },
-    });
-    client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
+    rig = await startBackgroundRig(MASTER, { max_parked: 1 });
+    ({ local, gw, client } = rig);
   });
-  after(async () => {
-    await gw?.close();
-    await local?.close();
-  });
+  after(async () => rig?.close());
 
   const parked = () => gw.gateway.scheduler.snapshot().parked.length;
   /** Takes the one slot until the returned function lets it go (a slow answer, abandoned). */

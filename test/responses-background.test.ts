@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI from 'openai';
-import { startFake, type FakeBackend } from './fakes/index.ts';
-import { startGateway, type TestGateway } from './helpers/gateway.ts';
+import type { FakeBackend } from './fakes/index.ts';
+import type { TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
+import { startBackgroundRig, type BackgroundRig } from './helpers/background-rig.ts';
 import { openStore } from '../src/store/db.ts';
 import { ResponsesRepo, type StoredResponse } from '../src/store/responses-repo.ts';
 
@@ -22,17 +23,13 @@ describe('background responses', () => {
   let gw: TestGateway;
   let client: OpenAI;
 
+  let rig: BackgroundRig | undefined;
+
   before(async () => {
-    local = await startFake('llamacpp', { models: ['qwen3-8b'] });
-    gw = await startGateway([{ name: 'local', url: local.url, max_concurrent: 1 }], {
-      api_key: MASTER, park_timeout_s: 0.2, async_park_timeout_s: 30, virtual_models: { r: { local: 'qwen3-8b' } },
-    });
-    client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
+    rig = await startBackgroundRig(MASTER);
+    ({ local, gw, client } = rig);
   });
-  after(async () => {
-    await gw?.close();
-    await local?.close();
-  });
+  after(async () => rig?.close());
 
   const holdTheSlot = () => {
     local.setKnobs({ tokensPerSecond: 10, chunkCount: 30 });
