@@ -85,6 +85,7 @@ const aliasDefaultsSchema = {
     reasoning: { enum: ['on', 'off', 'auto'] },
     sampling_defaults: { type: 'object', hint: 'must be a map of request field to default value' },
     voice: { type: 'string', minLength: 1 },
+    spill_after_s: { type: 'number', minimum: 0 },
   },
 } as const;
 
@@ -118,6 +119,9 @@ export const configSchema = {
     alias_defaults: { type: 'object', default: {}, additionalProperties: aliasDefaultsSchema },
     max_parked: { ...nonNegativeInteger, default: DEFAULTS.max_parked },
     affinity_max_wait_s: { ...nonNegativeNumber, default: DEFAULTS.affinity_max_wait_s },
+    spill_after_s: { ...nonNegativeNumber, default: DEFAULTS.spill_after_s },
+    paid_budget_usd_month: { ...nonNegativeNumber, default: DEFAULTS.paid_budget_usd_month },
+    affinity_ttl_s: { ...nonNegativeNumber, default: DEFAULTS.affinity_ttl_s },
     fast_probe_interval_s: { ...nonNegativeNumber, default: DEFAULTS.fast_probe_interval_s },
     stream_idle_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.stream_idle_timeout_s },
     client_stall_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.client_stall_timeout_s },

@@ -117,6 +117,8 @@ export interface AliasDefaults {
   sampling_defaults?: Record<string, unknown>;
   /** /v1/audio/speech: the voice when the client sent none. */
   voice?: string;
+  /** Paid spill threshold for this alias, seconds (in place of the top-level `spill_after_s`). */
+  spill_after_s?: number;
 }
 
 export type AuthMode = 'api_key' | 'subscription';
@@ -148,6 +150,15 @@ export interface GatewayConfig {
   alias_defaults: Record<string, AliasDefaults>;
   max_parked: number;
   affinity_max_wait_s: number;
+  /**
+   * Paid spill: a paid backend takes a call only when the best unpaid backend's predicted wait
+   * exceeds this many seconds (or the call parked this long); 0 = when no unpaid one is free now.
+   */
+  spill_after_s: number;
+  /** USD the paid backends may spend per UTC month, all users together; 0 = no budget. */
+  paid_budget_usd_month: number;
+  /** Conversation affinity: a conversation's next turn goes to the box of its previous turn for this long; 0 = off. */
+  affinity_ttl_s: number;
   fast_probe_interval_s: number;
   /** Longest silence of a backend between body bytes (after the first byte), stream or not; 0 = none. */
   stream_idle_timeout_s: number;

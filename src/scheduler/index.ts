@@ -27,4 +27,6 @@ export {
   type ServiceFiguresSnapshot,
   type SpeedSample,
   type Ticket,
+  type TicketUser,
+  type FleetView,
 } from './types.ts';

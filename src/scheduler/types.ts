@@ -65,6 +65,33 @@ export interface Ticket {
    * on backends that gained its model or joined the fleet. Absent = the candidates are fixed.
    */
   refresh?: () => Candidate[];
+  /** Prompt tokens (an estimate is fine), for the prefill term of the predicted time to first token. */
+  promptTokens?: number;
+  /** Who is calling, for fair share and `max_inflight`; absent = the anonymous user. */
+  user?: TicketUser;
+  /**
+   * Conversation affinity: the backend that served this conversation's previous turn. It wins
+   * while its predicted wait is at most `affinityMaxWaitMs` over the best other's.
+   */
+  stickTo?: string;
+  /**
+   * Paid spill: a paid candidate is taken only when the best unpaid predicted wait exceeds this
+   * (ms), or the ticket has parked this long. 0 or absent = today's rule (paid when no unpaid
+   * candidate can start now).
+   */
+  spillAfterMs?: number;
+  /** Whether paid candidates may be used now (the paid budget, the user's cost quota); absent = yes. */
+  paidAllowed?: () => boolean;
+}
+
+/** The user a ticket is charged to: fair share between users, and each user's concurrency cap. */
+export interface TicketUser {
+  /** One key per user: `u:<id>`, `master` or `anon`. */
+  key: string;
+  /** Weight in the fair share (default 1): a user of share 2 gets twice the service of one of share 1. */
+  share: number;
+  /** Calls of this user in flight at once; 0 = no cap. A call over the cap parks. */
+  maxInflight: number;
 }
 
 /** One in-flight slot on one backend. */
@@ -73,6 +100,11 @@ export interface Lease {
   readonly model: string;
   /** Time spent parked before the slot was granted (0 when granted at once). */
   readonly waitedMs: number;
+  /**
+   * Why this backend, in words, when the pick was not simply the best free unpaid candidate:
+   * e.g. `spill: local eta 41 s > 10 s`, `sticky`, `warm`. For `x-gateway-route` and the call log.
+   */
+  readonly route?: string;
   /** Frees the slot and hands it to the next waiter. Idempotent. */
   release(): void;
 }
@@ -116,6 +148,14 @@ export interface SchedulerOptions {
    * throws is caught and ignored.
    */
   onGroupSwitch?: (e: GroupSwitchEvent) => void;
+  /** What the boxes hold (backends/residency.ts); absent = residency unknown everywhere. */
+  fleet?: FleetView;
+}
+
+/** What the scheduler reads of the fleet beyond its own slots. */
+export interface FleetView {
+  /** Whether `model` is loaded on `backend` now: true, false, or undefined when not known. */
+  isResident(backend: string, model: string): boolean | undefined;
 }
 
 export interface BackendSlotsSnapshot {
@@ -137,6 +177,8 @@ export interface BackendSlotsSnapshot {
   kind: BackendKind;
   /** EWMA of seconds per media job, by type key (generation alias); absent = none measured. */
   jobSeconds?: Record<string, number>;
+  /** Learnt swap cost (seconds of extra time to first token when the model had to load), by model id. */
+  swapSeconds?: Record<string, number>;
 }
 
 /** Learnt figures of a backend or of one model on it (undefined = never measured). */
@@ -170,6 +212,10 @@ export interface ParkedTicketSnapshot {
   backends: string[];
   ageMs: number;
   remainingMs: number;
+  /** Predicted seconds until it gets a slot (and its model loaded), from the scheduler's state. */
+  etaS?: number;
+  /** The user it is charged to (`TicketUser.key`). */
+  user?: string;
 }
 
 export interface SchedulerSnapshot {
@@ -211,4 +257,6 @@ export interface SpeedSample {
   timings?: CallTimings;
   /** The backend's own model id, for the per-model figures. */
   model?: string;
+  /** The model was not resident on the box when the call was sent (it had to load): feeds the swap cost. */
+  neededLoad?: boolean;
 }

@@ -21,6 +21,8 @@ export interface CallOutcome {
   reasoning?: string;
   /** The usage is the gateway's estimate (the backend reported none). */
   usageEstimated?: boolean;
+  /** Why the scheduler chose this backend, when not simply the best free unpaid one (`Lease.route`). */
+  route?: string;
   requestBody?: Buffer | string;
   responseBody?: Buffer | string;
 }
