@@ -118,7 +118,7 @@ describe('scheduler: which free candidate a call gets', () => {
 });
 
 describe('scheduler: order() for failover lists', () => {
-  it('lists available candidates only, busy ones included, in scheduler order', () => {
+  it('lists available candidates only, busy ones included, in scheduler order (by predicted time to first token)', () => {
     const scheduler = fleet([
       { name: 'cloud', paid: true, speed: 999 },
       { name: 'slow', speed: 5 },
@@ -127,7 +127,8 @@ describe('scheduler: order() for failover lists', () => {
       { name: 'new' },
     ]);
     const ordered = scheduler.order(candidates('cloud/x', 'slow/x', 'fast/x', 'down/x', 'ghost/x', 'new/x'));
-    assert.deepEqual(ordered.map((c) => c.backend), ['new', 'fast', 'slow', 'cloud']);
+    // 'new' is tried once; the free 'slow' starts now, the busy 'fast' only after its call (100 s)
+    assert.deepEqual(ordered.map((c) => c.backend), ['new', 'slow', 'fast', 'cloud']);
   });
 
   it('does not modify the list it is given', () => {

@@ -111,6 +111,7 @@ export function designateInGroup(
   now: number,
   affinityMaxWaitMs: number,
   prefer: MemberPreference,
+  runnable?: (slots: BackendSlots, typeKey: string) => boolean,
 ): GroupDesignation | undefined {
   let oldest: GroupDesignation | undefined;
   let sameModel: GroupDesignation | undefined;
@@ -120,12 +121,16 @@ export function designateInGroup(
     const head = waiters.oldest(name);
     if (!head) continue;
     const headTypeKey = head.typeKeysByBackend.get(name)![0];
-    if (!oldest || head.seq < oldest.waiter.seq) oldest = { slots, waiter: head, typeKey: headTypeKey };
+    // a head that cannot start here now is no candidate for (1)/(3); a same-model waiter behind it still is
+    const passedOver = runnable && now - head.enqueuedAt <= affinityMaxWaitMs && !runnable(slots, headTypeKey);
+    if (passedOver) {
+      // skip
+    } else if (!oldest || head.seq < oldest.waiter.seq) oldest = { slots, waiter: head, typeKey: headTypeKey };
     else if (head === oldest.waiter && prefer(slots, headTypeKey, oldest.slots, oldest.typeKey) < 0) {
       oldest = { slots, waiter: head, typeKey: headTypeKey };
     }
     const last = slots.lastTypeKey;
-    if (last === undefined || kindOf(slots) !== group.lastKind) continue;
+    if (last === undefined || kindOf(slots) !== group.lastKind || (runnable && !runnable(slots, last))) continue;
     const match = waiters.oldestWithTypeKey(name, last);
     if (!match) continue;
     if (!sameModel || match.seq < sameModel.waiter.seq) sameModel = { slots, waiter: match, typeKey: last };
@@ -133,7 +138,7 @@ export function designateInGroup(
       sameModel = { slots, waiter: match, typeKey: last };
     }
   }
-  if (!oldest) return undefined;
+  if (!oldest) return sameModel;
   if (now - oldest.waiter.enqueuedAt > affinityMaxWaitMs) return oldest;
   return sameModel ?? oldest;
 }

@@ -14,6 +14,8 @@ export interface BackendSlots {
   serviceByModel?: Map<string, ServiceFigures>;
   /** EWMA of seconds per job, by type key (media jobs); created on the first measurement. */
   jobSeconds?: Map<string, number>;
+  /** Learnt seconds of a model load (extra time to first token), by model id; filled by the swap learner. */
+  swapSeconds?: Map<string, number>;
   /** Removed from the fleet but leases are still out: kept only so they release cleanly. */
   removed: boolean;
   /** The GPU group the backend is in now; undefined = none. */

@@ -115,10 +115,15 @@ export interface AheadCount {
   atLeast: boolean;
 }
 
-export type RejectReason = 'no_backend' | 'parking_off' | 'queue_full' | 'park_timeout' | 'aborted';
+/**
+ * Why a ticket got no lease. 'paid_budget': its only candidates are paid and its paid gate
+ * (`Ticket.paidAllowed`) is closed; it never parks.
+ */
+export type RejectReason = 'no_backend' | 'parking_off' | 'queue_full' | 'park_timeout' | 'aborted' | 'paid_budget';
 
 /**
- * Why a ticket got no lease; `retryAfter` (seconds) is set where the client should retry. A
+ * Why a ticket got no lease; `retryAfter` (seconds) is set where the client should retry (for a
+ * 'park_timeout', from its predicted wait: ETA rounded up within [1, 3600], else 2). A
  * 'park_timeout' also says, per backend the ticket waited on, how many older calls were still
  * queued there when its wait ended (`ahead`), so the refusal can say "N ahead".
  */

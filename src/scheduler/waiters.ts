@@ -113,6 +113,17 @@ export interface Designation {
   typeKey: string;
 }
 
+/** What `WaiterIndex.designate` weighs besides the queues. */
+export interface DesignateOptions {
+  /** Type key of the backend's latest lease: a waiter for it needs no model load. */
+  lastTypeKey: string | undefined;
+  now: number;
+  /** A waiter parked longer than this gets the slot before affinity (and runnability) count. */
+  affinityMaxWaitMs: number;
+  /** Whether a waiter of this type key can start on the backend now; absent = every one can. */
+  runnable?: (typeKey: string) => boolean;
+}
+
 /**
  * Parked tickets, indexed by backend name (known or not yet known) and by (backend, type key),
  * each queue FIFO by arrival. Every lookup touches queue heads only.
@@ -189,22 +200,48 @@ export class WaiterIndex {
     return this.byBackend.get(backend)?.byTypeKey.get(typeKey)?.peek();
   }
 
+  /** Live waiters queued on this backend. O(1). */
+  queuedOn(backend: string): number {
+    return this.byBackend.get(backend)?.all.live ?? 0;
+  }
+
+  /** Live waiters on `backend` older than `waiter`. O(that queue): for keep-alive ETAs, not per request. */
+  aheadOn(backend: string, waiter: Waiter): number {
+    const queue = this.byBackend.get(backend)?.all;
+    let ahead = 0;
+    if (queue) for (const other of queue.values()) {
+      if (other.seq >= waiter.seq) break;
+      ahead++;
+    }
+    return ahead;
+  }
+
   /**
    * Who gets a slot that frees on `backend`: (1) the oldest waiter if it is overdue (parked
    * longer than `affinityMaxWaitMs`), else (2) the oldest whose type key there equals
-   * `lastTypeKey`, else (3) the oldest. O(1) amortised.
+   * `lastTypeKey`, else (3) the oldest. With `runnable`, a waiter whose type key cannot start
+   * there now (its model is not loaded on a busy box) is passed over unless it is overdue: (2)
+   * and (3) only take runnable ones, then (4) the oldest runnable head of any type key there.
+   * Undefined when no one may take the slot. O(1) amortised; (4) O(type keys queued there).
    */
-  designate(backend: string, lastTypeKey: string | undefined, now: number, affinityMaxWaitMs: number): Designation | undefined {
+  designate(backend: string, opts: DesignateOptions): Designation | undefined {
     const queues = this.byBackend.get(backend);
     const oldest = queues?.all.peek();
     if (!queues || !oldest) return undefined;
+    const { lastTypeKey, runnable } = opts;
     const oldestTypeKey = oldest.typeKeysByBackend.get(backend)![0];
-    if (now - oldest.enqueuedAt > affinityMaxWaitMs) return { waiter: oldest, typeKey: oldestTypeKey };
-    if (lastTypeKey !== undefined) {
+    if (opts.now - oldest.enqueuedAt > opts.affinityMaxWaitMs) return { waiter: oldest, typeKey: oldestTypeKey };
+    if (lastTypeKey !== undefined && (!runnable || runnable(lastTypeKey))) {
       const sameModel = queues.byTypeKey.get(lastTypeKey)?.peek();
       if (sameModel) return { waiter: sameModel, typeKey: lastTypeKey };
     }
-    return { waiter: oldest, typeKey: oldestTypeKey };
+    if (!runnable || runnable(oldestTypeKey)) return { waiter: oldest, typeKey: oldestTypeKey };
+    let best: Designation | undefined;
+    for (const [typeKey, queue] of queues.byTypeKey) {
+      const head = queue.peek();
+      if (head && (!best || head.seq < best.waiter.seq) && runnable(typeKey)) best = { waiter: head, typeKey };
+    }
+    return best;
   }
 
   /** Unsettled waiters, oldest first. */

@@ -1,0 +1,55 @@
+/**
+ * The paid spill rule, pure. A paid candidate is used only when the paid gate allows it
+ * (`Ticket.paidAllowed`: the paid budget, the user's cost quota) and the local boxes cannot do
+ * better: with `spillAfterMs` ≤ 0 (the default, the rule of before) as soon as no unpaid
+ * candidate can start now; above 0 only when the best unpaid candidate's predicted wait (slot
+ * wait + swap; prefill happens on the paid box too) exceeds it, or the call has been parked
+ * that long. Each spill says why in `Lease.route`.
+ */
+import type { Prediction } from './prediction.ts';
+import type { Ticket } from './types.ts';
+
+/** Whether a ticket may use its paid candidates now, and the route words if it takes one. */
+export interface PaidGate {
+  open: boolean;
+  /** `Lease.route` of a paid lease under this gate; undefined when the ticket has no unpaid candidate. */
+  route?: string;
+}
+
+const CLOSED: PaidGate = Object.freeze({ open: false });
+
+/** Route of a paid lease under the rule of before (`spillAfterMs` 0): no unpaid candidate could start. */
+export const NO_LOCAL_SLOT_ROUTE = 'spill: no local slot free';
+
+/** Whether the ticket's paid gate lets it use paid backends at all now. */
+export function paidAllowed(ticket: Pick<Ticket, 'paidAllowed'>): boolean {
+  return ticket.paidAllowed?.() !== false;
+}
+
+/**
+ * The gate for a ticket none of whose unpaid candidates could start now. `bestUnpaid`: the
+ * best routable one by the score; undefined when none is routable, and then `hasUnpaid` says
+ * whether it has unpaid candidates at all (down or not yet known).
+ */
+export function paidGate(
+  ticket: Pick<Ticket, 'paidAllowed' | 'spillAfterMs'>, bestUnpaid: Prediction | undefined, hasUnpaid: boolean,
+): PaidGate {
+  if (!paidAllowed(ticket)) return CLOSED;
+  if (!bestUnpaid) return hasUnpaid ? { open: true, route: 'spill: no local box available' } : { open: true };
+  const spillMs = ticket.spillAfterMs ?? 0;
+  if (!(spillMs > 0)) return { open: true, route: NO_LOCAL_SLOT_ROUTE };
+  const localEta = bestUnpaid.slotWait + bestUnpaid.swap;
+  if (localEta * 1000 <= spillMs) return CLOSED;
+  return { open: true, route: `spill: local eta ${secondsText(localEta, Math.ceil)} s > ${secondsText(spillMs / 1000)} s` };
+}
+
+/** The route of a parked call whose spill timer opened its paid candidates after `waitedMs`. */
+export function parkedSpillRoute(waitedMs: number, spillAfterMs: number): string {
+  return `spill: parked ${secondsText(waitedMs / 1000)} s ≥ ${secondsText(spillAfterMs / 1000)} s`;
+}
+
+/** Seconds as a short number: whole from 10 up, else one decimal (rounded by `round`, trailing .0 dropped). */
+export function secondsText(seconds: number, round: (n: number) => number = Math.round): string {
+  if (seconds >= 10) return String(round(seconds));
+  return String(round(seconds * 10) / 10);
+}
