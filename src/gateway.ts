@@ -145,6 +145,7 @@ export class Gateway {
       maxParked: this.effective.max_parked,
       affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,
       onGroupSwitch: this.gpuSwitch.onSwitch,
+      fleet: { isResident: (b, m) => this.residency.isResident(b, m, Date.now()) },
     });
     this.configureGroups();
     this.catalog = new ModelCatalog(this.registry, () => this.effective);

@@ -17,7 +17,9 @@ export type WaitEstimate = (backend: string, typeKey: string, ahead: number) => 
  * The waiter's ETA: the smallest predicted wait over its backends, each with the calls parked
  * ahead of it there (`aheadOn`). Undefined when none of its backends is routable.
  */
-export function waiterEta(waiter: Waiter, aheadOn: (backend: string) => number, estimate: WaitEstimate): number | undefined {
+export function waiterEta(
+  waiter: Waiter, aheadOn: (backend: string) => number, estimate: WaitEstimate,
+): number | undefined {
   let best: number | undefined;
   for (const [backend, typeKeys] of waiter.typeKeysByBackend) {
     const seconds = estimate(backend, typeKeys[0], aheadOn(backend));
@@ -30,7 +32,9 @@ export function waiterEta(waiter: Waiter, aheadOn: (backend: string) => number, 
  * ETAs of the oldest `limit` parked calls (oldest first), in one pass: each backend's count of
  * older calls seen so far is the number ahead there (its queue is in arrival order too).
  */
-export function parkedEtas(parked: Iterable<Waiter>, estimate: WaitEstimate, limit = SNAPSHOT_ETA_LIMIT): Map<Waiter, number> {
+export function parkedEtas(
+  parked: Iterable<Waiter>, estimate: WaitEstimate, limit = SNAPSHOT_ETA_LIMIT,
+): Map<Waiter, number> {
   const etas = new Map<Waiter, number>();
   const seen = new Map<string, number>();
   let count = 0;

@@ -5,10 +5,14 @@
  *   parking if the gate allows paid use then;
  * - with stickiness, when the conversation's busy backend is predicted to free within the margin
  *   while another is free now: the other unpaid candidates, joined after `affinityMaxWaitMs`.
- * Pure: the scheduler sets the timers.
+ * `ParkingLot` parks tickets in the scheduler's WaiterIndex and owns every timer of a parked
+ * call: its deadline and its widen timers, all cleared on every way out (grant, timeout, abort).
  */
-import type { Candidate, Ticket } from './types.ts';
-import type { Waiter } from './waiters.ts';
+import type { Clock } from './clock.ts';
+import { retryAfterFromEta, shownEta, waiterEta, type WaitEstimate } from './eta.ts';
+import { NO_LOCAL_SLOT_ROUTE, paidAllowed, parkedSpillRoute } from './spill.ts';
+import { SchedulerRejection, type Candidate, type Lease, type ParkedTicketSnapshot, type Ticket } from './types.ts';
+import { aheadByBackend, typeKeysByBackend, type Waiter, type WaiterIndex } from './waiters.ts';
 
 /** A parked ticket, with what the scheduler keeps beside the queues. */
 export interface ParkedCall extends Waiter {
@@ -45,7 +49,9 @@ export interface ParkingRules {
 }
 
 /** Splits a ticket's candidates by `rules`; `isPaid` is false for a backend not (yet) known. */
-export function planParking(candidates: readonly Candidate[], isPaid: (backend: string) => boolean, rules: ParkingRules): ParkingPlan {
+export function planParking(
+  candidates: readonly Candidate[], isPaid: (backend: string) => boolean, rules: ParkingRules,
+): ParkingPlan {
   const plan: ParkingPlan = { queues: [], heldUnpaid: [], heldPaid: [] };
   const first: Candidate[] = [];
   for (const candidate of candidates) {
@@ -59,8 +65,8 @@ export function planParking(candidates: readonly Candidate[], isPaid: (backend: 
   return plan;
 }
 
-/** The parked call's held candidates joined now: the unpaid ones, and the paid ones once its gate is open. */
-export function takeHeld(call: ParkedCall, which: 'unpaid' | 'paid'): Candidate[] {
+/** The held candidates of one kind, taken off the call (they join its queues). */
+function takeHeld(call: ParkedCall, which: 'unpaid' | 'paid'): Candidate[] {
   if (which === 'unpaid') {
     const joined = call.heldUnpaid;
     call.heldUnpaid = [];
@@ -69,4 +75,146 @@ export function takeHeld(call: ParkedCall, which: 'unpaid' | 'paid'): Candidate[
   const joined = call.heldPaid;
   call.heldPaid = [];
   return joined;
+}
+
+/** What parking needs of the scheduler. */
+export interface ParkingContext {
+  readonly clock: Clock;
+  readonly waiters: WaiterIndex;
+  affinityMaxWaitMs(): number;
+  /** Whether a backend is known to be paid. */
+  isPaid(backend: string): boolean;
+  /** The GPU group of a backend (for the calls ahead of a refused one). */
+  groupOf(backend: string): object | undefined;
+  estimateWait: WaitEstimate;
+  /** Free slots of these backends go to their waiters now (a call was widened onto them). */
+  handOffOn(backends: readonly string[]): void;
+}
+
+/** How a ticket parks: its rules, and the route a paid lease gets under its open gate. */
+export type ParkRequest = ParkingRules & { paidRoute?: string };
+
+/** Parked calls: parking, the timers that end or widen a wait, and unparking. */
+export class ParkingLot {
+  private nextSeq = 1;
+  /** The parked call of each ticket, for `queuePosition`. */
+  private readonly calls = new WeakMap<Ticket, ParkedCall>();
+
+  constructor(private readonly ctx: ParkingContext) {}
+
+  /** The ticket's call while it is parked. */
+  callOf(ticket: Ticket): ParkedCall | undefined {
+    const call = this.calls.get(ticket);
+    return call && !call.settled ? call : undefined;
+  }
+
+  /** Parks the ticket until a hand-off resolves it, its wait ends ('park_timeout') or it aborts. */
+  park(ticket: Ticket, request: ParkRequest): Promise<Lease> {
+    const { clock, waiters } = this.ctx;
+    const plan = planParking(ticket.candidates, (backend) => this.ctx.isPaid(backend), request);
+    return new Promise<Lease>((resolve, reject) => {
+      const enqueuedAt = clock.now();
+      const call: ParkedCall = {
+        seq: this.nextSeq++, alias: ticket.alias, enqueuedAt, deadline: enqueuedAt + ticket.parkMs,
+        typeKeysByBackend: typeKeysByBackend(plan.queues), refresh: ticket.refresh,
+        resolve, reject, settled: false, timer: undefined,
+        ticket, paidOpen: request.paidOpen, paidRoute: request.paidRoute, sticky: request.sticky,
+        heldUnpaid: plan.heldUnpaid, heldPaid: plan.heldPaid, widenTimers: [],
+      };
+      call.timer = clock.setTimeout(() => {
+        const ahead = aheadByBackend(call, waiters.values(), this.ctx.groupOf);
+        const eta = waiterEta(call, (backend) => ahead.byBackend.get(backend) ?? 0, this.ctx.estimateWait);
+        this.unpark(call);
+        const message = `no backend for ${ticket.alias} freed within ${ticket.parkMs} ms`;
+        reject(new SchedulerRejection('park_timeout', message, retryAfterFromEta(eta), ahead));
+      }, ticket.parkMs);
+      this.setWidenTimers(call);
+      const signal = ticket.signal;
+      if (signal) {
+        const onAbort = (): void => {
+          if (call.settled) return;
+          this.unpark(call);
+          reject(abortedRejection());
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        call.detachAbort = () => signal.removeEventListener('abort', onAbort);
+      }
+      waiters.add(call);
+      this.calls.set(ticket, call);
+    });
+  }
+
+  /** Takes the call out of the queues and drops its timers and abort listener. */
+  unpark(call: ParkedCall): void {
+    this.ctx.waiters.remove(call);
+    this.ctx.clock.clearTimeout(call.timer);
+    for (const timer of call.widenTimers) this.ctx.clock.clearTimeout(timer);
+    call.detachAbort?.();
+  }
+
+  /**
+   * The timers that widen a parked call onto its held-back candidates: the other unpaid ones
+   * after `affinityMaxWaitMs` (stickiness), then, under the rule of before (spill 0), the paid
+   * ones too; the paid ones at `spillAfterMs` if its paid gate allows them then. Only those due
+   * before its wait ends.
+   */
+  private setWidenTimers(call: ParkedCall): void {
+    const { clock } = this.ctx;
+    const { ticket } = call;
+    const spillMs = ticket.spillAfterMs ?? 0;
+    const stickMs = this.ctx.affinityMaxWaitMs();
+    if (call.heldUnpaid.length > 0 && stickMs < ticket.parkMs) {
+      call.widenTimers.push(clock.setTimeout(() => {
+        this.widen(call, takeHeld(call, 'unpaid'));
+        if (!(spillMs > 0)) this.openPaid(call, NO_LOCAL_SLOT_ROUTE);
+      }, stickMs));
+    }
+    if (call.heldPaid.length > 0 && spillMs > 0 && spillMs < ticket.parkMs) {
+      call.widenTimers.push(clock.setTimeout(() => {
+        this.openPaid(call, parkedSpillRoute(clock.now() - call.enqueuedAt, spillMs));
+      }, spillMs));
+    }
+  }
+
+  /** A parked call's paid candidates join its queues, if it is still parked and its paid gate allows them now. */
+  private openPaid(call: ParkedCall, route: string): void {
+    if (call.settled || call.heldPaid.length === 0 || !paidAllowed(call.ticket)) return;
+    call.paidOpen = true;
+    call.paidRoute = route;
+    this.widen(call, takeHeld(call, 'paid'));
+  }
+
+  /** The parked call also waits on `candidates` now; free slots there are handed off at once. */
+  private widen(call: ParkedCall, candidates: Candidate[]): void {
+    if (call.settled) return;
+    this.ctx.handOffOn(this.ctx.waiters.widen(call, candidates));
+  }
+}
+
+/** A parked call as the snapshot shows it; `etaS` when its ETA was computed. */
+export function parkedSnapshot(call: ParkedCall, now: number, etaS: number | undefined): ParkedTicketSnapshot {
+  const user = call.ticket.user?.key;
+  return {
+    alias: call.alias,
+    typeKeys: [...new Set([...call.typeKeysByBackend.values()].flat())],
+    backends: [...call.typeKeysByBackend.keys()],
+    ageMs: now - call.enqueuedAt,
+    remainingMs: Math.max(0, call.deadline - now),
+    ...(etaS === undefined ? {} : { etaS: shownEta(etaS) }),
+    ...(user === undefined ? {} : { user }),
+  };
+}
+
+/** What a ticket's refresh returns now; nothing if it throws or returns something else. */
+export function refreshedCandidates(refresh: () => Candidate[]): readonly Candidate[] {
+  try {
+    const candidates = refresh();
+    return Array.isArray(candidates) ? candidates : [];
+  } catch {
+    return [];
+  }
+}
+
+export function abortedRejection(): SchedulerRejection {
+  return new SchedulerRejection('aborted', 'the client went away while waiting for a backend');
 }

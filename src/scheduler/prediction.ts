@@ -87,7 +87,9 @@ export function prefillSeconds(slots: BackendSlots, model: string, promptTokens:
  * unknown): the calls beyond the cap's free slots, each a mean service time, spread over the
  * cap's slots. Not resident: the box drains first (llama-swap finishes its calls before a swap).
  */
-export function slotWaitSeconds(slots: BackendSlots, model: string, resident: boolean | undefined, queued: number): number {
+export function slotWaitSeconds(
+  slots: BackendSlots, model: string, resident: boolean | undefined, queued: number,
+): number {
   const cap = slots.spec.cap;
   const service = serviceSeconds(slots, model) ?? DEFAULT_SERVICE_S;
   if (resident === false) return ((slots.inflight + queued) * service) / Math.max(cap, 1);

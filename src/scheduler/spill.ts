@@ -7,7 +7,7 @@
  * that long. Each spill says why in `Lease.route`.
  */
 import type { Prediction } from './prediction.ts';
-import type { Ticket } from './types.ts';
+import { SchedulerRejection, type Ticket } from './types.ts';
 
 /** Whether a ticket may use its paid candidates now, and the route words if it takes one. */
 export interface PaidGate {
@@ -40,7 +40,14 @@ export function paidGate(
   if (!(spillMs > 0)) return { open: true, route: NO_LOCAL_SLOT_ROUTE };
   const localEta = bestUnpaid.slotWait + bestUnpaid.swap;
   if (localEta * 1000 <= spillMs) return CLOSED;
-  return { open: true, route: `spill: local eta ${secondsText(localEta, Math.ceil)} s > ${secondsText(spillMs / 1000)} s` };
+  const route = `spill: local eta ${secondsText(localEta, Math.ceil)} s > ${secondsText(spillMs / 1000)} s`;
+  return { open: true, route };
+}
+
+/** The refusal of a ticket whose only candidates are paid while its paid gate is closed (it never parks). */
+export function paidBudgetRejection(alias: string): SchedulerRejection {
+  const message = `the paid budget allows no more calls to the paid backends serving ${alias}`;
+  return new SchedulerRejection('paid_budget', message);
 }
 
 /** The route of a parked call whose spill timer opened its paid candidates after `waitedMs`. */

@@ -33,6 +33,12 @@ export interface RefusalDeps {
 
 /** The scheduler's refusal as the client gets it; `explained`: each candidate's reason, worded for this caller. */
 export function rejectionError(err: SchedulerRejection, alias: string, explained?: RefusalExplanation): GatewayError {
+  if (err.reason === 'paid_budget') {
+    return new GatewayError({
+      status: 429, code: 'paid_budget_reached', type: 'insufficient_quota', reason: err.reason,
+      message: `Only paid backends serve \`${alias}\`, and the paid budget allows no more calls to them now.`,
+    });
+  }
   const messages: Record<string, string> = {
     no_backend: `No healthy backend is serving \`${alias}\` right now.`,
     parking_off: `Every backend serving \`${alias}\` is busy and parking is off for it; retry shortly.`,
