@@ -1,0 +1,178 @@
+/**
+ * The paid spill rule: paid candidates only while the paid gate allows them and the best local
+ * prediction exceeds `spillAfterMs` (0: as soon as no local slot is free, the rule of before),
+ * the spill timer of a parked call, 'paid_budget' for a paid-only call, and the route words.
+ * Fake clock throughout; no timing.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SchedulerRejection } from '../src/scheduler/index.ts';
+import { rejectionError } from '../src/upstream/refusals.ts';
+import { candidates, settle } from './helpers/scheduler-harness.ts';
+import { leased, scoreHarness, ticketFor } from './helpers/scheduler-score.ts';
+
+/** A local box (measured: a call holds it `serviceS`) busy with one call, and a free paid box. */
+async function busyLocal(serviceS: number) {
+  const h = scoreHarness();
+  h.add('local');
+  h.add('cloud', { paid: true });
+  h.measure('local', serviceS);
+  const running = await h.take(['local/m']);
+  return { ...h, running };
+}
+
+const both = ['local/m', 'cloud/m'];
+
+describe('spill: spillAfterMs 0 (default) is the rule of before', () => {
+  it('paid as soon as no local slot is free, saying so', async () => {
+    const { take } = await busyLocal(5);
+    const lease = await take(both);
+    assert.equal(lease.backend, 'cloud');
+    assert.equal(lease.route, 'spill: no local slot free');
+  });
+
+  it('a call that only has paid candidates is no spill', async () => {
+    const { take } = await busyLocal(5);
+    assert.equal((await take(['cloud/m'])).route, undefined);
+  });
+
+  it('parked on both when the paid box is busy too; a freed paid slot takes it, saying why', async () => {
+    const { take, start } = await busyLocal(5);
+    const cloudCall = await take(['cloud/m']);
+    const call = start(ticketFor(both));
+    cloudCall.release();
+    await settle();
+    assert.equal(leased(call)?.backend, 'cloud');
+    assert.equal(leased(call)?.route, 'spill: no local slot free');
+  });
+});
+
+describe('spill: spillAfterMs above 0', () => {
+  it('a local wait under the threshold parks for the local box; the free paid box is left alone', async () => {
+    const { take, start, running, scheduler } = await busyLocal(5);
+    const call = start(ticketFor(both, { spillAfterMs: 10_000 }));
+    await settle();
+    assert.equal(leased(call), undefined);
+    assert.deepEqual(scheduler.snapshot().parked[0].backends, ['local'], 'not queued on the paid box');
+    const other = await take(['cloud/m']);
+    assert.equal(other.backend, 'cloud', 'the paid slot stays free for calls that may use it');
+    other.release();
+    await settle();
+    assert.equal(leased(call), undefined, 'a freed paid slot is not handed to it');
+    running.release();
+    await settle();
+    assert.equal(leased(call)?.backend, 'local');
+    assert.equal(leased(call)?.route, undefined);
+  });
+
+  it('a local wait over the threshold spills at once, with the predicted wait in the route', async () => {
+    const { take } = await busyLocal(41);
+    const lease = await take(both, { spillAfterMs: 10_000 });
+    assert.equal(lease.backend, 'cloud');
+    assert.equal(lease.route, 'spill: local eta 41 s > 10 s');
+  });
+
+  it('a free local slot is always taken first', async () => {
+    const { take, running } = await busyLocal(41);
+    running.release();
+    assert.equal((await take(both, { spillAfterMs: 10_000 })).backend, 'local');
+  });
+
+  it('the spill timer: parked that long, it widens onto the paid box and a free slot there takes it', async () => {
+    const { start, clock, running } = await busyLocal(5);
+    const call = start(ticketFor(both, { spillAfterMs: 15_000 }));
+    clock.advance(14_999);
+    await settle();
+    assert.equal(leased(call), undefined);
+    clock.advance(1);
+    await settle();
+    assert.equal(leased(call)?.backend, 'cloud');
+    assert.equal(leased(call)?.route, 'spill: parked 15 s ≥ 15 s');
+    running.release();
+  });
+
+  it('the spill timer re-checks the paid gate: closed by then, the call keeps waiting for the local box', async () => {
+    const { start, clock, running, scheduler } = await busyLocal(5);
+    let allowed = true;
+    const call = start(ticketFor(both, { spillAfterMs: 15_000, paidAllowed: () => allowed }));
+    allowed = false;
+    clock.advance(15_000);
+    await settle();
+    assert.equal(leased(call), undefined);
+    assert.deepEqual(scheduler.snapshot().parked[0].backends, ['local']);
+    running.release();
+    await settle();
+    assert.equal(leased(call)?.backend, 'local');
+  });
+
+  it('every timer is cleared whichever way the wait ends (grant, abort, timeout)', async () => {
+    const { start, clock, running, scheduler } = await busyLocal(5);
+    const pending = clock.pendingTimers;
+    const granted = start(ticketFor(both, { spillAfterMs: 15_000 }));
+    const controller = new AbortController();
+    const aborted = start(ticketFor(both, { spillAfterMs: 15_000, signal: controller.signal }));
+    const timedOut = start(ticketFor(both, { spillAfterMs: 5_000, parkMs: 10_000, paidAllowed: () => false }));
+    assert.equal(clock.pendingTimers, pending + 6, 'a deadline and a spill timer each');
+    running.release();
+    controller.abort();
+    await settle();
+    assert.equal(leased(granted)?.backend, 'local');
+    assert.equal(aborted.rejection?.reason, 'aborted');
+    assert.equal(clock.pendingTimers, pending + 2, 'only the third call still waits');
+    clock.advance(10_000);
+    await settle();
+    assert.equal(timedOut.rejection?.reason, 'park_timeout');
+    assert.equal(clock.pendingTimers, pending);
+    assert.equal(scheduler.hasParked(), false);
+  });
+});
+
+describe('spill: the paid gate', () => {
+  it('only paid candidates and the gate closed: paid_budget at once, nothing parked', async () => {
+    const { take, scheduler } = await busyLocal(5);
+    await assert.rejects(take(['cloud/m'], { paidAllowed: () => false, parkMs: 60_000 }), (error: unknown) => {
+      assert.ok(error instanceof SchedulerRejection);
+      assert.equal(error.reason, 'paid_budget');
+      return true;
+    });
+    assert.equal(scheduler.hasParked(), false);
+  });
+
+  it('the gate closed with a local candidate: the call parks for the local box instead of failing', async () => {
+    const { start, running, scheduler } = await busyLocal(5);
+    const call = start(ticketFor(both, { paidAllowed: () => false }));
+    await settle();
+    assert.equal(leased(call), undefined);
+    assert.deepEqual(scheduler.snapshot().parked[0].backends, ['local']);
+    running.release();
+    await settle();
+    assert.equal(leased(call)?.backend, 'local');
+  });
+
+  it('a refresh does not bring paid backends to a call whose gate is closed', async () => {
+    const { start, running, scheduler } = await busyLocal(5);
+    scheduler.upsertBackend({ name: 'cloud2', cap: 1, paid: true, available: true });
+    const call = start(ticketFor(['local/m'], { paidAllowed: () => false, refresh: () => candidates('local/m', 'cloud2/m') }));
+    scheduler.refreshCandidates();
+    await settle();
+    assert.equal(leased(call), undefined);
+    running.release();
+  });
+
+  it('failover (tryAcquireNow) follows the same rule', async () => {
+    const { scheduler } = await busyLocal(5);
+    const list = candidates(...both);
+    assert.equal(scheduler.tryAcquireNow(list, new Set(), { spillAfterMs: 10_000 }), null);
+    assert.equal(scheduler.tryAcquireNow(list, new Set(), { paidAllowed: () => false }), null);
+    const lease = scheduler.tryAcquireNow(list, new Set(), { spillAfterMs: 2_000 });
+    assert.equal(lease?.route, 'spill: local eta 5 s > 2 s');
+  });
+
+  it("'paid_budget' is a 429 insufficient_quota for the client", () => {
+    const error = rejectionError(new SchedulerRejection('paid_budget', 'x'), 'big-model');
+    assert.equal(error.status, 429);
+    assert.equal(error.type, 'insufficient_quota');
+    assert.equal(error.code, 'paid_budget_reached');
+    assert.match(error.message, /paid budget/);
+  });
+});
