@@ -38,7 +38,8 @@ describe('score: the formula', () => {
     const box = slots({ cap: 2, inflight: 2, service: measured(12) });
     assert.equal(slotWaitSeconds(box, 'm', true, 0), 6); // (2 + 0 − 2 + 1) × 12 / 2
     assert.equal(slotWaitSeconds(box, 'm', true, 3), 24); // (2 + 3 − 2 + 1) × 12 / 2
-    assert.equal(slotWaitSeconds(slots({ cap: 0, inflight: 9, service: measured(12) }), 'm', true, 5), 0, 'cap 0 = unlimited');
+    const unlimited = slots({ cap: 0, inflight: 9, service: measured(12) });
+    assert.equal(slotWaitSeconds(unlimited, 'm', true, 5), 0, 'cap 0 = unlimited');
   });
 
   it('not resident: the box drains first (its calls and those queued), then the swap', () => {
@@ -86,10 +87,11 @@ describe('score: the order', () => {
     measure('warm', 2, 20);
     fleet.hold('fast', 'other').hold('warm', 'm');
     assert.equal((await take(['fast/m', 'warm/m'])).backend, 'warm');
-    assert.deepEqual(scheduler.order(ticketFor(['fast/m', 'warm/m']).candidates).map((c) => c.backend), ['warm', 'fast']);
+    const order = scheduler.order(ticketFor(['fast/m', 'warm/m']).candidates);
+    assert.deepEqual(order.map((c) => c.backend), ['warm', 'fast']);
   });
 
-  it('with residency unknown, speed breaks the tie, and the box that last ran the model beats a faster one', async () => {
+  it('residency unknown: speed breaks the tie, and the box that last ran the model beats a faster one', async () => {
     const { add, measure, take } = scoreHarness();
     add('slow', { cap: 2 });
     add('fast', { cap: 2 });
@@ -163,7 +165,7 @@ describe('score: a slot is not a model', () => {
     assert.equal(m1.rejection?.reason, 'parking_off');
   });
 
-  it('hand-off on a busy box: a runnable waiter before an older one that needs a load; the slot idles if none', async () => {
+  it('hand-off on a busy box: a runnable waiter before an older one needing a load; else the slot idles', async () => {
     const { add, fleet, take, start, scheduler, clock } = scoreHarness();
     add('box', { cap: 2 });
     fleet.hold('box', 'm1');

@@ -41,8 +41,11 @@ function spillFromConfig(gw: TestGateway, spillAfterS: number): void {
  * A local vLLM fake (cap 1) measured by one call of about `measuredMs`, then held by a stream
  * of about `holdMs`; a free paid fake; both serve `m`.
  */
-async function busyLocalFleet(t: { after: (fn: () => Promise<void>) => void }, spillAfterS: number, measuredMs: number, holdMs: number) {
-  const local = await startFake('vllm', { models: ['m'], knobs: { tokensPerSecond: 1000 / (measuredMs / 4), chunkCount: 4 } });
+async function busyLocalFleet(
+  t: { after: (fn: () => Promise<void>) => void }, spillAfterS: number, measuredMs: number, holdMs: number,
+) {
+  const measuring = { tokensPerSecond: 1000 / (measuredMs / 4), chunkCount: 4 };
+  const local = await startFake('vllm', { models: ['m'], knobs: measuring });
   const cloud = await startFake('openrouter', { models: ['m'], knobs: { tokensPerSecond: 1000, chunkCount: 4 } });
   const gw = await startGateway(
     [{ name: 'local', url: local.url, max_concurrent: 1 }, { name: 'cloud', url: cloud.url, paid: true }],

@@ -152,7 +152,8 @@ describe('spill: the paid gate', () => {
   it('a refresh does not bring paid backends to a call whose gate is closed', async () => {
     const { start, running, scheduler } = await busyLocal(5);
     scheduler.upsertBackend({ name: 'cloud2', cap: 1, paid: true, available: true });
-    const call = start(ticketFor(['local/m'], { paidAllowed: () => false, refresh: () => candidates('local/m', 'cloud2/m') }));
+    const refresh = () => candidates('local/m', 'cloud2/m');
+    const call = start(ticketFor(['local/m'], { paidAllowed: () => false, refresh }));
     scheduler.refreshCandidates();
     await settle();
     assert.equal(leased(call), undefined);

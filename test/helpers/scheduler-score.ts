@@ -52,11 +52,13 @@ export function scoreHarness(opts: { maxParked?: number } = {}) {
   const add = (name: string, more: { cap?: number; paid?: boolean } = {}) =>
     scheduler.upsertBackend({ name, cap: more.cap ?? 1, paid: more.paid ?? false, available: true });
   /** One completed call: `seconds` held, `tokensPerS` decode speed (and prefill at 1,000 tok/s). */
-  const measure = (name: string, seconds: number, tokensPerS = 50) =>
+  const measure = (name: string, seconds: number, tokensPerS = 50) => {
+    const tokens = Math.round(tokensPerS * seconds);
     scheduler.recordSpeed(name, {
-      status: 200, outputTokens: Math.round(tokensPerS * seconds), seconds,
-      timings: { predictedN: Math.round(tokensPerS * seconds), predictedMs: seconds * 1000, promptN: 1000, promptMs: 1000 },
+      status: 200, outputTokens: tokens, seconds,
+      timings: { predictedN: tokens, predictedMs: seconds * 1000, promptN: 1000, promptMs: 1000 },
     });
+  };
   /** Starts an acquire; its outcome lands on the returned object. */
   const start = (ticket: Ticket): Outcome => {
     const outcome: Outcome = {};
