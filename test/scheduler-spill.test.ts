@@ -72,6 +72,15 @@ describe('spill: spillAfterMs above 0', () => {
     assert.equal(lease.route, 'spill: local eta 41 s > 10 s');
   });
 
+  it('a call that cannot park (parking off) goes paid rather than being refused, unless the gate is closed', async () => {
+    const { take } = await busyLocal(5);
+    const lease = await take(both, { spillAfterMs: 10_000, parkMs: 0 });
+    assert.equal(lease.backend, 'cloud');
+    assert.equal(lease.route, 'spill: no local slot free and no parking');
+    lease.release();
+    await assert.rejects(take(both, { spillAfterMs: 10_000, parkMs: 0, paidAllowed: () => false }), { reason: 'parking_off' });
+  });
+
   it('a free local slot is always taken first', async () => {
     const { take, running } = await busyLocal(41);
     running.release();

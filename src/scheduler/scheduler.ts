@@ -159,7 +159,8 @@ export class Scheduler {
     const lease = stickyOnly ? null : this.takeFreeSlot(unpaid);
     if (lease) return Promise.resolve(lease);
     // also without a paid candidate now: the gate decides whether paid ones a refresh brings are waited on
-    const gate = stickyOnly ? { open: false } : paidGate(ticket, unpaid[0]?.prediction, hasUnpaid);
+    const canPark = ticket.parkMs > 0 && this.waiters.size < this.maxParked;
+    const gate = stickyOnly ? { open: false } : paidGate(ticket, unpaid[0]?.prediction, hasUnpaid, canPark);
     const paid = gate.open && unpaid.length < ranked.length ? ranked.slice(unpaid.length) : [];
     const paidLease = this.takeFreeSlot(paid, gate.route);
     if (paidLease) return Promise.resolve(paidLease);

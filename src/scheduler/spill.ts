@@ -18,6 +18,9 @@ export interface PaidGate {
 
 const CLOSED: PaidGate = Object.freeze({ open: false });
 
+/** Route of a paid lease for a call that could not park for a local box (parking off, or the queue full). */
+export const CANNOT_WAIT_ROUTE = 'spill: no local slot free and no parking';
+
 /** Route of a paid lease under the rule of before (`spillAfterMs` 0): no unpaid candidate could start. */
 export const NO_LOCAL_SLOT_ROUTE = 'spill: no local slot free';
 
@@ -29,17 +32,20 @@ export function paidAllowed(ticket: Pick<Ticket, 'paidAllowed'>): boolean {
 /**
  * The gate for a ticket none of whose unpaid candidates could start now. `bestUnpaid`: the
  * best routable one by the score; undefined when none is routable, and then `hasUnpaid` says
- * whether it has unpaid candidates at all (down or not yet known).
+ * whether it has unpaid candidates at all (down or not yet known). `canWait`: the call could
+ * park for them; one that cannot (parking off, queue full) would be refused, so a local wait
+ * under the threshold does not keep it from the paid box.
  */
 export function paidGate(
   ticket: Pick<Ticket, 'paidAllowed' | 'spillAfterMs'>, bestUnpaid: Prediction | undefined, hasUnpaid: boolean,
+  canWait = true,
 ): PaidGate {
   if (!paidAllowed(ticket)) return CLOSED;
   if (!bestUnpaid) return hasUnpaid ? { open: true, route: 'spill: no local box available' } : { open: true };
   const spillMs = ticket.spillAfterMs ?? 0;
   if (!(spillMs > 0)) return { open: true, route: NO_LOCAL_SLOT_ROUTE };
   const localEta = bestUnpaid.slotWait + bestUnpaid.swap;
-  if (localEta * 1000 <= spillMs) return CLOSED;
+  if (localEta * 1000 <= spillMs) return canWait ? CLOSED : { open: true, route: CANNOT_WAIT_ROUTE };
   const route = `spill: local eta ${secondsText(localEta, Math.ceil)} s > ${secondsText(spillMs / 1000)} s`;
   return { open: true, route };
 }
