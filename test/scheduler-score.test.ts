@@ -165,6 +165,14 @@ describe('score: a slot is not a model', () => {
     assert.equal(m1.rejection?.reason, 'parking_off');
   });
 
+  it('a second call for the model the box is loading for its latest lease may start beside it', async () => {
+    const { add, fleet, take } = scoreHarness();
+    add('box', { cap: 2 });
+    fleet.hold('box', 'm1');
+    await take(['box/m2']);
+    assert.equal((await take(['box/m2'])).backend, 'box', 'one load serves both');
+  });
+
   it('hand-off on a busy box: a runnable waiter before an older one needing a load; else the slot idles', async () => {
     const { add, fleet, take, start, scheduler, clock } = scoreHarness();
     add('box', { cap: 2 });

@@ -49,14 +49,15 @@ export interface Residency {
 
 /**
  * Whether a call for `model` may start on the box now, as far as the model goes (its slot is
- * checked apart): on an idle box always; on a busy one only when the model is resident (or
- * unknown) and the box is not loading another model for its latest lease. A slot is not a model:
- * a call that needs a load on a busy box would only queue inside the box.
+ * checked apart): on an idle box always; on a busy one when its latest lease is for the same
+ * model (loaded, or loading for that lease: one load serves both), or when the model is resident
+ * (or unknown) and the box is not loading another model for its latest lease. A slot is not a
+ * model: a call that needs a load on a busy box would only queue inside the box.
  */
 export function runnableBeside(slots: BackendSlots, model: string, residency: Residency): boolean {
-  if (slots.inflight === 0) return true;
+  if (slots.inflight === 0 || slots.lastTypeKey === model) return true;
   if (residency.model === false) return false;
-  return slots.lastTypeKey === undefined || slots.lastTypeKey === model || residency.lastTypeKey !== false;
+  return slots.lastTypeKey === undefined || residency.lastTypeKey !== false;
 }
 
 /** Mean seconds a call of `model` holds a slot there; undefined = never measured. */
