@@ -123,11 +123,11 @@ export function designateInGroup(
     const headTypeKey = head.typeKeysByBackend.get(name)![0];
     // a head that cannot start here now is no candidate for (1)/(3); a same-model waiter behind it still is
     const passedOver = runnable && now - head.enqueuedAt <= affinityMaxWaitMs && !runnable(slots, headTypeKey);
-    if (passedOver) {
-      // skip
-    } else if (!oldest || head.seq < oldest.waiter.seq) oldest = { slots, waiter: head, typeKey: headTypeKey };
-    else if (head === oldest.waiter && prefer(slots, headTypeKey, oldest.slots, oldest.typeKey) < 0) {
-      oldest = { slots, waiter: head, typeKey: headTypeKey };
+    if (!passedOver) {
+      if (!oldest || head.seq < oldest.waiter.seq) oldest = { slots, waiter: head, typeKey: headTypeKey };
+      else if (head === oldest.waiter && prefer(slots, headTypeKey, oldest.slots, oldest.typeKey) < 0) {
+        oldest = { slots, waiter: head, typeKey: headTypeKey };
+      }
     }
     const last = slots.lastTypeKey;
     if (last === undefined || kindOf(slots) !== group.lastKind || (runnable && !runnable(slots, last))) continue;

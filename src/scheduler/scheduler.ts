@@ -160,7 +160,7 @@ export class Scheduler {
     if (lease) return Promise.resolve(lease);
     // also without a paid candidate now: the gate decides whether paid ones a refresh brings are waited on
     const canPark = ticket.parkMs > 0 && this.waiters.size < this.maxParked;
-    const gate = stickyOnly ? { open: false } : paidGate(ticket, unpaid[0]?.prediction, hasUnpaid, canPark);
+    const gate = stickyOnly ? { open: false } : paidGate(ticket, unpaid, hasUnpaid, canPark);
     const paid = gate.open && unpaid.length < ranked.length ? ranked.slice(unpaid.length) : [];
     const paidLease = this.takeFreeSlot(paid, gate.route);
     if (paidLease) return Promise.resolve(paidLease);
@@ -185,7 +185,7 @@ export class Scheduler {
     const unpaid = firstPaid < 0 ? ranked : ranked.slice(0, firstPaid);
     const lease = this.takeFreeSlot(unpaid);
     if (lease || firstPaid < 0) return lease;
-    const gate = paidGate(ticket ?? {}, unpaid[0]?.prediction, unpaid.length > 0);
+    const gate = paidGate(ticket ?? {}, unpaid, unpaid.length > 0);
     return gate.open ? this.takeFreeSlot(ranked.slice(firstPaid), gate.route) : null;
   }
 

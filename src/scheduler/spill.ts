@@ -30,21 +30,24 @@ export function paidAllowed(ticket: Pick<Ticket, 'paidAllowed'>): boolean {
 }
 
 /**
- * The gate for a ticket none of whose unpaid candidates could start now. `bestUnpaid`: the
- * best routable one by the score; undefined when none is routable, and then `hasUnpaid` says
- * whether it has unpaid candidates at all (down or not yet known). `canWait`: the call could
+ * The gate for a ticket none of whose unpaid candidates could start now. `unpaid`: its routable
+ * ones with their scores (the local wait is the least slot wait + swap among them); when none is
+ * routable, `hasUnpaid` says whether it has unpaid candidates at all (down or not yet known). `canWait`: the call could
  * park for them; one that cannot (parking off, queue full) would be refused, so a local wait
  * under the threshold does not keep it from the paid box.
  */
 export function paidGate(
-  ticket: Pick<Ticket, 'paidAllowed' | 'spillAfterMs'>, bestUnpaid: Prediction | undefined, hasUnpaid: boolean,
+  ticket: Pick<Ticket, 'paidAllowed' | 'spillAfterMs'>,
+  unpaid: readonly { prediction: Prediction }[],
+  hasUnpaid: boolean,
   canWait = true,
 ): PaidGate {
   if (!paidAllowed(ticket)) return CLOSED;
-  if (!bestUnpaid) return hasUnpaid ? { open: true, route: 'spill: no local box available' } : { open: true };
+  if (unpaid.length === 0) return hasUnpaid ? { open: true, route: 'spill: no local box available' } : { open: true };
   const spillMs = ticket.spillAfterMs ?? 0;
   if (!(spillMs > 0)) return { open: true, route: NO_LOCAL_SLOT_ROUTE };
-  const localEta = bestUnpaid.slotWait + bestUnpaid.swap;
+  let localEta = Infinity;
+  for (const { prediction } of unpaid) localEta = Math.min(localEta, prediction.slotWait + prediction.swap);
   if (localEta * 1000 <= spillMs) return canWait ? CLOSED : { open: true, route: CANNOT_WAIT_ROUTE };
   const route = `spill: local eta ${secondsText(localEta, Math.ceil)} s > ${secondsText(spillMs / 1000)} s`;
   return { open: true, route };
