@@ -29,4 +29,6 @@ export {
   type Ticket,
   type TicketUser,
   type FleetView,
+  type FailoverTicket,
+  type QueuePosition,
 } from './types.ts';

@@ -12,8 +12,10 @@ import {
   type BackendKind,
   type BackendSlotSpec,
   type Candidate,
+  type FailoverTicket,
   type GroupLimits,
   type Lease,
+  type QueuePosition,
   type SchedulerOptions,
   type SchedulerSnapshot,
   type SpeedSample,
@@ -228,7 +230,7 @@ export class Scheduler {
    * loaded), the best over its backends behind the calls parked ahead of it there. Undefined
    * when it is not parked. O(parked × backends): for keep-alive comments every few seconds.
    */
-  queuePosition(ticket: Ticket): { position: number; waitedMs: number; etaS?: number } | undefined {
+  queuePosition(ticket: Ticket): QueuePosition | undefined {
     const waiter = this.parking.callOf(ticket);
     if (!waiter) return undefined;
     const position = positionOf(waiter, this.waiters.values(), (backend) => this.backends.get(backend)?.group);
@@ -393,6 +395,3 @@ export class Scheduler {
     return this.backends.get(name)?.spec.paid === true;
   }
 }
-
-/** What failover reads of the call's ticket: the prompt size for the score, and its paid spill rule. */
-export type FailoverTicket = Pick<Ticket, 'promptTokens' | 'spillAfterMs' | 'paidAllowed'>;

@@ -101,13 +101,33 @@ export interface Lease {
   /** Time spent parked before the slot was granted (0 when granted at once). */
   readonly waitedMs: number;
   /**
-   * Why this backend, in words, when the pick was not simply the best free unpaid candidate:
-   * e.g. `spill: local eta 41 s > 10 s`, `sticky`, `warm`. For `x-gateway-route` and the call log.
+   * Why this backend, in words, when the pick was not simply the best free unpaid candidate (then
+   * undefined). For `x-gateway-route` and the call log. One of: `sticky` (the conversation's
+   * previous backend); `spill: no local slot free` (spill threshold 0); `spill: local eta 41 s >
+   * 10 s`; `spill: parked 15 s ≥ 15 s` (the spill timer); `spill: no local box available` (no
+   * unpaid candidate routable); `spill: no local slot free and no parking` (the call could not
+   * park). A call whose candidates are all paid has none.
    */
   readonly route?: string;
   /** Frees the slot and hands it to the next waiter. Idempotent. */
   release(): void;
 }
+
+/** Where a parked ticket stands (`Scheduler.queuePosition`). */
+export interface QueuePosition {
+  /** 1 + the older parked calls served before it on its backends (or their GPU groups). */
+  position: number;
+  waitedMs: number;
+  /**
+   * Predicted seconds until it gets a slot (and its model loaded), to one decimal: the best over
+   * its backends behind the calls parked ahead of it there. Absent when none of its backends
+   * was ever measured (a default is no forecast).
+   */
+  etaS?: number;
+}
+
+/** What failover (`Scheduler.tryAcquireNow`) reads of the call's ticket: prompt size and paid spill rule. */
+export type FailoverTicket = Pick<Ticket, 'promptTokens' | 'spillAfterMs' | 'paidAllowed'>;
 
 /** Calls ahead of a waiter per backend; `atLeast`: the count stopped at its limit, so these are lower bounds. */
 export interface AheadCount {
