@@ -4,7 +4,8 @@
  * - paid candidates while its paid gate is closed (spill.ts): joined at `spillAfterMs` of
  *   parking if the gate allows paid use then;
  * - with stickiness, when the conversation's busy backend is predicted to free within the margin
- *   while another is free now: the other unpaid candidates, joined after `affinityMaxWaitMs`.
+ *   while another is free now: the other unpaid candidates, joined after `affinityMaxWaitMs` (at
+ *   most half its wait).
  * `ParkingLot` parks tickets in the scheduler's WaiterIndex and owns every timer of a parked
  * call: its deadline and its widen timers, all cleared on every way out (grant, timeout, abort).
  */
@@ -148,13 +149,13 @@ export class ParkingLot {
   unpark(call: ParkedCall): void {
     this.ctx.waiters.remove(call);
     this.ctx.clock.clearTimeout(call.timer);
-    for (const timer of call.widenTimers) this.ctx.clock.clearTimeout(timer);
+    if (call.widenTimers.length > 0) for (const timer of call.widenTimers) this.ctx.clock.clearTimeout(timer);
     call.detachAbort?.();
   }
 
   /**
    * The timers that widen a parked call onto its held-back candidates: the other unpaid ones
-   * after `affinityMaxWaitMs` (stickiness), then, under the rule of before (spill 0), the paid
+   * after `affinityMaxWaitMs` or half its wait, whichever is shorter (stickiness), then, under the rule of before (spill 0), the paid
    * ones too; the paid ones at `spillAfterMs` if its paid gate allows them then. Only those due
    * before its wait ends.
    */
@@ -162,8 +163,9 @@ export class ParkingLot {
     const { clock } = this.ctx;
     const { ticket } = call;
     const spillMs = ticket.spillAfterMs ?? 0;
-    const stickMs = this.ctx.affinityMaxWaitMs();
-    if (call.heldUnpaid.length > 0 && stickMs < ticket.parkMs) {
+    // the margin, but never more than half the wait: a sticky box that overruns its prediction is left in time
+    const stickMs = Math.min(this.ctx.affinityMaxWaitMs(), ticket.parkMs / 2);
+    if (call.heldUnpaid.length > 0) {
       call.widenTimers.push(clock.setTimeout(() => {
         this.widen(call, takeHeld(call, 'unpaid'));
         if (!(spillMs > 0)) this.openPaid(call, NO_LOCAL_SLOT_ROUTE);
