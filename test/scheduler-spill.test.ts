@@ -100,6 +100,23 @@ describe('spill: spillAfterMs above 0', () => {
     running.release();
   });
 
+  it('the spill timer frees local boxes held back by stickiness first: a free one wins over paid', async () => {
+    const h = scoreHarness();
+    h.add('prev');
+    h.add('other');
+    h.add('cloud', { paid: true });
+    h.measure('prev', 10);
+    h.measure('other', 10);
+    const running = await h.take(['prev/m']);
+    const call = h.start(ticketFor(['prev/m', 'other/m', 'cloud/m'], { stickTo: 'prev', spillAfterMs: 5_000 }));
+    await settle();
+    assert.equal(leased(call), undefined, 'waits for its conversation\'s box');
+    h.clock.advance(5_000);
+    await settle();
+    assert.equal(leased(call)?.backend, 'other');
+    running.release();
+  });
+
   it('the spill timer re-checks the paid gate: closed by then, the call keeps waiting for the local box', async () => {
     const { start, clock, running, scheduler } = await busyLocal(5);
     let allowed = true;

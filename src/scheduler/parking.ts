@@ -173,6 +173,8 @@ export class ParkingLot {
     }
     if (call.heldPaid.length > 0 && spillMs > 0 && spillMs < ticket.parkMs) {
       call.widenTimers.push(clock.setTimeout(() => {
+        // local boxes held back by stickiness first: a free one takes it before any paid one
+        this.widen(call, takeHeld(call, 'unpaid'));
         this.openPaid(call, parkedSpillRoute(clock.now() - call.enqueuedAt, spillMs));
       }, spillMs));
     }
