@@ -1,8 +1,9 @@
 import { designateInGroup, GroupTable } from './groups.ts';
 import { compareBackends, compareMembers, sortMediaCandidates } from './ordering.ts';
 import { backendSnapshot, groupHasFreeSlot, hasFreeSlot, kindOf, type BackendSlots, type GroupSlots } from './slots.ts';
-import { countsAsCall, learnCall } from './service-time.ts';
+import { learnSpeed } from './learn-speed.ts';
 import { isJobSeconds, nextSpeed } from './speed.ts';
+import { swapSecondsFor } from './swap-cost.ts';
 import {
   SchedulerRejection,
   type BackendKind,
@@ -153,21 +154,22 @@ export class Scheduler {
   }
 
   /**
-   * Learns from one finished call (service-time.ts): decode and prefill rates and mean service
-   * time of the backend, and of the sample's model there. Only status 200 counts; every such
-   * call does, stream or not, short or long (short ones weigh less).
+   * Learns from one finished call (learn-speed.ts): decode and prefill rates and mean service
+   * time of the backend and of the sample's model there, and the model's swap cost when the call
+   * needed a load. Only status 200 counts; every such call does, stream or not, short or long.
    */
   recordSpeed(backend: string, sample: SpeedSample): void {
     const slots = this.backends.get(backend);
-    if (!slots || !countsAsCall(sample)) return;
-    const figures = (slots.service ??= { samples: 0 });
-    learnCall(figures, sample);
-    slots.speed = figures.decodeRate;
-    if (sample.model === undefined) return;
-    const byModel = (slots.serviceByModel ??= new Map());
-    let perModel = byModel.get(sample.model);
-    if (!perModel) byModel.set(sample.model, (perModel = { samples: 0 }));
-    learnCall(perModel, sample);
+    if (slots) learnSpeed(slots, sample);
+  }
+
+  /**
+   * Learnt swap cost of loading `model` on `backend` (seconds over a warm call): the model's
+   * figure, else the backend's mean over its models; undefined when none was learnt. O(1).
+   */
+  swapSecondsOf(backend: string, model: string): number | undefined {
+    const slots = this.backends.get(backend);
+    return slots && swapSecondsFor(slots, model);
   }
 
   /**

@@ -28,6 +28,8 @@ export interface BodyRelayCall {
   startedAt: number;
   /** When this attempt started (its slot was taken just before), for the speed sample. */
   attemptStartedAt: number;
+  /** The model was not resident on the box when the attempt was sent (the speed sample's `neededLoad`). */
+  neededLoad?: boolean;
   served: Served;
   response: Dispatcher.ResponseData;
   /** The first body byte arrived: the attempt's first-byte deadline is met. */
@@ -76,7 +78,7 @@ export async function relaySse(
     ? speedSample({
       status: 200, usage: summary.usage, timings: summary.timings,
       model: served.model, seconds: (call.now() - call.attemptStartedAt) / 1000,
-      firstTokenSeconds: (summary.firstTokenAt - call.attemptStartedAt) / 1000,
+      firstTokenSeconds: (summary.firstTokenAt - call.attemptStartedAt) / 1000, neededLoad: call.neededLoad,
     })
     : undefined;
   return { health: 'ok', speed, outcome };

@@ -32,8 +32,12 @@ export interface ProxyDeps extends RefusalDeps {
   /** Asks discovery to probe a backend now (failures crossed the threshold, or it is unreachable). */
   probe: (backend: string) => void;
   log: { warn(obj: object, msg: string): void };
-  /** A call for `model` is being sent to `backend` (residency: the box will hold it). */
-  onDispatch?: (backend: string, model: string) => void;
+  /**
+   * A call for `model` is being sent to `backend` (residency: the box will hold it). Says
+   * whether the box held it just before: false = the call has to load it (its speed sample's
+   * `neededLoad`), undefined = not known.
+   */
+  onDispatch?: (backend: string, model: string) => boolean | undefined;
 }
 
 export interface ProxyCall {
@@ -210,7 +214,7 @@ export class UpstreamProxy {
         `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
       const wire = call.surface.attempt(backend.spec);
       const request = wire.upstreamRequest(lease.model, backend.modelsById.get(lease.model)?.context_length);
-      deps.onDispatch?.(backend.name, lease.model);
+      const neededLoad = deps.onDispatch?.(backend.name, lease.model) === false;
       const result = await forward({
         dispatcher: deps.dispatcherFor(backend),
         path: backend.basePath + request.path,
@@ -242,13 +246,13 @@ export class UpstreamProxy {
           this.sendJson(state, backend.name, status, result.headers, body, served.reasoning);
           const reason = status === 200 ? null : 'untranslatable_answer';
           const seconds = (deps.now() - attemptStartedAt) / 1000;
-          const speed = jsonSpeedSample(status, usage, result.json, served.model, seconds);
+          const speed = jsonSpeedSample(status, usage, result.json, served.model, seconds, neededLoad);
           return { health: 'ok', speed, outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
         }
         case 'ok-stream':
         case 'ok-raw': {
           const body = {
-            cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, attemptStartedAt, served,
+            cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, attemptStartedAt, neededLoad, served,
             response: result.response,
             onFirstByte: () => deadline.clear(),
             noAnswer: (error: AttemptFailure['error']) => this.noAnswer(state, error),

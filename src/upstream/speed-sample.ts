@@ -15,6 +15,8 @@ export interface SpeedFields {
   seconds: number;
   /** Streams only: seconds from the attempt's start to the first token. */
   firstTokenSeconds?: number;
+  /** The model was not resident on the box when the attempt was sent: it had to load. */
+  neededLoad?: boolean;
 }
 
 export function speedSample(fields: SpeedFields): SpeedSample {
@@ -28,12 +30,14 @@ export function speedSample(fields: SpeedFields): SpeedSample {
   if (usage) sample.promptTokens = Math.max(0, usage.prompt_tokens - (usage.cached_tokens ?? 0));
   if (fields.timings) sample.timings = fields.timings;
   if (fields.firstTokenSeconds !== undefined) sample.firstTokenSeconds = fields.firstTokenSeconds;
+  if (fields.neededLoad) sample.neededLoad = true;
   return sample;
 }
 
 /** The sample of a non-stream answer: `json` is the backend's own body (llama.cpp puts `timings` on it). */
 export function jsonSpeedSample(
   status: number, usage: Usage | undefined, json: Record<string, unknown>, model: string, seconds: number,
+  neededLoad = false,
 ): SpeedSample {
-  return speedSample({ status, usage, timings: llamaCppTimings(json.timings), model, seconds });
+  return speedSample({ status, usage, timings: llamaCppTimings(json.timings), model, seconds, neededLoad });
 }
