@@ -194,7 +194,11 @@ export class Gateway {
       probe: (name) => void this.discovery.probe(name),
       log: this.log,
       refusals: refusalExplainer(this),
-      onDispatch: (backend, model) => this.residency.observeCall(backend, model, Date.now()),
+      // before the call moves residency: did the box hold the model, were other calls (ours is one) out there
+      onDispatch: (backend, model) => ({
+        neededLoad: this.residency.observeCall(backend, model, Date.now()) === false,
+        busy: this.scheduler.inflightOf(backend) > 1,
+      }),
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,

@@ -3,7 +3,7 @@
  * GET /running) and takes a known delay to load another. Calls through the real gateway with
  * the `openai` client, alternating models, each one after the first needing a load: the admin
  * /health shows each model's swap_s near the injected delay, and the loads stay out of the mean
- * service time. The public /health says nothing of it.
+ * service time; a load sent beside another call teaches none. The public /health says nothing of it.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -78,4 +78,30 @@ test('swap cost per model is learnt from calls that needed a load, near the box\
 
   const open = await (await fetch(`${gw.url}/health`)).text();
   assert.ok(!open.includes('swap_s') && !open.includes('"small"'), `the public summary names no model: ${open}`);
+});
+
+test('a load sent while the box is busy teaches no swap cost (it may have waited for a drain)', async (t) => {
+  const ls = await startFake('llamaswap', {
+    models: ['small', 'big'], knobs: { loadingMs: LOAD_MS, chunkCount: 20, tokensPerSecond: 20 },
+  });
+  const gw = await startGateway(
+    [{ name: 'ls', url: ls.url, max_concurrent: 2 }], { api_key: MASTER, health_check_interval: 3600 },
+  );
+  t.after(async () => { await gw.close(); await ls.close(); });
+  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
+  const messages = [{ role: 'user' as const, content: 'hi' }];
+
+  // a warm call holds one slot for about a second; the load goes out beside it
+  const warm = client.chat.completions.create({ model: 'small', messages, stream: true });
+  const first = await warm;
+  const iterator = first[Symbol.asyncIterator]();
+  await iterator.next(); // its first chunk: it is in flight on the box
+  const load = await client.chat.completions.create({ model: 'big', messages });
+  assert.ok(load.choices[0]?.message.content);
+  while (!(await iterator.next()).done) { /* the rest of the warm stream */ }
+  const f = await afterCalls(gw, 2);
+  assert.deepEqual(f.swap_s, {}, 'the busy load is not a swap measurement');
+
+  await client.chat.completions.create({ model: 'small', messages }); // alone on the box now: a swap it learns
+  assert.ok((await afterCalls(gw, 3)).swap_s.small! > 0.6 * LOAD_MS / 1000);
 });

@@ -72,6 +72,10 @@ describe('swap cost: one call', () => {
       sample: loadStream(0.2, 1), model: warm, extra: 0,
     },
     { name: 'a call that needed no load: none', sample: loadStream(6, 8, { neededLoad: false }), extra: undefined },
+    {
+      name: 'a load sent while the box had other calls in flight (it waited for them to drain): none',
+      sample: loadStream(6, 8, { busyAtDispatch: true }), model: warm, extra: undefined,
+    },
     { name: 'a failed call: none', sample: loadStream(6, 8, { status: 502 }), model: warm, extra: undefined },
   ];
   for (const c of cases) {
@@ -144,6 +148,18 @@ describe('swap cost: through the scheduler', () => {
     near(box.swapSeconds?.m, 6.5, 'swap s');
     near(box.service?.decodeRate, 20, 'decode untouched');
     near(box.service?.serviceSeconds, 1.5 * 0.7 + 2.5 * 0.3, 'service net of the load');
+  });
+
+  it('a load sent to a busy box: no swap cost, no service time, and still not prefill', () => {
+    const { scheduler } = schedulerHarness([{ name: 'box' }]);
+    warmUp(scheduler);
+    record(scheduler, loadStream(12.5, 13.5, { busyAtDispatch: true })); // waited for a drain, then loaded
+    const box = scheduler.snapshot().backends[0]!;
+    assert.equal(box.swapSeconds, undefined);
+    near(box.service?.serviceSeconds, 1.5, 'service time untouched');
+    near(box.service?.prefillRate, 200, 'prefill untouched');
+    near(box.service?.decodeRate, 20, 'decode after the first token still learnt');
+    assert.equal(box.service?.samples, 3);
   });
 
   it('several loads: an EWMA per model, the mean across models', () => {

@@ -11,7 +11,8 @@ import type { SpeedSample } from './types.ts';
 /**
  * Learns `sample` into `slots` (in place). The swap residual is taken against the figures
  * learnt before this call, so a call never explains itself; its service time is then learnt net
- * of that residual (else of the learnt swap figure).
+ * of that residual (else of the learnt swap figure). A load sent to a busy box also waited for
+ * the box's other calls to drain: its service time is not learnt.
  */
 export function learnSpeed(slots: BackendSlots, sample: SpeedSample): void {
   if (!countsAsCall(sample)) return;
@@ -34,6 +35,7 @@ function modelFigures(slots: BackendSlots, model: string): ServiceFigures {
 function learnLoad(
   slots: BackendSlots, sample: SpeedSample, model: ServiceFigures | undefined, backend: ServiceFigures,
 ): number | undefined {
+  if (sample.busyAtDispatch) return undefined;
   const extra = swapResidual(sample, model, backend);
   if (sample.model === undefined) return extra ?? slots.swapSecondsMean;
   if (extra !== undefined) learnSwap(slots, sample.model, extra);

@@ -163,13 +163,15 @@ export class Scheduler {
     if (slots) learnSpeed(slots, sample);
   }
 
-  /**
-   * Learnt swap cost of loading `model` on `backend` (seconds over a warm call): the model's
-   * figure, else the backend's mean over its models; undefined when none was learnt. O(1).
-   */
+  /** Learnt swap seconds of `model` on `backend`, else its mean over models (swap-cost.ts); O(1). */
   swapSecondsOf(backend: string, model: string): number | undefined {
     const slots = this.backends.get(backend);
     return slots && swapSecondsFor(slots, model);
+  }
+
+  /** Leases out on `backend` now (0 for one not in the fleet). O(1). */
+  inflightOf(backend: string): number {
+    return this.backends.get(backend)?.inflight ?? 0;
   }
 
   /**

@@ -16,7 +16,9 @@
  * With no prefill rate learnt yet the prefill counts 0 (a chat prompt's prefill is small beside
  * a load of seconds: the figure is then an upper bound, corrected as later loads are learnt).
  * A non-stream answer whose decode cannot be told (no timings, no learnt decode rate) teaches no
- * swap cost: most of its time would be counted as loading.
+ * swap cost: most of its time would be counted as loading. Nor does a load sent while the box
+ * had other calls in flight (`busyAtDispatch`): it first waited for them to drain, a wait the
+ * score counts on its own (calls ahead × service time).
  *
  * Per model, the figure is an EWMA (α 0.3, the first sample taken as is). The backend-wide
  * figure, the fallback for a model never loaded there, is the plain mean over its models'
@@ -68,12 +70,13 @@ export function unloadedSeconds(
 
 /**
  * The swap cost one call shows: seconds over what it would have taken without a load (≥ 0).
- * Undefined for a call that needed no load, did not count (not a 200), or cannot be told.
+ * Undefined for a call that needed no load, did not count (not a 200), was sent to a busy box,
+ * or cannot be told.
  */
 export function swapResidual(
   sample: SpeedSample, model?: ServiceFigures, backend?: ServiceFigures,
 ): number | undefined {
-  if (!sample.neededLoad || !countsAsCall(sample)) return undefined;
+  if (!sample.neededLoad || sample.busyAtDispatch || !countsAsCall(sample)) return undefined;
   const observed = sample.firstTokenSeconds ?? sample.seconds;
   if (!Number.isFinite(observed) || observed < 0) return undefined;
   const unloaded = unloadedSeconds(sample, model, backend);
