@@ -3,6 +3,7 @@ import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
 import { ResidencyTracker } from './backends/residency.ts';
 import { ResidencyReader } from './backends/residency-read.ts';
+import { dispatchFacts } from './backends/dispatch-facts.ts';
 import type { ConfigProblem } from './config/load.ts';
 import { computeEffectiveConfig } from './config/effective.ts';
 import { gpuGroupSettings, RESTART_ONLY_KEYS } from './config/defaults.ts';
@@ -194,11 +195,7 @@ export class Gateway {
       probe: (name) => void this.discovery.probe(name),
       log: this.log,
       refusals: refusalExplainer(this),
-      // before the call moves residency: did the box hold the model, were other calls (ours is one) out there
-      onDispatch: (backend, model) => ({
-        neededLoad: this.residency.observeCall(backend, model, Date.now()) === false,
-        busy: this.scheduler.inflightOf(backend) > 1,
-      }),
+      onDispatch: (backend, model) => dispatchFacts(this.residency, this.scheduler, backend, model, Date.now()),
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,

@@ -114,6 +114,11 @@ export class ResidencyTracker {
     return wasResident;
   }
 
+  /** Unix ms `model` became resident on `backend` as far as the gateway knows (kept across probes). */
+  residentSince(backend: string, model: string): number | undefined {
+    return this.boxes.get(backend)?.entries.get(model)?.since;
+  }
+
   /** True / false when known, undefined when the box cannot tell or its news is too old. */
   isResident(backend: string, model: string, at: number): boolean | undefined {
     const box = this.boxes.get(backend);
