@@ -26,7 +26,12 @@ const login = (page: Page, url: string) => logIn(page, url, MASTER);
 async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
   const gpu = await startFake('llamacpp', { models: ['qwen3-8b'], knobs: { chunkCount: 4000, tokensPerSecond: 40 } });
-  const swap = await startFake('llamaswap', { models: ['llama-3.3-70b-instruct-q4', 'qwen2.5-coder-32b', '<script>alert(1)</script>', 'nomic-embed-text', 'gemma-3-27b'] });
+  const swap = await startFake('llamaswap', {
+    models: [
+      'llama-3.3-70b-instruct-q4', 'qwen2.5-coder-32b', '<script>alert(1)</script>', 'nomic-embed-text', 'gemma-3-27b',
+    ],
+    knobs: { loadingMs: 400, chunkCount: 30 },
+  });
   const cloud = await startFake('openrouter', { apiKey: 'sk-or-shots-000000000000-abcd' });
   const comfy = await startComfyFake();
   const gw = await startGateway([
@@ -43,6 +48,16 @@ async function main(): Promise<void> {
   must(admin.setSetting('max_parked', 40), 'max_parked');
   must(admin.setSetting('park_timeout_s', 20), 'park');
   await gw.gateway.discovery.pollAll();
+  // calls that teach speeds and, on the llama-swap box, swap costs (each model change is a load)
+  const answered = (model: string, stream: boolean) => fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'word '.repeat(50) }] }),
+  }).then((r) => r.text());
+  for (const [model, stream] of [
+    ['llama-3.3-70b-instruct-q4', true], ['qwen2.5-coder-32b', true], ['gemma-3-27b', false],
+    ['llama-3.3-70b-instruct-q4', false], ['<script>alert(1)</script>', true], ['qwen2.5-coder-32b', true],
+  ] as const) await answered(`gpu1-swap/${model}`, stream);
+  await answered(`openrouter/${cloud.models[0]}`, true);
   // one call in flight on gpu1-llamacpp while it drains
   const held = fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },

@@ -3,6 +3,7 @@ import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
 import { ResidencyTracker } from './backends/residency.ts';
 import { ResidencyReader } from './backends/residency-read.ts';
+import { dispatchFacts } from './backends/dispatch-facts.ts';
 import type { ConfigProblem } from './config/load.ts';
 import { computeEffectiveConfig } from './config/effective.ts';
 import { gpuGroupSettings, RESTART_ONLY_KEYS } from './config/defaults.ts';
@@ -195,7 +196,7 @@ export class Gateway {
       probe: (name) => void this.discovery.probe(name),
       log: this.log,
       refusals: refusalExplainer(this),
-      onDispatch: (backend, model) => this.residency.observeCall(backend, model, Date.now()),
+      onDispatch: (backend, model) => dispatchFacts(this.residency, this.scheduler, backend, model, Date.now()),
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,

@@ -5,8 +5,9 @@
  * - LM Studio `GET /api/v0/models` → `{data: [{id, state: "loaded" | "not-loaded", …}]}`;
  * - vLLM and llama.cpp serve every model they list.
  * The kind comes from the model list's `owned_by` (`llama-swap`, `vllm`, `llamacpp`); an unpaid
- * OpenAI-compatible box that says none of these is asked `/api/ps`, then `/api/v0/models`, once
- * per spec, and remembered (a box that answers neither is `unknown`, never asked again).
+ * OpenAI-compatible box that says none of these is asked `/api/ps`, then `/api/v0/models`, then
+ * `/running` (a llama-swap whose model list names another owner), once per spec, and remembered
+ * (a box that answers none is `unknown`, never asked again).
  */
 import { request, type Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
@@ -54,7 +55,7 @@ const READERS: Partial<Record<ResidencyKind, { path: string; parse: (body: unkno
 };
 
 /** Kinds tried, in order, on a box whose model list does not say what it is. */
-const SNIFFED: ResidencyKind[] = ['ollama', 'lmstudio'];
+const SNIFFED: ResidencyKind[] = ['ollama', 'lmstudio', 'llama-swap'];
 
 class NotThisKind extends Error {}
 

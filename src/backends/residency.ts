@@ -96,17 +96,27 @@ export class ResidencyTracker {
     this.evictBeyondCapacity(backend, box);
   }
 
-  /** The gateway sent a call for `model` to `backend` at `at`. */
-  observeCall(backend: string, model: string, at: number): void {
+  /**
+   * The gateway sent a call for `model` to `backend` at `at`. Returns whether the box held the
+   * model just before (`isResident` then): false = this call has to load it.
+   */
+  observeCall(backend: string, model: string, at: number): boolean | undefined {
+    const wasResident = this.isResident(backend, model, at);
     const box = this.boxes.get(backend);
-    if (!box || box.mode !== 'swap') return;
+    if (!box || box.mode !== 'swap') return wasResident;
     const entry = box.entries.get(model);
     if (entry) {
       entry.lastUsed = at;
-      return;
+      return wasResident;
     }
     box.entries.set(model, { model, source: 'call', since: at, lastUsed: at });
     this.evictBeyondCapacity(backend, box);
+    return wasResident;
+  }
+
+  /** Unix ms `model` became resident on `backend` as far as the gateway knows (kept across probes). */
+  residentSince(backend: string, model: string): number | undefined {
+    return this.boxes.get(backend)?.entries.get(model)?.since;
   }
 
   /** True / false when known, undefined when the box cannot tell or its news is too old. */

@@ -89,6 +89,8 @@ export function fullHealth(view: HealthView) {
       // learnt from every completed call (issue 19); per model too
       ...speedFigures(s?.service),
       speed_by_model: Object.fromEntries(Object.entries(s?.serviceByModel ?? {}).map(([m, f]) => [m, speedFigures(f)])),
+      // seconds a load of that model added to a call here, by model (learnt from calls that needed one)
+      swap_s: s?.swapSeconds ?? {},
       last_type_key: s?.lastTypeKey ?? null,
       discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
       residency: residencyView(view.residency(b.name)),

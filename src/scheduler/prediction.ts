@@ -6,6 +6,7 @@
  * from the scheduler's own state (slots, parked waiters) and what completed calls taught
  * (service-time.ts). Pure: no clock, no I/O; residency is passed in as the fleet view said it.
  */
+import { swapSecondsFor } from './swap-cost.ts';
 import { hasFreeSlot, type BackendSlots } from './slots.ts';
 import type { Candidate } from './types.ts';
 
@@ -67,13 +68,7 @@ export function serviceSeconds(slots: BackendSlots, model: string): number | und
 
 /** Learnt seconds to load `model` there, else the mean of the box's learnt loads, else DEFAULT_SWAP_S. */
 export function swapSeconds(slots: BackendSlots, model: string): number {
-  const learnt = slots.swapSeconds;
-  if (!learnt || learnt.size === 0) return DEFAULT_SWAP_S;
-  const own = learnt.get(model);
-  if (own !== undefined) return own;
-  let sum = 0;
-  for (const seconds of learnt.values()) sum += seconds;
-  return sum / learnt.size;
+  return swapSecondsFor(slots, model) ?? DEFAULT_SWAP_S;
 }
 
 /** Seconds to evaluate `promptTokens` there; 0 when either is unknown. */

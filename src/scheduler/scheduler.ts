@@ -6,7 +6,9 @@ import { abortedRejection, ParkingLot, parkedSnapshot, refreshedCandidates, type
 import type { Ranked } from './prediction.ts';
 import { backendSnapshot, groupHasFreeSlot, hasFreeSlot, kindOf, type BackendSlots, type GroupSlots } from './slots.ts';
 import { paidAllowed, paidBudgetRejection, paidGate } from './spill.ts';
-import { learnJobSeconds, learnSpeed } from './learning.ts';
+import { learnJobSeconds } from './learning.ts';
+import { learnSpeed } from './learn-speed.ts';
+import { swapSecondsFor } from './swap-cost.ts';
 import {
   SchedulerRejection,
   type BackendKind,
@@ -201,13 +203,24 @@ export class Scheduler {
   }
 
   /**
-   * Learns from one finished call (service-time.ts): decode and prefill rates and mean service
-   * time of the backend, and of the sample's model there. Only status 200 counts; every such
-   * call does, stream or not, short or long (short ones weigh less).
+   * Learns from one finished call (learn-speed.ts): decode and prefill rates and mean service
+   * time of the backend and of the sample's model there, and the model's swap cost when the call
+   * needed a load. Only status 200 counts; every such call does, stream or not, short or long.
    */
   recordSpeed(backend: string, sample: SpeedSample): void {
     const slots = this.backends.get(backend);
     if (slots) learnSpeed(slots, sample);
+  }
+
+  /** Learnt swap seconds of `model` on `backend`, else its mean over models (swap-cost.ts); O(1). */
+  swapSecondsOf(backend: string, model: string): number | undefined {
+    const slots = this.backends.get(backend);
+    return slots && swapSecondsFor(slots, model);
+  }
+
+  /** Leases out on `backend` now (0 for one not in the fleet). O(1). */
+  inflightOf(backend: string): number {
+    return this.backends.get(backend)?.inflight ?? 0;
   }
 
   /**

@@ -12,10 +12,15 @@ export interface BackendSlots {
   service?: ServiceFigures;
   /** The same per model id; created on the first call that names its model. */
   serviceByModel?: Map<string, ServiceFigures>;
+  /**
+   * Learnt swap cost by model id (swap-cost.ts): seconds a call that had to load that model here
+   * took over a warm call; created on the first load learnt. Read with `swapSecondsFor`.
+   */
+  swapSeconds?: Map<string, number>;
+  /** Mean over `swapSeconds` (the fallback for a model never loaded here); absent = none learnt. */
+  swapSecondsMean?: number;
   /** EWMA of seconds per job, by type key (media jobs); created on the first measurement. */
   jobSeconds?: Map<string, number>;
-  /** Learnt seconds of a model load (extra time to first token), by model id; filled by the swap learner. */
-  swapSeconds?: Map<string, number>;
   /** Removed from the fleet but leases are still out: kept only so they release cleanly. */
   removed: boolean;
   /** The GPU group the backend is in now; undefined = none. */
@@ -53,7 +58,7 @@ export function canTakeLease(slots: BackendSlots): boolean {
 }
 
 export function backendSnapshot(slots: BackendSlots): BackendSlotsSnapshot {
-  const { spec, inflight, lastTypeKey, speed, jobSeconds, service, serviceByModel } = slots;
+  const { spec, inflight, lastTypeKey, speed, jobSeconds, service, serviceByModel, swapSeconds } = slots;
   return {
     name: spec.name,
     inflight,
@@ -67,5 +72,6 @@ export function backendSnapshot(slots: BackendSlots): BackendSlotsSnapshot {
     jobSeconds: jobSeconds && jobSeconds.size > 0 ? Object.fromEntries(jobSeconds) : undefined,
     service: service && { ...service },
     serviceByModel: serviceByModel && Object.fromEntries([...serviceByModel].map(([model, f]) => [model, { ...f }])),
+    swapSeconds: swapSeconds && swapSeconds.size > 0 ? Object.fromEntries(swapSeconds) : undefined,
   };
 }

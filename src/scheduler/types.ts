@@ -284,4 +284,9 @@ export interface SpeedSample {
   model?: string;
   /** The model was not resident on the box when the call was sent (it had to load): feeds the swap cost. */
   neededLoad?: boolean;
+  /**
+   * Other calls were in flight on the box when this one was sent: a load then waits for them to
+   * drain first (llama-swap does), so its time says nothing of the swap cost alone.
+   */
+  busyAtDispatch?: boolean;
 }

@@ -6,6 +6,7 @@
 import type { BackendView, MaskedBackendSpec } from '../admin/config-service.ts';
 import type { BackendType } from '../config/types.ts';
 import type { ModelPriceView, PricingReport } from '../backends/pricing.ts';
+import type { BackendSlotsSnapshot, ServiceFiguresSnapshot } from '../scheduler/index.ts';
 
 export type BackendState = 'up' | 'down' | 'draining' | 'disabled' | 'pending';
 
@@ -33,6 +34,29 @@ export interface BackendRow {
   discoveredAt?: number;
   /** LLM backends: where their models' prices come from. */
   prices?: RowPrices;
+  /** LLM backends that completed a call: what the scheduler learnt of their speed. */
+  learnt?: RowLearnt;
+}
+
+/** Learnt figures as shown (absent = never measured). */
+export interface LearntText {
+  /** Output tokens per second while decoding, e.g. `42.3 tok/s`. */
+  decode?: string;
+  /** Prompt tokens per second while prefilling. */
+  prefill?: string;
+  /** Mean seconds a call holds its slot (model loads left out), e.g. `2.4 s`. */
+  service?: string;
+  /** What a model load adds to a call: the model's figure; for the backend, the mean over its models. */
+  swap?: string;
+  /** Completed calls learnt from. */
+  calls: number;
+}
+
+/** What completed calls taught about one backend, and about each model on it. */
+export interface RowLearnt extends LearntText {
+  /** Most calls first; the first LEARNT_MODELS (the rest is counted; all of them are in /health). */
+  models: ({ id: string } & LearntText)[];
+  more: number;
 }
 
 /** What the Cost column says of a backend's prices. */
@@ -42,6 +66,43 @@ export interface RowPrices {
   /** The first PRICE_PREVIEW models, each with its prices' source; the rest is counted. */
   models: ({ id: string } & ModelPriceView)[];
   more: number;
+}
+
+/** Models listed in a backend's learnt figures (all of them are in /health). */
+export const LEARNT_MODELS = 50;
+
+/** Tokens per second, as shown: whole above 100, else one decimal. */
+export function tokPerS(n: number): string {
+  return `${n >= 100 ? Math.round(n) : n.toFixed(1)} tok/s`;
+}
+
+/** Seconds, as shown: `12 s`, `2.4 s`, `0.35 s`, `< 0.01 s`. */
+export function seconds(n: number): string {
+  if (n < 0.01) return '< 0.01 s';
+  return `${n >= 10 ? Math.round(n) : n >= 1 ? n.toFixed(1) : n.toFixed(2)} s`;
+}
+
+function learntText(f: ServiceFiguresSnapshot | undefined, swap: number | undefined): LearntText {
+  const text: LearntText = { calls: f?.samples ?? 0 };
+  if (f?.decodeRate !== undefined) text.decode = tokPerS(f.decodeRate);
+  if (f?.prefillRate !== undefined) text.prefill = tokPerS(f.prefillRate);
+  if (f?.serviceSeconds !== undefined) text.service = seconds(f.serviceSeconds);
+  if (swap !== undefined) text.swap = seconds(swap);
+  return text;
+}
+
+/** A backend's learnt figures from its slots' snapshot; undefined before its first completed call. */
+export function rowLearnt(s: BackendSlotsSnapshot | undefined): RowLearnt | undefined {
+  if (!s?.service || s.kind === 'media') return undefined;
+  const swaps = s.swapSeconds ?? {};
+  const byModel = s.serviceByModel ?? {};
+  const ids = [...new Set([...Object.keys(byModel), ...Object.keys(swaps)])];
+  const calls = (id: string) => byModel[id]?.samples ?? 0;
+  ids.sort((a, b) => calls(b) - calls(a) || a.localeCompare(b));
+  const swapValues = Object.values(swaps);
+  const mean = swapValues.length ? swapValues.reduce((sum, v) => sum + v, 0) / swapValues.length : undefined;
+  const models = ids.slice(0, LEARNT_MODELS).map((id) => ({ id, ...learntText(byModel[id], swaps[id]) }));
+  return { ...learntText(s.service, mean), models, more: ids.length - models.length };
 }
 
 export interface BackendsModel {
@@ -72,7 +133,8 @@ export function stateOf(b: BackendView): BackendState {
   return b.known || b.error ? 'down' : 'pending';
 }
 
-export function backendRow(b: BackendView): BackendRow {
+/** One backend's row; `slots`: its scheduler snapshot, for what was learnt of its speed. */
+export function backendRow(b: BackendView, slots?: BackendSlotsSnapshot): BackendRow {
   const row: BackendRow = {
     name: b.name, type: b.type, state: stateOf(b), drained: b.draining && b.inflight === 0,
     source: b.source, overrides: b.fileSpec ? differingKeys(b.spec, b.fileSpec) : [],
@@ -85,11 +147,17 @@ export function backendRow(b: BackendView): BackendRow {
   if (b.group) row.group = b.group;
   if (b.discoveredAt !== undefined) row.discoveredAt = b.discoveredAt;
   if (b.prices && b.models > 0) row.prices = rowPrices(b.prices);
+  const learnt = rowLearnt(slots);
+  if (learnt) row.learnt = learnt;
   return row;
 }
 
-export function backendsModel(views: readonly BackendView[], now = Date.now()): BackendsModel {
-  const rows = views.map(backendRow);
+/** The list; `slots`: the scheduler's snapshot of the backends, for what was learnt of their speed. */
+export function backendsModel(
+  views: readonly BackendView[], now = Date.now(), slots: readonly BackendSlotsSnapshot[] = [],
+): BackendsModel {
+  const byName = new Map(slots.map((s) => [s.name, s]));
+  const rows = views.map((v) => backendRow(v, byName.get(v.name)));
   const counts = { total: rows.length, up: 0, down: 0, draining: 0, disabled: 0, pending: 0 };
   for (const r of rows) counts[r.state]++;
   return { now, rows, counts };

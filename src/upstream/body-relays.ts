@@ -15,7 +15,7 @@ import { rawHead, relayRaw } from './raw-relay.ts';
 import type { AttemptFailure } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import type { SseResponse } from './sse-response.ts';
-import { speedSample } from './speed-sample.ts';
+import { speedSample, type DispatchFacts } from './speed-sample.ts';
 import type { AttemptSurface, StreamError } from './surface.ts';
 
 /** What the call inspector keeps of a streamed answer (the call log caps it again). */
@@ -28,6 +28,8 @@ export interface BodyRelayCall {
   startedAt: number;
   /** When this attempt started (its slot was taken just before), for the speed sample. */
   attemptStartedAt: number;
+  /** What the gateway knew of the box as it sent the attempt (a load, a busy box), for the speed sample. */
+  dispatch?: DispatchFacts;
   served: Served;
   response: Dispatcher.ResponseData;
   /** The first body byte arrived: the attempt's first-byte deadline is met. */
@@ -76,7 +78,7 @@ export async function relaySse(
     ? speedSample({
       status: 200, usage: summary.usage, timings: summary.timings,
       model: served.model, seconds: (call.now() - call.attemptStartedAt) / 1000,
-      firstTokenSeconds: (summary.firstTokenAt - call.attemptStartedAt) / 1000,
+      firstTokenSeconds: (summary.firstTokenAt - call.attemptStartedAt) / 1000, dispatch: call.dispatch,
     })
     : undefined;
   return { health: 'ok', speed, outcome };

@@ -17,7 +17,7 @@ import type { RefusalDeps } from './refusals.ts';
 import { withGatewayHeaders } from './gateway-headers.ts';
 import type { AttemptEnd, OutcomeFields } from './attempt-end.ts';
 import { bodyDeadlines, pipeRawBody, relaySse } from './body-relays.ts';
-import { jsonSpeedSample } from './speed-sample.ts';
+import { jsonSpeedSample, type DispatchFacts } from './speed-sample.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
 import type { CallSurface } from './surface.ts';
@@ -32,8 +32,12 @@ export interface ProxyDeps extends RefusalDeps {
   /** Asks discovery to probe a backend now (failures crossed the threshold, or it is unreachable). */
   probe: (backend: string) => void;
   log: { warn(obj: object, msg: string): void };
-  /** A call for `model` is being sent to `backend` (residency: the box will hold it). */
-  onDispatch?: (backend: string, model: string) => void;
+  /**
+   * A call for `model` is being sent to `backend` (residency: the box will hold it). Says what
+   * the gateway knew of the box just before: whether it has to load the model, whether other
+   * calls were in flight there (the attempt's speed sample, swap-cost.ts).
+   */
+  onDispatch?: (backend: string, model: string) => DispatchFacts;
 }
 
 export interface ProxyCall {
@@ -210,7 +214,7 @@ export class UpstreamProxy {
         `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
       const wire = call.surface.attempt(backend.spec);
       const request = wire.upstreamRequest(lease.model, backend.modelsById.get(lease.model)?.context_length);
-      deps.onDispatch?.(backend.name, lease.model);
+      const dispatch = deps.onDispatch?.(backend.name, lease.model);
       const result = await forward({
         dispatcher: deps.dispatcherFor(backend),
         path: backend.basePath + request.path,
@@ -242,13 +246,13 @@ export class UpstreamProxy {
           this.sendJson(state, backend.name, status, result.headers, body, served.reasoning);
           const reason = status === 200 ? null : 'untranslatable_answer';
           const seconds = (deps.now() - attemptStartedAt) / 1000;
-          const speed = jsonSpeedSample(status, usage, result.json, served.model, seconds);
+          const speed = jsonSpeedSample(status, usage, result.json, served.model, seconds, dispatch);
           return { health: 'ok', speed, outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
         }
         case 'ok-stream':
         case 'ok-raw': {
           const body = {
-            cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, attemptStartedAt, served,
+            cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, attemptStartedAt, dispatch, served,
             response: result.response,
             onFirstByte: () => deadline.clear(),
             noAnswer: (error: AttemptFailure['error']) => this.noAnswer(state, error),

@@ -15,6 +15,16 @@ export interface SpeedFields {
   seconds: number;
   /** Streams only: seconds from the attempt's start to the first token. */
   firstTokenSeconds?: number;
+  /** What the gateway knew of the box as it sent the attempt. */
+  dispatch?: DispatchFacts;
+}
+
+/** What the gateway knew of the box as it sent an attempt (ProxyDeps.onDispatch). */
+export interface DispatchFacts {
+  /** The box did not hold the model (residency said so): the attempt has to load it. */
+  neededLoad: boolean;
+  /** Other calls of the gateway were in flight on the box. */
+  busy: boolean;
 }
 
 export function speedSample(fields: SpeedFields): SpeedSample {
@@ -28,12 +38,17 @@ export function speedSample(fields: SpeedFields): SpeedSample {
   if (usage) sample.promptTokens = Math.max(0, usage.prompt_tokens - (usage.cached_tokens ?? 0));
   if (fields.timings) sample.timings = fields.timings;
   if (fields.firstTokenSeconds !== undefined) sample.firstTokenSeconds = fields.firstTokenSeconds;
+  if (fields.dispatch?.neededLoad) {
+    sample.neededLoad = true;
+    if (fields.dispatch.busy) sample.busyAtDispatch = true;
+  }
   return sample;
 }
 
 /** The sample of a non-stream answer: `json` is the backend's own body (llama.cpp puts `timings` on it). */
 export function jsonSpeedSample(
   status: number, usage: Usage | undefined, json: Record<string, unknown>, model: string, seconds: number,
+  dispatch?: DispatchFacts,
 ): SpeedSample {
-  return speedSample({ status, usage, timings: llamaCppTimings(json.timings), model, seconds });
+  return speedSample({ status, usage, timings: llamaCppTimings(json.timings), model, seconds, dispatch });
 }

@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendView, Result, SaveBackendOptions, TestBackendResult } from '../../admin/config-service.ts';
+import type { BackendSlotsSnapshot } from '../../scheduler/index.ts';
 import type { UiContext } from '../context.ts';
 import { FIELD_GROUPS, FIELDS, TYPE_LABELS } from '../backends-fields.ts';
 import { emptyForm, errorsOf, formOf, readBackendForm, shownFor, typeOf, withOwn, type BackendForm, type FormBody } from '../backends-form.ts';
@@ -37,6 +38,9 @@ const MAX_STREAMS = 16;
 export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
   const admin = ctx.gateway.admin;
   const flash = new Flash();
+  /** The list, with what the scheduler learnt of each backend's speed. */
+  const listModel = () => backendsModel(admin.backendsView(), Date.now(), ctx.gateway.scheduler.snapshot().backends);
+  const slotsOf = (name: string) => ctx.gateway.scheduler.snapshot().backends.find((s) => s.name === name);
 
   const done = (reply: FastifyReply, what: string, name: string, note?: string) => {
     const q = new URLSearchParams({ done: what, name });
@@ -48,13 +52,15 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
     const q = req.query as Record<string, string | undefined>;
     const name = q.name && /^[A-Za-z0-9._-]{1,128}$/.test(q.name) ? q.name : '';
     const notice = name ? ownEntry(DONE, q.done)?.(name) : undefined;
-    const model = backendsModel(admin.backendsView());
+    const model = listModel();
     return renderPage(reply, 'backends', {
       title: 'Backends', tab: 'backends', notice, note: flash.take(q.note), m: model, parts: liveParts(model), ...extra,
     });
   };
 
-  const editPage = (reply: FastifyReply, data: EditData) => renderPage(reply, 'backend-edit', editLocals(data));
+  const editPage = (reply: FastifyReply, data: EditData) => {
+    return renderPage(reply, 'backend-edit', editLocals(data, data.view && slotsOf(data.view.name)));
+  };
 
   app.get('/ui/backends', async (req, reply) => listPage(req, reply));
 
@@ -129,7 +135,9 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
   });
 
   // the list's live rows: the parts that changed, once a second (public/ui.js swaps them in)
-  partStream(app, ctx, { path: '/ui/backends/events', max: MAX_STREAMS, label: 'backends', parts: () => liveParts(backendsModel(admin.backendsView())) });
+  partStream(app, ctx, {
+    path: '/ui/backends/events', max: MAX_STREAMS, label: 'backends', parts: () => liveParts(listModel()),
+  });
 
   function known(name: string): BackendView {
     const view = admin.backendView(name);
@@ -162,7 +170,7 @@ interface EditData {
   keyAgain?: boolean;
 }
 
-function editLocals(d: EditData) {
+function editLocals(d: EditData, slots: BackendSlotsSnapshot | undefined) {
   const v = d.view;
   const errors = { ...(d.errors ?? {}) };
   if (d.keyAgain && !errors.api_key) errors.api_key = 'Type the key again: it is never sent back to the page.';
@@ -175,7 +183,7 @@ function editLocals(d: EditData) {
   });
   return {
     title: v ? `Backend ${v.name}` : 'New backend', tab: 'backends', status: d.status,
-    errors, problems, labels, groups, form: d.form, view: v, row: v && backendRow(v), typeLabels: TYPE_LABELS,
+    errors, problems, labels, groups, form: d.form, view: v, row: v && backendRow(v, slots), typeLabels: TYPE_LABELS,
     secret: v?.spec.api_key, action: v ? `/ui/backends/${encodeURIComponent(v.name)}/edit` : '/ui/backends',
     test: d.test, now: Date.now(),
   };
@@ -213,12 +221,13 @@ function problemText(result: Result): string {
   return result.ok ? '' : result.problems.map((p) => (p.path && p.path !== 'name' ? `${p.path}: ${p.message}` : p.message)).join('; ');
 }
 
-/** The live parts of the list: each row's state and load, and the counts. */
+/** The live parts of the list: each row's state, load and learnt speed, and the counts. */
 function liveParts(model: BackendsModel): Record<string, string> {
   const parts: Record<string, string> = { 'backends-counts': renderPartial('backends-counts', { m: model }) };
   for (const r of model.rows) {
     parts[`state:${r.name}`] = renderPartial('backends-state', { r, now: model.now });
     parts[`load:${r.name}`] = renderPartial('backends-load', { r });
+    parts[`learnt:${r.name}`] = renderPartial('backends-learnt', { r });
   }
   return parts;
 }
