@@ -59,7 +59,7 @@ describe('score: the formula', () => {
 
   it('swap: learnt for the model, else the mean of the box, else the default', () => {
     assert.equal(swapSeconds(slots({ swapSeconds: new Map([['m', 3], ['n', 9]]) }), 'm'), 3);
-    assert.equal(swapSeconds(slots({ swapSeconds: new Map([['a', 3], ['n', 9]]) }), 'm'), 6);
+    assert.equal(swapSeconds(slots({ swapSeconds: new Map([['a', 3], ['n', 9]]), swapSecondsMean: 6 }), 'm'), 6);
     assert.equal(swapSeconds(slots(), 'm'), DEFAULT_SWAP_S);
   });
 
