@@ -101,7 +101,7 @@ describe('share and max_inflight', () => {
     const list = await ui.html('/ui/users');
     const at = list.indexOf(`/ui/users/${user.id}"`);
     const row = list.slice(at, list.indexOf('</tr>', at));
-    assert.match(row, /data-label="Share"[^>]*><span><span[^>]*>1.5<\/span><span[^>]*>≤ 4 at once<\/span>/);
+    assert.match(row, /class="sharing"><span[^>]*>share 1.5<\/span> · <span[^>]*>≤ 4 at once<\/span>/);
 
     for (const [field, value, message] of [
       ['share', '0', /above 0/], ['share', 'lots', /number above 0/], ['max_inflight', '2.5', /whole number/i],
