@@ -25,8 +25,9 @@ test('keys are stored only encrypted and as a digest; listings carry a hint, nev
   assert.deepEqual(
     { ...user, created_at: 0, updated_at: 0 },
     {
-      id: user.id, name: 'alice', role: 'user', enabled: true, key_hint: user.key_hint, allow: ['fast'], quota_req_day: 100,
-      quota_cost_month: 5.5, share: 1, max_inflight: null, note: 'n8n', created_at: 0, updated_at: 0,
+      id: user.id, name: 'alice', role: 'user', enabled: true, key_hint: user.key_hint, allow: ['fast'],
+      quota_req_day: 100, quota_cost_month: 5.5, share: 1, max_inflight: null, note: 'n8n', created_at: 0,
+      updated_at: 0,
     },
   );
 

@@ -26,13 +26,14 @@ const tempStore = tempDirs('llmgw-route-');
 function outcome(requestId: string, backend: string, route?: string): CallOutcome {
   return {
     requestId, endpoint: 'chat', source: 'master', userId: null, requestedModel: 'm', backend, model: 'm', status: 200,
-    reason: null, startedAt: Date.now(), durationMs: 120, ttftMs: 40, usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
+    reason: null, startedAt: Date.now(), durationMs: 120, ttftMs: 40,
+    usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
     ...(route === undefined ? {} : { route }),
   };
 }
 
 describe('the route of a call', () => {
-  test('reaches the row, the admin API and the console; a call without one has none; it survives a restart', async (t) => {
+  test('reaches the row, the admin API and the console; a call without one has none; survives a restart', async (t) => {
     const fake = await startFake('vllm', { models: ['m'] });
     const backends = [{ name: 'cloud', url: fake.url, paid: true }];
     const gw = await startGateway(backends, { api_key: MASTER });
@@ -45,10 +46,11 @@ describe('the route of a call', () => {
     assert.equal(answered.status, 200);
     await answered.text();
 
-    const queued = (await api('GET', '/admin/api/calls')).json.data as { id: number; request_id: string; route: string | null }[];
+    type Listed = { id: number; request_id: string; route: string | null }[];
+    const queued = (await api('GET', '/admin/api/calls')).json.data as Listed;
     const spilled = queued.find((r) => r.request_id === 'with-route')!;
     assert.equal(spilled.route, SPILL, 'queued');
-    assert.equal(queued.find((r) => r.request_id !== 'with-route')!.route, null, 'a real call the scheduler chose plainly');
+    assert.equal(queued.find((r) => r.request_id !== 'with-route')!.route, null, 'a call the scheduler chose plainly');
 
     const ui = await UiClient.login(gw, MASTER);
     const list = await ui.html('/ui/calls');
@@ -64,7 +66,7 @@ describe('the route of a call', () => {
     await gw.app.close();
     const again = await startGateway(backends, { api_key: MASTER }, { storeDir: gw.storeDir });
     t.after(async () => { await again.close(); await fake.close(); });
-    const reread = (await adminApi(() => again.url, MASTER)('GET', '/admin/api/calls')).json.data as { request_id: string; route: string | null }[];
+    const reread = (await adminApi(() => again.url, MASTER)('GET', '/admin/api/calls')).json.data as Listed;
     assert.equal(reread.find((r) => r.request_id === 'with-route')!.route, SPILL, 'after a restart');
   });
 

@@ -76,7 +76,7 @@ export class MediaRequest {
    */
   identify(): MediaCaller {
     this.ctx = this.deps.callers.identify(this.req);
-    // a job reports no cost, so a spent cost quota or paid budget does not refuse it (its ticket's paid gate still applies)
+    // a job reports no cost: a spent cost quota or budget does not refuse it (its ticket's paid gate still applies)
     this.release = this.deps.callers.admit(this.ctx, { hasUnpaid: true });
     return mediaCaller(this.ctx, this.req.ip);
   }

@@ -169,7 +169,8 @@ export class CallsRepo {
           insertCall.run(
             r.id, r.ts, r.request_id, r.duration_ms, r.ttft_ms, r.endpoint, r.source, r.user_id, r.requested_model,
             r.model, r.backend, r.status, r.reason, r.prompt_tokens, r.completion_tokens, r.cached_tokens,
-            r.cache_write_tokens, r.reasoning, r.cost_usd, r.upstream_cost_usd, r.usage_estimated, r.paid, r.count, r.route,
+            r.cache_write_tokens, r.reasoning, r.cost_usd, r.upstream_cost_usd, r.usage_estimated, r.paid, r.count,
+            r.route,
           );
           if (b) insertBodies.run(r.id, r.ts, b.request, b.response, b.request_bytes, b.response_bytes);
         }

@@ -66,8 +66,8 @@ interface UserRow {
 /** Fair-share weight of a user created without one. */
 export const DEFAULT_USER_SHARE = 1;
 
-const PUBLIC_COLUMNS =
-  'id, name, role, enabled, key_hint, allow, quota_req_day, quota_cost_month, share, max_inflight, note, created_at, updated_at';
+const PUBLIC_COLUMNS = 'id, name, role, enabled, key_hint, allow, quota_req_day, quota_cost_month, share, '
+  + 'max_inflight, note, created_at, updated_at';
 
 type Statements = ReturnType<typeof prepareStatements>;
 

@@ -3,8 +3,8 @@
  * model, source and time (UTC), 50 a page (`beforeId` pages on in the log's own order), with
  * tokens, the prompt-cache split, cost, ttft, duration and reasoning; refused calls with their
  * reason, and why the scheduler chose the backend when it was not simply the best free unpaid
- * one (a word in the list, the whole route on the call's page). `/ui/calls/:id` shows one call and its captured bodies. Reads only, through the call
- * log the admin API uses (`/admin/api/calls`).
+ * one (a word in the list, the whole route on the call's page). `/ui/calls/:id` shows one call
+ * and its captured bodies. Reads only, through the call log the admin API uses (`/admin/api/calls`).
  */
 import type { FastifyInstance } from 'fastify';
 import { REFUSED_BACKEND } from '../../stats/record.ts';

@@ -27,7 +27,8 @@ export type { FormBody };
 
 export function emptyForm(): UserForm {
   return {
-    name: '', role: 'user', enabled: true, allow: [], quota_req_day: '', quota_cost_month: '', share: '', max_inflight: '', note: '',
+    name: '', role: 'user', enabled: true, allow: [], quota_req_day: '', quota_cost_month: '', share: '',
+    max_inflight: '', note: '',
   };
 }
 
@@ -76,11 +77,13 @@ export function readUserForm(raw: FormBody): ReadUser {
   if (cost === undefined) problems.push({ field: 'quota_cost_month', message: 'An amount in USD like 2.50 or 2,50, or blank for no limit.' });
   else body.quota_cost_month = cost;
   const share = readNumber(form.share, true);
-  if (share === undefined) problems.push({ field: 'share', message: 'A number above 0, like 1, 2 or 0.5; blank for 1.' });
-  else body.share = share ?? DEFAULT_USER_SHARE;
+  if (share === undefined) {
+    problems.push({ field: 'share', message: 'A number above 0, like 1, 2 or 0.5; blank for 1.' });
+  } else body.share = share ?? DEFAULT_USER_SHARE;
   const cap = readNumber(form.max_inflight, false);
-  if (cap === undefined) problems.push({ field: 'max_inflight', message: 'A whole number of calls, or blank for no cap.' });
-  else body.max_inflight = cap;
+  if (cap === undefined) {
+    problems.push({ field: 'max_inflight', message: 'A whole number of calls, or blank for no cap.' });
+  } else body.max_inflight = cap;
   const key = one(raw, 'key').trim();
   return { form, body, key: key || undefined, problems };
 }
