@@ -98,22 +98,29 @@ export class PaidGate {
    */
   allows(user?: QuotaUser): boolean {
     const now = this.now();
-    if (this.budgetRefusal(now)) return false;
+    if (this.spentBudget(now)) return false;
     return !user || checkMonthQuota(user, this.deps.quotas, now).ok;
   }
 
   /** The refusal of a call that could only go paid, while the month's budget is spent; undefined otherwise. */
   budgetRefusal(now: number = this.now()): BudgetRefusal | undefined {
-    const budget = this.deps.budgetUsd();
-    if (!isBudget(budget)) return undefined;
-    const spent = this.deps.spend.spentSince(startOfUtcMonth(now));
-    if (spent < budget - COST_EPSILON_USD) return undefined;
+    const reached = this.spentBudget(now);
+    if (!reached) return undefined;
+    const { budget, spent } = reached;
     const resetAt = startOfNextUtcMonth(now);
     return {
       retryAfterSec: secondsUntil(resetAt, now),
       message: `The gateway's monthly budget for paid backends is spent ($${spent.toFixed(4)} of $${budget.toFixed(2)},`
         + ` paid_budget_usd_month) and this model has no unpaid backend; it resets at ${iso(resetAt)}.`,
     };
+  }
+
+  /** The budget and the month's spend once the spend reached it; undefined while it has not, or with no budget. */
+  private spentBudget(now: number): { budget: number; spent: number } | undefined {
+    const budget = this.deps.budgetUsd();
+    if (!isBudget(budget)) return undefined;
+    const spent = this.deps.spend.spentSince(startOfUtcMonth(now));
+    return spent < budget - COST_EPSILON_USD ? undefined : { budget, spent };
   }
 
   status(now: number = this.now()): PaidBudgetStatus {
