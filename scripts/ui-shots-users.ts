@@ -26,8 +26,14 @@ function seed(gw: TestGateway): number {
     return user.id;
   };
   add({ name: 'ops', role: 'admin', note: 'homelab owner' }, 212, 3.4);
-  const editId = add({ name: 'alice-laptop', allow: ['fast', 'box/qwen3-8b', 'coder'], quota_req_day: 500, quota_cost_month: 10, note: 'Alice, MacBook (Continue.dev)' }, 131, 2.35);
-  add({ name: 'ci-runner', allow: ['qwen3-8b'], quota_req_day: 1000, quota_cost_month: 2, note: 'nightly evals' }, 870, 1.71);
+  const editId = add({
+    name: 'alice-laptop', allow: ['fast', 'box/qwen3-8b', 'coder'], quota_req_day: 500, quota_cost_month: 10,
+    share: 2, max_inflight: 3, note: 'Alice, MacBook (Continue.dev)',
+  }, 131, 2.35);
+  add({
+    name: 'ci-runner', allow: ['qwen3-8b'], quota_req_day: 1000, quota_cost_month: 2, share: 0.5, max_inflight: 1,
+    note: 'nightly evals',
+  }, 870, 1.71);
   add({ name: 'kids-tablet', allow: ['fast', 'sd15'], quota_req_day: 50, note: 'homework helper' }, 50, 0);
   add({ name: 'old-script', enabled: false, allow: ['decommissioned-model'], note: 'disabled after the key leaked' });
   add({ name: '<script>alert(1)</script>', allow: ['<b>x</b>', 'fast', 'coder', 'box', 'qwen3-8b', 'llama-3.1-8b'], quota_cost_month: 0.5, note: '<img src=x onerror=alert(1)>' }, 3, 0.12);

@@ -181,7 +181,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   // tier 3: administration (admin role or master key; open only while bootstrap-open)
   await app.register(adminUsersRoutes, { service: gateway.usersService, requireAdmin });
-  await app.register(adminStatsRoutes, { callLog: gateway.callLog, requireAdmin });
+  const paidBudget = () => gateway.paidGate.status();
+  await app.register(adminStatsRoutes, { callLog: gateway.callLog, paidBudget, requireAdmin });
   // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
   await app.register(consoleRoutes, { gateway });
   await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });

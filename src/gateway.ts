@@ -35,6 +35,7 @@ import { IpAliasesRepo } from './store/ip-aliases-repo.ts';
 import type { CallLog } from './stats/call-log.ts';
 import { callLogSettings, openCallLog, recordCall } from './stats/call-recording.ts';
 import { GatewayMetrics } from './stats/metrics.ts';
+import { PaidGate } from './stats/paid-budget.ts';
 import { ConfigService } from './admin/config-service.ts';
 import { UsersService } from './admin/users-service.ts';
 import { BackgroundAdmission } from './responses/admission.ts';
@@ -87,6 +88,8 @@ export class Gateway {
   readonly usersService: UsersService;
   readonly authenticator: Authenticator;
   readonly callLog: CallLog;
+  /** Whether paid candidates may be used now: `paid_budget_usd_month` and the user's `quota_cost_month`. */
+  readonly paidGate: PaidGate;
   readonly metrics: GatewayMetrics;
   readonly catalog: ModelCatalog;
   readonly callers: Callers;
@@ -124,11 +127,14 @@ export class Gateway {
     this.authenticator = new Authenticator({ users: this.users, masterKey: () => this.masterKey() });
     const cfg = this.effective;
     this.callLog = openCallLog(cfg, this.log);
+    this.paidGate = PaidGate.over(this.callLog, () => this.effective.paid_budget_usd_month);
     this.metrics = new GatewayMetrics({ defaultMetrics: opts.processMetrics !== false });
     this.callers = new Callers({
       authenticate: (headers) => this.authenticator.authenticate(headers),
       ipAliases: () => this.ipAliases.current(),
-      admit: (user, now) => this.callLog.quotas.admit(user, now),
+      admit: (user, now, hasUnpaid) => this.callLog.quotas.admit(user, now, hasUnpaid),
+      paidBudget: (now) => this.paidGate.budgetRefusal(now),
+      isPaid: (backend) => this.registry.get(backend)?.spec.paid,
     });
 
     const clock = opts.clock ?? systemClock;

@@ -24,7 +24,11 @@ test('keys are stored only encrypted and as a digest; listings carry a hint, nev
   assert.equal(user.key_hint, `sk-…${key.slice(-4)}`);
   assert.deepEqual(
     { ...user, created_at: 0, updated_at: 0 },
-    { id: user.id, name: 'alice', role: 'user', enabled: true, key_hint: user.key_hint, allow: ['fast'], quota_req_day: 100, quota_cost_month: 5.5, note: 'n8n', created_at: 0, updated_at: 0 },
+    {
+      id: user.id, name: 'alice', role: 'user', enabled: true, key_hint: user.key_hint, allow: ['fast'],
+      quota_req_day: 100, quota_cost_month: 5.5, share: 1, max_inflight: null, note: 'n8n', created_at: 0,
+      updated_at: 0,
+    },
   );
 
   const row = db.prepare('SELECT * FROM users WHERE id = ?').get(user.id) as Record<string, unknown>;

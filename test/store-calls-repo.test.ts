@@ -18,7 +18,7 @@ function row(over: Partial<StoredCall> = {}): StoredCall {
     id: 1, ts: NOW, request_id: 'req-1', duration_ms: 120, ttft_ms: 40, endpoint: '/v1/chat/completions', source: 'alice',
     user_id: 1, requested_model: 'fast', model: 'qwen3-8b', backend: 'gpu1', status: 200, reason: null,
     prompt_tokens: 100, completion_tokens: 20, cached_tokens: 5, cache_write_tokens: 1, reasoning: null,
-    cost_usd: 0.00123, upstream_cost_usd: null, usage_estimated: 0, paid: 1, count: 1,
+    cost_usd: 0.00123, upstream_cost_usd: null, usage_estimated: 0, paid: 1, count: 1, route: null,
     ...over,
   };
 }

@@ -13,6 +13,10 @@ import { userNotFound, type NewUser, type User, type UserPatch, type UsersRepo }
 
 export const USER_NAME_MAX = 64;
 export const IP_ALIAS_MAX = 64;
+/** The largest fair-share weight a user may have (a million times another's is no share at all). */
+export const USER_SHARE_MAX = 1000;
+/** The largest `max_inflight` (beyond any fleet's slots: a cap that never bites). */
+export const USER_MAX_INFLIGHT_MAX = 100_000;
 
 const userFields = {
   name: { type: 'string', minLength: 1, maxLength: USER_NAME_MAX, pattern: '^[^\\u0000-\\u001f\\u007f]+$' },
@@ -21,6 +25,8 @@ const userFields = {
   allow: { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 512 } },
   quota_req_day: { type: ['integer', 'null'], minimum: 0 },
   quota_cost_month: { type: ['number', 'null'], minimum: 0 },
+  share: { type: 'number', exclusiveMinimum: 0, maximum: USER_SHARE_MAX },
+  max_inflight: { type: ['integer', 'null'], minimum: 0, maximum: USER_MAX_INFLIGHT_MAX },
   note: { type: 'string', maxLength: 2000 },
 } as const;
 
@@ -250,6 +256,12 @@ function describe(e: ErrorObject): FieldProblem {
     'quota_req_day:minimum': 'Must be 0 or more (blank or 0: no limit).',
     'quota_cost_month:type': 'An amount in USD, or blank for no limit.',
     'quota_cost_month:minimum': 'Must be 0 or more (blank or 0: no limit).',
+    'share:type': 'A number above 0, like 1, 2 or 0.5.',
+    'share:exclusiveMinimum': 'Must be above 0 (1 is an equal share).',
+    'share:maximum': `At most ${limit}.`,
+    'max_inflight:type': 'A whole number of calls, or blank for no cap.',
+    'max_inflight:minimum': 'Must be 0 or more (blank or 0: no cap).',
+    'max_inflight:maximum': `At most ${limit}.`,
     'note:maxLength': `At most ${limit} characters.`,
     'key:minLength': `At least ${limit} characters.`,
     'key:maxLength': `At most ${limit} characters.`,

@@ -1,9 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest } from '../errors.ts';
 import type { AggregateGroup, CallLog } from '../stats/call-log.ts';
+import type { PaidBudgetStatus } from '../stats/paid-budget.ts';
 
 export interface AdminStatsOptions {
   callLog: CallLog;
+  /** `paid_budget_usd_month` and what paid backends spent of it this UTC month. */
+  paidBudget?: () => PaidBudgetStatus;
   requireAdmin: (req: FastifyRequest) => void;
 }
 
@@ -12,8 +15,9 @@ const CALLS_KEYS = ['limit', 'source', 'backend', 'model', 'status', 'since', 'u
 const STATS_KEYS = ['group', 'since', 'until'] as const;
 
 /**
- * The call log for the console: `GET /admin/api/calls` (recent rows with filters) and
- * `GET /admin/api/stats?group=` (aggregates). Admin only. Every query parameter is known and
+ * The call log for the console: `GET /admin/api/calls` (recent rows with filters),
+ * `GET /admin/api/stats?group=` (aggregates) and `GET /admin/api/paid-budget` (the month's
+ * paid spend against `paid_budget_usd_month`). Admin only. Every query parameter is known and
  * given once as a plain string; anything else (`?source=a&source=b`, `?since[x]=1`, a typo)
  * is a 400 naming it in `param`.
  */
@@ -43,6 +47,9 @@ export async function adminStatsRoutes(app: FastifyInstance, opts: AdminStatsOpt
     if (!GROUPS.includes(group)) throw badRequest(`\`group\` must be one of ${GROUPS.join(', ')}.`, 'group');
     return { group, data: callLog.aggregate(group, { since: optionalTime(q.since, 'since'), until: optionalTime(q.until, 'until') }) };
   });
+
+  const { paidBudget } = opts;
+  if (paidBudget) app.get('/admin/api/paid-budget', async () => paidBudget());
 }
 
 /**

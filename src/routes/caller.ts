@@ -1,12 +1,15 @@
 /**
  * Who is calling: the authenticated caller of a request, who the call log attributes it to,
- * and the quota gate it must pass. The routes' one view of authentication and quotas.
+ * and the gate it must pass (the user's quotas, the gateway's paid budget). The routes' one
+ * view of authentication, quotas and the paid budget.
  */
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../auth/authenticator.ts';
 import { attributeSource } from '../auth/source.ts';
 import { GatewayError } from '../errors.ts';
+import type { BudgetRefusal } from '../stats/paid-budget.ts';
 import type { Admission, QuotaUser } from '../stats/quota.ts';
+import { RefusalReason } from '../stats/record.ts';
 
 /** The authenticated caller of a request plus who the call log attributes it to. */
 export interface CallerContext {
@@ -22,9 +25,25 @@ export interface CallersDeps {
   authenticate: (headers: FastifyRequest['headers']) => Caller;
   /** IP address → name, for attribution. */
   ipAliases: () => Readonly<Record<string, string>>;
-  /** The quota gate: admits a user's call (counting it as running) or refuses it. */
-  admit: (user: QuotaUser, now: number) => Admission;
+  /**
+   * The quota gate: admits a user's call (counting it as running) or refuses it. `hasUnpaid`:
+   * the call has an unpaid candidate, so a spent cost quota does not refuse it.
+   */
+  admit: (user: QuotaUser, now: number, hasUnpaid: boolean) => Admission;
+  /** The refusal of a call that could only go paid while `paid_budget_usd_month` is spent; undefined otherwise. */
+  paidBudget?: (now: number) => BudgetRefusal | undefined;
+  /** Whether a backend is paid (`paid: true`); undefined for a backend not in the fleet. */
+  isPaid?: (backend: string) => boolean | undefined;
 }
+
+/** Where a call may run, as far as the paid gate cares. */
+export interface PaidChoice {
+  /** One of the call's candidates is an unpaid backend: a spent budget or cost quota parks it for that one. */
+  hasUnpaid: boolean;
+}
+
+/** What a route that does not say gets: every candidate counted as paid (a spent budget refuses it). */
+const ONLY_PAID: PaidChoice = { hasUnpaid: false };
 
 export class Callers {
   constructor(private readonly deps: CallersDeps) {}
@@ -48,23 +67,43 @@ export class Callers {
   }
 
   /**
-   * Admits a call within its user's quotas, or throws 429 `insufficient_quota` with Retry-After.
+   * Admits a call within its user's quotas and the paid budget, or throws 429
+   * `insufficient_quota` with Retry-After. The day quota refuses any call; a spent cost quota
+   * (`quota_cost_month`) or paid budget (`paid_budget_usd_month`, code `paid_budget_reached`)
+   * refuses only a call with no unpaid candidate (`paid.hasUnpaid`, see `hasUnpaid`): one
+   * with an unpaid candidate is admitted and kept off the paid ones by the ticket's paid gate.
    * Calls admitted but not yet finished count too, so concurrent calls cannot all slip past a
    * limit; the returned `done` (idempotent) ends that count once the call is on record.
    */
-  admit(ctx: CallerContext): () => void {
+  admit(ctx: CallerContext, paid: PaidChoice = ONLY_PAID): () => void {
+    const now = Date.now();
     const user = ctx.caller.user;
-    if (!user) return noop;
-    const admission = this.deps.admit(user, Date.now());
-    if (admission.ok) return admission.done;
-    throw new GatewayError({
-      status: 429,
-      code: 'insufficient_quota',
-      type: 'insufficient_quota',
-      message: admission.message,
-      retryAfter: admission.retryAfterSec,
-      reason: admission.kind === 'day' ? 'quota_day' : 'quota_month',
-    });
+    let done = noop;
+    if (user) {
+      const admission = this.deps.admit(user, now, paid.hasUnpaid);
+      if (!admission.ok) {
+        throw quotaError(admission.message, admission.retryAfterSec,
+          admission.kind === 'day' ? RefusalReason.quotaDay : RefusalReason.quotaMonth);
+      }
+      done = admission.done;
+    }
+    const spent = paid.hasUnpaid ? undefined : this.deps.paidBudget?.(now);
+    if (spent) {
+      done();
+      throw quotaError(spent.message, spent.retryAfterSec, RefusalReason.paidBudget);
+    }
+    return done;
+  }
+
+  /**
+   * Whether any of a call's candidates is an unpaid backend (`paid: false`), for `admit`. A
+   * backend not in the fleet any more counts as paid: nothing unpaid can take the call there.
+   */
+  hasUnpaid(candidates: readonly { backend: string }[]): boolean {
+    const isPaid = this.deps.isPaid;
+    if (!isPaid) return false;
+    for (const c of candidates) if (isPaid(c.backend) === false) return true;
+    return false;
   }
 
   private attribution(req: FastifyRequest, caller: Caller | undefined, trustHeader: boolean): Attribution {
@@ -79,3 +118,9 @@ export class Callers {
 }
 
 const noop = () => {};
+
+/** 429 `insufficient_quota` (OpenAI's type and code for a spent budget), with Retry-After. */
+function quotaError(message: string, retryAfter: number, reason: string): GatewayError {
+  const code = reason === RefusalReason.paidBudget ? reason : 'insufficient_quota';
+  return new GatewayError({ status: 429, code, type: 'insufficient_quota', message, retryAfter, reason });
+}

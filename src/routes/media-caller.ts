@@ -76,7 +76,8 @@ export class MediaRequest {
    */
   identify(): MediaCaller {
     this.ctx = this.deps.callers.identify(this.req);
-    this.release = this.deps.callers.admit(this.ctx);
+    // a job reports no cost: a spent cost quota or budget does not refuse it (its ticket's paid gate still applies)
+    this.release = this.deps.callers.admit(this.ctx, { hasUnpaid: true });
     return mediaCaller(this.ctx, this.req.ip);
   }
 

@@ -56,7 +56,7 @@ export async function runProxiedCall(
     if (typeof model !== 'string' || model === '') throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
     requested = model;
     const call = prepare(ctx, body as Record<string, unknown>, model);
-    const done = deps.callers.admit(ctx);
+    const done = deps.callers.admit(ctx, { hasUnpaid: deps.callers.hasUnpaid(call.resolution.candidates) });
     try {
       dispatched = true;
       // written out, not spread (the hot path's rule)

@@ -82,8 +82,8 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       if (startBackground) {
         // refused now, as the run's own call would be, rather than told `queued` and failed at once:
         // over the quota (held until the run's call is admitted itself), or by the scheduler
-        const releaseQuota = callers.admit(ctx);
         const { candidates, alias } = gated.resolution;
+        const releaseQuota = callers.admit(ctx, { hasUnpaid: callers.hasUnpaid(candidates) });
         const admitted = opts.admission.admit(candidates, alias ?? model);
         if (admitted.refused) {
           releaseQuota();

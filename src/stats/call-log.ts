@@ -2,8 +2,9 @@
  * The call log: one row per call in stats.db (store/calls-repo.ts), written in batches by a
  * timer on this thread, never on the request path (docs/decisions.md has the measurements).
  *
- * `record()` adds the call to the quota counters (quota.ts) and queues its row, numbered after
- * the largest id on disk: O(1), no I/O; captured bodies are gzip'd off this thread meanwhile.
+ * `record()` adds the call to the quota counters (quota.ts) and the paid spend (paid-budget.ts)
+ * and queues its row, numbered after the largest id on disk: O(1), no I/O; captured bodies are
+ * gzip'd off this thread meanwhile.
  * Every `flushMs` the queue is written a hundred rows per transaction, one per event-loop turn.
  * Reads never wait for a write: `recent()` merges the queue with the disk, `bodies()` and `get()`
  * look in both, `aggregate()` reads the disk only, `summary()` reads an in-memory rollup of the
@@ -16,10 +17,12 @@
  */
 import {
   callRow, CallsRepo, matchesFilter, newestFirst, recentLimit, rollupCall, storedCall, type AggregateGroup, type AggregateRow,
-  type CallQuery, type CallRow, type CallWrite, type DayUsage, type Pruned, type StoredBodies,
+  type CallQuery, type CallRow, type CallWrite, type DaySpend, type DayUsage, type Pruned, type StoredBodies,
 } from '../store/calls-repo.ts';
 import { BodyCompressor, capBody, gzipBodySync, unpackBody, type CappedBody } from './bodies.ts';
 import { CallsRollup, type CallSummary, type RollupStep } from './calls-rollup.ts';
+import { effectiveCost } from './cost.ts';
+import { daySpendOf, PaidSpend } from './paid-budget.ts';
 import { DAY_MS, utcDayNumber } from './period.ts';
 import { dayUsageOf, QuotaGate } from './quota.ts';
 import { RecentIds } from './recent-ids.ts';
@@ -75,6 +78,8 @@ interface Queued extends CallWrite {
 export class CallLog {
   /** The quota counters, and the calls admitted against them and still running. */
   readonly quotas = new QuotaGate();
+  /** What paid backends spent per UTC day, every caller together (`paid_budget_usd_month`). */
+  readonly paidSpend = new PaidSpend();
   private readonly repo: CallsRepo;
   private opts: CallLogOptions;
   private readonly now: () => number;
@@ -105,6 +110,7 @@ export class CallLog {
     this.now = opts.now ?? Date.now;
     this.nextId = repo.maxId() + 1;
     for (const usage of repo.quotaUsage()) this.quotas.count(usage);
+    for (const spend of repo.paidSpend()) this.paidSpend.count(spend);
     this.rollup = new CallsRollup({ now: this.now });
     this.rollupBuilt = this.buildRollup(this.nextId - 1);
     const prune = () => void this.prune().catch((err: unknown) => this.report(err, 'prune'));
@@ -136,19 +142,21 @@ export class CallLog {
     }
     const usage = dayUsageOf(rec);
     if (usage) this.quotas.count(usage);
+    const spend = daySpendOf({ ts: rec.ts, cost: effectiveCost(rec) });
+    if (spend) this.paidSpend.count(spend);
     // folded 401s are one row per source and minute anyway: a scanner repeating an id is counted there
     const unauthenticated = isUnauthenticatedRefusal(rec);
     const id = rec.request_id;
     if (!unauthenticated && typeof id === 'string' && id !== '' && !this.recentIds.add(id)) {
       this.duplicate(rec);
-      if (usage) this.enqueue(null, usage);
+      if (usage || spend) this.enqueue(null, usage, spend);
       return false;
     }
     if (this.opts.logCalls === false) {
-      if (usage) this.enqueue(null, usage);
+      if (usage || spend) this.enqueue(null, usage, spend);
     } else if (unauthenticated) {
       this.queueFolded(this.refusals.add(rec, this.now()));
-    } else this.enqueue(rec, usage);
+    } else this.enqueue(rec, usage, spend);
     return true;
   }
 
@@ -249,6 +257,7 @@ export class CallLog {
     const bodyCutoff = Math.max(rowCutoff, bodyRetentionDays > 0 ? now - bodyRetentionDays * DAY_MS : -Infinity);
     const cutoffs = { rowCutoff, bodyCutoff, firstUsageDay: utcDayNumber(now) - QUOTA_USAGE_KEEP_DAYS };
     this.quotas.forgetBefore(cutoffs.firstUsageDay);
+    this.paidSpend.forgetBefore(cutoffs.firstUsageDay);
     this.rollup.forgetBefore(rowCutoff);
     const total = { rows: 0, bodies: 0 };
     for (let step = { ...total, done: false }; !step.done && !this.closed; await turn()) {
@@ -270,9 +279,9 @@ export class CallLog {
     else process.emitWarning(`call log: request id ${rec.request_id} recorded again (${this.duplicates} so far)`);
   }
 
-  private enqueue(rec: CallRecord | null, usage: DayUsage | null): void {
+  private enqueue(rec: CallRecord | null, usage: DayUsage | null, spend: DaySpend | null = null): void {
     if (this.queue.length >= MAX_QUEUED_ROWS) return void this.dropped++;
-    const entry: Queued = { row: rec && storedCall(rec, this.nextId++), bodies: null, usage, compressing: null };
+    const entry: Queued = { row: rec && storedCall(rec, this.nextId++), bodies: null, usage, spend, compressing: null };
     if (rec && this.opts.captureBodies) {
       const sides: Sides = [capBody(rec.request_body), capBody(rec.response_body)];
       if (sides[0] || sides[1]) this.compress(entry, sides);

@@ -55,6 +55,7 @@ export function toCallRecord(o: CallOutcome, price: PricingContext, captureBodie
     usage_estimated: u !== undefined && o.usageEstimated === true,
     paid: price.paid,
     count: 1,
+    route: o.route ?? null,
     request_body: captureBodies ? o.requestBody : undefined,
     response_body: captureBodies ? o.responseBody : undefined,
   };

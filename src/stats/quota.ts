@@ -10,13 +10,16 @@
  * - `quota_cost_month`: USD per UTC calendar month, the upstream-reported cost where the
  *   backend gave one, else the computed cost; a free backend (`paid: false`) spends nothing
  *   whatever it reports (`effectiveCost`; its reported cost is still in `upstream_cost_usd`).
+ *   It gates paid backends, not calls: once it is spent the user's calls still run on unpaid
+ *   backends (they park for them: stats/paid-budget.ts `PaidGate`); only a call that has no
+ *   unpaid candidate is refused here.
  * - `null` or a value <= 0 means no limit ("0 = unlimited"; disable a user to block it).
  * - The counters do not depend on the call log: with `call_log: false` the calls still feed
  *   the per-user counters (`quota_usage`), only no call rows are written.
  *
  * A call is allowed while usage is strictly below the limit: with a day limit of N the N-th
  * call of the day passes and the N+1-th is refused. Spend is checked before the call, so the
- * call that crosses the monthly budget completes and the next one is refused. Calls admitted
+ * call that crosses the monthly budget completes and the next one goes unpaid or is refused. Calls admitted
  * and still running count towards the day limit too, so concurrent calls cannot all slip past.
  *
  * The counters (`QuotaGate`) are in memory, per user and UTC day — a month is the sum of its
@@ -53,7 +56,8 @@ export function countsTowardQuota(rec: Pick<CallRecord, 'backend' | 'status' | '
     rec.backend === REFUSED_BACKEND &&
     ((rec.status >= 400 && rec.status < 500 && rec.status !== STATUS_CLIENT_CLOSED) ||
       rec.reason === RefusalReason.quotaDay ||
-      rec.reason === RefusalReason.quotaMonth)
+      rec.reason === RefusalReason.quotaMonth ||
+      rec.reason === RefusalReason.paidBudget)
   );
 }
 
@@ -67,13 +71,17 @@ export function dayUsageOf(rec: CallRecord): DayUsage | null {
 }
 
 /** Float sums of many small costs drift; a spend within this of the budget counts as reaching it. */
-const COST_EPSILON_USD = 1e-9;
+export const COST_EPSILON_USD = 1e-9;
 
 /**
  * Checks both quotas of `user` at `now` (unix ms), the day quota first. `running`: calls of
  * the user admitted and not on record yet; without them N concurrent calls at usage N-1 all pass.
+ * `hasUnpaid`: the call has an unpaid candidate, so a spent cost quota does not refuse it (it
+ * only keeps it off the paid ones).
  */
-export function checkQuota(user: QuotaUser, log: Pick<QuotaGate, 'requestsSince' | 'costSince'>, now: number, running = 0): QuotaVerdict {
+export function checkQuota(
+  user: QuotaUser, log: Pick<QuotaGate, 'requestsSince' | 'costSince'>, now: number, running = 0, hasUnpaid = false,
+): QuotaVerdict {
   const perDay = user.quota_req_day;
   if (isLimit(perDay)) {
     const used = log.requestsSince(user.id, startOfUtcDay(now)) + running;
@@ -87,6 +95,11 @@ export function checkQuota(user: QuotaUser, log: Pick<QuotaGate, 'requestsSince'
       };
     }
   }
+  return hasUnpaid ? { ok: true } : checkMonthQuota(user, log, now);
+}
+
+/** Whether `user`'s `quota_cost_month` still allows paid backends at `now` (unix ms). */
+export function checkMonthQuota(user: QuotaUser, log: Pick<QuotaGate, 'costSince'>, now: number): QuotaVerdict {
   const perMonth = user.quota_cost_month;
   if (isLimit(perMonth)) {
     const spent = log.costSince(user.id, startOfUtcMonth(now));
@@ -142,10 +155,13 @@ export class QuotaGate {
     return this.running.get(userId) ?? 0;
   }
 
-  /** Admits a call of `user` at `now` (unix ms), counting it as running until `done()`, or refuses it. */
-  admit(user: QuotaUser, now: number): Admission {
+  /**
+   * Admits a call of `user` at `now` (unix ms), counting it as running until `done()`, or refuses
+   * it. `hasUnpaid`: the call has an unpaid candidate (a spent cost quota does not refuse it).
+   */
+  admit(user: QuotaUser, now: number, hasUnpaid = false): Admission {
     const running = this.inflight(user.id);
-    const verdict = checkQuota(user, this, now, running);
+    const verdict = checkQuota(user, this, now, running, hasUnpaid);
     if (!verdict.ok) return verdict;
     this.running.set(user.id, running + 1);
     let finished = false;
@@ -172,10 +188,10 @@ function isLimit(v: number | null): v is number {
 }
 
 /** Whole seconds until `at`, rounded up, at least 1 (a Retry-After of 0 invites a hot loop). */
-function secondsUntil(at: number, now: number): number {
+export function secondsUntil(at: number, now: number): number {
   return Math.max(1, Math.ceil((at - now) / 1000));
 }
 
-function iso(ms: number): string {
+export function iso(ms: number): string {
   return new Date(ms).toISOString().replace('.000Z', 'Z');
 }

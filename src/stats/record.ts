@@ -8,6 +8,8 @@ export const REFUSED_BACKEND = '(refused)';
 export const RefusalReason = Object.freeze({
   quotaDay: 'quota_day',
   quotaMonth: 'quota_month',
+  /** `paid_budget_usd_month` is spent and the call had no unpaid candidate. */
+  paidBudget: 'paid_budget_reached',
   unknownModel: 'unknown_model',
   parkTimeout: 'park_timeout',
   noBackend: 'no_backend',

@@ -43,10 +43,15 @@ export interface StoredCall {
   paid: 0 | 1;
   /** Calls the row stands for (folded refusals), at least 1. */
   count: number;
+  /**
+   * Why the scheduler chose this backend, when not simply the best free unpaid one (the lease's
+   * route, e.g. `spill: local eta 41 s > 10 s`); null otherwise and for refusals.
+   */
+  route: string | null;
 }
 
 /** A call row before it is stored: no id yet, flags as booleans. */
-export type CallInput = Omit<StoredCall, 'id' | 'usage_estimated' | 'paid' | 'count'> & {
+export type CallInput = Omit<StoredCall, 'id' | 'usage_estimated' | 'paid' | 'count' | 'route'> & {
   /** The tokens are the gateway's estimate: the backend reported no usage. */
   usage_estimated?: boolean;
   /**
@@ -56,6 +61,8 @@ export type CallInput = Omit<StoredCall, 'id' | 'usage_estimated' | 'paid' | 'co
   paid?: boolean;
   /** Calls this row stands for (unauthenticated 401s are folded per source and minute); default 1. */
   count?: number;
+  /** Why the scheduler chose the backend (`CallOutcome.route`); absent: null. */
+  route?: string | null;
 };
 
 /** A call's captured bodies as stored: the gzip of each capped side, and its size before the cap. */
@@ -75,12 +82,24 @@ export interface DayUsage {
   cost: number;
 }
 
-/** One entry of a batch: a call row with its bodies, and what it adds to its user's quota counters. */
+/** What paid backends spent on one UTC day, every caller together: a `paid_spend` row, or one call's part of it. */
+export interface DaySpend {
+  /** UTC days since the epoch. */
+  day: number;
+  cost: number;
+}
+
+/**
+ * One entry of a batch: a call row with its bodies, what it adds to its user's quota counters,
+ * and what it adds to the day's paid spend (`paid_budget_usd_month`).
+ */
 export interface CallWrite {
-  /** Null for a call that only counts towards quotas (the call log is off). */
+  /** Null for a call that only counts towards quotas and the paid budget (the call log is off). */
   row: StoredCall | null;
   bodies: StoredBodies | null;
   usage: DayUsage | null;
+  /** Absent or null: the call spent nothing. */
+  spend?: DaySpend | null;
 }
 
 /** A call as the console lists it (bodies are fetched separately). */
@@ -137,7 +156,7 @@ export interface PruneCutoffs {
   rowCutoff: number;
   /** Never earlier than `rowCutoff`; -Infinity keeps every body. */
   bodyCutoff: number;
-  /** Quota counters of UTC days before this one go. */
+  /** Quota counters (and the paid spend) of UTC days before this one go. */
   firstUsageDay: number;
 }
 
@@ -176,6 +195,7 @@ export function storedCall(rec: CallInput, id: number): StoredCall {
     usage_estimated: rec.usage_estimated === true ? 1 : 0,
     paid: rec.paid === false ? 0 : 1,
     count: Number.isInteger(rec.count) && rec.count! > 1 ? rec.count! : 1,
+    route: nullableString(rec.route),
   };
 }
 

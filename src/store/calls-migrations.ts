@@ -86,4 +86,33 @@ export const STATS_MIGRATIONS: readonly Migration[] = [
       DROP INDEX IF EXISTS calls_request_id;
     `,
   },
+  {
+    version: 4,
+    description: 'why the scheduler chose the backend (the lease route), per call',
+    sql: `
+      ALTER TABLE calls ADD COLUMN route TEXT; -- e.g. 'spill: local eta 41 s > 10 s'; null: the best free unpaid one
+    `,
+  },
+  {
+    version: 5,
+    description: 'paid spend per UTC day, all callers together, for paid_budget_usd_month',
+    sql: `
+      -- written in the same transaction as the calls it sums, also with call_log: false, so the
+      -- month's spend survives a restart; kept as long as quota_usage (docs/decisions.md)
+      CREATE TABLE paid_spend (
+        day      INTEGER PRIMARY KEY,           -- UTC days since the epoch
+        cost_usd REAL NOT NULL
+      ) WITHOUT ROWID;
+      -- seeded from what was already on record: per day the larger of the call rows' spend (every
+      -- caller, while the call log was on) and the users' counters (with or without the call log)
+      INSERT INTO paid_spend (day, cost_usd)
+      SELECT day, MAX(spent) FROM (
+        SELECT ts / 86400000 AS day,
+          SUM(CASE WHEN paid = 0 THEN 0 ELSE COALESCE(upstream_cost_usd, cost_usd) END) AS spent
+        FROM calls GROUP BY 1
+        UNION ALL
+        SELECT day, SUM(cost_usd) AS spent FROM quota_usage GROUP BY day
+      ) GROUP BY day HAVING MAX(spent) > 0;
+    `,
+  },
 ];

@@ -1,8 +1,8 @@
 /**
- * stats.db, the call log's database: the batched write (call rows, their gzip'd bodies and the
- * per-user daily quota counters, in one transaction), the console's reads, the quota counters'
- * seed, and pruning a slice at a time; beside the reads, the JavaScript twins of their filter
- * and order, for the rows the call log (stats/call-log.ts) has not written yet.
+ * stats.db, the call log's database: the batched write (call rows, their gzip'd bodies, the
+ * per-user daily quota counters and the daily paid spend, in one transaction), the console's
+ * reads, the counters' seed, and pruning a slice at a time; beside the reads, the JavaScript
+ * twins of their filter and order, for the rows the call log (stats/call-log.ts) has not written yet.
  *
  * One connection, used by the thread that owns the call log. Its busy timeout is 0: a write
  * that finds stats.db locked by another process fails at once (and is retried by the next
@@ -11,7 +11,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type {
-  AggregateGroup, AggregateRow, CallFilter, CallRow, CallWrite, DayUsage, PruneCutoffs, Pruned, StoredBodies, StoredCall,
+  AggregateGroup, AggregateRow, CallFilter, CallRow, CallWrite, DaySpend, DayUsage, PruneCutoffs, Pruned, StoredBodies,
+  StoredCall,
 } from './call-rows.ts';
 import { STATS_MIGRATIONS } from './calls-migrations.ts';
 import { openDatabase, type Db } from './db.ts';
@@ -115,7 +116,7 @@ const CHECKPOINT_PAGES = 200;
 const CALL_COLUMNS = [
   'id', 'ts', 'request_id', 'duration_ms', 'ttft_ms', 'endpoint', 'source', 'user_id', 'requested_model', 'model',
   'backend', 'status', 'reason', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens',
-  'reasoning', 'cost_usd', 'upstream_cost_usd', 'usage_estimated', 'paid', 'count',
+  'reasoning', 'cost_usd', 'upstream_cost_usd', 'usage_estimated', 'paid', 'count', 'route',
 ] as const satisfies readonly (keyof StoredCall)[];
 
 /** What a stored call spent: the SQL twin of stats/cost.ts `effectiveCost` (stored costs are normalised). */
@@ -155,18 +156,25 @@ export class CallsRepo {
        ON CONFLICT (user_id, day) DO UPDATE SET
          requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd`,
     );
+    const addSpend = db.prepare(
+      `INSERT INTO paid_spend (day, cost_usd) VALUES (?, ?)
+       ON CONFLICT (day) DO UPDATE SET cost_usd = cost_usd + excluded.cost_usd`,
+    );
     this.#write = db.transaction((batch: readonly CallWrite[]) => {
       const usage = new Map<string, DayUsage>();
-      for (const { row: r, bodies: b, usage: u } of batch) {
+      const spend = new Map<number, number>();
+      for (const { row: r, bodies: b, usage: u, spend: paid } of batch) {
         if (r) {
           // positional binding, one explicit argument per column: markedly cheaper than named parameters
           insertCall.run(
             r.id, r.ts, r.request_id, r.duration_ms, r.ttft_ms, r.endpoint, r.source, r.user_id, r.requested_model,
             r.model, r.backend, r.status, r.reason, r.prompt_tokens, r.completion_tokens, r.cached_tokens,
             r.cache_write_tokens, r.reasoning, r.cost_usd, r.upstream_cost_usd, r.usage_estimated, r.paid, r.count,
+            r.route,
           );
           if (b) insertBodies.run(r.id, r.ts, b.request, b.response, b.request_bytes, b.response_bytes);
         }
+        if (paid) spend.set(paid.day, (spend.get(paid.day) ?? 0) + paid.cost);
         if (!u) continue;
         const key = `${u.user_id}:${u.day}`;
         const sum = usage.get(key);
@@ -176,12 +184,14 @@ export class CallsRepo {
         } else usage.set(key, { ...u });
       }
       for (const u of usage.values()) addUsage.run(u.user_id, u.day, u.requests, u.cost);
+      for (const [day, cost] of spend) addSpend.run(day, cost);
     });
     const deleteBodies = db.prepare(
       'DELETE FROM call_bodies WHERE call_id IN (SELECT call_id FROM call_bodies WHERE ts < ? LIMIT ?)',
     );
     const deleteCalls = db.prepare('DELETE FROM calls WHERE id IN (SELECT id FROM calls WHERE ts < ? LIMIT ?)');
     const deleteUsage = db.prepare('DELETE FROM quota_usage WHERE day < ?');
+    const deleteSpend = db.prepare('DELETE FROM paid_spend WHERE day < ?');
     this.#pruneStep = db.transaction((c: PruneCutoffs, limit: number) => {
       if (Number.isFinite(c.bodyCutoff)) {
         const bodies = deleteBodies.run(c.bodyCutoff, limit).changes;
@@ -192,6 +202,7 @@ export class CallsRepo {
         if (rows > 0) return { rows, bodies: 0, done: false };
       }
       deleteUsage.run(c.firstUsageDay);
+      deleteSpend.run(c.firstUsageDay);
       return { rows: 0, bodies: 0, done: true };
     });
     this.#selectBodies = db.prepare(
@@ -207,6 +218,11 @@ export class CallsRepo {
   /** Every per-user daily quota counter on disk. */
   quotaUsage(): DayUsage[] {
     return this.#db.prepare('SELECT user_id, day, requests, cost_usd AS cost FROM quota_usage').all() as DayUsage[];
+  }
+
+  /** Every day's paid spend on disk (all callers together). */
+  paidSpend(): DaySpend[] {
+    return this.#db.prepare('SELECT day, cost_usd AS cost FROM paid_spend').all() as DaySpend[];
   }
 
   /** Writes a batch in one transaction: all of it, or (throwing) none of it. */
@@ -341,7 +357,7 @@ export class CallsRepo {
 
   /**
    * One short prune transaction: at most `limit` bodies, else at most `limit` rows (their
-   * bodies go with them), else the old quota counters. Repeat until it returns `done`.
+   * bodies go with them), else the old quota counters and paid spend. Repeat until it returns `done`.
    */
   pruneStep(cutoffs: PruneCutoffs, limit: number): Pruned & { done: boolean } {
     return this.#pruneStep(cutoffs, limit);

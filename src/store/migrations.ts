@@ -88,4 +88,12 @@ export const STORE_MIGRATIONS: readonly Migration[] = [
       CREATE INDEX native_responses_expiry ON native_responses (expires_at);
     `,
   },
+  {
+    version: 5,
+    description: "users' fair-share weight and cap on calls at once",
+    sql: `
+      ALTER TABLE users ADD COLUMN share REAL NOT NULL DEFAULT 1; -- fair-share weight, > 0
+      ALTER TABLE users ADD COLUMN max_inflight INTEGER;          -- calls at once; null or 0: no cap
+    `,
+  },
 ];

@@ -22,6 +22,10 @@ export interface User {
   quota_req_day: number | null;
   /** USD per calendar month. */
   quota_cost_month: number | null;
+  /** Fair-share weight (> 0, default 1): a user of share 2 gets twice the service of one of share 1. */
+  share: number;
+  /** Calls at once; more park (never refused). null or 0: no cap. */
+  max_inflight: number | null;
   note: string;
   created_at: number;
   updated_at: number;
@@ -34,6 +38,8 @@ export interface NewUser {
   allow?: string[];
   quota_req_day?: number | null;
   quota_cost_month?: number | null;
+  share?: number;
+  max_inflight?: number | null;
   note?: string;
   /** A pasted key (≥ 16 chars); generated when absent. */
   key?: string;
@@ -50,13 +56,18 @@ interface UserRow {
   allow: string;
   quota_req_day: number | null;
   quota_cost_month: number | null;
+  share: number;
+  max_inflight: number | null;
   note: string;
   created_at: number;
   updated_at: number;
 }
 
-const PUBLIC_COLUMNS =
-  'id, name, role, enabled, key_hint, allow, quota_req_day, quota_cost_month, note, created_at, updated_at';
+/** Fair-share weight of a user created without one. */
+export const DEFAULT_USER_SHARE = 1;
+
+const PUBLIC_COLUMNS = 'id, name, role, enabled, key_hint, allow, quota_req_day, quota_cost_month, share, '
+  + 'max_inflight, note, created_at, updated_at';
 
 type Statements = ReturnType<typeof prepareStatements>;
 
@@ -67,14 +78,14 @@ function prepareStatements(db: Db) {
     byDigest: db.prepare<[string], UserRow>(`SELECT ${PUBLIC_COLUMNS} FROM users WHERE key_digest = ?`),
     insert: db.prepare(
       `INSERT INTO users (name, role, enabled, key_digest, key_cipher, key_hint, allow,
-                          quota_req_day, quota_cost_month, note, created_at, updated_at)
+                          quota_req_day, quota_cost_month, share, max_inflight, note, created_at, updated_at)
        VALUES (@name, @role, @enabled, @key_digest, @key_cipher, @key_hint, @allow,
-               @quota_req_day, @quota_cost_month, @note, @now, @now)`,
+               @quota_req_day, @quota_cost_month, @share, @max_inflight, @note, @now, @now)`,
     ),
     update: db.prepare(
       `UPDATE users SET name = @name, role = @role, enabled = @enabled, allow = @allow,
-              quota_req_day = @quota_req_day, quota_cost_month = @quota_cost_month, note = @note,
-              updated_at = @now
+              quota_req_day = @quota_req_day, quota_cost_month = @quota_cost_month, share = @share,
+              max_inflight = @max_inflight, note = @note, updated_at = @now
        WHERE id = @id`,
     ),
     setKey: db.prepare(
@@ -166,6 +177,8 @@ export class UsersRepo {
         allow: JSON.stringify(input.allow ?? []),
         quota_req_day: input.quota_req_day ?? null,
         quota_cost_month: input.quota_cost_month ?? null,
+        share: input.share ?? DEFAULT_USER_SHARE,
+        max_inflight: input.max_inflight ?? null,
         note: input.note ?? '',
         now,
       }),
@@ -187,6 +200,8 @@ export class UsersRepo {
         allow: JSON.stringify(next.allow),
         quota_req_day: next.quota_req_day,
         quota_cost_month: next.quota_cost_month,
+        share: next.share,
+        max_inflight: next.max_inflight,
         note: next.note,
         now: Date.now(),
       }),
@@ -274,6 +289,8 @@ function toUser(row: UserRow): User {
     allow: JSON.parse(row.allow) as string[],
     quota_req_day: row.quota_req_day,
     quota_cost_month: row.quota_cost_month,
+    share: row.share,
+    max_inflight: row.max_inflight,
     note: row.note,
     created_at: row.created_at,
     updated_at: row.updated_at,

@@ -2,8 +2,9 @@
  * LLM calls: the call log newest first, filtered by status (a code or a class), backend,
  * model, source and time (UTC), 50 a page (`beforeId` pages on in the log's own order), with
  * tokens, the prompt-cache split, cost, ttft, duration and reasoning; refused calls with their
- * reason. `/ui/calls/:id` shows one call and its captured bodies. Reads only, through the call
- * log the admin API uses (`/admin/api/calls`).
+ * reason, and why the scheduler chose the backend when it was not simply the best free unpaid
+ * one (a word in the list, the whole route on the call's page). `/ui/calls/:id` shows one call
+ * and its captured bodies. Reads only, through the call log the admin API uses (`/admin/api/calls`).
  */
 import type { FastifyInstance } from 'fastify';
 import { REFUSED_BACKEND } from '../../stats/record.ts';
@@ -20,6 +21,8 @@ export interface CallLine extends CallRow {
   spent: number;
   /** Prompt tokens neither read from nor written to a cache. */
   fresh: number;
+  /** Why the scheduler chose the backend, in a word for the list (`spill` of `spill: local eta 41 s > 10 s`). */
+  routeWord: string | null;
 }
 
 export function callLine(c: CallRow): CallLine {
@@ -28,6 +31,7 @@ export function callLine(c: CallRow): CallLine {
     refused: c.backend === REFUSED_BACKEND,
     spent: c.paid ? c.upstream_cost_usd ?? c.cost_usd : 0,
     fresh: Math.max(0, c.prompt_tokens - c.cached_tokens - c.cache_write_tokens),
+    routeWord: c.route ? c.route.split(':')[0].trim().slice(0, 24) || null : null,
   };
 }
 

@@ -3,10 +3,11 @@
  * checkbox) turned into the JSON body the admin API takes, and back. Only reading is done
  * here: the rules are the users service's (its schemas say what is valid), except that a
  * quota which is not a number at all is reported here. Blank quotas mean none; the cost quota
- * takes a decimal comma ("2,50") and a leading "$".
+ * takes a decimal comma ("2,50") and a leading "$". A blank share is the default (1), a blank
+ * `max_inflight` no cap.
  */
 import type { FieldProblem } from '../../admin/users-service.ts';
-import type { NewUser, User, UserPatch } from '../../store/users-repo.ts';
+import { DEFAULT_USER_SHARE, type NewUser, type User, type UserPatch } from '../../store/users-repo.ts';
 import { one, type FormBody } from '../form-values.ts';
 
 /** The form as the user typed it (re-rendered as is when refused). */
@@ -17,13 +18,18 @@ export interface UserForm {
   allow: string[];
   quota_req_day: string;
   quota_cost_month: string;
+  share: string;
+  max_inflight: string;
   note: string;
 }
 
 export type { FormBody };
 
 export function emptyForm(): UserForm {
-  return { name: '', role: 'user', enabled: true, allow: [], quota_req_day: '', quota_cost_month: '', note: '' };
+  return {
+    name: '', role: 'user', enabled: true, allow: [], quota_req_day: '', quota_cost_month: '', share: '',
+    max_inflight: '', note: '',
+  };
 }
 
 export function formOf(user: User): UserForm {
@@ -34,6 +40,8 @@ export function formOf(user: User): UserForm {
     allow: [...user.allow],
     quota_req_day: user.quota_req_day === null ? '' : String(user.quota_req_day),
     quota_cost_month: user.quota_cost_month === null ? '' : String(user.quota_cost_month),
+    share: user.share === DEFAULT_USER_SHARE ? '' : String(user.share),
+    max_inflight: user.max_inflight === null ? '' : String(user.max_inflight),
     note: user.note,
   };
 }
@@ -56,6 +64,8 @@ export function readUserForm(raw: FormBody): ReadUser {
     allow: allowOf(raw),
     quota_req_day: one(raw, 'quota_req_day').trim(),
     quota_cost_month: one(raw, 'quota_cost_month').trim(),
+    share: one(raw, 'share').trim(),
+    max_inflight: one(raw, 'max_inflight').trim(),
     note: one(raw, 'note').replace(/\r\n/g, '\n').trim(),
   };
   const problems: FieldProblem[] = [];
@@ -66,6 +76,14 @@ export function readUserForm(raw: FormBody): ReadUser {
   const cost = readNumber(form.quota_cost_month, true);
   if (cost === undefined) problems.push({ field: 'quota_cost_month', message: 'An amount in USD like 2.50 or 2,50, or blank for no limit.' });
   else body.quota_cost_month = cost;
+  const share = readNumber(form.share, true);
+  if (share === undefined) {
+    problems.push({ field: 'share', message: 'A number above 0, like 1, 2 or 0.5; blank for 1.' });
+  } else body.share = share ?? DEFAULT_USER_SHARE;
+  const cap = readNumber(form.max_inflight, false);
+  if (cap === undefined) {
+    problems.push({ field: 'max_inflight', message: 'A whole number of calls, or blank for no cap.' });
+  } else body.max_inflight = cap;
   const key = one(raw, 'key').trim();
   return { form, body, key: key || undefined, problems };
 }
