@@ -25,6 +25,7 @@ import { MediaJobs } from './media/service.ts';
 import { GpuSwitch } from './media/gpu-switch.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { ModelCatalog, refusalExplainer } from './routing/catalog.ts';
+import { ConversationAffinity } from './routing/conversation-affinity.ts';
 import { Callers } from './routes/caller.ts';
 import type { HealthView } from './routes/health.ts';
 import { gatewayHealthView } from './gateway-health.ts';
@@ -195,6 +196,7 @@ export class Gateway {
       log: this.log,
       refusals: refusalExplainer(this),
       onDispatch: (backend, model) => this.residency.observeCall(backend, model, Date.now()),
+      affinity: new ConversationAffinity(), paidAllowed: () => true, // the paid gate (budget, cost quotas): open for now
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,
