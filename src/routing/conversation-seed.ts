@@ -76,7 +76,7 @@ function textOf(content: unknown): string | undefined {
   for (const part of content) {
     const t = typeof part === 'object' && part !== null ? (part as { text?: unknown }).text : undefined;
     if (typeof t !== 'string') continue;
-    text += `${t}\n`;
+    text = text ? `${text}\n${t}` : t;
     if (text.length >= SEED_PART_MAX) break;
   }
   return clip(text);
