@@ -375,7 +375,7 @@ export class UpstreamProxy {
     const where: QueuePlace | undefined = this.deps.scheduler.queuePosition(state.ticket);
     if (where) {
       const waited = `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
-      return where.etaS === undefined ? waited : `${waited} eta_s=${Math.round(where.etaS)}`;
+      return where.etaS === undefined || !Number.isFinite(where.etaS) ? waited : `${waited} eta_s=${Math.round(where.etaS)}`;
     }
     return state.sse?.dataWritten ? 'keepalive' : 'waiting for first token';
   }
