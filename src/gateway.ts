@@ -196,7 +196,8 @@ export class Gateway {
       log: this.log,
       refusals: refusalExplainer(this),
       onDispatch: (backend, model) => this.residency.observeCall(backend, model, Date.now()),
-      affinity: new ConversationAffinity(), paidAllowed: () => true, // the paid gate (budget, cost quotas): open for now
+      // the paid gate (budget, cost quotas) is open until it is wired
+      affinity: new ConversationAffinity(), paidAllowed: () => true,
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,

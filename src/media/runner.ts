@@ -100,7 +100,9 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
       .filter((c) => !tried.has(c.backend))
       .map((c) => ({ backend: c.backend, model: plan.alias }));
     // every acquire parks as long as the first may: a failover after max_wait is no reason to give up at once
-    const ticket = { alias: plan.alias, candidates: candidates(), parkMs: plan.parkMs, signal, refresh: candidates, user: plan.user };
+    const ticket = {
+      alias: plan.alias, candidates: candidates(), parkMs: plan.parkMs, signal, refresh: candidates, user: plan.user,
+    };
     if (ticket.candidates.length === 0) {
       return { status: 'failed', error: lastError ?? { code: 'no_backend', message: `no ComfyUI backend serves ${plan.alias}` }, backend: lastBackend };
     }

@@ -88,7 +88,9 @@ export async function pipeRawBody(call: BodyRelayCall, reply: FastifyReply): Pro
   const result = await relayRaw({
     upstream: call.response,
     reply,
-    headers: withGatewayHeaders(rawHead(call.response.headers), served.backend, call.requestId, served.reasoning, served.route),
+    headers: withGatewayHeaders(
+      rawHead(call.response.headers), served.backend, call.requestId, served.reasoning, served.route,
+    ),
     onFirstByte: call.onFirstByte,
     ...bodyDeadlines(cfg),
     captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,

@@ -34,7 +34,9 @@ export interface AttemptOfConversation {
  */
 export function learnAffinity(affinity: ConversationAffinity, a: AttemptOfConversation): void {
   const { end } = a;
-  const failed = end.failover ? !a.clientGone : end.health === 'failure' || end.health === 'unreachable' || end.health === 'auth';
+  const failed = end.failover
+    ? !a.clientGone
+    : end.health === 'failure' || end.health === 'unreachable' || end.health === 'auth';
   if (failed) affinity.forget(a.key, a.backend);
   else if (end.health === 'ok' && end.outcome?.status === 200) affinity.remember(a.key, a.backend, a.now, a.ttlMs);
 }

@@ -16,7 +16,9 @@ export function withGatewayHeaders(
   return headers;
 }
 
-export function gatewayHeaders(backend: string, requestId: string, reasoning?: string, route?: string): Record<string, string> {
+export function gatewayHeaders(
+  backend: string, requestId: string, reasoning?: string, route?: string,
+): Record<string, string> {
   const headers: Record<string, string> = { 'x-gateway-backend': backend, 'x-request-id': requestId };
   if (reasoning !== undefined) headers['x-reasoning-control'] = reasoning;
   if (route) headers['x-gateway-route'] = headerText(route);

@@ -60,7 +60,7 @@ function textLength(content: unknown): number {
   return chars;
 }
 
-/** Characters of a string or a list of strings (completions' `prompt`, embeddings' `input`); a token id counts as one token. */
+/** Characters of a string or a list of strings (completions' `prompt`, embeddings' `input`); a token id counts as 4. */
 function stringsLength(value: unknown): number {
   if (typeof value === 'string') return value.length;
   if (!Array.isArray(value)) return 0;

@@ -6,7 +6,9 @@ import { GatewayError } from '../errors.ts';
 import { parkSeconds } from '../routing/aliases.ts';
 import type { ConversationAffinity } from '../routing/conversation-affinity.ts';
 import type { Resolution } from '../routing/resolve.ts';
-import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type Ticket, type TicketUser } from '../scheduler/index.ts';
+import {
+  SchedulerRejection, type Candidate, type Lease, type Scheduler, type Ticket, type TicketUser,
+} from '../scheduler/index.ts';
 import { classifyStatus } from './classify.ts';
 import { UpstreamSignal } from './deadline.ts';
 import { redactBackendText } from '../backends/secret-scrub.ts';
@@ -214,7 +216,8 @@ export class UpstreamProxy {
     const parkMs = state.parkDeadline - this.deps.now();
     if (parkMs <= 0 || scheduler.order(candidates).length === 0) return null;
     state.upstream.renew();
-    state.ticket = failoverTicket(state.ticket, candidates, parkMs, state.upstream.signal, state.call.refreshCandidates && untried, tried);
+    const refresh = state.call.refreshCandidates && untried;
+    state.ticket = failoverTicket(state.ticket, candidates, parkMs, state.upstream.signal, refresh, tried);
     try {
       return await scheduler.acquire(state.ticket);
     } catch (err) {
@@ -372,18 +375,14 @@ export class UpstreamProxy {
   }
 
   private keepaliveText(state: CallState): string {
-    const where: QueuePlace | undefined = this.deps.scheduler.queuePosition(state.ticket);
+    // its place in line, how long it has waited, and its predicted wait when the scheduler has one
+    const where: { position: number; waitedMs: number; etaS?: number } | undefined =
+      this.deps.scheduler.queuePosition(state.ticket);
     if (where) {
       const waited = `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
-      return where.etaS === undefined || !Number.isFinite(where.etaS) ? waited : `${waited} eta_s=${Math.round(where.etaS)}`;
+      const known = where.etaS !== undefined && Number.isFinite(where.etaS);
+      return known ? `${waited} eta_s=${Math.round(where.etaS!)}` : waited;
     }
     return state.sse?.dataWritten ? 'keepalive' : 'waiting for first token';
   }
-}
-
-/** Where a parked ticket stands: its place in line, how long it has waited, and its predicted wait when known. */
-interface QueuePlace {
-  position: number;
-  waitedMs: number;
-  etaS?: number;
 }
