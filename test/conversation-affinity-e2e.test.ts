@@ -36,7 +36,10 @@ async function startPair(extra: Partial<GatewayConfig> = {}) {
   const a = await startFake('llamacpp', { models: ['m'] });
   const b = await startFake('llamacpp', { models: ['m'] });
   // failures never mark a box down here: a failed turn is the only thing that moves a conversation
-  const gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url }], { api_key: MASTER, failure_threshold: 100, ...extra });
+  const gw = await startGateway(
+    [{ name: 'a', url: a.url }, { name: 'b', url: b.url }],
+    { api_key: MASTER, failure_threshold: 100, ...extra },
+  );
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
   return { a, b, gw, client };
 }
@@ -55,9 +58,10 @@ class Conversation {
   async ask(question: string, stream = false): Promise<string> {
     this.messages.push({ role: 'user', content: question });
     const options = { headers: this.headers };
+    const body = { model: 'm', messages: this.messages };
     const { data, response } = stream
-      ? await this.client.chat.completions.create({ model: 'm', stream: true, messages: this.messages }, options).withResponse()
-      : await this.client.chat.completions.create({ model: 'm', messages: this.messages }, options).withResponse();
+      ? await this.client.chat.completions.create({ ...body, stream: true }, options).withResponse()
+      : await this.client.chat.completions.create(body, options).withResponse();
     let answer = '';
     if (Symbol.asyncIterator in data) {
       for await (const chunk of data) answer += chunk.choices[0]?.delta?.content ?? '';
@@ -95,7 +99,8 @@ describe('conversation affinity', () => {
     const talk = new Conversation(client, 'You answer in one word.');
     await talk.ask(`Summarise this: ${'lorem ipsum '.repeat(400)}`);
     const ticket = tickets.at(-1)!;
-    assert.ok(ticket.promptTokens! > 1000 && ticket.promptTokens! < 1400, `about 4,800 characters: ${ticket.promptTokens}`);
+    const tokens = ticket.promptTokens!;
+    assert.ok(tokens > 1000 && tokens < 1400, `about 4,800 characters: ${tokens}`);
     assert.equal(ticket.user?.key, 'master');
     assert.equal(ticket.spillAfterMs, 7000, 'alias_defaults.m.spill_after_s');
     assert.equal(typeof ticket.paidAllowed, 'function');
@@ -160,14 +165,18 @@ describe('conversation affinity', () => {
     const plainBox = await plain.ask('hello');
     const tooLong = new Conversation(client, 'Third system prompt.', { 'x-session-id': 'x'.repeat(300) });
     await tooLong.ask('hello');
-    assert.equal(tickets.at(-1)!.stickTo, plainBox, 'an unusable session id is ignored: the messages name the conversation');
+    assert.equal(tickets.at(-1)!.stickTo, plainBox, 'an unusable session id is ignored: the messages name it');
   });
 
   test('an Anthropic Messages conversation (the Anthropic SDK, through the bridge) sticks too', async () => {
     const anthropic = new Anthropic({ baseURL: gw.url, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
-    const system = [{ type: 'text' as const, text: 'You are Claude Code.', cache_control: { type: 'ephemeral' as const } }];
-    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: [{ type: 'text', text: 'fix the failing test' }] }];
-    const { data, response } = await anthropic.messages.create({ model: 'm', max_tokens: 100, system, messages }).withResponse();
+    const system: Anthropic.TextBlockParam[] = [
+      { type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } },
+    ];
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: [{ type: 'text', text: 'fix the test' }] }];
+    const { data, response } = await anthropic.messages
+      .create({ model: 'm', max_tokens: 100, system, messages })
+      .withResponse();
     const box = response.headers.get('x-gateway-backend');
     messages.push({ role: 'assistant', content: data.content }, { role: 'user', content: 'now run it' });
     await anthropic.messages.stream({ model: 'm', max_tokens: 100, system, messages }).finalMessage();
@@ -175,9 +184,10 @@ describe('conversation affinity', () => {
   });
 
   test('a Responses conversation by previous_response_id sticks too', async () => {
-    const first = await client.responses.create({ model: 'm', instructions: 'Be kind.', input: 'my name is Ada', store: true }).withResponse();
+    const ask = { model: 'm', instructions: 'Be kind.' };
+    const first = await client.responses.create({ ...ask, input: 'my name is Ada', store: true }).withResponse();
     const box = first.response.headers.get('x-gateway-backend');
-    await client.responses.create({ model: 'm', instructions: 'Be kind.', input: 'what is my name?', previous_response_id: first.data.id });
+    await client.responses.create({ ...ask, input: 'what is my name?', previous_response_id: first.data.id });
     assert.equal(tickets.at(-1)!.stickTo, box);
   });
 });
@@ -197,7 +207,7 @@ describe('conversation affinity against speed', () => {
     const speeds = new Map(gw.gateway.scheduler.snapshot().backends.map((s) => [s.name, s.speed]));
     assert.ok(speeds.get('a')! < speeds.get('b')!, `b is measured faster: ${JSON.stringify([...speeds])}`);
     for (let turn = 2; turn <= 4; turn++) {
-      assert.equal(await slow.ask(`question ${turn}`, true), 'a', `turn ${turn} of conversation one, on the slower box`);
+      assert.equal(await slow.ask(`question ${turn}`, true), 'a', `turn ${turn} of conversation one (the slower box)`);
       assert.equal(await fast.ask(`question ${turn}`, true), 'b', `turn ${turn} of conversation two`);
     }
   });

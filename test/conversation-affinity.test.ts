@@ -13,7 +13,7 @@ import { promptTokenEstimate } from '../src/upstream/prompt-estimate.ts';
 
 const system = { role: 'system', content: 'You are terse.' };
 const turn1 = [system, { role: 'user', content: 'What is a B-tree?' }];
-const turn2 = [...turn1, { role: 'assistant', content: 'A balanced tree.' }, { role: 'user', content: 'And a B+ tree?' }];
+const turn2 = [...turn1, { role: 'assistant', content: 'A balanced tree.' }, { role: 'user', content: 'And a B+?' }];
 const chatKey = (messages: unknown[], user = 'u:1', model = 'm', sessionId?: string) =>
   conversationKey({ sessionId, user, model, seed: () => conversationSeed('chat', { messages }) });
 
@@ -53,17 +53,17 @@ describe('the key of a conversation', () => {
   test('no user text and no session id: no key (no affinity)', () => {
     assert.equal(chatKey([system]), undefined);
     assert.equal(chatKey([]), undefined);
-    assert.equal(chatKey([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }]), undefined);
+    const imageOnly = { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] };
+    assert.equal(chatKey([imageOnly]), undefined);
   });
 });
 
 describe('the seed of a conversation, by surface', () => {
   test('chat: the first system or developer message and the first user message; text parts only', () => {
-    const withImage = [
-      { role: 'developer', content: 'Be brief.' },
-      { role: 'user', content: [{ type: 'text', text: 'Describe' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
-    ];
-    const textOnly = [{ role: 'developer', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Describe' }] }];
+    const developer = { role: 'developer', content: 'Be brief.' };
+    const image = { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } };
+    const withImage = [developer, { role: 'user', content: [{ type: 'text', text: 'Describe' }, image] }];
+    const textOnly = [developer, { role: 'user', content: [{ type: 'text', text: 'Describe' }] }];
     assert.equal(conversationSeed('chat', { messages: withImage }), conversationSeed('chat', { messages: textOnly }));
     assert.match(conversationSeed('chat', { messages: withImage })!, /Be brief\.\0Describe/);
   });
@@ -84,13 +84,14 @@ describe('the seed of a conversation, by surface', () => {
     assert.notEqual(conversationSeed('messages', { ...first, system: 'another' }), conversationSeed('messages', first));
   });
 
-  test('Responses: instructions and the first user item, the stored turns first; a string input is the user message', () => {
+  test('Responses: instructions and the first user item, stored turns first; a string input is one', () => {
     const first = { instructions: 'Be kind.', input: 'hello' };
-    const items = { instructions: 'Be kind.', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hello' }] }] };
+    const items = { ...first, input: [{ role: 'user', content: [{ type: 'input_text', text: 'hello' }] }] };
     assert.equal(conversationSeed('responses', items), conversationSeed('responses', first));
     // the next turn by previous_response_id: its input is the new message, the history holds the first
-    const history = [{ type: 'message', role: 'user', content: 'hello' }, { type: 'message', role: 'assistant', content: 'hi' }];
-    assert.equal(conversationSeed('responses', { instructions: 'Be kind.', input: 'how are you?' }, history), conversationSeed('responses', first));
+    const history = [{ role: 'user', content: 'hello' }, { type: 'message', role: 'assistant', content: 'hi' }];
+    const next = conversationSeed('responses', { instructions: 'Be kind.', input: 'how are you?' }, history);
+    assert.equal(next, conversationSeed('responses', first));
   });
 
   test('a huge first message counts up to its first SEED_PART_MAX characters', () => {
@@ -101,7 +102,12 @@ describe('the seed of a conversation, by surface', () => {
   });
 
   test('odd shapes never throw', () => {
-    for (const body of [{ messages: 'x' }, { messages: [null, 3, { role: 'user' }] }, { system: 5, messages: [{ role: 'user', content: 7 }] }]) {
+    const odd = [
+      { messages: 'x' },
+      { messages: [null, 3, { role: 'user' }] },
+      { system: 5, messages: [{ role: 'user', content: 7 }] },
+    ];
+    for (const body of odd) {
       assert.equal(conversationSeed('chat', body), undefined);
       assert.equal(conversationSeed('messages', body), undefined);
     }
@@ -116,7 +122,8 @@ describe('the prompt size estimate', () => {
     assert.ok(small >= 100 && small < 120, `${small}`);
     assert.ok(large >= 10_000 && large < 10_100, `${large}`);
     assert.equal(promptTokenEstimate('responses', { instructions: 'x'.repeat(40), input: 'y'.repeat(360) }), 100);
-    assert.equal(promptTokenEstimate('responses', { input: 'y'.repeat(200) }, [{ role: 'user', content: 'z'.repeat(200) }]), 100);
+    const history = [{ role: 'user', content: 'z'.repeat(200) }];
+    assert.equal(promptTokenEstimate('responses', { input: 'y'.repeat(200) }, history), 100);
     assert.equal(promptTokenEstimate('completions', { prompt: 'p'.repeat(80) }), 20);
     assert.equal(promptTokenEstimate('embeddings', { input: ['a'.repeat(40), 'b'.repeat(40)] }), 20);
     assert.equal(promptTokenEstimate('transcriptions', {}), undefined);

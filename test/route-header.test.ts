@@ -36,6 +36,7 @@ function recordOutcomes(gw: TestGateway): CallOutcome[] {
 }
 
 const messages = [{ role: 'user' as const, content: 'hi' }];
+const JSON_TYPE = { 'content-type': 'application/json' };
 
 describe('x-gateway-route', () => {
   test('a JSON answer and a stream\'s head say why the backend was chosen; so does the outcome', async (t) => {
@@ -76,7 +77,7 @@ describe('x-gateway-route', () => {
     routeEveryLease(gw, 'warm');
     const outcomes = recordOutcomes(gw);
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages, stream: true }),
+      method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ model: 'm', messages, stream: true }),
     });
     assert.equal(res.headers.get('x-gateway-route'), null, 'the head went out before the backend was known');
     const text = await res.text();
@@ -92,7 +93,7 @@ describe('x-gateway-route', () => {
     routeEveryLease(gw, 'spill: local eta 41 s \u2265 10 s\r\nx-evil: 1');
     for (const stream of [false, true]) {
       const res = await fetch(`${gw.url}/v1/chat/completions`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages, stream }),
+        method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ model: 'm', messages, stream }),
       });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('x-gateway-route'), 'spill: local eta 41 s ? 10 s??x-evil: 1');

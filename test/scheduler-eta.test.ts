@@ -20,7 +20,9 @@ import { waitFor } from './helpers/wait.ts';
 const messages = [{ role: 'user' as const, content: 'hi' }];
 
 /** One box of one slot, its call time learnt from a first (streamed, measurable) call. */
-async function oneSlotBox(latencyMs: number, extra: Parameters<typeof startGateway>[1]): Promise<{ box: FakeBackend; gw: TestGateway; client: OpenAI }> {
+async function oneSlotBox(
+  latencyMs: number, extra: Parameters<typeof startGateway>[1],
+): Promise<{ box: FakeBackend; gw: TestGateway; client: OpenAI }> {
   const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs, chunkCount: 20 } });
   const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], extra);
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 20_000 });
@@ -36,10 +38,12 @@ describe('the predicted wait of a parked call', () => {
     const hog = client.chat.completions.create({ model: 'm', messages });
     await waitFor(() => box.inflight === 1, 'the slot taken');
     const parked = fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages, stream: true }),
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages, stream: true }),
     });
     await waitFor(() => gw.gateway.scheduler.snapshot().parked.length === 1, 'the stream parked');
-    const health = await (await fetch(`${gw.url}/health`)).json() as { parked: { waiters: { eta_s: number | null }[] } };
+    type Parked = { parked: { waiters: { eta_s: number | null }[] } };
+    const health = await (await fetch(`${gw.url}/health`)).json() as Parked;
     assert.equal(typeof health.parked.waiters[0].eta_s, 'number', `/health: ${JSON.stringify(health.parked)}`);
     assert.ok(health.parked.waiters[0].eta_s! > 0);
     const queue = dashboardModel(gw.gateway).queue;
@@ -75,7 +79,8 @@ describe('the predicted wait of a parked call', () => {
     assert.equal(anthropicError.status, 503);
     assert.equal((anthropicError.error as { type?: string }).type, 'error', 'Anthropic\'s error shape');
     const anthropicRetry = Number(anthropicError.headers?.get('retry-after'));
-    assert.ok(Number.isInteger(anthropicRetry) && anthropicRetry >= 3 && anthropicRetry <= 10, `Retry-After ${anthropicRetry}`);
+    assert.ok(Number.isInteger(anthropicRetry), `Retry-After: ${anthropicRetry}`);
+    assert.ok(anthropicRetry >= 3 && anthropicRetry <= 10, `Retry-After: ${anthropicRetry}`);
     await hog;
   });
 });
