@@ -208,8 +208,8 @@ function watchGatewayConfig(gateway: Gateway, path: string, log: Logger): Config
   });
 }
 
-/** Response headers a browser page may read: who answered, the id to quote, when to retry. */
-const CORS_EXPOSED = ['x-request-id', 'x-gateway-backend', 'x-reasoning-control', 'retry-after'];
+/** Response headers a browser page may read: who answered and why, the id to quote, when to retry. */
+const CORS_EXPOSED = ['x-request-id', 'x-gateway-backend', 'x-gateway-route', 'x-reasoning-control', 'retry-after'];
 
 /**
  * CORS for browser clients, off while `cors_origins` is [] and hot (the origin check reads the

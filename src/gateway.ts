@@ -26,6 +26,7 @@ import { MediaJobs } from './media/service.ts';
 import { GpuSwitch } from './media/gpu-switch.ts';
 import type { CallOutcome } from './upstream/outcome.ts';
 import { ModelCatalog, refusalExplainer } from './routing/catalog.ts';
+import { ConversationAffinity } from './routing/conversation-affinity.ts';
 import { Callers } from './routes/caller.ts';
 import type { HealthView } from './routes/health.ts';
 import { gatewayHealthView } from './gateway-health.ts';
@@ -134,6 +135,7 @@ export class Gateway {
       ipAliases: () => this.ipAliases.current(),
       admit: (user, now, hasUnpaid) => this.callLog.quotas.admit(user, now, hasUnpaid),
       paidBudget: (now) => this.paidGate.budgetRefusal(now),
+      paidAllowed: (user) => this.paidGate.allows(user),
       isPaid: (backend) => this.registry.get(backend)?.spec.paid,
     });
 
@@ -203,6 +205,7 @@ export class Gateway {
       log: this.log,
       refusals: refusalExplainer(this),
       onDispatch: (backend, model) => dispatchFacts(this.residency, this.scheduler, backend, model, Date.now()),
+      affinity: new ConversationAffinity(),
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BackendRegistry } from '../backends/registry.ts';
 import { comfyKnobs, type ComfyKnobs } from '../config/defaults.ts';
-import { SchedulerRejection, type Candidate, type Lease, type Scheduler } from '../scheduler/index.ts';
+import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type TicketUser } from '../scheduler/index.ts';
 import { compile, placeholderPng, type CompileResult, type ObjectInfo } from './compiler/index.ts';
 import type { Artifacts } from './artifacts.ts';
 import type { ComfyClient, ComfyHistoryEntry } from './comfy-client.ts';
@@ -59,6 +59,8 @@ export interface JobPlan {
   seedDraw: number;
   /** Parking budget of each acquire (ms): the first one's and every failover's. */
   parkMs: number;
+  /** The user its seconds are charged to in the fair share (`Ticket.user`); absent = the anonymous user. */
+  user?: TicketUser;
   /** Why the scheduler refused the job, per box, worded for its owner (routing/refusal-explainer.ts). */
   explainRefusal?: (backends: string[], rejection: SchedulerRejection) => string | undefined;
 }
@@ -98,7 +100,9 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
       .filter((c) => !tried.has(c.backend))
       .map((c) => ({ backend: c.backend, model: plan.alias }));
     // every acquire parks as long as the first may: a failover after max_wait is no reason to give up at once
-    const ticket = { alias: plan.alias, candidates: candidates(), parkMs: plan.parkMs, signal, refresh: candidates };
+    const ticket = {
+      alias: plan.alias, candidates: candidates(), parkMs: plan.parkMs, signal, refresh: candidates, user: plan.user,
+    };
     if (ticket.candidates.length === 0) {
       return { status: 'failed', error: lastError ?? { code: 'no_backend', message: `no ComfyUI backend serves ${plan.alias}` }, backend: lastBackend };
     }

@@ -5,6 +5,7 @@
  */
 import type { JobStatus, ResultKind } from './job-store.ts';
 import type { ThumbOptions } from './artifacts.ts';
+import type { TicketUser } from '../scheduler/index.ts';
 
 /** Who asks, for owner gating, allow-lists and the call log. */
 export interface MediaCaller {
@@ -17,6 +18,8 @@ export interface MediaCaller {
   /** Call-log attribution. */
   source: string;
   userId: number | null;
+  /** The user the scheduler charges the job's seconds to (fair share); absent = the anonymous user. */
+  ticketUser?: TicketUser;
 }
 
 /** A file the client sent (upload, base64, data URI or fetched URL), already read. */

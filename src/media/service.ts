@@ -159,7 +159,7 @@ export class MediaJobs implements MediaService {
       if (accepted.seed !== undefined) this.store.update(id, { summary: { seed: accepted.seed } }, this.now());
       const plan = {
         id, alias: request.alias, params: accepted.params, files: kept, candidates: accepted.candidates,
-        seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000,
+        seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000, user: caller.ticketUser,
         explainRefusal: (backends: string[], rejection: SchedulerRejection) => {
           const subject = { ...mediaSubject(request.alias, caller), parkS: cfg.media_park_timeout_s };
           return explainBackends(this.deps, backends, rejection, subject)?.message;

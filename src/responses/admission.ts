@@ -112,7 +112,7 @@ export class BackgroundAdmission {
         const refused = this.promised > 0 ? this.ticketRefusal(scheduler, ticket) : undefined;
         return refused ? Promise.reject(refused) : scheduler.acquire(ticket);
       },
-      tryAcquireNow: (candidates, exclude) => scheduler.tryAcquireNow(candidates, exclude),
+      tryAcquireNow: (candidates, exclude, ticket) => scheduler.tryAcquireNow(candidates, exclude, ticket),
       order: (candidates) => scheduler.order(candidates),
       recordSpeed: (backend, sample) => scheduler.recordSpeed(backend, sample),
       queuePosition: (ticket) => scheduler.queuePosition(ticket),

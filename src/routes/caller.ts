@@ -30,6 +30,8 @@ export interface CallersDeps {
    * the call has an unpaid candidate, so a spent cost quota does not refuse it.
    */
   admit: (user: QuotaUser, now: number, hasUnpaid: boolean) => Admission;
+  /** Whether `user` (undefined = the master key or anonymous) may spend on paid backends now; absent = always. */
+  paidAllowed?: (user: QuotaUser | undefined) => boolean;
   /** The refusal of a call that could only go paid while `paid_budget_usd_month` is spent; undefined otherwise. */
   paidBudget?: (now: number) => BudgetRefusal | undefined;
   /** Whether a backend is paid (`paid: true`); undefined for a backend not in the fleet. */
@@ -104,6 +106,17 @@ export class Callers {
     if (!isPaid) return false;
     for (const c of candidates) if (isPaid(c.backend) === false) return true;
     return false;
+  }
+
+  /**
+   * The ticket's paid gate for this caller (`Ticket.paidAllowed`): re-asked at each scheduling
+   * decision, so a budget or cost quota spent while the call is parked keeps it off paid backends.
+   */
+  paidAllowed(ctx: CallerContext): (() => boolean) | undefined {
+    const gate = this.deps.paidAllowed;
+    if (!gate) return undefined;
+    const user = ctx.caller.user;
+    return () => gate(user);
   }
 
   private attribution(req: FastifyRequest, caller: Caller | undefined, trustHeader: boolean): Attribution {

@@ -109,7 +109,10 @@ export function fullHealth(view: HealthView) {
     parked: {
       total: sched.parked.length,
       by_alias: sched.parkedByAlias,
-      waiters: sched.parked.map((w) => ({ alias: w.alias, age_s: w.ageMs / 1000, remaining_s: w.remainingMs / 1000 })),
+      // eta_s: the scheduler's predicted wait for a slot (and its model loaded), null when it has none
+      waiters: sched.parked.map((w) => ({
+        alias: w.alias, age_s: w.ageMs / 1000, remaining_s: w.remainingMs / 1000, eta_s: w.etaS ?? null,
+      })),
     },
     alias_collisions: view.aliasCollisions(),
     alias_patterns: view.aliasPatterns(),

@@ -13,6 +13,7 @@ import { formatBytes, MediaInputError } from '../media/input-error.ts';
 import type { FileAnswer, JobView, MediaCaller, MediaService } from '../media/service-types.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import type { CallerContext, Callers } from './caller.ts';
+import { ticketUserOf } from './ticket-user.ts';
 import type { UploadHold } from './media-upload-budget.ts';
 
 export interface MediaRouteDeps {
@@ -46,7 +47,10 @@ export function mediaCaller(ctx: CallerContext, ip: string): MediaCaller {
   const { caller } = ctx;
   const anonymous = caller.kind === 'anonymous';
   const owner = caller.kind === 'user' && caller.user ? `user:${caller.user.id}` : anonymous ? `ip:${ip}` : 'master';
-  return { owner, admin: anonymous ? false : caller.isAdmin, allow: caller.allow, source: ctx.source, userId: ctx.userId };
+  return {
+    owner, admin: anonymous ? false : caller.isAdmin, allow: caller.allow, source: ctx.source, userId: ctx.userId,
+    ticketUser: ticketUserOf(caller),
+  };
 }
 
 /**

@@ -8,11 +8,15 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, GatewayError } from '../errors.ts';
+import { conversationKey, sessionIdOf } from '../routing/conversation-affinity.ts';
+import { conversationSeed, seedSurfaceOf } from '../routing/conversation-seed.ts';
 import { OutcomeOnce } from '../stats/outcome-once.ts';
 import { STATUS_CLIENT_CLOSED } from '../stats/record.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
+import { promptTokenEstimate } from '../upstream/prompt-estimate.ts';
 import type { ProxyCall } from '../upstream/proxy.ts';
 import type { CallerContext, Callers } from './caller.ts';
+import { ticketUserOf } from './ticket-user.ts';
 
 export interface ProxiedCallDeps {
   callers: Callers;
@@ -21,9 +25,14 @@ export interface ProxiedCallDeps {
   recordOutcome: (outcome: CallOutcome) => void;
 }
 
-/** The route's part: the call for this body and model (and what to do once it was answered), or a thrown GatewayError. */
+/**
+ * The route's part: the call for this body and model (and what to do once it was answered), or
+ * a thrown GatewayError. `history`: the stored earlier items a Responses call is sent with, which
+ * count in its prompt size and conversation seed.
+ */
 export type PrepareCall = (ctx: CallerContext, body: Record<string, unknown>, model: string) =>
-  Omit<ProxyCall, 'req' | 'reply' | 'caller'> & { answered?: () => void };
+  Omit<ProxyCall, 'req' | 'reply' | 'caller' | 'promptTokens' | 'conversationKey'>
+  & { answered?: () => void; history?: readonly unknown[] };
 
 export async function runProxiedCall(
   deps: ProxiedCallDeps, endpoint: string, req: FastifyRequest, reply: FastifyReply, prepare: PrepareCall,
@@ -55,14 +64,23 @@ export async function runProxiedCall(
     if (model === undefined || model === null) throw badRequest('You must provide a model parameter.', 'model', 'missing_model');
     if (typeof model !== 'string' || model === '') throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
     requested = model;
-    const call = prepare(ctx, body as Record<string, unknown>, model);
+    const fields = body as Record<string, unknown>;
+    const call = prepare(ctx, fields, model);
+    const ticketUser = ticketUserOf(ctx.caller);
+    const surface = seedSurfaceOf(endpoint);
     const done = deps.callers.admit(ctx, { hasUnpaid: deps.callers.hasUnpaid(call.resolution.candidates) });
     try {
       dispatched = true;
       // written out, not spread (the hot path's rule)
       await deps.proxy.handle({
         surface: call.surface, resolution: call.resolution, refreshCandidates: call.refreshCandidates, parkSeconds: call.parkSeconds,
-        req, reply, caller: { source: ctx.source, userId: ctx.userId },
+        req, reply,
+        caller: { source: ctx.source, userId: ctx.userId, ticketUser, paidAllowed: deps.callers.paidAllowed(ctx) },
+        promptTokens: promptTokenEstimate(endpoint, fields, call.history),
+        conversationKey: surface && (() => conversationKey({
+          sessionId: sessionIdOf(req.headers['x-session-id']), user: ticketUser.key, model,
+          seed: () => conversationSeed(surface, fields, call.history),
+        })),
         report: (o) => outcome.settle(o),
       });
       if (!outcome.settled) {

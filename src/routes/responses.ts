@@ -97,7 +97,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       }
       if (internal) background.arrived(internal.id);
       return {
-        surface, resolution: gated.resolution, refreshCandidates: gated.refreshCandidates,
+        surface, resolution: gated.resolution, refreshCandidates: gated.refreshCandidates, history,
         parkSeconds: internal ? opts.settings().asyncParkS : undefined,
         answered: () => {
           const final = surface.finalResponse();

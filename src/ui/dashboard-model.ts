@@ -40,6 +40,8 @@ export interface QueueRow {
   remainingS: number;
   position: number;
   backends: string[];
+  /** The scheduler's predicted wait, seconds; null when it has none. */
+  etaS: number | null;
 }
 
 export interface DashboardModel {
@@ -63,6 +65,7 @@ export function dashboardModel(gateway: Gateway, now = Date.now()): DashboardMod
     remainingS: p.remainingMs / 1000,
     position: i + 1,
     backends: p.backends,
+    etaS: p.etaS ?? null,
   }));
   const jobs = [
     ...gateway.media.list(CONSOLE_CALLER, { status: 'running', limit: 20 }),

@@ -7,11 +7,13 @@ import type { AttemptFailure } from './refusals.ts';
 /** What an attempt (or the end of the loop) adds to the call's outcome. */
 export type OutcomeFields = Partial<CallOutcome> & Pick<CallOutcome, 'status' | 'reason'>;
 
-/** Who served an attempt: the backend, its own model id, the reasoning switch as applied. */
+/** Who served an attempt: the backend, its own model id, the reasoning switch as applied, why it was chosen. */
 export interface Served {
   backend: string;
   model: string;
   reasoning?: string;
+  /** Why the scheduler chose the backend (`Lease.route`), when it says. */
+  route?: string;
 }
 
 export interface AttemptEnd {

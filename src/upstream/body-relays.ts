@@ -52,7 +52,7 @@ export async function relaySse(
   const result = await relayStream({
     upstream: call.response,
     sse,
-    headers: gatewayHeaders(served.backend, call.requestId, served.reasoning),
+    headers: gatewayHeaders(served.backend, call.requestId, served.reasoning, served.route),
     translator: wire.streamTranslator(call.now),
     errorEvent,
     onFirstByte: call.onFirstByte,
@@ -90,7 +90,9 @@ export async function pipeRawBody(call: BodyRelayCall, reply: FastifyReply): Pro
   const result = await relayRaw({
     upstream: call.response,
     reply,
-    headers: withGatewayHeaders(rawHead(call.response.headers), served.backend, call.requestId, served.reasoning),
+    headers: withGatewayHeaders(
+      rawHead(call.response.headers), served.backend, call.requestId, served.reasoning, served.route,
+    ),
     onFirstByte: call.onFirstByte,
     ...bodyDeadlines(cfg),
     captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,

@@ -4,8 +4,11 @@ import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError } from '../errors.ts';
 import { parkSeconds } from '../routing/aliases.ts';
+import type { ConversationAffinity } from '../routing/conversation-affinity.ts';
 import type { Resolution } from '../routing/resolve.ts';
-import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type Ticket } from '../scheduler/index.ts';
+import {
+  SchedulerRejection, type Candidate, type Lease, type Scheduler, type Ticket, type TicketUser,
+} from '../scheduler/index.ts';
 import { classifyStatus } from './classify.ts';
 import { UpstreamSignal } from './deadline.ts';
 import { redactBackendText } from '../backends/secret-scrub.ts';
@@ -17,6 +20,8 @@ import type { RefusalDeps } from './refusals.ts';
 import { withGatewayHeaders } from './gateway-headers.ts';
 import type { AttemptEnd, OutcomeFields } from './attempt-end.ts';
 import { bodyDeadlines, pipeRawBody, relaySse } from './body-relays.ts';
+import { dropUnfitBoxes, learnAffinity } from './call-affinity.ts';
+import { failoverTicket, spillAfterMs } from './call-ticket.ts';
 import { jsonSpeedSample, type DispatchFacts } from './speed-sample.ts';
 import { SseResponse, StreamKeepalive } from './sse-response.ts';
 import { formatSseData } from './sse.ts';
@@ -38,6 +43,8 @@ export interface ProxyDeps extends RefusalDeps {
    * calls were in flight there (the attempt's speed sample, swap-cost.ts).
    */
   onDispatch?: (backend: string, model: string) => DispatchFacts;
+  /** Where each conversation was answered last (routing/conversation-affinity.ts); absent = no affinity. */
+  affinity?: ConversationAffinity;
 }
 
 export interface ProxyCall {
@@ -46,8 +53,16 @@ export interface ProxyCall {
   resolution: Resolution;
   req: FastifyRequest;
   reply: FastifyReply;
-  /** Who is calling, for the call log. */
-  caller: { source: string; userId: number | null };
+  /** Who is calling: the call log's attribution, and the user the scheduler charges (routes/ticket-user.ts). */
+  caller: {
+    source: string; userId: number | null; ticketUser: TicketUser;
+    /** Whether the caller may spend on paid backends now (budget, cost quota); absent = yes. */
+    paidAllowed?: () => boolean;
+  };
+  /** Estimated prompt tokens (prompt-estimate.ts), for the scheduler's prefill term; absent = unknown. */
+  promptTokens?: number;
+  /** The call's conversation (routing/conversation-affinity.ts), computed only while affinity is on; absent = none. */
+  conversationKey?: () => string | undefined;
   /** Re-resolves the candidates against the current fleet while the call is parked. */
   refreshCandidates?: () => Resolution['candidates'];
   /** The longest park for this call, seconds, in place of the alias's (background Responses wait longer). */
@@ -75,6 +90,10 @@ interface CallState {
   readonly candidates: () => Candidate[];
   /** The ticket parked now or last, for the keep-alive's queue position. */
   ticket: Ticket;
+  /** The call's conversation key, while affinity is on and the call has one. */
+  readonly conversation?: string;
+  /** Why the current attempt's backend was chosen (`Lease.route`): `x-gateway-route` and the call log. */
+  route?: string;
 }
 
 /**
@@ -87,7 +106,9 @@ interface CallState {
  * thrown GatewayError, which the route renders and records.
  */
 export class UpstreamProxy {
-  constructor(private readonly deps: ProxyDeps) {}
+  constructor(private readonly deps: ProxyDeps) {
+    if (deps.affinity) dropUnfitBoxes(deps.affinity, deps.registry);
+  }
 
   async handle(call: ProxyCall): Promise<void> {
     const state = this.begin(call);
@@ -111,6 +132,7 @@ export class UpstreamProxy {
     const refresh = call.refreshCandidates;
     const fixed = call.resolution.candidates;
     const candidates = refresh ?? (() => fixed);
+    const conversation = cfg.affinity_ttl_s > 0 && deps.affinity ? call.conversationKey?.() : undefined;
     return {
       call, cfg, alias, upstream,
       sse: surface.stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
@@ -121,7 +143,13 @@ export class UpstreamProxy {
       },
       parkDeadline: startedAt + parkMs,
       candidates,
-      ticket: { alias, candidates: fixed, parkMs, signal: upstream.signal, refresh: refresh && candidates },
+      ticket: {
+        alias, candidates: fixed, parkMs, signal: upstream.signal, refresh: refresh && candidates,
+        promptTokens: call.promptTokens, user: call.caller.ticketUser,
+        stickTo: conversation === undefined ? undefined : deps.affinity!.backendFor(conversation, startedAt),
+        spillAfterMs: spillAfterMs(cfg, alias), paidAllowed: call.caller.paidAllowed,
+      },
+      conversation,
     };
   }
 
@@ -133,6 +161,7 @@ export class UpstreamProxy {
     if (!lease) return; // refused or abandoned while parked: answered and reported already
     while (lease) {
       tried.add(lease.backend);
+      state.route = lease.route;
       let end: AttemptEnd;
       try {
         end = await this.attempt(state, lease);
@@ -186,12 +215,13 @@ export class UpstreamProxy {
     const { scheduler } = this.deps;
     const untried = () => state.candidates().filter((c) => !tried.has(c.backend));
     const candidates = untried();
-    const now = scheduler.tryAcquireNow(candidates, tried);
+    const now = scheduler.tryAcquireNow(candidates, tried, state.ticket);
     if (now) return now;
     const parkMs = state.parkDeadline - this.deps.now();
     if (parkMs <= 0 || scheduler.order(candidates).length === 0) return null;
     state.upstream.renew();
-    state.ticket = { alias: state.alias, candidates, parkMs, signal: state.upstream.signal, refresh: state.call.refreshCandidates && untried };
+    const refresh = state.call.refreshCandidates && untried;
+    state.ticket = failoverTicket(state.ticket, candidates, parkMs, state.upstream.signal, refresh, tried);
     try {
       return await scheduler.acquire(state.ticket);
     } catch (err) {
@@ -227,7 +257,7 @@ export class UpstreamProxy {
         onFirstByte: () => deadline.clear(),
         bodyIdleMs: bodyDeadlines(cfg).idleTimeoutMs,
       });
-      const served = { backend: backend.name, model: lease.model, reasoning: request.reasoning };
+      const served = { backend: backend.name, model: lease.model, reasoning: request.reasoning, route: lease.route };
       switch (result.kind) {
         case 'transport-error':
           return this.noAnswer(state, result.error);
@@ -300,6 +330,12 @@ export class UpstreamProxy {
         break;
     }
     if (end.speed) scheduler.recordSpeed(backend, end.speed);
+    if (state.conversation !== undefined) {
+      learnAffinity(this.deps.affinity!, {
+        key: state.conversation, backend, end, clientGone: state.upstream.clientGone,
+        now: this.deps.now(), ttlMs: state.cfg.affinity_ttl_s * 1000,
+      });
+    }
     if (end.outcome) this.report(state, end.outcome);
   }
 
@@ -326,7 +362,7 @@ export class UpstreamProxy {
     }
     state.call.reply
       .code(status)
-      .headers(withGatewayHeaders(clientResponseHeaders(headers), backend, state.call.req.id, reasoning))
+      .headers(withGatewayHeaders(clientResponseHeaders(headers), backend, state.call.req.id, reasoning, state.route))
       .send(body);
   }
 
@@ -338,13 +374,19 @@ export class UpstreamProxy {
       requestedModel: base.requestedModel, startedAt: base.startedAt, durationMs: this.deps.now() - base.startedAt,
       backend: fields.backend ?? null, model: fields.model ?? null, status: fields.status, reason: fields.reason,
       ttftMs: fields.ttftMs ?? null, usage: fields.usage, usageEstimated: fields.usageEstimated, reasoning: fields.reasoning,
-      requestBody: base.requestBody, responseBody: fields.responseBody,
+      requestBody: base.requestBody, responseBody: fields.responseBody, route: fields.route ?? state.route,
     });
   }
 
   private keepaliveText(state: CallState): string {
-    const where = this.deps.scheduler.queuePosition(state.ticket);
-    if (where) return `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
+    // its place in line, how long it has waited, and its predicted wait when the scheduler has one
+    const where: { position: number; waitedMs: number; etaS?: number } | undefined =
+      this.deps.scheduler.queuePosition(state.ticket);
+    if (where) {
+      const waited = `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
+      const known = where.etaS !== undefined && Number.isFinite(where.etaS);
+      return known ? `${waited} eta_s=${Math.round(where.etaS!)}` : waited;
+    }
     return state.sse?.dataWritten ? 'keepalive' : 'waiting for first token';
   }
 }

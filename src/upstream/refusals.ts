@@ -50,10 +50,18 @@ export function rejectionError(err: SchedulerRejection, alias: string, explained
     code: err.reason === 'no_backend' ? 'no_healthy_backend' : err.reason,
     type: 'api_error',
     message: explained?.message || (messages[err.reason] ?? err.message),
-    retryAfter: err.retryAfter,
+    retryAfter: retryAfterSeconds(err.retryAfter),
     reason: err.reason,
     candidates: explained?.candidates,
   });
+}
+
+/**
+ * Retry-After as HTTP has it, whole seconds (at least 1): a park timeout's is the predicted
+ * wait (`eta_s`), which is rarely whole.
+ */
+export function retryAfterSeconds(seconds: number | undefined): number | undefined {
+  return seconds === undefined || !Number.isFinite(seconds) ? undefined : Math.max(1, Math.ceil(seconds));
 }
 
 /**
