@@ -1,3 +1,4 @@
+import { FairShare, serviceEstimate, userOf } from './fair-share.ts';
 import { designateInGroup, GroupTable } from './groups.ts';
 import { compareBackends, compareMembers, sortMediaCandidates } from './ordering.ts';
 import { backendSnapshot, groupHasFreeSlot, hasFreeSlot, kindOf, type BackendSlots, type GroupSlots } from './slots.ts';
@@ -14,6 +15,7 @@ import {
   type SchedulerSnapshot,
   type SpeedSample,
   type Ticket,
+  type TicketUser,
 } from './types.ts';
 import { aheadByBackend, positionOf, typeKeysByBackend, WaiterIndex, type Waiter } from './waiters.ts';
 
@@ -35,7 +37,9 @@ export class Scheduler {
   private readonly groups = new GroupTable();
   /** Backends of kind 'media' in the map: while 0, ordering skips the media check. */
   private mediaBackends = 0;
-  private readonly waiters = new WaiterIndex();
+  /** Fair share between users and their leases out (`max_inflight`); the index reads it at hand-off. */
+  private readonly fair = new FairShare();
+  private readonly waiters = new WaiterIndex(this.fair);
   /** The waiter of each parked ticket, for `queuePosition`. */
   private readonly waiterOfTicket = new WeakMap<Ticket, Waiter>();
   private nextSeq = 1;
@@ -120,10 +124,12 @@ export class Scheduler {
     if (usable.length === 0) {
       return Promise.reject(new SchedulerRejection('no_backend', `no available backend serves ${ticket.alias}`));
     }
-    const lease = this.takeFreeSlot(usable);
+    const user = userOf(ticket.user);
+    const lease = this.takeFreeSlot(usable, user);
     if (lease) return Promise.resolve(lease);
     if (!(ticket.parkMs > 0)) {
-      return Promise.reject(new SchedulerRejection('parking_off', `every backend for ${ticket.alias} is busy`, 1));
+      const busy = this.fair.canStart(user) ? 'every backend is busy' : `its caller has ${user.maxInflight} in flight`;
+      return Promise.reject(new SchedulerRejection('parking_off', `${busy} for ${ticket.alias}`, 1));
     }
     if (this.waiters.size >= this.maxParked) {
       return Promise.reject(new SchedulerRejection('queue_full', `too many requests waiting (${this.maxParked})`, 2));
@@ -133,11 +139,12 @@ export class Scheduler {
 
   /**
    * Failover: a lease on the first free candidate in scheduler order whose backend is not in
-   * `exclude`, or null. Never waits, and never takes a slot a waiter is entitled to.
+   * `exclude`, or null. Never waits, and never takes a slot a waiter is entitled to. The lease
+   * is charged to `user` (absent = the anonymous one); null while that user is at its cap.
    */
-  tryAcquireNow(candidates: Candidate[], exclude: ReadonlySet<string>): Lease | null {
+  tryAcquireNow(candidates: Candidate[], exclude: ReadonlySet<string>, user?: TicketUser): Lease | null {
     const usable = this.order(candidates).filter((candidate) => !exclude.has(candidate.backend));
-    return this.takeFreeSlot(usable);
+    return this.takeFreeSlot(usable, userOf(user));
   }
 
   /**
@@ -207,6 +214,7 @@ export class Scheduler {
       backends: [...waiter.typeKeysByBackend.keys()],
       ageMs: now - waiter.enqueuedAt,
       remainingMs: Math.max(0, waiter.deadline - now),
+      user: waiter.user.key,
     }));
     return { backends, parked, parkedByAlias: this.waiters.countsByAlias(), groups: this.groups.snapshot() };
   }
@@ -217,6 +225,7 @@ export class Scheduler {
       const waiter: Waiter = {
         seq: this.nextSeq++,
         alias: ticket.alias,
+        user: userOf(ticket.user),
         enqueuedAt,
         deadline: enqueuedAt + ticket.parkMs,
         typeKeysByBackend: typeKeysByBackend(ticket.candidates),
@@ -254,8 +263,9 @@ export class Scheduler {
     waiter.detachAbort?.();
   }
 
-  /** First candidate (already in scheduler order) with a free slot, leased; null if none. */
-  private takeFreeSlot(ordered: readonly Candidate[]): Lease | null {
+  /** First candidate (already in scheduler order) with a free slot, leased; null if none or `user` is at its cap. */
+  private takeFreeSlot(ordered: readonly Candidate[], user: TicketUser): Lease | null {
+    if (!this.fair.canStart(user)) return null;
     for (const candidate of ordered) {
       const slots = this.routable(candidate.backend);
       if (!slots || !hasFreeSlot(slots)) continue;
@@ -264,11 +274,11 @@ export class Scheduler {
         // Hand-offs happen the moment a slot frees, so a free slot with waiters should not
         // exist; if it ever does, the waiters are served first.
         if (this.waiters.hasWaitersFor(candidate.backend)) this.handOff(slots);
-        if (hasFreeSlot(slots)) return this.grant(slots, candidate.model, 0);
+        if (hasFreeSlot(slots)) return this.grant(slots, candidate.model, 0, user);
       } else if (groupHasFreeSlot(group)) {
         // The same for a free group slot, which waiters of any backend of the group may take.
         this.handOffGroup(group);
-        if (hasFreeSlot(slots) && groupHasFreeSlot(group)) return this.grant(slots, candidate.model, 0);
+        if (hasFreeSlot(slots) && groupHasFreeSlot(group)) return this.grant(slots, candidate.model, 0, user);
       }
     }
     return null;
@@ -278,10 +288,14 @@ export class Scheduler {
   private handOff(slots: BackendSlots): void {
     while (!slots.removed && slots.spec.available && hasFreeSlot(slots)) {
       const now = this.clock.now();
-      const pick = this.waiters.designate(slots.spec.name, slots.lastTypeKey, now, this.affinityMaxWaitMs);
+      const pick = this.waiters.designate(slots.spec.name, {
+        lastTypeKey: slots.lastTypeKey, now, affinityMaxWaitMs: this.affinityMaxWaitMs,
+      });
       if (!pick) return;
+      // granted before unparked, so the user is never idle in between (fair-share.ts)
+      const lease = this.grant(slots, pick.typeKey, now - pick.waiter.enqueuedAt, pick.waiter.user);
       this.unpark(pick.waiter);
-      pick.waiter.resolve(this.grant(slots, pick.typeKey, now - pick.waiter.enqueuedAt));
+      pick.waiter.resolve(lease);
     }
   }
 
@@ -294,8 +308,9 @@ export class Scheduler {
       const now = this.clock.now();
       const pick = designateInGroup(group, this.waiters, now, this.affinityMaxWaitMs, compareMembers);
       if (!pick) return;
+      const lease = this.grant(pick.slots, pick.typeKey, now - pick.waiter.enqueuedAt, pick.waiter.user);
       this.unpark(pick.waiter);
-      pick.waiter.resolve(this.grant(pick.slots, pick.typeKey, now - pick.waiter.enqueuedAt));
+      pick.waiter.resolve(lease);
     }
   }
 
@@ -304,7 +319,11 @@ export class Scheduler {
     for (const group of this.groups.values()) this.handOffGroup(group);
   }
 
-  private grant(slots: BackendSlots, typeKey: string, waitedMs: number): Lease {
+  private grant(slots: BackendSlots, typeKey: string, waitedMs: number, user: TicketUser): Lease {
+    // fair share: the lease counts in flight for its user and is charged an estimate now
+    const estimate = serviceEstimate(slots, typeKey);
+    const grantedAt = this.clock.now();
+    this.fair.granted(user, estimate);
     slots.inflight++;
     slots.lastTypeKey = typeKey;
     const group = slots.group;
@@ -319,18 +338,40 @@ export class Scheduler {
     const release = (): void => {
       if (released) return;
       released = true;
-      slots.inflight--;
-      if (group !== undefined) return this.releaseGrouped(slots, group);
-      if (slots.removed) {
-        if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
-        return;
-      }
-      if (slots.group === undefined) this.handOff(slots);
-      else this.handOffGroup(slots.group); // it joined a group while the lease was out
+      // fair share: charged what it really held; a user below its cap again may start elsewhere
+      const uncapped = this.fair.released(user.key, (this.clock.now() - grantedAt) / 1000, estimate);
+      this.freeSlot(slots, group);
+      if (uncapped) this.handOffForUser(user.key);
     };
     const lease = Object.freeze({ backend: slots.spec.name, model: typeKey, waitedMs, release });
     if (switched !== undefined) this.notifySwitch(group!.name, switched, kindOf(slots), slots.spec.name);
     return lease;
+  }
+
+  /** A lease's slot comes back: to waiters of the backend, or of its group. */
+  private freeSlot(slots: BackendSlots, group: GroupSlots | undefined): void {
+    slots.inflight--;
+    if (group !== undefined) return this.releaseGrouped(slots, group);
+    if (slots.removed) {
+      if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
+      return;
+    }
+    if (slots.group === undefined) this.handOff(slots);
+    else this.handOffGroup(slots.group); // it joined a group while the lease was out
+  }
+
+  /**
+   * A lease of a user that was at its `max_inflight` ended: free slots on the other backends the
+   * user has waiters on may go to them now (they were passed over). O(those backends).
+   */
+  private handOffForUser(userKey: string): void {
+    for (const backend of this.waiters.backendsOf(userKey)) {
+      if (!this.fair.canStartKey(userKey)) return;
+      const slots = this.routable(backend);
+      if (!slots || !hasFreeSlot(slots)) continue;
+      if (slots.group === undefined) this.handOff(slots);
+      else this.handOffGroup(slots.group);
+    }
   }
 
   /** A lease granted on `group` released: its slot there and on the backend go to waiters. */
