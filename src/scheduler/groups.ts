@@ -112,13 +112,13 @@ interface UserInGroup {
 /**
  * Who gets a free slot of `group`, among the waiters of its backends that can take a lease
  * now (in the fleet, available, a free slot of their own), by the per-backend rules
- * (`WaiterIndex.designate`) across the group: (1) the oldest of them all if it is overdue
- * (parked longer than `affinityMaxWaitMs`); else (2) the user with the smallest virtual time
- * among those with such waiters, and (3) within it the oldest whose type key equals what its
- * backend last ran, on a backend of the kind the group last ran (so neither a model reload nor
- * a GPU switch), else its oldest. Equal virtual times go to no reload, then the older. Users at
- * their `max_inflight` are passed over. With one user this is the rule of before.
- * O(group members × users waiting there), each lookup at queue heads only.
+ * (`WaiterIndex.designate`) across the group: the user with the smallest virtual time among
+ * those with such waiters and below their `max_inflight`, and within it its oldest if it is
+ * overdue (parked longer than `affinityMaxWaitMs`), else its oldest whose type key equals what
+ * its backend last ran, on a backend of the kind the group last ran (so neither a model reload
+ * nor a GPU switch), else its oldest. Equal virtual times go to no reload, then the older. With
+ * one user this is the rule of before. O(group members × users waiting there), each lookup at
+ * queue heads only.
  */
 export function designateInGroup(
   group: GroupSlots,
@@ -149,23 +149,20 @@ export function designateInGroup(
       mine.sameModel = mine.sameModel ? older(matchPick, mine.sameModel, prefer) : matchPick;
     }
   }
-  let oldest: GroupDesignation | undefined;
   let best: GroupDesignation | undefined;
   let bestAffine = false;
   let bestVt = Infinity;
   for (const [key, mine] of byUser) {
-    oldest = oldest ? older(mine.oldest, oldest, prefer) : mine.oldest;
     const vt = fair.virtualTime(key);
-    const choice = mine.sameModel ?? mine.oldest;
-    const affine = mine.sameModel !== undefined;
-    const wins = !best || vt < bestVt || (vt === bestVt && (affine !== bestAffine ? affine : choice.waiter.seq < best.waiter.seq));
-    if (wins) {
+    if (vt > bestVt) continue;
+    const overdue = now - mine.oldest.waiter.enqueuedAt > affinityMaxWaitMs;
+    const choice = overdue ? mine.oldest : mine.sameModel ?? mine.oldest;
+    const affine = choice === mine.sameModel;
+    if (!best || vt < bestVt || (affine !== bestAffine ? affine : choice.waiter.seq < best.waiter.seq)) {
       best = choice;
       bestAffine = affine;
       bestVt = vt;
     }
   }
-  if (!oldest) return undefined;
-  if (now - oldest.waiter.enqueuedAt > affinityMaxWaitMs) return oldest;
   return best;
 }

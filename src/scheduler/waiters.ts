@@ -79,23 +79,21 @@ interface UserChoice extends Designation {
 }
 
 /**
- * The waiter of one user's queues on `backend` a free slot there goes to: its oldest whose type
- * key equals `lastTypeKey` (no model reload), else its oldest that is runnable; undefined when
- * none is. O(1) amortised; O(its type keys there) when a `runnable` test passes its oldest over.
+ * The waiter of one user's queues on `backend` a free slot there goes to: its oldest if it is
+ * overdue; else its oldest whose type key equals `lastTypeKey` (no model reload); else its
+ * oldest that is runnable; undefined when none is. O(1) amortised; O(its type keys there) when a
+ * `runnable` test passes its oldest over.
  */
-export function chooseWithinUser(
-  queues: UserQueues,
-  backend: string,
-  lastTypeKey: string | undefined,
-  runnable?: (typeKey: string) => boolean,
-): UserChoice | undefined {
+export function chooseWithinUser(queues: UserQueues, backend: string, options: DesignateOptions): UserChoice | undefined {
+  const oldest = queues.all.peek();
+  if (!oldest) return undefined;
+  const { lastTypeKey, runnable } = options;
+  const typeKey = firstTypeKey(oldest, backend);
+  if (options.now - oldest.enqueuedAt > options.affinityMaxWaitMs) return { waiter: oldest, typeKey, affine: false };
   if (lastTypeKey !== undefined && (!runnable || runnable(lastTypeKey))) {
     const sameModel = queues.byTypeKey.get(lastTypeKey)?.peek();
     if (sameModel) return { waiter: sameModel, typeKey: lastTypeKey, affine: true };
   }
-  const oldest = queues.all.peek();
-  if (!oldest) return undefined;
-  const typeKey = firstTypeKey(oldest, backend);
   if (!runnable || runnable(typeKey)) return { waiter: oldest, typeKey, affine: false };
   let best: UserChoice | undefined;
   for (const [key, queue] of queues.byTypeKey) {
@@ -202,39 +200,30 @@ export class WaiterIndex {
   }
 
   /**
-   * Who gets a slot that frees on `backend`: (1) the oldest waiter if it is overdue (parked
-   * longer than `affinityMaxWaitMs`); else (2) the user with the smallest virtual time among
-   * those with waiters here, and (3) within it the oldest whose type key equals `lastTypeKey`,
-   * else its oldest (`chooseWithinUser`); equal virtual times go to no reload, then the older.
-   * Users at their `max_inflight` are passed over in every rule, and so are waiters whose type
-   * key is not `runnable` (but in rule 1). With one user this is the FIFO-with-affinity of
-   * before. O(users with waiters here), each lookup at queue heads.
+   * Who gets a slot that frees on `backend`: the user with the smallest virtual time among those
+   * with waiters here that are below their `max_inflight`, and within it (`chooseWithinUser`)
+   * its oldest waiter if it is overdue (parked longer than `affinityMaxWaitMs`), else its oldest
+   * whose type key equals `lastTypeKey`, else its oldest; waiters whose type key is not
+   * `runnable` are passed over unless overdue. Equal virtual times go to no reload, then the
+   * older. With one user this is the FIFO-with-affinity of before. O(users with waiters here),
+   * each lookup at queue heads.
    */
   designate(backend: string, options: DesignateOptions): Designation | undefined {
-    const queues = this.byBackend.get(backend);
-    const oldest = queues?.all.peek();
-    if (!queues || !oldest) return undefined;
-    const { lastTypeKey, now, affinityMaxWaitMs, runnable } = options;
+    const users = this.byBackend.get(backend)?.byUser;
+    if (!users) return undefined;
     const fair = this.fair;
-    if (now - oldest.enqueuedAt > affinityMaxWaitMs && fair.canStartKey(oldest.user.key)) {
-      return { waiter: oldest, typeKey: firstTypeKey(oldest, backend) };
-    }
-    let overdue: Waiter | undefined;
     let best: UserChoice | undefined;
     let bestVt = Infinity;
-    for (const [key, mine] of queues.byUser) {
+    for (const [key, mine] of users) {
       if (!fair.canStartKey(key)) continue;
-      const head = mine.all.peek()!;
-      if (now - head.enqueuedAt > affinityMaxWaitMs && (!overdue || head.seq < overdue.seq)) overdue = head;
       const vt = fair.virtualTime(key);
       if (vt > bestVt) continue;
-      const choice = chooseWithinUser(mine, backend, lastTypeKey, runnable);
+      const choice = chooseWithinUser(mine, backend, options);
       if (choice && (!best || vt < bestVt || preferChoice(choice, best))) {
         best = choice;
         bestVt = vt;
       }
     }
-    if (overdue) return { waiter: overdue, typeKey: firstTypeKey(overdue, backend) };
     return best && { waiter: best.waiter, typeKey: best.typeKey };
   }
 
