@@ -25,14 +25,17 @@ describe('FairShare', () => {
     assert.equal(fair.virtualTime('u:half'), 5, '10 s held at share 2');
   });
 
-  it('a user that becomes active starts at the smallest virtual time of the active ones, never below its own', () => {
+  it('a user that becomes active starts at the smallest virtual time of the active ones (less their advance charges)', () => {
     const fair = new FairShare();
-    fair.granted(A, 30);
+    fair.granted(A, 30); // A's lease still running: 30 s charged in advance
+    fair.waiterAdded(A);
+    fair.released('u:a', 20, 30); // it held 20 s: A at 20, and still waiting for more
+    fair.granted(A, 5); // A's next lease: 25, 5 of them in advance
     fair.granted(B, 10);
-    assert.equal(fair.virtualTime('u:b'), 40, 'B started at A’s 30');
+    assert.equal(fair.virtualTime('u:b'), 30, 'B started at 20, where A’s running lease started, then its 10');
     const c = user('u:c');
     fair.waiterAdded(c);
-    assert.equal(fair.virtualTime('u:c'), 30, 'the smallest active one');
+    assert.equal(fair.virtualTime('u:c'), 20, 'the smallest active one: A’s 20 (B’s 30 less its 10 in advance is 20 too)');
   });
 
   it('forgets idle users at the next activation of another, and keeps a returning one’s debt until then', () => {

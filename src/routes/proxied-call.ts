@@ -13,6 +13,7 @@ import { STATUS_CLIENT_CLOSED } from '../stats/record.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import type { ProxyCall } from '../upstream/proxy.ts';
 import type { CallerContext, Callers } from './caller.ts';
+import { ticketUserOf } from './ticket-user.ts';
 
 export interface ProxiedCallDeps {
   callers: Callers;
@@ -62,7 +63,7 @@ export async function runProxiedCall(
       // written out, not spread (the hot path's rule)
       await deps.proxy.handle({
         surface: call.surface, resolution: call.resolution, refreshCandidates: call.refreshCandidates, parkSeconds: call.parkSeconds,
-        req, reply, caller: { source: ctx.source, userId: ctx.userId },
+        req, reply, caller: { source: ctx.source, userId: ctx.userId, ticketUser: ticketUserOf(ctx.caller) },
         report: (o) => outcome.settle(o),
       });
       if (!outcome.settled) {

@@ -7,7 +7,9 @@
  * already counts them.
  *
  * A user that becomes active (its first waiter or lease after being idle) starts at
- * max(its virtual time, the smallest among the other active users): idle time banks no credit.
+ * max(its virtual time, the smallest among the other active users, less what their running
+ * leases were charged in advance): idle time banks no credit, and a newcomer starts where the
+ * service under way started (as in start-time fair queueing), not after the estimates.
  * Users with no waiter and no lease are forgotten at the next activation of another user, so
  * memory is bounded by the users active since then.
  *
@@ -29,6 +31,8 @@ export const DEFAULT_ESTIMATE_SECONDS = 1;
 interface UserRecord {
   /** Virtual time: seconds of service received / share, plus where it started. */
   vt: number;
+  /** The part of `vt` charged in advance for leases still out (their estimates). */
+  pending: number;
   share: number;
   /** 0 = no cap. */
   maxInflight: number;
@@ -104,7 +108,9 @@ export class FairShare {
   granted(user: TicketUser, estimateSeconds: number): void {
     const record = this.recordOf(user);
     record.inflight++;
-    record.vt += estimateSeconds / record.share;
+    const charge = estimateSeconds / record.share;
+    record.vt += charge;
+    record.pending += charge;
   }
 
   /**
@@ -119,6 +125,7 @@ export class FairShare {
     if (record.inflight > 0) record.inflight--;
     const held = Number.isFinite(heldSeconds) && heldSeconds > 0 ? heldSeconds : 0;
     record.vt += (held - estimateSeconds) / record.share;
+    record.pending = record.inflight === 0 ? 0 : Math.max(0, record.pending - estimateSeconds / record.share);
     return wasCapped;
   }
 
@@ -131,13 +138,13 @@ export class FairShare {
 
   /**
    * The user's record, share and cap taken from this ticket, activated if it was idle: it
-   * starts at max(its virtual time, the smallest of the other active users). The activation
-   * also forgets the other idle users.
+   * starts at max(its virtual time, the smallest of the other active users' less their advance
+   * charges). The activation also forgets the other idle users.
    */
   private recordOf(user: TicketUser): UserRecord {
     let record = this.users.get(user.key);
     if (!record) {
-      record = { vt: 0, share: 1, maxInflight: 0, inflight: 0, waiting: 0 };
+      record = { vt: 0, pending: 0, share: 1, maxInflight: 0, inflight: 0, waiting: 0 };
       this.users.set(user.key, record);
     }
     record.share = validShare(user.share);
@@ -151,7 +158,7 @@ export class FairShare {
     for (const [other, r] of this.users) {
       if (other === key) continue;
       if (r.inflight === 0 && r.waiting === 0) this.users.delete(other);
-      else if (r.vt < floor) floor = r.vt;
+      else if (r.vt - r.pending < floor) floor = r.vt - r.pending;
     }
     if (floor !== Infinity && floor > record.vt) record.vt = floor;
   }

@@ -5,7 +5,9 @@ import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError } from '../errors.ts';
 import { parkSeconds } from '../routing/aliases.ts';
 import type { Resolution } from '../routing/resolve.ts';
-import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type Ticket } from '../scheduler/index.ts';
+import {
+  SchedulerRejection, type Candidate, type Lease, type Scheduler, type Ticket, type TicketUser,
+} from '../scheduler/index.ts';
 import { classifyStatus } from './classify.ts';
 import { UpstreamSignal } from './deadline.ts';
 import { redactBackendText } from '../backends/secret-scrub.ts';
@@ -42,8 +44,8 @@ export interface ProxyCall {
   resolution: Resolution;
   req: FastifyRequest;
   reply: FastifyReply;
-  /** Who is calling, for the call log. */
-  caller: { source: string; userId: number | null };
+  /** Who is calling: the call log's attribution, and the user the scheduler charges (routes/ticket-user.ts). */
+  caller: { source: string; userId: number | null; ticketUser?: TicketUser };
   /** Re-resolves the candidates against the current fleet while the call is parked. */
   refreshCandidates?: () => Resolution['candidates'];
   /** The longest park for this call, seconds, in place of the alias's (background Responses wait longer). */
@@ -117,7 +119,10 @@ export class UpstreamProxy {
       },
       parkDeadline: startedAt + parkMs,
       candidates,
-      ticket: { alias, candidates: fixed, parkMs, signal: upstream.signal, refresh: refresh && candidates },
+      ticket: {
+        alias, candidates: fixed, parkMs, signal: upstream.signal, refresh: refresh && candidates,
+        user: call.caller.ticketUser,
+      },
     };
   }
 
@@ -182,12 +187,16 @@ export class UpstreamProxy {
     const { scheduler } = this.deps;
     const untried = () => state.candidates().filter((c) => !tried.has(c.backend));
     const candidates = untried();
-    const now = scheduler.tryAcquireNow(candidates, tried);
+    const user = state.ticket.user;
+    const now = scheduler.tryAcquireNow(candidates, tried, user);
     if (now) return now;
     const parkMs = state.parkDeadline - this.deps.now();
     if (parkMs <= 0 || scheduler.order(candidates).length === 0) return null;
     state.upstream.renew();
-    state.ticket = { alias: state.alias, candidates, parkMs, signal: state.upstream.signal, refresh: state.call.refreshCandidates && untried };
+    state.ticket = {
+      alias: state.alias, candidates, parkMs, signal: state.upstream.signal,
+      refresh: state.call.refreshCandidates && untried, user,
+    };
     try {
       return await scheduler.acquire(state.ticket);
     } catch (err) {
