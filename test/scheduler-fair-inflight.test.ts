@@ -68,14 +68,14 @@ describe('max_inflight: a user over its cap parks', () => {
     const capped = call('capped', ['gpu/m'], { user: CAPPED });
     await settle();
     assert.ok(!capped.lease);
-    const fresh = scheduler.tryAcquireNow(candidates('gpu/m'), new Set(), OTHER);
+    const fresh = scheduler.tryAcquireNow(candidates('gpu/m'), new Set(), { user: OTHER });
     assert.equal(fresh?.backend, 'gpu');
   });
 
   it('failover (tryAcquireNow) gives a capped user nothing; the anonymous user has no cap', async () => {
     const { scheduler, hold } = schedulerHarness([{ name: 'gpu1' }, { name: 'gpu2' }]);
     hold(['gpu1/m'], CAPPED);
-    assert.equal(scheduler.tryAcquireNow(candidates('gpu2/m'), new Set(), CAPPED), null);
+    assert.equal(scheduler.tryAcquireNow(candidates('gpu2/m'), new Set(), { user: CAPPED }), null);
     assert.equal(scheduler.tryAcquireNow(candidates('gpu2/m'), new Set())?.backend, 'gpu2');
   });
 

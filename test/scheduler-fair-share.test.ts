@@ -6,6 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FairShare } from '../src/scheduler/fair-share.ts';
+import { designateInGroup } from '../src/scheduler/groups.ts';
+import { compareMembers } from '../src/scheduler/ordering.ts';
+import type { BackendSlots, GroupSlots } from '../src/scheduler/slots.ts';
 import type { Lease, TicketUser } from '../src/scheduler/index.ts';
 import { WaiterIndex, typeKeysByBackend, type Waiter } from '../src/scheduler/waiters.ts';
 import { candidates, schedulerHarness, settle } from './helpers/scheduler-harness.ts';
@@ -99,6 +102,19 @@ describe('WaiterIndex.designate', () => {
     assert.deepEqual(index.designate('gpu', { ...options, runnable: (k) => k === 'm2' }), { waiter: either, typeKey: 'm2' });
   });
 
+  it('a user with nothing runnable is passed over for the next user: the slot does not idle', () => {
+    const fair = new FairShare();
+    fair.waiterAdded(B);
+    fair.granted(B, 100); // B has had far more service
+    const index = new WaiterIndex(fair);
+    const cold = waiter(1, A, ['gpu/m1']);
+    const warm = waiter(2, B, ['gpu/m2']);
+    index.add(cold);
+    index.add(warm);
+    assert.equal(index.designate('gpu', options)?.waiter, cold, 'A first by the fair order');
+    assert.equal(index.designate('gpu', { ...options, runnable: (k) => k === 'm2' })?.waiter, warm, 'A cannot start: B');
+  });
+
   it('counts live waiters per backend and forgets users with none left', () => {
     const fair = new FairShare();
     const index = new WaiterIndex(fair);
@@ -129,5 +145,27 @@ describe('queue position in the fair order', () => {
     assert.equal(scheduler.queuePosition(bTicket)?.position, 2, 'behind at most one of A’s');
     assert.equal(scheduler.queuePosition(aTickets[0])?.position, 2, 'A’s first: B’s one may go before it');
     assert.equal(scheduler.queuePosition(aTickets[4])?.position, 6, 'A’s fifth: four of its own and B’s one');
+  });
+});
+
+describe('designateInGroup with a runnable test', () => {
+  const member = (name: string, lastTypeKey?: string): BackendSlots => ({
+    spec: { name, cap: 1, paid: false, available: true, group: 'g' }, inflight: 0, removed: false, lastTypeKey,
+  });
+
+  it('passes over heads that cannot start, unless overdue, and keeps the fair order between users', () => {
+    const fair = new FairShare();
+    const index = new WaiterIndex(fair);
+    const llm = member('llm', 'm1');
+    const other = member('other');
+    const group: GroupSlots = { name: 'g', cap: 1, inflight: 0, members: new Set([llm, other]), lastKind: 'llm' };
+    const aCold = waiter(1, A, ['llm/m2'], 0);
+    const bWarm = waiter(2, B, ['other/m3'], 500);
+    index.add(aCold);
+    index.add(bWarm);
+    const runnable = (slots: BackendSlots, typeKey: string) => slots.spec.name !== 'llm' || typeKey === 'm1';
+    assert.equal(designateInGroup(group, index, 1_000, 10_000, compareMembers)?.waiter, aCold, 'the older at equal standing');
+    assert.equal(designateInGroup(group, index, 1_000, 10_000, compareMembers, runnable)?.waiter, bWarm, 'A cannot start');
+    assert.equal(designateInGroup(group, index, 20_000, 10_000, compareMembers, runnable)?.waiter, aCold, 'A overdue');
   });
 });

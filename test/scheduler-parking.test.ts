@@ -453,9 +453,9 @@ describe('scheduler: snapshot of parked tickets', () => {
     clock.advance(500);
     const { parked, parkedByAlias } = scheduler.snapshot();
     assert.deepEqual(parked, [
-      { alias: 'chat', typeKeys: ['qwen', 'llama'], backends: ['a', 'b'], ageMs: 1_500, remainingMs: 8_500, user: 'anon' },
-      { alias: 'chat', typeKeys: ['llama'], backends: ['b'], ageMs: 500, remainingMs: 2_500, user: 'anon' },
-      { alias: 'image', typeKeys: ['sdxl'], backends: ['a'], ageMs: 500, remainingMs: 2_500, user: 'anon' },
+      { alias: 'chat', typeKeys: ['qwen', 'llama'], backends: ['a', 'b'], ageMs: 1_500, remainingMs: 8_500 },
+      { alias: 'chat', typeKeys: ['llama'], backends: ['b'], ageMs: 500, remainingMs: 2_500 },
+      { alias: 'image', typeKeys: ['sdxl'], backends: ['a'], ageMs: 500, remainingMs: 2_500 },
     ]);
     assert.deepEqual(parkedByAlias, { chat: 2, image: 1 });
     clock.advance(PARK_MS);

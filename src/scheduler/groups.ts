@@ -103,9 +103,9 @@ function older(a: GroupDesignation, b: GroupDesignation, prefer: MemberPreferenc
   return prefer(a.slots, a.typeKey, b.slots, b.typeKey) < 0 ? a : b;
 }
 
-/** One user's best waiters across the group: its oldest, and its oldest that needs no reload. */
+/** One user's best waiters across the group: its oldest (that may start), and its oldest that needs no reload. */
 interface UserInGroup {
-  oldest: GroupDesignation;
+  oldest?: GroupDesignation;
   sameModel?: GroupDesignation;
 }
 
@@ -117,8 +117,9 @@ interface UserInGroup {
  * overdue (parked longer than `affinityMaxWaitMs`), else its oldest whose type key equals what
  * its backend last ran, on a backend of the kind the group last ran (so neither a model reload
  * nor a GPU switch), else its oldest. Equal virtual times go to no reload, then the older. With
- * one user this is the rule of before. O(group members × users waiting there), each lookup at
- * queue heads only.
+ * `runnable`, a queue head whose type key cannot start on its backend now is passed over unless
+ * it is overdue, and so is a no-reload waiter that cannot. With one user this is the rule of
+ * before. O(group members × users waiting there), each lookup at queue heads only.
  */
 export function designateInGroup(
   group: GroupSlots,
@@ -126,6 +127,7 @@ export function designateInGroup(
   now: number,
   affinityMaxWaitMs: number,
   prefer: MemberPreference,
+  runnable?: (slots: BackendSlots, typeKey: string) => boolean,
 ): GroupDesignation | undefined {
   const fair = waiters.fair;
   const byUser = new Map<string, UserInGroup>();
@@ -135,14 +137,18 @@ export function designateInGroup(
     const users = waiters.usersOn(name);
     if (!users) continue;
     const last = slots.lastTypeKey;
-    const affine = last !== undefined && kindOf(slots) === group.lastKind;
+    const affine = last !== undefined && kindOf(slots) === group.lastKind && (!runnable || runnable(slots, last));
     for (const [key, queues] of users) {
       if (!fair.canStartKey(key)) continue;
-      const head = queues.all.peek()!;
-      const headPick: GroupDesignation = { slots, waiter: head, typeKey: firstTypeKey(head, name) };
       let mine = byUser.get(key);
-      if (!mine) byUser.set(key, (mine = { oldest: headPick }));
-      else mine.oldest = older(headPick, mine.oldest, prefer);
+      if (!mine) byUser.set(key, (mine = {}));
+      const head = queues.all.peek()!;
+      const headTypeKey = firstTypeKey(head, name);
+      const overdue = now - head.enqueuedAt > affinityMaxWaitMs;
+      if (overdue || !runnable || runnable(slots, headTypeKey)) {
+        const headPick: GroupDesignation = { slots, waiter: head, typeKey: headTypeKey };
+        mine.oldest = mine.oldest ? older(headPick, mine.oldest, prefer) : headPick;
+      }
       const match = affine ? queues.byTypeKey.get(last!)?.peek() : undefined;
       if (!match) continue;
       const matchPick: GroupDesignation = { slots, waiter: match, typeKey: last! };
@@ -155,8 +161,9 @@ export function designateInGroup(
   for (const [key, mine] of byUser) {
     const vt = fair.virtualTime(key);
     if (vt > bestVt) continue;
-    const overdue = now - mine.oldest.waiter.enqueuedAt > affinityMaxWaitMs;
+    const overdue = mine.oldest !== undefined && now - mine.oldest.waiter.enqueuedAt > affinityMaxWaitMs;
     const choice = overdue ? mine.oldest : mine.sameModel ?? mine.oldest;
+    if (!choice) continue;
     const affine = choice === mine.sameModel;
     if (!best || vt < bestVt || (affine !== bestAffine ? affine : choice.waiter.seq < best.waiter.seq)) {
       best = choice;

@@ -1,4 +1,4 @@
-import { FairShare, serviceEstimate, userOf } from './fair-share.ts';
+import { ANONYMOUS_USER, FairShare, serviceEstimate, userOf } from './fair-share.ts';
 import { designateInGroup, GroupTable } from './groups.ts';
 import { compareBackends, compareMembers, sortMediaCandidates } from './ordering.ts';
 import { backendSnapshot, groupHasFreeSlot, hasFreeSlot, kindOf, type BackendSlots, type GroupSlots } from './slots.ts';
@@ -140,11 +140,12 @@ export class Scheduler {
   /**
    * Failover: a lease on the first free candidate in scheduler order whose backend is not in
    * `exclude`, or null. Never waits, and never takes a slot a waiter is entitled to. The lease
-   * is charged to `user` (absent = the anonymous one); null while that user is at its cap.
+   * is charged to the call's user (`ticket.user`; absent = the anonymous one); null while that
+   * user is at its cap.
    */
-  tryAcquireNow(candidates: Candidate[], exclude: ReadonlySet<string>, user?: TicketUser): Lease | null {
+  tryAcquireNow(candidates: Candidate[], exclude: ReadonlySet<string>, ticket?: Pick<Ticket, 'user'>): Lease | null {
     const usable = this.order(candidates).filter((candidate) => !exclude.has(candidate.backend));
-    return this.takeFreeSlot(usable, userOf(user));
+    return this.takeFreeSlot(usable, userOf(ticket?.user));
   }
 
   /**
@@ -214,7 +215,7 @@ export class Scheduler {
       backends: [...waiter.typeKeysByBackend.keys()],
       ageMs: now - waiter.enqueuedAt,
       remainingMs: Math.max(0, waiter.deadline - now),
-      user: waiter.user.key,
+      ...(waiter.user === ANONYMOUS_USER ? {} : { user: waiter.user.key }),
     }));
     return { backends, parked, parkedByAlias: this.waiters.countsByAlias(), groups: this.groups.snapshot() };
   }

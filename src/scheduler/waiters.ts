@@ -183,6 +183,22 @@ export class WaiterIndex {
     return this.byBackend.get(backend)?.all.live ?? 0;
   }
 
+  /**
+   * Live waiters on `backend` older than `waiter` (in arrival order; the fair order may serve
+   * some younger ones of other users first). O(that queue): for keep-alive ETAs, not per request.
+   */
+  aheadOn(backend: string, waiter: Waiter): number {
+    const queue = this.byBackend.get(backend)?.all;
+    let ahead = 0;
+    if (queue) {
+      for (const other of queue.values()) {
+        if (other.seq >= waiter.seq) break;
+        ahead++;
+      }
+    }
+    return ahead;
+  }
+
   /** The oldest waiter for this backend, if any. O(1) amortised. */
   oldest(backend: string): Waiter | undefined {
     return this.byBackend.get(backend)?.all.peek();

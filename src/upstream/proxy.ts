@@ -188,7 +188,7 @@ export class UpstreamProxy {
     const untried = () => state.candidates().filter((c) => !tried.has(c.backend));
     const candidates = untried();
     const user = state.ticket.user;
-    const now = scheduler.tryAcquireNow(candidates, tried, user);
+    const now = scheduler.tryAcquireNow(candidates, tried, state.ticket);
     if (now) return now;
     const parkMs = state.parkDeadline - this.deps.now();
     if (parkMs <= 0 || scheduler.order(candidates).length === 0) return null;

@@ -78,7 +78,7 @@ export function schedulerHarness(fleet: FleetBackend[], opts: { maxParked?: numb
 
   /** A lease granted at once (fails the test otherwise), charged to `user` (default: the anonymous one). */
   function hold(asks: string[], user?: TicketUser): Lease {
-    const lease = scheduler.tryAcquireNow(candidates(...asks), new Set(), user);
+    const lease = scheduler.tryAcquireNow(candidates(...asks), new Set(), { user });
     assert.ok(lease, `expected a free slot for ${asks.join(', ')}`);
     return lease;
   }
