@@ -49,11 +49,12 @@ export class UserQueues {
   readonly byTypeKey = new Map<string, LazyFifo<Waiter>>();
 }
 
-/** Waiters that can use one backend: all of them (arrival order across users), and per user. */
+/** Waiters that can use one backend, per user. */
 class BackendWaiters {
-  readonly all = new LazyFifo<Waiter>();
   /** By `TicketUser.key`; a user leaves the map with its last waiter here. */
   readonly byUser = new Map<string, UserQueues>();
+  /** Live waiters across users. */
+  live = 0;
 }
 
 /** The waiter a free slot goes to, and the type key it will run there. */
@@ -110,8 +111,7 @@ function preferChoice(a: UserChoice, b: UserChoice): boolean {
 
 /**
  * Parked tickets, indexed by backend name (known or not yet known), then by user, then by type
- * key, each queue FIFO by arrival; also by backend across users. Every lookup touches queue
- * heads only. The index tells the fair share (fair-share.ts) of each waiter's coming and going.
+ * key, each queue FIFO by arrival. Every lookup touches queue heads only. The index tells the fair share (fair-share.ts) of each waiter's coming and going.
  */
 export class WaiterIndex {
   private readonly byBackend = new Map<string, BackendWaiters>();
@@ -166,21 +166,21 @@ export class WaiterIndex {
     for (const [backend, typeKeys] of waiter.typeKeysByBackend) {
       const queues = this.byBackend.get(backend);
       if (!queues) continue;
-      queues.all.noteSettled();
+      queues.live--;
       const mine = queues.byUser.get(userKey);
       if (mine && settleIn(mine, typeKeys)) this.leaveBackend(queues, backend, userKey);
-      if (queues.all.live === 0) this.byBackend.delete(backend);
+      if (queues.live === 0) this.byBackend.delete(backend);
     }
   }
 
   /** Whether anyone is waiting for this backend. */
   hasWaitersFor(backend: string): boolean {
-    return this.byBackend.get(backend)?.all.peek() !== undefined;
+    return (this.byBackend.get(backend)?.live ?? 0) > 0;
   }
 
   /** Live waiters of this backend. O(1). */
   queuedOn(backend: string): number {
-    return this.byBackend.get(backend)?.all.live ?? 0;
+    return this.byBackend.get(backend)?.live ?? 0;
   }
 
   /**
@@ -188,10 +188,9 @@ export class WaiterIndex {
    * some younger ones of other users first). O(that queue): for keep-alive ETAs, not per request.
    */
   aheadOn(backend: string, waiter: Waiter): number {
-    const queue = this.byBackend.get(backend)?.all;
     let ahead = 0;
-    if (queue) {
-      for (const other of queue.values()) {
+    for (const mine of this.byBackend.get(backend)?.byUser.values() ?? []) {
+      for (const other of mine.all.values()) {
         if (other.seq >= waiter.seq) break;
         ahead++;
       }
@@ -199,9 +198,14 @@ export class WaiterIndex {
     return ahead;
   }
 
-  /** The oldest waiter for this backend, if any. O(1) amortised. */
+  /** The oldest waiter for this backend, if any. O(users waiting there). */
   oldest(backend: string): Waiter | undefined {
-    return this.byBackend.get(backend)?.all.peek();
+    let oldest: Waiter | undefined;
+    for (const mine of this.byBackend.get(backend)?.byUser.values() ?? []) {
+      const head = mine.all.peek();
+      if (head && (!oldest || head.seq < oldest.seq)) oldest = head;
+    }
+    return oldest;
   }
 
   /** The users with waiters on this backend and their queues there (each has at least one). */
@@ -240,7 +244,7 @@ export class WaiterIndex {
         bestVt = vt;
       }
     }
-    return best && { waiter: best.waiter, typeKey: best.typeKey };
+    return best;
   }
 
   /** Unsettled waiters, oldest first. */
@@ -264,7 +268,7 @@ export class WaiterIndex {
       if (!backends) this.backendsByUser.set(userKey, (backends = new Set()));
       backends.add(backend);
     }
-    put(queues.all, waiter, late);
+    queues.live++;
     put(mine.all, waiter, late);
     for (const typeKey of typeKeys) {
       let queue = mine.byTypeKey.get(typeKey);
