@@ -14,7 +14,7 @@ const chatRequests = (f: FakeBackend) => f.requests.filter((r) => r.path === '/v
 const lastUserText = (body: any) => body.messages.at(-1).content as string;
 
 describe('fair share between users, end to end', () => {
-  test('A parks 6 calls, B parks 2 later: B is served after at most one more of A’s, and everything completes', async (t) => {
+  test('A parks 6 calls, B 2 later: B is served after at most one more of A’s; everything completes', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 400 } });
     const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], { park_timeout_s: 120 });
     t.after(async () => { await gw.close(); await box.close(); });

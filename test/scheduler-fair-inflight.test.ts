@@ -8,21 +8,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { TicketUser } from '../src/scheduler/index.ts';
-import { AFFINITY_MAX_WAIT_MS, candidates, grantedOn, leaseOf, schedulerHarness, settle } from './helpers/scheduler-harness.ts';
+import {
+  AFFINITY_MAX_WAIT_MS, candidates, grantedOn, leaseOf, schedulerHarness, settle, type FleetBackend,
+} from './helpers/scheduler-harness.ts';
 
 const user = (key: string, more: Partial<TicketUser> = {}): TicketUser => ({ key, share: 1, maxInflight: 0, ...more });
 const CAPPED = user('u:capped', { maxInflight: 1 });
 const OTHER = user('u:other');
+/** An LLM box and a ComfyUI on one GPU. */
+const GROUP_FLEET: FleetBackend[] = [{ name: 'llm', group: 'box' }, { name: 'comfy', group: 'box', kind: 'media' }];
 
 describe('max_inflight: a user over its cap parks', () => {
-  it('the second call parks while a slot is free, another user takes that slot, and it runs when the first ends', async () => {
+  it('the second call parks while a slot is free, another user takes it, and it runs when the first ends', async () => {
     const { scheduler, call } = schedulerHarness([{ name: 'gpu1' }, { name: 'gpu2' }]);
     const first = call('first', ['gpu1/m', 'gpu2/m'], { user: CAPPED });
     const second = call('second', ['gpu1/m', 'gpu2/m'], { user: CAPPED });
     await settle();
     assert.ok(first.lease, 'the first runs');
     assert.ok(!second.lease && !second.rejection, 'the second parks, not refused');
-    assert.equal(scheduler.snapshot().backends.filter((b) => b.inflight === 0).length, 1, 'a slot is free all the same');
+    const free = scheduler.snapshot().backends.filter((b) => b.inflight === 0);
+    assert.equal(free.length, 1, 'a slot is free all the same');
     assert.deepEqual(scheduler.snapshot().parked.map((p) => p.user), ['u:capped']);
     const other = call('other', ['gpu1/m', 'gpu2/m'], { user: OTHER });
     await settle();
@@ -120,7 +125,7 @@ describe('max_inflight: a user over its cap parks', () => {
 
 describe('fair share across a GPU group', () => {
   it('a freed group slot goes to the user with less service, whichever member it waits on', async () => {
-    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'llm', group: 'box' }, { name: 'comfy', group: 'box', kind: 'media' }]);
+    const { clock, scheduler, call, hold } = schedulerHarness(GROUP_FLEET);
     scheduler.configureGroups({ box: { cap: 1 } });
     const heavy = user('u:heavy');
     const running = hold(['llm/m'], heavy);
@@ -135,7 +140,7 @@ describe('fair share across a GPU group', () => {
   });
 
   it('one user in a group: affinity and age as before', async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'llm', group: 'box' }, { name: 'comfy', group: 'box', kind: 'media' }]);
+    const { scheduler, call, hold } = schedulerHarness(GROUP_FLEET);
     scheduler.configureGroups({ box: { cap: 1 } });
     const running = hold(['llm/m']);
     const older = call('older', ['comfy/sdxl']);

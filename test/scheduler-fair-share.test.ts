@@ -28,7 +28,7 @@ describe('FairShare', () => {
     assert.equal(fair.virtualTime('u:half'), 5, '10 s held at share 2');
   });
 
-  it('a user that becomes active starts at the smallest virtual time of the active ones (less their advance charges)', () => {
+  it('a user that becomes active starts at the smallest virtual time of the active ones, less advance charges', () => {
     const fair = new FairShare();
     fair.granted(A, 30); // A's lease still running: 30 s charged in advance
     fair.waiterAdded(A);
@@ -38,7 +38,7 @@ describe('FairShare', () => {
     assert.equal(fair.virtualTime('u:b'), 30, 'B started at 20, where A’s running lease started, then its 10');
     const c = user('u:c');
     fair.waiterAdded(c);
-    assert.equal(fair.virtualTime('u:c'), 20, 'the smallest active one: A’s 20 (B’s 30 less its 10 in advance is 20 too)');
+    assert.equal(fair.virtualTime('u:c'), 20, 'the smallest: A’s 20 (B’s 30 less its 10 in advance: 20 too)');
   });
 
   it('forgets idle users at the next activation of another, and keeps a returning one’s debt until then', () => {
@@ -54,7 +54,7 @@ describe('FairShare', () => {
     assert.deepEqual(Object.keys(fair.snapshot()).sort(), ['u:b', 'u:c'], 'A forgotten');
   });
 
-  it('caps: the ticket’s max_inflight for a new call, the latest one for waiters; bad values mean no cap, share 1', () => {
+  it('caps: the ticket’s max_inflight for a new call, the latest for waiters; bad values: no cap, share 1', () => {
     const fair = new FairShare();
     const capped = user('u:a', { maxInflight: 1 });
     assert.equal(fair.canStart(capped), true);
@@ -75,7 +75,8 @@ describe('FairShare', () => {
 /** A bare waiter of `user` for the index tests. */
 function waiter(seq: number, owner: TicketUser, asks: string[], enqueuedAt = 0): Waiter {
   return {
-    seq, alias: 'x', user: owner, enqueuedAt, deadline: Infinity, typeKeysByBackend: typeKeysByBackend(candidates(...asks)),
+    seq, alias: 'x', user: owner, enqueuedAt, deadline: Infinity,
+    typeKeysByBackend: typeKeysByBackend(candidates(...asks)),
     resolve: (_: Lease) => {}, reject: () => {}, settled: false, timer: undefined,
   };
 }
@@ -91,7 +92,7 @@ describe('WaiterIndex.designate', () => {
     index.add(warm);
     const runnable = (typeKey: string) => typeKey === 'm2';
     assert.equal(index.designate('gpu', { ...options, runnable })?.waiter, warm);
-    assert.equal(index.designate('gpu', { ...options, now: 20_000, runnable })?.waiter, cold, 'overdue: runnable or not');
+    assert.equal(index.designate('gpu', { ...options, now: 20_000, runnable })?.waiter, cold, 'overdue: either way');
     assert.equal(index.designate('gpu', { ...options, runnable: () => false }), undefined, 'nothing it can run now');
   });
 
@@ -114,7 +115,8 @@ describe('WaiterIndex.designate', () => {
     index.add(cold);
     index.add(warm);
     assert.equal(index.designate('gpu', options)?.waiter, cold, 'A first by the fair order');
-    assert.equal(index.designate('gpu', { ...options, runnable: (k) => k === 'm2' })?.waiter, warm, 'A cannot start: B');
+    const onlyM2 = (typeKey: string) => typeKey === 'm2';
+    assert.equal(index.designate('gpu', { ...options, runnable: onlyM2 })?.waiter, warm, 'A cannot start: B');
   });
 
   it('counts live waiters per backend and forgets users with none left', () => {
@@ -138,7 +140,9 @@ describe('queue position in the fair order', () => {
   it('counts a user’s own older calls, and of another user’s only what a round serves before it', async () => {
     const { scheduler, hold } = schedulerHarness([{ name: 'gpu' }]);
     hold(['gpu/m'], A);
-    const ticket = (owner: TicketUser) => ({ alias: 'x', candidates: candidates('gpu/m'), parkMs: 60_000, user: owner });
+    const ticket = (owner: TicketUser) => ({
+      alias: 'x', candidates: candidates('gpu/m'), parkMs: 60_000, user: owner,
+    });
     const aTickets = Array.from({ length: 5 }, () => ticket(A));
     for (const t of aTickets) void scheduler.acquire(t).catch(() => {});
     const bTicket = ticket(B);
@@ -166,8 +170,10 @@ describe('designateInGroup with a runnable test', () => {
     index.add(aCold);
     index.add(bWarm);
     const runnable = (slots: BackendSlots, typeKey: string) => slots.spec.name !== 'llm' || typeKey === 'm1';
-    assert.equal(designateInGroup(group, index, 1_000, 10_000, compareMembers)?.waiter, aCold, 'the older at equal standing');
-    assert.equal(designateInGroup(group, index, 1_000, 10_000, compareMembers, runnable)?.waiter, bWarm, 'A cannot start');
-    assert.equal(designateInGroup(group, index, 20_000, 10_000, compareMembers, runnable)?.waiter, aCold, 'A overdue');
+    const pick = (now: number, test?: typeof runnable) =>
+      designateInGroup(group, index, now, 10_000, compareMembers, test);
+    assert.equal(pick(1_000)?.waiter, aCold, 'the older at equal standing');
+    assert.equal(pick(1_000, runnable)?.waiter, bWarm, 'A cannot start');
+    assert.equal(pick(20_000, runnable)?.waiter, aCold, 'A overdue');
   });
 });

@@ -7,13 +7,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Lease, TicketUser } from '../src/scheduler/index.ts';
-import { AFFINITY_MAX_WAIT_MS, leaseOf, schedulerHarness, settle, type TrackedCall } from './helpers/scheduler-harness.ts';
+import {
+  AFFINITY_MAX_WAIT_MS, leaseOf, schedulerHarness, settle, type FleetBackend, type TrackedCall,
+} from './helpers/scheduler-harness.ts';
 import type { FakeClock } from './helpers/fake-clock.ts';
 
 const user = (key: string, more: Partial<TicketUser> = {}): TicketUser => ({ key, share: 1, maxInflight: 0, ...more });
 const A = user('u:a');
 const B = user('u:b');
 const X = user('u:x');
+/** Two LLM boxes and a ComfyUI. */
+const MIXED_FLEET: FleetBackend[] = [{ name: 'gpu' }, { name: 'chat' }, { name: 'comfy', kind: 'media' }];
 /** Long enough for every wait in these tests. */
 const LONG_PARK_MS = 3_600_000;
 
@@ -41,7 +45,7 @@ describe('fair share: order between users', () => {
     const running = hold(['gpu/m'], A);
     const calls = Array.from({ length: 10 }, (_, i) => call(`a${i}`, ['gpu/m'], { user: A, parkMs: LONG_PARK_MS }));
     clock.advance(100);
-    calls.push(call('b0', ['gpu/m'], { user: B, parkMs: LONG_PARK_MS }), call('b1', ['gpu/m'], { user: B, parkMs: LONG_PARK_MS }));
+    for (const name of ['b0', 'b1']) calls.push(call(name, ['gpu/m'], { user: B, parkMs: LONG_PARK_MS }));
     const { order } = await serveOneAtATime(clock, running, calls, 12);
     const b0 = order.indexOf('b0');
     const b1 = order.indexOf('b1');
@@ -55,7 +59,7 @@ describe('fair share: order between users', () => {
     const running = hold(['gpu/m'], A);
     const calls = Array.from({ length: 10 }, (_, i) => call(`a${i}`, ['gpu/m'], { user: A, parkMs: LONG_PARK_MS }));
     clock.advance(100);
-    calls.push(call('b0', ['gpu/m'], { user: A, parkMs: LONG_PARK_MS }), call('b1', ['gpu/m'], { user: A, parkMs: LONG_PARK_MS }));
+    for (const name of ['b0', 'b1']) calls.push(call(name, ['gpu/m'], { user: A, parkMs: LONG_PARK_MS }));
     const { order } = await serveOneAtATime(clock, running, calls, 12);
     assert.deepEqual(order, calls.map((c) => c.name));
   });
@@ -72,7 +76,8 @@ describe('fair share: order between users', () => {
     const { order } = await serveOneAtATime(clock, running, calls, 30, 1_000);
     const heavyServed = order.filter((n) => n.startsWith('h')).length;
     const lightServed = order.length - heavyServed;
-    assert.ok(Math.abs(heavyServed - 2 * lightServed) <= 3, `heavy ${heavyServed}, light ${lightServed}: ${order.join(',')}`);
+    const counts = `heavy ${heavyServed}, light ${lightServed}: ${order.join(',')}`;
+    assert.ok(Math.abs(heavyServed - 2 * lightServed) <= 3, counts);
   });
 
   it('shares weigh seconds, not calls: one user’s long calls count against it', async () => {
@@ -152,12 +157,12 @@ describe('fair share: chat and media charged alike', () => {
   // a while: one a media job on `comfy`, the other a chat call on `chat`. The one with fewer
   // seconds held gets `gpu` first, whichever kind its seconds were.
   const cases = [
-    { name: 'A’s 30 s media job counts against it like chat', aOn: 'comfy/sdxl', aMs: 30_000, bOn: 'chat/m', bMs: 5_000 },
-    { name: 'A’s 30 s chat call counts against it like media', aOn: 'chat/m', aMs: 30_000, bOn: 'comfy/sdxl', bMs: 5_000 },
+    { name: 'A’s 30 s media job counts like chat', aOn: 'comfy/sdxl', aMs: 30_000, bOn: 'chat/m', bMs: 5_000 },
+    { name: 'A’s 30 s chat call counts like media', aOn: 'chat/m', aMs: 30_000, bOn: 'comfy/sdxl', bMs: 5_000 },
   ];
   for (const c of cases) {
     it(c.name, async () => {
-      const { clock, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'chat' }, { name: 'comfy', kind: 'media' }]);
+      const { clock, call, hold } = schedulerHarness(MIXED_FLEET);
       const busy = hold(['gpu/m'], X);
       const aLease = hold([c.aOn], A);
       const bLease = hold([c.bOn], B);
@@ -173,8 +178,8 @@ describe('fair share: chat and media charged alike', () => {
     });
   }
 
-  it('a running lease is charged its learnt service time at grant: seconds per job for media, per call for chat', async () => {
-    const { call, hold, scheduler } = schedulerHarness([{ name: 'gpu' }, { name: 'chat' }, { name: 'comfy', kind: 'media' }]);
+  it('a running lease is charged its learnt time at grant: seconds per job for media, per call for chat', async () => {
+    const { call, hold, scheduler } = schedulerHarness(MIXED_FLEET);
     scheduler.recordJobSeconds('comfy', 'sdxl', 60);
     scheduler.recordSpeed('chat', { status: 200, outputTokens: 16, seconds: 10 });
     const busy = hold(['gpu/m'], X);

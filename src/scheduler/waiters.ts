@@ -70,7 +70,10 @@ export interface DesignateOptions {
   now: number;
   /** A waiter parked longer than this is overdue: it goes first, affinity and fairness aside. */
   affinityMaxWaitMs: number;
-  /** Whether a type key can run on the backend now; a waiter that cannot is passed over unless overdue. Absent = all can. */
+  /**
+   * Whether a type key can run on the backend now; a waiter that cannot is passed over unless
+   * overdue. Absent = all can.
+   */
   runnable?: (typeKey: string) => boolean;
 }
 
@@ -85,7 +88,11 @@ interface UserChoice extends Designation {
  * oldest that is runnable; undefined when none is. O(1) amortised; O(its type keys there) when a
  * `runnable` test passes its oldest over.
  */
-export function chooseWithinUser(queues: UserQueues, backend: string, options: DesignateOptions): UserChoice | undefined {
+export function chooseWithinUser(
+  queues: UserQueues,
+  backend: string,
+  options: DesignateOptions,
+): UserChoice | undefined {
   const oldest = queues.all.peek();
   if (!oldest) return undefined;
   const { lastTypeKey, runnable } = options;
@@ -99,7 +106,9 @@ export function chooseWithinUser(queues: UserQueues, backend: string, options: D
   let best: UserChoice | undefined;
   for (const [key, queue] of queues.byTypeKey) {
     const head = queue.peek();
-    if (head && (!best || head.seq < best.waiter.seq) && runnable(key)) best = { waiter: head, typeKey: key, affine: false };
+    if (head && (!best || head.seq < best.waiter.seq) && runnable(key)) {
+      best = { waiter: head, typeKey: key, affine: false };
+    }
   }
   return best;
 }
@@ -111,7 +120,8 @@ function preferChoice(a: UserChoice, b: UserChoice): boolean {
 
 /**
  * Parked tickets, indexed by backend name (known or not yet known), then by user, then by type
- * key, each queue FIFO by arrival. Every lookup touches queue heads only. The index tells the fair share (fair-share.ts) of each waiter's coming and going.
+ * key, each queue FIFO by arrival. Every lookup touches queue heads only. The index tells the
+ * fair share (fair-share.ts) of each waiter's coming and going.
  */
 export class WaiterIndex {
   private readonly byBackend = new Map<string, BackendWaiters>();

@@ -68,7 +68,10 @@ export function schedulerHarness(fleet: FleetBackend[], opts: { maxParked?: numb
             return typeof answer === 'function' ? answer() : candidates(...answer);
           };
     scheduler
-      .acquire({ alias: more.alias ?? name, candidates: candidates(...asks), parkMs: more.parkMs ?? PARK_MS, signal: more.signal, refresh, user: more.user })
+      .acquire({
+        alias: more.alias ?? name, candidates: candidates(...asks), parkMs: more.parkMs ?? PARK_MS,
+        signal: more.signal, refresh, user: more.user,
+      })
       .then(
         (lease) => void (tracked.lease = lease),
         (error: SchedulerRejection) => void (tracked.rejection = error),
