@@ -15,7 +15,7 @@ const lastUserText = (body: any) => body.messages.at(-1).content as string;
 
 describe('fair share between users, end to end', () => {
   test('A parks 6 calls, B 2 later: B is served after at most one more of A’s; everything completes', async (t) => {
-    const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 400 } });
+    const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 4_000 } });
     const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], { park_timeout_s: 120 });
     t.after(async () => { await gw.close(); await box.close(); });
     const clientOf = (name: string) => new OpenAI({
@@ -30,6 +30,7 @@ describe('fair share between users, end to end', () => {
 
     const calls = [ask(alice, 'a-first')];
     await waitFor(() => box.inflight === 1, 'a-first running');
+    box.setKnobs({ latencyMs: 200 }); // a-first holds the box 4 s, long enough to park the others; they take 0.2 s
     for (let i = 0; i < 6; i++) {
       calls.push(ask(alice, `a${i}`));
       await waitFor(() => parked().length === i + 1, `a${i} parked`);

@@ -339,39 +339,30 @@ export class Scheduler {
     const release = (): void => {
       if (released) return;
       released = true;
-      // fair share: charged what it really held; a user below its cap again may start elsewhere
+      // fair share: charged what it held; a user below its cap again takes free slots where it waits
       const uncapped = this.fair.released(user.key, (this.clock.now() - grantedAt) / 1000, estimate);
-      this.freeSlot(slots, group);
-      if (uncapped) this.handOffForUser(user.key);
+      if (uncapped) this.handOffOn(this.waiters.backendsOf(user.key));
+      slots.inflight--;
+      if (group !== undefined) return this.releaseGrouped(slots, group);
+      if (slots.removed) {
+        if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
+        return;
+      }
+      if (slots.group === undefined) this.handOff(slots);
+      else this.handOffGroup(slots.group); // it joined a group while the lease was out
     };
     const lease = Object.freeze({ backend: slots.spec.name, model: typeKey, waitedMs, release });
     if (switched !== undefined) this.notifySwitch(group!.name, switched, kindOf(slots), slots.spec.name);
     return lease;
   }
 
-  /** A lease's slot comes back: to waiters of the backend, or of its group. */
-  private freeSlot(slots: BackendSlots, group: GroupSlots | undefined): void {
-    slots.inflight--;
-    if (group !== undefined) return this.releaseGrouped(slots, group);
-    if (slots.removed) {
-      if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
-      return;
-    }
-    if (slots.group === undefined) this.handOff(slots);
-    else this.handOffGroup(slots.group); // it joined a group while the lease was out
-  }
-
-  /**
-   * A lease of a user that was at its `max_inflight` ended: free slots on the other backends the
-   * user has waiters on may go to them now (they were passed over). O(those backends).
-   */
-  private handOffForUser(userKey: string): void {
-    for (const backend of this.waiters.backendsOf(userKey)) {
-      if (!this.fair.canStartKey(userKey)) return;
+  /** Hands off free slots of these backends (and of their groups). */
+  private handOffOn(backends: readonly string[]): void {
+    for (const backend of backends) {
       const slots = this.routable(backend);
-      if (!slots || !hasFreeSlot(slots)) continue;
-      if (slots.group === undefined) this.handOff(slots);
-      else this.handOffGroup(slots.group);
+      if (slots?.group === undefined) {
+        if (slots) this.handOff(slots);
+      } else this.handOffGroup(slots.group);
     }
   }
 
