@@ -5,7 +5,7 @@
  */
 import { canTakeLease, kindOf, type BackendSlots, type GroupSlots } from './slots.ts';
 import type { GroupLimits, GroupSlotsSnapshot } from './types.ts';
-import type { Waiter, WaiterIndex } from './waiters.ts';
+import { firstTypeKey, type Waiter, type WaiterIndex } from './waiters.ts';
 
 /** Cap of a group that a backend names but the configuration does not. */
 export const IMPLICIT_GROUP_CAP = 1;
@@ -97,13 +97,29 @@ export interface GroupDesignation {
  */
 export type MemberPreference = (a: BackendSlots, aTypeKey: string, b: BackendSlots, bTypeKey: string) => number;
 
+/** The older of two designations (for the same waiter on two backends: the preferred backend), `b` on a tie. */
+function older(a: GroupDesignation, b: GroupDesignation, prefer: MemberPreference): GroupDesignation {
+  if (a.waiter.seq !== b.waiter.seq) return a.waiter.seq < b.waiter.seq ? a : b;
+  return prefer(a.slots, a.typeKey, b.slots, b.typeKey) < 0 ? a : b;
+}
+
+/** One user's best waiters across the group: its oldest (that may start), and its oldest that needs no reload. */
+interface UserInGroup {
+  oldest?: GroupDesignation;
+  sameModel?: GroupDesignation;
+}
+
 /**
  * Who gets a free slot of `group`, among the waiters of its backends that can take a lease
- * now (in the fleet, available, a free slot of their own). The per-backend rules, across the
- * group: (1) the oldest of them all if it is overdue (parked longer than `affinityMaxWaitMs`);
- * else (2) the oldest whose type key equals what its backend last ran, on a backend of the kind
- * the group last ran (so neither a model reload nor a GPU switch); else (3) the oldest.
- * O(group members), each lookup at queue heads only.
+ * now (in the fleet, available, a free slot of their own), by the per-backend rules
+ * (`WaiterIndex.designate`) across the group: the user with the smallest virtual time among
+ * those with such waiters and below their `max_inflight`, and within it its oldest if it is
+ * overdue (parked longer than `affinityMaxWaitMs`), else its oldest whose type key equals what
+ * its backend last ran, on a backend of the kind the group last ran (so neither a model reload
+ * nor a GPU switch), else its oldest. Equal virtual times go to no reload, then the older. With
+ * `runnable`, a queue head whose type key cannot start on its backend now is passed over unless
+ * it is overdue, and so is a no-reload waiter that cannot. With one user this is the rule of
+ * before. O(group members × users waiting there), each lookup at queue heads only.
  */
 export function designateInGroup(
   group: GroupSlots,
@@ -113,32 +129,47 @@ export function designateInGroup(
   prefer: MemberPreference,
   runnable?: (slots: BackendSlots, typeKey: string) => boolean,
 ): GroupDesignation | undefined {
-  let oldest: GroupDesignation | undefined;
-  let sameModel: GroupDesignation | undefined;
+  const fair = waiters.fair;
+  const byUser = new Map<string, UserInGroup>();
   for (const slots of group.members) {
     if (!canTakeLease(slots)) continue;
     const name = slots.spec.name;
-    const head = waiters.oldest(name);
-    if (!head) continue;
-    const headTypeKey = head.typeKeysByBackend.get(name)![0];
-    // a head that cannot start here now is no candidate for (1)/(3); a same-model waiter behind it still is
-    const passedOver = runnable && now - head.enqueuedAt <= affinityMaxWaitMs && !runnable(slots, headTypeKey);
-    if (!passedOver) {
-      if (!oldest || head.seq < oldest.waiter.seq) oldest = { slots, waiter: head, typeKey: headTypeKey };
-      else if (head === oldest.waiter && prefer(slots, headTypeKey, oldest.slots, oldest.typeKey) < 0) {
-        oldest = { slots, waiter: head, typeKey: headTypeKey };
-      }
-    }
+    const users = waiters.usersOn(name);
+    if (!users) continue;
     const last = slots.lastTypeKey;
-    if (last === undefined || kindOf(slots) !== group.lastKind || (runnable && !runnable(slots, last))) continue;
-    const match = waiters.oldestWithTypeKey(name, last);
-    if (!match) continue;
-    if (!sameModel || match.seq < sameModel.waiter.seq) sameModel = { slots, waiter: match, typeKey: last };
-    else if (match === sameModel.waiter && prefer(slots, last, sameModel.slots, sameModel.typeKey) < 0) {
-      sameModel = { slots, waiter: match, typeKey: last };
+    const affine = last !== undefined && kindOf(slots) === group.lastKind && (!runnable || runnable(slots, last));
+    for (const [key, queues] of users) {
+      if (!fair.canStartKey(key)) continue;
+      let mine = byUser.get(key);
+      if (!mine) byUser.set(key, (mine = {}));
+      const head = queues.all.peek()!;
+      const headTypeKey = firstTypeKey(head, name);
+      const overdue = now - head.enqueuedAt > affinityMaxWaitMs;
+      if (overdue || !runnable || runnable(slots, headTypeKey)) {
+        const headPick: GroupDesignation = { slots, waiter: head, typeKey: headTypeKey };
+        mine.oldest = mine.oldest ? older(headPick, mine.oldest, prefer) : headPick;
+      }
+      const match = affine ? queues.byTypeKey.get(last!)?.peek() : undefined;
+      if (!match) continue;
+      const matchPick: GroupDesignation = { slots, waiter: match, typeKey: last! };
+      mine.sameModel = mine.sameModel ? older(matchPick, mine.sameModel, prefer) : matchPick;
     }
   }
-  if (!oldest) return sameModel;
-  if (now - oldest.waiter.enqueuedAt > affinityMaxWaitMs) return oldest;
-  return sameModel ?? oldest;
+  let best: GroupDesignation | undefined;
+  let bestAffine = false;
+  let bestVt = Infinity;
+  for (const [key, mine] of byUser) {
+    const vt = fair.virtualTime(key);
+    if (vt > bestVt) continue;
+    const overdue = mine.oldest !== undefined && now - mine.oldest.waiter.enqueuedAt > affinityMaxWaitMs;
+    const choice = overdue ? mine.oldest : mine.sameModel ?? mine.oldest;
+    if (!choice) continue;
+    const affine = choice === mine.sameModel;
+    if (!best || vt < bestVt || (affine !== bestAffine ? affine : choice.waiter.seq < best.waiter.seq)) {
+      best = choice;
+      bestAffine = affine;
+      bestVt = vt;
+    }
+  }
+  return best;
 }

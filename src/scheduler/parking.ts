@@ -10,6 +10,7 @@
  * call: its deadline and its widen timers, all cleared on every way out (grant, timeout, abort).
  */
 import type { Clock } from './clock.ts';
+import { userOf } from './fair-share.ts';
 import { retryAfterFromEta, shownEta, waiterEta, type WaitEstimate } from './eta.ts';
 import { NO_LOCAL_SLOT_ROUTE, paidAllowed, parkedSpillRoute } from './spill.ts';
 import { SchedulerRejection, type Candidate, type Lease, type ParkedTicketSnapshot, type Ticket } from './types.ts';
@@ -116,7 +117,8 @@ export class ParkingLot {
     return new Promise<Lease>((resolve, reject) => {
       const enqueuedAt = clock.now();
       const call: ParkedCall = {
-        seq: this.nextSeq++, alias: ticket.alias, enqueuedAt, deadline: enqueuedAt + ticket.parkMs,
+        seq: this.nextSeq++, alias: ticket.alias, user: userOf(ticket.user),
+        enqueuedAt, deadline: enqueuedAt + ticket.parkMs,
         typeKeysByBackend: typeKeysByBackend(plan.queues), refresh: ticket.refresh,
         resolve, reject, settled: false, timer: undefined,
         ticket, paidOpen: request.paidOpen, paidRoute: request.paidRoute, sticky: request.sticky,

@@ -1,5 +1,7 @@
 import { parkedEtas, shownEta, waiterEta } from './eta.ts';
+import { FairShare, userOf } from './fair-share.ts';
 import { designateInGroup, GroupTable } from './groups.ts';
+import { grantLease, type LeaseDeskContext } from './lease-desk.ts';
 import { FleetScore, stickyPick } from './fleet-score.ts';
 import { compareMembers } from './ordering.ts';
 import { abortedRejection, ParkingLot, parkedSnapshot, refreshedCandidates, type ParkedCall } from './parking.ts';
@@ -11,7 +13,6 @@ import { learnSpeed } from './learn-speed.ts';
 import { swapSecondsFor } from './swap-cost.ts';
 import {
   SchedulerRejection,
-  type BackendKind,
   type BackendSlotSpec,
   type Candidate,
   type FailoverTicket,
@@ -22,6 +23,7 @@ import {
   type SchedulerSnapshot,
   type SpeedSample,
   type Ticket,
+  type TicketUser,
 } from './types.ts';
 import { positionOf, WaiterIndex } from './waiters.ts';
 
@@ -49,9 +51,13 @@ export class Scheduler {
   private readonly groups = new GroupTable();
   /** Backends of kind 'media' in the map: while 0, ordering skips the media check. */
   private mediaBackends = 0;
-  private readonly waiters = new WaiterIndex();
+  /** Fair share between users and their leases out (`max_inflight`); the index reads it at hand-off. */
+  private readonly fair = new FairShare();
+  private readonly waiters = new WaiterIndex(this.fair);
   private readonly parking: ParkingLot;
   private readonly score: FleetScore;
+  private readonly desk: LeaseDeskContext;
+
 
   constructor(opts: SchedulerOptions) {
     this.clock = opts.clock;
@@ -72,6 +78,19 @@ export class Scheduler {
       estimateWait: this.score.estimateWait,
       handOffOn: (backends) => this.handOffOn(backends),
     });
+    this.desk = {
+      clock: this.clock,
+      fair: this.fair,
+      backendsOf: (user) => this.waiters.backendsOf(user),
+      handOff: (slots) => this.handOff(slots),
+      handOffGroup: (group) => this.handOffGroup(group),
+      handOffOn: (backends) => this.handOffOn(backends),
+      forgetIfDrained: (slots) => {
+        if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
+      },
+      pruneGroup: (group) => this.groups.prune(group),
+      onGroupSwitch: () => this.onGroupSwitch,
+    };
   }
 
   /** Hot reload of the limits (and of the switch hook when given); waiters already parked stay parked. */
@@ -154,22 +173,24 @@ export class Scheduler {
     const unpaid = ranked[ranked.length - 1].paid ? ranked.filter((r) => !r.paid) : ranked;
     const hasUnpaid = unpaid.length > 0 || ticket.candidates.some((c) => !this.isPaid(c.backend));
     if (!hasUnpaid && !paidAllowed(ticket)) return Promise.reject(paidBudgetRejection(ticket.alias));
+    const user = userOf(ticket.user);
     const sticky = stickyPick(ticket.stickTo, unpaid, this.affinityMaxWaitMs / 1000);
-    const stickyLease = sticky?.prediction.freeNow ? this.takeFreeSlot([sticky], 'sticky') : null;
+    const stickyLease = sticky?.prediction.freeNow ? this.takeFreeSlot([sticky], user, 'sticky') : null;
     if (stickyLease) return Promise.resolve(stickyLease);
     // the conversation's box frees soon enough while another is free now: wait for it alone (parking.ts)
     const stickyOnly = sticky !== undefined && !sticky.prediction.freeNow && ticket.parkMs > 0
       && this.waiters.size < this.maxParked && unpaid.some((r) => r.prediction.freeNow);
-    const lease = stickyOnly ? null : this.takeFreeSlot(unpaid);
+    const lease = stickyOnly ? null : this.takeFreeSlot(unpaid, user);
     if (lease) return Promise.resolve(lease);
     // also without a paid candidate now: the gate decides whether paid ones a refresh brings are waited on
     const canPark = ticket.parkMs > 0 && this.waiters.size < this.maxParked;
     const gate = stickyOnly ? { open: false } : paidGate(ticket, unpaid, hasUnpaid, canPark);
     const paid = gate.open && unpaid.length < ranked.length ? ranked.slice(unpaid.length) : [];
-    const paidLease = this.takeFreeSlot(paid, gate.route);
+    const paidLease = this.takeFreeSlot(paid, user, gate.route);
     if (paidLease) return Promise.resolve(paidLease);
     if (!(ticket.parkMs > 0)) {
-      return Promise.reject(new SchedulerRejection('parking_off', `every backend for ${ticket.alias} is busy`, 1));
+      const busy = this.fair.canStart(user) ? 'every backend is busy' : `its caller has ${user.maxInflight} in flight`;
+      return Promise.reject(new SchedulerRejection('parking_off', `${busy} for ${ticket.alias}`, 1));
     }
     if (this.waiters.size >= this.maxParked) {
       return Promise.reject(new SchedulerRejection('queue_full', `too many requests waiting (${this.maxParked})`, 2));
@@ -187,10 +208,11 @@ export class Scheduler {
     const ranked = this.score.rank(candidates.filter((c) => !exclude.has(c.backend)), ticket?.promptTokens);
     const firstPaid = ranked.findIndex((r) => r.paid);
     const unpaid = firstPaid < 0 ? ranked : ranked.slice(0, firstPaid);
-    const lease = this.takeFreeSlot(unpaid);
+    const user = userOf(ticket?.user);
+    const lease = this.takeFreeSlot(unpaid, user);
     if (lease || firstPaid < 0) return lease;
     const gate = paidGate(ticket ?? {}, unpaid, unpaid.length > 0);
-    return gate.open ? this.takeFreeSlot(ranked.slice(firstPaid), gate.route) : null;
+    return gate.open ? this.takeFreeSlot(ranked.slice(firstPaid), user, gate.route) : null;
   }
 
   /**
@@ -246,7 +268,8 @@ export class Scheduler {
   queuePosition(ticket: Ticket): QueuePosition | undefined {
     const waiter = this.parking.callOf(ticket);
     if (!waiter) return undefined;
-    const position = positionOf(waiter, this.waiters.values(), (backend) => this.backends.get(backend)?.group);
+    const groupOf = (backend: string) => this.backends.get(backend)?.group;
+    const position = positionOf(waiter, this.waiters.values(), groupOf, (user) => this.fair.virtualTime(user));
     const etaS = waiterEta(waiter, (backend) => this.waiters.aheadOn(backend, waiter), this.score.estimateWait);
     const where = { position, waitedMs: this.clock.now() - waiter.enqueuedAt };
     return etaS === undefined ? where : { ...where, etaS: shownEta(etaS) };
@@ -263,9 +286,10 @@ export class Scheduler {
 
   /**
    * First candidate (already in scheduler order) with a free slot its model can use now, leased
-   * with `route`; null if none.
+   * to `user` with `route`; null if none or the user is at its cap (`max_inflight`).
    */
-  private takeFreeSlot(ordered: readonly Ranked[], route?: string): Lease | null {
+  private takeFreeSlot(ordered: readonly Ranked[], user: TicketUser, route?: string): Lease | null {
+    if (!this.fair.canStart(user)) return null;
     for (const { slots, candidate } of ordered) {
       if (!hasFreeSlot(slots)) continue;
       const group = slots.group;
@@ -273,12 +297,12 @@ export class Scheduler {
         // Waiters are served first: a free slot with waiters exists only when none of them
         // can use it now (their model is not loaded on this busy box).
         if (this.waiters.hasWaitersFor(candidate.backend)) this.handOff(slots);
-        if (this.score.canStart(slots, candidate.model)) return this.grant(slots, candidate.model, 0, route);
+        if (this.score.canStart(slots, candidate.model)) return this.grant(slots, candidate.model, 0, user, route);
       } else if (groupHasFreeSlot(group)) {
         // The same for a free group slot, which waiters of any backend of the group may take.
         this.handOffGroup(group);
         if (this.score.canStart(slots, candidate.model) && groupHasFreeSlot(group)) {
-          return this.grant(slots, candidate.model, 0, route);
+          return this.grant(slots, candidate.model, 0, user, route);
         }
       }
     }
@@ -318,9 +342,11 @@ export class Scheduler {
 
   /** Hands a slot to a parked call: a paid one says why it spilled, the conversation's box 'sticky'. */
   private grantParked(waiter: ParkedCall, slots: BackendSlots, typeKey: string, now: number): void {
-    this.parking.unpark(waiter);
     const route = slots.spec.paid ? waiter.paidRoute : waiter.sticky === slots.spec.name ? 'sticky' : undefined;
-    waiter.resolve(this.grant(slots, typeKey, now - waiter.enqueuedAt, route));
+    // granted before unparked, so the user is never idle in between (fair-share.ts)
+    const lease = this.grant(slots, typeKey, now - waiter.enqueuedAt, waiter.user, route);
+    this.parking.unpark(waiter);
+    waiter.resolve(lease);
   }
 
   /** Hands off free slots of these backends (and of their groups). */
@@ -338,56 +364,8 @@ export class Scheduler {
     for (const group of this.groups.values()) this.handOffGroup(group);
   }
 
-  private grant(slots: BackendSlots, typeKey: string, waitedMs: number, route?: string): Lease {
-    slots.inflight++;
-    slots.lastTypeKey = typeKey;
-    const group = slots.group;
-    let switched: BackendKind | undefined;
-    if (group !== undefined) {
-      group.inflight++;
-      const kind = kindOf(slots);
-      if (group.lastKind !== undefined && group.lastKind !== kind) switched = group.lastKind;
-      group.lastKind = kind;
-    }
-    let released = false;
-    const release = (): void => {
-      if (released) return;
-      released = true;
-      slots.inflight--;
-      if (group !== undefined) return this.releaseGrouped(slots, group);
-      if (slots.removed) {
-        if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
-        return;
-      }
-      if (slots.group === undefined) this.handOff(slots);
-      else this.handOffGroup(slots.group); // it joined a group while the lease was out
-    };
-    const lease = Object.freeze({ backend: slots.spec.name, model: typeKey, waitedMs, route, release });
-    if (switched !== undefined) this.notifySwitch(group!.name, switched, kindOf(slots), slots.spec.name);
-    return lease;
-  }
-
-  /** A lease granted on `group` released: its slot there and on the backend go to waiters. */
-  private releaseGrouped(slots: BackendSlots, group: GroupSlots): void {
-    group.inflight--;
-    if (slots.removed && slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
-    this.handOffGroup(group);
-    // The backend moved to another group (or out of groups) while the lease was out.
-    if (!slots.removed && slots.group !== group) {
-      if (slots.group) this.handOffGroup(slots.group);
-      else this.handOff(slots);
-    }
-    this.groups.prune(group);
-  }
-
-  private notifySwitch(group: string, from: BackendKind, to: BackendKind, backend: string): void {
-    const hook = this.onGroupSwitch;
-    if (!hook) return;
-    try {
-      hook({ group, from, to, backend });
-    } catch {
-      // The hook only starts work; its failures are its own business.
-    }
+  private grant(slots: BackendSlots, typeKey: string, waitedMs: number, user: TicketUser, route?: string): Lease {
+    return grantLease(this.desk, slots, typeKey, waitedMs, user, route);
   }
 
   /** Drops a backend with no lease out. */

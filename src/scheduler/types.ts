@@ -127,7 +127,7 @@ export interface QueuePosition {
 }
 
 /** What failover (`Scheduler.tryAcquireNow`) reads of the call's ticket: prompt size and paid spill rule. */
-export type FailoverTicket = Pick<Ticket, 'promptTokens' | 'spillAfterMs' | 'paidAllowed'>;
+export type FailoverTicket = Pick<Ticket, 'promptTokens' | 'spillAfterMs' | 'paidAllowed' | 'user'>;
 
 /** Calls ahead of a waiter per backend; `atLeast`: the count stopped at its limit, so these are lower bounds. */
 export interface AheadCount {

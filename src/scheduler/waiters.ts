@@ -1,11 +1,16 @@
+import type { FairShare } from './fair-share.ts';
 import { LazyFifo } from './lazy-fifo.ts';
-import type { AheadCount, Candidate, Lease, SchedulerRejection } from './types.ts';
+import type { Candidate, Lease, SchedulerRejection, TicketUser } from './types.ts';
+
+export { AHEAD_SCAN_LIMIT, aheadByBackend, positionOf } from './queue-position.ts';
 
 /** A parked ticket. Leaves every queue at once by being marked settled. */
 export interface Waiter {
   /** Monotonic arrival number: smaller = older. */
   readonly seq: number;
   readonly alias: string;
+  /** Who the call is charged to (the anonymous user when the ticket named none). */
+  readonly user: TicketUser;
   readonly enqueuedAt: number;
   readonly deadline: number;
   /**
@@ -33,78 +38,23 @@ export function typeKeysByBackend(candidates: readonly Candidate[]): Map<string,
   return byBackend;
 }
 
-/**
- * 1 + the waiters of `parked` (oldest first) older than `waiter` that wait on one of its
- * backends, or on a backend in the same GPU group (`groupOf`) as one of them.
- */
-export function positionOf(waiter: Waiter, parked: Iterable<Waiter>, groupOf: (backend: string) => object | undefined): number {
-  const groups = new Set<object>();
-  for (const backend of waiter.typeKeysByBackend.keys()) {
-    const group = groupOf(backend);
-    if (group) groups.add(group);
-  }
-  const competes = (backend: string): boolean => {
-    if (waiter.typeKeysByBackend.has(backend)) return true;
-    const group = groups.size > 0 ? groupOf(backend) : undefined;
-    return group !== undefined && groups.has(group);
-  };
-  let ahead = 0;
-  for (const other of parked) {
-    if (other.seq >= waiter.seq) break;
-    for (const backend of other.typeKeysByBackend.keys()) {
-      if (competes(backend)) {
-        ahead++;
-        break;
-      }
-    }
-  }
-  return ahead + 1;
+/** The type key a waiter runs on `backend` when nothing else decides: its first candidate there. */
+export function firstTypeKey(waiter: Waiter, backend: string): string {
+  return waiter.typeKeysByBackend.get(backend)![0];
 }
 
-/**
- * How many older waiters `aheadByBackend` looks at, at most: the default `max_parked`, so the
- * count is exact with the defaults, and a short wait behind thousands of long ones costs a
- * bounded scan (measured: 10,000 waits ending youngest first cost what they cost before).
- */
-export const AHEAD_SCAN_LIMIT = 100;
-
-/**
- * For each backend of `waiter`: the waiters of `parked` (oldest first) older than it that wait
- * on that backend or on one in its GPU group (`groupOf`), i.e. the calls served there before
- * it. For a refusal's "N ahead", run only when a wait ends unserved: O(min(older waiters,
- * `limit`) × their backends × its backends). Waits that end in arrival order find the older
- * ones gone; the limit bounds the rest (a short wait behind thousands of long ones).
- */
-export function aheadByBackend(
-  waiter: Waiter,
-  parked: Iterable<Waiter>,
-  groupOf: (backend: string) => object | undefined,
-  limit = AHEAD_SCAN_LIMIT,
-): AheadCount {
-  const mine = [...waiter.typeKeysByBackend.keys()].map((backend) => ({ backend, group: groupOf(backend) }));
-  const ahead = new Map(mine.map(({ backend }) => [backend, 0]));
-  let seen = 0;
-  for (const other of parked) {
-    if (other.seq >= waiter.seq) break;
-    if (seen++ === limit) return { byBackend: ahead, atLeast: true };
-    for (const { backend, group } of mine) {
-      if (other.typeKeysByBackend.has(backend) || (group !== undefined && inGroup(other, group, groupOf))) {
-        ahead.set(backend, ahead.get(backend)! + 1);
-      }
-    }
-  }
-  return { byBackend: ahead, atLeast: false };
-}
-
-function inGroup(waiter: Waiter, group: object, groupOf: (backend: string) => object | undefined): boolean {
-  for (const backend of waiter.typeKeysByBackend.keys()) if (groupOf(backend) === group) return true;
-  return false;
-}
-
-/** Waiters that can use one backend: all of them, and split by the type key they would run. */
-class BackendWaiters {
+/** One user's waiters on one backend: all of them, and split by the type key they would run. */
+export class UserQueues {
   readonly all = new LazyFifo<Waiter>();
   readonly byTypeKey = new Map<string, LazyFifo<Waiter>>();
+}
+
+/** Waiters that can use one backend, per user. */
+class BackendWaiters {
+  /** By `TicketUser.key`; a user leaves the map with its last waiter here. */
+  readonly byUser = new Map<string, UserQueues>();
+  /** Live waiters across users. */
+  live = 0;
 }
 
 /** The waiter a free slot goes to, and the type key it will run there. */
@@ -113,26 +63,75 @@ export interface Designation {
   typeKey: string;
 }
 
-/** What `WaiterIndex.designate` weighs besides the queues. */
+/** How `WaiterIndex.designate` decides for one free slot. */
 export interface DesignateOptions {
-  /** Type key of the backend's latest lease: a waiter for it needs no model load. */
+  /** What the backend ran last (model affinity). */
   lastTypeKey: string | undefined;
   now: number;
-  /** A waiter parked longer than this gets the slot before affinity (and runnability) count. */
+  /** A waiter parked longer than this is overdue: it goes first, affinity and fairness aside. */
   affinityMaxWaitMs: number;
-  /** Whether a waiter of this type key can start on the backend now; absent = every one can. */
+  /**
+   * Whether a type key can run on the backend now; a waiter that cannot is passed over unless
+   * overdue. Absent = all can.
+   */
   runnable?: (typeKey: string) => boolean;
 }
 
+/** A user's choice on a backend, and whether it matched what the backend ran last. */
+interface UserChoice extends Designation {
+  affine: boolean;
+}
+
 /**
- * Parked tickets, indexed by backend name (known or not yet known) and by (backend, type key),
- * each queue FIFO by arrival. Every lookup touches queue heads only.
+ * The waiter of one user's queues on `backend` a free slot there goes to: its oldest if it is
+ * overdue; else its oldest whose type key equals `lastTypeKey` (no model reload); else its
+ * oldest that is runnable; undefined when none is. O(1) amortised; O(its type keys there) when a
+ * `runnable` test passes its oldest over.
+ */
+export function chooseWithinUser(
+  queues: UserQueues,
+  backend: string,
+  options: DesignateOptions,
+): UserChoice | undefined {
+  const oldest = queues.all.peek();
+  if (!oldest) return undefined;
+  const { lastTypeKey, runnable } = options;
+  const typeKey = firstTypeKey(oldest, backend);
+  if (options.now - oldest.enqueuedAt > options.affinityMaxWaitMs) return { waiter: oldest, typeKey, affine: false };
+  if (lastTypeKey !== undefined && (!runnable || runnable(lastTypeKey))) {
+    const sameModel = queues.byTypeKey.get(lastTypeKey)?.peek();
+    if (sameModel) return { waiter: sameModel, typeKey: lastTypeKey, affine: true };
+  }
+  if (!runnable || runnable(typeKey)) return { waiter: oldest, typeKey, affine: false };
+  let best: UserChoice | undefined;
+  for (const [key, queue] of queues.byTypeKey) {
+    const head = queue.peek();
+    if (head && (!best || head.seq < best.waiter.seq) && runnable(key)) {
+      best = { waiter: head, typeKey: key, affine: false };
+    }
+  }
+  return best;
+}
+
+/** Between two users' choices of equal virtual time: the one without a model reload, then the older. */
+function preferChoice(a: UserChoice, b: UserChoice): boolean {
+  return a.affine !== b.affine ? a.affine : a.waiter.seq < b.waiter.seq;
+}
+
+/**
+ * Parked tickets, indexed by backend name (known or not yet known), then by user, then by type
+ * key, each queue FIFO by arrival. Every lookup touches queue heads only. The index tells the
+ * fair share (fair-share.ts) of each waiter's coming and going.
  */
 export class WaiterIndex {
   private readonly byBackend = new Map<string, BackendWaiters>();
+  /** Backends each user has waiters on, for the hand-off when a capped user's lease ends. */
+  private readonly backendsByUser = new Map<string, Set<string>>();
   /** Unsettled waiters in arrival order (a Set keeps insertion order). */
   private readonly parked = new Set<Waiter>();
   private readonly countByAlias = new Map<string, number>();
+
+  constructor(readonly fair: FairShare) {}
 
   get size(): number {
     return this.parked.size;
@@ -142,6 +141,7 @@ export class WaiterIndex {
   add(waiter: Waiter): void {
     this.parked.add(waiter);
     this.countByAlias.set(waiter.alias, (this.countByAlias.get(waiter.alias) ?? 0) + 1);
+    this.fair.waiterAdded(waiter.user);
     for (const [backend, typeKeys] of waiter.typeKeysByBackend) this.enqueue(waiter, backend, typeKeys, false);
   }
 
@@ -171,75 +171,88 @@ export class WaiterIndex {
     const left = (this.countByAlias.get(waiter.alias) ?? 1) - 1;
     if (left > 0) this.countByAlias.set(waiter.alias, left);
     else this.countByAlias.delete(waiter.alias);
+    const userKey = waiter.user.key;
+    this.fair.waiterRemoved(userKey);
     for (const [backend, typeKeys] of waiter.typeKeysByBackend) {
       const queues = this.byBackend.get(backend);
       if (!queues) continue;
-      queues.all.noteSettled();
-      for (const typeKey of typeKeys) {
-        const queue = queues.byTypeKey.get(typeKey);
-        if (!queue) continue;
-        queue.noteSettled();
-        if (queue.live === 0) queues.byTypeKey.delete(typeKey);
-      }
-      if (queues.all.live === 0) this.byBackend.delete(backend);
+      queues.live--;
+      const mine = queues.byUser.get(userKey);
+      if (mine && settleIn(mine, typeKeys)) this.leaveBackend(queues, backend, userKey);
+      if (queues.live === 0) this.byBackend.delete(backend);
     }
   }
 
   /** Whether anyone is waiting for this backend. */
   hasWaitersFor(backend: string): boolean {
-    return this.byBackend.get(backend)?.all.peek() !== undefined;
+    return (this.byBackend.get(backend)?.live ?? 0) > 0;
   }
 
-  /** The oldest waiter for this backend, if any. O(1) amortised. */
-  oldest(backend: string): Waiter | undefined {
-    return this.byBackend.get(backend)?.all.peek();
-  }
-
-  /** The oldest waiter that would run `typeKey` on this backend, if any. O(1) amortised. */
-  oldestWithTypeKey(backend: string, typeKey: string): Waiter | undefined {
-    return this.byBackend.get(backend)?.byTypeKey.get(typeKey)?.peek();
-  }
-
-  /** Live waiters queued on this backend. O(1). */
+  /** Live waiters of this backend. O(1). */
   queuedOn(backend: string): number {
-    return this.byBackend.get(backend)?.all.live ?? 0;
+    return this.byBackend.get(backend)?.live ?? 0;
   }
 
-  /** Live waiters on `backend` older than `waiter`. O(that queue): for keep-alive ETAs, not per request. */
+  /**
+   * Live waiters on `backend` older than `waiter` (in arrival order; the fair order may serve
+   * some younger ones of other users first). O(that queue): for keep-alive ETAs, not per request.
+   */
   aheadOn(backend: string, waiter: Waiter): number {
-    const queue = this.byBackend.get(backend)?.all;
     let ahead = 0;
-    if (queue) for (const other of queue.values()) {
-      if (other.seq >= waiter.seq) break;
-      ahead++;
+    for (const mine of this.byBackend.get(backend)?.byUser.values() ?? []) {
+      for (const other of mine.all.values()) {
+        if (other.seq >= waiter.seq) break;
+        ahead++;
+      }
     }
     return ahead;
   }
 
-  /**
-   * Who gets a slot that frees on `backend`: (1) the oldest waiter if it is overdue (parked
-   * longer than `affinityMaxWaitMs`), else (2) the oldest whose type key there equals
-   * `lastTypeKey`, else (3) the oldest. With `runnable`, a waiter whose type key cannot start
-   * there now (its model is not loaded on a busy box) is passed over unless it is overdue: (2)
-   * and (3) only take runnable ones, then (4) the oldest runnable head of any type key there.
-   * Undefined when no one may take the slot. O(1) amortised; (4) O(type keys queued there).
-   */
-  designate(backend: string, opts: DesignateOptions): Designation | undefined {
-    const queues = this.byBackend.get(backend);
-    const oldest = queues?.all.peek();
-    if (!queues || !oldest) return undefined;
-    const { lastTypeKey, runnable } = opts;
-    const oldestTypeKey = oldest.typeKeysByBackend.get(backend)![0];
-    if (opts.now - oldest.enqueuedAt > opts.affinityMaxWaitMs) return { waiter: oldest, typeKey: oldestTypeKey };
-    if (lastTypeKey !== undefined && (!runnable || runnable(lastTypeKey))) {
-      const sameModel = queues.byTypeKey.get(lastTypeKey)?.peek();
-      if (sameModel) return { waiter: sameModel, typeKey: lastTypeKey };
+  /** The oldest waiter for this backend, if any. O(users waiting there). */
+  oldest(backend: string): Waiter | undefined {
+    let oldest: Waiter | undefined;
+    for (const mine of this.byBackend.get(backend)?.byUser.values() ?? []) {
+      const head = mine.all.peek();
+      if (head && (!oldest || head.seq < oldest.seq)) oldest = head;
     }
-    if (!runnable || runnable(oldestTypeKey)) return { waiter: oldest, typeKey: oldestTypeKey };
-    let best: Designation | undefined;
-    for (const [typeKey, queue] of queues.byTypeKey) {
-      const head = queue.peek();
-      if (head && (!best || head.seq < best.waiter.seq) && runnable(typeKey)) best = { waiter: head, typeKey };
+    return oldest;
+  }
+
+  /** The users with waiters on this backend and their queues there (each has at least one). */
+  usersOn(backend: string): ReadonlyMap<string, UserQueues> | undefined {
+    return this.byBackend.get(backend)?.byUser;
+  }
+
+  /** The backends the user has waiters on (a copy). */
+  backendsOf(userKey: string): string[] {
+    const backends = this.backendsByUser.get(userKey);
+    return backends ? [...backends] : [];
+  }
+
+  /**
+   * Who gets a slot that frees on `backend`: the user with the smallest virtual time among those
+   * with waiters here that are below their `max_inflight`, and within it (`chooseWithinUser`)
+   * its oldest waiter if it is overdue (parked longer than `affinityMaxWaitMs`), else its oldest
+   * whose type key equals `lastTypeKey`, else its oldest; waiters whose type key is not
+   * `runnable` are passed over unless overdue. Equal virtual times go to no reload, then the
+   * older. With one user this is the FIFO-with-affinity of before. O(users with waiters here),
+   * each lookup at queue heads.
+   */
+  designate(backend: string, options: DesignateOptions): Designation | undefined {
+    const users = this.byBackend.get(backend)?.byUser;
+    if (!users) return undefined;
+    const fair = this.fair;
+    let best: UserChoice | undefined;
+    let bestVt = Infinity;
+    for (const [key, mine] of users) {
+      if (!fair.canStartKey(key)) continue;
+      const vt = fair.virtualTime(key);
+      if (vt > bestVt) continue;
+      const choice = chooseWithinUser(mine, backend, options);
+      if (choice && (!best || vt < bestVt || preferChoice(choice, best))) {
+        best = choice;
+        bestVt = vt;
+      }
     }
     return best;
   }
@@ -253,17 +266,50 @@ export class WaiterIndex {
     return Object.fromEntries(this.countByAlias);
   }
 
-  /** Queues the waiter on one backend: in `all` and under each of its type keys there. */
+  /** Queues the waiter on one backend: in `all`, and in its user's queues under each of its type keys there. */
   private enqueue(waiter: Waiter, backend: string, typeKeys: readonly string[], late: boolean): void {
     let queues = this.byBackend.get(backend);
     if (!queues) this.byBackend.set(backend, (queues = new BackendWaiters()));
-    if (late) queues.all.insertInOrder(waiter);
-    else queues.all.push(waiter);
+    const userKey = waiter.user.key;
+    let mine = queues.byUser.get(userKey);
+    if (!mine) {
+      queues.byUser.set(userKey, (mine = new UserQueues()));
+      let backends = this.backendsByUser.get(userKey);
+      if (!backends) this.backendsByUser.set(userKey, (backends = new Set()));
+      backends.add(backend);
+    }
+    queues.live++;
+    put(mine.all, waiter, late);
     for (const typeKey of typeKeys) {
-      let queue = queues.byTypeKey.get(typeKey);
-      if (!queue) queues.byTypeKey.set(typeKey, (queue = new LazyFifo<Waiter>()));
-      if (late) queue.insertInOrder(waiter);
-      else queue.push(waiter);
+      let queue = mine.byTypeKey.get(typeKey);
+      if (!queue) mine.byTypeKey.set(typeKey, (queue = new LazyFifo<Waiter>()));
+      put(queue, waiter, late);
     }
   }
+
+  /** The user has no waiter left on the backend. */
+  private leaveBackend(queues: BackendWaiters, backend: string, userKey: string): void {
+    queues.byUser.delete(userKey);
+    const backends = this.backendsByUser.get(userKey);
+    backends?.delete(backend);
+    if (backends?.size === 0) this.backendsByUser.delete(userKey);
+  }
+}
+
+/** Notes a settled waiter in one user's queues on a backend; true when it was the user's last there. */
+function settleIn(mine: UserQueues, typeKeys: readonly string[]): boolean {
+  mine.all.noteSettled();
+  for (const typeKey of typeKeys) {
+    const queue = mine.byTypeKey.get(typeKey);
+    if (!queue) continue;
+    queue.noteSettled();
+    if (queue.live === 0) mine.byTypeKey.delete(typeKey);
+  }
+  return mine.all.live === 0;
+}
+
+/** Appends (the hot path) or, for a late joiner, inserts in arrival order. */
+function put(queue: LazyFifo<Waiter>, waiter: Waiter, late: boolean): void {
+  if (late) queue.insertInOrder(waiter);
+  else queue.push(waiter);
 }

@@ -10,6 +10,7 @@ import {
   type Candidate,
   type Lease,
   type SchedulerRejection,
+  type TicketUser,
 } from '../../src/scheduler/index.ts';
 
 /** The harness scheduler's affinity_max_wait. */
@@ -43,6 +44,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** What the call's refresh returns: candidate specs, or a function (may throw). Omitted = no refresh. */
   refresh?: string[] | (() => Candidate[]);
+  /** Who the call is charged to (fair share, `max_inflight`); omitted = the anonymous user. */
+  user?: TicketUser;
 }
 
 /** A scheduler over `fleet` on a FakeClock, with helpers to start calls and hold slots. */
@@ -65,7 +68,10 @@ export function schedulerHarness(fleet: FleetBackend[], opts: { maxParked?: numb
             return typeof answer === 'function' ? answer() : candidates(...answer);
           };
     scheduler
-      .acquire({ alias: more.alias ?? name, candidates: candidates(...asks), parkMs: more.parkMs ?? PARK_MS, signal: more.signal, refresh })
+      .acquire({
+        alias: more.alias ?? name, candidates: candidates(...asks), parkMs: more.parkMs ?? PARK_MS,
+        signal: more.signal, refresh, user: more.user,
+      })
       .then(
         (lease) => void (tracked.lease = lease),
         (error: SchedulerRejection) => void (tracked.rejection = error),
@@ -73,9 +79,9 @@ export function schedulerHarness(fleet: FleetBackend[], opts: { maxParked?: numb
     return tracked;
   }
 
-  /** A lease granted at once (fails the test otherwise). */
-  function hold(asks: string[]): Lease {
-    const lease = scheduler.tryAcquireNow(candidates(...asks), new Set());
+  /** A lease granted at once (fails the test otherwise), charged to `user` (default: the anonymous one). */
+  function hold(asks: string[], user?: TicketUser): Lease {
+    const lease = scheduler.tryAcquireNow(candidates(...asks), new Set(), { user });
     assert.ok(lease, `expected a free slot for ${asks.join(', ')}`);
     return lease;
   }
