@@ -25,22 +25,23 @@ export async function schedulerWalkthrough(base: string, say: Say, n: number, gp
   localModel: string): Promise<void> {
   say(`\n${n}. the scheduler's prediction — "ask" and "ask-now" are gpu-box (local, 2 slots) or openrouter (paid);`);
   say('   both gpu-box slots are held by long calls. "ask-now" spills at once (spill_after_s 0, the default),');
-  say('   "ask" has alias_defaults.ask.spill_after_s: 30, so it waits for gpu-box while the predicted wait is shorter:');
+  say('   "ask" has alias_defaults.ask.spill_after_s: 30: it waits for gpu-box while that wait is predicted shorter:');
   const post = (body: object) => fetch(`${base}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
   });
   const chatsOn = (fake: FakeBackend) => fake.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
   gpu.setKnobs({ latencyMs: HOLD_MS });
   const gpuBefore = chatsOn(gpu);
-  const hogs = [1, 2].map(() => post({ model: `gpu-box/${localModel}`, messages: [{ role: 'user', content: 'a long one' }] })
-    .then((r) => r.text()));
+  const long = { model: `gpu-box/${localModel}`, messages: [{ role: 'user', content: 'a long one' }] };
+  const hogs = [1, 2].map(() => post(long).then((r) => r.text()));
   for (let i = 0; i < 100 && chatsOn(gpu) < gpuBefore + 2; i++) await new Promise((r) => setTimeout(r, 10));
   gpu.setKnobs({ latencyMs: 0 }); // the hogs already sleep; the call that waits for them will not
 
   const now = await post({ model: 'ask-now', messages: [{ role: 'user', content: 'Say hello' }] });
   await now.text();
   const cloudBefore = chatsOn(cloud);
-  const waited = await (await post({ model: 'ask', stream: true, messages: [{ role: 'user', content: 'Say hello' }] })).text();
+  const asked = await post({ model: 'ask', stream: true, messages: [{ role: 'user', content: 'Say hello' }] });
+  const waited = await asked.text();
   await Promise.all(hogs);
   const comments = waited.split('\n').filter((l) => l.startsWith(':'));
   const route = now.headers.get('x-gateway-route');
@@ -52,5 +53,6 @@ export async function schedulerWalkthrough(base: string, say: Say, n: number, gp
   say('   "ask" parked; its keep-alive comments:');
   for (const line of comments) say(`   ${line}`);
   const where = chatsOn(cloud) > cloudBefore ? 'openrouter (it spilled after all)' : 'gpu-box, once a slot freed';
-  say(`   … then answered by ${where}: ${waited.split('\n').filter((l) => l.startsWith('data: {')).length} data events`);
+  const events = waited.split('\n').filter((l) => l.startsWith('data: {')).length;
+  say(`   … then answered by ${where}: ${events} data events`);
 }
