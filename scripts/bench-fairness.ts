@@ -15,7 +15,10 @@
  * the 4 busy slots to free (p95 ~0.8 s here) and prefills beside one of A's calls; a fair
  * order keeps B within the target, FIFO puts B behind whatever of the burst is still parked.
  *
- * Times printed are homelab seconds (wall ÷ scale). p50/p95 are nearest-rank.
+ * Beside the measured runs, the same calls on the same box model without a gateway
+ * (lib/fair-reference.ts): a perfectly fair order and a FIFO, the best and the worst a
+ * scheduler can do here. Times printed are homelab seconds (wall ÷ scale). p50/p95 are
+ * nearest-rank.
  *
  *   npx tsx scripts/bench-fairness.ts [--scale 0.5] [--seed 1] [--out f.json] [--check]
  *     --scale  wall seconds per homelab second (default 0.5: the whole run takes about 2 min)
@@ -28,6 +31,7 @@ import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
 import { prng } from '../test/helpers/prng.ts';
 import { sleep, startGatewayProcess } from './lib/processes.ts';
+import { referenceTtfts } from './lib/fair-reference.ts';
 import { startSimFleet, type SimBoxSpec } from './lib/sim-fleet.ts';
 
 const { values: flags } = parseArgs({
@@ -211,6 +215,14 @@ function routesOf(results: CallResult[]): string {
   return [...counts].map(([route, n]) => `${route} ×${n}`).join(', ') || 'none sent';
 }
 
+/** B's p95 time to first token on the box model alone, and with the burst in a fair and in a FIFO order. */
+function referenceFigures(calls: { a: PlannedCall[]; b: PlannedCall[] }) {
+  const bP95 = (all: PlannedCall[], order: 'fair' | 'fifo') =>
+    percentile(referenceTtfts(BOXES, all, order).filter((_, i) => all[i].user === 'B'), 0.95);
+  const both = [...calls.a, ...calls.b];
+  return { alone: bP95(calls.b, 'fifo'), fair: bP95(both, 'fair'), fifo: bP95(both, 'fifo') };
+}
+
 async function main(): Promise<void> {
   const calls = plan(SEED);
   console.log(`bench:fairness — seed ${SEED}, scale ${SCALE}, ${BOXES.length} boxes × ${BOXES[0].parallel} slots; `
@@ -233,6 +245,9 @@ async function main(): Promise<void> {
   row('B ttft p95', bAlone.p95, bBurst.p95, true);
   row('B e2e p95', bAlone.e2eP95, bBurst.e2eP95);
   console.log(`| B completed / failed | ${bAlone.ok} / ${bAlone.failed} | ${bBurst.ok} / ${bBurst.failed} | |`);
+  const reference = referenceFigures(calls);
+  row('B ttft p95, ideal fair order (simulated, no gateway)', reference.alone, reference.fair);
+  row('B ttft p95, FIFO (simulated, no gateway)', reference.alone, reference.fifo);
   console.log(`\nA's burst: ${aBurst.ok} of ${A_CALLS} completed (${aBurst.failed} failed), `
     + `the last at ${fmt(burst.aDoneS)}; A ttft p50 ${fmt(aBurst.p50)}, p95 ${fmt(aBurst.p95)}`);
   console.log(`x-gateway-route seen: ${routesOf(burst.calls)}`);
@@ -244,7 +259,7 @@ async function main(): Promise<void> {
   if (flags.out) {
     writeFileSync(flags.out, JSON.stringify({
       seed: SEED, scale: SCALE, boxes: BOXES, aCalls: A_CALLS, bCalls: B_CALLS, spanS: calls.spanS,
-      figures: { bAlone, bBurst, aBurst, aDoneS: burst.aDoneS, ratio, target: TARGET_RATIO, pass },
+      figures: { bAlone, bBurst, aBurst, aDoneS: burst.aDoneS, ratio, target: TARGET_RATIO, pass, reference },
       calls: { alone: alone.calls, burst: burst.calls },
     }, null, 1));
     console.log(`written: ${flags.out}`);
