@@ -2,7 +2,8 @@
  * npm run demo — a fake fleet of four OpenAI-compatible backends and an Anthropic one plus the
  * gateway wired to them, then a short walk through discovery, aliases, a paid call's cost,
  * streaming, failover, a parked stream kept alive, a refusal naming its reason
- * (error.candidates), Anthropic Messages calls (translated and passed through), the
+ * (error.candidates), the scheduler's prediction (a paid spill and a parked call's eta_s;
+ * scripts/demo-scheduler.ts), Anthropic Messages calls (translated and passed through), the
  * Responses API with a background run, the reasoning switch, speech and transcription, then
  * media on two fake ComfyUI boxes (scripts/demo-media.ts): generation aliases, the Images API,
  * a native async job followed through its events, a thumbnail, an edit and a parked cancel;
@@ -23,6 +24,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
 import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
+import { schedulerAliases, schedulerWalkthrough } from './demo-scheduler.ts';
 
 const once = process.argv.includes('--once');
 const port = Number(process.env.PORT ?? 4000);
@@ -37,6 +39,7 @@ const claude = await startAnthropicFake({ models: ['claude-sonnet-4-5-20250929']
 const spec = (s: Partial<BackendSpec> & { name: string; url: string }): BackendSpec =>
   ({ type: 'openai', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false, ...s });
 const media = await startMediaFleet(spec);
+const spill = schedulerAliases('gpu-box', 'qwen3-8b-q4_k_m', 'openrouter', 'acme/chat-mini');
 const dataDir = mkdtempSync(join(tmpdir(), 'llm-gateway-demo-'));
 const config: GatewayConfig = {
   ...embeddedDefaultConfig(),
@@ -62,7 +65,9 @@ const config: GatewayConfig = {
     // what Claude Code asks for by default, sent to a local model
     'claude-*': 'fast',
     sonnet: { claude: 'claude-sonnet-4-5-20250929' },
+    ...spill.virtualModels,
   },
+  alias_defaults: spill.aliasDefaults,
 };
 const logger = createLogger(config, { isTTY: process.stdout.isTTY === true });
 const { app, gateway } = await buildApp({ config, configSource: 'demo (in memory)', logger });
@@ -76,7 +81,7 @@ const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id
 say(`1. discovery — GET /v1/models lists ${models.data.length} ids:`);
 say(`   ${models.data.map((m) => m.id).join('\n   ')}`);
 say(`   (aliases first; <backend>/<model> for every model; bare ids for local backends; openrouter's image model filtered by chat_only;`);
-say('   last, sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 11))\n');
+say('   last, sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 12))\n');
 
 say('2. an alias — "fast" is qwen3-8b on two boxes; the scheduler picks the free, unpaid, fastest one:');
 const chat = await fetch(`${base}/v1/chat/completions`, {
@@ -190,7 +195,9 @@ await fetch(`${base}/admin/api/backends/swap/drain`, {
   method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ on: false }),
 });
 
-say('\n7. Anthropic Messages (Claude Code, @anthropic-ai/sdk) — POST /v1/messages:');
+await schedulerWalkthrough(base, say, 7, gpu, cloud, 'qwen3-8b-q4_k_m');
+
+say('\n8. Anthropic Messages (Claude Code, @anthropic-ai/sdk) — POST /v1/messages:');
 const sdk = new Anthropic({ baseURL: base, apiKey: 'demo', maxRetries: 0 });
 const translated = await sdk.messages.stream({
   model: 'claude-opus-4-8', max_tokens: 200, messages: [{ role: 'user', content: 'Say hello' }],
@@ -208,7 +215,7 @@ say(`   the same alias on /v1/chat/completions: ${boundary.status} — ${((await
 const counted = await sdk.messages.countTokens({ model: 'claude-opus-4-8', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
 say(`   count_tokens (no slot taken): ${counted.input_tokens} input tokens (estimated for a local model)`);
 
-say('\n8. the Responses API (the Vercel AI SDK\'s default) on a chat-only llama.cpp box, translated:');
+say('\n9. the Responses API (the Vercel AI SDK\'s default) on a chat-only llama.cpp box, translated:');
 const oai = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'demo', maxRetries: 0 });
 const resp = await oai.responses.create({ model: 'fast', input: 'Say hello', instructions: 'Be brief.' });
 say(`   ${resp.id.slice(0, 16)}… status ${resp.status}: "${resp.output_text.slice(0, 40)}…" (${resp.usage?.input_tokens} in / ${resp.usage?.output_tokens} out)`);
@@ -220,7 +227,7 @@ while (polled.status === 'queued' || polled.status === 'in_progress') {
 }
 say(`   background: answered "${bg.status}" at once, then polled until "${polled.status}"`);
 
-say('\n9. one reasoning switch — reasoning:"off" on a Qwen3 model, applied the way its backend understands:');
+say('\n10. one reasoning switch — reasoning:"off" on a Qwen3 model, applied the way its backend understands:');
 const switched = await fetch(`${base}/v1/chat/completions`, {
   method: 'POST', headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ model: 'gpu-box/qwen3-8b-q4_k_m', reasoning: 'off', messages: [{ role: 'user', content: 'Quick answer' }] }),
@@ -228,16 +235,16 @@ const switched = await fetch(`${base}/v1/chat/completions`, {
 await switched.text();
 say(`   x-reasoning-control: ${switched.headers.get('x-reasoning-control')} (the built-in Qwen3 rule: chat_template_kwargs.enable_thinking = false)`);
 
-say('\n10. speech — POST /v1/audio/speech through the same scheduler, audio streamed back as it comes:');
+say('\n11. speech — POST /v1/audio/speech through the same scheduler, audio streamed back as it comes:');
 const speech = await oai.audio.speech.create({ model: 'swap/qwen3-8b-q4_k_m', voice: 'alloy', input: 'Hello from the gateway' });
 const audio = Buffer.from(await speech.arrayBuffer());
 say(`   ${audio.length} bytes of ${speech.headers.get('content-type')} from ${speech.headers.get('x-gateway-backend')}`);
 const heard = await oai.audio.transcriptions.create({ model: 'swap/qwen3-8b-q4_k_m', file: await toFile(audio, 'hello.mp3') });
 say(`   and back: POST /v1/audio/transcriptions (multipart) → "${heard.text.slice(0, 50)}"`);
 
-await mediaWalkthrough(base, oai, say, 11);
+await mediaWalkthrough(base, oai, say, 12);
 
-say('\n12. the console — /ui, server-rendered, live over one event stream:');
+say('\n13. the console — /ui, server-rendered, live over one event stream:');
 for (const path of ['/ui', '/ui/backends', '/ui/calls', '/ui/stats', '/ui/jobs']) {
   const page = await fetch(`${base}${path}`);
   const title = /<title>([^<]*)<\/title>/.exec(await page.text())?.[1] ?? '';
