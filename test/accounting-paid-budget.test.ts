@@ -197,9 +197,7 @@ describe('the paid budget over HTTP', () => {
     assert.deepEqual(again.gateway.callLog.recent(), [], 'no call rows');
   });
 
-  test('spent while the local box is busy: the call parks for it instead of going paid', {
-    todo: 'needs the "wire" part (ticket.paidAllowed = () => gateway.paidGate.allows(user)) and "score" honouring it',
-  }, async (t) => {
+  test('spent while the local box is busy: the call parks for it instead of going paid', async (t) => {
     const { gw, local } = await fleet(t);
     await spendBudget(gw);
     local.setKnobs({ latencyMs: 400 });
@@ -239,9 +237,7 @@ describe("a user's cost quota over HTTP", () => {
     assert.equal(await ask(gw, `or/${MODEL}`), 'or', 'the master key still goes paid');
   });
 
-  test('spent while the local box is busy: the user\'s call parks for it instead of going paid', {
-    todo: 'needs the "wire" part (ticket.paidAllowed = () => gateway.paidGate.allows(user)) and "score" honouring it',
-  }, async (t) => {
+  test('spent while the local box is busy: the user\'s call parks for it instead of going paid', async (t) => {
     const { gw, local } = await fleet(t, { paid_budget_usd_month: 0 });
     const key = await spender(gw);
     await spendBudget(gw, key);

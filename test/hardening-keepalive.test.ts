@@ -30,7 +30,7 @@ describe('parked streams stay alive', () => {
     assert.ok(headAfter < 600, `head sent while parked (${headAfter} ms), not with the first token`);
     assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
     const text = await res.text();
-    assert.match(text, /^: queued position=1 waited_s=\d+\n\n/);
+    assert.match(text, /^: queued position=1 waited_s=\d+(?: eta_s=[\d.]+)?\n\n/);
     assert.match(text, /: waiting for first token\n\n/, 'after dispatch (the fake waits 700 ms before its head)');
     assert.ok(text.trimEnd().endsWith('data: [DONE]'));
     assert.equal((await hog).status, 200);

@@ -9,7 +9,6 @@ import { describe, test } from 'node:test';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
-import type { Ticket } from '../src/scheduler/index.ts';
 
 const chats = (f: FakeBackend) => f.requests.filter((r) => r.path.endsWith('/chat/completions'));
 
@@ -22,19 +21,6 @@ async function chat(gw: TestGateway, model: string): Promise<{ backend: string |
   assert.equal(res.status, 200, text);
   assert.ok(text.trimEnd().endsWith('data: [DONE]'));
   return { backend: res.headers.get('x-gateway-backend'), endedAt: Date.now() };
-}
-
-/**
- * Until the proxy fills `Ticket.spillAfterMs` from the config (part "wire" of issue 19), the
- * test gives each ticket the configured threshold; a ticket that carries one keeps it.
- */
-function spillFromConfig(gw: TestGateway, spillAfterS: number): void {
-  const scheduler = gw.gateway.scheduler;
-  const acquire = scheduler.acquire.bind(scheduler);
-  scheduler.acquire = (ticket: Ticket) => {
-    ticket.spillAfterMs ??= spillAfterS * 1000;
-    return acquire(ticket);
-  };
 }
 
 /**
@@ -52,7 +38,6 @@ async function busyLocalFleet(
     { spill_after_s: spillAfterS, health_check_interval: 3600 },
   );
   t.after(async () => { await gw.close(); await local.close(); await cloud.close(); });
-  spillFromConfig(gw, spillAfterS);
   assert.equal((await chat(gw, 'local/m')).backend, 'local', 'measured once');
   local.knobs.tokensPerSecond = 1000 / (holdMs / 10);
   local.knobs.chunkCount = 10;

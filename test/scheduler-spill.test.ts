@@ -96,7 +96,7 @@ describe('spill: spillAfterMs above 0', () => {
     clock.advance(1);
     await settle();
     assert.equal(leased(call)?.backend, 'cloud');
-    assert.equal(leased(call)?.route, 'spill: parked 15 s ≥ 15 s');
+    assert.equal(leased(call)?.route, 'spill: parked 15 s >= 15 s');
     running.release();
   });
 

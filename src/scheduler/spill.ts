@@ -61,7 +61,7 @@ export function paidBudgetRejection(alias: string): SchedulerRejection {
 
 /** The route of a parked call whose spill timer opened its paid candidates after `waitedMs`. */
 export function parkedSpillRoute(waitedMs: number, spillAfterMs: number): string {
-  return `spill: parked ${secondsText(waitedMs / 1000)} s ≥ ${secondsText(spillAfterMs / 1000)} s`;
+  return `spill: parked ${secondsText(waitedMs / 1000)} s >= ${secondsText(spillAfterMs / 1000)} s`;
 }
 
 /** Seconds as a short number: whole from 10 up, else one decimal (rounded by `round`, trailing .0 dropped). */

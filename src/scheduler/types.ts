@@ -104,7 +104,7 @@ export interface Lease {
    * Why this backend, in words, when the pick was not simply the best free unpaid candidate (then
    * undefined). For `x-gateway-route` and the call log. One of: `sticky` (the conversation's
    * previous backend); `spill: no local slot free` (spill threshold 0); `spill: local eta 41 s >
-   * 10 s`; `spill: parked 15 s ≥ 15 s` (the spill timer); `spill: no local box available` (no
+   * 10 s`; `spill: parked 15 s >= 15 s` (the spill timer); `spill: no local box available` (no
    * unpaid candidate routable); `spill: no local slot free and no parking` (the call could not
    * park). A call whose candidates are all paid has none.
    */

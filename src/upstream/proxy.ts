@@ -380,12 +380,13 @@ export class UpstreamProxy {
 
   private keepaliveText(state: CallState): string {
     // its place in line, how long it has waited, and its predicted wait when the scheduler has one
-    const where: { position: number; waitedMs: number; etaS?: number } | undefined =
-      this.deps.scheduler.queuePosition(state.ticket);
+    const where = this.deps.scheduler.queuePosition(state.ticket);
     if (where) {
       const waited = `queued position=${where.position} waited_s=${Math.round(where.waitedMs / 1000)}`;
-      const known = where.etaS !== undefined && Number.isFinite(where.etaS);
-      return known ? `${waited} eta_s=${Math.round(where.etaS!)}` : waited;
+      const eta = where.etaS;
+      if (eta === undefined || !Number.isFinite(eta)) return waited;
+      // whole seconds, but a wait under 10 s keeps its tenth (0.4 s is not "0")
+      return `${waited} eta_s=${eta < 10 ? eta.toFixed(1) : Math.round(eta)}`;
     }
     return state.sse?.dataWritten ? 'keepalive' : 'waiting for first token';
   }
