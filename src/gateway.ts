@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { LogLevelFollowers } from './logging.ts';
 import { BackendRegistry, type BackendState } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
 import { ResidencyTracker } from './backends/residency.ts';
@@ -305,12 +306,8 @@ export class Gateway {
     this.applyLogLevel();
   }
 
-  /**
-   * Children of the process logger made before a reload that must follow its level: a pino
-   * child keeps the level it was created with, and fastify's app.log is one (made at start-up;
-   * the request loggers are its children, created per request, so they follow it at once).
-   */
-  private readonly levelFollowers = new Set<{ level: string }>();
+  /** Loggers made before a reload that must follow `log_level` (logging.ts). */
+  private readonly levelFollowers = new LogLevelFollowers();
 
   /** Keeps `logger`'s level equal to `log_level` across reloads. */
   followLogLevel(logger: { level: string }): void {
@@ -319,11 +316,7 @@ export class Gateway {
 
   /** `log_level` is hot: applied to the process logger and its followers. */
   private applyLogLevel(): void {
-    const level = this.effective.log_level;
-    for (const follower of this.levelFollowers) follower.level = level;
-    if (this.log.level === level) return;
-    this.log.level = level;
-    this.log.info(`log level is now ${level}`);
+    this.levelFollowers.apply(this.log, this.effective.log_level);
   }
 
   /** The store's settings or backends changed (console, admin API): recompute and apply live. */

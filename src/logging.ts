@@ -44,3 +44,24 @@ export function createLogger(config: Pick<GatewayConfig, 'log_level' | 'log_form
     sync: true,
   }));
 }
+
+/**
+ * Children of the process logger made before a reload that must follow its level: a pino child
+ * keeps the level it was created with, and fastify's app.log is one (made at start-up; the
+ * request loggers are its children, created per request, so they follow it at once).
+ */
+export class LogLevelFollowers {
+  private readonly followers = new Set<{ level: string }>();
+
+  add(logger: { level: string }): void {
+    this.followers.add(logger);
+  }
+
+  /** Sets `level` on every follower and on `log`, saying so when the process logger's level changed. */
+  apply(log: { level: string; info(msg: string): void }, level: string): void {
+    for (const follower of this.followers) follower.level = level;
+    if (log.level === level) return;
+    log.level = level;
+    log.info(`log level is now ${level}`);
+  }
+}
