@@ -9,6 +9,8 @@ import {
   DEFAULT_SERVICE_S,
   DEFAULT_SWAP_S,
   predict,
+  PREFILL_PER_DECODE,
+  sharingSlowdown,
   slotWaitSeconds,
   swapSeconds,
   type Residency,
@@ -69,6 +71,21 @@ describe('score: the formula', () => {
     assert.equal(predict(slots({ service: measured(1, 500), serviceByModel: byModel }), 'x', 4000, warm, 0).prefill, 8);
     assert.equal(predict(slots({ service: measured(1) }), 'm', 4000, warm, 0).prefill, 0, 'no rate learnt');
     assert.equal(predict(slots({ service: measured(1, 500) }), 'm', undefined, warm, 0).prefill, 0, 'no prompt size');
+  });
+
+  it('prefill never measured: PREFILL_PER_DECODE times the decode rate, so the box does not look instant', () => {
+    const decodeOnly = { samples: 1, serviceSeconds: 1, decodeRate: 40 };
+    const prefill = predict(slots({ service: decodeOnly }), 'm', 6000, warm, 0).prefill;
+    assert.equal(prefill, 6000 / (40 * PREFILL_PER_DECODE));
+  });
+
+  it('a call that starts beside running calls prefills slower than on an idle box', () => {
+    assert.equal(sharingSlowdown(0), 1);
+    assert.ok(Math.abs(sharingSlowdown(1) - 2 / 1.6) < 1e-12, 'two calls go 1.6 times one: each at 0.8');
+    const busy = predict(slots({ cap: 2, inflight: 1, service: measured(1, 1000) }), 'm', 1000, warm, 0);
+    const idle = predict(slots({ cap: 2, inflight: 0, service: measured(1, 1000) }), 'm', 1000, warm, 0);
+    assert.ok(busy.freeNow && idle.freeNow);
+    assert.ok(busy.prefill > idle.prefill, `${busy.prefill} > ${idle.prefill}`);
   });
 
   it('a never-measured busy box counts DEFAULT_SERVICE_S per call ahead', () => {

@@ -22,10 +22,14 @@ async function figures(gw: TestGateway, backend: string): Promise<Figures> {
   return health.backends[backend]!;
 }
 
+let calls = 0;
+
+/** One call; each is a new conversation (its own first message), so conversation affinity keeps out of the way. */
 async function chat(gw: TestGateway, model: string, stream: boolean): Promise<string> {
+  const content = `${'word '.repeat(40)}${++calls}`;
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'word '.repeat(40) }] }),
+    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content }] }),
   });
   assert.equal(res.status, 200);
   await res.text(); // the whole answer: the attempt is settled when the body ends

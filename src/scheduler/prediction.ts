@@ -19,13 +19,31 @@ export const DEFAULT_SERVICE_S = 10;
  */
 export const DEFAULT_SWAP_S = 8;
 
+/**
+ * What a call running beside n − 1 others on one box gets of the box's speed: parallel slots
+ * batch, so n calls together go about 1 + 0.6·(n − 1) times one call's speed (llama.cpp and
+ * vLLM on one GPU), each getting its share of that. A free slot on a busy box is slower than an
+ * idle box's.
+ */
+export const BATCH_GAIN_PER_EXTRA_CALL = 0.6;
+
+/** How much slower a call runs beside `others` calls on its box than alone (1 when alone). */
+export function sharingSlowdown(others: number): number {
+  if (!(others > 0)) return 1;
+  const n = others + 1;
+  return n / (1 + BATCH_GAIN_PER_EXTRA_CALL * others);
+}
+
 /** What the score says of one candidate. */
 export interface Prediction {
   /** Seconds until a slot it can use frees (a non-resident model also waits for the box to drain). */
   slotWait: number;
   /** Seconds of model load: 0 unless the box is known not to hold the model. */
   swap: number;
-  /** Seconds of prompt evaluation; 0 when the prompt size or the box's prefill rate is unknown. */
+  /**
+   * Seconds of prompt evaluation (slowed by the calls it would run beside, when it starts now);
+   * 0 when the prompt size or the box's prefill rate is unknown.
+   */
   prefill: number;
   /** slotWait + swap + prefill: predicted seconds to first token. */
   total: number;
@@ -71,10 +89,25 @@ export function swapSeconds(slots: BackendSlots, model: string): number {
   return swapSecondsFor(slots, model) ?? DEFAULT_SWAP_S;
 }
 
-/** Seconds to evaluate `promptTokens` there; 0 when either is unknown. */
+/**
+ * Prompt tokens per output token a box evaluates in the same time, for a box whose prefill was
+ * never measured (non-stream answers without timings cannot tell it apart): GPUs prefill some
+ * 15–40 times faster than they decode, so 15 errs on the slow side. Without it such a box would
+ * look as if it prefilled instantly and win every call over a measured one.
+ */
+export const PREFILL_PER_DECODE = 15;
+
+/**
+ * Seconds to evaluate `promptTokens` there: by the learnt prefill rate (the model's, else the
+ * box's), else by `PREFILL_PER_DECODE` × its decode rate; 0 when the prompt size or both rates
+ * are unknown.
+ */
 export function prefillSeconds(slots: BackendSlots, model: string, promptTokens: number | undefined): number {
   if (!(typeof promptTokens === 'number' && promptTokens > 0)) return 0;
-  const rate = slots.serviceByModel?.get(model)?.prefillRate ?? slots.service?.prefillRate;
+  const own = slots.serviceByModel?.get(model);
+  const decode = own?.decodeRate ?? slots.service?.decodeRate;
+  const learnt = own?.prefillRate ?? slots.service?.prefillRate;
+  const rate = learnt ?? (decode === undefined ? undefined : decode * PREFILL_PER_DECODE);
   return rate !== undefined && rate > 0 ? promptTokens / rate : 0;
 }
 
@@ -110,7 +143,8 @@ export function predict(
   const resident = residency.model;
   const slotWait = freeNow ? 0 : slotWaitSeconds(slots, model, resident, queued);
   const swap = resident === false ? swapSeconds(slots, model) : 0;
-  const prefill = prefillSeconds(slots, model, promptTokens);
+  // a call that starts now shares the box with the calls running there
+  const prefill = prefillSeconds(slots, model, promptTokens) * (freeNow ? sharingSlowdown(slots.inflight) : 1);
   return {
     slotWait, swap, prefill, total: slotWait + swap + prefill, freeNow,
     unmeasured: slots.service?.serviceSeconds === undefined,
