@@ -53,6 +53,8 @@ export interface Prediction {
   unmeasured: boolean;
   /** Residency unknown and the box's last lease ran this model: a tie-break toward it. */
   affinity: boolean;
+  /** Calls parked on the box (ahead of this one). */
+  queued: number;
 }
 
 /** What the fleet view says of the model there, and of the model the box was last given. */
@@ -149,6 +151,7 @@ export function predict(
     slotWait, swap, prefill, total: slotWait + swap + prefill, freeNow,
     unmeasured: slots.service?.serviceSeconds === undefined,
     affinity: resident === undefined && slots.lastTypeKey === model,
+    queued,
   };
 }
 

@@ -6,7 +6,8 @@
  * wait + swap; prefill happens on the paid box too) exceeds it, or the call has been parked
  * that long. Each spill says why in `Lease.route`.
  */
-import type { Prediction } from './prediction.ts';
+import { pooledLocalWait } from './pooled-wait.ts';
+import type { Ranked } from './prediction.ts';
 import { SchedulerRejection, type Ticket } from './types.ts';
 
 /** Whether a ticket may use its paid candidates now, and the route words if it takes one. */
@@ -31,14 +32,14 @@ export function paidAllowed(ticket: Pick<Ticket, 'paidAllowed'>): boolean {
 
 /**
  * The gate for a ticket none of whose unpaid candidates could start now. `unpaid`: its routable
- * ones with their scores (the local wait is the least slot wait + swap among them); when none is
+ * ones with their scores (the local wait: pooled-wait.ts, at most the least slot wait + swap); when none is
  * routable, `hasUnpaid` says whether it has unpaid candidates at all (down or not yet known). `canWait`: the call could
  * park for them; one that cannot (parking off, queue full) would be refused, so a local wait
  * under the threshold does not keep it from the paid box.
  */
 export function paidGate(
   ticket: Pick<Ticket, 'paidAllowed' | 'spillAfterMs'>,
-  unpaid: readonly { prediction: Prediction }[],
+  unpaid: readonly Ranked[],
   hasUnpaid: boolean,
   canWait = true,
 ): PaidGate {
@@ -46,8 +47,7 @@ export function paidGate(
   if (unpaid.length === 0) return hasUnpaid ? { open: true, route: 'spill: no local box available' } : { open: true };
   const spillMs = ticket.spillAfterMs ?? 0;
   if (!(spillMs > 0)) return { open: true, route: NO_LOCAL_SLOT_ROUTE };
-  let localEta = Infinity;
-  for (const { prediction } of unpaid) localEta = Math.min(localEta, prediction.slotWait + prediction.swap);
+  const localEta = pooledLocalWait(unpaid);
   if (localEta * 1000 <= spillMs) return canWait ? CLOSED : { open: true, route: CANNOT_WAIT_ROUTE };
   const route = `spill: local eta ${secondsText(localEta, Math.ceil)} s > ${secondsText(spillMs / 1000)} s`;
   return { open: true, route };
