@@ -100,6 +100,25 @@ describe('spill: spillAfterMs above 0', () => {
     running.release();
   });
 
+  it('the spill timer keeps a call local while a box with a free slot only drains for its model', async () => {
+    const h = scoreHarness();
+    h.add('local', { cap: 2 });
+    h.add('cloud', { paid: true });
+    h.measure('local', 10); // the drain (half of 10 s over 2 slots) + a swap of 8 s: 13 s, under 15 s
+    h.fleet.hold('local', 'a');
+    const running = await h.take(['local/a']);
+    const call = h.start(ticketFor(['local/b', 'cloud/b'], { spillAfterMs: 15_000 }));
+    await settle();
+    assert.equal(leased(call), undefined, 'b is not loaded beside a: it waits for the drain');
+    h.clock.advance(15_000);
+    await settle();
+    assert.equal(leased(call), undefined, 'next in line at a box with a free slot: not sent paid past it');
+    running.release();
+    await settle();
+    assert.equal(leased(call)?.backend, 'local');
+    leased(call)?.release();
+  });
+
   it('the spill timer frees local boxes held back by stickiness first: a free one wins over paid', async () => {
     const h = scoreHarness();
     h.add('prev');

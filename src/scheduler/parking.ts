@@ -91,6 +91,8 @@ export interface ParkingContext {
   estimateWait: WaitEstimate;
   /** Free slots of these backends go to their waiters now (a call was widened onto them). */
   handOffOn(backends: readonly string[]): void;
+  /** Free slots of a backend now (Infinity when unlimited); undefined for one not routable now. */
+  freeSlotsOn(backend: string): number | undefined;
 }
 
 /** How a ticket parks: its rules, and the route a paid lease gets under its open gate. */
@@ -158,8 +160,9 @@ export class ParkingLot {
   /**
    * The timers that widen a parked call onto its held-back candidates: the other unpaid ones
    * after `affinityMaxWaitMs` or half its wait, whichever is shorter (stickiness), then, under the rule of before (spill 0), the paid
-   * ones too; the paid ones at `spillAfterMs` if its paid gate allows them then. Only those due
-   * before its wait ends.
+   * ones too; the paid ones at `spillAfterMs` if its paid gate allows them then, unless a local
+   * box has a free slot it is next in line for (then it stays local: that box only drains before
+   * it loads the call's model). Only those due before its wait ends.
    */
   private setWidenTimers(call: ParkedCall): void {
     const { clock } = this.ctx;
@@ -177,9 +180,27 @@ export class ParkingLot {
       call.widenTimers.push(clock.setTimeout(() => {
         // local boxes held back by stickiness first: a free one takes it before any paid one
         this.widen(call, takeHeld(call, 'unpaid'));
+        // next in line at a local box with a free slot (it drains for the call's model): it stays local
+        if (this.nextAtFreeSlot(call)) return;
         this.openPaid(call, parkedSpillRoute(clock.now() - call.enqueuedAt, spillMs));
       }, spillMs));
     }
+  }
+
+  /**
+   * Whether one of the call's local boxes has a free slot it is next in line for (fewer calls
+   * parked ahead of it there than free slots): a box that only waits to drain its running calls
+   * before it loads the call's model. Sending it paid then would leave a free box behind it.
+   * O(free slots) per box.
+   */
+  private nextAtFreeSlot(call: ParkedCall): boolean {
+    if (call.settled) return true;
+    for (const backend of call.typeKeysByBackend.keys()) {
+      const free = this.ctx.freeSlotsOn(backend);
+      if (!free || this.ctx.isPaid(backend)) continue;
+      if (this.ctx.waiters.aheadOn(backend, call, free) < free) return true;
+    }
+    return false;
   }
 
   /** A parked call's paid candidates join its queues, if it is still parked and its paid gate allows them now. */

@@ -195,14 +195,15 @@ export class WaiterIndex {
 
   /**
    * Live waiters on `backend` older than `waiter` (in arrival order; the fair order may serve
-   * some younger ones of other users first). O(that queue): for keep-alive ETAs, not per request.
+   * some younger ones of other users first), counted up to `limit`. O(that queue, or `limit`):
+   * for keep-alive ETAs and spill timers, not per request.
    */
-  aheadOn(backend: string, waiter: Waiter): number {
+  aheadOn(backend: string, waiter: Waiter, limit = Infinity): number {
     let ahead = 0;
     for (const mine of this.byBackend.get(backend)?.byUser.values() ?? []) {
       for (const other of mine.all.values()) {
         if (other.seq >= waiter.seq) break;
-        ahead++;
+        if (++ahead >= limit) return ahead;
       }
     }
     return ahead;
