@@ -95,6 +95,9 @@ export interface ParkingContext {
   freeSlotsOn(backend: string): number | undefined;
 }
 
+/** How often a spill timer that found a local slot free looks again (ms). */
+export const SPILL_RECHECK_MS = 1000;
+
 /** How a ticket parks: its rules, and the route a paid lease gets under its open gate. */
 export type ParkRequest = ParkingRules & { paidRoute?: string };
 
@@ -160,9 +163,8 @@ export class ParkingLot {
   /**
    * The timers that widen a parked call onto its held-back candidates: the other unpaid ones
    * after `affinityMaxWaitMs` or half its wait, whichever is shorter (stickiness), then, under the rule of before (spill 0), the paid
-   * ones too; the paid ones at `spillAfterMs` if its paid gate allows them then, unless a local
-   * box has a free slot it is next in line for (then it stays local: that box only drains before
-   * it loads the call's model). Only those due before its wait ends.
+   * ones too; the paid ones at `spillAfterMs` if its paid gate allows them then (`armSpill`).
+   * Only those due before its wait ends.
    */
   private setWidenTimers(call: ParkedCall): void {
     const { clock } = this.ctx;
@@ -176,29 +178,35 @@ export class ParkingLot {
         if (!(spillMs > 0)) this.openPaid(call, NO_LOCAL_SLOT_ROUTE);
       }, stickMs));
     }
-    if (call.heldPaid.length > 0 && spillMs > 0 && spillMs < ticket.parkMs) {
-      call.widenTimers.push(clock.setTimeout(() => {
-        // local boxes held back by stickiness first: a free one takes it before any paid one
-        this.widen(call, takeHeld(call, 'unpaid'));
-        // next in line at a local box with a free slot (it drains for the call's model): it stays local
-        if (this.nextAtFreeSlot(call)) return;
-        this.openPaid(call, parkedSpillRoute(clock.now() - call.enqueuedAt, spillMs));
-      }, spillMs));
-    }
+    if (call.heldPaid.length > 0 && spillMs > 0 && spillMs < ticket.parkMs) this.armSpill(call, spillMs, spillMs);
   }
 
   /**
-   * Whether one of the call's local boxes has a free slot it is next in line for (fewer calls
-   * parked ahead of it there than free slots): a box that only waits to drain its running calls
-   * before it loads the call's model. Sending it paid then would leave a free box behind it.
-   * O(free slots) per box.
+   * The spill timer: at `delayMs` the call's paid candidates open (after any local boxes held
+   * back by stickiness), unless one of its local boxes has a free slot then: that box only
+   * drains its running calls before it loads the call's model, and no call goes paid past a
+   * free local slot; the timer then looks again every `SPILL_RECHECK_MS` while the call waits.
    */
-  private nextAtFreeSlot(call: ParkedCall): boolean {
-    if (call.settled) return true;
+  private armSpill(call: ParkedCall, delayMs: number, spillMs: number): void {
+    const { clock } = this.ctx;
+    call.widenTimers.push(clock.setTimeout(() => {
+      if (call.settled) return;
+      // local boxes held back by stickiness first: a free one takes it before any paid one
+      this.widen(call, takeHeld(call, 'unpaid'));
+      if (call.settled) return;
+      const left = call.deadline - clock.now();
+      if (this.localSlotFree(call)) {
+        if (left > SPILL_RECHECK_MS) this.armSpill(call, SPILL_RECHECK_MS, spillMs);
+        return;
+      }
+      this.openPaid(call, parkedSpillRoute(clock.now() - call.enqueuedAt, spillMs));
+    }, delayMs));
+  }
+
+  /** Whether one of the call's local boxes has a free slot now (one it cannot use yet: it is parked). */
+  private localSlotFree(call: ParkedCall): boolean {
     for (const backend of call.typeKeysByBackend.keys()) {
-      const free = this.ctx.freeSlotsOn(backend);
-      if (!free || this.ctx.isPaid(backend)) continue;
-      if (this.ctx.waiters.aheadOn(backend, call, free) < free) return true;
+      if (!this.ctx.isPaid(backend) && (this.ctx.freeSlotsOn(backend) ?? 0) > 0) return true;
     }
     return false;
   }

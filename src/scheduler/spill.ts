@@ -4,9 +4,11 @@
  * better: with `spillAfterMs` ≤ 0 (the default, the rule of before) as soon as no unpaid
  * candidate can start now; above 0 only when the best unpaid candidate's predicted wait (slot
  * wait + swap; prefill happens on the paid box too) exceeds it, or the call has been parked
- * that long. Each spill says why in `Lease.route`.
+ * that long, and never past a free local slot (a box that only drains before it loads the
+ * call's model). Each spill says why in `Lease.route`.
  */
 import { pooledLocalWait } from './pooled-wait.ts';
+import { hasFreeSlot } from './slots.ts';
 import type { Ranked } from './prediction.ts';
 import { SchedulerRejection, type Ticket } from './types.ts';
 
@@ -47,6 +49,8 @@ export function paidGate(
   if (unpaid.length === 0) return hasUnpaid ? { open: true, route: 'spill: no local box available' } : { open: true };
   const spillMs = ticket.spillAfterMs ?? 0;
   if (!(spillMs > 0)) return { open: true, route: NO_LOCAL_SLOT_ROUTE };
+  // a free local slot it cannot use yet (the box drains before it loads the model): it waits
+  if (canWait && unpaid.some((r) => hasFreeSlot(r.slots))) return CLOSED;
   const localEta = pooledLocalWait(unpaid);
   if (localEta * 1000 <= spillMs) return canWait ? CLOSED : { open: true, route: CANNOT_WAIT_ROUTE };
   const route = `spill: local eta ${secondsText(localEta, Math.ceil)} s > ${secondsText(spillMs / 1000)} s`;
