@@ -84,6 +84,14 @@ export class FleetScore {
     return prediction.slotWait + prediction.swap;
   };
 
+  /** Whether the box's calls in flight have run longer on average than its mean service time (`now`: clock ms). */
+  overrunning(backend: string, now: number): boolean {
+    const slots = this.sources.routable(backend);
+    const service = slots?.service?.serviceSeconds;
+    if (!slots || service === undefined || slots.inflight === 0) return false;
+    return (now - slots.grantedAtSum! / slots.inflight) / 1000 > service;
+  }
+
   private readonly runnableMember = (slots: BackendSlots, typeKey: string): boolean =>
     runnableBeside(slots, typeKey, this.residencyOf(slots, typeKey));
 }

@@ -35,6 +35,7 @@ export function grantLease(
   const grantedAt = ctx.clock.now();
   ctx.fair.granted(user, estimate);
   slots.inflight++;
+  slots.grantedAtSum = (slots.grantedAtSum ?? 0) + grantedAt;
   slots.lastTypeKey = typeKey;
   const group = slots.group;
   let switched: BackendKind | undefined;
@@ -52,6 +53,7 @@ export function grantLease(
     const uncapped = ctx.fair.released(user.key, (ctx.clock.now() - grantedAt) / 1000, estimate);
     if (uncapped) ctx.handOffOn(ctx.backendsOf(user.key));
     slots.inflight--;
+    slots.grantedAtSum = slots.inflight === 0 ? 0 : slots.grantedAtSum! - grantedAt;
     if (group !== undefined) return releaseGrouped(ctx, slots, group);
     if (slots.removed) return ctx.forgetIfDrained(slots);
     if (slots.group === undefined) ctx.handOff(slots);

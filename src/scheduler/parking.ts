@@ -91,12 +91,16 @@ export interface ParkingContext {
   estimateWait: WaitEstimate;
   /** Free slots of these backends go to their waiters now (a call was widened onto them). */
   handOffOn(backends: readonly string[]): void;
+  /** Whether a backend's calls in flight have run longer on average than its mean service time. */
+  overrunning(backend: string): boolean;
   /** Free slots of a backend now (Infinity when unlimited); undefined for one not routable now. */
   freeSlotsOn(backend: string): number | undefined;
 }
 
-/** How often a spill timer that found a local slot free looks again (ms). */
+/** How often a spill timer that kept its call local looks again (ms). */
 export const SPILL_RECHECK_MS = 1000;
+/** Calls ahead on a box beyond which a spill timer does not count further (the call is far from its turn). */
+const NEARLY_SERVED_SCAN = 64;
 
 /** How a ticket parks: its rules, and the route a paid lease gets under its open gate. */
 export type ParkRequest = ParkingRules & { paidRoute?: string };
@@ -183,9 +187,10 @@ export class ParkingLot {
 
   /**
    * The spill timer: at `delayMs` the call's paid candidates open (after any local boxes held
-   * back by stickiness), unless one of its local boxes has a free slot then: that box only
+   * back by stickiness), unless one of its local boxes has a free slot then (that box only
    * drains its running calls before it loads the call's model, and no call goes paid past a
-   * free local slot; the timer then looks again every `SPILL_RECHECK_MS` while the call waits.
+   * free local slot) or is about to serve it (`nearlyServed`); the timer then looks again every
+   * `SPILL_RECHECK_MS` while the call waits.
    */
   private armSpill(call: ParkedCall, delayMs: number, spillMs: number): void {
     const { clock } = this.ctx;
@@ -195,12 +200,29 @@ export class ParkingLot {
       this.widen(call, takeHeld(call, 'unpaid'));
       if (call.settled) return;
       const left = call.deadline - clock.now();
-      if (this.localSlotFree(call)) {
+      if (this.localSlotFree(call) || this.nearlyServed(call, spillMs)) {
         if (left > SPILL_RECHECK_MS) this.armSpill(call, SPILL_RECHECK_MS, spillMs);
         return;
       }
       this.openPaid(call, parkedSpillRoute(clock.now() - call.enqueuedAt, spillMs));
     }, delayMs));
+  }
+
+  /**
+   * Whether a local box is predicted to serve the call within half the spill threshold from now
+   * (its calls ahead there, counted up to `NEARLY_SERVED_SCAN`): having waited the threshold
+   * once, it waits at most half as long again rather than go paid just before its turn.
+   */
+  private nearlyServed(call: ParkedCall, spillMs: number): boolean {
+    for (const [backend, typeKeys] of call.typeKeysByBackend) {
+      // a box whose running calls already overran their mean: its prediction is no promise
+      if (this.ctx.isPaid(backend) || this.ctx.overrunning(backend)) continue;
+      const ahead = this.ctx.waiters.aheadOn(backend, call, NEARLY_SERVED_SCAN);
+      if (ahead >= NEARLY_SERVED_SCAN) continue;
+      const eta = this.ctx.estimateWait(backend, typeKeys[0], ahead);
+      if (eta !== undefined && eta * 1000 <= spillMs / 2) return true;
+    }
+    return false;
   }
 
   /** Whether one of the call's local boxes has a free slot now (one it cannot use yet: it is parked). */

@@ -77,6 +77,7 @@ export class Scheduler {
       groupOf: (backend) => this.backends.get(backend)?.group,
       estimateWait: this.score.estimateWait,
       handOffOn: (backends) => this.handOffOn(backends),
+      overrunning: (backend) => this.score.overrunning(backend, this.clock.now()),
       freeSlotsOn: (backend) => {
         const slots = this.routable(backend);
         return slots && (slots.spec.cap === 0 ? Infinity : Math.max(0, slots.spec.cap - slots.inflight));

@@ -5,6 +5,8 @@ import type { BackendKind, BackendSlotSpec, BackendSlotsSnapshot } from './types
 export interface BackendSlots {
   spec: BackendSlotSpec;
   inflight: number;
+  /** Sum of the grant times (clock ms) of the leases out: their mean age is now − this ÷ inflight. */
+  grantedAtSum?: number;
   lastTypeKey?: string;
   /** EWMA of output tok/s while decoding (LLM calls): `service.decodeRate`, kept here for the pick order. */
   speed?: number;
