@@ -166,9 +166,9 @@ export class ParkingLot {
 
   /**
    * The timers that widen a parked call onto its held-back candidates: the other unpaid ones
-   * after `affinityMaxWaitMs` or half its wait, whichever is shorter (stickiness), then, under the rule of before (spill 0), the paid
-   * ones too; the paid ones at `spillAfterMs` if its paid gate allows them then (`armSpill`).
-   * Only those due before its wait ends.
+   * after `affinityMaxWaitMs` or half its wait, whichever is shorter (stickiness), then, under
+   * the rule of before (spill 0), the paid ones too; the paid ones at `spillAfterMs` if its paid
+   * gate allows them then (`armSpill`). Only those due before its wait ends.
    */
   private setWidenTimers(call: ParkedCall): void {
     const { clock } = this.ctx;
