@@ -1,8 +1,10 @@
 /**
  * A small simulated llama-swap fleet for scheduling benchmarks: each box is a real
  * OpenAI-compatible HTTP server on 127.0.0.1 with one FIFO queue, `parallel` slots and one
- * model, modelled on ../shared/bench/sched/fleet.mjs but without swaps (every box holds the
- * one model it serves; `GET /running` says so, as llama-swap does).
+ * model. It follows the box model of the team's scheduling benchmark (its `fleet.mjs`: FIFO,
+ * parallel slots, shared rate) but is self-contained and has no swaps: every box holds the one
+ * model it serves, and `GET /running` says so, as llama-swap does. Nothing outside this repo
+ * is read.
  *
  * - A call's prompt is its messages' characters ÷ 4 tokens; it takes prompt ÷ `prefill`
  *   seconds, then the box writes exactly `max_tokens` tokens at `decode` tok/s.
