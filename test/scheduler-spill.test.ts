@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { SchedulerRejection } from '../src/scheduler/index.ts';
 import { rejectionError } from '../src/upstream/refusals.ts';
 import { candidates, settle } from './helpers/scheduler-harness.ts';
-import { leased, scoreHarness, ticketFor } from './helpers/scheduler-score.ts';
+import { leased, scoreHarness, ticketFor, type Outcome } from './helpers/scheduler-score.ts';
 
 /** A local box (measured: a call holds it `serviceS`) busy with one call, and a free paid box. */
 async function busyLocal(serviceS: number) {
@@ -22,6 +22,18 @@ async function busyLocal(serviceS: number) {
 }
 
 const both = ['local/m', 'cloud/m'];
+
+/** The call is parked on the local box only, and gets it once the running call ends. */
+async function waitsForLocalThenGetsIt(
+  call: Outcome, scheduler: { snapshot(): { parked: { backends: string[] }[] } }, running: { release(): void },
+): Promise<void> {
+  await settle();
+  assert.equal(leased(call), undefined);
+  assert.deepEqual(scheduler.snapshot().parked[0].backends, ['local']);
+  running.release();
+  await settle();
+  assert.equal(leased(call)?.backend, 'local');
+}
 
 describe('spill: spillAfterMs 0 (default) is the rule of before', () => {
   it('paid as soon as no local slot is free, saying so', async () => {
@@ -142,12 +154,7 @@ describe('spill: spillAfterMs above 0', () => {
     const call = start(ticketFor(both, { spillAfterMs: 15_000, paidAllowed: () => allowed }));
     allowed = false;
     clock.advance(15_000);
-    await settle();
-    assert.equal(leased(call), undefined);
-    assert.deepEqual(scheduler.snapshot().parked[0].backends, ['local']);
-    running.release();
-    await settle();
-    assert.equal(leased(call)?.backend, 'local');
+    await waitsForLocalThenGetsIt(call, scheduler, running);
   });
 
   it('every timer is cleared whichever way the wait ends (grant, abort, timeout)', async () => {
@@ -186,12 +193,7 @@ describe('spill: the paid gate', () => {
   it('the gate closed with a local candidate: the call parks for the local box instead of failing', async () => {
     const { start, running, scheduler } = await busyLocal(5);
     const call = start(ticketFor(both, { paidAllowed: () => false }));
-    await settle();
-    assert.equal(leased(call), undefined);
-    assert.deepEqual(scheduler.snapshot().parked[0].backends, ['local']);
-    running.release();
-    await settle();
-    assert.equal(leased(call)?.backend, 'local');
+    await waitsForLocalThenGetsIt(call, scheduler, running);
   });
 
   it('a refresh does not bring paid backends to a call whose gate is closed', async () => {

@@ -37,37 +37,31 @@ function tokensOf(chars: number): number {
 
 /** Characters of Responses items: message contents, tool calls' arguments, tool outputs; a string input as it is. */
 function itemsLength(items: unknown): number {
-  if (typeof items === 'string') return items.length;
-  if (!Array.isArray(items)) return 0;
-  let chars = 0;
-  for (const item of items) {
-    if (typeof item !== 'object' || item === null) continue;
+  return lengthOf(items, (item) => {
+    if (typeof item !== 'object' || item === null) return 0;
     const { content, arguments: args, output } = item as { content?: unknown; arguments?: unknown; output?: unknown };
-    chars += textLength(content) + textLength(args) + textLength(output);
-  }
+    return textLength(content) + textLength(args) + textLength(output);
+  });
+}
+
+/** Characters of a string, or the sum of `itemLength` over a list's items; 0 for anything else. */
+function lengthOf(value: unknown, itemLength: (item: unknown) => number): number {
+  if (typeof value === 'string') return value.length;
+  if (!Array.isArray(value)) return 0;
+  let chars = 0;
+  for (const item of value) chars += itemLength(item);
   return chars;
 }
 
 /** Characters of a string, or of the `text` of content parts (other parts skipped). */
 function textLength(content: unknown): number {
-  if (typeof content === 'string') return content.length;
-  if (!Array.isArray(content)) return 0;
-  let chars = 0;
-  for (const part of content) {
+  return lengthOf(content, (part) => {
     const t = typeof part === 'object' && part !== null ? (part as { text?: unknown }).text : undefined;
-    if (typeof t === 'string') chars += t.length;
-  }
-  return chars;
+    return typeof t === 'string' ? t.length : 0;
+  });
 }
 
 /** Characters of a string or a list of strings (completions' `prompt`, embeddings' `input`); a token id counts as 4. */
 function stringsLength(value: unknown): number {
-  if (typeof value === 'string') return value.length;
-  if (!Array.isArray(value)) return 0;
-  let chars = 0;
-  for (const v of value) {
-    if (typeof v === 'string') chars += v.length;
-    else if (typeof v === 'number') chars += 4;
-  }
-  return chars;
+  return lengthOf(value, (v) => (typeof v === 'string' ? v.length : typeof v === 'number' ? 4 : 0));
 }
