@@ -31,6 +31,8 @@ export interface ParkedCall extends Waiter {
   heldPaid: Candidate[];
   /** Timers that widen it (cleared when it settles, whichever way). */
   widenTimers: unknown[];
+  /** The spill timer now armed (one at a time: a look again replaces the one that fired). */
+  spillTimer?: unknown;
 }
 
 /** Its queues now and what is held back. */
@@ -161,6 +163,7 @@ export class ParkingLot {
     this.ctx.waiters.remove(call);
     this.ctx.clock.clearTimeout(call.timer);
     if (call.widenTimers.length > 0) for (const timer of call.widenTimers) this.ctx.clock.clearTimeout(timer);
+    if (call.spillTimer !== undefined) this.ctx.clock.clearTimeout(call.spillTimer);
     call.detachAbort?.();
   }
 
@@ -194,7 +197,8 @@ export class ParkingLot {
    */
   private armSpill(call: ParkedCall, delayMs: number, spillMs: number): void {
     const { clock } = this.ctx;
-    call.widenTimers.push(clock.setTimeout(() => {
+    call.spillTimer = clock.setTimeout(() => {
+      call.spillTimer = undefined;
       if (call.settled) return;
       // local boxes held back by stickiness first: a free one takes it before any paid one
       this.widen(call, takeHeld(call, 'unpaid'));
@@ -205,7 +209,7 @@ export class ParkingLot {
         return;
       }
       this.openPaid(call, parkedSpillRoute(clock.now() - call.enqueuedAt, spillMs));
-    }, delayMs));
+    }, delayMs);
   }
 
   /**
