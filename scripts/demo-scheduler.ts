@@ -4,10 +4,10 @@
  * `alias_defaults.ask.spill_after_s: 30`, "ask-now" the default 0. With gpu-box's two slots
  * held by long calls, "ask-now" goes paid at once and says why in `x-gateway-route`, while a
  * stream for "ask" parks for the local box (its predicted wait is under 30 s) and its keep-alive
- * comments carry that prediction (`eta_s=`).
- *
- * A build whose scheduler predicts nothing (no `eta_s=`, no `x-gateway-route`) gets one line
- * saying the step is skipped, so the demo stays green either way.
+ * comments carry that prediction (`eta_s=`). Then a conversation's second turn goes back to the
+ * box of its first (`x-gateway-route: sticky`), and with `paid_budget_usd_month` spent (set live
+ * through the admin API, shown by `GET /admin/api/paid-budget`) "ask-now" parks for the local
+ * box instead of going paid.
  */
 import type { FakeBackend } from '../test/fakes/index.ts';
 
@@ -45,14 +45,34 @@ export async function schedulerWalkthrough(base: string, say: Say, n: number, gp
   await Promise.all(hogs);
   const comments = waited.split('\n').filter((l) => l.startsWith(':'));
   const route = now.headers.get('x-gateway-route');
-  if (!route && !comments.some((c) => c.includes('eta_s='))) {
-    say('   (skipped: this build\'s scheduler predicts no wait yet — no eta_s= in keep-alives, no x-gateway-route)');
-    return;
-  }
   say(`   "ask-now": answered by ${now.headers.get('x-gateway-backend')}, x-gateway-route: ${route ?? '(none)'}`);
   say('   "ask" parked; its keep-alive comments:');
   for (const line of comments) say(`   ${line}`);
   const where = chatsOn(cloud) > cloudBefore ? 'openrouter (it spilled after all)' : 'gpu-box, once a slot freed';
   const events = waited.split('\n').filter((l) => l.startsWith('data: {')).length;
   say(`   … then answered by ${where}: ${events} data events`);
+}
+
+/** A conversation sticks to its box; a spent paid budget keeps "ask-now" local. */
+export async function stickinessAndBudget(base: string, say: Say): Promise<void> {
+  const post = (body: object) => fetch(`${base}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  const first = [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Name a prime.' }];
+  const turn1 = await post({ model: 'ask', messages: first });
+  await turn1.text();
+  const more = [...first, { role: 'assistant', content: '7' }, { role: 'user', content: 'Another?' }];
+  const turn2 = await post({ model: 'ask', messages: more });
+  await turn2.text();
+  say(`   a conversation: turn 1 on ${turn1.headers.get('x-gateway-backend')}, turn 2 on ${turn2.headers.get('x-gateway-backend')}`
+    + ` (x-gateway-route: ${turn2.headers.get('x-gateway-route') ?? '(none)'}; affinity_ttl_s 300)`);
+  const setting = `${base}/admin/api/settings/paid_budget_usd_month`;
+  const json = { 'content-type': 'application/json' };
+  await fetch(setting, { method: 'PUT', headers: json, body: JSON.stringify({ value: 0.000001 }) });
+  const budget = await (await fetch(`${base}/admin/api/paid-budget`)).json() as { budget_usd: number; spent_usd: number };
+  const kept = await post({ model: 'ask-now', messages: [{ role: 'user', content: 'Say hello' }] });
+  await kept.text();
+  say(`   paid_budget_usd_month set to $${budget.budget_usd} (GET /admin/api/paid-budget: $${budget.spent_usd.toFixed(6)}`
+    + ` spent this month): "ask-now" is now answered by ${kept.headers.get('x-gateway-backend')}, not the paid box`);
+  await fetch(setting, { method: 'DELETE' });
 }

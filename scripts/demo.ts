@@ -24,7 +24,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
 import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
-import { schedulerAliases, schedulerWalkthrough } from './demo-scheduler.ts';
+import { schedulerAliases, schedulerWalkthrough, stickinessAndBudget } from './demo-scheduler.ts';
 
 const once = process.argv.includes('--once');
 const port = Number(process.env.PORT ?? 4000);
@@ -196,6 +196,7 @@ await fetch(`${base}/admin/api/backends/swap/drain`, {
 });
 
 await schedulerWalkthrough(base, say, 7, gpu, cloud, 'qwen3-8b-q4_k_m');
+await stickinessAndBudget(base, say);
 
 say('\n8. Anthropic Messages (Claude Code, @anthropic-ai/sdk) — POST /v1/messages:');
 const sdk = new Anthropic({ baseURL: base, apiKey: 'demo', maxRetries: 0 });
