@@ -64,15 +64,18 @@ export async function stickinessAndBudget(base: string, say: Say): Promise<void>
   const more = [...first, { role: 'assistant', content: '7' }, { role: 'user', content: 'Another?' }];
   const turn2 = await post({ model: 'ask', messages: more });
   await turn2.text();
-  say(`   a conversation: turn 1 on ${turn1.headers.get('x-gateway-backend')}, turn 2 on ${turn2.headers.get('x-gateway-backend')}`
+  const on = (r: Response) => r.headers.get('x-gateway-backend');
+  say(`   a conversation: turn 1 on ${on(turn1)}, turn 2 on ${on(turn2)}`
     + ` (x-gateway-route: ${turn2.headers.get('x-gateway-route') ?? '(none)'}; affinity_ttl_s 300)`);
   const setting = `${base}/admin/api/settings/paid_budget_usd_month`;
   const json = { 'content-type': 'application/json' };
   await fetch(setting, { method: 'PUT', headers: json, body: JSON.stringify({ value: 0.000001 }) });
-  const budget = await (await fetch(`${base}/admin/api/paid-budget`)).json() as { budget_usd: number; spent_usd: number };
+  const budgetAnswer = await fetch(`${base}/admin/api/paid-budget`);
+  const budget = await budgetAnswer.json() as { budget_usd: number; spent_usd: number };
   const kept = await post({ model: 'ask-now', messages: [{ role: 'user', content: 'Say hello' }] });
   await kept.text();
-  say(`   paid_budget_usd_month set to $${budget.budget_usd} (GET /admin/api/paid-budget: $${budget.spent_usd.toFixed(6)}`
-    + ` spent this month): "ask-now" is now answered by ${kept.headers.get('x-gateway-backend')}, not the paid box`);
+  say(`   paid_budget_usd_month set to $${budget.budget_usd}`
+    + ` (GET /admin/api/paid-budget: $${budget.spent_usd.toFixed(6)} spent this month):`
+    + ` "ask-now" is now answered by ${on(kept)}, not the paid box`);
   await fetch(setting, { method: 'DELETE' });
 }
