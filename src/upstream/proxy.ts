@@ -132,7 +132,9 @@ export class UpstreamProxy {
     const refresh = call.refreshCandidates;
     const fixed = call.resolution.candidates;
     const candidates = refresh ?? (() => fixed);
-    const conversation = cfg.affinity_ttl_s > 0 && deps.affinity ? call.conversationKey?.() : undefined;
+    // a call that one backend alone serves now has no box to choose: no key to hash
+    const affinityOn = cfg.affinity_ttl_s > 0 && deps.affinity !== undefined && fixed.length > 1;
+    const conversation = affinityOn ? call.conversationKey?.() : undefined;
     return {
       call, cfg, alias, upstream,
       sse: surface.stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
