@@ -1,5 +1,11 @@
 import cors from '@fastify/cors';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/types.ts';
 import { formatProblems } from './config/schema.ts';
@@ -59,7 +65,10 @@ export interface App {
  */
 export async function buildApp(opts: AppOptions): Promise<App> {
   const gateway = new Gateway({
-    fileConfig: opts.config, configSource: opts.configSource, logger: opts.logger, clock: opts.clock,
+    fileConfig: opts.config,
+    configSource: opts.configSource,
+    logger: opts.logger,
+    clock: opts.clock,
     processMetrics: opts.processMetrics,
   });
   // a client's own x-request-id, unless it is in recent use: one row per call (stats/request-ids.ts)
@@ -88,8 +97,11 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   const internal = new InternalCalls();
   const background = new BackgroundResponses({
-    repo: gateway.responses, now: () => Date.now(), selfUrl: () => selfUrl(app.server.address()),
-    internalHeaders: (id, createdAt) => internal.headers(id, createdAt), log: opts.logger,
+    repo: gateway.responses,
+    now: () => Date.now(),
+    selfUrl: () => selfUrl(app.server.address()),
+    internalHeaders: (id, createdAt) => internal.headers(id, createdAt),
+    log: opts.logger,
   });
   app.addHook('onClose', async () => {
     background.close();
@@ -107,16 +119,20 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const receiveIdleMs = () => gateway.config().request_body_timeout_s * 1000;
   armReceiveTimeout(app.server, receiveIdleMs);
   const own = opts.ownHost ?? new OwnHost();
-  app.addHook('onRequest', requestGuards({
-    isOpen: () => gateway.authenticator.isOpen(), own,
-    settings: () => {
-      const cfg = gateway.config();
-      return { allowedHosts: cfg.allowed_hosts, corsOrigins: cfg.cors_origins, receiveIdleMs: receiveIdleMs() };
-    },
-    authenticate: (headers) => gateway.authenticator.authenticate(headers),
-    anonymous: (req) => gateway.callers.anonymous(req),
-    recordOutcome: (outcome) => gateway.recordOutcome(outcome),
-  }));
+  app.addHook(
+    'onRequest',
+    requestGuards({
+      isOpen: () => gateway.authenticator.isOpen(),
+      own,
+      settings: () => {
+        const cfg = gateway.config();
+        return { allowedHosts: cfg.allowed_hosts, corsOrigins: cfg.cors_origins, receiveIdleMs: receiveIdleMs() };
+      },
+      authenticate: (headers) => gateway.authenticator.authenticate(headers),
+      anonymous: (req) => gateway.callers.anonymous(req),
+      recordOutcome: (outcome) => gateway.recordOutcome(outcome),
+    }),
+  );
   // gzip/deflate/br bodies decoded (the decoded size within the route's limit), others 415
   app.addHook('preParsing', decodeRequestBody);
   await registerCors(app, gateway);
@@ -130,15 +146,23 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   };
   const transforms = new TransformFactory(() => gateway.config());
   const proxied = {
-    callers: gateway.callers, catalog: gateway.catalog, proxy: gateway.proxy,
+    callers: gateway.callers,
+    catalog: gateway.catalog,
+    proxy: gateway.proxy,
     recordOutcome: (outcome: CallOutcome) => gateway.recordOutcome(outcome),
     transforms,
   };
   await app.register(openaiRoutes, {
     ...proxied,
-    imageModels: (req, ctx) => gateway.media.aliases(mediaCaller(ctx, req.ip)).map((a) => ({
-      id: a.id, object: 'model' as const, created: 0, owned_by: 'llm-gateway', type: 'image' as const, backends: a.backends,
-    })),
+    imageModels: (req, ctx) =>
+      gateway.media.aliases(mediaCaller(ctx, req.ip)).map((a) => ({
+        id: a.id,
+        object: 'model' as const,
+        created: 0,
+        owned_by: 'llm-gateway',
+        type: 'image' as const,
+        backends: a.backends,
+      })),
   });
   await app.register(audioRoutes, { ...proxied, config: () => gateway.config() });
   await app.register(anthropicRoutes, {
@@ -149,22 +173,29 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   await app.register(responsesRoutes, {
     ...proxied,
-    repo: gateway.responses, background,
+    repo: gateway.responses,
+    background,
     internalCall: (req) => internal.read(req),
-    settings: () => ({ asyncParkS: gateway.config().async_park_timeout_s, ttlMs: gateway.config().responses_ttl_h * 3_600_000 }),
-    transformFor: (_ctx, body, alias) => transforms.forCall('chat', alias, Object.assign(switchRequest(body, 'responses'), { stripGatewayField: false })),
+    settings: () => ({
+      asyncParkS: gateway.config().async_park_timeout_s,
+      ttlMs: gateway.config().responses_ttl_h * 3_600_000,
+    }),
+    transformFor: (_ctx, body, alias) =>
+      transforms.forCall('chat', alias, Object.assign(switchRequest(body, 'responses'), { stripGatewayField: false })),
     isNative: (name) => gateway.registry.get(name)?.spec.responses === 'native',
     recentItems: new RecentItems({ maxItems: 20_000, maxAgeMs: 60 * 60_000, now: () => Date.now() }),
     admission: gateway.admission,
     readBack: new NativeReadBack({
-      registry: gateway.registry, dispatcherFor: (b) => gateway.pools.get(b.name, b.spec.url),
+      registry: gateway.registry,
+      dispatcherFor: (b) => gateway.pools.get(b.name, b.spec.url),
       headMs: () => gateway.config().first_byte_timeout_s * 1000,
       idleMs: () => gateway.config().stream_idle_timeout_s * 1000,
     }),
     now: () => Date.now(),
   });
   const media: MediaRouteDeps = {
-    callers: gateway.callers, media: () => gateway.media,
+    callers: gateway.callers,
+    media: () => gateway.media,
     recordOutcome: (outcome: CallOutcome) => gateway.recordOutcome(outcome),
     config: () => gateway.config(),
   };
@@ -173,11 +204,13 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(mediaJobsRoutes, media);
   await app.register(opsRoutes, { health: gateway.health, requireAdmin });
   await app.register(metricsRoute, {
-    render: () => gateway.renderMetrics(), contentType: gateway.metrics.contentType,
-    access: () => gateway.config().metrics_access, requireAdmin,
+    render: () => gateway.renderMetrics(),
+    contentType: gateway.metrics.contentType,
+    access: () => gateway.config().metrics_access,
+    requireAdmin,
     // same host: a loopback or own address, addressed by one of this machine's names
-    isLocal: (req) => own.isOwnAddress(req.ip)
-      && addressedToThisMachine(req.headers, own, gateway.config().allowed_hosts),
+    isLocal: (req) =>
+      own.isOwnAddress(req.ip) && addressedToThisMachine(req.headers, own, gateway.config().allowed_hosts),
   });
   // tier 3: administration (admin role or master key; open only while bootstrap-open)
   await app.register(adminUsersRoutes, { service: gateway.usersService, requireAdmin });
@@ -188,7 +221,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });
 
   if (gateway.authenticator.isOpen()) {
-    opts.logger.warn('the gateway is OPEN: no master key and no users, so anyone who can reach it may use its models (its admin API answers loopback callers only). Set api_key in the config or create an admin user to lock it.');
+    opts.logger.warn(
+      'the gateway is OPEN: no master key and no users, so anyone who can reach it may use its models (its admin API answers loopback callers only). Set api_key in the config or create an admin user to lock it.',
+    );
   }
 
   if (opts.startDiscovery !== false) gateway.start();
@@ -203,7 +238,9 @@ function watchGatewayConfig(gateway: Gateway, path: string, log: Logger): Config
       log.info(`reloaded config ${path}`);
     } else {
       gateway.rejectReload(result.problems);
-      log.error(`config reload rejected, the previous configuration stays in force:\n${formatProblems(result.problems)}`);
+      log.error(
+        `config reload rejected, the previous configuration stays in force:\n${formatProblems(result.problems)}`,
+      );
     }
   });
 }
@@ -220,7 +257,8 @@ const CORS_EXPOSED = ['x-request-id', 'x-gateway-backend', 'x-gateway-route', 'x
  */
 async function registerCors(app: FastifyInstance, gateway: Gateway): Promise<void> {
   await app.register(cors, {
-    origin: (origin, cb) => cb(null, origin !== undefined && originAllowed(origin, gateway.config().cors_origins) ? origin : false),
+    origin: (origin, cb) =>
+      cb(null, origin !== undefined && originAllowed(origin, gateway.config().cors_origins) ? origin : false),
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     exposedHeaders: CORS_EXPOSED,
     maxAge: 600,

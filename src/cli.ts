@@ -11,10 +11,7 @@ export interface RunOptions {
 }
 
 export type Command =
-  | { kind: 'run'; options: RunOptions }
-  | { kind: 'help' }
-  | { kind: 'version' }
-  | { kind: 'error'; message: string };
+  { kind: 'run'; options: RunOptions } | { kind: 'help' } | { kind: 'version' } | { kind: 'error'; message: string };
 
 export const USAGE = `Usage: llm-gateway [options]
 
@@ -34,8 +31,11 @@ export function parseCommandLine(argv: readonly string[]): Command {
     parsed = parseArgs({
       args: [...argv],
       options: {
-        config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' },
-        help: { type: 'boolean', short: 'h' }, version: { type: 'boolean', short: 'v' },
+        config: { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
       },
       allowPositionals: false,
       strict: true,

@@ -83,13 +83,26 @@ function defaultType(status: number): ErrorType {
 
 function anthropicType(status: number): string {
   switch (status) {
-    case 400: case 408: case 413: case 415: case 422: case 431: return 'invalid_request_error';
-    case 401: return 'authentication_error';
-    case 403: return 'permission_error';
-    case 404: return 'not_found_error';
-    case 429: return 'rate_limit_error';
-    case 503: case 529: return 'overloaded_error';
-    default: return 'api_error';
+    case 400:
+    case 408:
+    case 413:
+    case 415:
+    case 422:
+    case 431:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+    case 529:
+      return 'overloaded_error';
+    default:
+      return 'api_error';
   }
 }
 
@@ -109,7 +122,11 @@ export const badRequest = (message: string, param: string | null = null, code = 
 
 /** A body that is not JSON. The parser's message can quote the body (and so a key): only where it stopped is kept. */
 export const invalidJson = (parserMessage: string): GatewayError =>
-  new GatewayError({ status: 400, code: 'invalid_json', message: `We could not parse the JSON body of your request: ${parsePosition(parserMessage)}.` });
+  new GatewayError({
+    status: 400,
+    code: 'invalid_json',
+    message: `We could not parse the JSON body of your request: ${parsePosition(parserMessage)}.`,
+  });
 
 function parsePosition(message: string): string {
   const at = /position (\d+)/.exec(message);

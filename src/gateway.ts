@@ -125,7 +125,11 @@ export class Gateway {
     this.effective = this.computeEffective();
     this.users = new UsersRepo(this.store, this.secrets);
     this.ipAliases = new IpAliasesRepo(this.store);
-    this.usersService = new UsersService({ users: this.users, ipAliases: this.ipAliases, hasMasterKey: () => !!this.masterKey() });
+    this.usersService = new UsersService({
+      users: this.users,
+      ipAliases: this.ipAliases,
+      hasMasterKey: () => !!this.masterKey(),
+    });
     this.authenticator = new Authenticator({ users: this.users, masterKey: () => this.masterKey() });
     const cfg = this.effective;
     this.callLog = openCallLog(cfg, this.log);
@@ -145,8 +149,16 @@ export class Gateway {
     // a card shared by an LLM server and a ComfyUI: opt-in unload / free when its work switches kind
     this.gpuSwitch = new GpuSwitch({
       groups: () => this.effective.gpu_groups,
-      members: (group) => this.registry.list().filter((b) => b.spec.gpu_group === group)
-        .map((b) => ({ name: b.name, url: b.spec.url, type: b.spec.type, ...(b.spec.api_key ? { apiKey: b.spec.api_key } : {}) })),
+      members: (group) =>
+        this.registry
+          .list()
+          .filter((b) => b.spec.gpu_group === group)
+          .map((b) => ({
+            name: b.name,
+            url: b.spec.url,
+            type: b.spec.type,
+            ...(b.spec.api_key ? { apiKey: b.spec.api_key } : {}),
+          })),
       dispatcherFor: (name, url) => this.pools.get(name, url),
       log: this.log,
     });
@@ -193,7 +205,8 @@ export class Gateway {
       residency: { reader: new ResidencyReader(5000), tracker: this.residency },
     });
     this.admission = new BackgroundAdmission(this.scheduler, () => ({
-      maxParked: this.effective.max_parked, parkSeconds: this.effective.async_park_timeout_s,
+      maxParked: this.effective.max_parked,
+      parkSeconds: this.effective.async_park_timeout_s,
     }));
     this.proxy = new UpstreamProxy({
       registry: this.registry,
@@ -241,10 +254,16 @@ export class Gateway {
     for (const [name, models] of cached) this.registry.seedModels(name, models);
     this.health = gatewayHealthView(this, () => this.problems);
     this.admin = new ConfigService({
-      fileConfig: () => this.fileConfig, effective: () => this.effective,
-      settings: this.settings, backends: this.storedBackends, registry: this.registry,
-      snapshot: () => this.scheduler.snapshot(), inventory: (name) => this.comfy.inventory(name), objectInfo: (name) => this.comfy.objectInfo(name),
-      apply: () => this.applyStoreChange(), transaction: (fn) => this.store.transaction(fn)(),
+      fileConfig: () => this.fileConfig,
+      effective: () => this.effective,
+      settings: this.settings,
+      backends: this.storedBackends,
+      registry: this.registry,
+      snapshot: () => this.scheduler.snapshot(),
+      inventory: (name) => this.comfy.inventory(name),
+      objectInfo: (name) => this.comfy.objectInfo(name),
+      apply: () => this.applyStoreChange(),
+      transaction: (fn) => this.store.transaction(fn)(),
     });
   }
 
@@ -281,9 +300,14 @@ export class Gateway {
   private refreshGauges(): void {
     const snapshot = this.scheduler.snapshot();
     const slots = new Map(snapshot.backends.map((b) => [b.name, b]));
-    this.metrics.setBackendGauges(this.registry.list().map((b) => ({
-      name: b.name, up: b.healthy, inflight: slots.get(b.name)?.inflight ?? 0, cap: b.cap,
-    })));
+    this.metrics.setBackendGauges(
+      this.registry.list().map((b) => ({
+        name: b.name,
+        up: b.healthy,
+        inflight: slots.get(b.name)?.inflight ?? 0,
+        cap: b.cap,
+      })),
+    );
     this.metrics.setParked(snapshot.parkedByAlias);
   }
 
@@ -298,7 +322,9 @@ export class Gateway {
 
   /** A new valid config file arrived: recompute, reconcile backends, re-arm timers. */
   reload(fileConfig: GatewayConfig): void {
-    const needRestart = RESTART_ONLY_KEYS.filter((k) => JSON.stringify(fileConfig[k]) !== JSON.stringify(this.fileConfig[k]));
+    const needRestart = RESTART_ONLY_KEYS.filter(
+      (k) => JSON.stringify(fileConfig[k]) !== JSON.stringify(this.fileConfig[k]),
+    );
     if (needRestart.length) this.log.warn(`changed keys take effect only after a restart: ${needRestart.join(', ')}`);
     this.fileConfig = fileConfig;
     this.problems = [];
@@ -366,22 +392,35 @@ export class Gateway {
     for (const name of [...change.added, ...change.changed]) void this.discovery.probe(name);
     // an alias edit or a new backend may give parked calls somewhere to go
     this.refreshParkedSoon();
-    if (before.health_check_interval !== this.effective.health_check_interval
-      || before.fast_probe_interval_s !== this.effective.fast_probe_interval_s) {
+    if (
+      before.health_check_interval !== this.effective.health_check_interval ||
+      before.fast_probe_interval_s !== this.effective.fast_probe_interval_s
+    ) {
       this.discovery.reschedule();
     }
   }
 
   /** Slot caps of the GPU groups: every configured one and every one a backend names. */
   private configureGroups(): void {
-    const names = new Set([...Object.keys(this.effective.gpu_groups), ...this.effective.backends.flatMap((b) => (b.gpu_group ? [b.gpu_group] : []))]);
-    this.scheduler.configureGroups(Object.fromEntries([...names].map((name) => [name, { cap: gpuGroupSettings(this.effective, name).max_concurrent }])));
+    const names = new Set([
+      ...Object.keys(this.effective.gpu_groups),
+      ...this.effective.backends.flatMap((b) => (b.gpu_group ? [b.gpu_group] : [])),
+    ]);
+    this.scheduler.configureGroups(
+      Object.fromEntries(
+        [...names].map((name) => [name, { cap: gpuGroupSettings(this.effective, name).max_concurrent }]),
+      ),
+    );
   }
 
   /** One of the embedded default's loopback guesses: no config file since start-up, not in the store. */
   private isEmbeddedGuess(name: string): boolean {
-    return this.configSource === 'embedded default' && this.fileConfig === this.bootConfig
-      && this.fileConfig.backends.some((b) => b.name === name) && !this.storedBackends.get(name);
+    return (
+      this.configSource === 'embedded default' &&
+      this.fileConfig === this.bootConfig &&
+      this.fileConfig.backends.some((b) => b.name === name) &&
+      !this.storedBackends.get(name)
+    );
   }
 
   private applyBackends() {
@@ -391,7 +430,11 @@ export class Gateway {
 
 function slotSpec(b: BackendState) {
   return {
-    name: b.name, cap: b.cap, paid: b.spec.paid, available: b.spec.enabled && b.healthy && !b.draining,
-    group: b.spec.gpu_group, kind: b.spec.type === 'comfyui' ? 'media' as const : 'llm' as const,
+    name: b.name,
+    cap: b.cap,
+    paid: b.spec.paid,
+    available: b.spec.enabled && b.healthy && !b.draining,
+    group: b.spec.gpu_group,
+    kind: b.spec.type === 'comfyui' ? ('media' as const) : ('llm' as const),
   };
 }

@@ -10,7 +10,11 @@ import type { GatewayConfig } from './config/types.ts';
 
 /** Never logged in clear: client keys in request headers, any `api_key` or `key` field. */
 export const REDACT_PATHS: readonly string[] = Object.freeze([
-  'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["api-key"]', '*.api_key', '*.key',
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["api-key"]',
+  '*.api_key',
+  '*.key',
 ]);
 
 export interface LoggerEnv {
@@ -34,15 +38,18 @@ export function createLogger(config: Pick<GatewayConfig, 'log_level' | 'log_form
   if (resolveLogFormat(config.log_format, env.isTTY) === 'json') {
     return env.destination ? pino(options, env.destination as DestinationStream) : pino(options);
   }
-  return pino(options, pretty({
-    destination: env.destination ?? 1,
-    // colours only for a terminal: `log_format: pretty` into a file stays plain text
-    colorize: env.isTTY,
-    translateTime: 'SYS:HH:MM:ss.l',
-    ignore: 'pid,hostname',
-    // stdout writes are synchronous, so the last lines before process.exit are not lost
-    sync: true,
-  }));
+  return pino(
+    options,
+    pretty({
+      destination: env.destination ?? 1,
+      // colours only for a terminal: `log_format: pretty` into a file stays plain text
+      colorize: env.isTTY,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+      // stdout writes are synchronous, so the last lines before process.exit are not lost
+      sync: true,
+    }),
+  );
 }
 
 /**

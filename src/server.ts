@@ -60,15 +60,19 @@ async function run(values: RunOptions): Promise<void> {
   // open and reachable from the network: the model endpoints answer anyone who finds the port
   // (the admin API still answers loopback only): error level, so `log_level: error` shows it too
   if (gateway.authenticator.isOpen() && !isLoopbackHost(host)) {
-    logger.error(`SECURITY: the gateway is OPEN and listening on ${host}, not loopback: anyone who can reach port ${actualPort} may use every backend (paid ones included). `
-      + 'Set api_key in the config (e.g. api_key: ${GATEWAY_API_KEY}) or create an admin user from this host, or listen on 127.0.0.1 (--host / HOST).');
+    logger.error(
+      `SECURITY: the gateway is OPEN and listening on ${host}, not loopback: anyone who can reach port ${actualPort} may use every backend (paid ones included). ` +
+        'Set api_key in the config (e.g. api_key: ${GATEWAY_API_KEY}) or create an admin user from this host, or listen on 127.0.0.1 (--host / HOST).',
+    );
   }
 
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    logger.info(`${signal}: no new connections; letting in-flight requests finish (up to ${SHUTDOWN_GRACE_MS / 1000} s)`);
+    logger.info(
+      `${signal}: no new connections; letting in-flight requests finish (up to ${SHUTDOWN_GRACE_MS / 1000} s)`,
+    );
     const force = setTimeout(() => {
       logger.warn('grace period over; closing remaining connections');
       app.server.closeAllConnections();

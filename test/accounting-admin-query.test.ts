@@ -17,7 +17,7 @@ describe('admin call-log query parameters', () => {
     const expect400 = async (path: string, param: string) => {
       const res = await fetch(`${gw.url}${path}`);
       assert.equal(res.status, 400, path);
-      const body = await res.json() as ErrorBody;
+      const body = (await res.json()) as ErrorBody;
       assert.equal(body.error.param, param, path);
       assert.equal(body.error.type, 'invalid_request_error', path);
       assert.equal(typeof body.error.message, 'string', path);

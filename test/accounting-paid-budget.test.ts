@@ -94,7 +94,10 @@ describe('the paid budget: the rule', () => {
 
   test('a stats.db from before the budget keeps its month: seeded from the call rows and the user counters', () => {
     const dir = tempStore();
-    const old = openDatabase(join(dir, 'stats.db'), STATS_MIGRATIONS.filter((m) => m.version <= 3));
+    const old = openDatabase(
+      join(dir, 'stats.db'),
+      STATS_MIGRATIONS.filter((m) => m.version <= 3),
+    );
     const insert = old.prepare(
       `INSERT INTO calls (ts, request_id, duration_ms, endpoint, source, user_id, backend, status, cost_usd,
          upstream_cost_usd, paid)
@@ -123,10 +126,17 @@ async function fleet(t: { after: (fn: () => Promise<void>) => void }, overrides:
   const local = await startFake('vllm', { models: [MODEL] });
   const cloud = await startFake('openrouter', { models: [MODEL] });
   const gw = await startGateway(
-    [{ name: 'local', url: local.url, max_concurrent: 1 }, { name: 'or', url: cloud.url, paid: true }],
+    [
+      { name: 'local', url: local.url, max_concurrent: 1 },
+      { name: 'or', url: cloud.url, paid: true },
+    ],
     { api_key: MASTER, paid_budget_usd_month: TINY_BUDGET, ...overrides },
   );
-  t.after(async () => { await gw.close(); await local.close(); await cloud.close(); });
+  t.after(async () => {
+    await gw.close();
+    await local.close();
+    await cloud.close();
+  });
   return { gw, local, cloud };
 }
 
@@ -137,13 +147,17 @@ const client = (gw: TestGateway, key = MASTER) => new OpenAI({ baseURL: `${gw.ur
 
 /** A chat call and the backend that answered it (`x-gateway-backend`). */
 async function ask(gw: TestGateway, model: string, key = MASTER): Promise<string | null> {
-  const { response } = await client(gw, key).chat.completions
-    .create({ model, messages: [{ role: 'user', content: 'word '.repeat(50) }] }).withResponse();
+  const { response } = await client(gw, key)
+    .chat.completions.create({ model, messages: [{ role: 'user', content: 'word '.repeat(50) }] })
+    .withResponse();
   return response.headers.get('x-gateway-backend');
 }
 
 async function refusal(gw: TestGateway, model: string, key = MASTER): Promise<InstanceType<typeof OpenAI.APIError>> {
-  const err = await ask(gw, model, key).then(() => assert.fail('expected a refusal'), (e: unknown) => e);
+  const err = await ask(gw, model, key).then(
+    () => assert.fail('expected a refusal'),
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof OpenAI.APIError, String(err));
   return err;
 }
@@ -174,7 +188,7 @@ describe('the paid budget over HTTP', () => {
     const rows = gw.gateway.callLog.recent();
     assert.equal(rows[1].reason, 'paid_budget_reached', 'the refusal is on record');
     const shown = await fetch(`${gw.url}/admin/api/paid-budget`, { headers: { authorization: `Bearer ${MASTER}` } });
-    const status = await shown.json() as { budget_usd: number; spent_usd: number; month: string };
+    const status = (await shown.json()) as { budget_usd: number; spent_usd: number; month: string };
     assert.equal(status.budget_usd, TINY_BUDGET);
     assert.equal(status.month, new Date().toISOString().slice(0, 7));
   });
@@ -189,8 +203,12 @@ describe('the paid budget over HTTP', () => {
     await spendBudget(gw);
     await gw.app.close();
     const again = await startGateway(
-      [{ name: 'local', url: local.url, max_concurrent: 1 }, { name: 'or', url: cloud.url, paid: true }],
-      { api_key: MASTER, paid_budget_usd_month: TINY_BUDGET, call_log: false }, { storeDir: gw.storeDir },
+      [
+        { name: 'local', url: local.url, max_concurrent: 1 },
+        { name: 'or', url: cloud.url, paid: true },
+      ],
+      { api_key: MASTER, paid_budget_usd_month: TINY_BUDGET, call_log: false },
+      { storeDir: gw.storeDir },
     );
     t.after(() => again.app.close());
     assert.equal((await refusal(again, `or/${MODEL}`)).code, 'paid_budget_reached');
@@ -212,11 +230,12 @@ describe('the paid budget over HTTP', () => {
 describe("a user's cost quota over HTTP", () => {
   async function spender(gw: TestGateway): Promise<string> {
     const res = await fetch(`${gw.url}/admin/api/users`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'spender', quota_cost_month: TINY_BUDGET }),
     });
     assert.equal(res.status, 201);
-    return (await res.json() as { key: string }).key;
+    return ((await res.json()) as { key: string }).key;
   }
 
   test('spent: a paid-only model is refused as before; one with a local box is answered there', async (t) => {
@@ -237,7 +256,7 @@ describe("a user's cost quota over HTTP", () => {
     assert.equal(await ask(gw, `or/${MODEL}`), 'or', 'the master key still goes paid');
   });
 
-  test('spent while the local box is busy: the user\'s call parks for it instead of going paid', async (t) => {
+  test("spent while the local box is busy: the user's call parks for it instead of going paid", async (t) => {
     const { gw, local } = await fleet(t, { paid_budget_usd_month: 0 });
     const key = await spender(gw);
     await spendBudget(gw, key);

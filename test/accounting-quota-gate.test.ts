@@ -30,22 +30,33 @@ const refused = (status: number, reason: string) => call({ backend: REFUSED_BACK
 
 /** Refused at the gate: none of these counts. */
 const GATE = [
-  refused(400, 'invalid_request'), refused(400, 'missing_model'), refused(401, 'invalid_api_key'),
-  refused(403, 'admin_required'), refused(404, RefusalReason.unknownModel), refused(413, 'request_too_large'),
-  refused(429, RefusalReason.quotaDay), refused(429, RefusalReason.quotaMonth),
+  refused(400, 'invalid_request'),
+  refused(400, 'missing_model'),
+  refused(401, 'invalid_api_key'),
+  refused(403, 'admin_required'),
+  refused(404, RefusalReason.unknownModel),
+  refused(413, 'request_too_large'),
+  refused(429, RefusalReason.quotaDay),
+  refused(429, RefusalReason.quotaMonth),
 ];
 /** Reached the scheduler: every one counts. */
 const SCHEDULED = [
-  call(), call({ status: 502, reason: 'upstream_error' }), call({ status: 429, reason: 'upstream_error' }),
+  call(),
+  call({ status: 502, reason: 'upstream_error' }),
+  call({ status: 429, reason: 'upstream_error' }),
   call({ status: STATUS_CLIENT_CLOSED, reason: 'client_closed' }),
-  refused(503, RefusalReason.parkTimeout), refused(503, RefusalReason.noBackend), refused(504, 'upstream_timeout'),
-  refused(502, 'upstream_unreachable'), refused(STATUS_CLIENT_CLOSED, 'client_closed_while_parked'),
+  refused(503, RefusalReason.parkTimeout),
+  refused(503, RefusalReason.noBackend),
+  refused(504, 'upstream_timeout'),
+  refused(502, 'upstream_unreachable'),
+  refused(STATUS_CLIENT_CLOSED, 'client_closed_while_parked'),
 ];
 
 describe('gate refusals and quotas', () => {
   test('the rule: refused at the gate does not count, reached the scheduler does', () => {
     for (const rec of GATE) assert.equal(countsTowardQuota(rec), false, `${rec.status} ${rec.reason}`);
-    for (const rec of SCHEDULED) assert.equal(countsTowardQuota(rec), true, `${rec.backend} ${rec.status} ${rec.reason}`);
+    for (const rec of SCHEDULED)
+      assert.equal(countsTowardQuota(rec), true, `${rec.backend} ${rec.status} ${rec.reason}`);
   });
 
   test('the quota counters count the same queued and on disk, and after reopening', async (t) => {
@@ -65,7 +76,10 @@ describe('gate refusals and quotas', () => {
   test('a stats.db written under the old rule loses its gate refusals from the counters on upgrade', () => {
     const dir = tempStore();
     const file = join(dir, 'stats.db');
-    const old = openDatabase(file, STATS_MIGRATIONS.filter((m) => m.version === 1));
+    const old = openDatabase(
+      file,
+      STATS_MIGRATIONS.filter((m) => m.version === 1),
+    );
     const insert = old.prepare(
       `INSERT INTO calls (ts, request_id, duration_ms, endpoint, source, user_id, backend, status, reason)
        VALUES (?, ?, 1, '/v1/chat/completions', 'kid', 1, ?, ?, ?)`,
@@ -75,8 +89,12 @@ describe('gate refusals and quotas', () => {
     insert.run(NOON, 'c', REFUSED_BACKEND, 503, 'park_timeout');
     insert.run(NOON, 'd', REFUSED_BACKEND, 429, 'quota_day'); // never counted
     insert.run(NOON - DAY_MS, 'e', REFUSED_BACKEND, 400, 'invalid_request'); // the day before
-    old.prepare('INSERT INTO quota_usage (user_id, day, requests, cost_usd) VALUES (1, ?, ?, 0)').run(NOON / DAY_MS | 0, 3);
-    old.prepare('INSERT INTO quota_usage (user_id, day, requests, cost_usd) VALUES (1, ?, ?, 0)').run((NOON / DAY_MS | 0) - 1, 1);
+    old
+      .prepare('INSERT INTO quota_usage (user_id, day, requests, cost_usd) VALUES (1, ?, ?, 0)')
+      .run((NOON / DAY_MS) | 0, 3);
+    old
+      .prepare('INSERT INTO quota_usage (user_id, day, requests, cost_usd) VALUES (1, ?, ?, 0)')
+      .run(((NOON / DAY_MS) | 0) - 1, 1);
     old.close();
 
     const log = CallLog.open(dir, OPTS);
@@ -91,16 +109,23 @@ describe('gate refusals and quotas', () => {
   test('over HTTP: a typo, a forbidden model, a bad body and a bad key leave three allowed calls three', async (t) => {
     const fake = await startFake('vllm', { models: ['m', 'secret'] });
     const gw = await startGateway([{ name: 'v', url: fake.url }], { api_key: 'master-key-0123456789' });
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const admin = { authorization: 'Bearer master-key-0123456789', 'content-type': 'application/json' };
     const created = await fetch(`${gw.url}/admin/api/users`, {
-      method: 'POST', headers: admin, body: JSON.stringify({ name: 'kid', allow: ['v/m'], quota_req_day: 3 }),
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'kid', allow: ['v/m'], quota_req_day: 3 }),
     });
     assert.equal(created.status, 201);
-    const user = await created.json() as { id: number; key: string };
+    const user = (await created.json()) as { id: number; key: string };
     const send = async (body: unknown, key = user.key) => {
       const res = await fetch(`${gw.url}/v1/chat/completions`, {
-        method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
       });
       await res.text();
       return res.status;
@@ -116,6 +141,9 @@ describe('gate refusals and quotas', () => {
     assert.equal(await send(ok), 429, 'the fourth allowed call is over the quota');
     assert.equal(gw.gateway.callLog.quotas.requestsSince(user.id, startOfUtcDay(Date.now())), 3);
     const mine = gw.gateway.callLog.recent({ user_id: user.id });
-    assert.ok(mine.some((r) => r.status === 404) && mine.some((r) => r.status === 400), 'the refusals are still on record');
+    assert.ok(
+      mine.some((r) => r.status === 404) && mine.some((r) => r.status === 400),
+      'the refusals are still on record',
+    );
   });
 });

@@ -16,16 +16,24 @@ const monthStart = () => Date.UTC(new Date().getUTCFullYear(), new Date().getUTC
 async function setup(t: { after: (fn: () => Promise<void>) => void }, paid: boolean) {
   const cloud = await startFake('openrouter', { models: ['acme/chat-large'] });
   const gw = await startGateway([{ name: 'or', url: cloud.url, paid }], { api_key: MASTER });
-  t.after(async () => { await gw.close(); await cloud.close(); });
-  const res = await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'u', quota_cost_month: 0.0001 }) });
+  t.after(async () => {
+    await gw.close();
+    await cloud.close();
+  });
+  const res = await fetch(`${gw.url}/admin/api/users`, {
+    method: 'POST',
+    headers: admin,
+    body: JSON.stringify({ name: 'u', quota_cost_month: 0.0001 }),
+  });
   assert.equal(res.status, 201);
-  const user = await res.json() as { id: number; key: string };
+  const user = (await res.json()) as { id: number; key: string };
   const chat = async () => {
     const r = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'or/acme/chat-large', messages: [{ role: 'user', content: 'word '.repeat(50) }] }),
     });
-    const body = await r.json() as { usage?: { cost?: number } };
+    const body = (await r.json()) as { usage?: { cost?: number } };
     return { status: r.status, reportedCost: body.usage?.cost };
   };
   return { gw, user, chat };
@@ -47,9 +55,11 @@ describe('free backends', () => {
     for (let i = 2; i <= 4; i++) assert.equal((await chat()).status, 200, `call ${i} is still within the budget`);
     assert.equal(gw.gateway.callLog.quotas.costSince(user.id, monthStart()), 0);
 
-    const rows = (await (await fetch(`${gw.url}/admin/api/calls?backend=or`, { headers: admin })).json() as {
-      data: { cost_usd: number; upstream_cost_usd: number | null; paid: boolean }[];
-    }).data;
+    const rows = (
+      (await (await fetch(`${gw.url}/admin/api/calls?backend=or`, { headers: admin })).json()) as {
+        data: { cost_usd: number; upstream_cost_usd: number | null; paid: boolean }[];
+      }
+    ).data;
     assert.equal(rows.length, 4);
     for (const r of rows) {
       assert.equal(r.cost_usd, 0, 'computed cost');
@@ -57,9 +67,11 @@ describe('free backends', () => {
       assert.equal(r.paid, false);
     }
     await gw.gateway.callLog.flush(); // aggregates read what is on disk
-    const stats = (await (await fetch(`${gw.url}/admin/api/stats?group=backend`, { headers: admin })).json() as {
-      data: { key: string; cost_usd: number }[];
-    }).data;
+    const stats = (
+      (await (await fetch(`${gw.url}/admin/api/stats?group=backend`, { headers: admin })).json()) as {
+        data: { key: string; cost_usd: number }[];
+      }
+    ).data;
     assert.equal(stats.find((s) => s.key === 'or')!.cost_usd, 0, 'nothing spent in the aggregates either');
     const metrics = await (await fetch(`${gw.url}/metrics`, { headers: admin })).text();
     assert.doesNotMatch(metrics, /^llm_gateway_cost_usd_total\{backend="or"\} [1-9]/m);

@@ -21,7 +21,11 @@ let gw: TestGateway;
 
 before(async () => {
   fileBox = await startFake('llamacpp', { models: ['m'], knobs: { chunkCount: 12, tokensPerSecond: 30 } });
-  keyed = await startFake('vllm', { models: ['m', 'keyed-model'], apiKey: SECRET, knobs: { chunkCount: 12, tokensPerSecond: 30 } });
+  keyed = await startFake('vllm', {
+    models: ['m', 'keyed-model'],
+    apiKey: SECRET,
+    knobs: { chunkCount: 12, tokensPerSecond: 30 },
+  });
   gw = await startGateway([{ name: 'filebox', url: fileBox.url }], { api_key: MASTER, health_check_interval: 300 });
 });
 after(async () => {
@@ -34,7 +38,12 @@ const api = adminApi(() => gw.url, MASTER);
 const chat = chatCall(() => gw.url, MASTER);
 
 const view = async (name: string) => (await api('GET', `/admin/api/backends/${name}`)).json;
-const listed = async () => ((await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${MASTER}` } })).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+const listed = async () =>
+  (
+    (await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${MASTER}` } })).json()) as {
+      data: { id: string }[];
+    }
+  ).data.map((m) => m.id);
 
 /** A port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -47,7 +56,12 @@ async function closedPort(): Promise<number> {
 
 describe('backends: add, edit, secrets', () => {
   test('add → discovered and routable at once; the key is masked everywhere', async () => {
-    const res = await api('POST', '/admin/api/backends', { name: 'cloud', url: `${keyed.url}/`, api_key: SECRET, paid: true });
+    const res = await api('POST', '/admin/api/backends', {
+      name: 'cloud',
+      url: `${keyed.url}/`,
+      api_key: SECRET,
+      paid: true,
+    });
     assert.equal(res.status, 201, res.text);
     assert.ok(!res.text.includes(SECRET));
     assert.equal(res.json.data.source, 'store');
@@ -62,16 +76,32 @@ describe('backends: add, edit, secrets', () => {
     assert.equal(call.headers.get('x-gateway-backend'), 'cloud');
 
     const all = await api('GET', '/admin/api/backends');
-    assert.ok(!all.text.includes(SECRET) && !all.text.includes(SECRET.slice(-5)), 'never more than the last 4 characters');
+    assert.ok(
+      !all.text.includes(SECRET) && !all.text.includes(SECRET.slice(-5)),
+      'never more than the last 4 characters',
+    );
     const cloud = all.json.data.find((b: { name: string }) => b.name === 'cloud');
-    assert.deepEqual({ healthy: cloud.healthy, models: cloud.models, draining: cloud.draining, inflight: cloud.inflight, paid: cloud.paid },
-      { healthy: true, models: 2, draining: false, inflight: 0, paid: true });
+    assert.deepEqual(
+      {
+        healthy: cloud.healthy,
+        models: cloud.models,
+        draining: cloud.draining,
+        inflight: cloud.inflight,
+        paid: cloud.paid,
+      },
+      { healthy: true, models: 2, draining: false, inflight: 0, paid: true },
+    );
     assert.deepEqual(cloud.modelIds.sort(), ['keyed-model', 'm']);
     assert.equal(all.json.data.find((b: { name: string }) => b.name === 'filebox').source, 'config.yaml');
   });
 
   test('edit with a blank (or echoed) key keeps it; a new origin needs it again; {clear: true} removes it', async () => {
-    const blank = await api('PUT', '/admin/api/backends/cloud', { url: keyed.url, api_key: '', paid: true, max_concurrent: 3 });
+    const blank = await api('PUT', '/admin/api/backends/cloud', {
+      url: keyed.url,
+      api_key: '',
+      paid: true,
+      max_concurrent: 3,
+    });
     assert.equal(blank.status, 200, blank.text);
     assert.equal(gw.gateway.storedBackends.get('cloud')?.api_key, SECRET, 'kept');
     assert.equal(gw.gateway.storedBackends.get('cloud')?.max_concurrent, 3);
@@ -96,7 +126,11 @@ describe('backends: add, edit, secrets', () => {
 
   test('invalid specs are refused with their paths, nothing written', async () => {
     const before = JSON.stringify(gw.gateway.storedBackends.list());
-    const bad = await api('PUT', '/admin/api/backends/broken', { url: 'http://10.0.0.9:8080/v1', stuck_after_s: 5, colour: 'red' });
+    const bad = await api('PUT', '/admin/api/backends/broken', {
+      url: 'http://10.0.0.9:8080/v1',
+      stuck_after_s: 5,
+      colour: 'red',
+    });
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.code, 'invalid_config');
     assert.deepEqual(bad.json.problems.map((p: { path: string }) => p.path).sort(), ['colour', 'stuck_after_s', 'url']);
@@ -113,7 +147,10 @@ describe('backends: add, edit, secrets', () => {
 
   test('rename: a store backend moves, unless an alias still names the old one', async () => {
     assert.equal((await api('POST', '/admin/api/backends', { name: 'temp', url: 'http://10.0.0.9:8080' })).status, 201);
-    assert.equal((await api('PUT', '/admin/api/settings/virtual_models', { value: { pinned: { temp: 'm' } } })).status, 200);
+    assert.equal(
+      (await api('PUT', '/admin/api/settings/virtual_models', { value: { pinned: { temp: 'm' } } })).status,
+      200,
+    );
     const refused = await api('PUT', '/admin/api/backends/temp', { name: 'temp2', url: 'http://10.0.0.9:8080' });
     assert.equal(refused.status, 400);
     assert.equal(refused.json.problems[0].path, 'virtual_models.pinned.temp');
@@ -155,8 +192,10 @@ describe('backends: remove, reset, drain', () => {
     assert.equal(stream.status, 200);
     const drain = await api('POST', '/admin/api/backends/filebox/drain', { on: true });
     assert.equal(drain.status, 200);
-    assert.deepEqual({ draining: drain.json.data.draining, inflight: drain.json.data.inflight, available: drain.json.data.available },
-      { draining: true, inflight: 1, available: false });
+    assert.deepEqual(
+      { draining: drain.json.data.draining, inflight: drain.json.data.inflight, available: drain.json.data.available },
+      { draining: true, inflight: 1, available: false },
+    );
 
     // `m` is on both boxes: it goes to cloud; `filebox/m` only has filebox, which takes nothing new
     const elsewhere = await chat('m');
@@ -181,14 +220,21 @@ describe('backends: test connection', () => {
   test('a fake lists its models (the stored key used when blank); nothing is registered', async () => {
     const res = await api('POST', '/admin/api/backends/test', { name: 'probe', url: fileBox.url });
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual({ ok: res.json.ok, kind: res.json.kind, models: res.json.models }, { ok: true, kind: 'openai', models: ['m'] });
+    assert.deepEqual(
+      { ok: res.json.ok, kind: res.json.kind, models: res.json.models },
+      { ok: true, kind: 'openai', models: ['m'] },
+    );
     assert.equal(gw.gateway.registry.get('probe'), undefined);
     assert.equal(gw.gateway.storedBackends.get('probe'), undefined);
 
     const withKey = await api('POST', '/admin/api/backends/test', { name: 'cloud', url: keyed.url });
     assert.equal(withKey.json.ok, true, withKey.text);
     assert.deepEqual(withKey.json.models.sort(), ['keyed-model', 'm']);
-    const wrongKey = await api('POST', '/admin/api/backends/test', { name: 'cloud', url: keyed.url, api_key: 'sk-wrong-key-000000000' });
+    const wrongKey = await api('POST', '/admin/api/backends/test', {
+      name: 'cloud',
+      url: keyed.url,
+      api_key: 'sk-wrong-key-000000000',
+    });
     assert.equal(wrongKey.json.ok, false);
     assert.equal(wrongKey.json.errorKind, 'auth');
   });

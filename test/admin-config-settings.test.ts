@@ -16,7 +16,11 @@ let gw: TestGateway;
 
 before(async () => {
   fake = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 10, tokensPerSecond: 25 } });
-  gw = await startGateway([{ name: 'box', url: fake.url, max_concurrent: 1 }], { api_key: MASTER, park_timeout_s: 30, health_check_interval: 300 });
+  gw = await startGateway([{ name: 'box', url: fake.url, max_concurrent: 1 }], {
+    api_key: MASTER,
+    park_timeout_s: 30,
+    health_check_interval: 300,
+  });
 });
 after(async () => {
   await gw.close();
@@ -26,7 +30,8 @@ after(async () => {
 const api = adminApi(() => gw.url, MASTER);
 const chat = chatCall(() => gw.url, MASTER);
 
-const setting = async (key: string) => (await api('GET', '/admin/api/settings')).json.data.find((s: { key: string }) => s.key === key);
+const setting = async (key: string) =>
+  (await api('GET', '/admin/api/settings')).json.data.find((s: { key: string }) => s.key === key);
 
 describe('settings: view and sources', () => {
   test('every top-level key but backends; default / config.yaml / store, restart-only marked', async () => {
@@ -34,11 +39,19 @@ describe('settings: view and sources', () => {
     assert.equal(res.status, 200);
     const keys = res.json.data.map((s: { key: string }) => s.key);
     assert.ok(!keys.includes('backends'));
-    for (const k of ['park_timeout_s', 'max_parked', 'virtual_models', 'log_level', 'store_dir', 'api_key']) assert.ok(keys.includes(k), k);
+    for (const k of ['park_timeout_s', 'max_parked', 'virtual_models', 'log_level', 'store_dir', 'api_key'])
+      assert.ok(keys.includes(k), k);
 
     const park = await setting('park_timeout_s');
     assert.deepEqual(
-      { value: park.value, source: park.source, fileValue: park.fileValue, defaultValue: park.defaultValue, overridden: park.overridden, restartOnly: park.restartOnly },
+      {
+        value: park.value,
+        source: park.source,
+        fileValue: park.fileValue,
+        defaultValue: park.defaultValue,
+        overridden: park.overridden,
+        restartOnly: park.restartOnly,
+      },
       { value: 30, source: 'config.yaml', fileValue: 30, defaultValue: 60, overridden: false, restartOnly: false },
     );
     const parked = await setting('max_parked');
@@ -55,7 +68,15 @@ describe('settings: view and sources', () => {
     const res = await api('GET', '/admin/api/settings');
     assert.ok(!res.text.includes(MASTER));
     const key = res.json.data.find((s: { key: string }) => s.key === 'api_key');
-    assert.deepEqual(key, { key: 'api_key', secret: true, set: true, source: 'config.yaml', restartOnly: false, overridden: false, storable: true });
+    assert.deepEqual(key, {
+      key: 'api_key',
+      secret: true,
+      set: true,
+      source: 'config.yaml',
+      restartOnly: false,
+      overridden: false,
+      storable: true,
+    });
     const one = await api('GET', '/admin/api/settings/api_key');
     assert.equal(one.status, 200);
     assert.ok(!one.text.includes(MASTER));
@@ -70,8 +91,13 @@ describe('settings: changes apply live', () => {
     assert.equal(set.json.data.source, 'store');
     assert.deepEqual(gw.gateway.settings.get('virtual_models'), { fast: 'm', pinned: { box: 'm' } });
 
-    const models = await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${MASTER}` } })).json() as { data: { id: string }[] };
-    assert.ok(models.data.some((m) => m.id === 'fast'), 'the alias is listed');
+    const models = (await (
+      await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${MASTER}` } })
+    ).json()) as { data: { id: string }[] };
+    assert.ok(
+      models.data.some((m) => m.id === 'fast'),
+      'the alias is listed',
+    );
     const res = await chat('pinned');
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-gateway-backend'), 'box');
@@ -80,7 +106,9 @@ describe('settings: changes apply live', () => {
     assert.equal(reset.status, 200);
     assert.equal(reset.json.data.source, 'default');
     assert.equal(gw.gateway.settings.get('virtual_models'), undefined);
-    const after = await (await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${MASTER}` } })).json() as { data: { id: string }[] };
+    const after = (await (
+      await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${MASTER}` } })
+    ).json()) as { data: { id: string }[] };
     assert.ok(!after.data.some((m) => m.id === 'fast'));
   });
 
@@ -88,8 +116,16 @@ describe('settings: changes apply live', () => {
     const set = await api('PUT', '/admin/api/settings/park_timeout_s', { value: 0 });
     assert.equal(set.status, 200, set.text);
     const view = await setting('park_timeout_s');
-    assert.deepEqual({ value: view.value, source: view.source, storeValue: view.storeValue, fileValue: view.fileValue, overridden: view.overridden },
-      { value: 0, source: 'store', storeValue: 0, fileValue: 30, overridden: true });
+    assert.deepEqual(
+      {
+        value: view.value,
+        source: view.source,
+        storeValue: view.storeValue,
+        fileValue: view.fileValue,
+        overridden: view.overridden,
+      },
+      { value: 0, source: 'store', storeValue: 0, fileValue: 30, overridden: true },
+    );
 
     // box has one slot: hold it with a slow stream, then a second call finds it busy
     const held = await chat('box/m', true);
@@ -143,9 +179,14 @@ describe('settings: refused values write nothing', () => {
     assert.match(storeDir.json.problems[0].message, /not a setting the store may hold/);
     assert.equal((await api('PUT', '/admin/api/settings/colour', { value: 'red' })).status, 400);
     assert.equal((await api('PUT', '/admin/api/settings/park_timeout_s', { value: null })).status, 400);
-    assert.equal((await api('PUT', '/admin/api/settings/park_timeout_s', { wrong: 1 })).status, 400, 'the body is {value}');
+    assert.equal(
+      (await api('PUT', '/admin/api/settings/park_timeout_s', { wrong: 1 })).status,
+      400,
+      'the body is {value}',
+    );
     assert.equal((await api('GET', '/admin/api/settings/colour')).status, 404);
-    for (const key of ['park_timeout_s', 'log_level', 'store_dir', 'colour']) assert.equal(gw.gateway.settings.get(key), undefined, key);
+    for (const key of ['park_timeout_s', 'log_level', 'store_dir', 'colour'])
+      assert.equal(gw.gateway.settings.get(key), undefined, key);
   });
 });
 

@@ -27,11 +27,18 @@ async function startHarness(hasMasterKey?: () => boolean): Promise<Harness> {
   const db = openDatabase(':memory:', STORE_MIGRATIONS);
   const users = new UsersRepo(db, createSecretBox(randomBytes(32)));
   const logs: string[] = [];
-  const stream = new Writable({ write(chunk, _enc, done) { logs.push(String(chunk)); done(); } });
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
   const app = Fastify({ logger: { level: 'trace', stream } });
   const requireAdmin = (req: FastifyRequest) => {
-    if (!req.headers.authorization) throw new GatewayError({ status: 401, code: 'invalid_api_key', message: 'No key.' });
-    if (req.headers.authorization !== ADMIN) throw new GatewayError({ status: 403, code: 'admin_required', message: 'Admins only.' });
+    if (!req.headers.authorization)
+      throw new GatewayError({ status: 401, code: 'invalid_api_key', message: 'No key.' });
+    if (req.headers.authorization !== ADMIN)
+      throw new GatewayError({ status: 403, code: 'admin_required', message: 'Admins only.' });
   };
   installErrorHandlers(app); // the app's one error mapper, as in buildApp
   await app.register(adminUsersRoutes, { users, ipAliases: new IpAliasesRepo(db), requireAdmin, hasMasterKey });
@@ -48,17 +55,30 @@ async function call(h: Harness, method: string, path: string, body?: unknown, au
   const headers: Record<string, string> = {};
   if (auth) headers.authorization = auth;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(h.base + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(h.base + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
 }
 
 let h: Harness;
-before(async () => { h = await startHarness(() => true); });
-after(async () => { await stop(h); });
+before(async () => {
+  h = await startHarness(() => true);
+});
+after(async () => {
+  await stop(h);
+});
 
 test('create shows the key once; list and get never show keys', async () => {
-  const created = await call(h, 'POST', '/admin/api/users', { name: 'alice', allow: ['fast', 'gpu1'], quota_req_day: 500, quota_cost_month: 12.5 });
+  const created = await call(h, 'POST', '/admin/api/users', {
+    name: 'alice',
+    allow: ['fast', 'gpu1'],
+    quota_req_day: 500,
+    quota_cost_month: 12.5,
+  });
   assert.equal(created.status, 201);
   const { key, ...user } = created.json;
   assert.match(key, /^sk-[A-Za-z0-9_-]{43}$/);
@@ -93,7 +113,12 @@ test('a pasted key is accepted and works', async () => {
 
 test('patch changes only the given fields', async () => {
   const { json: created } = await call(h, 'POST', '/admin/api/users', { name: 'bob', quota_req_day: 10 });
-  const patched = await call(h, 'PATCH', `/admin/api/users/${created.id}`, { role: 'admin', enabled: false, quota_req_day: null, note: 'ops' });
+  const patched = await call(h, 'PATCH', `/admin/api/users/${created.id}`, {
+    role: 'admin',
+    enabled: false,
+    quota_req_day: null,
+    note: 'ops',
+  });
   assert.equal(patched.status, 200);
   assert.equal(patched.json.role, 'admin');
   assert.equal(patched.json.enabled, false);
@@ -205,7 +230,10 @@ test('requireAdmin guards every route before the body is looked at', async () =>
 
 test('ip-aliases: PUT replaces the map, GET returns it, bad addresses are 400', async () => {
   assert.deepEqual((await call(h, 'GET', '/admin/api/ip-aliases')).json, {});
-  const put = await call(h, 'PUT', '/admin/api/ip-aliases', { '192.168.1.20': 'desk', '2001:db8:1:2::/64': ' laptop ' });
+  const put = await call(h, 'PUT', '/admin/api/ip-aliases', {
+    '192.168.1.20': 'desk',
+    '2001:db8:1:2::/64': ' laptop ',
+  });
   assert.equal(put.status, 200);
   assert.deepEqual(put.json, { '192.168.1.20': 'desk', '2001:db8:1:2::/64': 'laptop' });
   assert.deepEqual((await call(h, 'GET', '/admin/api/ip-aliases')).json, put.json);

@@ -20,13 +20,29 @@ const withStatus = (status: number, code?: string) => (err: unknown) =>
 
 test('keys are stored only encrypted and as a digest; listings carry a hint, never the key', (t) => {
   const { db, box, users } = setup(t);
-  const { user, key } = users.create({ name: 'alice', allow: ['fast'], quota_req_day: 100, quota_cost_month: 5.5, note: 'n8n' });
+  const { user, key } = users.create({
+    name: 'alice',
+    allow: ['fast'],
+    quota_req_day: 100,
+    quota_cost_month: 5.5,
+    note: 'n8n',
+  });
   assert.equal(user.key_hint, `sk-…${key.slice(-4)}`);
   assert.deepEqual(
     { ...user, created_at: 0, updated_at: 0 },
     {
-      id: user.id, name: 'alice', role: 'user', enabled: true, key_hint: user.key_hint, allow: ['fast'],
-      quota_req_day: 100, quota_cost_month: 5.5, share: 1, max_inflight: null, note: 'n8n', created_at: 0,
+      id: user.id,
+      name: 'alice',
+      role: 'user',
+      enabled: true,
+      key_hint: user.key_hint,
+      allow: ['fast'],
+      quota_req_day: 100,
+      quota_cost_month: 5.5,
+      share: 1,
+      max_inflight: null,
+      note: 'n8n',
+      created_at: 0,
       updated_at: 0,
     },
   );

@@ -7,7 +7,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
-import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake, type AnthropicFake, type FakeBackend } from './fakes/index.ts';
+import {
+  ANTHROPIC_FAKE_API_KEY,
+  startAnthropicFake,
+  startFake,
+  type AnthropicFake,
+  type FakeBackend,
+} from './fakes/index.ts';
 import { claudeCodeShapedRequest } from './helpers/claude-code-request.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 
@@ -19,7 +25,11 @@ describe('a Claude-Code-shaped request', () => {
   let gw: TestGateway;
 
   const send = (shaped: ReturnType<typeof claudeCodeShapedRequest>, body = JSON.stringify(shaped.body)) =>
-    request(`${gw.url}${shaped.path}`, { method: 'POST', headers: { ...shaped.headers, 'x-api-key': MASTER, 'accept-encoding': 'gzip, deflate, br, zstd' }, body });
+    request(`${gw.url}${shaped.path}`, {
+      method: 'POST',
+      headers: { ...shaped.headers, 'x-api-key': MASTER, 'accept-encoding': 'gzip, deflate, br, zstd' },
+      body,
+    });
 
   before(async () => {
     claude = await startAnthropicFake();
@@ -29,7 +39,10 @@ describe('a Claude-Code-shaped request', () => {
         { name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY },
         { name: 'local', url: local.url },
       ],
-      { api_key: MASTER, virtual_models: { 'claude-*': { local: 'qwen3-coder' }, 'cc-pass': { claude: 'claude-sonnet-4-5-20250929' } } },
+      {
+        api_key: MASTER,
+        virtual_models: { 'claude-*': { local: 'qwen3-coder' }, 'cc-pass': { claude: 'claude-sonnet-4-5-20250929' } },
+      },
     );
   });
   after(async () => {
@@ -65,7 +78,7 @@ describe('a Claude-Code-shaped request', () => {
   test('translated, non-stream (the CLI falls back to it when a stream fails)', async () => {
     const shaped = claudeCodeShapedRequest({ stream: false });
     const res = await send(shaped);
-    const message = await res.body.json() as { type: string; model: string; content: { type: string }[] };
+    const message = (await res.body.json()) as { type: string; model: string; content: { type: string }[] };
     assert.equal(res.statusCode, 200);
     assert.equal(message.type, 'message');
     assert.equal(message.model, 'claude-opus-4-8', 'the name the CLI asked for');

@@ -8,7 +8,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { request } from 'undici';
-import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake, type AnthropicFake, type FakeBackend } from './fakes/index.ts';
+import {
+  ANTHROPIC_FAKE_API_KEY,
+  startAnthropicFake,
+  startFake,
+  type AnthropicFake,
+  type FakeBackend,
+} from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -21,12 +27,18 @@ describe('Anthropic-shaped errors', () => {
 
   const post = (body: unknown, headers: Record<string, string> = { 'x-api-key': MASTER }, path = '/v1/messages') =>
     request(`${gw.url}${path}`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
-  const ask = (model: string, extra: Record<string, unknown> = {}) => ({ model, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], ...extra });
+  const ask = (model: string, extra: Record<string, unknown> = {}) => ({
+    model,
+    max_tokens: 64,
+    messages: [{ role: 'user', content: 'hi' }],
+    ...extra,
+  });
   const errorOf = async (res: Awaited<ReturnType<typeof post>>) => {
-    const body = await res.body.json() as { type: string; error: { type: string; message: string } };
+    const body = (await res.body.json()) as { type: string; error: { type: string; message: string } };
     assert.equal(body.type, 'error');
     return body.error;
   };
@@ -71,7 +83,9 @@ describe('Anthropic-shaped errors', () => {
     assert.equal(badJson.statusCode, 400);
     assert.equal((await errorOf(badJson)).type, 'invalid_request_error');
 
-    const serverTool = await post(ask('l', { tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] }));
+    const serverTool = await post(
+      ask('l', { tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }] }),
+    );
     assert.equal(serverTool.statusCode, 400);
     const e = await errorOf(serverTool);
     assert.equal(e.type, 'invalid_request_error');
@@ -134,7 +148,10 @@ describe('Anthropic-shaped errors', () => {
       assert.match(text, /event: error\ndata: .*overloaded_error/);
       assert.doesNotMatch(text, /message_stop/);
       assert.equal(text.match(/event: error/g)?.length, 1, 'one error event, not a second one of our own');
-      await waitFor(() => gw.gateway.callLog.recent({ backend: 'claude', status: 502 }).length >= 1, 'logged as failed');
+      await waitFor(
+        () => gw.gateway.callLog.recent({ backend: 'claude', status: 502 }).length >= 1,
+        'logged as failed',
+      );
     } finally {
       claude.setKnobs({ overloadedMidStream: -1 });
     }
@@ -142,24 +159,39 @@ describe('Anthropic-shaped errors', () => {
 
   test("/v1/models: the Anthropic SDK's mistakes in Anthropic's shape, an OpenAI caller's in OpenAI's", async () => {
     const sdk = (apiKey: string) => new Anthropic({ baseURL: gw.url, apiKey, maxRetries: 0, timeout: 10_000 });
-    const badKey = await sdk('not-the-key').models.list().then(() => undefined, (err: unknown) => err);
+    const badKey = await sdk('not-the-key')
+      .models.list()
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     assert.ok(badKey instanceof Anthropic.AuthenticationError, 'a 401 the SDK names');
     assert.deepEqual(Object.keys(badKey.error as object).sort(), ['error', 'type']);
     assert.equal((badKey.error as { type: string; error: { type: string } }).error.type, 'authentication_error');
-    const unknown = await sdk(MASTER).models.retrieve('no-such-model').then(() => undefined, (err: unknown) => err);
+    const unknown = await sdk(MASTER)
+      .models.retrieve('no-such-model')
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     assert.ok(unknown instanceof Anthropic.NotFoundError);
     const body = unknown.error as { type: string; error: { type: string; message: string } };
     assert.equal(body.type, 'error');
     assert.equal(body.error.type, 'not_found_error');
     assert.match(body.error.message, /no-such-model/);
-    const badLimit = await sdk(MASTER).models.list({ limit: 0 }).then(() => undefined, (err: unknown) => err);
+    const badLimit = await sdk(MASTER)
+      .models.list({ limit: 0 })
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     assert.ok(badLimit instanceof Anthropic.BadRequestError);
     assert.equal((badLimit.error as { error: { type: string } }).error.type, 'invalid_request_error');
     const openai = await request(`${gw.url}/v1/models/no-such-model`, {
       headers: { authorization: `Bearer ${MASTER}` },
     });
     assert.equal(openai.statusCode, 404);
-    const plain = await openai.body.json() as { error: { code: string; type: string } };
+    const plain = (await openai.body.json()) as { error: { code: string; type: string } };
     assert.equal(plain.error.code, 'model_not_found', 'no anthropic-version: the OpenAI shape');
   });
 });
@@ -184,11 +216,16 @@ describe('x-should-retry on Anthropic-shaped /v1/models errors', () => {
     assert.deepEqual(await get('/v1/models', 'not-the-key'), { status: 401, retry: 'false' });
     assert.deepEqual(await get('/v1/models/no-such-model', MASTER), { status: 404, retry: 'false' });
     const messages = await request(`${gw.url}/v1/messages`, {
-      method: 'POST', headers: { 'x-api-key': 'not-the-key', 'content-type': 'application/json' }, body: '{}',
+      method: 'POST',
+      headers: { 'x-api-key': 'not-the-key', 'content-type': 'application/json' },
+      body: '{}',
     });
     await messages.body.text();
     assert.equal(messages.headers['x-should-retry'], 'false', 'the same as /v1/messages');
-    assert.deepEqual(await get('/v1/models', 'not-the-key', false), { status: 401, retry: undefined },
-      'an OpenAI caller as before');
+    assert.deepEqual(
+      await get('/v1/models', 'not-the-key', false),
+      { status: 401, retry: undefined },
+      'an OpenAI caller as before',
+    );
   });
 });

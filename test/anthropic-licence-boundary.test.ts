@@ -8,7 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
-import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake, type AnthropicFake, type FakeBackend } from './fakes/index.ts';
+import {
+  ANTHROPIC_FAKE_API_KEY,
+  startAnthropicFake,
+  startFake,
+  type AnthropicFake,
+  type FakeBackend,
+} from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 
 const MASTER = 'gw-master-boundary';
@@ -21,7 +27,11 @@ describe('licence boundary', () => {
   let limitedKey: string;
 
   const call = (path: string, body: unknown, key = MASTER) =>
-    request(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body) });
+    request(`${gw.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(body),
+    });
   const generationRequests = () => claude.requests.filter((r) => r.method === 'POST').length;
 
   before(async () => {
@@ -32,7 +42,14 @@ describe('licence boundary', () => {
         { name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, local: true },
         { name: 'local', url: local.url },
       ],
-      { api_key: MASTER, virtual_models: { 'claude-only': { claude: CLAUDE_ID }, mixed: { claude: CLAUDE_ID, local: 'qwen3-8b' }, 'c-*': 'claude-only' } },
+      {
+        api_key: MASTER,
+        virtual_models: {
+          'claude-only': { claude: CLAUDE_ID },
+          mixed: { claude: CLAUDE_ID, local: 'qwen3-8b' },
+          'c-*': 'claude-only',
+        },
+      },
     );
     limitedKey = gw.gateway.users.create({ name: 'kid', allow: ['local'] }).key;
   });
@@ -55,7 +72,7 @@ describe('licence boundary', () => {
     for (const [path, body] of Object.entries(bodies)) {
       for (const model of ['claude-only', `claude/${CLAUDE_ID}`, CLAUDE_ID, 'c-anything']) {
         const res = await call(path, body(model));
-        const json = await res.body.json() as { error: { message: string; code: string; param: string } };
+        const json = (await res.body.json()) as { error: { message: string; code: string; param: string } };
         assert.equal(res.statusCode, 404, `${path} ${model}`);
         assert.equal(json.error.code, 'model_not_found');
         assert.match(json.error.message, /POST \/v1\/messages/, `${path} ${model}: ${json.error.message}`);
@@ -66,7 +83,7 @@ describe('licence boundary', () => {
 
   test('a caller who may not use the model there gets the plain unknown-model 404', async () => {
     const res = await call('/v1/chat/completions', bodies['/v1/chat/completions']('claude-only'), limitedKey);
-    const json = await res.body.json() as { error: { message: string } };
+    const json = (await res.body.json()) as { error: { message: string } };
     assert.equal(res.statusCode, 404);
     assert.doesNotMatch(json.error.message, /messages/);
   });
@@ -107,21 +124,30 @@ describe('licence boundary', () => {
   });
 
   test('an Anthropic client gets the list in Anthropic shape, paged', async () => {
-    const res = await request(`${gw.url}/v1/models?limit=2`, { headers: { 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' } });
-    const page = await res.body.json() as { data: { type: string; id: string; display_name: string; created_at: string }[]; has_more: boolean; last_id: string };
+    const res = await request(`${gw.url}/v1/models?limit=2`, {
+      headers: { 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' },
+    });
+    const page = (await res.body.json()) as {
+      data: { type: string; id: string; display_name: string; created_at: string }[];
+      has_more: boolean;
+      last_id: string;
+    };
     assert.equal(page.data.length, 2);
     assert.equal(page.has_more, true);
     assert.equal(page.data[0].type, 'model');
     assert.ok(!Number.isNaN(Date.parse(page.data[0].created_at)));
-    const next = await request(`${gw.url}/v1/models?limit=1000&after_id=${encodeURIComponent(page.last_id)}`, { headers: { 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' } });
-    const rest = await next.body.json() as { data: { id: string }[]; has_more: boolean };
+    const next = await request(`${gw.url}/v1/models?limit=1000&after_id=${encodeURIComponent(page.last_id)}`, {
+      headers: { 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' },
+    });
+    const rest = (await next.body.json()) as { data: { id: string }[]; has_more: boolean };
     assert.equal(rest.has_more, false);
     assert.ok(!rest.data.some((m) => page.data.some((p) => p.id === m.id)), 'no overlap');
   });
 
   test('/v1/messages reaches the anthropic backend', async () => {
     const res = await request(`${gw.url}/v1/messages`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': MASTER, 'anthropic-version': '2023-06-01' },
       body: JSON.stringify({ model: 'claude-only', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(res.statusCode, 200, await res.body.text());

@@ -8,7 +8,11 @@ import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { after, before, describe, test } from 'node:test';
 import {
-  ANTHROPIC_FAKE_API_KEY, ANTHROPIC_FAKE_OAUTH_TOKEN, OAUTH_BETA, startAnthropicFake, type AnthropicFake,
+  ANTHROPIC_FAKE_API_KEY,
+  ANTHROPIC_FAKE_OAUTH_TOKEN,
+  OAUTH_BETA,
+  startAnthropicFake,
+  type AnthropicFake,
 } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -29,9 +33,14 @@ const post = (gw: TestGateway, body: string, headers: Record<string, string> = {
   request(`${gw.url}${path}`, {
     method: 'POST',
     headers: {
-      'content-type': 'application/json', 'x-api-key': KEY, 'anthropic-version': '2023-06-01',
-      'anthropic-beta': 'interleaved-thinking-2025-05-14,context-management-2025-06-27', 'accept-encoding': 'gzip, br, zstd',
-      'x-app': 'cli', 'x-stainless-lang': 'js', ...headers,
+      'content-type': 'application/json',
+      'x-api-key': KEY,
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'interleaved-thinking-2025-05-14,context-management-2025-06-27',
+      'accept-encoding': 'gzip, br, zstd',
+      'x-app': 'cli',
+      'x-stainless-lang': 'js',
+      ...headers,
     },
     body,
   });
@@ -49,11 +58,18 @@ describe('anthropic passthrough', () => {
       [
         { name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY },
         {
-          name: 'sub', url: sub.url, type: 'anthropic', auth_mode: 'subscription', api_key: ANTHROPIC_FAKE_OAUTH_TOKEN,
+          name: 'sub',
+          url: sub.url,
+          type: 'anthropic',
+          auth_mode: 'subscription',
+          api_key: ANTHROPIC_FAKE_OAUTH_TOKEN,
           models: ['claude-opus-4-1-20250805'],
         },
       ],
-      { api_key: KEY, virtual_models: { main: { claude: 'claude-sonnet-4-5-20250929' }, paid: { sub: 'claude-opus-4-1-20250805' } } },
+      {
+        api_key: KEY,
+        virtual_models: { main: { claude: 'claude-sonnet-4-5-20250929' }, paid: { sub: 'claude-opus-4-1-20250805' } },
+      },
     );
     messagesAtStart = [...claude.requests, ...sub.requests].filter((r) => r.path.startsWith('/v1/messages')).length;
   });
@@ -91,7 +107,9 @@ describe('anthropic passthrough', () => {
     await (await post(gw, rawBody('main', false), { 'anthropic-version': '2026-10-21' })).body.text();
     assert.equal(claude.requests.at(-1)!.headers['anthropic-version'], '2026-10-21');
     const res = await request(`${gw.url}/v1/messages`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body: rawBody('main', false),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: rawBody('main', false),
     });
     assert.equal(res.statusCode, 200, await res.body.text());
     assert.equal(claude.requests.at(-1)!.headers['anthropic-version'], '2023-06-01');
@@ -100,11 +118,17 @@ describe('anthropic passthrough', () => {
   test('the stream is relayed unmodified: the same bytes a direct call gets, ids aside', async () => {
     const normalise = (s: string) => s.replace(/(msg|toolu|req)_[A-Za-z0-9]+/g, '$1_X');
     const viaGateway = await (await post(gw, rawBody('main', true))).body.text();
-    const direct = await (await request(`${claude.url}/v1/messages?beta=true`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': ANTHROPIC_FAKE_API_KEY, 'anthropic-version': '2023-06-01' },
-      body: rawBody('claude-sonnet-4-5-20250929', true),
-    })).body.text();
+    const direct = await (
+      await request(`${claude.url}/v1/messages?beta=true`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': ANTHROPIC_FAKE_API_KEY,
+          'anthropic-version': '2023-06-01',
+        },
+        body: rawBody('claude-sonnet-4-5-20250929', true),
+      })
+    ).body.text();
     assert.equal(normalise(viaGateway), normalise(direct));
   });
 
@@ -114,14 +138,23 @@ describe('anthropic passthrough', () => {
     const got = sub.requests.at(-1)!;
     assert.equal(got.headers.authorization, `Bearer ${ANTHROPIC_FAKE_OAUTH_TOKEN}`);
     assert.equal(got.headers['x-api-key'], undefined);
-    assert.equal(got.headers['anthropic-beta'], `interleaved-thinking-2025-05-14,context-management-2025-06-27,${OAUTH_BETA}`);
+    assert.equal(
+      got.headers['anthropic-beta'],
+      `interleaved-thinking-2025-05-14,context-management-2025-06-27,${OAUTH_BETA}`,
+    );
   });
 
   test('a backend that will not list models to its token serves the configured list and stays up', () => {
     const backend = gw.gateway.registry.get('sub')!;
     assert.equal(backend.healthy, true);
-    assert.deepEqual(backend.models.map((m) => m.id), ['claude-opus-4-1-20250805']);
-    assert.ok(sub.requests.some((r) => r.path === '/v1/models'), 'it was asked first');
+    assert.deepEqual(
+      backend.models.map((m) => m.id),
+      ['claude-opus-4-1-20250805'],
+    );
+    assert.ok(
+      sub.requests.some((r) => r.path === '/v1/models'),
+      'it was asked first',
+    );
     assert.equal(messagesAtStart, 0, 'discovery and health never sent a completion');
   });
 

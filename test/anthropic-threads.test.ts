@@ -18,15 +18,16 @@ import { startGateway, type TestGateway } from './helpers/gateway.ts';
 
 const CLIENT_KEY = 'gw-master-key-123';
 
-const weatherTool = (seen: string[]) => betaTool({
-  name: 'get_weather',
-  description: 'Weather of a city',
-  inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-  run: ({ city }) => {
-    seen.push(city);
-    return `sunny in ${city}, 18 °C`;
-  },
-});
+const weatherTool = (seen: string[]) =>
+  betaTool({
+    name: 'get_weather',
+    description: 'Weather of a city',
+    inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    run: ({ city }) => {
+      seen.push(city);
+      return `sunny in ${city}, 18 °C`;
+    },
+  });
 
 describe('the Anthropic SDK tool runner over message threads', () => {
   let local: FakeBackend;
@@ -40,14 +41,22 @@ describe('the Anthropic SDK tool runner over message threads', () => {
   /** The tool runner asking `model` for Oslo's weather, the chat backend calling the tool once; what reached it. */
   const runOnChatBackend = async (model: string, stream: boolean, system?: string) => {
     local.setKnobs({
-      toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
+      toolCall: true,
+      toolCallOnce: true,
+      toolCallName: 'get_weather',
+      toolCallArguments: '{"city":"Oslo"}',
     });
     const from = local.requests.length;
     try {
       const seen: string[] = [];
       const runner = sdk().beta.messages.toolRunner({
-        model, max_tokens: 300, ...(system ? { system } : {}), tools: [weatherTool(seen)], max_iterations: 4,
-        messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+        model,
+        max_tokens: 300,
+        ...(system ? { system } : {}),
+        tools: [weatherTool(seen)],
+        max_iterations: 4,
+        messages: [{ role: 'user', content: 'weather in Oslo?' }],
+        ...(stream ? { stream: true as const } : {}),
       });
       const final = await runner.runUntilDone();
       const chats = local.requests.slice(from).filter((r) => r.path === '/v1/chat/completions');
@@ -71,7 +80,8 @@ describe('the Anthropic SDK tool runner over message threads', () => {
       {
         api_key: CLIENT_KEY,
         virtual_models: {
-          translated: { local: 'qwen3-8b' }, passthrough: { claude: 'claude-sonnet-4-5-20250929' },
+          translated: { local: 'qwen3-8b' },
+          passthrough: { claude: 'claude-sonnet-4-5-20250929' },
           fallback: { gone: 'claude-sonnet-4-5-20250929', local: 'qwen3-8b' },
         },
       },
@@ -91,7 +101,10 @@ describe('the Anthropic SDK tool runner over message threads', () => {
       assert.equal(final.stop_reason, 'end_turn');
       assert.equal(chats.length, 2, 'two turns reached the chat backend, the refused one did not');
       const second = chats[1]!.body;
-      assert.deepEqual(second.messages.map((m: { role: string }) => m.role), ['system', 'user', 'assistant', 'tool']);
+      assert.deepEqual(
+        second.messages.map((m: { role: string }) => m.role),
+        ['system', 'user', 'assistant', 'tool'],
+      );
       const [, , assistant, tool] = second.messages;
       assert.equal(assistant.tool_calls[0].id, tool.tool_call_id, 'the result follows its call');
       assert.equal(second.tools?.[0]?.function?.name, 'get_weather', 'the tools came along');
@@ -99,10 +112,18 @@ describe('the Anthropic SDK tool runner over message threads', () => {
   }
 
   test('translated: a threaded request is refused with the code the SDK recovers from', async () => {
-    const error = await sdk().beta.messages.create({
-      model: 'translated', max_tokens: 50, betas: [THREADS_BETA], thread: { type: 'create' },
-      messages: [{ role: 'user', content: 'hi' }],
-    } as Anthropic.Beta.Messages.MessageCreateParamsNonStreaming).then(() => undefined, (err: unknown) => err);
+    const error = await sdk()
+      .beta.messages.create({
+        model: 'translated',
+        max_tokens: 50,
+        betas: [THREADS_BETA],
+        thread: { type: 'create' },
+        messages: [{ role: 'user', content: 'hi' }],
+      } as Anthropic.Beta.Messages.MessageCreateParamsNonStreaming)
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     assert.ok(error instanceof Anthropic.APIError, 'an API error');
     assert.equal(error.status, 400);
     assert.equal(error.errorCode, 'thread_unsupported_request');
@@ -111,46 +132,57 @@ describe('the Anthropic SDK tool runner over message threads', () => {
 
   for (const stream of [false, true]) {
     const mode = stream ? 'stream' : 'non-stream';
-    test(`translated (${mode}): the refused turn is on record, charged to no backend and no quota`,
-      async () => {
-        const created = await fetch(`${gw.url}/admin/api/users`, {
-          method: 'POST', headers: { authorization: `Bearer ${CLIENT_KEY}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ name: `threads-${stream}`, allow: ['translated'], quota_req_day: 2 }),
-        });
-        assert.equal(created.status, 201);
-        const user = await created.json() as { id: number; key: string };
-        local.setKnobs({
-          toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}',
-        });
-        try {
-          const client = new Anthropic({ baseURL: gw.url, apiKey: user.key, maxRetries: 0, timeout: 10_000 });
-          const runner = client.beta.messages.toolRunner({
-            model: 'translated', max_tokens: 300, tools: [weatherTool([])], max_iterations: 4,
-            messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
-          });
-          const final = await runner.runUntilDone();
-          assert.equal(final.stop_reason, 'end_turn', 'two answered turns fit a quota of two: the refusal costs none');
-        } finally {
-          local.setKnobs({ toolCall: false, toolCallOnce: false });
-        }
-        const rows = gw.gateway.callLog.recent({ user_id: user.id }).sort((a, b) => a.ts - b.ts);
-        assert.deepEqual(rows.map((r) => [r.status, r.backend, r.reason]), [
-          [400, '(refused)', 'thread_unsupported_request'], [200, 'local', null], [200, 'local', null],
-        ]);
-        assert.equal(gw.gateway.callLog.quotas.requestsSince(user.id, Date.now() - 86_400_000), 2);
+    test(`translated (${mode}): the refused turn is on record, charged to no backend and no quota`, async () => {
+      const created = await fetch(`${gw.url}/admin/api/users`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${CLIENT_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `threads-${stream}`, allow: ['translated'], quota_req_day: 2 }),
       });
+      assert.equal(created.status, 201);
+      const user = (await created.json()) as { id: number; key: string };
+      local.setKnobs({
+        toolCall: true,
+        toolCallOnce: true,
+        toolCallName: 'get_weather',
+        toolCallArguments: '{"city":"Oslo"}',
+      });
+      try {
+        const client = new Anthropic({ baseURL: gw.url, apiKey: user.key, maxRetries: 0, timeout: 10_000 });
+        const runner = client.beta.messages.toolRunner({
+          model: 'translated',
+          max_tokens: 300,
+          tools: [weatherTool([])],
+          max_iterations: 4,
+          messages: [{ role: 'user', content: 'weather in Oslo?' }],
+          ...(stream ? { stream: true as const } : {}),
+        });
+        const final = await runner.runUntilDone();
+        assert.equal(final.stop_reason, 'end_turn', 'two answered turns fit a quota of two: the refusal costs none');
+      } finally {
+        local.setKnobs({ toolCall: false, toolCallOnce: false });
+      }
+      const rows = gw.gateway.callLog.recent({ user_id: user.id }).sort((a, b) => a.ts - b.ts);
+      assert.deepEqual(
+        rows.map((r) => [r.status, r.backend, r.reason]),
+        [
+          [400, '(refused)', 'thread_unsupported_request'],
+          [200, 'local', null],
+          [200, 'local', null],
+        ],
+      );
+      assert.equal(gw.gateway.callLog.quotas.requestsSince(user.id, Date.now() - 86_400_000), 2);
+    });
   }
 
   for (const stream of [false, true]) {
     const mode = stream ? 'stream' : 'non-stream';
-    test(`mixed alias, its anthropic backend down (${mode}): the runner falls back unthreaded`,
-      async () => {
-        await takeGoneDown();
-        const { seen, final, chats } = await runOnChatBackend('fallback', stream);
-        assert.deepEqual(seen, ['Oslo']);
-        assert.equal(final.stop_reason, 'end_turn');
-        assert.equal(chats.length, 2, 'both turns served by the chat backend');
-      });
+    test(`mixed alias, its anthropic backend down (${mode}): the runner falls back unthreaded`, async () => {
+      await takeGoneDown();
+      const { seen, final, chats } = await runOnChatBackend('fallback', stream);
+      assert.deepEqual(seen, ['Oslo']);
+      assert.equal(final.stop_reason, 'end_turn');
+      assert.equal(chats.length, 2, 'both turns served by the chat backend');
+    });
   }
 
   for (const stream of [false, true]) {
@@ -160,9 +192,13 @@ describe('the Anthropic SDK tool runner over message threads', () => {
       try {
         const seen: string[] = [];
         const runner = sdk().beta.messages.toolRunner({
-          model: 'passthrough', max_tokens: 300, system: 'You are terse.', tools: [weatherTool(seen)],
+          model: 'passthrough',
+          max_tokens: 300,
+          system: 'You are terse.',
+          tools: [weatherTool(seen)],
           max_iterations: 4,
-          messages: [{ role: 'user', content: 'weather in Oslo?' }], ...(stream ? { stream: true as const } : {}),
+          messages: [{ role: 'user', content: 'weather in Oslo?' }],
+          ...(stream ? { stream: true as const } : {}),
         });
         const replies: string[] = [];
         for await (const item of runner) replies.push(('finalMessage' in item ? await item.finalMessage() : item).id);
@@ -171,7 +207,11 @@ describe('the Anthropic SDK tool runner over message threads', () => {
         assert.equal(turns.length, 2);
         assert.deepEqual(turns[0]!.body.thread, { type: 'create' });
         assert.deepEqual(turns[1]!.body.thread, { type: 'continue', previous_message_id: replies[0] });
-        assert.deepEqual(turns[1]!.body.messages.map((m: { role: string }) => m.role), ['user'], 'only the new turn');
+        assert.deepEqual(
+          turns[1]!.body.messages.map((m: { role: string }) => m.role),
+          ['user'],
+          'only the new turn',
+        );
         assert.equal(turns[1]!.body.messages[0].content[0].type, 'tool_result');
         assert.equal(turns[1]!.body.tools, undefined, 'a continue leaves the tools to the thread');
         for (const turn of turns) assert.match(String(turn.headers['anthropic-beta']), new RegExp(THREADS_BETA));

@@ -12,7 +12,16 @@ import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 import { speechBody } from '../src/upstream/audio-surface.ts';
 
-const QUIET: Partial<FakeKnobs> = { tokensPerSecond: 0, chunkCount: 8, errorStatus: 0, errorCount: 0, dropAfterChunks: -1, stallAfterChunks: -1, audioContentLength: false, prefillMs: 0 };
+const QUIET: Partial<FakeKnobs> = {
+  tokensPerSecond: 0,
+  chunkCount: 8,
+  errorStatus: 0,
+  errorCount: 0,
+  dropAfterChunks: -1,
+  stallAfterChunks: -1,
+  audioContentLength: false,
+  prefillMs: 0,
+};
 
 describe('speech through the gateway', () => {
   let local: FakeBackend;
@@ -23,16 +32,22 @@ describe('speech through the gateway', () => {
   const inflight = (name: string) => gw.gateway.scheduler.snapshot().backends.find((b) => b.name === name)?.inflight;
   const rows = (filter: Parameters<TestGateway['gateway']['callLog']['recent']>[0] = {}) =>
     gw.gateway.callLog.recent(filter).filter((r) => r.endpoint === '/v1/audio/speech');
-  const speech = (body: Record<string, unknown>) => fetch(`${gw.url}/v1/audio/speech`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-  });
+  const speech = (body: Record<string, unknown>) =>
+    fetch(`${gw.url}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
 
   before(async () => {
     // llama-swap in front of a Kokoro-like TTS server (free, tried first); Together as the paid fallback
     local = await startFake('llamaswap', { models: ['kokoro'] });
     cloud = await startFake('together', { models: ['kokoro'] });
     gw = await startGateway(
-      [{ name: 'local', url: local.url, max_concurrent: 1 }, { name: 'cloud', url: cloud.url, paid: true }],
+      [
+        { name: 'local', url: local.url, max_concurrent: 1 },
+        { name: 'cloud', url: cloud.url, paid: true },
+      ],
       {
         virtual_models: { speak: 'kokoro', 'speak-local': { local: 'kokoro' } },
         alias_defaults: { speak: { voice: 'af_bella' }, 'speak-local': { voice: 'af_sky' } },
@@ -46,12 +61,17 @@ describe('speech through the gateway', () => {
     await local?.close();
     await cloud?.close();
   });
-  const reset = () => { local.setKnobs(QUIET); cloud.setKnobs(QUIET); };
+  const reset = () => {
+    local.setKnobs(QUIET);
+    cloud.setKnobs(QUIET);
+  };
 
   test('the audio arrives byte for byte, with its content type and the gateway headers', async () => {
     reset();
     const input = 'The quick brown fox jumps over the lazy dog.';
-    const { data, response } = await client.audio.speech.create({ model: 'speak-local', input, voice: 'alloy' }).withResponse();
+    const { data, response } = await client.audio.speech
+      .create({ model: 'speak-local', input, voice: 'alloy' })
+      .withResponse();
     const bytes = Buffer.from(await data.arrayBuffer());
     assert.equal(response.headers.get('content-type'), 'audio/mpeg');
     assert.equal(response.headers.get('x-gateway-backend'), 'local');
@@ -62,7 +82,12 @@ describe('speech through the gateway', () => {
     assert.deepEqual(sent.body, { model: 'kokoro', input, voice: 'alloy' });
     assert.equal(sent.headers.authorization, undefined, "the client's key never reaches a backend");
 
-    const wav = await client.audio.speech.create({ model: 'local/kokoro', input: 'wav please', voice: 'alloy', response_format: 'wav' });
+    const wav = await client.audio.speech.create({
+      model: 'local/kokoro',
+      input: 'wav please',
+      voice: 'alloy',
+      response_format: 'wav',
+    });
     assert.equal(wav.headers.get('content-type'), 'audio/wav');
     assert.ok(Buffer.from(await wav.arrayBuffer()).equals(speechAudio('wav please', 'alloy', 'wav')));
   });
@@ -125,19 +150,32 @@ describe('speech through the gateway', () => {
   test('speechBody: the client bytes as sent but for model and a missing voice', () => {
     const rawBody = '{ "model" : "speak",\n "input":"caf\\u00e9", "speed": 1.0000000000000000001, "voice": null }';
     const body = JSON.parse(rawBody);
-    assert.equal(speechBody({ path: '', query: '', body, rawBody, defaultVoice: 'af' }, 'kokoro'),
-      '{ "model" : "kokoro",\n "input":"caf\\u00e9", "speed": 1.0000000000000000001, "voice": "af" }');
+    assert.equal(
+      speechBody({ path: '', query: '', body, rawBody, defaultVoice: 'af' }, 'kokoro'),
+      '{ "model" : "kokoro",\n "input":"caf\\u00e9", "speed": 1.0000000000000000001, "voice": "af" }',
+    );
     const withVoice = '{"model":"kokoro","input":"x","voice":"nova"}';
-    assert.equal(speechBody({ path: '', query: '', body: JSON.parse(withVoice), rawBody: withVoice, defaultVoice: 'af' }, 'kokoro'), withVoice);
+    assert.equal(
+      speechBody(
+        { path: '', query: '', body: JSON.parse(withVoice), rawBody: withVoice, defaultVoice: 'af' },
+        'kokoro',
+      ),
+      withVoice,
+    );
     const none = '{"input":"x","model":"speak"}';
-    assert.equal(speechBody({ path: '', query: '', body: JSON.parse(none), rawBody: none, defaultVoice: 'af' }, 'kokoro'), '{"input":"x","model":"kokoro","voice":"af"}');
+    assert.equal(
+      speechBody({ path: '', query: '', body: JSON.parse(none), rawBody: none, defaultVoice: 'af' }, 'kokoro'),
+      '{"input":"x","model":"kokoro","voice":"af"}',
+    );
   });
 
   test('failover before the first byte: an error status, or a head and then a dropped connection', async () => {
     reset();
     local.setKnobs({ errorStatus: 503 });
     const input = 'fail over please';
-    const { data, response } = await client.audio.speech.create({ model: 'speak', input, voice: 'alloy' }).withResponse();
+    const { data, response } = await client.audio.speech
+      .create({ model: 'speak', input, voice: 'alloy' })
+      .withResponse();
     assert.equal(response.headers.get('x-gateway-backend'), 'cloud');
     assert.ok(Buffer.from(await data.arrayBuffer()).equals(speechAudio(input, 'alloy')));
     assert.equal(local.requests.at(-1)!.body.input, input, 'the local backend was tried first');
@@ -157,7 +195,10 @@ describe('speech through the gateway', () => {
     reset();
     local.setKnobs({ tokensPerSecond: 20, chunkCount: 50 });
     const ac = new AbortController();
-    const res = await client.audio.speech.create({ model: 'local/kokoro', input: 'abandoned', voice: 'alloy' }, { signal: ac.signal });
+    const res = await client.audio.speech.create(
+      { model: 'local/kokoro', input: 'abandoned', voice: 'alloy' },
+      { signal: ac.signal },
+    );
     const reader = res.body!.getReader();
     await reader.read();
     await reader.read();
@@ -200,7 +241,10 @@ describe('speech through the gateway', () => {
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
     assert.equal(res.headers.get('x-gateway-backend'), 'local');
-    const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => JSON.parse(e.replace(/^data: /, '')));
+    const events = (await res.text())
+      .split('\n\n')
+      .filter(Boolean)
+      .map((e) => JSON.parse(e.replace(/^data: /, '')));
     const deltas = events.filter((e) => e.type === 'speech.audio.delta');
     assert.equal(deltas.length, 8);
     assert.ok(Buffer.concat(deltas.map((d) => Buffer.from(d.audio, 'base64'))).equals(speechAudio(input, 'alloy')));
@@ -210,11 +254,14 @@ describe('speech through the gateway', () => {
 
   test('errors before the first byte are OpenAI-shaped', async () => {
     reset();
-    await assert.rejects(client.audio.speech.create({ model: 'no-such-voice-model', input: 'x', voice: 'alloy' }), (err: unknown) => {
-      assert.ok(err instanceof OpenAI.NotFoundError);
-      assert.equal((err.error as { code?: string }).code, 'model_not_found');
-      return true;
-    });
+    await assert.rejects(
+      client.audio.speech.create({ model: 'no-such-voice-model', input: 'x', voice: 'alloy' }),
+      (err: unknown) => {
+        assert.ok(err instanceof OpenAI.NotFoundError);
+        assert.equal((err.error as { code?: string }).code, 'model_not_found');
+        return true;
+      },
+    );
     const noModel = await speech({ input: 'x', voice: 'alloy' });
     assert.equal(noModel.status, 400);
     assert.equal(((await noModel.json()) as { error: { param: string } }).error.param, 'model');
@@ -222,13 +269,24 @@ describe('speech through the gateway', () => {
     assert.equal(noInput.status, 400);
     assert.equal(((await noInput.json()) as { error: { param: string } }).error.param, 'input');
     // the backend's own refusal (a format it does not make) is relayed as it was
-    await assert.rejects(client.audio.speech.create({ model: 'local/kokoro', input: 'x', voice: 'alloy', response_format: 'xyz' as 'mp3' }), (err: unknown) => {
-      assert.ok(err instanceof OpenAI.BadRequestError);
-      assert.match(err.message, /unsupported response_format/);
-      assert.equal(err.headers?.get('x-gateway-backend'), 'local');
-      return true;
-    });
-    await waitFor(() => gw.gateway.callLog.recent({ status: 404 }).some((r) => r.requested_model === 'no-such-voice-model'), 'the refusal row');
+    await assert.rejects(
+      client.audio.speech.create({
+        model: 'local/kokoro',
+        input: 'x',
+        voice: 'alloy',
+        response_format: 'xyz' as 'mp3',
+      }),
+      (err: unknown) => {
+        assert.ok(err instanceof OpenAI.BadRequestError);
+        assert.match(err.message, /unsupported response_format/);
+        assert.equal(err.headers?.get('x-gateway-backend'), 'local');
+        return true;
+      },
+    );
+    await waitFor(
+      () => gw.gateway.callLog.recent({ status: 404 }).some((r) => r.requested_model === 'no-such-voice-model'),
+      'the refusal row',
+    );
     const refused = gw.gateway.callLog.recent({ status: 404 }).find((r) => r.requested_model === 'no-such-voice-model');
     assert.equal(refused?.endpoint, '/v1/audio/speech');
   });
@@ -254,9 +312,14 @@ describe('speech deadlines', () => {
   test('a backend that goes silent mid-audio hits the idle deadline: connection ended, 502', async (t) => {
     const tts = await startFake('vllm', { models: ['kokoro'], knobs: { chunkCount: 10, stallAfterChunks: 2 } });
     const gw = await startGateway([{ name: 'tts', url: tts.url }], { stream_idle_timeout_s: 0.3 });
-    t.after(async () => { await gw.close(); await tts.close(); });
+    t.after(async () => {
+      await gw.close();
+      await tts.close();
+    });
     const res = await fetch(`${gw.url}/v1/audio/speech`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'kokoro', input: 'stall', voice: 'a' }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'kokoro', input: 'stall', voice: 'a' }),
     });
     assert.equal(res.status, 200);
     await assert.rejects(res.arrayBuffer());

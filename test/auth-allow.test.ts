@@ -21,20 +21,53 @@ const bareQwen: AllowContext = {
 
 const cases: { name: string; allow: string[]; ctx: AllowContext; expect: string[] }[] = [
   { name: 'empty list allows everything', allow: [], ctx: fastAlias, expect: ['gpu1', 'openrouter'] },
-  { name: 'the alias itself allows all its candidates', allow: ['fast'], ctx: fastAlias, expect: ['gpu1', 'openrouter'] },
-  { name: 'a generation alias works the same way', allow: ['sdxl'], ctx: { requested: 'sdxl', alias: 'sdxl', candidates: [{ backend: 'comfy', model: 'sdxl' }] }, expect: ['comfy'] },
+  {
+    name: 'the alias itself allows all its candidates',
+    allow: ['fast'],
+    ctx: fastAlias,
+    expect: ['gpu1', 'openrouter'],
+  },
+  {
+    name: 'a generation alias works the same way',
+    allow: ['sdxl'],
+    ctx: { requested: 'sdxl', alias: 'sdxl', candidates: [{ backend: 'comfy', model: 'sdxl' }] },
+    expect: ['comfy'],
+  },
   { name: 'a backend name allows that backend through an alias', allow: ['gpu1'], ctx: fastAlias, expect: ['gpu1'] },
   { name: 'a backend name allows that backend for a bare id', allow: ['gpu2'], ctx: bareQwen, expect: ['gpu2'] },
-  { name: 'a backend/model pair pins that pair', allow: ['openrouter/qwen/qwen3-8b'], ctx: fastAlias, expect: ['openrouter'] },
+  {
+    name: 'a backend/model pair pins that pair',
+    allow: ['openrouter/qwen/qwen3-8b'],
+    ctx: fastAlias,
+    expect: ['openrouter'],
+  },
   { name: 'a bare model id allows it on every backend', allow: ['qwen3'], ctx: bareQwen, expect: ['gpu1', 'gpu2'] },
-  { name: 'a bare model id with a slash matches the model id', allow: ['qwen/qwen3-8b'], ctx: fastAlias, expect: ['openrouter'] },
-  { name: 'unrelated entries allow nothing', allow: ['slow', 'gpu9', 'llama3', 'gpu2/qwen3-8b'], ctx: fastAlias, expect: [] },
-  { name: 'another alias does not unlock this one', allow: ['slow'], ctx: { ...bareQwen, requested: 'slow-ish' }, expect: [] },
+  {
+    name: 'a bare model id with a slash matches the model id',
+    allow: ['qwen/qwen3-8b'],
+    ctx: fastAlias,
+    expect: ['openrouter'],
+  },
+  {
+    name: 'unrelated entries allow nothing',
+    allow: ['slow', 'gpu9', 'llama3', 'gpu2/qwen3-8b'],
+    ctx: fastAlias,
+    expect: [],
+  },
+  {
+    name: 'another alias does not unlock this one',
+    allow: ['slow'],
+    ctx: { ...bareQwen, requested: 'slow-ish' },
+    expect: [],
+  },
 ];
 
 for (const c of cases) {
   test(`filterAllowed: ${c.name}`, () => {
-    assert.deepEqual(filterAllowed(c.allow, c.ctx).map((x) => x.backend), c.expect);
+    assert.deepEqual(
+      filterAllowed(c.allow, c.ctx).map((x) => x.backend),
+      c.expect,
+    );
   });
 }
 
@@ -47,7 +80,10 @@ test('filterAllowed keeps the routing order of candidates', () => {
       { backend: 'c', model: 'm' },
     ],
   };
-  assert.deepEqual(filterAllowed(['c', 'b'], ctx).map((x) => x.backend), ['b', 'c']);
+  assert.deepEqual(
+    filterAllowed(['c', 'b'], ctx).map((x) => x.backend),
+    ['b', 'c'],
+  );
 });
 
 test('isListedModelVisible applies the same rules to /v1/models entries', () => {

@@ -48,7 +48,11 @@ test('setting a master key locks the same instance at once', (t) => {
   assert.equal(auth.isOpen(), false);
   assert401(() => auth.authenticate({}));
   assert401(() => auth.authenticate({ authorization: 'Bearer sk-placeholder' }), 'sk-placeholder');
-  assert.deepEqual(auth.authenticate({ authorization: 'Bearer sk-master-key-0123456789' }), { kind: 'master', isAdmin: true, allow: [] });
+  assert.deepEqual(auth.authenticate({ authorization: 'Bearer sk-master-key-0123456789' }), {
+    kind: 'master',
+    isAdmin: true,
+    allow: [],
+  });
   assert.equal(auth.authenticate({ 'x-api-key': 'sk-master-key-0123456789' }).kind, 'master');
 });
 
@@ -112,7 +116,10 @@ test('authenticateAdmin refuses non-admin users with 403', (t) => {
   t.after(() => db.close());
   state.master = 'sk-master-key-0123456789';
   const { key } = users.create({ name: 'erin' });
-  assert.throws(() => auth.authenticateAdmin({ 'x-api-key': key }), (err: unknown) => err instanceof GatewayError && err.status === 403);
+  assert.throws(
+    () => auth.authenticateAdmin({ 'x-api-key': key }),
+    (err: unknown) => err instanceof GatewayError && err.status === 403,
+  );
   assert.equal(auth.authenticateAdmin({ 'x-api-key': 'sk-master-key-0123456789' }).kind, 'master');
   assert401(() => auth.authenticateAdmin({}));
 });

@@ -50,5 +50,8 @@ test('X-Source wins over the IP, and is cleaned up', () => {
 });
 
 test('the user wins over X-Source and the IP', () => {
-  assert.equal(attributeSource({ user: 'alice', header: 'n8n', ip: '192.168.1.20', ipAliases: { '192.168.1.20': 'desk' } }), 'alice');
+  assert.equal(
+    attributeSource({ user: 'alice', header: 'n8n', ip: '192.168.1.20', ipAliases: { '192.168.1.20': 'desk' } }),
+    'alice',
+  );
 });

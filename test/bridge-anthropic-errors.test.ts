@@ -41,7 +41,13 @@ const UPSTREAM: { name: string; status: number; text: string; want: unknown }[] 
     name: 'llama.cpp {error:{code,message,type}}',
     status: 400,
     text: '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}',
-    want: { type: 'error', error: { type: 'invalid_request_error', message: 'the request exceeds the available context size, try increasing it' } },
+    want: {
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        message: 'the request exceeds the available context size, try increasing it',
+      },
+    },
   },
   {
     name: 'llama.cpp loading',
@@ -53,7 +59,10 @@ const UPSTREAM: { name: string; status: number; text: string; want: unknown }[] 
     name: 'Ollama {error:"..."}',
     status: 404,
     text: '{"error":"model \\"llama9\\" not found, try pulling it first"}',
-    want: { type: 'error', error: { type: 'not_found_error', message: 'model "llama9" not found, try pulling it first' } },
+    want: {
+      type: 'error',
+      error: { type: 'not_found_error', message: 'model "llama9" not found, try pulling it first' },
+    },
   },
   {
     name: 'vLLM {object:"error", message}',

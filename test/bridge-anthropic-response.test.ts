@@ -56,12 +56,18 @@ const CONTENT: ContentCase[] = [
   {
     name: 'reasoning_content becomes a thinking block before the text',
     message: { reasoning_content: 'Let me think.', content: 'Answer' },
-    content: [{ type: 'thinking', thinking: 'Let me think.', signature: '' }, { type: 'text', text: 'Answer' }],
+    content: [
+      { type: 'thinking', thinking: 'Let me think.', signature: '' },
+      { type: 'text', text: 'Answer' },
+    ],
   },
   {
     name: 'reasoning (OpenRouter, newer vLLM) too',
     message: { reasoning: 'Hmm.', content: 'Answer' },
-    content: [{ type: 'thinking', thinking: 'Hmm.', signature: '' }, { type: 'text', text: 'Answer' }],
+    content: [
+      { type: 'thinking', thinking: 'Hmm.', signature: '' },
+      { type: 'text', text: 'Answer' },
+    ],
   },
   {
     name: 'empty reasoning and empty text give no blocks',
@@ -84,7 +90,11 @@ const CONTENT: ContentCase[] = [
   },
   {
     name: 'thinking, text, then tool calls, in that order',
-    message: { content: 'Checking.', reasoning_content: 'Need the tool.', tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+    message: {
+      content: 'Checking.',
+      reasoning_content: 'Need the tool.',
+      tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'f', arguments: '{}' } }],
+    },
     content: [
       { type: 'thinking', thinking: 'Need the tool.', signature: '' },
       { type: 'text', text: 'Checking.' },
@@ -93,12 +103,21 @@ const CONTENT: ContentCase[] = [
   },
   {
     name: 'call ids with characters Anthropic ids cannot hold are cleaned and kept apart by a hash',
-    message: { tool_calls: [{ id: 'functions.get_weather:0', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
+    message: {
+      tool_calls: [
+        { id: 'functions.get_weather:0', type: 'function', function: { name: 'get_weather', arguments: '{}' } },
+      ],
+    },
     content: [{ type: 'tool_use', id: 'toolu_functions_get_weather_0_', name: 'get_weather', input: {} }],
   },
   {
     name: 'content parts are joined',
-    message: { content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+    message: {
+      content: [
+        { type: 'text', text: 'a' },
+        { type: 'text', text: 'b' },
+      ],
+    },
     content: [{ type: 'text', text: 'ab' }],
   },
 ];
@@ -119,7 +138,8 @@ for (const c of CONTENT) {
 }
 
 test('response: the same call id always maps to the same tool_use id; a missing one gets a fresh id', () => {
-  const call = (id?: string) => chat({ tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }] }, {}, 'tool_calls');
+  const call = (id?: string) =>
+    chat({ tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }] }, {}, 'tool_calls');
   const a = messageOf(call('call_same')).content[0].id;
   const b = messageOf(call('call_same')).content[0].id;
   assert.equal(a, b);
@@ -137,26 +157,99 @@ test('response: message ids are stable per chat id, random without one', () => {
   assert.notEqual(noId(), noId());
 });
 
-const STOPS: { name: string; finish: unknown; message?: Json; choice?: Json; top?: Json; stopSequences?: string[]; stop_reason: string; stop_sequence?: string | null }[] = [
+const STOPS: {
+  name: string;
+  finish: unknown;
+  message?: Json;
+  choice?: Json;
+  top?: Json;
+  stopSequences?: string[];
+  stop_reason: string;
+  stop_sequence?: string | null;
+}[] = [
   { name: 'stop', finish: 'stop', stop_reason: 'end_turn' },
   { name: 'length', finish: 'length', stop_reason: 'max_tokens' },
-  { name: 'tool_calls', finish: 'tool_calls', message: { tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] }, stop_reason: 'tool_use' },
-  { name: 'function_call (legacy)', finish: 'function_call', message: { function_call: { name: 'f', arguments: '{"a":1}' } }, stop_reason: 'tool_use' },
+  {
+    name: 'tool_calls',
+    finish: 'tool_calls',
+    message: { tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+    stop_reason: 'tool_use',
+  },
+  {
+    name: 'function_call (legacy)',
+    finish: 'function_call',
+    message: { function_call: { name: 'f', arguments: '{"a":1}' } },
+    stop_reason: 'tool_use',
+  },
   { name: 'content_filter', finish: 'content_filter', stop_reason: 'refusal' },
   { name: 'no finish reason', finish: null, stop_reason: 'end_turn' },
-  { name: 'stop with tool calls (Ollama) is tool_use', finish: 'stop', message: { tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] }, stop_reason: 'tool_use' },
-  { name: 'length with tool calls stays max_tokens', finish: 'length', message: { tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] }, stop_reason: 'max_tokens' },
-  { name: 'vLLM stop_reason naming a requested sequence', finish: 'stop', choice: { stop_reason: 'END' }, stopSequences: ['STOP', 'END'], stop_reason: 'stop_sequence', stop_sequence: 'END' },
-  { name: 'llama.cpp stopping_word naming a requested sequence', finish: 'stop', choice: { stopping_word: '###' }, stopSequences: ['###'], stop_reason: 'stop_sequence', stop_sequence: '###' },
-  { name: 'llama.cpp verbose stopping_word', finish: 'stop', top: { __verbose: { stopping_word: '###' } }, stopSequences: ['###'], stop_reason: 'stop_sequence', stop_sequence: '###' },
-  { name: 'a stop string the client did not ask for', finish: 'stop', choice: { stop_reason: '<|im_end|>' }, stopSequences: ['END'], stop_reason: 'end_turn', stop_sequence: null },
-  { name: 'a stop token id', finish: 'stop', choice: { stop_reason: 151645 }, stopSequences: ['END'], stop_reason: 'end_turn', stop_sequence: null },
-  { name: 'a reported sequence without stop_sequences in the request', finish: 'stop', choice: { stop_reason: 'END' }, stop_reason: 'end_turn', stop_sequence: null },
+  {
+    name: 'stop with tool calls (Ollama) is tool_use',
+    finish: 'stop',
+    message: { tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+    stop_reason: 'tool_use',
+  },
+  {
+    name: 'length with tool calls stays max_tokens',
+    finish: 'length',
+    message: { tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+    stop_reason: 'max_tokens',
+  },
+  {
+    name: 'vLLM stop_reason naming a requested sequence',
+    finish: 'stop',
+    choice: { stop_reason: 'END' },
+    stopSequences: ['STOP', 'END'],
+    stop_reason: 'stop_sequence',
+    stop_sequence: 'END',
+  },
+  {
+    name: 'llama.cpp stopping_word naming a requested sequence',
+    finish: 'stop',
+    choice: { stopping_word: '###' },
+    stopSequences: ['###'],
+    stop_reason: 'stop_sequence',
+    stop_sequence: '###',
+  },
+  {
+    name: 'llama.cpp verbose stopping_word',
+    finish: 'stop',
+    top: { __verbose: { stopping_word: '###' } },
+    stopSequences: ['###'],
+    stop_reason: 'stop_sequence',
+    stop_sequence: '###',
+  },
+  {
+    name: 'a stop string the client did not ask for',
+    finish: 'stop',
+    choice: { stop_reason: '<|im_end|>' },
+    stopSequences: ['END'],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+  },
+  {
+    name: 'a stop token id',
+    finish: 'stop',
+    choice: { stop_reason: 151645 },
+    stopSequences: ['END'],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+  },
+  {
+    name: 'a reported sequence without stop_sequences in the request',
+    finish: 'stop',
+    choice: { stop_reason: 'END' },
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+  },
 ];
 
 for (const c of STOPS) {
   test(`response stop reason: ${c.name}`, () => {
-    const message = messageOf(chat(c.message ?? { content: 'x' }, c.top ?? {}, c.finish, c.choice ?? {}), c.stopSequences);
+    const message = messageOf(
+      chat(c.message ?? { content: 'x' }, c.top ?? {}, c.finish, c.choice ?? {}),
+      c.stopSequences,
+    );
     assert.equal(message.stop_reason, c.stop_reason);
     assert.equal(message.stop_sequence, c.stop_sequence ?? null);
   });
@@ -171,12 +264,26 @@ test('response: a refusal becomes the text and stop_reason refusal', () => {
 const USAGE: { name: string; top: Json; usage: Json }[] = [
   {
     name: 'cached prompt tokens are cache reads, the rest input',
-    top: { usage: { prompt_tokens: 1000, completion_tokens: 20, total_tokens: 1020, prompt_tokens_details: { cached_tokens: 800 } } },
+    top: {
+      usage: {
+        prompt_tokens: 1000,
+        completion_tokens: 20,
+        total_tokens: 1020,
+        prompt_tokens_details: { cached_tokens: 800 },
+      },
+    },
     usage: { input_tokens: 200, cache_creation_input_tokens: 0, cache_read_input_tokens: 800, output_tokens: 20 },
   },
   {
     name: 'reported cache writes (OpenRouter) are cache creation',
-    top: { usage: { prompt_tokens: 1000, completion_tokens: 20, total_tokens: 1020, prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 600 } } },
+    top: {
+      usage: {
+        prompt_tokens: 1000,
+        completion_tokens: 20,
+        total_tokens: 1020,
+        prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 600 },
+      },
+    },
     usage: { input_tokens: 300, cache_creation_input_tokens: 600, cache_read_input_tokens: 100, output_tokens: 20 },
   },
   {
@@ -203,10 +310,24 @@ for (const c of USAGE) {
 }
 
 const BAD: { name: string; body: Json; says: RegExp }[] = [
-  { name: 'unparsable arguments', body: chat({ tool_calls: [{ id: 'c', type: 'function', function: { name: 'weather', arguments: '{"city": "Par' } }] }), says: /"weather"/ },
-  { name: 'arguments that are JSON but not an object', body: chat({ tool_calls: [{ id: 'c', type: 'function', function: { name: 'list', arguments: '[1,2]' } }] }), says: /"list"/ },
+  {
+    name: 'unparsable arguments',
+    body: chat({
+      tool_calls: [{ id: 'c', type: 'function', function: { name: 'weather', arguments: '{"city": "Par' } }],
+    }),
+    says: /"weather"/,
+  },
+  {
+    name: 'arguments that are JSON but not an object',
+    body: chat({ tool_calls: [{ id: 'c', type: 'function', function: { name: 'list', arguments: '[1,2]' } }] }),
+    says: /"list"/,
+  },
   { name: 'no choices', body: { id: 'x', choices: [] }, says: /no choices/ },
-  { name: 'a choice without a message', body: { id: 'x', choices: [{ index: 0, finish_reason: 'stop' }] }, says: /message/ },
+  {
+    name: 'a choice without a message',
+    body: { id: 'x', choices: [{ index: 0, finish_reason: 'stop' }] },
+    says: /message/,
+  },
 ];
 
 for (const c of BAD) {

@@ -5,9 +5,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { feed } from './helpers/play-translator.ts';
-import { anthropicErrorEvent, ChatToMessagesStream, UNSIGNED_THINKING_SIGNATURE } from '../src/bridges/anthropic/stream.ts';
+import {
+  anthropicErrorEvent,
+  ChatToMessagesStream,
+  UNSIGNED_THINKING_SIGNATURE,
+} from '../src/bridges/anthropic/stream.ts';
 import { SseSplitter } from '../src/upstream/sse.ts';
-import { assertValidOrder, blocksOf, parseAnthropicSse, sdkFinalMessage, type AnthropicFrame } from './helpers/anthropic-events.ts';
+import {
+  assertValidOrder,
+  blocksOf,
+  parseAnthropicSse,
+  sdkFinalMessage,
+  type AnthropicFrame,
+} from './helpers/anthropic-events.ts';
 
 type Json = Record<string, any>;
 
@@ -31,11 +41,23 @@ function fullChatStream(): string[] {
     chunk({ delta: { reasoning_content: ' think.' }, finish_reason: null }),
     chunk({ delta: { content: 'Calling' }, finish_reason: null }), // 3: text open
     chunk({ delta: { content: ' the tool.' }, finish_reason: null }),
-    chunk({ delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'weather', arguments: '' } }] }, finish_reason: null }), // 5: tool_use open
+    chunk({
+      delta: {
+        tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'weather', arguments: '' } }],
+      },
+      finish_reason: null,
+    }), // 5: tool_use open
     chunk({ delta: { tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }, finish_reason: null }),
     chunk({ delta: { tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }, finish_reason: null }),
     chunk({ delta: {}, finish_reason: 'tool_calls' }), // 8: after finish
-    chunk(undefined, { usage: { prompt_tokens: 120, completion_tokens: 9, total_tokens: 129, prompt_tokens_details: { cached_tokens: 100 } } }), // 9
+    chunk(undefined, {
+      usage: {
+        prompt_tokens: 120,
+        completion_tokens: 9,
+        total_tokens: 129,
+        prompt_tokens_details: { cached_tokens: 100 },
+      },
+    }), // 9
     'data: [DONE]\n\n',
   ];
 }
@@ -59,9 +81,14 @@ for (const c of BREAKS) {
     const frames = parseAnthropicSse(body);
     assertValidOrder(frames, { complete: false });
     assert.equal(frames.at(-1)!.event, 'error');
-    assert.ok(!frames.some((f) => f.event === 'message_delta' || f.event === 'message_stop'), 'no message_delta, no message_stop');
+    assert.ok(
+      !frames.some((f) => f.event === 'message_delta' || f.event === 'message_stop'),
+      'no message_delta, no message_stop',
+    );
     if (c.open) {
-      assert.deepEqual(parseAnthropicSse(abort), [{ event: 'content_block_stop', data: { type: 'content_block_stop', index: openBefore - 1 } }]);
+      assert.deepEqual(parseAnthropicSse(abort), [
+        { event: 'content_block_stop', data: { type: 'content_block_stop', index: openBefore - 1 } },
+      ]);
       assert.equal(blocksOf(frames).at(-1)!.type, c.open);
     } else {
       assert.equal(abort, '', 'no block is open: nothing to close');
@@ -69,7 +96,11 @@ for (const c of BREAKS) {
     assert.equal(t.abortFrames(), '', 'a second call adds nothing');
     assert.equal(t.end(), null, 'a broken stream gets no closing events');
     assert.equal(t.onEvent({ raw: Buffer.alloc(0), data: '[DONE]' }), null, 'nothing after the break');
-    await assert.rejects(sdkFinalMessage(body), (err: Error) => /the backend broke the stream/.test(err.message), 'the SDK raises the error');
+    await assert.rejects(
+      sdkFinalMessage(body),
+      (err: Error) => /the backend broke the stream/.test(err.message),
+      'the SDK raises the error',
+    );
   });
 }
 
@@ -81,15 +112,26 @@ test('stream finished without [DONE]: end() gives exactly the closing events', a
     assert.equal(t.finishedWithoutMarker(), true);
     const tail = t.end()!.toString('utf8');
     const closing = parseAnthropicSse(tail);
-    assert.deepEqual(closing.map((f) => f.event), ['message_delta', 'message_stop']);
-    const usage = events === 10
-      ? { input_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 100, output_tokens: 9 }
-      : { input_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 7 }; // estimated: 7 content chunks
-    assert.deepEqual(closing[0].data, { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage });
+    assert.deepEqual(
+      closing.map((f) => f.event),
+      ['message_delta', 'message_stop'],
+    );
+    const usage =
+      events === 10
+        ? { input_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 100, output_tokens: 9 }
+        : { input_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 7 }; // estimated: 7 content chunks
+    assert.deepEqual(closing[0].data, {
+      type: 'message_delta',
+      delta: { stop_reason: 'tool_use', stop_sequence: null },
+      usage,
+    });
     assert.equal(t.end(), null, 'only once');
     assertValidOrder(parseAnthropicSse(head + tail));
     const message = await sdkFinalMessage(head + tail);
-    assert.deepEqual(message.content.map((b) => b.type), ['thinking', 'text', 'tool_use']);
+    assert.deepEqual(
+      message.content.map((b) => b.type),
+      ['thinking', 'text', 'tool_use'],
+    );
     const [thinking, text, call] = message.content as any[];
     assert.deepEqual([thinking.thinking, thinking.signature], ['Let me think.', UNSIGNED_THINKING_SIGNATURE]);
     assert.equal(text.text, 'Calling the tool.');
@@ -103,16 +145,35 @@ test('stream: a complete run through every state, and its summary', () => {
   const body = feed(t, fullChatStream());
   const frames = parseAnthropicSse(body);
   assertValidOrder(frames);
-  assert.deepEqual(frames.map((f) => shapeKey(f.event, f.data)), [
-    'message_start',
-    'content_block_start:thinking', 'content_block_delta:thinking_delta', 'content_block_delta:thinking_delta', 'content_block_delta:signature_delta', 'content_block_stop',
-    'content_block_start:text', 'content_block_delta:text_delta', 'content_block_delta:text_delta', 'content_block_stop',
-    'content_block_start:tool_use', 'content_block_delta:input_json_delta', 'content_block_delta:input_json_delta', 'content_block_delta:input_json_delta', 'content_block_stop',
-    'message_delta', 'message_stop',
-  ]);
+  assert.deepEqual(
+    frames.map((f) => shapeKey(f.event, f.data)),
+    [
+      'message_start',
+      'content_block_start:thinking',
+      'content_block_delta:thinking_delta',
+      'content_block_delta:thinking_delta',
+      'content_block_delta:signature_delta',
+      'content_block_stop',
+      'content_block_start:text',
+      'content_block_delta:text_delta',
+      'content_block_delta:text_delta',
+      'content_block_stop',
+      'content_block_start:tool_use',
+      'content_block_delta:input_json_delta',
+      'content_block_delta:input_json_delta',
+      'content_block_delta:input_json_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ],
+  );
   assert.deepEqual(frames[0].data.message.usage, {
-    input_tokens: 30, cache_creation_input_tokens: 0, cache_read_input_tokens: 0,
-    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 }, output_tokens: 1, service_tier: 'standard',
+    input_tokens: 30,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+    output_tokens: 1,
+    service_tier: 'standard',
   });
   assert.deepEqual(t.summary(), {
     usage: { prompt_tokens: 120, completion_tokens: 9, total_tokens: 129, cached_tokens: 100 },
@@ -154,21 +215,55 @@ const EDGES: EdgeCase[] = [
       { tool_calls: [{ index: 1, id: 'call_b', function: { name: 'b', arguments: '{}' } }] },
       finish('tool_calls'),
     ),
-    check: (frames) => assert.deepEqual(blocksOf(frames).map((b) => [b.start.id, b.start.name, b.json]), [['toolu_call_a', 'a', '{"x":1}'], ['toolu_call_b', 'b', '{}']]),
+    check: (frames) =>
+      assert.deepEqual(
+        blocksOf(frames).map((b) => [b.start.id, b.start.name, b.json]),
+        [
+          ['toolu_call_a', 'a', '{"x":1}'],
+          ['toolu_call_b', 'b', '{}'],
+        ],
+      ),
   },
   {
     name: 'a whole call in one chunk, and two calls in one chunk',
-    events: chunks({ tool_calls: [{ index: 0, id: 'c1', function: { name: 'a', arguments: '{"q":1}' } }, { index: 1, id: 'c2', function: { name: 'b', arguments: '{"q":2}' } }] }, finish('tool_calls')),
-    check: (frames) => assert.deepEqual(blocksOf(frames).map((b) => [b.start.name, b.json]), [['a', '{"q":1}'], ['b', '{"q":2}']]),
+    events: chunks(
+      {
+        tool_calls: [
+          { index: 0, id: 'c1', function: { name: 'a', arguments: '{"q":1}' } },
+          { index: 1, id: 'c2', function: { name: 'b', arguments: '{"q":2}' } },
+        ],
+      },
+      finish('tool_calls'),
+    ),
+    check: (frames) =>
+      assert.deepEqual(
+        blocksOf(frames).map((b) => [b.start.name, b.json]),
+        [
+          ['a', '{"q":1}'],
+          ['b', '{"q":2}'],
+        ],
+      ),
   },
   {
     name: 'calls without an index: each new id is the next call',
-    events: chunks({ tool_calls: [{ id: 'c1', function: { name: 'a', arguments: '{}' } }] }, { tool_calls: [{ id: 'c2', function: { name: 'b', arguments: '{}' } }] }, finish('tool_calls')),
-    check: (frames) => assert.deepEqual(blocksOf(frames).map((b) => b.start.name), ['a', 'b']),
+    events: chunks(
+      { tool_calls: [{ id: 'c1', function: { name: 'a', arguments: '{}' } }] },
+      { tool_calls: [{ id: 'c2', function: { name: 'b', arguments: '{}' } }] },
+      finish('tool_calls'),
+    ),
+    check: (frames) =>
+      assert.deepEqual(
+        blocksOf(frames).map((b) => b.start.name),
+        ['a', 'b'],
+      ),
   },
   {
     name: 'arguments before the name wait for it, then go out at once',
-    events: chunks({ tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] }, { tool_calls: [{ index: 0, id: 'late', function: { name: 'f', arguments: ':1}' } }] }, finish('tool_calls')),
+    events: chunks(
+      { tool_calls: [{ index: 0, function: { arguments: '{"a"' } }] },
+      { tool_calls: [{ index: 0, id: 'late', function: { name: 'f', arguments: ':1}' } }] },
+      finish('tool_calls'),
+    ),
     check: (frames) => {
       const [block] = blocksOf(frames);
       assert.deepEqual([block.start.id, block.start.name, block.json], ['toolu_late', 'f', '{"a":1}']);
@@ -193,16 +288,31 @@ const EDGES: EdgeCase[] = [
       finish('tool_calls'),
     ),
     check: (frames, t) => {
-      assert.deepEqual(blocksOf(frames).map((b) => b.json), ['{', '{}']);
+      assert.deepEqual(
+        blocksOf(frames).map((b) => b.json),
+        ['{', '{}'],
+      );
       assert.equal(t.lateToolFragments, 1);
     },
   },
   {
     name: 'text after a tool call opens a new text block; reasoning and text in one chunk are two blocks',
-    events: chunks({ reasoning_content: 'r', content: 't' }, { tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{}' } }] }, { content: 'after' }, finish('stop')),
+    events: chunks(
+      { reasoning_content: 'r', content: 't' },
+      { tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{}' } }] },
+      { content: 'after' },
+      finish('stop'),
+    ),
     check: (frames) => {
-      assert.deepEqual(blocksOf(frames).map((b) => b.type), ['thinking', 'text', 'tool_use', 'text']);
-      assert.equal(frames.at(-2)!.data.delta.stop_reason, 'tool_use', 'an answer with tool calls is tool_use even when the backend said stop');
+      assert.deepEqual(
+        blocksOf(frames).map((b) => b.type),
+        ['thinking', 'text', 'tool_use', 'text'],
+      );
+      assert.equal(
+        frames.at(-2)!.data.delta.stop_reason,
+        'tool_use',
+        'an answer with tool calls is tool_use even when the backend said stop',
+      );
     },
   },
   {
@@ -213,13 +323,18 @@ const EDGES: EdgeCase[] = [
   {
     name: 'empty strings open no block',
     events: chunks({ role: 'assistant', content: '' }, { reasoning_content: '' }, { content: 'x' }, finish('stop')),
-    check: (frames) => assert.deepEqual(blocksOf(frames).map((b) => b.type), ['text']),
+    check: (frames) =>
+      assert.deepEqual(
+        blocksOf(frames).map((b) => b.type),
+        ['text'],
+      ),
   },
   {
     name: 'a reported stop sequence (vLLM stop_reason) gives stop_sequence',
     events: chunks({ content: 'one two' }, finish('stop', { stop_reason: 'THREE' })),
     opts: { stopSequences: ['THREE'] },
-    check: (frames) => assert.deepEqual(frames.at(-2)!.data.delta, { stop_reason: 'stop_sequence', stop_sequence: 'THREE' }),
+    check: (frames) =>
+      assert.deepEqual(frames.at(-2)!.data.delta, { stop_reason: 'stop_sequence', stop_sequence: 'THREE' }),
   },
   {
     name: 'length is max_tokens',
@@ -229,12 +344,27 @@ const EDGES: EdgeCase[] = [
   {
     name: 'an empty answer is message_start, message_delta, message_stop',
     events: [],
-    check: (frames) => assert.deepEqual(frames.map((f) => f.event), ['message_start', 'message_delta', 'message_stop']),
+    check: (frames) =>
+      assert.deepEqual(
+        frames.map((f) => f.event),
+        ['message_start', 'message_delta', 'message_stop'],
+      ),
   },
   {
     name: 'comments and garbage write nothing',
     events: [': keep-alive\n\n', 'data: {not json\n\n', ...chunks({ content: 'x' }), 'data: "a string"\n\n'],
-    check: (frames) => assert.deepEqual(frames.map((f) => f.event), ['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']),
+    check: (frames) =>
+      assert.deepEqual(
+        frames.map((f) => f.event),
+        [
+          'message_start',
+          'content_block_start',
+          'content_block_delta',
+          'content_block_stop',
+          'message_delta',
+          'message_stop',
+        ],
+      ),
   },
 ];
 
@@ -265,11 +395,15 @@ test('stream: an error the backend puts in the stream ends it, and is kept for t
   const head = feed(t, chunks({ content: 'partial' }));
   const error = 'data: {"error":{"message":"CUDA out of memory","code":503}}\n\n';
   assert.equal(feed(t, [error, ...chunks({ content: 'more' }), 'data: [DONE]\n\n']), '', 'nothing more is written');
-  assert.deepEqual(t.upstreamError, { status: 503, error: { type: 'overloaded_error', message: 'CUDA out of memory' } });
+  assert.deepEqual(t.upstreamError, {
+    status: 503,
+    error: { type: 'overloaded_error', message: 'CUDA out of memory' },
+  });
   assert.equal(t.ended, false, 'not a normal end: the relay ends it as broken');
   assert.equal(t.finishedWithoutMarker(), false);
   assert.equal(t.end(), null);
-  const body = head + t.abortFrames() + anthropicErrorEvent(t.upstreamError!.error.type, t.upstreamError!.error.message);
+  const body =
+    head + t.abortFrames() + anthropicErrorEvent(t.upstreamError!.error.type, t.upstreamError!.error.message);
   assertValidOrder(parseAnthropicSse(body), { complete: false });
 });
 
@@ -277,7 +411,12 @@ test('stream: an incomplete event is ignored, an unterminated [DONE] still ends 
   const t = translator();
   const splitter = new SseSplitter();
   const out: Buffer[] = [];
-  for (const ev of [...splitter.push(Buffer.from(chunks({ content: 'x' }, finish('stop')).join('') + 'data: {"choices":[{"delta":{"content":"half')), ...splitter.flush()]) {
+  for (const ev of [
+    ...splitter.push(
+      Buffer.from(chunks({ content: 'x' }, finish('stop')).join('') + 'data: {"choices":[{"delta":{"content":"half'),
+    ),
+    ...splitter.flush(),
+  ]) {
     const bytes = t.onEvent(ev);
     if (bytes) out.push(bytes);
   }
@@ -285,7 +424,10 @@ test('stream: an incomplete event is ignored, an unterminated [DONE] still ends 
   assert.equal(t.ended, false);
   const t2 = translator();
   const splitter2 = new SseSplitter();
-  for (const ev of [...splitter2.push(Buffer.from(chunks({ content: 'x' }, finish('stop')).join('') + 'data: [DONE]')), ...splitter2.flush()]) t2.onEvent(ev);
+  for (const ev of [
+    ...splitter2.push(Buffer.from(chunks({ content: 'x' }, finish('stop')).join('') + 'data: [DONE]')),
+    ...splitter2.flush(),
+  ])
+    t2.onEvent(ev);
   assert.equal(t2.ended, true);
 });
-

@@ -1,11 +1,22 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { play as playTranslator } from './helpers/play-translator.ts';
-import { anthropicErrorEvent, anthropicEvent, ChatToMessagesStream, UNSIGNED_THINKING_SIGNATURE } from '../src/bridges/anthropic/stream.ts';
+import {
+  anthropicErrorEvent,
+  anthropicEvent,
+  ChatToMessagesStream,
+  UNSIGNED_THINKING_SIGNATURE,
+} from '../src/bridges/anthropic/stream.ts';
 import { SseSplitter } from '../src/upstream/sse.ts';
 import { createUsageTap } from '../src/upstream/stream-usage.ts';
 import { assertSameShape } from './fakes/shape.ts';
-import { assertValidOrder, blocksOf, parseAnthropicSse, sdkFinalMessage, type AnthropicFrame } from './helpers/anthropic-events.ts';
+import {
+  assertValidOrder,
+  blocksOf,
+  parseAnthropicSse,
+  sdkFinalMessage,
+  type AnthropicFrame,
+} from './helpers/anthropic-events.ts';
 import { readFixture } from './helpers/fixtures.ts';
 import { prng } from './helpers/prng.ts';
 
@@ -31,11 +42,18 @@ function chunkings(length: number): { name: string; sizes: () => number }[] {
 }
 
 /** Plays a relay through the translator (see helpers/play-translator.ts). */
-const play = (input: string, sizes: () => number, opts: Partial<ConstructorParameters<typeof ChatToMessagesStream>[0]> = {}) => playTranslator(input, sizes, (clock) => translator(opts, clock));
+const play = (
+  input: string,
+  sizes: () => number,
+  opts: Partial<ConstructorParameters<typeof ChatToMessagesStream>[0]> = {},
+) => playTranslator(input, sizes, (clock) => translator(opts, clock));
 
 /** The chat chunks of an SSE body, `[DONE]` left out. */
 function chatChunks(body: string): Json[] {
-  return body.split('\n\n').filter((b) => b.startsWith('data: ') && b !== 'data: [DONE]').map((b) => JSON.parse(b.slice(6)));
+  return body
+    .split('\n\n')
+    .filter((b) => b.startsWith('data: ') && b !== 'data: [DONE]')
+    .map((b) => JSON.parse(b.slice(6)));
 }
 
 /** Each tool call's name, id and arguments as the chat stream gave them, by call index. */
@@ -96,12 +114,23 @@ for (const file of [CHAT_TOOL_CALL, CHAT_PARALLEL]) {
       assert.deepEqual(block.start.input, {});
       assert.equal(block.json, calls[i].args, 'the arguments reassemble exactly');
     });
-    const argumentChunks = chatChunks(input).filter((c) => c.choices[0]?.delta?.tool_calls?.[0]?.function?.arguments !== undefined).length;
-    assert.equal(blocks.reduce((n, b) => n + b.deltas, 0), argumentChunks, 'one input_json_delta per arguments fragment, none held back');
+    const argumentChunks = chatChunks(input).filter(
+      (c) => c.choices[0]?.delta?.tool_calls?.[0]?.function?.arguments !== undefined,
+    ).length;
+    assert.equal(
+      blocks.reduce((n, b) => n + b.deltas, 0),
+      argumentChunks,
+      'one input_json_delta per arguments fragment, none held back',
+    );
     const usage = chatChunks(input).at(-1)!.usage;
     const messageDelta = frames.at(-2)!.data;
     assert.deepEqual(messageDelta.delta, { stop_reason: 'tool_use', stop_sequence: null });
-    assert.deepEqual(messageDelta.usage, { input_tokens: usage.prompt_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: usage.completion_tokens });
+    assert.deepEqual(messageDelta.usage, {
+      input_tokens: usage.prompt_tokens,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: usage.completion_tokens,
+    });
     assert.equal(frames[0].data.message.model, 'claude-sonnet-4-5', 'the model the client asked for');
     assert.equal(frames[0].data.message.id, `msg_${chatChunks(input)[0].id}`);
 
@@ -109,7 +138,10 @@ for (const file of [CHAT_TOOL_CALL, CHAT_PARALLEL]) {
     assert.equal(message.stop_reason, 'tool_use');
     assert.equal(message.usage.output_tokens, usage.completion_tokens);
     assert.equal(message.usage.input_tokens, usage.prompt_tokens);
-    assert.deepEqual(message.content.map((b) => b.type), calls.map(() => 'tool_use'));
+    assert.deepEqual(
+      message.content.map((b) => b.type),
+      calls.map(() => 'tool_use'),
+    );
     message.content.forEach((block, i) => {
       assert.equal(block.type, 'tool_use');
       if (block.type === 'tool_use') assert.deepEqual(block.input, JSON.parse(calls[i].args));
@@ -149,21 +181,44 @@ function chatStreamFrom(frames: AnthropicFrame[]): string {
       types[data.index] = data.content_block.type;
       if (data.content_block.type === 'tool_use') {
         callIndex += 1;
-        body += chunk({ delta: { tool_calls: [{ index: callIndex, id: data.content_block.id, type: 'function', function: { name: data.content_block.name } }] }, finish_reason: null });
+        body += chunk({
+          delta: {
+            tool_calls: [
+              {
+                index: callIndex,
+                id: data.content_block.id,
+                type: 'function',
+                function: { name: data.content_block.name },
+              },
+            ],
+          },
+          finish_reason: null,
+        });
       }
     } else if (event === 'content_block_delta') {
       const d = data.delta;
       if (d.type === 'thinking_delta') body += chunk({ delta: { reasoning_content: d.thinking }, finish_reason: null });
       else if (d.type === 'text_delta') body += chunk({ delta: { content: d.text }, finish_reason: null });
-      else if (d.type === 'input_json_delta') body += chunk({ delta: { tool_calls: [{ index: callIndex, function: { arguments: d.partial_json } }] }, finish_reason: null });
+      else if (d.type === 'input_json_delta')
+        body += chunk({
+          delta: { tool_calls: [{ index: callIndex, function: { arguments: d.partial_json } }] },
+          finish_reason: null,
+        });
     } else if (event === 'message_delta') {
-      finish = { end_turn: 'stop', tool_use: 'tool_calls', max_tokens: 'length' }[data.delta.stop_reason as string] ?? 'stop';
+      finish =
+        { end_turn: 'stop', tool_use: 'tool_calls', max_tokens: 'length' }[data.delta.stop_reason as string] ?? 'stop';
       usage = data.usage;
     }
   }
   body += chunk({ delta: {}, finish_reason: finish });
   const prompt = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
-  body += chunk(undefined, { usage: { prompt_tokens: prompt, completion_tokens: usage.output_tokens, total_tokens: prompt + usage.output_tokens } });
+  body += chunk(undefined, {
+    usage: {
+      prompt_tokens: prompt,
+      completion_tokens: usage.output_tokens,
+      total_tokens: prompt + usage.output_tokens,
+    },
+  });
   return `${body}data: [DONE]\n\n`;
 }
 
@@ -193,15 +248,23 @@ for (const file of [ANTHROPIC_THINKING, ANTHROPIC_TOOL_USE]) {
     assert.deepEqual(skeleton(ours), skeleton(real), 'same events, blocks and fragments');
     const realBlocks = blocksOf(real);
     const ourBlocks = blocksOf(ours);
-    assert.deepEqual(ourBlocks.map((b) => [b.type, b.text, b.thinking, b.json]), realBlocks.map((b) => [b.type, b.text, b.thinking, b.json]));
+    assert.deepEqual(
+      ourBlocks.map((b) => [b.type, b.text, b.thinking, b.json]),
+      realBlocks.map((b) => [b.type, b.text, b.thinking, b.json]),
+    );
     for (const block of ourBlocks.filter((b) => b.type === 'thinking')) {
-      assert.deepEqual(block.signatures, [UNSIGNED_THINKING_SIGNATURE], 'one signature_delta per thinking block, so that Claude Code keeps it');
+      assert.deepEqual(
+        block.signatures,
+        [UNSIGNED_THINKING_SIGNATURE],
+        'one signature_delta per thinking block, so that Claude Code keeps it',
+      );
       assert.notEqual(block.signatures[0], '');
     }
     const realDelta = real.find((f) => f.event === 'message_delta')!.data;
     const ourDelta = ours.find((f) => f.event === 'message_delta')!.data;
     assert.deepEqual(ourDelta.delta, realDelta.delta);
-    for (const key of ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'output_tokens']) assert.equal(ourDelta.usage[key], realDelta.usage[key], key);
+    for (const key of ['input_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens', 'output_tokens'])
+      assert.equal(ourDelta.usage[key], realDelta.usage[key], key);
     // every frame has the shape of the real one of its kind (fields only Anthropic has aside)
     const reference = shapesOf(real);
     const ignore = ['$.message.usage.inference_geo', '$.context_management'];
@@ -209,14 +272,26 @@ for (const file of [ANTHROPIC_THINKING, ANTHROPIC_TOOL_USE]) {
 
     const message = await sdkFinalMessage(output);
     const realMessage = await sdkFinalMessage(readFixture(file));
-    assert.deepEqual(message.content.map((b) => b.type), realMessage.content.map((b) => b.type));
-    assert.deepEqual(message.content.map((b) => (b.type === 'tool_use' ? b.input : b.type === 'text' ? b.text : b.type === 'thinking' ? b.thinking : null)),
-      realMessage.content.map((b) => (b.type === 'tool_use' ? b.input : b.type === 'text' ? b.text : b.type === 'thinking' ? b.thinking : null)));
+    assert.deepEqual(
+      message.content.map((b) => b.type),
+      realMessage.content.map((b) => b.type),
+    );
+    assert.deepEqual(
+      message.content.map((b) =>
+        b.type === 'tool_use' ? b.input : b.type === 'text' ? b.text : b.type === 'thinking' ? b.thinking : null,
+      ),
+      realMessage.content.map((b) =>
+        b.type === 'tool_use' ? b.input : b.type === 'text' ? b.text : b.type === 'thinking' ? b.thinking : null,
+      ),
+    );
     assert.equal(message.stop_reason, realMessage.stop_reason);
   });
 }
 
 test('anthropicEvent and anthropicErrorEvent frame one event each', () => {
   assert.equal(anthropicEvent('ping', { type: 'ping' }), 'event: ping\ndata: {"type":"ping"}\n\n');
-  assert.equal(anthropicErrorEvent('overloaded_error', 'Overloaded'), 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n');
+  assert.equal(
+    anthropicErrorEvent('overloaded_error', 'Overloaded'),
+    'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+  );
 });

@@ -4,7 +4,13 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileRules, DEFAULT_REASONING_RULES, matchRule, ruleProblems, type ReasoningRule } from '../src/bridges/reasoning/rules.ts';
+import {
+  compileRules,
+  DEFAULT_REASONING_RULES,
+  matchRule,
+  ruleProblems,
+  type ReasoningRule,
+} from '../src/bridges/reasoning/rules.ts';
 
 describe('matchRule', () => {
   const rules: ReasoningRule[] = [
@@ -65,8 +71,18 @@ describe('DEFAULT_REASONING_RULES on real model ids', () => {
     ['deepseek-ai/DeepSeek-V3.1', 'vllm', 'enable_thinking', { key: 'thinking' }],
     ['deepseek-ai/DeepSeek-V3.1-Terminus', 'vllm', 'enable_thinking', { key: 'thinking' }],
     ['deepseek/deepseek-chat-v3.1', 'openrouter', 'openrouter_reasoning', undefined],
-    ['openai/gpt-oss-20b', 'vllm', 'reasoning_effort', { off: 'low', on: 'high', efforts: ['low', 'medium', 'high'], template_kwarg: true }],
-    ['gpt-oss:20b', 'ollama', 'reasoning_effort', { off: 'low', on: 'high', efforts: ['low', 'medium', 'high'], template_kwarg: true }],
+    [
+      'openai/gpt-oss-20b',
+      'vllm',
+      'reasoning_effort',
+      { off: 'low', on: 'high', efforts: ['low', 'medium', 'high'], template_kwarg: true },
+    ],
+    [
+      'gpt-oss:20b',
+      'ollama',
+      'reasoning_effort',
+      { off: 'low', on: 'high', efforts: ['low', 'medium', 'high'], template_kwarg: true },
+    ],
     ['zai-org/GLM-4.6', 'vllm', 'enable_thinking', undefined],
     ['zai-org/GLM-4.5-Air', 'vllm', 'enable_thinking', undefined],
     ['unsloth/GLM-4.7-Flash-GGUF', 'llama', 'enable_thinking', undefined],
@@ -99,31 +115,105 @@ describe('ruleProblems', () => {
   const table: [string, unknown, { path: string; message: RegExp }[]][] = [
     ['not a list', { model: 'x' }, [{ path: 'reasoning_rules', message: /must be a list of rules, got a mapping/ }]],
     ['a rule that is not a mapping', ['qwen3*'], [{ path: 'reasoning_rules[0]', message: /must be a mapping/ }]],
-    ['missing model and mechanism', [{}], [
-      { path: 'reasoning_rules[0].model', message: /is required/ },
-      { path: 'reasoning_rules[0].mechanism', message: /is required \(one of enable_thinking, reasoning_effort/ },
-    ]],
-    ['non-string model', [{ model: 3, mechanism: 'none' }], [{ path: 'reasoning_rules[0].model', message: /non-empty glob string, got number 3/ }]],
-    ['empty model', [{ model: ' ', mechanism: 'none' }], [{ path: 'reasoning_rules[0].model', message: /non-empty glob string/ }]],
-    ['unknown mechanism', [{ model: 'x', mechanism: 'think_harder' }], [{ path: 'reasoning_rules[0].mechanism', message: /must be one of .*, got string "think_harder"/ }]],
-    ['unknown rule key', [{ model: 'x', mechanism: 'none', backend: 'a' }], [{ path: 'reasoning_rules[0].backend', message: /unknown key/ }]],
-    ['backends not a list', [{ model: 'x', mechanism: 'none', backends: 'a' }], [{ path: 'reasoning_rules[0].backends', message: /must be a list of backend names/ }]],
-    ['a bad backend name', [{ model: 'x', mechanism: 'none', backends: ['a', ''] }], [{ path: 'reasoning_rules[0].backends[1]', message: /must be a backend name/ }]],
-    ['enabled not boolean', [{ model: 'x', mechanism: 'none', enabled: 'no' }], [{ path: 'reasoning_rules[0].enabled', message: /true or false/ }]],
-    ['params not a mapping', [{ model: 'x', mechanism: 'prefill', params: 'x' }], [{ path: 'reasoning_rules[0].params', message: /must be a mapping/ }]],
-    ['unknown param', [{ model: 'x', mechanism: 'nothink_token', params: { tokn: '/no_think' } }], [{ path: 'reasoning_rules[0].params.tokn', message: /unknown param \(nothink_token reads token, on_token\)/ }]],
-    ['none takes no params', [{ model: 'x', mechanism: 'none', params: { a: 1 } }], [{ path: 'reasoning_rules[0].params.a', message: /none takes no params/ }]],
-    ['a bad token', [{ model: 'x', mechanism: 'nothink_token', params: { token: 5 } }], [{ path: 'reasoning_rules[0].params.token', message: /non-empty string, got number 5/ }]],
-    ['an empty prefill text', [{ model: 'x', mechanism: 'prefill', params: { text: '' } }], [{ path: 'reasoning_rules[0].params.text', message: /must not be empty/ }]],
-    ['OpenRouter off must be an object', [{ model: 'x', mechanism: 'openrouter_reasoning', params: { off: 'minimal' } }], [{ path: 'reasoning_rules[0].params.off', message: /must be a mapping/ }]],
-    ['effort outside the efforts list', [{ model: 'x', mechanism: 'reasoning_effort', params: { off: 'minimal', efforts: ['low', 'high'] } }], [{ path: 'reasoning_rules[0].params.off', message: /"minimal" is not in efforts \(low, high\)/ }]],
-    ['efforts not a list of strings', [{ model: 'x', mechanism: 'reasoning_effort', params: { efforts: [] } }], [{ path: 'reasoning_rules[0].params.efforts', message: /non-empty list of strings/ }]],
-    ['the second rule is the bad one', [{ model: 'x', mechanism: 'none' }, { model: 'y', mechanism: 'enable_thinking', params: { key: '' } }], [{ path: 'reasoning_rules[1].params.key', message: /non-empty string/ }]],
+    [
+      'missing model and mechanism',
+      [{}],
+      [
+        { path: 'reasoning_rules[0].model', message: /is required/ },
+        { path: 'reasoning_rules[0].mechanism', message: /is required \(one of enable_thinking, reasoning_effort/ },
+      ],
+    ],
+    [
+      'non-string model',
+      [{ model: 3, mechanism: 'none' }],
+      [{ path: 'reasoning_rules[0].model', message: /non-empty glob string, got number 3/ }],
+    ],
+    [
+      'empty model',
+      [{ model: ' ', mechanism: 'none' }],
+      [{ path: 'reasoning_rules[0].model', message: /non-empty glob string/ }],
+    ],
+    [
+      'unknown mechanism',
+      [{ model: 'x', mechanism: 'think_harder' }],
+      [{ path: 'reasoning_rules[0].mechanism', message: /must be one of .*, got string "think_harder"/ }],
+    ],
+    [
+      'unknown rule key',
+      [{ model: 'x', mechanism: 'none', backend: 'a' }],
+      [{ path: 'reasoning_rules[0].backend', message: /unknown key/ }],
+    ],
+    [
+      'backends not a list',
+      [{ model: 'x', mechanism: 'none', backends: 'a' }],
+      [{ path: 'reasoning_rules[0].backends', message: /must be a list of backend names/ }],
+    ],
+    [
+      'a bad backend name',
+      [{ model: 'x', mechanism: 'none', backends: ['a', ''] }],
+      [{ path: 'reasoning_rules[0].backends[1]', message: /must be a backend name/ }],
+    ],
+    [
+      'enabled not boolean',
+      [{ model: 'x', mechanism: 'none', enabled: 'no' }],
+      [{ path: 'reasoning_rules[0].enabled', message: /true or false/ }],
+    ],
+    [
+      'params not a mapping',
+      [{ model: 'x', mechanism: 'prefill', params: 'x' }],
+      [{ path: 'reasoning_rules[0].params', message: /must be a mapping/ }],
+    ],
+    [
+      'unknown param',
+      [{ model: 'x', mechanism: 'nothink_token', params: { tokn: '/no_think' } }],
+      [{ path: 'reasoning_rules[0].params.tokn', message: /unknown param \(nothink_token reads token, on_token\)/ }],
+    ],
+    [
+      'none takes no params',
+      [{ model: 'x', mechanism: 'none', params: { a: 1 } }],
+      [{ path: 'reasoning_rules[0].params.a', message: /none takes no params/ }],
+    ],
+    [
+      'a bad token',
+      [{ model: 'x', mechanism: 'nothink_token', params: { token: 5 } }],
+      [{ path: 'reasoning_rules[0].params.token', message: /non-empty string, got number 5/ }],
+    ],
+    [
+      'an empty prefill text',
+      [{ model: 'x', mechanism: 'prefill', params: { text: '' } }],
+      [{ path: 'reasoning_rules[0].params.text', message: /must not be empty/ }],
+    ],
+    [
+      'OpenRouter off must be an object',
+      [{ model: 'x', mechanism: 'openrouter_reasoning', params: { off: 'minimal' } }],
+      [{ path: 'reasoning_rules[0].params.off', message: /must be a mapping/ }],
+    ],
+    [
+      'effort outside the efforts list',
+      [{ model: 'x', mechanism: 'reasoning_effort', params: { off: 'minimal', efforts: ['low', 'high'] } }],
+      [{ path: 'reasoning_rules[0].params.off', message: /"minimal" is not in efforts \(low, high\)/ }],
+    ],
+    [
+      'efforts not a list of strings',
+      [{ model: 'x', mechanism: 'reasoning_effort', params: { efforts: [] } }],
+      [{ path: 'reasoning_rules[0].params.efforts', message: /non-empty list of strings/ }],
+    ],
+    [
+      'the second rule is the bad one',
+      [
+        { model: 'x', mechanism: 'none' },
+        { model: 'y', mechanism: 'enable_thinking', params: { key: '' } },
+      ],
+      [{ path: 'reasoning_rules[1].params.key', message: /non-empty string/ }],
+    ],
   ];
   for (const [name, raw, expected] of table) {
     test(name, () => {
       const problems = ruleProblems(raw, 'reasoning_rules');
-      assert.deepEqual(problems.map((p) => p.path), expected.map((e) => e.path));
+      assert.deepEqual(
+        problems.map((p) => p.path),
+        expected.map((e) => e.path),
+      );
       problems.forEach((p, i) => assert.match(p.message, expected[i].message));
     });
   }

@@ -17,10 +17,24 @@ function chatOf(body: Body, opts: Partial<ResponsesToChatOptions> = {}): Record<
 }
 
 const user = (content: unknown) => ({ role: 'user', content });
-const call = (callId: string, name: string, args = '{}') => ({ type: 'function_call', call_id: callId, name, arguments: args });
+const call = (callId: string, name: string, args = '{}') => ({
+  type: 'function_call',
+  call_id: callId,
+  name,
+  arguments: args,
+});
 const output = (callId: string, out: unknown) => ({ type: 'function_call_output', call_id: callId, output: out });
-const chatCall = (id: string, name: string, args = '{}') => ({ id, type: 'function', function: { name, arguments: args } });
-const weather = { type: 'function', name: 'weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } };
+const chatCall = (id: string, name: string, args = '{}') => ({
+  id,
+  type: 'function',
+  function: { name, arguments: args },
+});
+const weather = {
+  type: 'function',
+  name: 'weather',
+  description: 'Weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } } },
+};
 const clock = { type: 'function', name: 'clock', parameters: { type: 'object', properties: {} }, strict: true };
 
 interface Case {
@@ -41,7 +55,16 @@ const CASES: Case[] = [
     body: { model: 'gpt-4o', input: 'Hello' },
     messages: [{ role: 'user', content: 'Hello' }],
     fields: { model: 'qwen3-coder' },
-    absent: ['stream', 'stream_options', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'response_format', 'user'],
+    absent: [
+      'stream',
+      'stream_options',
+      'tools',
+      'tool_choice',
+      'parallel_tool_calls',
+      'max_tokens',
+      'response_format',
+      'user',
+    ],
   },
   {
     name: 'an AI SDK tool loop: the user message, the call and its output',
@@ -73,7 +96,11 @@ const CASES: Case[] = [
     },
     messages: [
       { role: 'user', content: 'Weather and time?' },
-      { role: 'assistant', content: 'Let me check.', tool_calls: [chatCall('call_a', 'weather', '{"city":"Oslo"}'), chatCall('call_b', 'clock')] },
+      {
+        role: 'assistant',
+        content: 'Let me check.',
+        tool_calls: [chatCall('call_a', 'weather', '{"city":"Oslo"}'), chatCall('call_b', 'clock')],
+      },
       { role: 'tool', tool_call_id: 'call_a', content: 'cold' },
       { role: 'tool', tool_call_id: 'call_b', content: 'noon' },
     ],
@@ -83,8 +110,19 @@ const CASES: Case[] = [
     body: {
       input: [
         user('Hi'),
-        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'thinking' }], encrypted_content: 'xyz' },
-        { id: 'msg_1', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Sure.', annotations: [], logprobs: [] }] },
+        {
+          type: 'reasoning',
+          id: 'rs_1',
+          summary: [{ type: 'summary_text', text: 'thinking' }],
+          encrypted_content: 'xyz',
+        },
+        {
+          id: 'msg_1',
+          type: 'message',
+          status: 'completed',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: 'Sure.', annotations: [], logprobs: [] }],
+        },
         { type: 'reasoning', id: 'rs_2', summary: [] },
         { ...call('call_1', 'clock'), id: 'fc_1', status: 'completed' },
         output('call_1', 'noon'),
@@ -100,7 +138,14 @@ const CASES: Case[] = [
   },
   {
     name: 'a call after a tool output starts a new assistant message; arguments given as an object are stringified',
-    body: { input: [user('go'), call('c1', 'a'), output('c1', 'x'), { type: 'function_call', call_id: 'c2', name: 'b', arguments: { n: 1 } }] },
+    body: {
+      input: [
+        user('go'),
+        call('c1', 'a'),
+        output('c1', 'x'),
+        { type: 'function_call', call_id: 'c2', name: 'b', arguments: { n: 1 } },
+      ],
+    },
     messages: [
       { role: 'user', content: 'go' },
       { role: 'assistant', content: null, tool_calls: [chatCall('c1', 'a')] },
@@ -110,7 +155,20 @@ const CASES: Case[] = [
   },
   {
     name: 'instructions come first, then developer and system messages where they are, all as system',
-    body: { instructions: 'Be brief.', input: [{ role: 'developer', content: 'Use metric units.' }, user('Hi'), { role: 'system', content: [{ type: 'input_text', text: 'a' }, { type: 'input_text', text: 'b' }] }] },
+    body: {
+      instructions: 'Be brief.',
+      input: [
+        { role: 'developer', content: 'Use metric units.' },
+        user('Hi'),
+        {
+          role: 'system',
+          content: [
+            { type: 'input_text', text: 'a' },
+            { type: 'input_text', text: 'b' },
+          ],
+        },
+      ],
+    },
     messages: [
       { role: 'system', content: 'Be brief.' },
       { role: 'system', content: 'Use metric units.' },
@@ -121,29 +179,39 @@ const CASES: Case[] = [
   {
     name: 'images: a URL with its detail, a data URI without one, "original" detail as high',
     body: {
-      input: [user([
-        { type: 'input_text', text: 'Compare' },
-        { type: 'input_image', image_url: 'https://example.com/a.png', detail: 'low' },
-        { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' },
-        { type: 'input_image', image_url: 'https://example.com/b.png', detail: 'original' },
-      ])],
-    },
-    messages: [{
-      role: 'user',
-      content: [
-        { type: 'text', text: 'Compare' },
-        { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'low' } },
-        { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
-        { type: 'image_url', image_url: { url: 'https://example.com/b.png', detail: 'high' } },
+      input: [
+        user([
+          { type: 'input_text', text: 'Compare' },
+          { type: 'input_image', image_url: 'https://example.com/a.png', detail: 'low' },
+          { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' },
+          { type: 'input_image', image_url: 'https://example.com/b.png', detail: 'original' },
+        ]),
       ],
-    }],
+    },
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Compare' },
+          { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'low' } },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          { type: 'image_url', image_url: { url: 'https://example.com/b.png', detail: 'high' } },
+        ],
+      },
+    ],
   },
   {
     name: 'a tool output in parts: texts joined; images follow the run of tool messages in one user message',
     body: {
       input: [
-        user('Screenshots?'), call('c1', 'shot'), call('c2', 'shot'),
-        output('c1', [{ type: 'input_text', text: 'Here ' }, { type: 'input_text', text: 'it is.' }, { type: 'input_image', image_url: 'https://x/1.png', detail: 'auto' }]),
+        user('Screenshots?'),
+        call('c1', 'shot'),
+        call('c2', 'shot'),
+        output('c1', [
+          { type: 'input_text', text: 'Here ' },
+          { type: 'input_text', text: 'it is.' },
+          { type: 'input_image', image_url: 'https://x/1.png', detail: 'auto' },
+        ]),
         output('c2', [{ type: 'input_image', image_url: 'https://x/2.png' }]),
         user('Describe them.'),
       ],
@@ -151,21 +219,43 @@ const CASES: Case[] = [
     messages: [
       { role: 'user', content: 'Screenshots?' },
       { role: 'assistant', content: null, tool_calls: [chatCall('c1', 'shot'), chatCall('c2', 'shot')] },
-      { role: 'tool', tool_call_id: 'c1', content: 'Here it is.\n[1 image from this result follow in the next user message]' },
+      {
+        role: 'tool',
+        tool_call_id: 'c1',
+        content: 'Here it is.\n[1 image from this result follow in the next user message]',
+      },
       { role: 'tool', tool_call_id: 'c2', content: '[1 image from this result follow in the next user message]' },
-      { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/1.png', detail: 'auto' } }, { type: 'image_url', image_url: { url: 'https://x/2.png' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'image_url', image_url: { url: 'https://x/1.png', detail: 'auto' } },
+          { type: 'image_url', image_url: { url: 'https://x/2.png' } },
+        ],
+      },
       { role: 'user', content: 'Describe them.' },
     ],
   },
   {
     name: 'an assistant refusal in the history is what it said',
-    body: { input: [user('x'), { role: 'assistant', content: [{ type: 'refusal', refusal: 'I cannot.' }] }, user('ok')] },
-    messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'I cannot.' }, { role: 'user', content: 'ok' }],
+    body: {
+      input: [user('x'), { role: 'assistant', content: [{ type: 'refusal', refusal: 'I cannot.' }] }, user('ok')],
+    },
+    messages: [
+      { role: 'user', content: 'x' },
+      { role: 'assistant', content: 'I cannot.' },
+      { role: 'user', content: 'ok' },
+    ],
   },
   {
     name: 'history goes before the input, after the instructions; a string history entry is a user message',
     body: { instructions: 'Sys', input: [output('call_9', '42')] },
-    opts: { history: ['first question', { type: 'message', role: 'user', content: 'Compute' }, { id: 'fc_9', ...call('call_9', 'calc'), status: 'completed' }] },
+    opts: {
+      history: [
+        'first question',
+        { type: 'message', role: 'user', content: 'Compute' },
+        { id: 'fc_9', ...call('call_9', 'calc'), status: 'completed' },
+      ],
+    },
     messages: [
       { role: 'system', content: 'Sys' },
       { role: 'user', content: 'first question' },
@@ -176,10 +266,23 @@ const CASES: Case[] = [
   },
   {
     name: 'item references: resolved from the history, then the store; an unknown reasoning reference is dropped',
-    body: { input: [{ type: 'item_reference', id: 'msg_h' }, { type: 'item_reference', id: 'rs_gone' }, { type: 'item_reference', id: 'msg_store' }, user('next')] },
+    body: {
+      input: [
+        { type: 'item_reference', id: 'msg_h' },
+        { type: 'item_reference', id: 'rs_gone' },
+        { type: 'item_reference', id: 'msg_store' },
+        user('next'),
+      ],
+    },
     opts: {
-      history: [user('q'), { id: 'msg_h', type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'from history' }] }],
-      resolveItem: (id) => (id === 'msg_store' ? { id, type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'from store' }] } : undefined),
+      history: [
+        user('q'),
+        { id: 'msg_h', type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'from history' }] },
+      ],
+      resolveItem: (id) =>
+        id === 'msg_store'
+          ? { id, type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'from store' }] }
+          : undefined,
     },
     messages: [
       { role: 'user', content: 'q' },
@@ -191,10 +294,18 @@ const CASES: Case[] = [
   },
   {
     name: 'function tools go nested; description and strict only as given; tool_choice and parallel_tool_calls carried',
-    body: { input: 'x', tools: [weather, clock, { type: 'function', name: 'bare', description: '' }], tool_choice: 'required', parallel_tool_calls: false },
+    body: {
+      input: 'x',
+      tools: [weather, clock, { type: 'function', name: 'bare', description: '' }],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+    },
     fields: {
       tools: [
-        { type: 'function', function: { name: 'weather', description: 'Weather in a city', parameters: weather.parameters } },
+        {
+          type: 'function',
+          function: { name: 'weather', description: 'Weather in a city', parameters: weather.parameters },
+        },
         { type: 'function', function: { name: 'clock', parameters: clock.parameters, strict: true } },
         { type: 'function', function: { name: 'bare' } },
       ],
@@ -209,8 +320,15 @@ const CASES: Case[] = [
   },
   {
     name: 'tool_choice allowed_tools keeps only those tools, its mode the choice',
-    body: { input: 'x', tools: [weather, clock], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'clock' }] } },
-    fields: { tools: [{ type: 'function', function: { name: 'clock', parameters: clock.parameters, strict: true } }], tool_choice: 'required' },
+    body: {
+      input: 'x',
+      tools: [weather, clock],
+      tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'clock' }] },
+    },
+    fields: {
+      tools: [{ type: 'function', function: { name: 'clock', parameters: clock.parameters, strict: true } }],
+      tool_choice: 'required',
+    },
   },
   {
     name: 'without tools, tool_choice and parallel_tool_calls are left out (OpenAI-style servers refuse them alone)',
@@ -225,17 +343,69 @@ const CASES: Case[] = [
   {
     name: 'what changes nothing for the backend, or another module handles, is not forwarded; unknown fields are dropped',
     body: {
-      input: 'x', metadata: { a: '1' }, store: true, background: true, previous_response_id: 'resp_1', include: ['reasoning.encrypted_content'],
-      truncation: 'auto', service_tier: 'flex', prompt_cache_key: 'k', prompt_cache_retention: '24h', safety_identifier: 's', reasoning: { effort: 'high' },
-      stream_options: { include_obfuscation: false }, top_logprobs: 3, max_tool_calls: 2, some_future_field: { x: 1 },
+      input: 'x',
+      metadata: { a: '1' },
+      store: true,
+      background: true,
+      previous_response_id: 'resp_1',
+      include: ['reasoning.encrypted_content'],
+      truncation: 'auto',
+      service_tier: 'flex',
+      prompt_cache_key: 'k',
+      prompt_cache_retention: '24h',
+      safety_identifier: 's',
+      reasoning: { effort: 'high' },
+      stream_options: { include_obfuscation: false },
+      top_logprobs: 3,
+      max_tool_calls: 2,
+      some_future_field: { x: 1 },
     },
-    absent: ['metadata', 'store', 'background', 'previous_response_id', 'include', 'truncation', 'service_tier', 'prompt_cache_key', 'prompt_cache_retention',
-      'safety_identifier', 'reasoning', 'reasoning_effort', 'stream_options', 'top_logprobs', 'logprobs', 'max_tool_calls', 'some_future_field'],
+    absent: [
+      'metadata',
+      'store',
+      'background',
+      'previous_response_id',
+      'include',
+      'truncation',
+      'service_tier',
+      'prompt_cache_key',
+      'prompt_cache_retention',
+      'safety_identifier',
+      'reasoning',
+      'reasoning_effort',
+      'stream_options',
+      'top_logprobs',
+      'logprobs',
+      'max_tool_calls',
+      'some_future_field',
+    ],
   },
   {
     name: 'text.format json_schema is response_format json_schema',
-    body: { input: 'x', text: { format: { type: 'json_schema', name: 'person', schema: { type: 'object', properties: { name: { type: 'string' } } }, strict: true, description: 'A person' }, verbosity: 'low' } },
-    fields: { response_format: { type: 'json_schema', json_schema: { name: 'person', schema: { type: 'object', properties: { name: { type: 'string' } } }, strict: true, description: 'A person' } } },
+    body: {
+      input: 'x',
+      text: {
+        format: {
+          type: 'json_schema',
+          name: 'person',
+          schema: { type: 'object', properties: { name: { type: 'string' } } },
+          strict: true,
+          description: 'A person',
+        },
+        verbosity: 'low',
+      },
+    },
+    fields: {
+      response_format: {
+        type: 'json_schema',
+        json_schema: {
+          name: 'person',
+          schema: { type: 'object', properties: { name: { type: 'string' } } },
+          strict: true,
+          description: 'A person',
+        },
+      },
+    },
   },
   {
     name: 'text.format json_object is response_format json_object',
@@ -273,55 +443,209 @@ interface ErrorCase {
   says?: RegExp;
 }
 
-const BUILT_IN_TOOLS = ['web_search', 'web_search_preview', 'file_search', 'computer_use_preview', 'code_interpreter', 'image_generation', 'mcp', 'local_shell', 'custom', 'shell', 'apply_patch'];
+const BUILT_IN_TOOLS = [
+  'web_search',
+  'web_search_preview',
+  'file_search',
+  'computer_use_preview',
+  'code_interpreter',
+  'image_generation',
+  'mcp',
+  'local_shell',
+  'custom',
+  'shell',
+  'apply_patch',
+];
 
 const ERRORS: ErrorCase[] = [
   { name: 'input missing', body: {}, param: 'input', says: /required/ },
   { name: 'input of the wrong type', body: { input: 42 }, param: 'input' },
   { name: 'an empty conversation', body: { input: [] }, param: 'input' },
   { name: 'an item that is not an object', body: { input: ['hi'] }, param: 'input[0]' },
-  { name: 'an item of unknown type', body: { input: [{ type: 'telepathy' }] }, param: 'input[0].type', says: /telepathy/ },
+  {
+    name: 'an item of unknown type',
+    body: { input: [{ type: 'telepathy' }] },
+    param: 'input[0].type',
+    says: /telepathy/,
+  },
   { name: 'an item without type or role', body: { input: [{ content: 'x' }] }, param: 'input[0].type' },
-  { name: 'a function_call without call_id', body: { input: [user('x'), { type: 'function_call', name: 'f', arguments: '{}' }] }, param: 'input[1].call_id' },
-  { name: 'a function_call without name', body: { input: [{ type: 'function_call', call_id: 'c', arguments: '{}' }] }, param: 'input[0].name' },
-  { name: 'a function_call without arguments', body: { input: [{ type: 'function_call', call_id: 'c', name: 'f' }] }, param: 'input[0].arguments' },
-  { name: 'a function_call_output without call_id', body: { input: [{ type: 'function_call_output', output: 'x' }] }, param: 'input[0].call_id' },
-  { name: 'a function_call_output without output', body: { input: [{ type: 'function_call_output', call_id: 'c' }] }, param: 'input[0].output' },
-  { name: 'a message with an unknown role', body: { input: [{ role: 'narrator', content: 'x' }] }, param: 'input[0].role' },
+  {
+    name: 'a function_call without call_id',
+    body: { input: [user('x'), { type: 'function_call', name: 'f', arguments: '{}' }] },
+    param: 'input[1].call_id',
+  },
+  {
+    name: 'a function_call without name',
+    body: { input: [{ type: 'function_call', call_id: 'c', arguments: '{}' }] },
+    param: 'input[0].name',
+  },
+  {
+    name: 'a function_call without arguments',
+    body: { input: [{ type: 'function_call', call_id: 'c', name: 'f' }] },
+    param: 'input[0].arguments',
+  },
+  {
+    name: 'a function_call_output without call_id',
+    body: { input: [{ type: 'function_call_output', output: 'x' }] },
+    param: 'input[0].call_id',
+  },
+  {
+    name: 'a function_call_output without output',
+    body: { input: [{ type: 'function_call_output', call_id: 'c' }] },
+    param: 'input[0].output',
+  },
+  {
+    name: 'a message with an unknown role',
+    body: { input: [{ role: 'narrator', content: 'x' }] },
+    param: 'input[0].role',
+  },
   { name: 'a message without content', body: { input: [{ role: 'user' }] }, param: 'input[0].content' },
-  { name: 'a part of unknown type', body: { input: [user([{ type: 'input_hologram' }])] }, param: 'input[0].content[0].type' },
-  { name: 'a part that is not text', body: { input: [user([{ type: 'input_text', text: 7 }])] }, param: 'input[0].content[0].text' },
-  { name: 'an image by file_id', body: { input: [user([{ type: 'input_image', file_id: 'file-abc', detail: 'auto' }])] }, param: 'input[0].content[0].file_id', says: /Files API/ },
-  { name: 'an image without a URL', body: { input: [user([{ type: 'input_image', detail: 'auto' }])] }, param: 'input[0].content[0].image_url' },
-  { name: 'an image with an unknown detail', body: { input: [user([{ type: 'input_image', image_url: 'https://x/a.png', detail: 'ultra' }])] }, param: 'input[0].content[0].detail' },
-  { name: 'a file', body: { input: [user([{ type: 'input_file', file_data: 'data:application/pdf;base64,AA==', filename: 'a.pdf' }])] }, param: 'input[0].content[0].type', says: /input_file/ },
-  { name: 'an image in a system message', body: { input: [{ role: 'system', content: [{ type: 'input_image', image_url: 'https://x/a.png' }] }] }, param: 'input[0].content[0].type' },
-  { name: 'a file in a tool output', body: { input: [output('c', [{ type: 'input_file', file_id: 'file-1' }])] }, param: 'input[0].output[0].type' },
-  { name: 'an item of a built-in tool', body: { input: [{ type: 'web_search_call', id: 'ws_1', status: 'completed' }] }, param: 'input[0].type', says: /web_search_call/ },
-  { name: 'an OpenAI compaction item', body: { input: [{ type: 'compaction', encrypted_content: 'x' }] }, param: 'input[0].type' },
-  { name: 'a reference nobody can resolve', body: { input: [{ type: 'item_reference', id: 'msg_unknown' }] }, param: 'input[0].id', says: /store/ },
+  {
+    name: 'a part of unknown type',
+    body: { input: [user([{ type: 'input_hologram' }])] },
+    param: 'input[0].content[0].type',
+  },
+  {
+    name: 'a part that is not text',
+    body: { input: [user([{ type: 'input_text', text: 7 }])] },
+    param: 'input[0].content[0].text',
+  },
+  {
+    name: 'an image by file_id',
+    body: { input: [user([{ type: 'input_image', file_id: 'file-abc', detail: 'auto' }])] },
+    param: 'input[0].content[0].file_id',
+    says: /Files API/,
+  },
+  {
+    name: 'an image without a URL',
+    body: { input: [user([{ type: 'input_image', detail: 'auto' }])] },
+    param: 'input[0].content[0].image_url',
+  },
+  {
+    name: 'an image with an unknown detail',
+    body: { input: [user([{ type: 'input_image', image_url: 'https://x/a.png', detail: 'ultra' }])] },
+    param: 'input[0].content[0].detail',
+  },
+  {
+    name: 'a file',
+    body: { input: [user([{ type: 'input_file', file_data: 'data:application/pdf;base64,AA==', filename: 'a.pdf' }])] },
+    param: 'input[0].content[0].type',
+    says: /input_file/,
+  },
+  {
+    name: 'an image in a system message',
+    body: { input: [{ role: 'system', content: [{ type: 'input_image', image_url: 'https://x/a.png' }] }] },
+    param: 'input[0].content[0].type',
+  },
+  {
+    name: 'a file in a tool output',
+    body: { input: [output('c', [{ type: 'input_file', file_id: 'file-1' }])] },
+    param: 'input[0].output[0].type',
+  },
+  {
+    name: 'an item of a built-in tool',
+    body: { input: [{ type: 'web_search_call', id: 'ws_1', status: 'completed' }] },
+    param: 'input[0].type',
+    says: /web_search_call/,
+  },
+  {
+    name: 'an OpenAI compaction item',
+    body: { input: [{ type: 'compaction', encrypted_content: 'x' }] },
+    param: 'input[0].type',
+  },
+  {
+    name: 'a reference nobody can resolve',
+    body: { input: [{ type: 'item_reference', id: 'msg_unknown' }] },
+    param: 'input[0].id',
+    says: /store/,
+  },
   { name: 'a reference without id', body: { input: [{ type: 'item_reference' }] }, param: 'input[0].id' },
-  ...BUILT_IN_TOOLS.map((type): ErrorCase => ({ name: `a "${type}" tool`, body: { input: 'x', tools: [weather, { type }] }, param: 'tools[1].type', says: new RegExp(`"${type}"`) })),
+  ...BUILT_IN_TOOLS.map((type): ErrorCase => ({
+    name: `a "${type}" tool`,
+    body: { input: 'x', tools: [weather, { type }] },
+    param: 'tools[1].type',
+    says: new RegExp(`"${type}"`),
+  })),
   { name: 'tools that are not an array', body: { input: 'x', tools: {} }, param: 'tools' },
-  { name: 'a function tool without a name', body: { input: 'x', tools: [{ type: 'function', parameters: {} }] }, param: 'tools[0].name' },
-  { name: 'two tools of one name', body: { input: 'x', tools: [weather, weather] }, param: 'tools[1].name', says: /unique/ },
-  { name: 'parameters that are not a schema object', body: { input: 'x', tools: [{ type: 'function', name: 'f', parameters: 'none' }] }, param: 'tools[0].parameters' },
-  { name: 'a tool_choice naming a built-in tool', body: { input: 'x', tools: [weather], tool_choice: { type: 'web_search_preview' } }, param: 'tool_choice.type', says: /web_search_preview/ },
-  { name: 'a tool_choice for MCP', body: { input: 'x', tools: [weather], tool_choice: { type: 'mcp', server_label: 's' } }, param: 'tool_choice.type' },
-  { name: 'a tool_choice naming no tool', body: { input: 'x', tools: [weather], tool_choice: { type: 'function', name: 'nope' } }, param: 'tool_choice.name' },
-  { name: 'a tool_choice string unknown', body: { input: 'x', tools: [weather], tool_choice: 'sometimes' }, param: 'tool_choice' },
-  { name: 'allowed_tools with a built-in tool', body: { input: 'x', tools: [weather], tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'file_search' }] } }, param: 'tool_choice.tools[0].type' },
-  { name: 'parallel_tool_calls not a boolean', body: { input: 'x', tools: [weather], parallel_tool_calls: 'yes' }, param: 'parallel_tool_calls' },
+  {
+    name: 'a function tool without a name',
+    body: { input: 'x', tools: [{ type: 'function', parameters: {} }] },
+    param: 'tools[0].name',
+  },
+  {
+    name: 'two tools of one name',
+    body: { input: 'x', tools: [weather, weather] },
+    param: 'tools[1].name',
+    says: /unique/,
+  },
+  {
+    name: 'parameters that are not a schema object',
+    body: { input: 'x', tools: [{ type: 'function', name: 'f', parameters: 'none' }] },
+    param: 'tools[0].parameters',
+  },
+  {
+    name: 'a tool_choice naming a built-in tool',
+    body: { input: 'x', tools: [weather], tool_choice: { type: 'web_search_preview' } },
+    param: 'tool_choice.type',
+    says: /web_search_preview/,
+  },
+  {
+    name: 'a tool_choice for MCP',
+    body: { input: 'x', tools: [weather], tool_choice: { type: 'mcp', server_label: 's' } },
+    param: 'tool_choice.type',
+  },
+  {
+    name: 'a tool_choice naming no tool',
+    body: { input: 'x', tools: [weather], tool_choice: { type: 'function', name: 'nope' } },
+    param: 'tool_choice.name',
+  },
+  {
+    name: 'a tool_choice string unknown',
+    body: { input: 'x', tools: [weather], tool_choice: 'sometimes' },
+    param: 'tool_choice',
+  },
+  {
+    name: 'allowed_tools with a built-in tool',
+    body: {
+      input: 'x',
+      tools: [weather],
+      tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'file_search' }] },
+    },
+    param: 'tool_choice.tools[0].type',
+  },
+  {
+    name: 'parallel_tool_calls not a boolean',
+    body: { input: 'x', tools: [weather], parallel_tool_calls: 'yes' },
+    param: 'parallel_tool_calls',
+  },
   { name: 'max_output_tokens zero', body: { input: 'x', max_output_tokens: 0 }, param: 'max_output_tokens' },
   { name: 'temperature not a number', body: { input: 'x', temperature: 'hot' }, param: 'temperature' },
   { name: 'user not a string', body: { input: 'x', user: 7 }, param: 'user' },
   { name: 'instructions not a string', body: { input: 'x', instructions: ['a'] }, param: 'instructions' },
-  { name: 'a json_schema format without name', body: { input: 'x', text: { format: { type: 'json_schema', schema: {} } } }, param: 'text.format.name' },
-  { name: 'a json_schema format without schema', body: { input: 'x', text: { format: { type: 'json_schema', name: 'n' } } }, param: 'text.format.schema' },
-  { name: 'a text format of unknown type', body: { input: 'x', text: { format: { type: 'yaml' } } }, param: 'text.format.type' },
+  {
+    name: 'a json_schema format without name',
+    body: { input: 'x', text: { format: { type: 'json_schema', schema: {} } } },
+    param: 'text.format.name',
+  },
+  {
+    name: 'a json_schema format without schema',
+    body: { input: 'x', text: { format: { type: 'json_schema', name: 'n' } } },
+    param: 'text.format.schema',
+  },
+  {
+    name: 'a text format of unknown type',
+    body: { input: 'x', text: { format: { type: 'yaml' } } },
+    param: 'text.format.type',
+  },
   { name: 'a stored prompt', body: { input: 'x', prompt: { id: 'pmpt_1' } }, param: 'prompt' },
   { name: 'an OpenAI conversation', body: { input: 'x', conversation: 'conv_1' }, param: 'conversation' },
-  { name: 'a stored item the bridge cannot use', body: { input: 'x' }, opts: { history: [{ type: 'web_search_call' }] }, param: 'previous_response_id', says: /stored/ },
+  {
+    name: 'a stored item the bridge cannot use',
+    body: { input: 'x' },
+    opts: { history: [{ type: 'web_search_call' }] },
+    param: 'previous_response_id',
+    says: /stored/,
+  },
 ];
 
 for (const c of ERRORS) {
@@ -338,7 +662,11 @@ for (const c of ERRORS) {
 }
 
 test('request: the body is not changed by the translation', () => {
-  const body = { input: [user('x'), call('c', 'f'), output('c', 'y')], tools: [weather], text: { format: { type: 'json_object' } } };
+  const body = {
+    input: [user('x'), call('c', 'f'), output('c', 'y')],
+    tools: [weather],
+    text: { format: { type: 'json_object' } },
+  };
   const before = structuredClone(body);
   const chat = chatOf(body);
   chat.messages[0].content = 'changed';

@@ -8,27 +8,41 @@ import { startFake } from './fakes/index.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 
-const post = (url: string, body: object, headers: Record<string, string> = {}) => fetch(`${url}/v1/chat/completions`, {
-  method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body),
-});
+const post = (url: string, body: object, headers: Record<string, string> = {}) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 describe('call log', () => {
   test('answered, refused, aborted and dropped calls are all on record', async (t) => {
     const cloud = await startFake('openrouter', { models: ['acme/chat-large'] });
     const gpu = await startFake('llamacpp', { models: ['qwen3-8b'] });
     const gw = await startGateway(
-      [{ name: 'or', url: cloud.url, paid: true }, { name: 'gpu', url: gpu.url }],
+      [
+        { name: 'or', url: cloud.url, paid: true },
+        { name: 'gpu', url: gpu.url },
+      ],
       { capture_bodies: true },
     );
-    t.after(async () => { await gw.close(); await cloud.close(); await gpu.close(); });
+    t.after(async () => {
+      await gw.close();
+      await cloud.close();
+      await gpu.close();
+    });
     const log = gw.gateway.callLog;
 
     // non-streamed, paid, with prompt-cache hits billed at the cache price
     cloud.setKnobs({ cachedPromptTokens: 40 });
     const long = 'word '.repeat(200);
-    const r1 = await post(gw.url, { model: 'or/acme/chat-large', messages: [{ role: 'user', content: long }] }, { 'x-source': 'n8n' });
+    const r1 = await post(
+      gw.url,
+      { model: 'or/acme/chat-large', messages: [{ role: 'user', content: long }] },
+      { 'x-source': 'n8n' },
+    );
     assert.equal(r1.status, 200);
-    const answer = await r1.json() as { usage: { prompt_tokens: number; completion_tokens: number; cost: number } };
+    const answer = (await r1.json()) as { usage: { prompt_tokens: number; completion_tokens: number; cost: number } };
     const [paid] = log.recent({ backend: 'or' });
     assert.equal(paid.status, 200);
     assert.equal(paid.source, 'n8n');
@@ -63,7 +77,11 @@ describe('call log', () => {
 
     // aborted by the client mid-stream: 499 with what was delivered
     gpu.setKnobs({ tokensPerSecond: 40, chunkCount: 200 });
-    const r3 = await post(gw.url, { model: 'gpu/qwen3-8b', stream: true, messages: [{ role: 'user', content: 'long' }] });
+    const r3 = await post(gw.url, {
+      model: 'gpu/qwen3-8b',
+      stream: true,
+      messages: [{ role: 'user', content: 'long' }],
+    });
     const reader = r3.body!.getReader();
     await reader.read();
     await reader.read();
@@ -75,15 +93,19 @@ describe('call log', () => {
 
     // dropped by the backend mid-stream: 502
     gpu.setKnobs({ tokensPerSecond: 0, chunkCount: 10, dropAfterChunks: 4 });
-    await (await post(gw.url, { model: 'gpu/qwen3-8b', stream: true, messages: [{ role: 'user', content: 'x' }] })).text();
+    await (
+      await post(gw.url, { model: 'gpu/qwen3-8b', stream: true, messages: [{ role: 'user', content: 'x' }] })
+    ).text();
     await waitFor(() => log.recent({ status: 502 }).length === 1, 'dropped row');
     assert.equal(log.recent({ status: 502 })[0].completion_tokens, 4);
 
     // the admin API shows the same rows, and aggregates what is on disk
     await log.flush();
-    const calls = await (await fetch(`${gw.url}/admin/api/calls?limit=10`)).json() as { data: { status: number }[] };
+    const calls = (await (await fetch(`${gw.url}/admin/api/calls?limit=10`)).json()) as { data: { status: number }[] };
     assert.equal(calls.data.length, 5);
-    const stats = await (await fetch(`${gw.url}/admin/api/stats?group=backend`)).json() as { data: { key: string; calls: number }[] };
+    const stats = (await (await fetch(`${gw.url}/admin/api/stats?group=backend`)).json()) as {
+      data: { key: string; calls: number }[];
+    };
     assert.deepEqual(Object.fromEntries(stats.data.map((r) => [r.key, r.calls])), { '(refused)': 1, gpu: 3, or: 1 });
     assert.equal((await fetch(`${gw.url}/admin/api/stats?group=nope`)).status, 400);
   });
@@ -93,31 +115,64 @@ describe('call log', () => {
     const first = await startGateway([{ name: 'v', url: fake.url }], { api_key: 'master-key-0123456789' });
     const storeDir = first.storeDir;
     const admin = { authorization: 'Bearer master-key-0123456789', 'content-type': 'application/json' };
-    const user = await (await fetch(`${first.url}/admin/api/users`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'kid', quota_req_day: 3 }) })).json() as { key: string };
-    const call = (url: string) => post(url, { model: 'v/m', messages: [{ role: 'user', content: 'x' }] }, { authorization: `Bearer ${user.key}` });
+    const user = (await (
+      await fetch(`${first.url}/admin/api/users`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ name: 'kid', quota_req_day: 3 }),
+      })
+    ).json()) as { key: string };
+    const call = (url: string) =>
+      post(url, { model: 'v/m', messages: [{ role: 'user', content: 'x' }] }, { authorization: `Bearer ${user.key}` });
     for (let i = 0; i < 3; i++) assert.equal((await call(first.url)).status, 200, `call ${i + 1}`);
     const over = await call(first.url);
     assert.equal(over.status, 429);
     const retryAfter = Number(over.headers.get('retry-after'));
     assert.ok(retryAfter >= 1 && retryAfter <= 86_400, String(retryAfter));
-    const body = await over.json() as { error: { code: string; type: string } };
+    const body = (await over.json()) as { error: { code: string; type: string } };
     assert.equal(body.error.code, 'insufficient_quota');
     assert.equal(body.error.type, 'insufficient_quota');
     await first.app.close();
 
-    const again = await startGateway([{ name: 'v', url: fake.url }], { api_key: 'master-key-0123456789' }, { storeDir });
-    t.after(async () => { await again.close(); await fake.close(); });
+    const again = await startGateway(
+      [{ name: 'v', url: fake.url }],
+      { api_key: 'master-key-0123456789' },
+      { storeDir },
+    );
+    t.after(async () => {
+      await again.close();
+      await fake.close();
+    });
     assert.equal((await call(again.url)).status, 429, 'the count survived the restart');
   });
 
   test('day quota under concurrency: of six simultaneous calls at a limit of three, exactly three pass', async (t) => {
     const fake = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 150 } });
     const gw = await startGateway([{ name: 'v', url: fake.url }], { api_key: 'master-key-0123456789' });
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const admin = { authorization: 'Bearer master-key-0123456789', 'content-type': 'application/json' };
-    const user = await (await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body: JSON.stringify({ name: 'burst', quota_req_day: 3 }) })).json() as { id: number; key: string };
-    const statuses = await Promise.all(Array.from({ length: 6 }, () =>
-      post(gw.url, { model: 'v/m', messages: [{ role: 'user', content: 'x' }] }, { authorization: `Bearer ${user.key}` }).then(async (r) => { await r.text(); return r.status; })));
+    const user = (await (
+      await fetch(`${gw.url}/admin/api/users`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ name: 'burst', quota_req_day: 3 }),
+      })
+    ).json()) as { id: number; key: string };
+    const statuses = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        post(
+          gw.url,
+          { model: 'v/m', messages: [{ role: 'user', content: 'x' }] },
+          { authorization: `Bearer ${user.key}` },
+        ).then(async (r) => {
+          await r.text();
+          return r.status;
+        }),
+      ),
+    );
     assert.deepEqual([...statuses].sort(), [200, 200, 200, 429, 429, 429]);
     assert.equal(gw.gateway.callLog.quotas.inflight(user.id), 0, 'nothing left counted as running');
   });
@@ -125,7 +180,10 @@ describe('call log', () => {
   test('/metrics is Prometheus text and moves with traffic', async (t) => {
     const fake = await startFake('ollama', { models: ['m'] });
     const gw = await startGateway([{ name: 'o', url: fake.url }]);
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const scrape = async () => {
       const res = await fetch(`${gw.url}/metrics`);
       assert.equal(res.status, 200);
@@ -134,7 +192,8 @@ describe('call log', () => {
     };
     const before = await scrape();
     assert.equal(before.get('llm_gateway_backend_up{backend="o"}'), 1);
-    for (let i = 0; i < 3; i++) await (await post(gw.url, { model: 'o/m', messages: [{ role: 'user', content: 'x' }] })).text();
+    for (let i = 0; i < 3; i++)
+      await (await post(gw.url, { model: 'o/m', messages: [{ role: 'user', content: 'x' }] })).text();
     const after = await scrape();
     const key = 'llm_gateway_requests_total{endpoint="/v1/chat/completions",backend="o",status="200"}';
     assert.equal((after.get(key) ?? 0) - (before.get(key) ?? 0), 3);
@@ -149,7 +208,10 @@ function parseProm(text: string): Map<string, number> {
   for (const line of text.split('\n')) {
     if (!line) continue;
     const meta = /^# (HELP|TYPE) (\w+) /.exec(line);
-    if (meta) { if (meta[1] === 'TYPE') typed.add(meta[2]); continue; }
+    if (meta) {
+      if (meta[1] === 'TYPE') typed.add(meta[2]);
+      continue;
+    }
     const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})? (-?[\d.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
     assert.ok(m, `not a Prometheus sample line: ${line}`);
     const base = m[1].replace(/_(bucket|sum|count)$/, '');

@@ -63,17 +63,28 @@ function planCalls(seed: number): Plan[] {
   return Array.from({ length: CALLS }, (_, i) => {
     const endpoint = random() < 0.06 ? 'background' : pick(['chat', 'messages', 'responses'] as const);
     const r = random();
-    const fate: Fate = r < 0.04 ? 'unknown_model' : r < 0.14 ? 'early' : r < 0.36 ? 'parked'
-      : r < 0.5 ? 'streaming' : 'complete';
+    const fate: Fate =
+      r < 0.04 ? 'unknown_model' : r < 0.14 ? 'early' : r < 0.36 ? 'parked' : r < 0.5 ? 'streaming' : 'complete';
     const stream = endpoint === 'background' ? false : fate === 'streaming' ? true : random() < 0.5;
     // a 'parked' background run is cancelled soon after its create answered, while it still waits or runs
-    const delayMs = fate === 'early' ? Math.floor(random() * 3)
-      : endpoint === 'background' ? Math.floor(random() * 30) : 20 + Math.floor(random() * 400);
+    const delayMs =
+      fate === 'early'
+        ? Math.floor(random() * 3)
+        : endpoint === 'background'
+          ? Math.floor(random() * 30)
+          : 20 + Math.floor(random() * 400);
     const m = random();
     const cancelled = endpoint === 'background' && fate === 'parked';
     // a run to be cancelled goes to a box slow to answer, so the cancel finds it still running
-    const model = cancelled ? 'l/long' : endpoint === 'messages' && m > 0.7 ? CLAUDE
-      : m < 0.12 && endpoint !== 'background' ? 's/slow' : m < 0.45 ? 'm' : 'v/m';
+    const model = cancelled
+      ? 'l/long'
+      : endpoint === 'messages' && m > 0.7
+        ? CLAUDE
+        : m < 0.12 && endpoint !== 'background'
+          ? 's/slow'
+          : m < 0.45
+            ? 'm'
+            : 'v/m';
     return { id: `soak-${seed}-${i}`, endpoint, stream, fate, delayMs, model };
   });
 }
@@ -172,8 +183,10 @@ describe('the call log counts each call once', () => {
     const long = await startFake('vllm', { models: ['long'], knobs: { latencyMs: 3000, chunkCount: 2 } });
     const claude = await startAnthropicFake({ knobs: { latencyMs: 30, tokensPerSecond: 300, chunkCount: 8 } });
     const backends = [
-      { name: 'v', url: fake.url, max_concurrent: 2 }, { name: 's', url: slow.url, max_concurrent: 1 },
-      { name: 'f', url: failing.url, max_concurrent: 4 }, { name: 'l', url: long.url, max_concurrent: 16 },
+      { name: 'v', url: fake.url, max_concurrent: 2 },
+      { name: 's', url: slow.url, max_concurrent: 1 },
+      { name: 'f', url: failing.url, max_concurrent: 4 },
+      { name: 'l', url: long.url, max_concurrent: 16 },
       { name: 'a', url: claude.url, type: 'anthropic' as const, api_key: ANTHROPIC_FAKE_API_KEY, max_concurrent: 1 },
     ];
     const gw = await startGateway(backends, {
@@ -191,8 +204,11 @@ describe('the call log counts each call once', () => {
     });
     const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
     const body = JSON.stringify({ name: 'soak' });
-    const user = await (await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body })).json() as {
-      id: number; key: string;
+    const user = (await (
+      await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body })
+    ).json()) as {
+      id: number;
+      key: string;
     };
     const plans = planCalls(18);
     const log = gw.gateway.callLog;
@@ -211,20 +227,33 @@ describe('the call log counts each call once', () => {
     // every foreground call is on record under its own id; each background run is the gateway's own call
     const foreground = plans.filter((p) => p.endpoint !== 'background').map((p) => p.id);
     const logged = new Set(ids);
-    assert.deepEqual(foreground.filter((id) => !logged.has(id)), [], 'every foreground call has its row');
+    assert.deepEqual(
+      foreground.filter((id) => !logged.has(id)),
+      [],
+      'every foreground call has its row',
+    );
     const backgroundRows = rows.filter((r) => !foreground.includes(r.request_id));
     assert.equal(backgroundRows.length, plans.length - foreground.length, 'one row per background run');
-    assert.ok(backgroundRows.some((r) => r.status === 499), 'some background runs were cancelled');
+    assert.ok(
+      backgroundRows.some((r) => r.status === 499),
+      'some background runs were cancelled',
+    );
 
     // the soak did take every path: parked hang-ups (499 with no backend), stream hang-ups, park timeouts
     const byReason = (reason: string) => rows.filter((r) => r.reason === reason).length;
     assert.ok(byReason('client_closed_while_parked') > 0, 'some calls were abandoned while parked');
-    assert.ok(rows.some((r) => r.status === 499 && r.backend === 'v'), 'some calls were abandoned while answered');
+    assert.ok(
+      rows.some((r) => r.status === 499 && r.backend === 'v'),
+      'some calls were abandoned while answered',
+    );
     assert.ok(byReason('park_timeout') > 0, 'some calls waited past the park time');
     assert.ok(byReason('unknown_model') > 0, 'some calls were refused at the gate');
     assert.ok(failing.requests.length > 0, 'some calls were tried on the failing backend (failed over or got its 500)');
     assert.ok(rows.filter((r) => r.status === 200).length > CALLS / 4, 'many calls were answered');
-    assert.ok(rows.some((r) => r.backend === 'a' && r.status === 200), 'some messages passed through to Anthropic');
+    assert.ok(
+      rows.some((r) => r.backend === 'a' && r.status === 200),
+      'some messages passed through to Anthropic',
+    );
 
     // the quota counter counts each call that reached the scheduler once
     const counted = rows.filter((r) => countsTowardQuota(r)).length;
@@ -234,13 +263,19 @@ describe('the call log counts each call once', () => {
   test('a streamed call refused after a keep-alive opened its stream has one row', async (t) => {
     const fake = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 900 } });
     const gw = await startGateway([{ name: 'v', url: fake.url, max_concurrent: 1 }], {
-      park_timeout_s: 0.4, stream_keepalive_s: 0.1,
+      park_timeout_s: 0.4,
+      stream_keepalive_s: 0.1,
     });
-    t.after(async () => { await gw.close(); await fake.close(); });
-    const post = (id: string, stream: boolean) => fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id },
-      body: JSON.stringify({ model: 'v/m', stream, messages: [{ role: 'user', content: 'x' }] }),
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
     });
+    const post = (id: string, stream: boolean) =>
+      fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': id },
+        body: JSON.stringify({ model: 'v/m', stream, messages: [{ role: 'user', content: 'x' }] }),
+      });
     const busy = post('busy', false);
     await waitFor(() => fake.requests.length === 1, 'the slot is taken');
     const parked = await post('parked', true);
@@ -260,10 +295,13 @@ describe('a client repeating its own x-request-id', () => {
   test('distinct calls sharing an id get a row each, under the id each was echoed', async (t) => {
     const fake = await startFake('vllm', { models: ['m'], knobs: { latencyMs: 150 } });
     const gw = await startGateway([{ name: 'v', url: fake.url }], { api_key: MASTER });
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const admin = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
     const created = await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: admin, body: '{"name":"u"}' });
-    const user = await created.json() as { id: number; key: string };
+    const user = (await created.json()) as { id: number; key: string };
     const post = async (stream: boolean) => {
       const res = await fetch(`${gw.url}/v1/chat/completions`, {
         method: 'POST',
@@ -274,24 +312,37 @@ describe('a client repeating its own x-request-id', () => {
       return { status: res.status, id: res.headers.get('x-request-id')! };
     };
     // two at once (the first still running when the second comes), then two after they ended
-    const calls = [...await Promise.all([post(false), post(true)]), await post(false), await post(true)];
-    assert.deepEqual(calls.map((c) => c.status), [200, 200, 200, 200]);
+    const calls = [...(await Promise.all([post(false), post(true)])), await post(false), await post(true)];
+    assert.deepEqual(
+      calls.map((c) => c.status),
+      [200, 200, 200, 200],
+    );
     const echoed = calls.map((c) => c.id);
     assert.equal(new Set(echoed).size, 4, `an id per call: ${echoed.join(' ')}`);
-    assert.ok(echoed.includes('same'), 'the first to come keeps the client\'s id');
-    for (const id of echoed) assert.match(id, /^same(\.[0-9a-f]{8})?$/, 'the client\'s id, with a suffix on a repeat');
+    assert.ok(echoed.includes('same'), "the first to come keeps the client's id");
+    for (const id of echoed) assert.match(id, /^same(\.[0-9a-f]{8})?$/, "the client's id, with a suffix on a repeat");
 
     const log = gw.gateway.callLog;
     await waitFor(() => log.recent({ limit: 100 }).length === 4, 'a row per call');
-    assert.deepEqual(log.recent({ limit: 100 }).map((r) => r.request_id).sort(), [...echoed].sort());
+    assert.deepEqual(
+      log
+        .recent({ limit: 100 })
+        .map((r) => r.request_id)
+        .sort(),
+      [...echoed].sort(),
+    );
     assert.equal(log.duplicates, 0, 'nothing for the backstop to drop');
     assert.equal(log.quotas.requestsSince(user.id, startOfUtcDay(Date.now())), 4);
     const metrics = await (await fetch(`${gw.url}/metrics`, { headers: admin })).text();
     const requests = [...metrics.matchAll(/^llm_gateway_requests_total\{[^}]*\} (\d+)$/gm)];
-    assert.equal(requests.reduce((sum, m) => sum + Number(m[1]), 0), 4, 'the metrics count each call');
+    assert.equal(
+      requests.reduce((sum, m) => sum + Number(m[1]), 0),
+      4,
+      'the metrics count each call',
+    );
   });
 
-  test('request ids: the client\'s unless issued lately or on record; a repeat keeps it as a prefix', () => {
+  test("request ids: the client's unless issued lately or on record; a repeat keeps it as a prefix", () => {
     const recorded = new Set<string>();
     const ids = new RequestIds((id) => recorded.has(id), 2);
     assert.equal(ids.next('abc'), 'abc');
@@ -318,10 +369,20 @@ describe('a second record of a request id makes no second row', () => {
   const openLog = (t: { after: (fn: () => void) => void }, onDuplicate?: (rec: CallRecord, total: number) => void) => {
     let now = Date.UTC(2026, 2, 15, 12);
     const log = CallLog.open(tempStore(), {
-      flushMs: 60_000, retentionDays: 0, captureBodies: false, bodyRetentionDays: 14, onDuplicate, now: () => now,
+      flushMs: 60_000,
+      retentionDays: 0,
+      captureBodies: false,
+      bodyRetentionDays: 14,
+      onDuplicate,
+      now: () => now,
     });
     t.after(() => log.close());
-    return { log, advance: (ms: number) => { now += ms; } };
+    return {
+      log,
+      advance: (ms: number) => {
+        now += ms;
+      },
+    };
   };
 
   test('the first record stands; the repeat still counts towards quotas; reports at most once a minute', async (t) => {
@@ -340,7 +401,14 @@ describe('a second record of a request id makes no second row', () => {
     const seen = rows.map((r) => `${r.request_id} ${r.status} ${r.reason}`).sort();
     assert.deepEqual(seen, ['other 200 null', 'twice 499 client_closed_while_parked']);
     assert.equal(log.duplicates, 3);
-    assert.deepEqual(reported, [['twice', 1], ['twice', 3]], 'the first repeat, then one a minute later');
+    assert.deepEqual(
+      reported,
+      [
+        ['twice', 1],
+        ['twice', 3],
+      ],
+      'the first repeat, then one a minute later',
+    );
     // a client may repeat its own x-request-id for another call: its use is never left uncounted
     assert.equal(log.quotas.requestsSince(1, startOfUtcDay(ts)), 5);
   });
@@ -348,14 +416,22 @@ describe('a second record of a request id makes no second row', () => {
   test('unauthenticated 401s repeating an id are folded as ever, not reported', async (t) => {
     const reported: string[] = [];
     const { log, advance } = openLog(t, (rec) => reported.push(rec.request_id));
-    const refused = (): CallRecord => callRecord({
-      request_id: 'scanner', user_id: null, backend: REFUSED_BACKEND, status: 401, source: '10.0.0.9',
-    });
+    const refused = (): CallRecord =>
+      callRecord({
+        request_id: 'scanner',
+        user_id: null,
+        backend: REFUSED_BACKEND,
+        status: 401,
+        source: '10.0.0.9',
+      });
     for (let i = 0; i < 5; i++) assert.equal(log.record(refused()), true);
     advance(60_000);
     await log.flush();
     const rows = log.recent({ limit: 100 });
-    assert.deepEqual(rows.map((r) => [r.request_id, r.count]), [['scanner', 5]]);
+    assert.deepEqual(
+      rows.map((r) => [r.request_id, r.count]),
+      [['scanner', 5]],
+    );
     assert.deepEqual(reported, []);
   });
 
@@ -375,8 +451,18 @@ describe('a second record of a request id makes no second row', () => {
     const recorded: number[] = [];
     const repeats: [number, number][] = [];
     const outcome = (status: number): CallOutcome => ({
-      requestId: 'r', endpoint: 'chat', source: 's', userId: null, requestedModel: 'm', backend: null, model: null,
-      status, reason: null, startedAt: 0, durationMs: 1, ttftMs: null,
+      requestId: 'r',
+      endpoint: 'chat',
+      source: 's',
+      userId: null,
+      requestedModel: 'm',
+      backend: null,
+      model: null,
+      status,
+      reason: null,
+      startedAt: 0,
+      durationMs: 1,
+      ttftMs: null,
     });
     const once = new OutcomeOnce(
       (o) => recorded.push(o.status),
@@ -405,8 +491,18 @@ describe('a proxied call has one outcome, whatever its proxy does', () => {
       admit: () => ({ ok: true, done: () => undefined }),
     });
     const outcome = (call: ProxyCall, status: number, reason: string | null): CallOutcome => ({
-      requestId: String(call.req.id), endpoint: 'chat', source: 'test', userId: null, requestedModel: 'm',
-      backend: 'b', model: 'm', status, reason, startedAt: Date.now(), durationMs: 1, ttftMs: null,
+      requestId: String(call.req.id),
+      endpoint: 'chat',
+      source: 'test',
+      userId: null,
+      requestedModel: 'm',
+      backend: 'b',
+      model: 'm',
+      status,
+      reason,
+      startedAt: Date.now(),
+      durationMs: 1,
+      ttftMs: null,
     });
     const proxy = {
       async handle(call: ProxyCall): Promise<void> {
@@ -427,16 +523,20 @@ describe('a proxied call has one outcome, whatever its proxy does', () => {
     };
     const deps = { callers, proxy, recordOutcome: (o: CallOutcome) => void recorded.push(o) };
     const resolution = { requested: 'm', candidates: [] } as unknown as ProxyCall['resolution'];
-    app.post('/t', (req, reply) => runProxiedCall(deps, 'chat', req, reply, () => ({
-      surface: {} as ProxyCall['surface'], resolution,
-    })));
+    app.post('/t', (req, reply) =>
+      runProxiedCall(deps, 'chat', req, reply, () => ({
+        surface: {} as ProxyCall['surface'],
+        resolution,
+      })),
+    );
     await app.listen({ port: 0, host: '127.0.0.1' });
     t.after(() => app.close());
     const { port } = app.server.address() as { port: number };
     const call = async (behaviour: Behaviour) => {
       recorded.length = 0;
       const res = await fetch(`http://127.0.0.1:${port}/t`, {
-        method: 'POST', body: '{"model":"m"}',
+        method: 'POST',
+        body: '{"model":"m"}',
         headers: { 'content-type': 'application/json', 'x-behaviour': behaviour },
       });
       await res.text();
@@ -448,7 +548,10 @@ describe('a proxied call has one outcome, whatever its proxy does', () => {
   test('a second report is dropped and warned about; a call that reports nothing gets a row', async (t) => {
     const { call, warnings } = await rig(t);
     assert.deepEqual(await call('twice'), { status: 200, rows: ['499 client_closed_while_parked'] });
-    assert.ok(warnings.some((w) => w.includes('a call reported a second outcome')), 'the repeat is heard');
+    assert.ok(
+      warnings.some((w) => w.includes('a call reported a second outcome')),
+      'the repeat is heard',
+    );
     assert.deepEqual(await call('reports-then-refuses'), { status: 503, rows: ['499 client_closed_while_parked'] });
     assert.deepEqual(await call('refuses'), { status: 503, rows: ['503 no_healthy_backend'] });
     assert.deepEqual(await call('silent'), { status: 200, rows: ['200 unreported'] });

@@ -25,8 +25,18 @@ const tempStore = tempDirs('llmgw-route-');
 /** An answered call on `backend` as the proxy reports it, with the scheduler's route. */
 function outcome(requestId: string, backend: string, route?: string): CallOutcome {
   return {
-    requestId, endpoint: 'chat', source: 'master', userId: null, requestedModel: 'm', backend, model: 'm', status: 200,
-    reason: null, startedAt: Date.now(), durationMs: 120, ttftMs: 40,
+    requestId,
+    endpoint: 'chat',
+    source: 'master',
+    userId: null,
+    requestedModel: 'm',
+    backend,
+    model: 'm',
+    status: 200,
+    reason: null,
+    startedAt: Date.now(),
+    durationMs: 120,
+    ttftMs: 40,
     usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
     ...(route === undefined ? {} : { route }),
   };
@@ -40,7 +50,8 @@ describe('the route of a call', () => {
     const api = adminApi(() => gw.url, MASTER);
     gw.gateway.recordOutcome(outcome('with-route', 'cloud', SPILL));
     const answered = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'cloud/m', messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(answered.status, 200);
@@ -65,16 +76,26 @@ describe('the route of a call', () => {
     assert.equal(gw.gateway.callLog.get(spilled.id)?.route, SPILL, 'on disk');
     await gw.app.close();
     const again = await startGateway(backends, { api_key: MASTER }, { storeDir: gw.storeDir });
-    t.after(async () => { await again.close(); await fake.close(); });
+    t.after(async () => {
+      await again.close();
+      await fake.close();
+    });
     const reread = (await adminApi(() => again.url, MASTER)('GET', '/admin/api/calls')).json.data as Listed;
     assert.equal(reread.find((r) => r.request_id === 'with-route')!.route, SPILL, 'after a restart');
   });
 
   test('a stats.db from before gains the column, null on its rows', () => {
     const dir = tempStore();
-    const old = openDatabase(join(dir, 'stats.db'), STATS_MIGRATIONS.filter((m) => m.version <= 3));
-    old.prepare(`INSERT INTO calls (ts, request_id, duration_ms, endpoint, source, backend, status)
-      VALUES (1, 'old', 1, '/v1/chat/completions', 's', 'b', 200)`).run();
+    const old = openDatabase(
+      join(dir, 'stats.db'),
+      STATS_MIGRATIONS.filter((m) => m.version <= 3),
+    );
+    old
+      .prepare(
+        `INSERT INTO calls (ts, request_id, duration_ms, endpoint, source, backend, status)
+      VALUES (1, 'old', 1, '/v1/chat/completions', 's', 'b', 200)`,
+      )
+      .run();
     old.close();
     const log = CallLog.open(dir, { flushMs: 60_000, retentionDays: 0, captureBodies: false, bodyRetentionDays: 0 });
     try {

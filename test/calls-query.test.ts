@@ -18,13 +18,35 @@ const T0 = Date.UTC(2026, 2, 15, 12);
 
 describe('calls filter as typed', () => {
   test('status classes and codes, text fields, UTC times, the page cursor; errors per field', () => {
-    assert.deepEqual(parseCallsQuery({ status: '5xx', backend: ' gpu ', since: '2026-03-15T10:00', until: '2026-03-15 11:30:15' }).filter, {
-      statusClass: 5, backend: 'gpu', since: Date.UTC(2026, 2, 15, 10), until: Date.UTC(2026, 2, 15, 11, 30, 15),
+    assert.deepEqual(
+      parseCallsQuery({ status: '5xx', backend: ' gpu ', since: '2026-03-15T10:00', until: '2026-03-15 11:30:15' })
+        .filter,
+      {
+        statusClass: 5,
+        backend: 'gpu',
+        since: Date.UTC(2026, 2, 15, 10),
+        until: Date.UTC(2026, 2, 15, 11, 30, 15),
+      },
+    );
+    assert.deepEqual(parseCallsQuery({ status: '404', model: 'qwen', source: 'n8n', beforeId: '77' }).filter, {
+      status: 404,
+      model: 'qwen',
+      source: 'n8n',
+      beforeId: 77,
     });
-    assert.deepEqual(parseCallsQuery({ status: '404', model: 'qwen', source: 'n8n', beforeId: '77' }).filter, { status: 404, model: 'qwen', source: 'n8n', beforeId: 77 });
     assert.deepEqual(parseCallsQuery({}).filter, {});
-    assert.deepEqual(parseCallsQuery({ status: ['2xx', '5xx'] }).filter, { statusClass: 2 }, 'a repeated key: the first');
-    const bad = parseCallsQuery({ status: '20', since: '2026-02-30', until: 'yesterday', beforeId: '-3', model: 'x'.repeat(201) });
+    assert.deepEqual(
+      parseCallsQuery({ status: ['2xx', '5xx'] }).filter,
+      { statusClass: 2 },
+      'a repeated key: the first',
+    );
+    const bad = parseCallsQuery({
+      status: '20',
+      since: '2026-02-30',
+      until: 'yesterday',
+      beforeId: '-3',
+      model: 'x'.repeat(201),
+    });
     assert.equal(bad.filter, null);
     assert.deepEqual(Object.keys(bad.errors).sort(), ['beforeId', 'model', 'since', 'status', 'until']);
     assert.match(bad.errors.since, /2026-02-30/);
@@ -33,7 +55,10 @@ describe('calls filter as typed', () => {
     assert.equal(parseUtcTime('1773576000000'), 1773576000000);
     assert.equal(parseUtcTime('2026-03-15T12:00:00+01:00'), Date.UTC(2026, 2, 15, 11));
     assert.equal(parseUtcTime('2026-13-01'), undefined);
-    assert.equal(callsQueryString({ status: '5xx', backend: '', model: 'a b&c' }, { beforeId: '9' }), '?status=5xx&model=a+b%26c&beforeId=9');
+    assert.equal(
+      callsQueryString({ status: '5xx', backend: '', model: 'a b&c' }, { beforeId: '9' }),
+      '?status=5xx&model=a+b%26c&beforeId=9',
+    );
   });
 });
 
@@ -42,7 +67,11 @@ describe('call log reads for the console', () => {
     const log = CallLog.open(tempStore(), QUIET);
     t.after(() => log.close());
     for (const [i, status] of [200, 201, 404, 429, 502, 503].entries()) log.record(callRecord({ ts: T0 + i, status }));
-    const statuses = (f: CallQuery) => log.recent(f).map((c) => c.status).sort();
+    const statuses = (f: CallQuery) =>
+      log
+        .recent(f)
+        .map((c) => c.status)
+        .sort();
     const check = () => {
       assert.deepEqual(statuses({ statusClass: 2 }), [200, 201]);
       assert.deepEqual(statuses({ statusClass: 4 }), [404, 429]);
@@ -87,9 +116,15 @@ describe('call log reads for the console', () => {
     for (let i = 0; i < 6_000; i++) log.record(callRecord({ ts: T0 + i, backend: i % 1000 === 0 ? 'rare' : 'common' }));
     await log.flush();
     const rare = log.recent({ backend: 'rare' });
-    assert.deepEqual(rare.map((r) => r.ts), [5000, 4000, 3000, 2000, 1000, 0].map((d) => T0 + d));
+    assert.deepEqual(
+      rare.map((r) => r.ts),
+      [5000, 4000, 3000, 2000, 1000, 0].map((d) => T0 + d),
+    );
     assert.equal(log.recent({ backend: 'rare', limit: 2 }).length, 2);
-    assert.deepEqual(log.recent({ backend: 'rare', since: T0 + 2500 }).map((r) => r.ts), [T0 + 5000, T0 + 4000, T0 + 3000]);
+    assert.deepEqual(
+      log.recent({ backend: 'rare', since: T0 + 2500 }).map((r) => r.ts),
+      [T0 + 5000, T0 + 4000, T0 + 3000],
+    );
     assert.equal(log.recent({ backend: 'common', limit: 50 }).length, 50);
     assert.deepEqual(log.recent({ backend: 'nowhere' }), []);
   });
@@ -117,8 +152,12 @@ describe('a captured body as shown', () => {
     assert.equal(v.streamed, 'Hello');
     assert.deepEqual(v.events![2], { event: 'ping', data: '{"t":1}', json: true });
     assert.deepEqual(v.events![3], { event: null, data: '[DONE]', json: false });
-    const anthropic = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n';
+    const anthropic =
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n';
     assert.equal((bodyView(Buffer.from(anthropic), null) as { streamed: string }).streamed, 'Hi');
-    assert.deepEqual(parseSse('data: a\ndata: b\n\n').map((e) => e.data), ['a\nb']);
+    assert.deepEqual(
+      parseSse('data: a\ndata: b\n\n').map((e) => e.data),
+      ['a\nb'],
+    );
   });
 });

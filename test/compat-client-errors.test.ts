@@ -9,14 +9,21 @@ import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 
-interface RawResponse { status: number; headers: Record<string, string>; body: string }
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
 
 /** Writes `request` as is on a fresh connection and reads until the server closes it. */
 function rawExchange(gw: TestGateway, request: string): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = connect(gw.port, '127.0.0.1');
     const chunks: Buffer[] = [];
-    const timer = setTimeout(() => { socket.destroy(); reject(new Error('the server kept the connection open')); }, 3000);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('the server kept the connection open'));
+    }, 3000);
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', () => {}); // the server may reset after answering; what it sent is what counts
     socket.on('close', () => {
@@ -24,7 +31,9 @@ function rawExchange(gw: TestGateway, request: string): Promise<RawResponse> {
       const text = Buffer.concat(chunks).toString('utf8');
       const [head, ...rest] = text.split('\r\n\r\n');
       const [statusLine, ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       resolve({ status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine)?.[1]), headers, body: rest.join('\r\n\r\n') });
     });
     socket.write(request);
@@ -41,11 +50,14 @@ function assertOpenAIShape(body: unknown, status: number, code?: string): void {
   if (code) assert.equal(e.code, code);
 }
 
-describe("errors fastify and Node raise themselves are shaped", () => {
+describe('errors fastify and Node raise themselves are shaped', () => {
   test('431 request headers too large: OpenAI shape on /v1/*, Anthropic on /v1/messages, connection closed', async (t) => {
     const gw = await startGateway([]);
     t.after(() => gw.close());
-    const openai = await rawExchange(gw, `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n${hugeHeader}\r\n`);
+    const openai = await rawExchange(
+      gw,
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n${hugeHeader}\r\n`,
+    );
     assert.equal(openai.status, 431);
     assert.equal(openai.headers.connection, 'close');
     assert.match(openai.headers['content-type'], /^application\/json/);
@@ -78,7 +90,11 @@ describe("errors fastify and Node raise themselves are shaped", () => {
     const gw = await startGateway([]);
     t.after(() => gw.close());
     for (const type of ['text/plain', 'text/plain;charset=UTF-8', 'application/x-www-form-urlencoded']) {
-      const r = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': type }, body: '{"model":"m","messages":[]}' });
+      const r = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body: '{"model":"m","messages":[]}',
+      });
       assert.equal(r.status, 415, type);
       assertOpenAIShape(await r.json(), 415, 'unsupported_media_type');
       assert.ok(r.headers.get('x-request-id'));

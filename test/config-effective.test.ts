@@ -40,7 +40,13 @@ const storeGpu1: BackendSpec = {
   chat_only: false,
   serverless_only: false,
 };
-const storeCloud: BackendSpec = { ...storeGpu1, name: 'cloud', url: 'https://api.example.com', paid: true, enabled: true };
+const storeCloud: BackendSpec = {
+  ...storeGpu1,
+  name: 'cloud',
+  url: 'https://api.example.com',
+  paid: true,
+  enabled: true,
+};
 
 test('with an empty store the effective config is the file config', () => {
   const file = fileConfig();
@@ -49,7 +55,10 @@ test('with an empty store the effective config is the file config', () => {
 
 test('a store backend replaces the same-named file backend entirely; store-only ones are added', () => {
   const effective = computeEffectiveConfig(fileConfig(), { settings: {}, backends: [storeCloud, storeGpu1] });
-  assert.deepEqual(effective.backends.map((b) => b.name), ['gpu1', 'ollama', 'cloud']);
+  assert.deepEqual(
+    effective.backends.map((b) => b.name),
+    ['gpu1', 'ollama', 'cloud'],
+  );
   assert.deepEqual(effective.backends[0], storeGpu1, 'no field (api_key, max_concurrent, host) leaks from the file');
   assert.equal(effective.backends[1].url, 'http://10.0.0.6:11434');
 });
@@ -71,11 +80,19 @@ test('store settings override top-level keys, whole values; store_dir/jobs_dir n
   });
   assert.equal(effective.api_key, 'store-key');
   assert.equal(effective.park_timeout_s, 5);
-  assert.deepEqual(effective.virtual_models, { big: { ollama: 'llama3:70b' } }, 'the stored alias table replaces the file one');
+  assert.deepEqual(
+    effective.virtual_models,
+    { big: { ollama: 'llama3:70b' } },
+    'the stored alias table replaces the file one',
+  );
   assert.deepEqual(effective.alias_park, { big: 300 });
   assert.equal(effective.store_dir, '/data/store');
   assert.equal(effective.jobs_dir, '/data/jobs');
-  assert.deepEqual(effective.backends.map((b) => b.name), ['gpu1', 'ollama'], 'backends come only from the backends table');
+  assert.deepEqual(
+    effective.backends.map((b) => b.name),
+    ['gpu1', 'ollama'],
+    'backends come only from the backends table',
+  );
   assert.equal(effective.log_level, 'info', 'a null setting is ignored');
   assert.ok(!('not_a_config_key' in effective));
   assert.ok(!STORE_SETTING_KEYS.includes('store_dir') && STORE_SETTING_KEYS.includes('max_parked'));

@@ -64,7 +64,8 @@ function ok(result: ReturnType<typeof loadConfigFile>): GatewayConfig {
 
 describe('image_models in config.yaml', () => {
   test('a workflow file is read relative to config.yaml into workflow_json; workflow stays as its source', () => {
-    const path = writeConfig(`${BACKENDS}
+    const path = writeConfig(
+      `${BACKENDS}
 image_models:
   tiny:
     - backend: comfy-a
@@ -76,7 +77,9 @@ image_models:
     - backend: comfy-b
       workflow: ./workflows/tiny_api.json
       fixed: [{node: "4", field: ckpt_name, value: other.safetensors}]
-`, { 'workflows/tiny_api.json': JSON.stringify(TINY) });
+`,
+      { 'workflows/tiny_api.json': JSON.stringify(TINY) },
+    );
     const config = ok(loadConfigFile(path, {}));
     const [a, b] = config.image_models.tiny;
     assert.deepEqual(a.workflow_json, TINY);
@@ -102,7 +105,12 @@ image_models:
 
   test('an unreadable, non-JSON, UI-format or malformed workflow file is a problem naming the resolved path', () => {
     const dir = tempDir();
-    const ui = { last_node_id: 9, nodes: [{ id: 3, type: 'KSampler' }], links: [[1, 4, 0, 3, 0, 'MODEL']], version: 0.4 };
+    const ui = {
+      last_node_id: 9,
+      nodes: [{ id: 3, type: 'KSampler' }],
+      links: [[1, 4, 0, 3, 0, 'MODEL']],
+      version: 0.4,
+    };
     const files: Record<string, string> = {
       'wf/broken.json': '{"3": {"class_type": ',
       'wf/ui.json': JSON.stringify(ui),
@@ -114,18 +122,30 @@ image_models:
       writeFileSync(join(dir, rel), text);
     }
     const path = join(dir, 'config.yaml');
-    writeFileSync(path, `${BACKENDS}
+    writeFileSync(
+      path,
+      `${BACKENDS}
 image_models:
   missing: [{backend: comfy-a, workflow: wf/nope.json}]
   broken: [{backend: comfy-a, workflow: wf/broken.json}]
   ui: [{backend: comfy-a, workflow: wf/ui.json}]
   list: [{backend: comfy-a, workflow: wf/list.json}]
   nodeless: [{backend: comfy-a, workflow: wf/nodeless.json}]
-`);
+`,
+    );
     const problems = problemsOf(loadConfigFile(path, {}));
-    assert.match(problems.get('image_models.missing[0].workflow') ?? '', new RegExp(`cannot read ${join(dir, 'wf', 'nope.json')}: no such file`));
-    assert.match(problems.get('image_models.broken[0].workflow') ?? '', new RegExp(`${join(dir, 'wf', 'broken.json')} is not JSON`));
-    assert.match(problems.get('image_models.ui[0].workflow') ?? '', /ComfyUI's UI format; export it with 'Export \(API\)'/);
+    assert.match(
+      problems.get('image_models.missing[0].workflow') ?? '',
+      new RegExp(`cannot read ${join(dir, 'wf', 'nope.json')}: no such file`),
+    );
+    assert.match(
+      problems.get('image_models.broken[0].workflow') ?? '',
+      new RegExp(`${join(dir, 'wf', 'broken.json')} is not JSON`),
+    );
+    assert.match(
+      problems.get('image_models.ui[0].workflow') ?? '',
+      /ComfyUI's UI format; export it with 'Export \(API\)'/,
+    );
     assert.match(problems.get('image_models.ui[0].workflow') ?? '', new RegExp(join(dir, 'wf', 'ui.json')));
     assert.match(problems.get('image_models.list[0].workflow') ?? '', /API-format workflow/);
     assert.match(problems.get('image_models.nodeless[0].workflow') ?? '', /node "3" is not \{class_type, inputs\}/);
@@ -133,7 +153,8 @@ image_models:
   });
 
   test('schema and cross-checks, each at its key path', () => {
-    const result = parseConfigText(`${BACKENDS}
+    const result = parseConfigText(
+      `${BACKENDS}
 image_models:
   both: [{backend: comfy-a, workflow: a.json, workflow_json: ${JSON.stringify(TINY)}}]
   neither: [{backend: comfy-a}]
@@ -147,14 +168,18 @@ image_models:
   slot: [{backend: comfy-a, workflow_json: ${JSON.stringify(TINY)}, mapping: {image: {node: "6", field: text, on_empty: maybe}}}]
   ui: [{backend: comfy-a, workflow_json: {nodes: [], links: []}}]
   empty: []
-`, {});
+`,
+      {},
+    );
     const problems = problemsOf(result);
     const expected: Record<string, RegExp> = {
       'image_models.both[0]': /either workflow .* or workflow_json, not both/,
       'image_models.neither[0]': /needs a workflow/,
-      'image_models.unknown[0].backend': /names no backend in backends\[\] \(known comfyui backends: comfy-a, comfy-b\)/,
+      'image_models.unknown[0].backend':
+        /names no backend in backends\[\] \(known comfyui backends: comfy-a, comfy-b\)/,
       'image_models.llm[0].backend': /type openai; generation aliases run on comfyui backends/,
-      'image_models.twice[1].backend': /already has an entry in this alias \(image_models\.twice\[0\]\); one entry per backend/,
+      'image_models.twice[1].backend':
+        /already has an entry in this alias \(image_models\.twice\[0\]\); one entry per backend/,
       'image_models["has space"]': /no whitespace/,
       'image_models.typo[0].mapings': /unknown key \(did you mean "mapping"\?\)/,
       'image_models.slot[0].mapping.image.on_empty': /placeholder, required, disable/,
@@ -178,97 +203,181 @@ describe('media knobs', () => {
     assert.equal(config.job_ttl_h, 24);
     assert.equal(config.ref_url_allow_private, true);
     assert.deepEqual(config.gpu_groups, {});
-    for (const key of ['image_models', 'media_park_timeout_s', 'job_ttl_h', 'ref_url_allow_private', 'gpu_groups'] as const) {
+    for (const key of [
+      'image_models',
+      'media_park_timeout_s',
+      'job_ttl_h',
+      'ref_url_allow_private',
+      'gpu_groups',
+    ] as const) {
       assert.ok(key in DEFAULTS, `${key} has a default in DEFAULTS`);
     }
   });
 
-  test('comfyui-only knobs are refused on other backends; gpu_group is any backend\'s', () => {
-    const problems = problemsOf(parseConfigText(`
+  test("comfyui-only knobs are refused on other backends; gpu_group is any backend's", () => {
+    const problems = problemsOf(
+      parseConfigText(
+        `
 backends:
   - {name: llm, url: http://10.0.0.7:8080, gpu_group: box1, poll_interval: 2, max_wait: 5, read_timeout: 5, disconnect_grace: 1, auto_restart: true, restart_cooldown_s: 5}
   - {name: comfy, url: http://10.0.0.5:8188, type: comfyui, poll_interval: 0, disconnect_grace: -1, max_wait: 0}
 gpu_groups:
   box1: {max_concurrent: 0}
   box2: {unload_llms: true}
-`, {}));
-    for (const key of ['poll_interval', 'max_wait', 'read_timeout', 'disconnect_grace', 'auto_restart', 'restart_cooldown_s']) {
+`,
+        {},
+      ),
+    );
+    for (const key of [
+      'poll_interval',
+      'max_wait',
+      'read_timeout',
+      'disconnect_grace',
+      'auto_restart',
+      'restart_cooldown_s',
+    ]) {
       assert.match(problems.get(`backends[0].${key}`) ?? '', /only backends of type comfyui/, key);
     }
     assert.ok(!problems.has('backends[0].gpu_group'));
-    assert.ok(problems.has('backends[1].poll_interval') && problems.has('backends[1].max_wait') && problems.has('backends[1].disconnect_grace'));
+    assert.ok(
+      problems.has('backends[1].poll_interval') &&
+        problems.has('backends[1].max_wait') &&
+        problems.has('backends[1].disconnect_grace'),
+    );
     assert.ok(problems.has('gpu_groups.box1.max_concurrent'));
     assert.match(problems.get('gpu_groups.box2.unload_llms') ?? '', /did you mean "unload_llm"/);
   });
 
   test('gpu groups get their defaults; a name no entry describes is an implicit group of 1', () => {
-    const config = ok(parseConfigText(`
+    const config = ok(
+      parseConfigText(
+        `
 backends:
   - {name: swap, url: http://10.0.0.7:9292, gpu_group: box1}
   - {name: comfy, url: http://10.0.0.7:8188, type: comfyui, gpu_group: box1}
   - {name: other, url: http://10.0.0.8:8188, type: comfyui, gpu_group: nowhere}
 gpu_groups:
   box1: {max_concurrent: 2, unload_llm: true}
-`, {}));
+`,
+        {},
+      ),
+    );
     assert.deepEqual(config.gpu_groups.box1, { max_concurrent: 2, unload_llm: true, free_media: false });
     assert.deepEqual(gpuGroupSettings(config, 'box1'), { max_concurrent: 2, unload_llm: true, free_media: false });
     assert.deepEqual(gpuGroupSettings(config, 'nowhere'), { max_concurrent: 1, unload_llm: false, free_media: false });
   });
 
   test('comfyKnobs resolves every comfyui knob in milliseconds, defaults filled in', () => {
-    const config = ok(parseConfigText(`
+    const config = ok(
+      parseConfigText(
+        `
 backends:
   - {name: plain, url: http://10.0.0.5:8188, type: comfyui}
   - {name: tuned, url: http://10.0.0.6:8188, type: comfyui, poll_interval: 0.25, max_wait: 900, read_timeout: 10, disconnect_grace: 0, auto_restart: true, restart_cooldown_s: 60, stuck_after_s: 30}
-`, {}));
+`,
+        {},
+      ),
+    );
     const [plain, tuned] = config.backends;
     assert.deepEqual(comfyKnobs(plain), {
-      pollMs: COMFY_DEFAULTS.poll_interval * 1000, maxWaitMs: 600_000, readTimeoutMs: 60_000, disconnectGraceMs: 30_000,
-      autoRestart: false, restartCooldownMs: 600_000, stuckAfterMs: 90_000,
+      pollMs: COMFY_DEFAULTS.poll_interval * 1000,
+      maxWaitMs: 600_000,
+      readTimeoutMs: 60_000,
+      disconnectGraceMs: 30_000,
+      autoRestart: false,
+      restartCooldownMs: 600_000,
+      stuckAfterMs: 90_000,
     });
     assert.deepEqual(comfyKnobs(tuned), {
-      pollMs: 250, maxWaitMs: 900_000, readTimeoutMs: 10_000, disconnectGraceMs: 0, autoRestart: true, restartCooldownMs: 60_000, stuckAfterMs: 30_000,
+      pollMs: 250,
+      maxWaitMs: 900_000,
+      readTimeoutMs: 10_000,
+      disconnectGraceMs: 0,
+      autoRestart: true,
+      restartCooldownMs: 60_000,
+      stuckAfterMs: 30_000,
     });
   });
 });
 
 describe('image_models in the store', () => {
   const validator = createConfigValidator();
-  const comfyA: BackendSpec = { name: 'comfy-a', url: 'http://10.0.0.5:8188', type: 'comfyui', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false };
+  const comfyA: BackendSpec = {
+    name: 'comfy-a',
+    url: 'http://10.0.0.5:8188',
+    type: 'comfyui',
+    enabled: true,
+    paid: false,
+    local: false,
+    chat_only: false,
+    serverless_only: false,
+  };
   const storeOnly: BackendSpec = { ...comfyA, name: 'comfy-store', url: 'http://10.0.0.9:8188' };
 
-  test('is a store setting, and a stored value replaces the file\'s as a whole', () => {
+  test("is a store setting, and a stored value replaces the file's as a whole", () => {
     assert.ok(STORE_SETTING_KEYS.includes('image_models'));
     assert.ok(STORE_SETTING_KEYS.includes('gpu_groups'));
-    const file = ok(parseConfigText(`${BACKENDS}\nimage_models:\n  a: [{backend: comfy-a, workflow_json: ${JSON.stringify(TINY)}}]\n`, {}));
+    const file = ok(
+      parseConfigText(
+        `${BACKENDS}\nimage_models:\n  a: [{backend: comfy-a, workflow_json: ${JSON.stringify(TINY)}}]\n`,
+        {},
+      ),
+    );
     const stored = { b: [{ backend: 'comfy-store', workflow_json: TINY }] };
     const effective = computeEffectiveConfig(file, { settings: { image_models: stored }, backends: [storeOnly] });
     assert.deepEqual(effective.image_models, stored);
   });
 
-  test('a stored value is validated like the file\'s, against the backends the gateway runs on', () => {
-    const good = validateSetting(validator, 'image_models', { x: [{ backend: 'comfy-store', workflow: 'from/the/file.json', workflow_json: TINY, mapping: { prompt: { node: 6, field: 'text' } } }] }, [comfyA, storeOnly]);
+  test("a stored value is validated like the file's, against the backends the gateway runs on", () => {
+    const good = validateSetting(
+      validator,
+      'image_models',
+      {
+        x: [
+          {
+            backend: 'comfy-store',
+            workflow: 'from/the/file.json',
+            workflow_json: TINY,
+            mapping: { prompt: { node: 6, field: 'text' } },
+          },
+        ],
+      },
+      [comfyA, storeOnly],
+    );
     assert.ok(good.ok, good.ok ? '' : formatProblems(good.problems));
-    assert.deepEqual((good.value as GatewayConfig['image_models']).x[0].mapping, { prompt: { node: '6', field: 'text' } });
+    assert.deepEqual((good.value as GatewayConfig['image_models']).x[0].mapping, {
+      prompt: { node: '6', field: 'text' },
+    });
 
-    const bad = validateSetting(validator, 'image_models', {
-      path: [{ backend: 'comfy-a', workflow: 'workflows/sd15.json' }],
-      none: [{ backend: 'comfy-a' }],
-      gone: [{ backend: 'nowhere', workflow_json: TINY }],
-      ui: [{ backend: 'comfy-a', workflow_json: { nodes: [], links: [] } }],
-    }, [comfyA, storeOnly]);
+    const bad = validateSetting(
+      validator,
+      'image_models',
+      {
+        path: [{ backend: 'comfy-a', workflow: 'workflows/sd15.json' }],
+        none: [{ backend: 'comfy-a' }],
+        gone: [{ backend: 'nowhere', workflow_json: TINY }],
+        ui: [{ backend: 'comfy-a', workflow_json: { nodes: [], links: [] } }],
+      },
+      [comfyA, storeOnly],
+    );
     assert.equal(bad.ok, false);
     const problems = new Map((bad.ok ? [] : bad.problems).map((p) => [p.path, p.message]));
     assert.match(problems.get('image_models.path[0].workflow') ?? '', /cannot name a workflow file.*workflow_json/);
     assert.match(problems.get('image_models.none[0].workflow_json') ?? '', /is required/);
     assert.match(problems.get('image_models.gone[0].backend') ?? '', /known comfyui backends: comfy-a, comfy-store/);
     assert.match(problems.get('image_models.ui[0].workflow_json') ?? '', /UI format/);
-    assert.ok([...problems.keys()].every((p) => p.startsWith('image_models.')), 'only the setting\'s own problems');
+    assert.ok(
+      [...problems.keys()].every((p) => p.startsWith('image_models.')),
+      "only the setting's own problems",
+    );
   });
 
   test('other settings go through the same schema; keys the store may not hold are refused', () => {
     const groups = validateSetting(validator, 'gpu_groups', { box1: { max_concurrent: 2 } }, []);
-    assert.deepEqual(groups, { ok: true, value: { box1: { max_concurrent: 2, unload_llm: false, free_media: false } } });
+    assert.deepEqual(groups, {
+      ok: true,
+      value: { box1: { max_concurrent: 2, unload_llm: false, free_media: false } },
+    });
     const bad = validateSetting(validator, 'job_ttl_h', 0, []);
     assert.ok(!bad.ok && bad.problems[0].path === 'job_ttl_h');
     const notStorable = validateSetting(validator, 'store_dir', '/elsewhere', []);

@@ -16,8 +16,14 @@ function problemsOf(text: string, env: NodeJS.ProcessEnv) {
 }
 
 test('a set variable is substituted, also inside a longer string', () => {
-  assert.deepEqual(substituteEnv('http://${HOST}:${PORT}', { HOST: 'gpu1', PORT: '8080' }), { text: 'http://gpu1:8080', errors: [] });
-  const config = configOf('backends:\n  - name: a\n    url: http://${HOST}:8080\n    api_key: ${KEY}\n', { HOST: 'gpu1', KEY: 'sk-1' });
+  assert.deepEqual(substituteEnv('http://${HOST}:${PORT}', { HOST: 'gpu1', PORT: '8080' }), {
+    text: 'http://gpu1:8080',
+    errors: [],
+  });
+  const config = configOf('backends:\n  - name: a\n    url: http://${HOST}:8080\n    api_key: ${KEY}\n', {
+    HOST: 'gpu1',
+    KEY: 'sk-1',
+  });
   assert.equal(config.backends[0].url, 'http://gpu1:8080');
   assert.equal(config.backends[0].api_key, 'sk-1');
 });
@@ -31,7 +37,10 @@ test('${VAR:-default} falls back when the variable is unset or empty, not when i
 });
 
 test('an unset variable without default is a problem naming the variable and the key path', () => {
-  const problems = problemsOf('backends:\n  - name: a\n    url: http://h:1\n  - name: or\n    url: https://openrouter.ai/api\n    api_key: ${OPENROUTER_API_KEY}\n', {});
+  const problems = problemsOf(
+    'backends:\n  - name: a\n    url: http://h:1\n  - name: or\n    url: https://openrouter.ai/api\n    api_key: ${OPENROUTER_API_KEY}\n',
+    {},
+  );
   assert.equal(problems.length, 1, JSON.stringify(problems));
   assert.equal(problems[0].path, 'backends[1].api_key');
   assert.match(problems[0].message, /OPENROUTER_API_KEY/);
@@ -39,10 +48,7 @@ test('an unset variable without default is a problem naming the variable and the
 
 test('every unset variable is reported, alongside schema problems elsewhere', () => {
   const problems = problemsOf('log_level: ${A}\nstore_dir: ${B}/x\nmodel_prefix: maybe\n', {});
-  assert.deepEqual(
-    problems.map((p) => p.path).sort(),
-    ['log_level', 'model_prefix', 'store_dir'],
-  );
+  assert.deepEqual(problems.map((p) => p.path).sort(), ['log_level', 'model_prefix', 'store_dir']);
   assert.match(problems.find((p) => p.path === 'store_dir')!.message, /\bB\b/);
 });
 
@@ -53,7 +59,10 @@ test('a commented-out line with an unset variable never fails', () => {
 });
 
 test('$${ escapes to a literal ${', () => {
-  assert.deepEqual(substituteEnv('cost $${HOME} and ${HOME}', { HOME: '/h' }), { text: 'cost ${HOME} and /h', errors: [] });
+  assert.deepEqual(substituteEnv('cost $${HOME} and ${HOME}', { HOME: '/h' }), {
+    text: 'cost ${HOME} and /h',
+    errors: [],
+  });
   const config = configOf('backends:\n  - name: a\n    url: http://h:1\n    api_key: "$${NOT_A_VAR}"\n', {});
   assert.equal(config.backends[0].api_key, '${NOT_A_VAR}');
 });

@@ -6,7 +6,13 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { DEFAULTS, embeddedDefaultConfig, howToWriteConfigHint } from '../src/config/defaults.ts';
 import { loadBootConfig, loadConfigFile, parseConfigText } from '../src/config/load.ts';
-import { configSchema, createConfigValidator, formatProblems, TOP_LEVEL_KEYS, validateConfig } from '../src/config/schema.ts';
+import {
+  configSchema,
+  createConfigValidator,
+  formatProblems,
+  TOP_LEVEL_KEYS,
+  validateConfig,
+} from '../src/config/schema.ts';
 import { parse } from 'yaml';
 
 const exampleFile = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'config.example.yaml');
@@ -75,7 +81,10 @@ test('YAML syntax errors are problems with a line number', () => {
   const result = parseConfigText('log_level: info\nbackends:\n  - name: a\n   url: [http://x\n', {});
   assert.equal(result.ok, false);
   assert.ok(!result.ok && result.problems.length > 0);
-  assert.ok(!result.ok && result.problems.every((p) => /^line \d+/.test(p.path) && /YAML/.test(p.message)), JSON.stringify(result));
+  assert.ok(
+    !result.ok && result.problems.every((p) => /^line \d+/.test(p.path) && /YAML/.test(p.message)),
+    JSON.stringify(result),
+  );
   const dup = parseConfigText('log_level: info\nlog_level: warn\n', {});
   assert.ok(!dup.ok && dup.problems[0].path.startsWith('line 2'), 'a duplicate key is a syntax problem');
 });
@@ -84,15 +93,34 @@ test('an empty file gives every default', () => {
   for (const text of ['', '# only a comment\n', '---\n']) {
     const result = parseConfigText(text, {});
     assert.ok(result.ok, text);
-    assert.deepEqual(result.config, { ...DEFAULTS, backends: [], virtual_models: {}, alias_park: {}, alias_defaults: {}, reasoning_rules: [] });
+    assert.deepEqual(result.config, {
+      ...DEFAULTS,
+      backends: [],
+      virtual_models: {},
+      alias_park: {},
+      alias_defaults: {},
+      reasoning_rules: [],
+    });
   }
 });
 
 test('backend defaults are filled; trailing slashes stripped; null-valued keys mean "not set"', () => {
-  const result = parseConfigText('virtual_models:\n  # none yet\nbackends:\n  - name: box\n    url: http://10.0.0.5:8080/\n    api_key:\n', {});
+  const result = parseConfigText(
+    'virtual_models:\n  # none yet\nbackends:\n  - name: box\n    url: http://10.0.0.5:8080/\n    api_key:\n',
+    {},
+  );
   assert.ok(result.ok, JSON.stringify(result));
   assert.deepEqual(result.config.backends, [
-    { name: 'box', url: 'http://10.0.0.5:8080', type: 'openai', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false },
+    {
+      name: 'box',
+      url: 'http://10.0.0.5:8080',
+      type: 'openai',
+      enabled: true,
+      paid: false,
+      local: false,
+      chat_only: false,
+      serverless_only: false,
+    },
   ]);
   assert.deepEqual(result.config.virtual_models, {});
 });
@@ -117,7 +145,8 @@ test('config.example.yaml is valid and documents every key', () => {
   // Every top-level key appears, set to its documented default.
   const raw = parse(readFileSync(exampleFile, 'utf8')) as Record<string, unknown>;
   assert.deepEqual(Object.keys(raw).sort(), [...TOP_LEVEL_KEYS].sort());
-  for (const [key, value] of Object.entries(DEFAULTS)) assert.deepEqual(raw[key], value, `example ${key} should show its default`);
+  for (const [key, value] of Object.entries(DEFAULTS))
+    assert.deepEqual(raw[key], value, `example ${key} should show its default`);
   // Every backend field is described in the comment table.
   const text = readFileSync(exampleFile, 'utf8');
   for (const field of Object.keys(configSchema.properties.backends.items.properties)) {
@@ -142,7 +171,10 @@ test('a missing file is a problem for loadConfigFile and the embedded default fo
     assert.equal(fromFile.source, 'file');
     assert.ok(fromFile.result.ok && fromFile.result.config.log_level === 'debug');
     const named = loadBootConfig(join(dir, 'other.yaml'), {}, { explicit: true });
-    assert.ok(!named.result.ok && /config file not found/.test(named.result.problems[0].message), 'a named file that is missing is an error, not the default');
+    assert.ok(
+      !named.result.ok && /config file not found/.test(named.result.problems[0].message),
+      'a named file that is missing is an error, not the default',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -172,7 +204,16 @@ test('one backend can be validated on its own (console edits), with defaults and
   const validator = createConfigValidator();
   const good = validator.validateBackend({ name: 'cloud', url: 'https://api.example.com/', paid: true });
   assert.ok(good.ok);
-  assert.deepEqual(good.spec, { name: 'cloud', url: 'https://api.example.com', paid: true, type: 'openai', enabled: true, local: false, chat_only: false, serverless_only: false });
+  assert.deepEqual(good.spec, {
+    name: 'cloud',
+    url: 'https://api.example.com',
+    paid: true,
+    type: 'openai',
+    enabled: true,
+    local: false,
+    chat_only: false,
+    serverless_only: false,
+  });
   const bad = validator.validateBackend({ name: 'a b', url: 'http://h:1/v1', colour: 'red' });
   assert.ok(!bad.ok);
   assert.deepEqual(bad.problems.map((p) => p.path).sort(), ['colour', 'name', 'url']);
@@ -184,7 +225,14 @@ test('kind-specific backend options are refused on the other kinds, by key path'
       { name: 'a', url: 'http://127.0.0.1:1', auth_mode: 'api_key' },
       { name: 'b', url: 'http://127.0.0.1:2', type: 'anthropic', prompt_cache: true },
       { name: 'c', url: 'http://127.0.0.1:3', type: 'anthropic', auth_mode: 'subscription' },
-      { name: 'd', url: 'http://127.0.0.1:4', type: 'anthropic', auth_mode: 'subscription', api_key: 'sk-ant-oat01-x', models: ['claude-x'] },
+      {
+        name: 'd',
+        url: 'http://127.0.0.1:4',
+        type: 'anthropic',
+        auth_mode: 'subscription',
+        api_key: 'sk-ant-oat01-x',
+        models: ['claude-x'],
+      },
       { name: 'e', url: 'http://127.0.0.1:5', prompt_cache: true, models: ['m'] },
     ],
   });
@@ -200,20 +248,37 @@ test('reasoning rules, alias defaults and sampling defaults are checked by key p
   const result = validateConfig({
     backends: [{ name: 'a', url: 'http://127.0.0.1:1', sampling_defaults: { temperature: 0.5, stream: true } }],
     alias_defaults: { fast: { reasoning: 'off', sampling_defaults: { model: 'x' } }, slow: { reasoning: 'sometimes' } },
-    reasoning_rules: [{ model: 'qwen3*', mechanism: 'enable_thinking' }, { model: 'x', mechanism: 'magic' }, { mechanism: 'none' }],
+    reasoning_rules: [
+      { model: 'qwen3*', mechanism: 'enable_thinking' },
+      { model: 'x', mechanism: 'magic' },
+      { mechanism: 'none' },
+    ],
   });
   assert.equal(result.ok, false);
   const paths = result.ok ? [] : [...new Set(result.problems.map((p) => p.path))].sort();
   assert.deepEqual(paths, [
-    'alias_defaults.fast.sampling_defaults.model', 'alias_defaults.slow.reasoning',
-    'backends[0].sampling_defaults.stream', 'reasoning_rules[1].mechanism', 'reasoning_rules[2].model',
+    'alias_defaults.fast.sampling_defaults.model',
+    'alias_defaults.slow.reasoning',
+    'backends[0].sampling_defaults.stream',
+    'reasoning_rules[1].mechanism',
+    'reasoning_rules[2].model',
   ]);
 });
 
 test('comfyui knobs only on comfyui backends; a comfyui box runs one prompt at a time unless told', () => {
-  const bad = validateConfig({ backends: [{ name: 'llm', url: 'http://127.0.0.1:1', stuck_after_s: 60 }, { name: 'c', url: 'http://127.0.0.1:2', type: 'comfyui', stuck_after_s: 0 }] });
+  const bad = validateConfig({
+    backends: [
+      { name: 'llm', url: 'http://127.0.0.1:1', stuck_after_s: 60 },
+      { name: 'c', url: 'http://127.0.0.1:2', type: 'comfyui', stuck_after_s: 0 },
+    ],
+  });
   assert.equal(bad.ok, false);
-  assert.deepEqual(bad.ok ? [] : bad.problems.map((p) => p.path).sort(), ['backends[0].stuck_after_s', 'backends[1].stuck_after_s']);
-  const good = validateConfig({ backends: [{ name: 'c', url: 'http://127.0.0.1:2', type: 'comfyui', stuck_after_s: 120 }] });
+  assert.deepEqual(bad.ok ? [] : bad.problems.map((p) => p.path).sort(), [
+    'backends[0].stuck_after_s',
+    'backends[1].stuck_after_s',
+  ]);
+  const good = validateConfig({
+    backends: [{ name: 'c', url: 'http://127.0.0.1:2', type: 'comfyui', stuck_after_s: 120 }],
+  });
   assert.ok(good.ok, JSON.stringify(good));
 });

@@ -37,7 +37,10 @@ async function startPair(extra: Partial<GatewayConfig> = {}) {
   const b = await startFake('llamacpp', { models: ['m'] });
   // failures never mark a box down here: a failed turn is the only thing that moves a conversation
   const gw = await startGateway(
-    [{ name: 'a', url: a.url }, { name: 'b', url: b.url }],
+    [
+      { name: 'a', url: a.url },
+      { name: 'b', url: b.url },
+    ],
     { api_key: MASTER, failure_threshold: 100, ...extra },
   );
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
@@ -50,7 +53,11 @@ type Message = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 class Conversation {
   readonly messages: Message[];
 
-  constructor(private readonly client: OpenAI, system: string, private readonly headers: Record<string, string> = {}) {
+  constructor(
+    private readonly client: OpenAI,
+    system: string,
+    private readonly headers: Record<string, string> = {},
+  ) {
     this.messages = [{ role: 'system', content: system }];
   }
 
@@ -95,7 +102,7 @@ describe('conversation affinity', () => {
     await gw.gateway.discovery.pollAll();
   });
 
-  test('a turn\'s ticket carries its prompt size, its user and its alias\'s spill threshold', async () => {
+  test("a turn's ticket carries its prompt size, its user and its alias's spill threshold", async () => {
     const talk = new Conversation(client, 'You answer in one word.');
     await talk.ask(`Summarise this: ${'lorem ipsum '.repeat(400)}`);
     const ticket = tickets.at(-1)!;
@@ -108,7 +115,7 @@ describe('conversation affinity', () => {
     assert.equal(ticket.stickTo, undefined, 'a first turn sticks to nothing');
   });
 
-  test('each turn\'s ticket sticks to the box that answered the turn before (streams too)', async () => {
+  test("each turn's ticket sticks to the box that answered the turn before (streams too)", async () => {
     const talk = new Conversation(client, 'You are a database tutor.');
     const first = await talk.ask('What is a B-tree?');
     assert.ok(first === 'a' || first === 'b');
@@ -152,7 +159,7 @@ describe('conversation affinity', () => {
     assert.equal(tickets.at(-1)!.stickTo, undefined, 'its box went down in between');
   });
 
-  test('the client\'s x-session-id names the conversation, whatever its messages', async () => {
+  test("the client's x-session-id names the conversation, whatever its messages", async () => {
     const one = new Conversation(client, 'First system prompt.', { 'x-session-id': 'session-4711' });
     const box = await one.ask('hello');
     const two = new Conversation(client, 'An unrelated system prompt.', { 'x-session-id': 'session-4711' });
@@ -160,7 +167,7 @@ describe('conversation affinity', () => {
     assert.equal(tickets.at(-1)!.stickTo, box, 'the same session id');
     const three = new Conversation(client, 'First system prompt.', { 'x-session-id': 'session-other' });
     await three.ask('hello');
-    assert.equal(tickets.at(-1)!.stickTo, undefined, 'the first conversation\'s messages under another session id');
+    assert.equal(tickets.at(-1)!.stickTo, undefined, "the first conversation's messages under another session id");
     const plain = new Conversation(client, 'Third system prompt.');
     const plainBox = await plain.ask('hello');
     const tooLong = new Conversation(client, 'Third system prompt.', { 'x-session-id': 'x'.repeat(300) });
@@ -193,9 +200,13 @@ describe('conversation affinity', () => {
 });
 
 describe('conversation affinity against speed', () => {
-  test('two conversations on two boxes each stay on their own box, the slower box\'s too (lands)', async (t) => {
+  test("two conversations on two boxes each stay on their own box, the slower box's too (lands)", async (t) => {
     const { a, b, gw, client } = await startPair();
-    t.after(async () => { await gw.close(); await a.close(); await b.close(); });
+    t.after(async () => {
+      await gw.close();
+      await a.close();
+      await b.close();
+    });
     // a is the slow box: both stream 20 tokens (enough to be measured), a in 0.2 s, b at once
     a.setKnobs({ tokensPerSecond: 100, chunkCount: 20 });
     b.setKnobs({ chunkCount: 20 });
@@ -217,7 +228,10 @@ describe('conversation affinity off', () => {
   test('affinity_ttl_s: 0 remembers nothing', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'] });
     const gw = await startGateway([{ name: 'box', url: box.url }], { api_key: MASTER, affinity_ttl_s: 0 });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const tickets = recordTickets(gw);
     const talk = new Conversation(new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0 }), 'System.');
     await talk.ask('one');

@@ -6,7 +6,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  ConversationAffinity, conversationKey, sessionIdOf, SESSION_ID_MAX_LENGTH,
+  ConversationAffinity,
+  conversationKey,
+  sessionIdOf,
+  SESSION_ID_MAX_LENGTH,
 } from '../src/routing/conversation-affinity.ts';
 import { conversationSeed, SEED_PART_MAX } from '../src/routing/conversation-seed.ts';
 import { promptTokenEstimate } from '../src/upstream/prompt-estimate.ts';
@@ -31,7 +34,7 @@ describe('the key of a conversation', () => {
     assert.notEqual(chatKey([system, { role: 'user', content: 'What is a trie?' }]), base);
   });
 
-  test('the client\'s session id wins over the seed, apart per caller', () => {
+  test("the client's session id wins over the seed, apart per caller", () => {
     const other = [{ role: 'user', content: 'something else entirely' }];
     assert.equal(chatKey(turn1, 'u:1', 'm', 'sess-42'), chatKey(other, 'u:1', 'm', 'sess-42'));
     assert.notEqual(chatKey(turn1, 'u:1', 'm', 'sess-42'), chatKey(turn1));
@@ -89,7 +92,10 @@ describe('the seed of a conversation, by surface', () => {
     const items = { ...first, input: [{ role: 'user', content: [{ type: 'input_text', text: 'hello' }] }] };
     assert.equal(conversationSeed('responses', items), conversationSeed('responses', first));
     // the next turn by previous_response_id: its input is the new message, the history holds the first
-    const history = [{ role: 'user', content: 'hello' }, { type: 'message', role: 'assistant', content: 'hi' }];
+    const history = [
+      { role: 'user', content: 'hello' },
+      { type: 'message', role: 'assistant', content: 'hi' },
+    ];
     const next = conversationSeed('responses', { instructions: 'Be kind.', input: 'how are you?' }, history);
     assert.equal(next, conversationSeed('responses', first));
   });

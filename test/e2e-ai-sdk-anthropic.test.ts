@@ -20,7 +20,10 @@ describe('the AI SDK Anthropic provider through the gateway', () => {
 
   before(async () => {
     local = await startFake('llamacpp', { models: ['qwen3-8b'], knobs: { chunkCount: 4 } });
-    gw = await startGateway([{ name: 'local', url: local.url }], { api_key: MASTER, virtual_models: { 'claude-*': { local: 'qwen3-8b' } } });
+    gw = await startGateway([{ name: 'local', url: local.url }], {
+      api_key: MASTER,
+      virtual_models: { 'claude-*': { local: 'qwen3-8b' } },
+    });
   });
   after(async () => {
     await gw?.close();
@@ -34,7 +37,10 @@ describe('the AI SDK Anthropic provider through the gateway', () => {
     let collected = '';
     for await (const part of streamed.textStream) collected += part;
     assert.equal(collected, 'tok0 tok1 tok2 tok3');
-    await waitFor(() => gw.gateway.callLog.recent({ backend: 'local' })[0]?.endpoint === '/v1/messages', 'the SDK called /v1/messages');
+    await waitFor(
+      () => gw.gateway.callLog.recent({ backend: 'local' })[0]?.endpoint === '/v1/messages',
+      'the SDK called /v1/messages',
+    );
   });
 
   test('a tool loop over two steps', async () => {

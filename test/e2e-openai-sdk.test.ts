@@ -55,16 +55,25 @@ describe('the openai SDK through the gateway', () => {
     assert.ok(response.headers.get('x-request-id'));
     const lastToOllama = ollama.requests.at(-1)!;
     assert.equal(lastToOllama.body.model, 'llama3.2:3b', 'the alias became the real model id');
-    assert.equal(lastToOllama.headers.authorization, 'Bearer backend-secret-123', "the backend's credential replaced the client's");
+    assert.equal(
+      lastToOllama.headers.authorization,
+      'Bearer backend-secret-123',
+      "the backend's credential replaced the client's",
+    );
 
-    const viaBare = await client.chat.completions.create({ model: 'qwen3-8b', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const viaBare = await client.chat.completions
+      .create({ model: 'qwen3-8b', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     assert.equal(viaBare.response.headers.get('x-gateway-backend'), 'gpu');
     assert.equal(gpu.requests.at(-1)!.headers.authorization, undefined, "the client's key never reaches a backend");
   });
 
   test('stream with usage: the SDK sees content chunks then a usage chunk', async () => {
     const stream = await client.chat.completions.create({
-      model: 'gpu/qwen3-8b', messages: [{ role: 'user', content: 'count' }], stream: true, stream_options: { include_usage: true },
+      model: 'gpu/qwen3-8b',
+      messages: [{ role: 'user', content: 'count' }],
+      stream: true,
+      stream_options: { include_usage: true },
     });
     let text = '';
     let usage: OpenAI.CompletionUsage | null | undefined;
@@ -78,7 +87,11 @@ describe('the openai SDK through the gateway', () => {
   });
 
   test('stream without include_usage: no usage chunk reaches the client, although the gateway asked for one', async () => {
-    const stream = await client.chat.completions.create({ model: 'gpu/qwen3-8b', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gpu/qwen3-8b',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     let usageChunks = 0;
     let chunks = 0;
     for await (const chunk of stream) {
@@ -96,7 +109,12 @@ describe('the openai SDK through the gateway', () => {
       const runner = client.chat.completions.stream({
         model: 'gpu/qwen3-8b',
         messages: [{ role: 'user', content: 'weather in Paris?' }],
-        tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+          },
+        ],
       });
       const final = await runner.finalChatCompletion();
       const call = final.choices[0].message.tool_calls?.[0];
@@ -118,10 +136,15 @@ describe('the openai SDK through the gateway', () => {
       assert.ok(d.embedding.every((v) => typeof v === 'number' && Number.isFinite(v)));
     }
     const direct = await fetch(`${gpu.url}/v1/embeddings`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'qwen3-8b', input: ['hello'] }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'qwen3-8b', input: ['hello'] }),
     }).then((r) => r.json() as Promise<{ data: { embedding: number[] }[] }>);
     const expected = direct.data[0].embedding.map((v) => Math.fround(v));
-    assert.deepEqual(res.data[0].embedding.map((v) => Math.fround(v)), expected);
+    assert.deepEqual(
+      res.data[0].embedding.map((v) => Math.fround(v)),
+      expected,
+    );
   });
 
   test('an aborted stream frees its slot and the next request works', async () => {
@@ -142,55 +165,75 @@ describe('the openai SDK through the gateway', () => {
       }
       assert.ok(seen < 100, 'the stream stopped early');
       await waitFor(() => gpu.inflight === 0, 'upstream request aborted');
-      await waitFor(() => gw.gateway.scheduler.snapshot().backends.find((b) => b.name === 'gpu')!.inflight === 0, 'slot released');
+      await waitFor(
+        () => gw.gateway.scheduler.snapshot().backends.find((b) => b.name === 'gpu')!.inflight === 0,
+        'slot released',
+      );
     } finally {
       gpu.setKnobs({ tokensPerSecond: 0, chunkCount: 8 });
     }
-    const ok = await client.chat.completions.create({ model: 'gpu/qwen3-8b', messages: [{ role: 'user', content: 'again' }] });
+    const ok = await client.chat.completions.create({
+      model: 'gpu/qwen3-8b',
+      messages: [{ role: 'user', content: 'again' }],
+    });
     assert.ok(ok.choices[0].message.content);
   });
 
   test('unknown model: 404 model_not_found; missing model: 400 param model', async () => {
     await assert.rejects(
       client.chat.completions.create({ model: 'nope/nothing', messages: [{ role: 'user', content: 'x' }] }),
-      (err: unknown) => err instanceof OpenAI.NotFoundError && (err as InstanceType<typeof OpenAI.APIError>).code === 'model_not_found',
+      (err: unknown) =>
+        err instanceof OpenAI.NotFoundError && (err as InstanceType<typeof OpenAI.APIError>).code === 'model_not_found',
     );
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [] }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [] }),
     });
     assert.equal(res.status, 400);
-    const body = await res.json() as { error: { code: string; type: string; message: string; param: string } };
+    const body = (await res.json()) as { error: { code: string; type: string; message: string; param: string } };
     assert.equal(body.error.type, 'invalid_request_error');
     assert.equal(body.error.param, 'model');
     assert.match(body.error.message, /model/);
     await assert.rejects(
       client.chat.completions.create({ model: 42 as unknown as string, messages: [{ role: 'user', content: 'x' }] }),
-      (err: unknown) => err instanceof OpenAI.BadRequestError && (err as InstanceType<typeof OpenAI.APIError>).param === 'model',
+      (err: unknown) =>
+        err instanceof OpenAI.BadRequestError && (err as InstanceType<typeof OpenAI.APIError>).param === 'model',
     );
   });
 
   test('malformed JSON: 400 OpenAI-shaped', async () => {
-    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model": "fast",' });
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model": "fast",',
+    });
     assert.equal(res.status, 400);
-    const body = await res.json() as { error: { code: string; type: string; message: string } };
+    const body = (await res.json()) as { error: { code: string; type: string; message: string } };
     assert.equal(body.error.code, 'invalid_json');
     assert.equal(body.error.type, 'invalid_request_error');
   });
 
   test('oversized body: 413 OpenAI-shaped', async () => {
     const big = JSON.stringify({ model: 'fast', messages: [{ role: 'user', content: 'x'.repeat(33 * 1024 * 1024) }] });
-    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: big,
+    });
     assert.equal(res.status, 413);
-    const body = await res.json() as { error: { code: string } };
+    const body = (await res.json()) as { error: { code: string } };
     assert.equal(body.error.code, 'request_too_large');
   });
 
   test('completions endpoint passes through with query string kept', async () => {
     const res = await fetch(`${gw.url}/v1/completions?trace=1`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'fast', prompt: 'Once', max_tokens: 5, custom_field: { keep: true } }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'fast', prompt: 'Once', max_tokens: 5, custom_field: { keep: true } }),
     });
     assert.equal(res.status, 200);
-    const body = await res.json() as { object: string };
+    const body = (await res.json()) as { object: string };
     assert.equal(body.object, 'text_completion');
     const seen = gpu.requests.at(-1)!;
     assert.equal(seen.query, 'trace=1');
@@ -198,21 +241,26 @@ describe('the openai SDK through the gateway', () => {
   });
 });
 
-
 describe('model ids in paths', () => {
   test('encoded slashes and colons, a literal %, and a malformed escape', async (t) => {
     const { startFake } = await import('./fakes/index.ts');
     const { startGateway } = await import('./helpers/gateway.ts');
     const fake = await startFake('ollama', { models: ['hf.co/org/model:Q4', '100%-real'] });
     const gw = await startGateway([{ name: 'o', url: fake.url }]);
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const get = (path: string) => fetch(`${gw.url}/v1/models/${path}`);
-    assert.equal(((await (await get('o/hf.co%2Forg%2Fmodel%3AQ4')).json()) as { id: string }).id, 'o/hf.co/org/model:Q4');
+    assert.equal(
+      ((await (await get('o/hf.co%2Forg%2Fmodel%3AQ4')).json()) as { id: string }).id,
+      'o/hf.co/org/model:Q4',
+    );
     assert.equal(((await (await get('o/hf.co/org/model:Q4')).json()) as { id: string }).id, 'o/hf.co/org/model:Q4');
     assert.equal(((await (await get('o/100%25-real')).json()) as { id: string }).id, 'o/100%-real');
     const bad = await get('o/x%ZZ');
     assert.equal(bad.status, 400);
-    const body = await bad.json() as { error: { message: string; type: string } };
+    const body = (await bad.json()) as { error: { message: string; type: string } };
     assert.equal(body.error.type, 'invalid_request_error');
   });
 });

@@ -18,7 +18,13 @@ import { waitFor } from './helpers/wait.ts';
 import { weatherToolLoop } from './helpers/ai-sdk-tools.ts';
 
 const MASTER = 'gw-master-responses';
-const weather = { type: 'function' as const, name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false };
+const weather = {
+  type: 'function' as const,
+  name: 'get_weather',
+  description: 'Weather of a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  strict: false,
+};
 
 describe('the Responses API through the gateway', () => {
   let local: FakeBackend;
@@ -29,9 +35,14 @@ describe('the Responses API through the gateway', () => {
   before(async () => {
     local = await startFake('llamacpp', { models: ['qwen3-8b'], knobs: { chunkCount: 6 } });
     const backends = [{ name: 'local', url: local.url }];
-    native = await startReplay('gpt-5.2', readFileSync(fixturePath('llm/openai/responses_stream_text.sse.txt')), { chunkBytes: 97 });
+    native = await startReplay('gpt-5.2', readFileSync(fixturePath('llm/openai/responses_stream_text.sse.txt')), {
+      chunkBytes: 97,
+    });
     backends.push({ name: 'native', url: native.url, responses: 'native' } as (typeof backends)[number]);
-    gw = await startGateway(backends, { api_key: MASTER, virtual_models: { r: { local: 'qwen3-8b' }, n: { native: 'gpt-5.2' } } });
+    gw = await startGateway(backends, {
+      api_key: MASTER,
+      virtual_models: { r: { local: 'qwen3-8b' }, n: { native: 'gpt-5.2' } },
+    });
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
   });
   after(async () => {
@@ -48,11 +59,17 @@ describe('the Responses API through the gateway', () => {
     assert.equal(res.output_text, 'tok0 tok1 tok2 tok3 tok4 tok5');
     assert.ok(res.usage && res.usage.input_tokens > 0 && res.usage.output_tokens === 6);
     const sent = local.requests.at(-1)!.body;
-    assert.deepEqual(sent.messages.map((m: { role: string }) => m.role), ['system', 'user']);
+    assert.deepEqual(
+      sent.messages.map((m: { role: string }) => m.role),
+      ['system', 'user'],
+    );
   });
 
   test('responses.stream() + finalResponse()', async () => {
-    const stream = client.responses.stream({ model: 'r', input: [{ role: 'user', content: [{ type: 'input_text', text: 'count' }] }] });
+    const stream = client.responses.stream({
+      model: 'r',
+      input: [{ role: 'user', content: [{ type: 'input_text', text: 'count' }] }],
+    });
     const deltas: string[] = [];
     stream.on('response.output_text.delta', (e) => deltas.push(e.delta));
     const final = await stream.finalResponse();
@@ -62,7 +79,12 @@ describe('the Responses API through the gateway', () => {
   });
 
   test('a function-call round trip with function_call_output', async () => {
-    local.setKnobs({ toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}' });
+    local.setKnobs({
+      toolCall: true,
+      toolCallOnce: true,
+      toolCallName: 'get_weather',
+      toolCallArguments: '{"city":"Oslo"}',
+    });
     try {
       const first = await client.responses.create({ model: 'r', input: 'weather in Oslo?', tools: [weather] });
       const call = first.output.find((o) => o.type === 'function_call');
@@ -70,7 +92,8 @@ describe('the Responses API through the gateway', () => {
       assert.equal(call.name, 'get_weather');
       assert.equal(call.arguments, '{"city":"Oslo"}');
       const second = await client.responses.create({
-        model: 'r', tools: [weather],
+        model: 'r',
+        tools: [weather],
         input: [
           { role: 'user', content: 'weather in Oslo?' },
           { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
@@ -92,19 +115,35 @@ describe('the Responses API through the gateway', () => {
     const first = await client.responses.create({ model: 'r', input: 'my name is Ada', store: true });
     await client.responses.create({ model: 'r', input: 'what is my name?', previous_response_id: first.id });
     const sent = local.requests.at(-1)!.body;
-    const texts = sent.messages.map((m: { content: unknown }) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
-    assert.ok(texts.some((t: string) => t.includes('my name is Ada')), texts.join(' | '));
-    assert.ok(texts.some((t: string) => t.includes(first.output_text)), 'the earlier answer too');
-    await assert.rejects(client.responses.create({ model: 'r', input: 'x', previous_response_id: 'resp_nope' }), (err: unknown) =>
-      err instanceof OpenAI.BadRequestError && err.param === 'previous_response_id');
+    const texts = sent.messages.map((m: { content: unknown }) =>
+      typeof m.content === 'string' ? m.content : JSON.stringify(m.content),
+    );
+    assert.ok(
+      texts.some((t: string) => t.includes('my name is Ada')),
+      texts.join(' | '),
+    );
+    assert.ok(
+      texts.some((t: string) => t.includes(first.output_text)),
+      'the earlier answer too',
+    );
+    await assert.rejects(
+      client.responses.create({ model: 'r', input: 'x', previous_response_id: 'resp_nope' }),
+      (err: unknown) => err instanceof OpenAI.BadRequestError && err.param === 'previous_response_id',
+    );
     const unstored = await client.responses.create({ model: 'r', input: 'forget me', store: false });
     await assert.rejects(client.responses.retrieve(unstored.id), (err: unknown) => err instanceof OpenAI.NotFoundError);
   });
 
   test('built-in tools the gateway cannot run are a 400 naming the tool', async () => {
-    await assert.rejects(client.responses.create({ model: 'r', input: 'search', tools: [{ type: 'web_search_preview' }] }), (err: unknown) =>
-      err instanceof OpenAI.BadRequestError && /web_search/.test(err.message));
-    assert.equal(local.requests.filter((r) => r.path === '/v1/chat/completions' && JSON.stringify(r.body).includes('"search"')).length, 0);
+    await assert.rejects(
+      client.responses.create({ model: 'r', input: 'search', tools: [{ type: 'web_search_preview' }] }),
+      (err: unknown) => err instanceof OpenAI.BadRequestError && /web_search/.test(err.message),
+    );
+    assert.equal(
+      local.requests.filter((r) => r.path === '/v1/chat/completions' && JSON.stringify(r.body).includes('"search"'))
+        .length,
+      0,
+    );
   });
 
   test('background: queued at once, then completed; ?stream=true replays the events', async () => {
@@ -115,12 +154,17 @@ describe('the Responses API through the gateway', () => {
     await waitFor(async () => (done = await client.responses.retrieve(queued.id)).status === 'completed', 'completed');
     assert.equal(done.output_text, 'tok0 tok1 tok2 tok3 tok4 tok5');
     assert.equal(done.background, true);
-    const replay = await request(`${gw.url}/v1/responses/${queued.id}?stream=true`, { headers: { authorization: `Bearer ${MASTER}` } });
+    const replay = await request(`${gw.url}/v1/responses/${queued.id}?stream=true`, {
+      headers: { authorization: `Bearer ${MASTER}` },
+    });
     const text = await replay.body.text();
     const types = [...text.matchAll(/^event: (\S+)$/gm)].map((m) => m[1]);
     assert.equal(types[0], 'response.created');
     assert.equal(types.at(-1), 'response.completed');
-    await waitFor(() => gw.gateway.callLog.recent({ backend: 'local' }).length === loggedBefore + 1, 'exactly one row for the background run');
+    await waitFor(
+      () => gw.gateway.callLog.recent({ backend: 'local' }).length === loggedBefore + 1,
+      'exactly one row for the background run',
+    );
     assert.equal(gw.gateway.callLog.recent({ backend: 'local' })[0].endpoint, '/v1/responses');
   });
 
@@ -137,12 +181,16 @@ describe('the Responses API through the gateway', () => {
   });
 
   test('the licence boundary holds here too', async () => {
-    await assert.rejects(client.responses.create({ model: 'no-such', input: 'x' }), (err: unknown) => err instanceof OpenAI.NotFoundError);
+    await assert.rejects(
+      client.responses.create({ model: 'no-such', input: 'x' }),
+      (err: unknown) => err instanceof OpenAI.NotFoundError,
+    );
   });
 
   test('a native backend: the client gets its stream byte for byte; usage on record', async () => {
     const res = await request(`${gw.url}/v1/responses`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
       body: JSON.stringify({ model: 'n', input: 'hi', stream: true }),
     });
     const text = await res.body.text();
@@ -164,7 +212,10 @@ describe('the Responses API through the gateway', () => {
       let collected = '';
       for await (const part of streamed.textStream) collected += part;
       assert.equal(collected, 'tok0 tok1 tok2 tok3 tok4 tok5');
-      await waitFor(() => gw.gateway.callLog.recent({ backend: 'local' })[0]?.endpoint === '/v1/responses', 'the SDK called /v1/responses');
+      await waitFor(
+        () => gw.gateway.callLog.recent({ backend: 'local' })[0]?.endpoint === '/v1/responses',
+        'the SDK called /v1/responses',
+      );
     });
 
     test('tools over two steps', async () => {

@@ -26,7 +26,10 @@ test('float → base64 when the client asked base64: decodes to the same float32
   const snapshot = structuredClone(input);
   const out = adaptEmbeddingsResponse(input, 'base64');
   assert.equal(typeof out.data[0].embedding, 'string');
-  assert.deepEqual(decodeLikeTheSdk(out.data[0].embedding), floats.map((f) => Math.fround(f)));
+  assert.deepEqual(
+    decodeLikeTheSdk(out.data[0].embedding),
+    floats.map((f) => Math.fround(f)),
+  );
   assert.deepEqual(decodeLikeTheSdk(out.data[1].embedding), [1, 2]);
   assert.equal(Buffer.from(out.data[0].embedding, 'base64').length, floats.length * 4);
   assert.deepEqual({ ...out, data: undefined }, { ...input, data: undefined }, 'everything else is untouched');
@@ -38,7 +41,11 @@ test('base64 → float when the client asked float (or nothing)', () => {
   const encoded = adaptEmbeddingsResponse(body(floats), 'base64').data[0].embedding;
   for (const requested of ['float', undefined] as const) {
     const out = adaptEmbeddingsResponse(body(encoded), requested);
-    assert.deepEqual(out.data[0].embedding, floats.map((f) => Math.fround(f)), String(requested));
+    assert.deepEqual(
+      out.data[0].embedding,
+      floats.map((f) => Math.fround(f)),
+      String(requested),
+    );
   }
 });
 

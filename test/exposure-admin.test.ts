@@ -25,7 +25,9 @@ function assertLockHint(body: OpenAIError): void {
 }
 
 function lanAddress(): string | undefined {
-  return Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+  return Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
 }
 
 describe('admin API while bootstrap-open', () => {
@@ -33,25 +35,44 @@ describe('admin API while bootstrap-open', () => {
     const gw = await startGateway([], { trust_proxy: true });
     t.after(() => gw.close());
 
-    for (const path of ['/admin/api/users', '/admin/api/ip-aliases', '/admin/api/stats?group=backend', '/admin/api/calls']) {
+    for (const path of [
+      '/admin/api/users',
+      '/admin/api/ip-aliases',
+      '/admin/api/stats?group=backend',
+      '/admin/api/calls',
+    ]) {
       const r = await fetch(`${gw.url}${path}`, { headers: remote });
       assert.equal(r.status, 403, path);
-      assertLockHint(await r.json() as OpenAIError);
+      assertLockHint((await r.json()) as OpenAIError);
     }
     // the first admin cannot be created from afar either: the gateway stays open
-    const create = await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: { ...json, ...remote }, body: JSON.stringify({ name: 'intruder', role: 'admin' }) });
+    const create = await fetch(`${gw.url}/admin/api/users`, {
+      method: 'POST',
+      headers: { ...json, ...remote },
+      body: JSON.stringify({ name: 'intruder', role: 'admin' }),
+    });
     assert.equal(create.status, 403);
     assert.equal(gw.gateway.authenticator.isOpen(), true);
 
     // loopback (no proxy header, or a proxy naming a loopback client) is the admin
     assert.equal((await fetch(`${gw.url}/admin/api/users`)).status, 200);
-    assert.equal((await fetch(`${gw.url}/admin/api/users`, { headers: { 'x-forwarded-for': '127.0.0.1' } })).status, 200);
+    assert.equal(
+      (await fetch(`${gw.url}/admin/api/users`, { headers: { 'x-forwarded-for': '127.0.0.1' } })).status,
+      200,
+    );
 
     // once locked (an admin created from loopback), the admin key works from anywhere
-    const made = await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'root', role: 'admin' }) });
+    const made = await fetch(`${gw.url}/admin/api/users`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ name: 'root', role: 'admin' }),
+    });
     assert.equal(made.status, 201);
-    const { key } = await made.json() as { key: string };
-    assert.equal((await fetch(`${gw.url}/admin/api/users`, { headers: { ...remote, authorization: `Bearer ${key}` } })).status, 200);
+    const { key } = (await made.json()) as { key: string };
+    assert.equal(
+      (await fetch(`${gw.url}/admin/api/users`, { headers: { ...remote, authorization: `Bearer ${key}` } })).status,
+      200,
+    );
     assert.equal((await fetch(`${gw.url}/admin/api/users`, { headers: remote })).status, 401);
   });
 
@@ -63,9 +84,15 @@ describe('admin API while bootstrap-open', () => {
     assert.equal(refused.statusCode, 403);
     assertLockHint(refused.json() as OpenAIError);
     assert.equal((await asFrom('fd00::7')).statusCode, 403);
-    for (const ip of ['127.0.0.1', '127.3.2.1', '::1', '::ffff:127.0.0.1']) assert.equal((await asFrom(ip)).statusCode, 200, ip);
+    for (const ip of ['127.0.0.1', '127.3.2.1', '::1', '::ffff:127.0.0.1'])
+      assert.equal((await asFrom(ip)).statusCode, 200, ip);
     // without trust_proxy a forged X-Forwarded-For changes nothing
-    const forged = await gw.app.inject({ method: 'GET', url: '/admin/api/users', remoteAddress: '192.168.1.9', headers: { 'x-forwarded-for': '127.0.0.1' } });
+    const forged = await gw.app.inject({
+      method: 'GET',
+      url: '/admin/api/users',
+      remoteAddress: '192.168.1.9',
+      headers: { 'x-forwarded-for': '127.0.0.1' },
+    });
     assert.equal(forged.statusCode, 403);
   });
 
@@ -76,8 +103,11 @@ describe('admin API while bootstrap-open', () => {
     t.after(() => gw.close());
     const r = await fetch(`http://${lan}:${gw.port}/admin/api/users`);
     assert.equal(r.status, 403);
-    assertLockHint(await r.json() as OpenAIError);
-    const health = await (await fetch(`http://${lan}:${gw.port}/health`)).json() as { detail: string; auth: { open: boolean } };
+    assertLockHint((await r.json()) as OpenAIError);
+    const health = (await (await fetch(`http://${lan}:${gw.port}/health`)).json()) as {
+      detail: string;
+      auth: { open: boolean };
+    };
     assert.match(health.detail, /^summary/);
     assert.equal(health.auth.open, true);
     assert.equal((await fetch(`${gw.url}/admin/api/users`)).status, 200);
@@ -88,17 +118,32 @@ describe('/health detail', () => {
   test('strangers see status and counts only; admins (and loopback while open) see everything', async (t) => {
     const fake = await startFake('ollama', { models: ['secret-model:7b'] });
     const gw = await startGateway(
-      [{ name: 'gpu-box', url: fake.url, host: 'basement-rig' }, { name: 'dead-box', url: 'http://127.0.0.1:1' }],
+      [
+        { name: 'gpu-box', url: fake.url, host: 'basement-rig' },
+        { name: 'dead-box', url: 'http://127.0.0.1:1' },
+      ],
       { trust_proxy: true, virtual_models: { 'secret-model:7b': 'secret-model:7b' } },
     );
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     gw.gateway.rejectReload([{ path: 'backends[0].api_key', message: 'reload-problem-text' }]);
     const health = async (headers: Record<string, string> = {}) => {
       const r = await fetch(`${gw.url}/health`, { headers });
       assert.equal(r.status, 200);
-      return { text: await r.clone().text(), body: await r.json() as Record<string, any> };
+      return { text: await r.clone().text(), body: (await r.json()) as Record<string, any> };
     };
-    const leaks = [/gpu-box/, /dead-box/, /basement-rig/, /secret-model/, new RegExp(String(fake.port)), /127\.0\.0\.1/, /reload-problem-text/, /unreachable/];
+    const leaks = [
+      /gpu-box/,
+      /dead-box/,
+      /basement-rig/,
+      /secret-model/,
+      new RegExp(String(fake.port)),
+      /127\.0\.0\.1/,
+      /reload-problem-text/,
+      /unreachable/,
+    ];
     const assertSummary = ({ text, body }: { text: string; body: Record<string, any> }, open: boolean) => {
       assert.equal(body.status, 'degraded');
       assert.equal(body.auth.open, open);
@@ -127,9 +172,13 @@ describe('/health detail', () => {
     assertSummary(await health({ authorization: 'Bearer sk-wrong-0123456789abcdef' }), false);
     assertFull(await health({ authorization: 'Bearer sk-master-0123456789abcdef', ...remote }));
     const mk = async (body: object) => {
-      const r = await fetch(`${gw.url}/admin/api/users`, { method: 'POST', headers: { ...json, authorization: 'Bearer sk-master-0123456789abcdef' }, body: JSON.stringify(body) });
+      const r = await fetch(`${gw.url}/admin/api/users`, {
+        method: 'POST',
+        headers: { ...json, authorization: 'Bearer sk-master-0123456789abcdef' },
+        body: JSON.stringify(body),
+      });
       assert.equal(r.status, 201);
-      return (await r.json() as { key: string }).key;
+      return ((await r.json()) as { key: string }).key;
     };
     const adminKey = await mk({ name: 'ops', role: 'admin' });
     const userKey = await mk({ name: 'kid' });

@@ -17,13 +17,25 @@ async function boot(host: string, config: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'llmgw-exposure-'));
   try {
     const file = join(dir, 'config.yaml');
-    writeFileSync(file, `store_dir: ${join(dir, 'store')}\njobs_dir: ${join(dir, 'jobs')}\nlog_level: info\nbackends: []\n${config}`);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts', '--config', file, '--port', '0', '--host', host], {
-      cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    writeFileSync(
+      file,
+      `store_dir: ${join(dir, 'store')}\njobs_dir: ${join(dir, 'jobs')}\nlog_level: info\nbackends: []\n${config}`,
+    );
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/server.ts', '--config', file, '--port', '0', '--host', host],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
-    child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
-    child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
     const exited = new Promise<void>((r) => child.on('exit', () => r()));
     try {
       let port: string | undefined;

@@ -10,7 +10,11 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ANTHROPIC_FAKE_OAUTH_TOKEN, OAUTH_BETA, parseAnthropicSse } from './fakes/index.ts';
 import { messagesBody, rawHeaders, rawPost, readToEnd, sdk, withAnthropic } from './fakes/anthropic-helpers.ts';
 
-const WEATHER_TOOL: Anthropic.Tool = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object', properties: { city: { type: 'string' } } } };
+const WEATHER_TOOL: Anthropic.Tool = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } } },
+};
 /** The `error` object of an API error's body (typed loosely: the SDK types the body as Object). */
 const errorOf = (e: unknown): any => (e as { error?: any }).error?.error;
 const textOf = (m: Anthropic.Message) => m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
@@ -18,7 +22,11 @@ const textOf = (m: Anthropic.Message) => m.content.flatMap((b) => (b.type === 't
 describe('messages', () => {
   test('messages.create: "tok0 … tok7", end_turn, msg_01 id, request id, usage like the real API', () =>
     withAnthropic({}, async (f) => {
-      const m = await sdk(f).messages.create({ model: f.models[0]!, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+      const m = await sdk(f).messages.create({
+        model: f.models[0]!,
+        max_tokens: 100,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       assert.equal(textOf(m), 'tok0 tok1 tok2 tok3 tok4 tok5 tok6 tok7');
       assert.equal(m.stop_reason, 'end_turn');
       assert.equal(m.stop_sequence, null);
@@ -35,22 +43,42 @@ describe('messages', () => {
     withAnthropic({ knobs: { chunkCount: 4 } }, async (f) => {
       for (const type of ['enabled', 'adaptive'] as const) {
         const thinking = type === 'enabled' ? { type, budget_tokens: 1024 } : { type };
-        const stream = sdk(f).messages.stream({ model: f.models[0]!, max_tokens: 2048, thinking, messages: [{ role: 'user', content: 'think' }] } as any);
+        const stream = sdk(f).messages.stream({
+          model: f.models[0]!,
+          max_tokens: 2048,
+          thinking,
+          messages: [{ role: 'user', content: 'think' }],
+        } as any);
         const m = await stream.finalMessage();
-        assert.deepEqual(m.content.map((b) => b.type), ['thinking', 'text'], type);
+        assert.deepEqual(
+          m.content.map((b) => b.type),
+          ['thinking', 'text'],
+          type,
+        );
         const block = m.content[0] as Anthropic.ThinkingBlock;
         assert.equal(block.thinking, 'thought0 thought1 thought2 thought3');
         assert.ok(block.signature.length > 40, 'a signature arrives in signature_delta');
         assert.equal(textOf(m), 'tok0 tok1 tok2 tok3');
         assert.equal(m.usage.output_tokens, 8, 'thinking tokens are output tokens');
       }
-      const plain = await sdk(f).messages.stream(messagesBody(f) as any).finalMessage();
-      assert.deepEqual(plain.content.map((b) => b.type), ['text'], 'no thinking unless asked');
+      const plain = await sdk(f)
+        .messages.stream(messagesBody(f) as any)
+        .finalMessage();
+      assert.deepEqual(
+        plain.content.map((b) => b.type),
+        ['text'],
+        'no thinking unless asked',
+      );
     }));
 
   test('tool_use: a toolu_01 block with the knob input, stop_reason tool_use, stream and not', () =>
     withAnthropic({ knobs: { toolUse: 'get_weather', toolInput: { city: 'Paris' } } }, async (f) => {
-      const params = { model: f.models[0]!, max_tokens: 200, tools: [WEATHER_TOOL], messages: [{ role: 'user' as const, content: 'weather?' }] };
+      const params = {
+        model: f.models[0]!,
+        max_tokens: 200,
+        tools: [WEATHER_TOOL],
+        messages: [{ role: 'user' as const, content: 'weather?' }],
+      };
       for (const m of [await sdk(f).messages.create(params), await sdk(f).messages.stream(params).finalMessage()]) {
         assert.equal(m.stop_reason, 'tool_use');
         const call = m.content.at(-1) as Anthropic.ToolUseBlock;
@@ -67,11 +95,25 @@ describe('messages', () => {
     withAnthropic({ knobs: { toolUse: 'get_weather', toolUseOnce: true } }, async (f) => {
       const client = sdk(f);
       const first: Anthropic.MessageParam[] = [{ role: 'user', content: 'weather?' }];
-      const a = await client.messages.create({ model: f.models[0]!, max_tokens: 200, tools: [WEATHER_TOOL], messages: first });
+      const a = await client.messages.create({
+        model: f.models[0]!,
+        max_tokens: 200,
+        tools: [WEATHER_TOOL],
+        messages: first,
+      });
       const call = a.content.at(-1) as Anthropic.ToolUseBlock;
       assert.equal(a.stop_reason, 'tool_use');
-      const second: Anthropic.MessageParam[] = [...first, { role: 'assistant', content: a.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '21°C' }] }];
-      const b = await client.messages.create({ model: f.models[0]!, max_tokens: 200, tools: [WEATHER_TOOL], messages: second });
+      const second: Anthropic.MessageParam[] = [
+        ...first,
+        { role: 'assistant', content: a.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '21°C' }] },
+      ];
+      const b = await client.messages.create({
+        model: f.models[0]!,
+        max_tokens: 200,
+        tools: [WEATHER_TOOL],
+        messages: second,
+      });
       assert.equal(b.stop_reason, 'end_turn');
       assert.ok(b.usage.input_tokens > a.usage.input_tokens, 'the longer conversation counts more input');
     }));
@@ -83,7 +125,9 @@ describe('messages', () => {
       assert.equal(textOf(cut), 'tok0 tok1 tok2');
       assert.equal(cut.stop_reason, 'max_tokens');
       assert.equal(cut.usage.output_tokens, 3);
-      const stopped = await client.messages.stream(messagesBody(f, { stop_sequences: ['nope', ' tok3'] }) as any).finalMessage();
+      const stopped = await client.messages
+        .stream(messagesBody(f, { stop_sequences: ['nope', ' tok3'] }) as any)
+        .finalMessage();
       assert.equal(textOf(stopped), 'tok0 tok1 tok2');
       assert.equal(stopped.stop_reason, 'stop_sequence');
       assert.equal(stopped.stop_sequence, ' tok3');
@@ -97,7 +141,9 @@ describe('messages', () => {
       assert.equal(cached.usage.cache_read_input_tokens, 1200);
       assert.equal(cached.usage.cache_creation_input_tokens, 300);
       assert.equal(cached.usage.cache_creation?.ephemeral_5m_input_tokens, 300);
-      const hour = await client.messages.create(messagesBody(f, { system: [{ ...system[0], cache_control: { type: 'ephemeral', ttl: '1h' } }] }) as any);
+      const hour = await client.messages.create(
+        messagesBody(f, { system: [{ ...system[0], cache_control: { type: 'ephemeral', ttl: '1h' } }] }) as any,
+      );
       assert.equal(hour.usage.cache_creation?.ephemeral_1h_input_tokens, 300);
       const plain = await client.messages.create(messagesBody(f) as any);
       assert.equal(plain.usage.cache_read_input_tokens, 0);
@@ -119,7 +165,12 @@ describe('errors', () => {
   for (const [status, type, cls] of CASES) {
     test(`errorStatus ${status} reaches the SDK as ${cls.name} (${type}), with the request id`, () =>
       withAnthropic({ knobs: { errorStatus: status } }, async (f) => {
-        const err: any = await sdk(f).messages.create(messagesBody(f) as any).then(() => undefined, (e) => e);
+        const err: any = await sdk(f)
+          .messages.create(messagesBody(f) as any)
+          .then(
+            () => undefined,
+            (e) => e,
+          );
         assert.equal(err instanceof cls, true, `${status}: got ${err?.constructor?.name}`);
         assert.equal(err.status, status);
         assert.equal(err.error.type, 'error');
@@ -163,25 +214,38 @@ describe('errors', () => {
         const { [field]: _gone, ...rest } = body;
         const res = await rawPost(f, '/v1/messages', rest);
         assert.equal(res.status, 400, field);
-        assert.deepEqual(((await res.json()) as any).error, { type: 'invalid_request_error', message: `${field}: Field required` });
+        assert.deepEqual(((await res.json()) as any).error, {
+          type: 'invalid_request_error',
+          message: `${field}: Field required`,
+        });
       }
-      const err: any = await sdk(f).messages.create(messagesBody(f, { model: 'claude-nope' }) as any).catch((e) => e);
+      const err: any = await sdk(f)
+        .messages.create(messagesBody(f, { model: 'claude-nope' }) as any)
+        .catch((e) => e);
       assert.ok(err instanceof Anthropic.NotFoundError);
       assert.equal(errorOf(err).message, 'model: claude-nope');
     }));
 });
 
 describe('auth', () => {
-  test('x-api-key and the SDK\'s API-key bearer pass; a wrong or missing key → 401 authentication_error', () =>
+  test("x-api-key and the SDK's API-key bearer pass; a wrong or missing key → 401 authentication_error", () =>
     withAnthropic({ apiKey: 'sk-ant-api03-right' }, async (f) => {
-      assert.equal((await sdk(f, { apiKey: 'sk-ant-api03-right' }).messages.create(messagesBody(f) as any)).stop_reason, 'end_turn');
+      assert.equal(
+        (await sdk(f, { apiKey: 'sk-ant-api03-right' }).messages.create(messagesBody(f) as any)).stop_reason,
+        'end_turn',
+      );
       const ok = await rawPost(f, '/v1/messages', messagesBody(f), rawHeaders({ 'x-api-key': 'sk-ant-api03-right' }));
       assert.equal(ok.status, 200);
       await ok.arrayBuffer();
-      const err: any = await sdk(f, { apiKey: 'sk-ant-api03-wrong' }).messages.create(messagesBody(f) as any).catch((e) => e);
+      const err: any = await sdk(f, { apiKey: 'sk-ant-api03-wrong' })
+        .messages.create(messagesBody(f) as any)
+        .catch((e) => e);
       assert.ok(err instanceof Anthropic.AuthenticationError);
       const wrong = await rawPost(f, '/v1/messages', messagesBody(f), rawHeaders({ 'x-api-key': 'nope' }));
-      assert.deepEqual(((await wrong.json()) as any).error, { type: 'authentication_error', message: 'invalid x-api-key' });
+      assert.deepEqual(((await wrong.json()) as any).error, {
+        type: 'authentication_error',
+        message: 'invalid x-api-key',
+      });
       const { 'x-api-key': _k, ...noKey } = rawHeaders();
       const missing = await rawPost(f, '/v1/messages', messagesBody(f), noKey);
       assert.equal(missing.status, 401);
@@ -194,16 +258,29 @@ describe('auth', () => {
       const err: any = await bare.messages.create(messagesBody(f) as any).catch((e) => e);
       assert.ok(err instanceof Anthropic.AuthenticationError);
       assert.equal(errorOf(err).message, 'OAuth authentication is currently not supported.');
-      const beta = sdk(f, { apiKey: null, authToken: ANTHROPIC_FAKE_OAUTH_TOKEN, defaultHeaders: { 'anthropic-beta': `fine-grained-tool-streaming-2025-05-14,${OAUTH_BETA}` } });
+      const beta = sdk(f, {
+        apiKey: null,
+        authToken: ANTHROPIC_FAKE_OAUTH_TOKEN,
+        defaultHeaders: { 'anthropic-beta': `fine-grained-tool-streaming-2025-05-14,${OAUTH_BETA}` },
+      });
       assert.equal((await beta.messages.create(messagesBody(f) as any)).stop_reason, 'end_turn');
       assert.equal(f.requests.at(-1)!.headers.authorization, `Bearer ${ANTHROPIC_FAKE_OAUTH_TOKEN}`);
-      const wrong = sdk(f, { apiKey: null, authToken: 'sk-ant-oat01-other', defaultHeaders: { 'anthropic-beta': OAUTH_BETA } });
-      assert.ok((await wrong.messages.create(messagesBody(f) as any).catch((e) => e)) instanceof Anthropic.AuthenticationError);
+      const wrong = sdk(f, {
+        apiKey: null,
+        authToken: 'sk-ant-oat01-other',
+        defaultHeaders: { 'anthropic-beta': OAUTH_BETA },
+      });
+      assert.ok(
+        (await wrong.messages.create(messagesBody(f) as any).catch((e) => e)) instanceof Anthropic.AuthenticationError,
+      );
     }));
 });
 
 describe('models', () => {
-  const MANY = Array.from({ length: 25 }, (_, i) => `claude-test-${String(i).padStart(2, '0')}-202501${String(i + 1).padStart(2, '0')}`);
+  const MANY = Array.from(
+    { length: 25 },
+    (_, i) => `claude-test-${String(i).padStart(2, '0')}-202501${String(i + 1).padStart(2, '0')}`,
+  );
 
   test('paginated newest first: limit (default 20), after_id, before_id, has_more, first_id/last_id', () =>
     withAnthropic({ models: MANY }, async (f) => {
@@ -214,14 +291,22 @@ describe('models', () => {
       assert.equal(page.has_more, true);
       assert.equal(page.first_id, newestFirst[0]);
       assert.equal(page.last_id, newestFirst[19]);
-      assert.deepEqual(page.data[0], { type: 'model', id: newestFirst[0], display_name: 'Claude Test 24', created_at: '2025-01-25T00:00:00Z' });
+      assert.deepEqual(page.data[0], {
+        type: 'model',
+        id: newestFirst[0],
+        display_name: 'Claude Test 24',
+        created_at: '2025-01-25T00:00:00Z',
+      });
       const all: string[] = [];
       for await (const m of client.models.list({ limit: 7 })) all.push(m.id);
       assert.deepEqual(all, newestFirst, 'the SDK pages through after_id to the end');
       const next = await client.models.list({ after_id: newestFirst[19]!, limit: 10 });
       assert.deepEqual([next.data.length, next.has_more], [5, false]);
       const before = await client.models.list({ before_id: newestFirst[10]!, limit: 3 });
-      assert.deepEqual(before.data.map((m) => m.id), newestFirst.slice(7, 10));
+      assert.deepEqual(
+        before.data.map((m) => m.id),
+        newestFirst.slice(7, 10),
+      );
       assert.equal(before.has_more, true, 'more in the before direction');
       const err: any = await client.models.list({ limit: 1001 }).catch((e) => e);
       assert.ok(err instanceof Anthropic.BadRequestError);
@@ -230,11 +315,21 @@ describe('models', () => {
 
   test('modelsStatus answers the model list with that error (a subscription token cannot list)', () =>
     withAnthropic({ knobs: { modelsStatus: 403 } }, async (f) => {
-      const err: any = await sdk(f).models.list().catch((e) => e);
+      const err: any = await sdk(f)
+        .models.list()
+        .catch((e) => e);
       assert.ok(err instanceof Anthropic.PermissionDeniedError);
       f.setKnobs({ modelsStatus: 401 });
-      assert.ok((await sdk(f).models.list().catch((e) => e)) instanceof Anthropic.AuthenticationError);
-      assert.equal((await sdk(f).messages.create(messagesBody(f) as any)).stop_reason, 'end_turn', 'messages still work');
+      assert.ok(
+        (await sdk(f)
+          .models.list()
+          .catch((e) => e)) instanceof Anthropic.AuthenticationError,
+      );
+      assert.equal(
+        (await sdk(f).messages.create(messagesBody(f) as any)).stop_reason,
+        'end_turn',
+        'messages still work',
+      );
     }));
 });
 
@@ -246,7 +341,10 @@ describe('count_tokens', () => {
       const count = async (extra: object) => (await client.messages.countTokens({ ...base, ...extra })).input_tokens;
       const plain = await count({});
       assert.equal(await count({}), plain);
-      assert.ok((await count({ messages: [{ role: 'user', content: 'hello there, and a much longer question follows' }] })) > plain);
+      assert.ok(
+        (await count({ messages: [{ role: 'user', content: 'hello there, and a much longer question follows' }] })) >
+          plain,
+      );
       assert.ok((await count({ system: 'You are a careful assistant who answers briefly.' })) > plain);
       assert.ok((await count({ tools: [WEATHER_TOOL] })) > plain);
       const m = await client.messages.create({ ...base, max_tokens: 10 });
@@ -265,11 +363,19 @@ describe('faults and bookkeeping', () => {
       assert.equal(outcome, 'end');
       const events = parseAnthropicSse(text).events;
       assert.equal(events.filter((e) => e.event === 'content_block_delta').length, 3);
-      assert.deepEqual(events.at(-1), { event: 'error', data: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } });
-      const err: any = await sdk(f).messages.stream(messagesBody(f) as any).finalMessage().catch((e) => e);
+      assert.deepEqual(events.at(-1), {
+        event: 'error',
+        data: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+      });
+      const err: any = await sdk(f)
+        .messages.stream(messagesBody(f) as any)
+        .finalMessage()
+        .catch((e) => e);
       assert.ok(err instanceof Anthropic.APIError);
       assert.equal(errorOf(err).type, 'overloaded_error');
-      const whole: any = await sdk(f).messages.create(messagesBody(f) as any).catch((e) => e);
+      const whole: any = await sdk(f)
+        .messages.create(messagesBody(f) as any)
+        .catch((e) => e);
       assert.ok(whole instanceof Anthropic.OverloadedError, 'non-stream: a 529');
     }));
 
@@ -279,9 +385,18 @@ describe('faults and bookkeeping', () => {
       assert.equal(outcome, 'error');
       assert.equal(parseAnthropicSse(text).events.length, 4);
       // A cut stream is not an HTTP error: the SDK rethrows the transport's failure as an AnthropicError.
-      assert.ok((await sdk(f).messages.stream(messagesBody(f) as any).finalMessage().catch((e) => e)) instanceof Anthropic.AnthropicError);
+      assert.ok(
+        (await sdk(f)
+          .messages.stream(messagesBody(f) as any)
+          .finalMessage()
+          .catch((e) => e)) instanceof Anthropic.AnthropicError,
+      );
       f.setKnobs({ dropAfterEvents: -1, refuse: true });
-      assert.ok((await sdk(f).messages.create(messagesBody(f) as any).catch((e) => e)) instanceof Anthropic.APIConnectionError);
+      assert.ok(
+        (await sdk(f)
+          .messages.create(messagesBody(f) as any)
+          .catch((e) => e)) instanceof Anthropic.APIConnectionError,
+      );
       f.setKnobs({ refuse: false });
       assert.equal((await sdk(f).messages.create(messagesBody(f) as any)).stop_reason, 'end_turn');
     }));
@@ -289,11 +404,25 @@ describe('faults and bookkeeping', () => {
   test('headThenSilence: a 200 event-stream head, then nothing until the client goes away', () =>
     withAnthropic({ knobs: { headThenSilence: true } }, async (f) => {
       const ac = new AbortController();
-      const res = await fetch(`${f.url}/v1/messages`, { method: 'POST', headers: rawHeaders(), body: JSON.stringify(messagesBody(f, { stream: true })), signal: ac.signal });
+      const res = await fetch(`${f.url}/v1/messages`, {
+        method: 'POST',
+        headers: rawHeaders(),
+        body: JSON.stringify(messagesBody(f, { stream: true })),
+        signal: ac.signal,
+      });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
       const next = res.body!.getReader().read();
-      assert.equal(await Promise.race([next.then(() => 'bytes', () => 'error'), delay(150).then(() => 'silence')]), 'silence');
+      assert.equal(
+        await Promise.race([
+          next.then(
+            () => 'bytes',
+            () => 'error',
+          ),
+          delay(150).then(() => 'silence'),
+        ]),
+        'silence',
+      );
       assert.equal(f.inflight, 1);
       ac.abort();
       await next.catch(() => {});
@@ -302,7 +431,9 @@ describe('faults and bookkeeping', () => {
   test('latencyMs and tokensPerSecond pace the answer', () =>
     withAnthropic({ knobs: { latencyMs: 40, tokensPerSecond: 100, chunkCount: 5 } }, async (f) => {
       const t0 = performance.now();
-      await sdk(f).messages.stream(messagesBody(f) as any).finalMessage();
+      await sdk(f)
+        .messages.stream(messagesBody(f) as any)
+        .finalMessage();
       assert.ok(performance.now() - t0 >= 80, '40 ms + 5 tokens at 100/s');
     }));
 

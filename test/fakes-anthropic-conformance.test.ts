@@ -6,7 +6,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  ANTHROPIC_FAKE_API_KEY, assertSameShape, parseAnthropicSse, startAnthropicFake, type AnthropicKnobs, type AnthropicSseEvent,
+  ANTHROPIC_FAKE_API_KEY,
+  assertSameShape,
+  parseAnthropicSse,
+  startAnthropicFake,
+  type AnthropicKnobs,
+  type AnthropicSseEvent,
 } from './fakes/index.ts';
 import { readFixture } from './helpers/fixtures.ts';
 
@@ -50,14 +55,23 @@ function assertOrderRules(events: AnthropicSseEvent[], label: string): void {
       case 'content_block_delta':
         assert.ok(open, `${at}: a delta outside a block`);
         assert.equal(e.data.index, open.index, `${at}: the delta's index is the open block's`);
-        assert.ok(DELTAS_OF[open.type]?.includes(e.data.delta.type), `${at}: ${e.data.delta.type} in a ${open.type} block`);
+        assert.ok(
+          DELTAS_OF[open.type]?.includes(e.data.delta.type),
+          `${at}: ${e.data.delta.type} in a ${open.type} block`,
+        );
         open.deltas.push(e);
         break;
       case 'content_block_stop':
         assert.ok(open, `${at}: a stop outside a block`);
         assert.equal(e.data.index, open.index, `${at}: stop closes the open block`);
-        if (open.type === 'tool_use') assert.equal(open.deltas[0]?.data.delta.partial_json, '', `${at}: tool input opens with partial_json ""`);
-        if (open.type === 'thinking') assert.equal(open.deltas.at(-1)?.data.delta.type, 'signature_delta', `${at}: thinking ends with its signature`);
+        if (open.type === 'tool_use')
+          assert.equal(open.deltas[0]?.data.delta.partial_json, '', `${at}: tool input opens with partial_json ""`);
+        if (open.type === 'thinking')
+          assert.equal(
+            open.deltas.at(-1)?.data.delta.type,
+            'signature_delta',
+            `${at}: thinking ends with its signature`,
+          );
         open = undefined;
         break;
       case 'message_delta':
@@ -76,14 +90,22 @@ function assertOrderRules(events: AnthropicSseEvent[], label: string): void {
 }
 
 /** The fake's stream for `body` with `knobs`, read as Anthropic SSE. */
-async function fakeStream(knobs: Partial<AnthropicKnobs>, body: Record<string, unknown>): Promise<{ raw: string; events: AnthropicSseEvent[]; message: any }> {
+async function fakeStream(
+  knobs: Partial<AnthropicKnobs>,
+  body: Record<string, unknown>,
+): Promise<{ raw: string; events: AnthropicSseEvent[]; message: any }> {
   const fake = await startAnthropicFake({ knobs });
   try {
-    const post = (extra: Record<string, unknown>) => fetch(`${fake.url}/v1/messages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': ANTHROPIC_FAKE_API_KEY, 'anthropic-version': '2023-06-01' },
-      body: JSON.stringify({ model: fake.models[0], max_tokens: 4096, ...body, ...extra }),
-    });
+    const post = (extra: Record<string, unknown>) =>
+      fetch(`${fake.url}/v1/messages`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': ANTHROPIC_FAKE_API_KEY,
+          'anthropic-version': '2023-06-01',
+        },
+        body: JSON.stringify({ model: fake.models[0], max_tokens: 4096, ...body, ...extra }),
+      });
     const res = await post({ stream: true });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
@@ -129,35 +151,50 @@ describe('Anthropic captures read strictly and follow the order rules', () => {
 describe('the Anthropic fake streams like the real captures', () => {
   test('thinking: thinking block (deltas, signature), then text; shapes and order', async () => {
     const real = parseAnthropicSse(readFixture(THINKING)).events;
-    const { events, message } = await fakeStream({ chunkCount: 5 }, {
-      thinking: { type: 'enabled', budget_tokens: 1024 },
-      messages: [{ role: 'user', content: 'What is 925 / 5?' }],
-    });
+    const { events, message } = await fakeStream(
+      { chunkCount: 5 },
+      {
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        messages: [{ role: 'user', content: 'What is 925 / 5?' }],
+      },
+    );
     assertOrderRules(events, 'fake');
     assertSameKindsAndShapes(events, real);
-    assert.deepEqual(events.filter((e) => e.data.type === 'content_block_start').map((e) => e.data.content_block.type), ['thinking', 'text']);
+    assert.deepEqual(
+      events.filter((e) => e.data.type === 'content_block_start').map((e) => e.data.content_block.type),
+      ['thinking', 'text'],
+    );
     assert.equal(events[2]!.data.type, 'ping', 'a ping right after the first block start, as captured');
     const end = events.at(-2)!.data;
     assert.equal(end.delta.stop_reason, 'end_turn');
     assert.equal(end.usage.output_tokens, 10, '5 thinking + 5 text tokens');
     // A non-stream Message has every field message_start's message has.
     assertSameShape(message, real[0]!.data.message, '$', { ignore: SET_WHEN_DONE });
-    assert.deepEqual(message.content.map((b: any) => b.type), ['thinking', 'text']);
+    assert.deepEqual(
+      message.content.map((b: any) => b.type),
+      ['thinking', 'text'],
+    );
   });
 
   test('tool_use: text, then a tool_use whose input_json_delta slices join to the input', async () => {
     const real = parseAnthropicSse(readFixture(TOOL_USE)).events;
     const input = { elements: [{ location: 'San Francisco', temperature: 58, condition: 'sunny' }] };
-    const { events, message } = await fakeStream({ toolUse: 'json', toolInput: input, chunkCount: 4 }, {
-      tools: TOOLS,
-      messages: [{ role: 'user', content: 'Weather as JSON, please.' }],
-    });
+    const { events, message } = await fakeStream(
+      { toolUse: 'json', toolInput: input, chunkCount: 4 },
+      {
+        tools: TOOLS,
+        messages: [{ role: 'user', content: 'Weather as JSON, please.' }],
+      },
+    );
     assertOrderRules(events, 'fake');
     assertSameKindsAndShapes(events, real);
     const start = events.find((e) => e.data.content_block?.type === 'tool_use')!;
     assert.match(start.data.content_block.id, /^toolu_01[1-9A-HJ-NP-Za-km-z]{22}$/);
     assert.deepEqual(start.data.content_block.input, {}, 'the start block has an empty input, as captured');
-    const json = events.filter((e) => e.data.delta?.type === 'input_json_delta').map((e) => e.data.delta.partial_json).join('');
+    const json = events
+      .filter((e) => e.data.delta?.type === 'input_json_delta')
+      .map((e) => e.data.delta.partial_json)
+      .join('');
     assert.deepEqual(JSON.parse(json), input);
     assert.equal(events.at(-2)!.data.delta.stop_reason, 'tool_use');
     assertSameShape(message, real[0]!.data.message, '$', { ignore: SET_WHEN_DONE });
@@ -176,7 +213,10 @@ describe('the Anthropic fake streams like the real captures', () => {
     const real = parseAnthropicSse(readFixture(THINKING)).events;
     const broken = structuredClone(real[0]!.data);
     delete broken.message.usage.cache_creation.ephemeral_1h_input_tokens;
-    assert.throws(() => assertSameShape(broken, real[0]!.data), /\$\.message\.usage\.cache_creation\.ephemeral_1h_input_tokens: missing/);
+    assert.throws(
+      () => assertSameShape(broken, real[0]!.data),
+      /\$\.message\.usage\.cache_creation\.ephemeral_1h_input_tokens: missing/,
+    );
     const reordered = real.filter((e) => e.data.type !== 'message_delta');
     assert.throws(() => assertOrderRules(reordered, 'broken'), /message_delta/);
   });

@@ -3,7 +3,17 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { contentWords, embeddingVector, FAKE_KINDS, startFake, startFleet, toBase64Float32 } from './fakes/index.ts';
-import { CHAT, chatBody, chunksOf, contentOf, countContentChunks, post, streamBody, until, withFake } from './fakes/http-helpers.ts';
+import {
+  CHAT,
+  chatBody,
+  chunksOf,
+  contentOf,
+  countContentChunks,
+  post,
+  streamBody,
+  until,
+  withFake,
+} from './fakes/http-helpers.ts';
 
 describe('streams', () => {
   test('chunkCount words "tok0 tok1 …", usage chunk with choices: [], [DONE] last', () =>
@@ -64,7 +74,10 @@ describe('streams', () => {
         assert.ok(!done, 'stream ended early');
         raw += decoder.decode(value, { stream: true });
       }
-      const next = reader.read().then(() => 'bytes' as const, () => 'error' as const);
+      const next = reader.read().then(
+        () => 'bytes' as const,
+        () => 'error' as const,
+      );
       const outcome = await Promise.race([next, delay(200).then(() => 'silence' as const)]);
       assert.equal(outcome, 'silence');
       assert.equal(countContentChunks(raw), 2);
@@ -106,7 +119,12 @@ describe('streams', () => {
 
   test('streamed text completions are text_completion chunks', () =>
     withFake('vllm', { chunkCount: 3 }, async (f) => {
-      const res = await post(f, '/v1/completions', { model: f.models[0], prompt: 'once', stream: true, stream_options: { include_usage: true } });
+      const res = await post(f, '/v1/completions', {
+        model: f.models[0],
+        prompt: 'once',
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       const { chunks, done } = chunksOf(await res.text());
       assert.ok(done);
       assert.ok(chunks.every((c) => c.object === 'text_completion'));
@@ -158,14 +176,27 @@ describe('non-stream replies', () => {
     }));
 
   test('llama.cpp (and llama-swap) put timings on the final chunk and on non-stream replies', async () => {
-    const timingKeys = ['prompt_n', 'prompt_ms', 'prompt_per_token_ms', 'prompt_per_second', 'predicted_n', 'predicted_ms', 'predicted_per_token_ms', 'predicted_per_second'];
+    const timingKeys = [
+      'prompt_n',
+      'prompt_ms',
+      'prompt_per_token_ms',
+      'prompt_per_second',
+      'predicted_n',
+      'predicted_ms',
+      'predicted_per_token_ms',
+      'predicted_per_second',
+    ];
     for (const kind of ['llamacpp', 'llamaswap'] as const) {
       await withFake(kind, {}, async (f) => {
         const whole: any = await (await post(f, CHAT, chatBody(f))).json();
         for (const k of timingKeys) assert.equal(typeof whole.timings[k], 'number', `${kind} ${k}`);
         assert.equal(whole.timings.predicted_n, 8);
         for (const include of [true, false]) {
-          const { chunks } = chunksOf(await (await post(f, CHAT, chatBody(f, { stream: true, stream_options: { include_usage: include } }))).text());
+          const { chunks } = chunksOf(
+            await (
+              await post(f, CHAT, chatBody(f, { stream: true, stream_options: { include_usage: include } }))
+            ).text(),
+          );
           assert.ok(chunks.at(-1).timings, `${kind} last chunk (include_usage ${include})`);
           assert.ok(chunks.slice(0, -1).every((c) => c.timings === undefined));
         }
@@ -186,7 +217,7 @@ describe('non-stream replies', () => {
 });
 
 describe('errors', () => {
-  test('errorStatus answers in the kind\'s own shape, or with errorBody', async () => {
+  test("errorStatus answers in the kind's own shape, or with errorBody", async () => {
     await withFake('llamacpp', { errorStatus: 500 }, async (f) => {
       const res = await post(f, CHAT, chatBody(f));
       assert.equal(res.status, 500);
@@ -196,11 +227,15 @@ describe('errors', () => {
       await emb.arrayBuffer();
       assert.equal((await fetch(`${f.url}/v1/models`)).status, 200, 'model list is not affected');
     });
-    await withFake('openrouter', { errorStatus: 429, errorBody: { error: { message: 'slow down', code: 429 } } }, async (f) => {
-      const res = await post(f, CHAT, chatBody(f));
-      assert.equal(res.status, 429);
-      assert.deepEqual(await res.json(), { error: { message: 'slow down', code: 429 } });
-    });
+    await withFake(
+      'openrouter',
+      { errorStatus: 429, errorBody: { error: { message: 'slow down', code: 429 } } },
+      async (f) => {
+        const res = await post(f, CHAT, chatBody(f));
+        assert.equal(res.status, 429);
+        assert.deepEqual(await res.json(), { error: { message: 'slow down', code: 429 } });
+      },
+    );
   });
 
   test('unknown model → 404', async () => {
@@ -263,38 +298,49 @@ describe('errors', () => {
     }));
 });
 
-
 describe('apiKey', () => {
   for (const kind of FAKE_KINDS) {
     test(`${kind}: 401 without the key, 200 with it, headers recorded`, () =>
-      withFake(kind, {}, async (f) => {
-        const missing = await post(f, CHAT, chatBody(f));
-        assert.equal(missing.status, 401);
-        const text = await missing.text();
-        assert.ok(text.length > 0);
-        const wrong = await post(f, CHAT, chatBody(f), { headers: { authorization: 'Bearer client-key' } });
-        assert.equal(wrong.status, 401);
-        await wrong.arrayBuffer();
-        const ok = await post(f, CHAT, chatBody(f), { headers: { authorization: 'Bearer sk-backend' } });
-        assert.equal(ok.status, 200);
-        await ok.arrayBuffer();
-        assert.equal(f.requests.at(-1)!.headers.authorization, 'Bearer sk-backend');
-        assert.equal(f.requests.at(-2)!.headers.authorization, 'Bearer client-key');
-      }, 'sk-backend'));
+      withFake(
+        kind,
+        {},
+        async (f) => {
+          const missing = await post(f, CHAT, chatBody(f));
+          assert.equal(missing.status, 401);
+          const text = await missing.text();
+          assert.ok(text.length > 0);
+          const wrong = await post(f, CHAT, chatBody(f), { headers: { authorization: 'Bearer client-key' } });
+          assert.equal(wrong.status, 401);
+          await wrong.arrayBuffer();
+          const ok = await post(f, CHAT, chatBody(f), { headers: { authorization: 'Bearer sk-backend' } });
+          assert.equal(ok.status, 200);
+          await ok.arrayBuffer();
+          assert.equal(f.requests.at(-1)!.headers.authorization, 'Bearer sk-backend');
+          assert.equal(f.requests.at(-2)!.headers.authorization, 'Bearer client-key');
+        },
+        'sk-backend',
+      ));
   }
 
   test('llama.cpp keeps /health and /v1/models public', () =>
-    withFake('llamacpp', {}, async (f) => {
-      assert.equal((await fetch(`${f.url}/health`)).status, 200);
-      assert.equal((await fetch(`${f.url}/v1/models`)).status, 200);
-      assert.equal((await fetch(`${f.url}/slots`)).status, 401);
-    }, 'k'));
+    withFake(
+      'llamacpp',
+      {},
+      async (f) => {
+        assert.equal((await fetch(`${f.url}/health`)).status, 200);
+        assert.equal((await fetch(`${f.url}/v1/models`)).status, 200);
+        assert.equal((await fetch(`${f.url}/slots`)).status, 401);
+      },
+      'k',
+    ));
 });
 
 describe('bookkeeping', () => {
   test('inflight and maxInflight count concurrent generations', () =>
     withFake('llamacpp', { latencyMs: 250 }, async (f) => {
-      const pending = [1, 2, 3].map((i) => post(f, CHAT, chatBody(f, { messages: [{ role: 'user', content: `m${i}` }] })));
+      const pending = [1, 2, 3].map((i) =>
+        post(f, CHAT, chatBody(f, { messages: [{ role: 'user', content: `m${i}` }] })),
+      );
       await until(() => f.inflight === 3);
       assert.equal(f.inflight, 3);
       const slots = (await (await fetch(`${f.url}/slots`)).json()) as any[];
@@ -309,8 +355,21 @@ describe('bookkeeping', () => {
 
   test('requests record method, path, query, headers and body; servedOrder the last user message', () =>
     withFake('ollama', {}, async (f) => {
-      const body = { model: f.models[0], messages: [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'second' }] };
-      await (await fetch(`${f.url}/v1/chat/completions?trace=1`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-test': 'yes' }, body: JSON.stringify(body) })).arrayBuffer();
+      const body = {
+        model: f.models[0],
+        messages: [
+          { role: 'user', content: 'first' },
+          { role: 'assistant', content: 'ok' },
+          { role: 'user', content: 'second' },
+        ],
+      };
+      await (
+        await fetch(`${f.url}/v1/chat/completions?trace=1`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-test': 'yes' },
+          body: JSON.stringify(body),
+        })
+      ).arrayBuffer();
       await (await post(f, '/v1/completions', { model: f.models[0], prompt: 'third' })).arrayBuffer();
       const [r] = f.requests;
       assert.equal(r!.method, 'POST');
@@ -337,7 +396,8 @@ describe('bookkeeping', () => {
 describe('per-kind state', () => {
   test('llama-swap swaps to the requested model, taking loadingMs', () =>
     withFake('llamaswap', { loadingMs: 150 }, async (f) => {
-      const running = async () => ((await (await fetch(`${f.url}/running`)).json()) as any).running.map((r: any) => `${r.model}:${r.state}`);
+      const running = async () =>
+        ((await (await fetch(`${f.url}/running`)).json()) as any).running.map((r: any) => `${r.model}:${r.state}`);
       assert.deepEqual(await running(), [`${f.models[0]}:ready`]);
       const t0 = performance.now();
       const pending = post(f, CHAT, chatBody(f, { model: f.models[1] }));
@@ -347,21 +407,30 @@ describe('per-kind state', () => {
       assert.ok(performance.now() - t0 >= 145);
       assert.deepEqual(await running(), [`${f.models[1]}:ready`]);
       const models: any = await (await fetch(`${f.url}/v1/models`)).json();
-      assert.deepEqual(models.data.map((m: any) => m.status.value), ['unloaded', 'loaded']);
+      assert.deepEqual(
+        models.data.map((m: any) => m.status.value),
+        ['unloaded', 'loaded'],
+      );
     }));
 
   test('Ollama /api/ps lists the models it has served', () =>
     withFake('ollama', {}, async (f) => {
       await (await post(f, CHAT, chatBody(f, { model: f.models[1] }))).arrayBuffer();
       const ps: any = await (await fetch(`${f.url}/api/ps`)).json();
-      assert.deepEqual(ps.models.map((m: any) => m.name), f.models);
+      assert.deepEqual(
+        ps.models.map((m: any) => m.name),
+        f.models,
+      );
     }));
 
   test('custom models are listed, with metadata derived from their ids', async () => {
     const f = await startFake('openrouter', { models: ['x/paint-image', 'x/small:free'] });
     try {
       const body: any = await (await fetch(`${f.url}/v1/models`)).json();
-      assert.deepEqual(body.data.map((m: any) => m.id), ['x/paint-image', 'x/small:free']);
+      assert.deepEqual(
+        body.data.map((m: any) => m.id),
+        ['x/paint-image', 'x/small:free'],
+      );
       assert.deepEqual(body.data[0].architecture.output_modalities, ['image', 'text']);
       assert.deepEqual(body.data[1].pricing, { prompt: '0', completion: '0' });
     } finally {
@@ -376,7 +445,11 @@ describe('embeddings', () => {
     try {
       const expected = embeddingVector('hello');
       for (const f of fleet) {
-        const res = await post(f, '/v1/embeddings', { model: f.models[0], input: ['hello', 'world'], encoding_format: 'base64' });
+        const res = await post(f, '/v1/embeddings', {
+          model: f.models[0],
+          input: ['hello', 'world'],
+          encoding_format: 'base64',
+        });
         const body: any = await res.json();
         assert.equal(body.object, 'list');
         assert.equal(body.data.length, 2);
@@ -385,13 +458,18 @@ describe('embeddings', () => {
         if (f.kind === 'vllm') {
           assert.equal(body.data[0].embedding, toBase64Float32(expected));
           const buf = Buffer.from(body.data[0].embedding, 'base64');
-          assert.deepEqual(Array.from({ length: 8 }, (_, i) => buf.readFloatLE(i * 4)), expected);
+          assert.deepEqual(
+            Array.from({ length: 8 }, (_, i) => buf.readFloatLE(i * 4)),
+            expected,
+          );
         } else {
           assert.deepEqual(body.data[0].embedding, expected, `${f.kind} returns floats`);
         }
         assert.equal(body.usage.prompt_tokens > 0, true);
       }
-      const again: any = await (await post(fleet[0]!, '/v1/embeddings', { model: fleet[0]!.models[0], input: 'hello' })).json();
+      const again: any = await (
+        await post(fleet[0]!, '/v1/embeddings', { model: fleet[0]!.models[0], input: 'hello' })
+      ).json();
       assert.deepEqual(again.data[0].embedding, expected);
       assert.notDeepEqual(embeddingVector('world'), expected);
       assert.equal(expected.length, 8);

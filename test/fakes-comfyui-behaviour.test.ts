@@ -10,7 +10,14 @@ import { startComfyFake } from './fakes/comfyui-server.ts';
 import { FAKE_CUSTOM_NODE_INFO } from './fakes/comfyui-nodes.ts';
 import { PNG_SIGNATURE, fakePng } from './fakes/comfyui-media.ts';
 import type { ComfyFake } from './fakes/comfyui-types.ts';
-import { historyEntry, openComfyWs, postJson, submitPrompt, uploadImage, type ComfyWsMessage } from './fakes/comfyui-client.ts';
+import {
+  historyEntry,
+  openComfyWs,
+  postJson,
+  submitPrompt,
+  uploadImage,
+  type ComfyWsMessage,
+} from './fakes/comfyui-client.ts';
 import { readFixtureJson } from './helpers/fixtures.ts';
 import { defaultWorkflow, loadImageWorkflow } from './fakes/comfyui-workflows.ts';
 
@@ -18,21 +25,30 @@ const wf = (name: string) => readFixtureJson<Record<string, any>>(`comfyui/workf
 
 /** The files a history entry's outputs name (every list-valued key, every dict with filename). */
 function filesOf(entry: any): Array<{ filename: string; subfolder: string; type: string }> {
-  return Object.values(entry.outputs).flatMap((ui: any) => Object.values(ui).flatMap((v: any) => (Array.isArray(v) ? v.filter((x) => x && typeof x === 'object' && 'filename' in x) : [])));
+  return Object.values(entry.outputs).flatMap((ui: any) =>
+    Object.values(ui).flatMap((v: any) =>
+      Array.isArray(v) ? v.filter((x) => x && typeof x === 'object' && 'filename' in x) : [],
+    ),
+  );
 }
 
 async function view(fake: ComfyFake, f: { filename: string; subfolder: string; type: string }): Promise<Response> {
-  return fetch(`${fake.url}/view?${new URLSearchParams({ filename: f.filename, subfolder: f.subfolder, type: f.type })}`);
+  return fetch(
+    `${fake.url}/view?${new URLSearchParams({ filename: f.filename, subfolder: f.subfolder, type: f.type })}`,
+  );
 }
 
 /** Decodes our PNG enough to prove it is one: signature, IHDR, IDAT inflates to the right size. */
 function assertPng(buf: Buffer): void {
   assert.ok(buf.subarray(0, 8).equals(PNG_SIGNATURE), 'PNG signature');
   assert.equal(buf.subarray(12, 16).toString('latin1'), 'IHDR');
-  const w = buf.readUInt32BE(16), h = buf.readUInt32BE(20);
-  let pos = 8; const idat: Buffer[] = [];
+  const w = buf.readUInt32BE(16),
+    h = buf.readUInt32BE(20);
+  let pos = 8;
+  const idat: Buffer[] = [];
   while (pos < buf.length) {
-    const len = buf.readUInt32BE(pos); const type = buf.subarray(pos + 4, pos + 8).toString('latin1');
+    const len = buf.readUInt32BE(pos);
+    const type = buf.subarray(pos + 4, pos + 8).toString('latin1');
     if (type === 'IDAT') idat.push(buf.subarray(pos + 8, pos + 8 + len));
     pos += 12 + len;
   }
@@ -59,7 +75,9 @@ function assertRunOrder(msgs: ComfyWsMessage[], outcome: string): void {
 
 describe('fake ComfyUI: fixture workflows end to end', () => {
   let fake: ComfyFake;
-  before(async () => { fake = await startComfyFake(); });
+  before(async () => {
+    fake = await startComfyFake();
+  });
   after(() => fake.close());
 
   test('txt2img_sd15 (rgthree LoRA stack, PreviewImage): websocket to the end, /history, /view', async () => {
@@ -78,16 +96,29 @@ describe('fake ComfyUI: fixture workflows end to end', () => {
       const msgs = ws.ofPrompt(id);
       assertRunOrder(msgs, 'execution_success');
       const progress = msgs.filter((m) => m.type === 'progress');
-      assert.deepEqual(progress.map((m) => m.data.value), [1, 2, 3, 4], 'steps knob: 4 steps of the KSampler');
+      assert.deepEqual(
+        progress.map((m) => m.data.value),
+        [1, 2, 3, 4],
+        'steps knob: 4 steps of the KSampler',
+      );
       assert.ok(progress.every((m) => m.data.node === '310' && m.data.max === 4));
       const executedNodes = msgs.filter((m) => m.type === 'executing' && m.data.node !== null).map((m) => m.data.node);
       assert.deepEqual(new Set(executedNodes), new Set(Object.keys(prompt)));
-      assert.ok(executedNodes.indexOf('312') < executedNodes.indexOf('313') && executedNodes.indexOf('310') < executedNodes.indexOf('124'), 'inputs before their users');
+      assert.ok(
+        executedNodes.indexOf('312') < executedNodes.indexOf('313') &&
+          executedNodes.indexOf('310') < executedNodes.indexOf('124'),
+        'inputs before their users',
+      );
       const executed = msgs.find((m) => m.type === 'executed')!;
       assert.equal(executed.data.node, '10');
       assert.equal(executed.data.output.images[0].type, 'temp', 'PreviewImage writes to temp');
       // a queue status after the end (queue_remaining 0)
-      await ws.next((m) => m.type === 'status' && m.data.status.exec_info.queue_remaining === 0 && ws.messages.indexOf(m) > ws.messages.indexOf(end));
+      await ws.next(
+        (m) =>
+          m.type === 'status' &&
+          m.data.status.exec_info.queue_remaining === 0 &&
+          ws.messages.indexOf(m) > ws.messages.indexOf(end),
+      );
 
       const entry = await historyEntry(fake, id);
       assert.equal(entry.status.status_str, 'success');
@@ -108,13 +139,17 @@ describe('fake ComfyUI: fixture workflows end to end', () => {
   });
 
   test('different inputs give different bytes; SaveVideo / SaveAudio write mp4 / flac with the right magic', async () => {
-    const a = defaultWorkflow('one', 1), b = defaultWorkflow('two', 1);
-    const ra = await submitPrompt(fake, a), rb = await submitPrompt(fake, b);
+    const a = defaultWorkflow('one', 1),
+      b = defaultWorkflow('two', 1);
+    const ra = await submitPrompt(fake, a),
+      rb = await submitPrompt(fake, b);
     const [fa] = filesOf(await historyEntry(fake, ra.body.prompt_id));
     const [fb] = filesOf(await historyEntry(fake, rb.body.prompt_id));
     assert.notEqual(fa!.filename, fb!.filename, 'the SaveImage counter goes up');
-    const ba = Buffer.from(await (await view(fake, fa!)).arrayBuffer()), bb = Buffer.from(await (await view(fake, fb!)).arrayBuffer());
-    assertPng(ba); assertPng(bb);
+    const ba = Buffer.from(await (await view(fake, fa!)).arrayBuffer()),
+      bb = Buffer.from(await (await view(fake, fb!)).arrayBuffer());
+    assertPng(ba);
+    assertPng(bb);
     assert.ok(!ba.equals(bb));
 
     const video = await submitPrompt(fake, wf('img2video_wan_lowram_api.json')); // LoadImage example.png: shipped with ComfyUI
@@ -142,7 +177,10 @@ describe('fake ComfyUI: fixture workflows end to end', () => {
     const mesh = {
       '1': { class_type: 'CheckpointLoaderSimple', inputs: { ckpt_name: 'sd_xl_base_1.0.safetensors' } },
       '2': { class_type: 'EmptyLatentHunyuan3Dv2', inputs: { resolution: 3072, batch_size: 1 } },
-      '3': { class_type: 'VAEDecodeHunyuan3D', inputs: { samples: ['2', 0], vae: ['1', 2], num_chunks: 8000, octree_resolution: 256 } },
+      '3': {
+        class_type: 'VAEDecodeHunyuan3D',
+        inputs: { samples: ['2', 0], vae: ['1', 2], num_chunks: 8000, octree_resolution: 256 },
+      },
       '4': { class_type: 'VoxelToMesh', inputs: { voxel: ['3', 0], algorithm: 'surface net', threshold: 0.6 } },
       '5': { class_type: 'SaveGLB', inputs: { mesh: ['4', 0], filename_prefix: 'mesh/ComfyUI' } },
     };
@@ -169,7 +207,11 @@ describe('fake ComfyUI: fixture workflows end to end', () => {
       assert.deepEqual(r.body.node_errors, {});
       assert.equal(r.body.error.type, 'missing_node_type');
       assert.equal(r.body.error.message, "Node 'input_lora' not found. The custom node may not be installed.");
-      assert.deepEqual(r.body.error.extra_info, { node_id: '313', class_type: 'Lora Loader Stack (rgthree)', node_title: 'input_lora' });
+      assert.deepEqual(r.body.error.extra_info, {
+        node_id: '313',
+        class_type: 'Lora Loader Stack (rgthree)',
+        node_title: 'input_lora',
+      });
       strict.setKnobs({ legacyMissingNode: true });
       const legacy = await submitPrompt(strict, wf('txt2img_sd15_api.json'));
       assert.equal(legacy.body.error.type, 'invalid_prompt');
@@ -184,7 +226,10 @@ describe('fake ComfyUI: fixture workflows end to end', () => {
       assert.equal(r.status, 400);
       assert.equal(r.body.error.type, 'prompt_outputs_failed_validation');
       const reasons = Object.values(r.body.node_errors).flatMap((n: any) => n.errors);
-      assert.ok(reasons.some((e: any) => e.type === 'value_not_in_list' && e.extra_info.input_name === 'ckpt_name'), JSON.stringify(r.body));
+      assert.ok(
+        reasons.some((e: any) => e.type === 'value_not_in_list' && e.extra_info.input_name === 'ckpt_name'),
+        JSON.stringify(r.body),
+      );
       merged.setKnobs({ validateCombos: false });
       const ok = await submitPrompt(merged, wf('txt2img_sd15_api.json'));
       assert.equal(ok.status, 200, JSON.stringify(ok.body));
@@ -197,13 +242,18 @@ describe('fake ComfyUI: fixture workflows end to end', () => {
 
 describe('fake ComfyUI: validation, uploads, routing', () => {
   let fake: ComfyFake;
-  before(async () => { fake = await startComfyFake({ knobs: { stepMs: 2 } }); });
+  before(async () => {
+    fake = await startComfyFake({ knobs: { stepMs: 2 } });
+  });
   after(() => fake.close());
 
   test('prompt_no_outputs, no_prompt, invalid_prompt_id', async () => {
     const noOut = await submitPrompt(fake, { '4': defaultWorkflow()['4'] });
     assert.equal(noOut.status, 400);
-    assert.deepEqual(noOut.body, { error: { type: 'prompt_no_outputs', message: 'Prompt has no outputs', details: '', extra_info: {} }, node_errors: {} });
+    assert.deepEqual(noOut.body, {
+      error: { type: 'prompt_no_outputs', message: 'Prompt has no outputs', details: '', extra_info: {} },
+      node_errors: {},
+    });
     const none = await postJson(fake, '/prompt', { client_id: 'x' });
     assert.equal(none.status, 400);
     assert.equal(((await none.json()) as any).error.type, 'no_prompt');
@@ -223,7 +273,17 @@ describe('fake ComfyUI: validation, uploads, routing', () => {
     assert.equal(r1.status, 400);
     assert.equal(r1.body.error.type, 'prompt_outputs_failed_validation');
     assert.deepEqual(Object.keys(r1.body.node_errors), ['3'], 'the error sits on the node that lacks the input');
-    assert.deepEqual(r1.body.node_errors['3'], { errors: [{ type: 'required_input_missing', message: 'Required input is missing', details: 'seed', extra_info: { input_name: 'seed' } }], dependent_outputs: ['9'] });
+    assert.deepEqual(r1.body.node_errors['3'], {
+      errors: [
+        {
+          type: 'required_input_missing',
+          message: 'Required input is missing',
+          details: 'seed',
+          extra_info: { input_name: 'seed' },
+        },
+      ],
+      dependent_outputs: ['9'],
+    });
 
     const dangling = defaultWorkflow();
     dangling['8'].inputs.vae = ['99', 2];
@@ -242,7 +302,7 @@ describe('fake ComfyUI: validation, uploads, routing', () => {
     range['5'].inputs.width = 8;
     const r4 = await submitPrompt(fake, range);
     assert.equal(r4.body.node_errors['5'].errors[0].type, 'value_smaller_than_min');
-    assert.equal(r4.body.error.details, '', 'only the outputs\' own reasons are joined into details');
+    assert.equal(r4.body.error.details, '', "only the outputs' own reasons are joined into details");
   });
 
   test('a 200 can carry node_errors: one output fails, the other runs', async () => {
@@ -257,7 +317,8 @@ describe('fake ComfyUI: validation, uploads, routing', () => {
   });
 
   test('uploads: stored, renamed when the content differs, reused when equal, overwritten on request; /view of inputs', async () => {
-    const a = fakePng('upload-a'), b = fakePng('upload-b');
+    const a = fakePng('upload-a'),
+      b = fakePng('upload-b');
     const r1 = await uploadImage(fake, 'ref.png', a);
     assert.deepEqual(r1, { status: 200, body: { name: 'ref.png', subfolder: '', type: 'input' } });
     const r2 = await uploadImage(fake, 'ref.png', a);
@@ -279,7 +340,10 @@ describe('fake ComfyUI: validation, uploads, routing', () => {
     const noImage = await fetch(`${fake.url}/upload/image`, { method: 'POST', body: new FormData() });
     assert.equal(noImage.status, 400);
     const info: any = await (await fetch(`${fake.url}/object_info/LoadImage`)).json();
-    assert.ok(info.LoadImage.input.required.image[0].includes('ref (1).png'), 'the LoadImage combo lists the input folder');
+    assert.ok(
+      info.LoadImage.input.required.image[0].includes('ref (1).png'),
+      'the LoadImage combo lists the input folder',
+    );
     assert.deepEqual(await (await fetch(`${fake.url}/object_info/NoSuchNode`)).json(), {});
 
     // A LoadImage of an uploaded file runs; the recorded request shows the multipart fields.
@@ -297,7 +361,9 @@ describe('fake ComfyUI: validation, uploads, routing', () => {
     try {
       const r = await submitPrompt(fake, defaultWorkflow('routing'), { client_id: 'owner' });
       await mine.next((m) => m.type === 'executing' && m.data.node === null && m.data.prompt_id === r.body.prompt_id);
-      await other.next((m) => m.type === 'status' && m.data.status.exec_info.queue_remaining === 0 && other.messages.length > 2);
+      await other.next(
+        (m) => m.type === 'status' && m.data.status.exec_info.queue_remaining === 0 && other.messages.length > 2,
+      );
       assert.deepEqual([...new Set(other.messages.map((m) => m.type))], ['status']);
       assert.ok(mine.messages.some((m) => m.type === 'executed'));
 
@@ -305,7 +371,11 @@ describe('fake ComfyUI: validation, uploads, routing', () => {
       await historyEntry(fake, anon.body.prompt_id);
       await other.next((m) => m.type === 'progress' && m.data.prompt_id === anon.body.prompt_id);
       const seen = new Set(other.messages.filter((m) => m.data?.prompt_id === anon.body.prompt_id).map((m) => m.type));
-      assert.deepEqual([...seen].sort(), ['progress', 'progress_state'], 'sid=None broadcasts only progress and progress_state');
+      assert.deepEqual(
+        [...seen].sort(),
+        ['progress', 'progress_state'],
+        'sid=None broadcasts only progress and progress_state',
+      );
     } finally {
       await mine.close();
       await other.close();

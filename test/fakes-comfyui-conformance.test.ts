@@ -17,13 +17,22 @@ import { defaultWorkflow } from './fakes/comfyui-workflows.ts';
 const S = 'comfyui/samples/';
 
 function wsCapture(): Map<string, ComfyWsMessage> {
-  const lines = readFixture(`${S}ws_messages_0.27.0.jsonl`).split('\n').filter((l) => l.trim() !== '');
-  return new Map(lines.map((l) => { const m = JSON.parse(l); return [m.type, m]; }));
+  const lines = readFixture(`${S}ws_messages_0.27.0.jsonl`)
+    .split('\n')
+    .filter((l) => l.trim() !== '');
+  return new Map(
+    lines.map((l) => {
+      const m = JSON.parse(l);
+      return [m.type, m];
+    }),
+  );
 }
 
 describe('fake ComfyUI matches the real 0.27.0 captures', () => {
   let fake: ComfyFake;
-  before(async () => { fake = await startComfyFake({ knobs: { stepMs: 2, steps: 3 } }); });
+  before(async () => {
+    fake = await startComfyFake({ knobs: { stepMs: 2, steps: 3 } });
+  });
   after(() => fake.close());
 
   test('POST /prompt 200 has the shape of prompt_response_ok.json', async () => {
@@ -44,7 +53,10 @@ describe('fake ComfyUI matches the real 0.27.0 captures', () => {
     assert.equal(r.body.error.type, real.error.type);
     assert.equal(r.body.error.message, real.error.message);
     assert.equal(r.body.error.details, real.error.details, 'details: the per-input messages joined with \\n');
-    assert.deepEqual(r.body.node_errors['9'].errors.map((e: any) => e.type), real.node_errors['9'].errors.map((e: any) => e.type));
+    assert.deepEqual(
+      r.body.node_errors['9'].errors.map((e: any) => e.type),
+      real.node_errors['9'].errors.map((e: any) => e.type),
+    );
     real.node_errors['9'].errors.forEach((e: any, i: number) => {
       assertSameShape(r.body.node_errors['9'].errors[i], e);
       assert.equal(r.body.node_errors['9'].errors[i].details, e.details);
@@ -95,7 +107,10 @@ describe('fake ComfyUI matches the real 0.27.0 captures', () => {
     assert.deepEqual(Object.keys(entry.outputs), ['9']);
     assert.equal(entry.outputs['9'].images[0].type, 'output');
     assert.match(entry.outputs['9'].images[0].filename, /^komfy_apitest_\d{5}_\.png$/);
-    assert.deepEqual(entry.status.messages.map((m: any) => m[0]), ['execution_start', 'execution_cached', 'execution_success']);
+    assert.deepEqual(
+      entry.status.messages.map((m: any) => m[0]),
+      ['execution_start', 'execution_cached', 'execution_success'],
+    );
     for (const [, data] of entry.status.messages) assert.equal(typeof data.timestamp, 'number');
     assert.equal(entry.prompt.length, 5);
     assert.equal(entry.prompt[1], r.body.prompt_id);
@@ -105,7 +120,11 @@ describe('fake ComfyUI matches the real 0.27.0 captures', () => {
   test('every websocket message type has the shape of its line in ws_messages_0.27.0.jsonl', async () => {
     const real = wsCapture();
     // Empty the execution cache, so the loader "4" runs again (the capture's execution_cached is []).
-    await fetch(`${fake.url}/free`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ unload_models: true, free_memory: true }) });
+    await fetch(`${fake.url}/free`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ unload_models: true, free_memory: true }),
+    });
     const ws = await openComfyWs(fake, 'conf-ws');
     try {
       const ok = await submitPrompt(fake, defaultWorkflow('ws shapes', 7), { client_id: 'conf-ws' });
@@ -120,14 +139,25 @@ describe('fake ComfyUI matches the real 0.27.0 captures', () => {
         if (type === 'crystools.monitor') continue; // a custom node's message, not ComfyUI's
         let candidates = ours.filter((m) => m.type === type);
         if (type === 'status') candidates = candidates.filter((m) => 'sid' in m.data);
-        if (type === 'progress_state') candidates = candidates.filter((m) => Object.hasOwn(m.data.nodes, Object.keys(capture.data.nodes)[0]!));
+        if (type === 'progress_state')
+          candidates = candidates.filter((m) => Object.hasOwn(m.data.nodes, Object.keys(capture.data.nodes)[0]!));
         if (type === 'executing') candidates = candidates.filter((m) => m.data.node !== null);
         if (type === 'executed') candidates = candidates.filter((m) => m.data.node === capture.data.node);
         assert.ok(candidates.length > 0, `the fake sent no ${type} message like the capture's`);
         for (const m of candidates) assertSameShape(m, capture);
         covered.push(type);
       }
-      assert.deepEqual(covered.sort(), ['executed', 'executing', 'execution_cached', 'execution_error', 'execution_start', 'execution_success', 'progress', 'progress_state', 'status']);
+      assert.deepEqual(covered.sort(), [
+        'executed',
+        'executing',
+        'execution_cached',
+        'execution_error',
+        'execution_start',
+        'execution_success',
+        'progress',
+        'progress_state',
+        'status',
+      ]);
       // The end of a prompt: {node: null, prompt_id} (api-notes §10).
       const end = ours.find((m) => m.type === 'executing' && m.data.node === null)!;
       assert.deepEqual(Object.keys(end.data).sort(), ['node', 'prompt_id']);

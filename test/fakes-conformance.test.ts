@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { assertSameShape, FAKE_KINDS, parseSse, startFake, type FakeBackend, type FakeKind } from './fakes/index.ts';
 import { readFixture, readFixtureJson } from './helpers/fixtures.ts';
 
-
 async function getJson(url: string): Promise<{ status: number; body: any }> {
   const res = await fetch(url);
   return { status: res.status, body: await res.json() };
@@ -21,16 +20,28 @@ describe('assertSameShape', () => {
   });
 
   test('names the path of a missing field', () => {
-    assert.throws(() => assertSameShape({ a: 1, b: { c: 'x', d: [{ f: null }] }, g: [] }, fixture), /\$\.b\.d\[0\]\.e: missing/);
+    assert.throws(
+      () => assertSameShape({ a: 1, b: { c: 'x', d: [{ f: null }] }, g: [] }, fixture),
+      /\$\.b\.d\[0\]\.e: missing/,
+    );
   });
 
   test('names the path of a changed type', () => {
-    assert.throws(() => assertSameShape({ a: '1', b: fixture.b, g: [] }, fixture), /\$\.a: expected number, got string/);
-    assert.throws(() => assertSameShape({ a: 1, b: { c: 'x', d: [{ e: true, f: 0 }] }, g: [] }, fixture), /\$\.b\.d\[0\]\.f: expected null, got number/);
+    assert.throws(
+      () => assertSameShape({ a: '1', b: fixture.b, g: [] }, fixture),
+      /\$\.a: expected number, got string/,
+    );
+    assert.throws(
+      () => assertSameShape({ a: 1, b: { c: 'x', d: [{ e: true, f: 0 }] }, g: [] }, fixture),
+      /\$\.b\.d\[0\]\.f: expected null, got number/,
+    );
   });
 
   test('an empty array cannot stand in for a non-empty one', () => {
-    assert.throws(() => assertSameShape({ a: 1, b: { c: 'x', d: [] }, g: [] }, fixture), /\$\.b\.d: expected a non-empty array/);
+    assert.throws(
+      () => assertSameShape({ a: 1, b: { c: 'x', d: [] }, g: [] }, fixture),
+      /\$\.b\.d: expected a non-empty array/,
+    );
   });
 
   test('ignored paths may differ', () => {
@@ -71,7 +82,10 @@ describe('status and model-list bodies match the real captures', () => {
   test('llama.cpp /v1/models, /health, /props, /slots', async () => {
     const models = await conforms('llamacpp', '/v1/models', 'llm/llamacpp/v1_models.json');
     assert.ok(Array.isArray(models.models), 'llama-server also lists `models`');
-    assert.deepEqual(models.data.map((m: any) => m.id), fake('llamacpp').models);
+    assert.deepEqual(
+      models.data.map((m: any) => m.id),
+      fake('llamacpp').models,
+    );
     await conforms('llamacpp', '/health', 'llm/llamacpp/health_ok.json');
     await conforms('llamacpp', '/props', 'llm/llamacpp/props.json');
     await conforms('llamacpp', '/slots', 'llm/llamacpp/slots.json');
@@ -91,7 +105,10 @@ describe('status and model-list bodies match the real captures', () => {
 
   test('llama-swap /v1/models and /running (current shape, and the older one)', async () => {
     const models = await conforms('llamaswap', '/v1/models', 'llm/llamaswap/v1_models_ASSEMBLED_current_shape.json');
-    assert.deepEqual(models.data.map((m: any) => m.status.value), ['loaded', 'unloaded']);
+    assert.deepEqual(
+      models.data.map((m: any) => m.status.value),
+      ['loaded', 'unloaded'],
+    );
     await conforms('llamaswap', '/running', 'llm/llamaswap/running_ASSEMBLED_current_shape.json');
     await conforms('llamaswap', '/running', 'llm/llamaswap/running_older_shape.json');
   });
@@ -115,7 +132,10 @@ describe('status and model-list bodies match the real captures', () => {
     const ids = (pred: (m: any) => boolean) => body.data.filter(pred).map((m: any) => m.id);
     assert.ok(ids((m) => m.architecture.output_modalities.includes('image')).length > 0, 'an image-output model');
     assert.ok(ids((m) => m.id.endsWith(':free')).length > 0, 'a :free model');
-    assert.ok(ids((m) => m.pricing.prompt === '0' && m.pricing.completion === '0' && !m.id.endsWith(':free')).length > 0, 'a 0/0 model without :free');
+    assert.ok(
+      ids((m) => m.pricing.prompt === '0' && m.pricing.completion === '0' && !m.id.endsWith(':free')).length > 0,
+      'a 0/0 model without :free',
+    );
     for (const m of body.data) assert.equal(typeof m.pricing.prompt, 'string', 'prices are strings per token');
   });
 
@@ -176,7 +196,9 @@ describe('streamed tool call matches the real OpenAI transcript', () => {
       assert.equal(parsed.data.filter((d) => d === '[DONE]').length, 1);
 
       const chunks = parsed.data.slice(0, -1).map((d) => JSON.parse(d));
-      const real = parseSse(fixtureText).data.slice(0, -1).map((d) => JSON.parse(d));
+      const real = parseSse(fixtureText)
+        .data.slice(0, -1)
+        .map((d) => JSON.parse(d));
       const ignore = STREAM_OMISSIONS[kind];
       // Roles in the transcript: header chunk, argument chunks, finish chunk, usage chunk.
       const [realHead, realArgs, realFinish, realUsage] = [real[0], real[1], real.at(-2), real.at(-1)];
@@ -193,32 +215,43 @@ describe('streamed tool call matches the real OpenAI transcript', () => {
       for (const c of chunks) assert.equal(c.object, 'chat.completion.chunk');
       assert.equal(new Set(chunks.map((c) => c.id)).size, 1, 'one id for the whole stream');
 
-      const args = chunks.slice(1, 7).map((c) => c.choices[0].delta.tool_calls[0].function.arguments).join('');
+      const args = chunks
+        .slice(1, 7)
+        .map((c) => c.choices[0].delta.tool_calls[0].function.arguments)
+        .join('');
       assert.deepEqual(JSON.parse(args), { city: 'New York City', unit: 'celsius' });
       assert.equal(chunks[0].choices[0].delta.tool_calls[0].function.name, 'get_weather');
     });
   }
 
   test('the comparison catches a chunk that lost a field', () => {
-    const real = parseSse(fixtureText).data.slice(0, -1).map((d) => JSON.parse(d));
+    const real = parseSse(fixtureText)
+      .data.slice(0, -1)
+      .map((d) => JSON.parse(d));
     const broken = structuredClone(real[0]);
     delete broken.choices[0].delta.tool_calls[0].function.name;
-    assert.throws(() => assertSameShape(broken, real[0]), /\$\.choices\[0\]\.delta\.tool_calls\[0\]\.function\.name: missing/);
+    assert.throws(
+      () => assertSameShape(broken, real[0]),
+      /\$\.choices\[0\]\.delta\.tool_calls\[0\]\.function\.name: missing/,
+    );
   });
 });
 
 describe('parallel tool calls and reasoning keep the real OpenAI shapes', () => {
   const parallelText = readFixture('llm/openai/chat_completions_stream_parallel_tool_calls_usage.sse.txt');
-  const real = () => parseSse(parallelText).data.slice(0, -1).map((d) => JSON.parse(d));
+  const real = () =>
+    parseSse(parallelText)
+      .data.slice(0, -1)
+      .map((d) => JSON.parse(d));
   /** The capture's chunks by role: role-only head, first header, argument slice, second header, finish, usage. */
   const roles = () => {
     const r = real();
-    const secondHeader = r.find((c) => c.choices[0]?.delta?.tool_calls?.[0]?.index === 1 && c.choices[0].delta.tool_calls[0].id);
+    const secondHeader = r.find(
+      (c) => c.choices[0]?.delta?.tool_calls?.[0]?.index === 1 && c.choices[0].delta.tool_calls[0].id,
+    );
     return { head: r[0], header: r[1], args: r[2], secondHeader, finish: r.at(-2), usage: r.at(-1) };
   };
-  const TOOLS = [
-    { type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } },
-  ];
+  const TOOLS = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }];
 
   async function stream(kind: FakeKind, knobs: Record<string, unknown>): Promise<any[]> {
     const fake = await startFake(kind, { knobs });
@@ -226,7 +259,13 @@ describe('parallel tool calls and reasoning keep the real OpenAI shapes', () => 
       const res = await fetch(`${fake.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: fake.models[0], stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'two lookups' }], tools: TOOLS }),
+        body: JSON.stringify({
+          model: fake.models[0],
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: [{ role: 'user', content: 'two lookups' }],
+          tools: TOOLS,
+        }),
       });
       const parsed = parseSse(await res.text());
       assert.deepEqual(parsed.strayLines, []);
@@ -238,12 +277,22 @@ describe('parallel tool calls and reasoning keep the real OpenAI shapes', () => 
   }
 
   const argsOf = (chunks: any[], index: number) =>
-    chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []).filter((t: any) => t.index === index).map((t: any) => t.function?.arguments ?? '').join('');
+    chunks
+      .flatMap((c) => c.choices[0]?.delta?.tool_calls ?? [])
+      .filter((t: any) => t.index === index)
+      .map((t: any) => t.function?.arguments ?? '')
+      .join('');
 
   for (const kind of FAKE_KINDS) {
     test(`${kind}: parallelToolCalls 2 with toolCallName/Arguments`, async () => {
       const args = '{"q":"alpha","n":2}';
-      const chunks = await stream(kind, { toolCall: true, parallelToolCalls: 2, toolCallName: 'lookup', toolCallArguments: args, chunkCount: 4 });
+      const chunks = await stream(kind, {
+        toolCall: true,
+        parallelToolCalls: 2,
+        toolCallName: 'lookup',
+        toolCallArguments: args,
+        chunkCount: 4,
+      });
       const ignore = STREAM_OMISSIONS[kind];
       const r = roles();
       assert.equal(chunks.length, 1 + 4 + 1 + 4 + 2, 'head+header 0, 4 slices, header 1, 4 slices, finish, usage');
@@ -254,7 +303,14 @@ describe('parallel tool calls and reasoning keep the real OpenAI shapes', () => 
       assertSameShape(chunks[10], r.finish, '$', { ignore });
       assertSameShape(chunks[11], r.usage, '$', { ignore });
       const headers = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []).filter((t: any) => t.id);
-      assert.deepEqual(headers.map((t: any) => [t.index, t.function.name]), [[0, 'lookup'], [1, 'lookup']], 'consecutive indexes');
+      assert.deepEqual(
+        headers.map((t: any) => [t.index, t.function.name]),
+        [
+          [0, 'lookup'],
+          [1, 'lookup'],
+        ],
+        'consecutive indexes',
+      );
       assert.notEqual(headers[0].id, headers[1].id);
       assert.equal(argsOf(chunks, 0), args);
       assert.equal(argsOf(chunks, 1), args);
@@ -267,9 +323,16 @@ describe('parallel tool calls and reasoning keep the real OpenAI shapes', () => 
       const r = roles();
       assert.equal(chunks.length, 1 + 3 + 1 + 2 + 2);
       assertSameShape(chunks[0], r.head, '$', { ignore });
-      assert.equal(chunks[0].choices[0].delta.tool_calls, undefined, 'the head carries no call when reasoning comes first');
+      assert.equal(
+        chunks[0].choices[0].delta.tool_calls,
+        undefined,
+        'the head carries no call when reasoning comes first',
+      );
       const field = ['llamacpp', 'llamaswap', 'vllm'].includes(kind) ? 'reasoning_content' : 'reasoning';
-      assert.deepEqual(chunks.slice(1, 4).map((c) => c.choices[0].delta[field]), ['reason0', ' reason1', ' reason2']);
+      assert.deepEqual(
+        chunks.slice(1, 4).map((c) => c.choices[0].delta[field]),
+        ['reason0', ' reason1', ' reason2'],
+      );
       assertSameShape(chunks[4], r.header, '$', { ignore });
       for (const c of chunks.slice(5, 7)) assertSameShape(c, r.args, '$', { ignore });
       assertSameShape(chunks[7], r.finish, '$', { ignore });

@@ -12,7 +12,13 @@ import { CHAT, chatBody, chunksOf, contentOf, post, streamBody, until, withFake 
 describe('fault knobs', () => {
   /** 'silence' when `p` does not settle within 200 ms. */
   const within200 = (p: Promise<unknown>) =>
-    Promise.race([p.then(() => 'settled' as const, () => 'error' as const), delay(200).then(() => 'silence' as const)]);
+    Promise.race([
+      p.then(
+        () => 'settled' as const,
+        () => 'error' as const,
+      ),
+      delay(200).then(() => 'silence' as const),
+    ]);
 
   test('headThenSilence, stream: a text/event-stream head, then nothing until the client goes away', () =>
     withFake('llamacpp', { headThenSilence: true }, async (f) => {
@@ -35,11 +41,19 @@ describe('fault knobs', () => {
     const socket = connect(f.port, '127.0.0.1');
     let received = '';
     let ended = false;
-    socket.setEncoding('utf8').on('data', (d: string) => { received += d; });
-    socket.on('close', () => { ended = true; }).on('error', () => {});
+    socket.setEncoding('utf8').on('data', (d: string) => {
+      received += d;
+    });
+    socket
+      .on('close', () => {
+        ended = true;
+      })
+      .on('error', () => {});
     try {
       const body = JSON.stringify(chatBody(f));
-      socket.write(`POST ${CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.write(
+        `POST ${CHAT} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
       await until(() => received.includes('\r\n\r\n'));
       const head = received;
       assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
@@ -64,10 +78,18 @@ describe('fault knobs', () => {
   async function rawPost(port: number, path: string, body: unknown, headers: Record<string, string> = {}) {
     const socket = connect(port, '127.0.0.1');
     const seen = { text: '', ended: false };
-    socket.setEncoding('utf8').on('data', (d: string) => { seen.text += d; });
-    socket.on('close', () => { seen.ended = true; }).on('error', () => {});
+    socket.setEncoding('utf8').on('data', (d: string) => {
+      seen.text += d;
+    });
+    socket
+      .on('close', () => {
+        seen.ended = true;
+      })
+      .on('error', () => {});
     const json = JSON.stringify(body);
-    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    const extra = Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
     const head = `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}`;
     socket.write(`${head}Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`);
     await until(() => /\r\n\r\n[\s\S]+/.test(seen.text));
@@ -137,7 +159,11 @@ describe('fault knobs', () => {
 
   test('garbageJson: non-stream 200 application/json whose body does not parse; streams unaffected', () =>
     withFake('together', { garbageJson: true }, async (f) => {
-      for (const [path, body] of [[CHAT, chatBody(f)], ['/v1/completions', { model: f.models[0], prompt: 'x' }], ['/v1/embeddings', { model: f.models[0], input: 'x' }]] as const) {
+      for (const [path, body] of [
+        [CHAT, chatBody(f)],
+        ['/v1/completions', { model: f.models[0], prompt: 'x' }],
+        ['/v1/embeddings', { model: f.models[0], input: 'x' }],
+      ] as const) {
         const res = await post(f, path, body);
         assert.equal(res.status, 200, path);
         assert.match(res.headers.get('content-type') ?? '', /^application\/json/);

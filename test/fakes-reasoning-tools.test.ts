@@ -21,7 +21,7 @@ const REASONING_FIELD: Record<FakeKind, string> = {
 const TOOL = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } };
 
 describe('reasoningChunks', () => {
-  test('non-stream: choices[0].message carries the reasoning in the kind\'s field; it counts as completion tokens', async () => {
+  test("non-stream: choices[0].message carries the reasoning in the kind's field; it counts as completion tokens", async () => {
     const fleet = await startFleet([...FAKE_KINDS]);
     try {
       for (const f of fleet) {
@@ -41,16 +41,21 @@ describe('reasoningChunks', () => {
     }
   });
 
-  test('stream: N reasoning deltas before the content, in the kind\'s field and delta style', async () => {
+  test("stream: N reasoning deltas before the content, in the kind's field and delta style", async () => {
     for (const kind of FAKE_KINDS) {
       await withFake(kind, { reasoningChunks: 2, chunkCount: 3 }, async (f) => {
         const { chunks, done } = chunksOf(await (await post(f, CHAT, streamBody(f))).text());
         assert.ok(done);
         const deltas = chunks.filter((c) => c.choices.length > 0).map((c) => c.choices[0].delta);
         const reasoning = deltas.filter((d) => d[REASONING_FIELD[kind]] !== undefined);
-        assert.deepEqual(reasoning.map((d) => d[REASONING_FIELD[kind]]), ['reason0', ' reason1'], kind);
+        assert.deepEqual(
+          reasoning.map((d) => d[REASONING_FIELD[kind]]),
+          ['reason0', ' reason1'],
+          kind,
+        );
         assert.deepEqual(deltas.slice(1, 3), reasoning, `${kind}: right after the role chunk`);
-        if (kind === 'ollama' || kind === 'openrouter') for (const d of reasoning) assert.deepEqual([d.role, d.content], ['assistant', '']);
+        if (kind === 'ollama' || kind === 'openrouter')
+          for (const d of reasoning) assert.deepEqual([d.role, d.content], ['assistant', '']);
         else for (const d of reasoning) assert.deepEqual(Object.keys(d), [REASONING_FIELD[kind]]);
         assert.equal(contentOf(chunks), 'tok0 tok1 tok2');
         assert.equal(chunks.at(-1).usage.completion_tokens, 5);
@@ -71,16 +76,23 @@ describe('reasoningChunks', () => {
 });
 
 describe('tool-call knobs', () => {
-  test('toolCallName and toolCallArguments replace get_weather\'s, stream and not', () =>
-    withFake('llamacpp', { toolCall: true, toolCallName: 'search', toolCallArguments: '{"query":"fakes"}', chunkCount: 3 }, async (f) => {
-      const whole: any = await (await post(f, CHAT, chatBody(f))).json();
-      assert.deepEqual(whole.choices[0].message.tool_calls.map((t: any) => [t.function.name, t.function.arguments]), [['search', '{"query":"fakes"}']]);
-      const { chunks } = chunksOf(await (await post(f, CHAT, streamBody(f))).text());
-      const calls = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
-      assert.equal(calls[0].function.name, 'search');
-      assert.equal(calls.map((t: any) => t.function.arguments).join(''), '{"query":"fakes"}');
-      assert.equal(calls.filter((t: any) => t.function.arguments !== '').length, 3, 'split over chunkCount chunks');
-    }));
+  test("toolCallName and toolCallArguments replace get_weather's, stream and not", () =>
+    withFake(
+      'llamacpp',
+      { toolCall: true, toolCallName: 'search', toolCallArguments: '{"query":"fakes"}', chunkCount: 3 },
+      async (f) => {
+        const whole: any = await (await post(f, CHAT, chatBody(f))).json();
+        assert.deepEqual(
+          whole.choices[0].message.tool_calls.map((t: any) => [t.function.name, t.function.arguments]),
+          [['search', '{"query":"fakes"}']],
+        );
+        const { chunks } = chunksOf(await (await post(f, CHAT, streamBody(f))).text());
+        const calls = chunks.flatMap((c) => c.choices[0]?.delta?.tool_calls ?? []);
+        assert.equal(calls[0].function.name, 'search');
+        assert.equal(calls.map((t: any) => t.function.arguments).join(''), '{"query":"fakes"}');
+        assert.equal(calls.filter((t: any) => t.function.arguments !== '').length, 3, 'split over chunkCount chunks');
+      },
+    ));
 
   test('parallelToolCalls: that many calls, distinct ids, one finish_reason tool_calls', () =>
     withFake('openrouter', { toolCall: true, parallelToolCalls: 3 }, async (f) => {
@@ -88,7 +100,8 @@ describe('tool-call knobs', () => {
       const calls = body.choices[0].message.tool_calls;
       assert.equal(calls.length, 3);
       assert.equal(new Set(calls.map((c: any) => c.id)).size, 3);
-      for (const c of calls) assert.deepEqual(JSON.parse(c.function.arguments), { city: 'New York City', unit: 'celsius' });
+      for (const c of calls)
+        assert.deepEqual(JSON.parse(c.function.arguments), { city: 'New York City', unit: 'celsius' });
       assert.equal(body.choices[0].finish_reason, 'tool_calls');
       assert.equal(body.usage.completion_tokens, 24);
     }));
@@ -97,7 +110,11 @@ describe('tool-call knobs', () => {
     withFake('ollama', {}, async (f) => {
       const messages = [
         { role: 'user', content: 'weather?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: '21°C' },
       ];
       const body: any = await (await post(f, CHAT, chatBody(f, { messages }))).json();
@@ -113,11 +130,16 @@ describe('tool-call knobs', () => {
         const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'weather in NYC?' }];
         let turns = 0;
         for (; turns < 4; turns++) {
-          const r = await client.chat.completions.create({ model: f.models[0]!, messages, tools: [TOOL as OpenAI.ChatCompletionTool] });
+          const r = await client.chat.completions.create({
+            model: f.models[0]!,
+            messages,
+            tools: [TOOL as OpenAI.ChatCompletionTool],
+          });
           const choice = r.choices[0]!;
           if (choice.finish_reason !== 'tool_calls') break;
           messages.push(choice.message);
-          for (const call of choice.message.tool_calls ?? []) messages.push({ role: 'tool', tool_call_id: call.id, content: '21°C' });
+          for (const call of choice.message.tool_calls ?? [])
+            messages.push({ role: 'tool', tool_call_id: call.id, content: '21°C' });
         }
         if (once) {
           assert.equal(turns, 1, 'one tool turn, then text');

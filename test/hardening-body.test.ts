@@ -19,34 +19,52 @@ async function startCapturingBackend(): Promise<{ url: string; bodies: string[];
       res.end(JSON.stringify({ object: 'list', data: [{ id: 'real-model', object: 'model', owned_by: 'x' }] }));
       return;
     }
-    if (req.method !== 'POST') { // like OpenAI's API: any other route (the gateway's residency probes) is a 404
+    if (req.method !== 'POST') {
+      // like OpenAI's API: any other route (the gateway's residency probes) is a 404
       res.writeHead(404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: `Invalid URL (${req.method} ${req.url})`, type: 'invalid_request_error' } }));
+      res.end(
+        JSON.stringify({ error: { message: `Invalid URL (${req.method} ${req.url})`, type: 'invalid_request_error' } }),
+      );
       return;
     }
     bodies.push(Buffer.concat(parts).toString('utf8'));
     if (JSON.parse(bodies.at(-1)!).stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end('data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n');
+      res.end(
+        'data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n',
+      );
       return;
     }
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ id: 'c', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] }));
+    res.end(
+      JSON.stringify({
+        id: 'c',
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   const address = server.address();
   return { url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, bodies, server };
 }
 
-const send = (url: string, raw: string) => fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw });
+const send = (url: string, raw: string) =>
+  fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: raw });
 
 describe('the body is forwarded untouched', () => {
   test('big integers, unicode escapes, odd whitespace and key order reach the backend as sent', async (t) => {
     const backend = await startCapturingBackend();
-    const gw = await startGateway([{ name: 'b', url: backend.url, local: true }], { virtual_models: { fast: 'real-model' } });
-    t.after(async () => { await gw.close(); backend.server.close(); });
+    const gw = await startGateway([{ name: 'b', url: backend.url, local: true }], {
+      virtual_models: { fast: 'real-model' },
+    });
+    t.after(async () => {
+      await gw.close();
+      backend.server.close();
+    });
 
-    const tail = '"seed": 12345678901234567891,\n  "messages":[{"role":"user","content":"caf\\u00e9 \\ud83d\\ude00 ☕"}],"temperature":1.0E0,"logit_bias":{"50256":-100},"n":1e400 }';
+    const tail =
+      '"seed": 12345678901234567891,\n  "messages":[{"role":"user","content":"caf\\u00e9 \\ud83d\\ude00 ☕"}],"temperature":1.0E0,"logit_bias":{"50256":-100},"n":1e400 }';
     const exact = `{ "model" : "real-model", ${tail}`;
     assert.equal((await send(gw.url, exact)).status, 200);
     assert.equal(backend.bodies.at(-1), exact, 'nothing to change: the very same bytes');
@@ -56,12 +74,16 @@ describe('the body is forwarded untouched', () => {
     assert.equal(backend.bodies.at(-1), `{ "model" : "real-model", ${tail}`, 'only the model value changed');
   });
 
-  test('streams get include_usage edited into the client\'s own stream_options, nothing else', async (t) => {
+  test("streams get include_usage edited into the client's own stream_options, nothing else", async (t) => {
     const backend = await startCapturingBackend();
     const gw = await startGateway([{ name: 'b', url: backend.url, local: true }]);
-    t.after(async () => { await gw.close(); backend.server.close(); });
+    t.after(async () => {
+      await gw.close();
+      backend.server.close();
+    });
 
-    const raw = '{"stream":true,"stream_options":{"continuous_usage_stats":false},"model":"b/real-model","seed":98765432109876543210,"messages":[{"role":"user","content":"x"}]}';
+    const raw =
+      '{"stream":true,"stream_options":{"continuous_usage_stats":false},"model":"b/real-model","seed":98765432109876543210,"messages":[{"role":"user","content":"x"}]}';
     await (await send(gw.url, raw)).text();
     assert.equal(
       backend.bodies.at(-1),
@@ -70,13 +92,19 @@ describe('the body is forwarded untouched', () => {
 
     const noOptions = '{"model":"real-model","stream":true,"messages":[]}';
     await (await send(gw.url, noOptions)).text();
-    assert.equal(backend.bodies.at(-1), '{"model":"real-model","stream":true,"messages":[],"stream_options":{"include_usage":true}}');
+    assert.equal(
+      backend.bodies.at(-1),
+      '{"model":"real-model","stream":true,"messages":[],"stream_options":{"include_usage":true}}',
+    );
   });
 
   test('a duplicated edited key is sent once', async (t) => {
     const backend = await startCapturingBackend();
     const gw = await startGateway([{ name: 'b', url: backend.url, local: true }]);
-    t.after(async () => { await gw.close(); backend.server.close(); });
+    t.after(async () => {
+      await gw.close();
+      backend.server.close();
+    });
     // JSON.parse keeps the last duplicate: the gateway resolves "b/real-model" and sends one model key
     await send(gw.url, '{"model":"ignored","messages":[],"model":"b/real-model"}');
     const sent = backend.bodies.at(-1)!;
@@ -87,8 +115,14 @@ describe('the body is forwarded untouched', () => {
   test('duplicate stream_options whose first is not an object: the parsed one is sent, once', async (t) => {
     const backend = await startCapturingBackend();
     const gw = await startGateway([{ name: 'b', url: backend.url, local: true }]);
-    t.after(async () => { await gw.close(); backend.server.close(); });
-    const res = await send(gw.url, '{"model":"real-model","stream":true,"stream_options":1,"stream_options":{"include_usage":false},"messages":[]}');
+    t.after(async () => {
+      await gw.close();
+      backend.server.close();
+    });
+    const res = await send(
+      gw.url,
+      '{"model":"real-model","stream":true,"stream_options":1,"stream_options":{"include_usage":false},"messages":[]}',
+    );
     assert.equal(res.status, 200);
     await res.text();
     const sent = backend.bodies.at(-1)!;

@@ -65,39 +65,47 @@ async function scriptedBackend(t: TestContext) {
   t.after(close);
   return {
     url: `http://127.0.0.1:${port}`,
-    next: () => new Promise<ServerResponse>((resolve) => {
-      const res = pending.shift();
-      if (res) resolve(res);
-      else waiting.push(resolve);
-    }),
+    next: () =>
+      new Promise<ServerResponse>((resolve) => {
+        const res = pending.shift();
+        if (res) resolve(res);
+        else waiting.push(resolve);
+      }),
   };
 }
 
 /** Blocks the whole process, gateway and backends included, like a machine too loaded to run it. */
 function stallEventLoop(ms: number): void {
   const until = Date.now() + ms;
-  while (Date.now() < until) { /* busy */ }
+  while (Date.now() < until) {
+    /* busy */
+  }
 }
 
 /**
  * A fake that floods a stream: 16 MB in 64 KB events, more than the socket buffers hold, in few
  * enough writes to fill them fast on a loaded machine.
  */
-const flooding = () => startFake('vllm', {
-  models: ['m'], knobs: { toolCall: true, toolCallArguments: 'x'.repeat(16 << 20), chunkCount: 256 },
-});
+const flooding = () =>
+  startFake('vllm', {
+    models: ['m'],
+    knobs: { toolCall: true, toolCallArguments: 'x'.repeat(16 << 20), chunkCount: 256 },
+  });
 
 /** A stream call from a client that never reads a byte of the answer (its socket stays open). */
 async function stalledStreamClient(
-  t: TestContext, gw: TestGateway, call: { path: string; body: unknown; head?: string } = { path: CHAT, body: ask('m', true) },
+  t: TestContext,
+  gw: TestGateway,
+  call: { path: string; body: unknown; head?: string } = { path: CHAT, body: ask('m', true) },
 ): Promise<Socket> {
   const body = JSON.stringify(call.body);
   const socket = connect(gw.port, '127.0.0.1');
   t.after(() => socket.destroy());
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   const length = Buffer.byteLength(body);
-  const head = `POST ${call.path} HTTP/1.1\r\nhost: 127.0.0.1:${gw.port}\r\n${call.head ?? ''}`
-    + `content-type: application/json\r\ncontent-length: ${length}`;
+  const head =
+    `POST ${call.path} HTTP/1.1\r\nhost: 127.0.0.1:${gw.port}\r\n${call.head ?? ''}` +
+    `content-type: application/json\r\ncontent-length: ${length}`;
   socket.write(`${head}\r\n\r\n${body}`);
   socket.pause(); // never read: the gateway's socket buffer fills up
   return socket;
@@ -106,11 +114,15 @@ async function stalledStreamClient(
 describe('a non-stream answer that stops halfway', () => {
   test('is cut after stream_idle_timeout_s (not request_timeout_s): 502, slot freed, failure counted', async (t) => {
     const half = await startFake('vllm', { models: ['m'], knobs: { halfBodyThenSilence: true } });
-    const gw = await startGateway(
-      [{ name: 'half', url: half.url, max_concurrent: 1 }],
-      { stream_idle_timeout_s: 0.3, request_timeout_s: 60, stats_flush_ms: 20 },
-    );
-    t.after(async () => { await gw.close(); await half.close(); });
+    const gw = await startGateway([{ name: 'half', url: half.url, max_concurrent: 1 }], {
+      stream_idle_timeout_s: 0.3,
+      request_timeout_s: 60,
+      stats_flush_ms: 20,
+    });
+    t.after(async () => {
+      await gw.close();
+      await half.close();
+    });
     const started = Date.now();
     const res = await post(gw.url, CHAT, ask('m', false));
     const took = Date.now() - started;
@@ -129,11 +141,21 @@ describe('a non-stream answer that stops halfway', () => {
     const half = await startFake('vllm', { models: ['m'], knobs: { halfBodyThenSilence: true } });
     const good = await startFake('llamacpp', { models: ['m'] });
     const gw = await startGateway(
-      [{ name: 'half', url: half.url, max_concurrent: 1 }, { name: 'good', url: good.url }],
+      [
+        { name: 'half', url: half.url, max_concurrent: 1 },
+        { name: 'good', url: good.url },
+      ],
       { stream_idle_timeout_s: 0.3, request_timeout_s: 60 },
     );
-    t.after(async () => { await gw.close(); await half.close(); await good.close(); });
-    const order = gw.gateway.scheduler.order([{ backend: 'half', model: 'm' }, { backend: 'good', model: 'm' }]);
+    t.after(async () => {
+      await gw.close();
+      await half.close();
+      await good.close();
+    });
+    const order = gw.gateway.scheduler.order([
+      { backend: 'half', model: 'm' },
+      { backend: 'good', model: 'm' },
+    ]);
     assert.equal(order[0].backend, 'half', 'the stalling backend is tried first');
     const res = await post(gw.url, CHAT, ask('m', false));
     assert.equal(res.status, 200);
@@ -147,13 +169,17 @@ describe('a non-stream answer that stops halfway', () => {
   test('request_timeout_s bounds only the first byte: an answer that keeps coming is served whole', async (t) => {
     const backend = await scriptedBackend(t);
     const gw = await startGateway([{ name: 's', url: backend.url }], {
-      request_timeout_s: 0.5, stream_idle_timeout_s: 2,
+      request_timeout_s: 0.5,
+      stream_idle_timeout_s: 2,
     });
     t.after(() => gw.close());
     const answer = post(gw.url, CHAT, ask('m', false));
     const upstream = await backend.next();
     const json = JSON.stringify({
-      id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'm',
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1,
+      model: 'm',
       choices: [{ index: 0, message: { role: 'assistant', content: 'slow but steady' }, finish_reason: 'stop' }],
       usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 },
     });
@@ -173,7 +199,9 @@ describe('a non-stream answer that stops halfway', () => {
   test('an error body that stalls, or a body whose connection breaks, is a bad answer (502), not "unreachable"', async (t) => {
     const backend = await scriptedBackend(t);
     const gw = await startGateway([{ name: 's', url: backend.url }], {
-      stream_idle_timeout_s: 0.3, request_timeout_s: 60, stats_flush_ms: 20,
+      stream_idle_timeout_s: 0.3,
+      request_timeout_s: 60,
+      stats_flush_ms: 20,
     });
     t.after(() => gw.close());
     const half = (upstream: ServerResponse, status: number) => {
@@ -198,7 +226,7 @@ describe('a non-stream answer that stops halfway', () => {
       assert.match(error.message, c.why, c.what);
       assert.equal(inflight(gw, 's'), 0, `${c.what}: slot freed`);
     }
-    assert.equal(failures(gw, 's'), 3, 'each is the backend\'s failure');
+    assert.equal(failures(gw, 's'), 3, "each is the backend's failure");
   });
 
   test('a stream whose connection breaks before its first whole event is a bad answer too, not "unreachable"', async (t) => {
@@ -228,11 +256,16 @@ describe('a non-stream answer that stops halfway', () => {
         { name: 'chat', url: chat.url },
       ],
       {
-        stream_idle_timeout_s: 0.3, request_timeout_s: 60,
+        stream_idle_timeout_s: 0.3,
+        request_timeout_s: 60,
         virtual_models: { sonnet: { claude: claude.models[0] }, local: { chat: 'm' } },
       },
     );
-    t.after(async () => { await gw.close(); await claude.close(); await chat.close(); });
+    t.after(async () => {
+      await gw.close();
+      await claude.close();
+      await chat.close();
+    });
     const anthropic = { 'anthropic-version': '2023-06-01' };
     const messages = (model: string) => ({ model, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
     const cases = [
@@ -264,10 +297,11 @@ describe('a non-stream answer that stops halfway', () => {
 });
 
 describe('one owner per stall', () => {
-  test('a stalled event loop is not the backend\'s silence: the bytes that came are read first', async (t) => {
+  test("a stalled event loop is not the backend's silence: the bytes that came are read first", async (t) => {
     const backend = await scriptedBackend(t);
     const gw = await startGateway([{ name: 's', url: backend.url }], {
-      stream_idle_timeout_s: 0.3, stats_flush_ms: 20,
+      stream_idle_timeout_s: 0.3,
+      stats_flush_ms: 20,
     });
     t.after(() => gw.close());
     const answer = post(gw.url, CHAT, ask('m', true));
@@ -291,11 +325,15 @@ describe('one owner per stall', () => {
 
   test('a client that stops reading owns the wait: client_stall_timeout_s ends it (499), not the idle', async (t) => {
     const fast = await flooding();
-    const gw = await startGateway(
-      [{ name: 'fast', url: fast.url, max_concurrent: 1 }],
-      { stream_idle_timeout_s: 0.2, client_stall_timeout_s: 2, stats_flush_ms: 20 },
-    );
-    t.after(async () => { await gw.close(); await fast.close(); });
+    const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], {
+      stream_idle_timeout_s: 0.2,
+      client_stall_timeout_s: 2,
+      stats_flush_ms: 20,
+    });
+    t.after(async () => {
+      await gw.close();
+      await fast.close();
+    });
     await stalledStreamClient(t, gw);
     await waitFor(() => fast.inflight === 1, 'stream started');
     await delay(1000);
@@ -312,18 +350,33 @@ describe('one owner per stall', () => {
     const fast = await flooding();
     const audio = await scriptedBackend(t);
     const gw = await startGateway(
-      [{ name: 'fast', url: fast.url, max_concurrent: 1 }, { name: 'audio', url: audio.url, max_concurrent: 1 }],
+      [
+        { name: 'fast', url: fast.url, max_concurrent: 1 },
+        { name: 'audio', url: audio.url, max_concurrent: 1 },
+      ],
       {
-        stream_idle_timeout_s: 0.2, client_stall_timeout_s: 1, stats_flush_ms: 20,
+        stream_idle_timeout_s: 0.2,
+        client_stall_timeout_s: 1,
+        stats_flush_ms: 20,
         virtual_models: { chat: { fast: 'm' }, speak: { audio: 'm' } },
       },
     );
-    t.after(async () => { await gw.close(); await fast.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fast.close();
+    });
     const tool = { name: 'f', input_schema: { type: 'object' } };
     const calls = [
       {
-        path: '/v1/messages', head: 'anthropic-version: 2023-06-01\r\n',
-        body: { model: 'chat', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hi' }], tools: [tool] },
+        path: '/v1/messages',
+        head: 'anthropic-version: 2023-06-01\r\n',
+        body: {
+          model: 'chat',
+          max_tokens: 64,
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+          tools: [tool],
+        },
       },
       {
         path: '/v1/responses',
@@ -341,7 +394,9 @@ describe('one owner per stall', () => {
     await stalledStreamClient(t, gw, { path: '/v1/audio/speech', body: { model: 'speak', input: 'hi', voice: 'v' } });
     const upstream = await audio.next();
     let upstreamClosed = false;
-    upstream.once('close', () => { upstreamClosed = true; });
+    upstream.once('close', () => {
+      upstreamClosed = true;
+    });
     upstream.writeHead(200, { 'content-type': 'audio/mpeg' });
     const chunk = Buffer.alloc(64 << 10, 7);
     let sent = 0;
@@ -361,11 +416,15 @@ describe('one owner per stall', () => {
 
   test('client_stall_timeout_s is its own key (hot): 0 = none; it holds with stream_idle_timeout_s 0', async (t) => {
     const fast = await flooding();
-    const gw = await startGateway(
-      [{ name: 'fast', url: fast.url, max_concurrent: 1 }],
-      { stream_idle_timeout_s: 0, client_stall_timeout_s: 0, stats_flush_ms: 20 },
-    );
-    t.after(async () => { await gw.close(); await fast.close(); });
+    const gw = await startGateway([{ name: 'fast', url: fast.url, max_concurrent: 1 }], {
+      stream_idle_timeout_s: 0,
+      client_stall_timeout_s: 0,
+      stats_flush_ms: 20,
+    });
+    t.after(async () => {
+      await gw.close();
+      await fast.close();
+    });
     const first = await stalledStreamClient(t, gw);
     await waitFor(() => fast.inflight === 1, 'stream started');
     await delay(1000);

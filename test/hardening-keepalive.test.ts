@@ -11,16 +11,25 @@ import { startFake } from './fakes/index.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 
-const post = (url: string, body: unknown) => fetch(`${url}/v1/chat/completions`, {
-  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-});
+const post = (url: string, body: unknown) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 const ask = (model: string, stream = true) => ({ model, stream, messages: [{ role: 'user', content: 'hi' }] });
 
 describe('parked streams stay alive', () => {
   test('a parked stream gets the head and queued comments, then the answer', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 700 } });
-    const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], { stream_keepalive_s: 0.15, park_timeout_s: 10 });
-    t.after(async () => { await gw.close(); await box.close(); });
+    const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], {
+      stream_keepalive_s: 0.15,
+      park_timeout_s: 10,
+    });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const hog = post(gw.url, ask('m', false));
     await waitFor(() => box.inflight === 1, 'slot taken');
     const started = Date.now();
@@ -39,20 +48,40 @@ describe('parked streams stay alive', () => {
   test('the openai SDK reads a kept-alive stream as if nothing happened', async (t) => {
     const box = await startFake('vllm', { models: ['m'], knobs: { prefillMs: 500 } });
     const gw = await startGateway([{ name: 'box', url: box.url }], { stream_keepalive_s: 0.1 });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const stream = await client.chat.completions.create({
+      model: 'm',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     let content = '';
     for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? '';
     assert.ok(content.length > 0);
   });
 
-  test('a failover after the head is still invisible: comments, then the second backend\'s data', async (t) => {
+  test("a failover after the head is still invisible: comments, then the second backend's data", async (t) => {
     const silent = await startFake('vllm', { models: ['m'], knobs: { headThenSilence: true } });
     const good = await startFake('llamacpp', { models: ['m'] });
-    const gw = await startGateway([{ name: 'silent', url: silent.url }, { name: 'good', url: good.url }], { stream_keepalive_s: 0.1, first_byte_timeout_s: 0.5 });
-    t.after(async () => { await gw.close(); await silent.close(); await good.close(); });
-    const order = gw.gateway.scheduler.order([{ backend: 'silent', model: 'm' }, { backend: 'good', model: 'm' }]);
+    const gw = await startGateway(
+      [
+        { name: 'silent', url: silent.url },
+        { name: 'good', url: good.url },
+      ],
+      { stream_keepalive_s: 0.1, first_byte_timeout_s: 0.5 },
+    );
+    t.after(async () => {
+      await gw.close();
+      await silent.close();
+      await good.close();
+    });
+    const order = gw.gateway.scheduler.order([
+      { backend: 'silent', model: 'm' },
+      { backend: 'good', model: 'm' },
+    ]);
     assert.equal(order[0].backend, 'silent');
     const text = await (await post(gw.url, ask('m'))).text();
     assert.match(text, /^: waiting for first token\n\n/);
@@ -63,8 +92,15 @@ describe('parked streams stay alive', () => {
 
   test('a refusal after the head is an OpenAI-shaped error event with the JSON body it would have had', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 1500 } });
-    const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], { stream_keepalive_s: 0.1, park_timeout_s: 0.5, stats_flush_ms: 20 });
-    t.after(async () => { await gw.close(); await box.close(); });
+    const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], {
+      stream_keepalive_s: 0.1,
+      park_timeout_s: 0.5,
+      stats_flush_ms: 20,
+    });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const hog = post(gw.url, ask('m', false));
     await waitFor(() => box.inflight === 1, 'slot taken');
     const res = await post(gw.url, ask('m'));
@@ -84,7 +120,10 @@ describe('parked streams stay alive', () => {
   test('stream_keepalive_s: 0 keeps the old behaviour (no byte before the first token)', async (t) => {
     const box = await startFake('vllm', { models: ['m'], knobs: { prefillMs: 300 } });
     const gw = await startGateway([{ name: 'box', url: box.url }], { stream_keepalive_s: 0 });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const text = await (await post(gw.url, ask('m'))).text();
     assert.ok(text.startsWith('data: '));
   });

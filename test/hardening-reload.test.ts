@@ -9,19 +9,29 @@ import { startFake } from './fakes/index.ts';
 import { backendSpec, startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 
-const post = (url: string, body: unknown) => fetch(`${url}/v1/chat/completions`, {
-  method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-});
+const post = (url: string, body: unknown) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 describe('configuration reloads', () => {
   test('an alias edit re-resolves parked calls at once', async (t) => {
     const busy = await startFake('llamacpp', { models: ['m1'], knobs: { latencyMs: 3000 } });
     const free = await startFake('vllm', { models: ['m2'] });
     const gw = await startGateway(
-      [{ name: 'busy', url: busy.url, max_concurrent: 1 }, { name: 'free', url: free.url }],
+      [
+        { name: 'busy', url: busy.url, max_concurrent: 1 },
+        { name: 'free', url: free.url },
+      ],
       { virtual_models: { x: 'm1' }, park_timeout_s: 10 },
     );
-    t.after(async () => { await gw.close(); await busy.close(); await free.close(); });
+    t.after(async () => {
+      await gw.close();
+      await busy.close();
+      await free.close();
+    });
     const hog = post(gw.url, { model: 'busy/m1', messages: [] });
     await waitFor(() => busy.inflight === 1, 'busy is busy');
     const parked = post(gw.url, { model: 'x', messages: [{ role: 'user', content: 'hi' }] });
@@ -42,7 +52,11 @@ describe('configuration reloads', () => {
     const port = (hanging.address() as { port: number }).port;
     const fake = await startFake('vllm', { models: ['m'] });
     const gw = await startGateway([], { health_check_interval: 3600 });
-    t.after(async () => { await gw.close(); await fake.close(); hanging.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+      hanging.close();
+    });
     const base = gw.gateway.config();
     gw.gateway.reload({ ...base, backends: [backendSpec({ name: 'v', url: `http://127.0.0.1:${port}` })] });
     await new Promise((r) => setTimeout(r, 50)); // the probe of the wrong URL is in flight now

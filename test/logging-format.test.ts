@@ -12,9 +12,17 @@ import type { GatewayConfig } from '../src/config/types.ts';
 async function render(log_format: GatewayConfig['log_format'], isTTY: boolean): Promise<string> {
   const out = new PassThrough();
   let text = '';
-  out.on('data', (c: Buffer) => { text += c.toString('utf8'); });
+  out.on('data', (c: Buffer) => {
+    text += c.toString('utf8');
+  });
   const logger = createLogger({ log_level: 'info', log_format }, { isTTY, destination: out });
-  logger.info({ req: { headers: { authorization: 'Bearer sk-secret-1', 'x-api-key': 'sk-secret-2', 'api-key': 'sk-secret-3' } }, backend: { api_key: 'sk-secret-4' } }, 'hello there');
+  logger.info(
+    {
+      req: { headers: { authorization: 'Bearer sk-secret-1', 'x-api-key': 'sk-secret-2', 'api-key': 'sk-secret-3' } },
+      backend: { api_key: 'sk-secret-4' },
+    },
+    'hello there',
+  );
   logger.debug('below the level');
   for (let i = 0; i < 50 && !text.includes('hello there'); i++) await new Promise((r) => setTimeout(r, 10));
   return text;
@@ -28,12 +36,20 @@ describe('log format', () => {
     assert.equal(resolveLogFormat('json', true), 'json');
   });
 
-  for (const [format, isTTY] of [['auto', false], ['json', true]] as const) {
+  for (const [format, isTTY] of [
+    ['auto', false],
+    ['json', true],
+  ] as const) {
     test(`${format} with isTTY=${isTTY}: one JSON object per line, keys redacted`, async () => {
       const text = await render(format, isTTY);
       const lines = text.trim().split('\n');
       assert.equal(lines.length, 1);
-      const entry = JSON.parse(lines[0]) as { level: number; msg: string; req: { headers: Record<string, string> }; backend: { api_key: string } };
+      const entry = JSON.parse(lines[0]) as {
+        level: number;
+        msg: string;
+        req: { headers: Record<string, string> };
+        backend: { api_key: string };
+      };
       assert.equal(entry.msg, 'hello there');
       assert.equal(entry.level, 30);
       assert.equal(entry.req.headers.authorization, '[redacted]');
@@ -42,7 +58,10 @@ describe('log format', () => {
     });
   }
 
-  for (const [format, isTTY] of [['auto', true], ['pretty', false]] as const) {
+  for (const [format, isTTY] of [
+    ['auto', true],
+    ['pretty', false],
+  ] as const) {
     test(`${format} with isTTY=${isTTY}: human-readable lines, keys redacted`, async () => {
       const text = await render(format, isTTY);
       const plain = text.replace(/\x1b\[[0-9;]*m/g, '');

@@ -14,18 +14,39 @@ test('a reload changes the log level of the running app', async (t) => {
   const fakes = await Promise.all(['a', 'b', 'c'].map(() => startFake('ollama', { models: ['m'] })));
   const stream = new PassThrough();
   let text = '';
-  stream.on('data', (c: Buffer) => { text += c.toString('utf8'); });
-  const gw = await startGateway([{ name: 'a', url: fakes[0].url }], { log_level: 'error', health_check_interval: 300 }, { logStream: stream });
-  t.after(async () => { await gw.close(); await Promise.all(fakes.map((f) => f.close())); });
-  const lines = () => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string; backend?: string });
-  const upLines = () => lines().filter((l) => l.msg === 'backend is up').map((l) => l.backend);
+  stream.on('data', (c: Buffer) => {
+    text += c.toString('utf8');
+  });
+  const gw = await startGateway(
+    [{ name: 'a', url: fakes[0].url }],
+    { log_level: 'error', health_check_interval: 300 },
+    { logStream: stream },
+  );
+  t.after(async () => {
+    await gw.close();
+    await Promise.all(fakes.map((f) => f.close()));
+  });
+  const lines = () =>
+    text
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { level: number; msg: string; backend?: string });
+  const upLines = () =>
+    lines()
+      .filter((l) => l.msg === 'backend is up')
+      .map((l) => l.backend);
   const config = () => gw.gateway.config();
   assert.equal(gw.gateway.registry.get('a')?.healthy, true);
   assert.deepEqual(upLines(), [], "error level: discovery's info lines are not written");
 
   // trace: the next backend that comes up is logged (the gateway's logger), and so are the
   // parser errors fastify reports through app.log, its child
-  gw.gateway.reload({ ...config(), log_level: 'trace', backends: [...config().backends, { ...config().backends[0], name: 'b', url: fakes[1].url }] });
+  gw.gateway.reload({
+    ...config(),
+    log_level: 'trace',
+    backends: [...config().backends, { ...config().backends[0], name: 'b', url: fakes[1].url }],
+  });
   assert.equal(gw.app.log.level, 'trace');
   await waitFor(() => upLines().includes('b'), 'backend b logged as up');
   assert.ok(lines().some((l) => l.msg === 'log level is now trace'));
@@ -38,7 +59,11 @@ test('a reload changes the log level of the running app', async (t) => {
   await waitFor(() => lines().some((l) => l.msg === 'client error'), "fastify's own trace line");
 
   // back to error: silent again
-  gw.gateway.reload({ ...config(), log_level: 'error', backends: [...config().backends, { ...config().backends[0], name: 'c', url: fakes[2].url }] });
+  gw.gateway.reload({
+    ...config(),
+    log_level: 'error',
+    backends: [...config().backends, { ...config().backends[0], name: 'c', url: fakes[2].url }],
+  });
   assert.equal(gw.app.log.level, 'error');
   await waitFor(() => gw.gateway.registry.get('c')?.healthy === true, 'c discovered');
   await new Promise((r) => setTimeout(r, 50));

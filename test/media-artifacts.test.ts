@@ -17,7 +17,9 @@ const NOW = Date.UTC(2026, 2, 15, 12);
 const tempDir = tempDirs('llmgw-artifacts-');
 
 function png(width: number, height: number): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 4, background: { r: 200, g: 40, b: 40, alpha: 0.5 } } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 4, background: { r: 200, g: 40, b: 40, alpha: 0.5 } } })
+    .png()
+    .toBuffer();
 }
 
 const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
@@ -36,20 +38,34 @@ describe('Artifacts', () => {
     assert.deepEqual(w, { file: '0.png', bytes: bytes.length, sha256: sha256(bytes), width: 320, height: 200 });
     assert.deepEqual(readFileSync(join(dir, id, '0.png')), bytes);
     assert.deepEqual(await art.read(id, '0.png'), bytes);
-    assert.deepEqual(await art.locate(id, '0.png'), { path: join(dir, id, '0.png'), size: bytes.length, mime: 'image/png' });
+    assert.deepEqual(await art.locate(id, '0.png'), {
+      path: join(dir, id, '0.png'),
+      size: bytes.length,
+      mime: 'image/png',
+    });
     assert.equal(await art.read(id, '1.png'), undefined, 'a missing file');
 
     const audio = Buffer.from('fLaC not really');
-    assert.deepEqual(await art.write(id, 1, audio, 'audio/flac'), { file: '1.flac', bytes: audio.length, sha256: sha256(audio) });
+    assert.deepEqual(await art.write(id, 1, audio, 'audio/flac'), {
+      file: '1.flac',
+      bytes: audio.length,
+      sha256: sha256(audio),
+    });
     const broken = Buffer.from('not a png');
-    assert.deepEqual(await art.write(id, 2, broken, 'image/png'), { file: '2.png', bytes: broken.length, sha256: sha256(broken) }, 'undecodable: no dimensions');
+    assert.deepEqual(
+      await art.write(id, 2, broken, 'image/png'),
+      { file: '2.png', bytes: broken.length, sha256: sha256(broken) },
+      'undecodable: no dimensions',
+    );
   });
 
   test('inputs: in-<n>.<ext>, at inputPath', async () => {
     const dir = tempDir();
     const art = new Artifacts(dir);
     const id = newJobId();
-    const bytes = await sharp(await png(10, 20)).jpeg().toBuffer();
+    const bytes = await sharp(await png(10, 20))
+      .jpeg()
+      .toBuffer();
     const w = await art.writeInput(id, 3, bytes, 'image/jpeg');
     assert.deepEqual(w, { file: 'in-3.jpg', bytes: bytes.length, sha256: sha256(bytes), width: 10, height: 20 });
     assert.equal(art.inputPath(id, 3, 'image/jpeg'), join(dir, id, 'in-3.jpg'));
@@ -59,11 +75,25 @@ describe('Artifacts', () => {
 
   test('extension and kind from the MIME type', () => {
     const cases: [string, string, string][] = [
-      ['image/png', 'png', 'image'], ['image/jpeg', 'jpg', 'image'], ['IMAGE/JPEG', 'jpg', 'image'], ['image/webp', 'webp', 'image'],
-      ['image/gif', 'gif', 'image'], ['video/mp4', 'mp4', 'video'], ['video/webm; codecs="vp9"', 'webm', 'video'],
-      ['audio/flac', 'flac', 'audio'], ['audio/wav', 'wav', 'audio'], ['audio/x-wav', 'wav', 'audio'], ['audio/mpeg', 'mp3', 'audio'],
-      ['audio/ogg', 'ogg', 'audio'], ['audio/opus', 'opus', 'audio'], ['model/gltf-binary', 'glb', 'mesh'], ['model/fbx', 'fbx', 'mesh'],
-      ['model/obj', 'obj', 'mesh'], ['application/x-whatever', 'bin', 'other'], ['', 'bin', 'other'], ['image/x-unknown', 'bin', 'image'],
+      ['image/png', 'png', 'image'],
+      ['image/jpeg', 'jpg', 'image'],
+      ['IMAGE/JPEG', 'jpg', 'image'],
+      ['image/webp', 'webp', 'image'],
+      ['image/gif', 'gif', 'image'],
+      ['video/mp4', 'mp4', 'video'],
+      ['video/webm; codecs="vp9"', 'webm', 'video'],
+      ['audio/flac', 'flac', 'audio'],
+      ['audio/wav', 'wav', 'audio'],
+      ['audio/x-wav', 'wav', 'audio'],
+      ['audio/mpeg', 'mp3', 'audio'],
+      ['audio/ogg', 'ogg', 'audio'],
+      ['audio/opus', 'opus', 'audio'],
+      ['model/gltf-binary', 'glb', 'mesh'],
+      ['model/fbx', 'fbx', 'mesh'],
+      ['model/obj', 'obj', 'mesh'],
+      ['application/x-whatever', 'bin', 'other'],
+      ['', 'bin', 'other'],
+      ['image/x-unknown', 'bin', 'image'],
     ];
     for (const [mime, ext, kind] of cases) {
       assert.equal(extOf(mime), ext, mime);
@@ -81,16 +111,39 @@ describe('Artifacts', () => {
     const id = newJobId();
     await art.write(id, 0, Buffer.from('x'), 'application/octet-stream');
     writeFileSync(join(dir, 'secret.txt'), 'secret');
-    for (const file of ['../x', '../secret.txt', '/etc/passwd', join(dir, 'secret.txt'), '0.bin/../../secret.txt', '..', '.', '', '0.png\0', 'a.png', '0.PNG', '.0.bin.abc.tmp']) {
+    for (const file of [
+      '../x',
+      '../secret.txt',
+      '/etc/passwd',
+      join(dir, 'secret.txt'),
+      '0.bin/../../secret.txt',
+      '..',
+      '.',
+      '',
+      '0.png\0',
+      'a.png',
+      '0.PNG',
+      '.0.bin.abc.tmp',
+    ]) {
       await assert.rejects(art.read(id, file), rejectsWith('invalid_file'), JSON.stringify(file));
     }
-    for (const jobId of ['..', '../' + id, id + '/..', 'job_' + '0'.repeat(31), 'job_' + 'G'.repeat(32), 'jobs.db', '/tmp', `${id}/0.bin`]) {
+    for (const jobId of [
+      '..',
+      '../' + id,
+      id + '/..',
+      'job_' + '0'.repeat(31),
+      'job_' + 'G'.repeat(32),
+      'jobs.db',
+      '/tmp',
+      `${id}/0.bin`,
+    ]) {
       await assert.rejects(art.read(jobId, '0.bin'), rejectsWith('invalid_job_id'), jobId);
       await assert.rejects(art.write(jobId, 0, Buffer.from('x'), 'image/png'), rejectsWith('invalid_job_id'), jobId);
       await assert.rejects(art.remove(jobId), rejectsWith('invalid_job_id'), jobId);
     }
     assert.throws(() => art.inputPath('../x', 0, 'image/png'), rejectsWith('invalid_job_id'));
-    for (const n of [-1, 1.5, 10_000, Number.NaN]) await assert.rejects(art.write(id, n, Buffer.from('x'), 'image/png'), rejectsWith('invalid_file'), String(n));
+    for (const n of [-1, 1.5, 10_000, Number.NaN])
+      await assert.rejects(art.write(id, n, Buffer.from('x'), 'image/png'), rejectsWith('invalid_file'), String(n));
     assert.equal(readFileSync(join(dir, 'secret.txt'), 'utf8'), 'secret');
   });
 
@@ -126,21 +179,30 @@ describe('Artifacts', () => {
     assert.equal(t1.mime, 'image/webp');
     const path = join(dir, id, '0.w256.webp');
     const meta = await sharp(readFileSync(path)).metadata();
-    assert.deepEqual({ format: meta.format, width: meta.width, height: meta.height }, { format: 'webp', width: 256, height: 128 });
+    assert.deepEqual(
+      { format: meta.format, width: meta.width, height: meta.height },
+      { format: 'webp', width: 256, height: 128 },
+    );
     const mtime = statSync(path).mtimeMs;
     await new Promise((r) => setTimeout(r, 20));
     const t2 = await art.thumbnail(id, 0, { format: 'webp', w: 256 });
     assert.deepEqual(t2, t1);
     assert.equal(statSync(path).mtimeMs, mtime, 'served from the cached file');
 
-    const [a, b] = await Promise.all([art.thumbnail(id, 0, { format: 'png', h: 64 }), art.thumbnail(id, 0, { format: 'png', h: 64 })]);
+    const [a, b] = await Promise.all([
+      art.thumbnail(id, 0, { format: 'png', h: 64 }),
+      art.thumbnail(id, 0, { format: 'png', h: 64 }),
+    ]);
     assert.deepEqual(a, b);
     assert.equal(a.file, '0.h64.png');
     const jpeg = await art.thumbnail(id, 0, { format: 'jpeg', w: 100, h: 100 });
     assert.equal(jpeg.file, '0.w100h100.jpg');
     assert.equal(jpeg.mime, 'image/jpeg');
     const jm = await sharp(jpeg.data).metadata();
-    assert.deepEqual({ format: jm.format, width: jm.width, height: jm.height }, { format: 'jpeg', width: 100, height: 50 });
+    assert.deepEqual(
+      { format: jm.format, width: jm.width, height: jm.height },
+      { format: 'jpeg', width: 100, height: 50 },
+    );
     const big = await sharp((await art.thumbnail(id, 0, { format: 'png', w: 2048 })).data).metadata();
     assert.equal(big.width, 1024, 'never enlarged');
     assert.deepEqual(await art.read(id, '0.w100h100.jpg'), jpeg.data, 'a thumbnail is a readable file of the job');
@@ -153,7 +215,11 @@ describe('Artifacts', () => {
     await art.write(id, 0, await png(8, 8), 'image/png');
     await art.write(id, 1, Buffer.from('mp4'), 'video/mp4');
     for (const opts of [{ w: 2049 }, { h: 4096 }, { w: 0 }, { w: -5 }, { w: 12.5 }, { w: Number.NaN }]) {
-      await assert.rejects(art.thumbnail(id, 0, { format: 'webp', ...opts }), rejectsWith('invalid_size'), JSON.stringify(opts));
+      await assert.rejects(
+        art.thumbnail(id, 0, { format: 'webp', ...opts }),
+        rejectsWith('invalid_size'),
+        JSON.stringify(opts),
+      );
     }
     await assert.rejects(art.thumbnail(id, 0, { format: 'tiff' as 'png' }), rejectsWith('invalid_file'));
     await assert.rejects(art.thumbnail(id, 1, { format: 'webp' }), rejectsWith('not_an_image'));
@@ -166,8 +232,20 @@ describe('Artifacts', () => {
     const store = JobStore.open(dir);
     t.after(() => store.close());
     const art = new Artifacts(dir);
-    const old = store.create({ owner: 'user:1', alias: 'sdxl', request: { params: {} }, createdAt: NOW, expiresAt: NOW + 1000 });
-    const fresh = store.create({ owner: 'user:1', alias: 'sdxl', request: { params: {} }, createdAt: NOW, expiresAt: NOW + 5000 });
+    const old = store.create({
+      owner: 'user:1',
+      alias: 'sdxl',
+      request: { params: {} },
+      createdAt: NOW,
+      expiresAt: NOW + 1000,
+    });
+    const fresh = store.create({
+      owner: 'user:1',
+      alias: 'sdxl',
+      request: { params: {} },
+      createdAt: NOW,
+      expiresAt: NOW + 5000,
+    });
     for (const j of [old, fresh]) {
       const w = await art.write(j.id, 0, await png(16, 16), 'image/png');
       store.addResult(j.id, { n: 0, kind: 'image', mime: 'image/png', ...w });

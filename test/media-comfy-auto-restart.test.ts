@@ -45,18 +45,30 @@ function health() {
 }
 
 const spec = (url: string, extra: Partial<BackendSpec> = {}): BackendSpec =>
-  backendSpec({ name: 'comfy', url, type: 'comfyui', stuck_after_s: 10, auto_restart: true, restart_cooldown_s: 600, ...extra });
+  backendSpec({
+    name: 'comfy',
+    url,
+    type: 'comfyui',
+    stuck_after_s: 10,
+    auto_restart: true,
+    restart_cooldown_s: 600,
+    ...extra,
+  });
 
 /** Two checks `stuck_after_s` apart: the second finds the executor stuck. */
 async function checkTwice(h: ReturnType<typeof health>, s: BackendSpec): Promise<ExecutorStuck> {
   await h.comfy.check(s, s.url, dispatcher, 2000);
   h.clock.now += (s.stuck_after_s ?? 90) * 1000;
-  const err = await h.comfy.check(s, s.url, dispatcher, 2000).then(() => undefined, (e: unknown) => e);
+  const err = await h.comfy.check(s, s.url, dispatcher, 2000).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(err instanceof ExecutorStuck, `stuck, got ${String(err)}`);
   return err;
 }
 
-const reboots = (comfy: ComfyFake) => comfy.requests.filter((r) => r.path.endsWith('/manager/reboot')).map((r) => `${r.method} ${r.path}`);
+const reboots = (comfy: ComfyFake) =>
+  comfy.requests.filter((r) => r.path.endsWith('/manager/reboot')).map((r) => `${r.method} ${r.path}`);
 
 describe('auto_restart of a stuck ComfyUI', () => {
   test('current ComfyUI-Manager: POST /api/manager/reboot after the v4 route 404s; the box comes back unstuck', async () => {
@@ -65,14 +77,28 @@ describe('auto_restart of a stuck ComfyUI', () => {
     const err = await checkTwice(h, spec(comfy.url));
     assert.match(err.message, /exec_stuck: .*auto_restart: reboot requested through ComfyUI-Manager/);
     const outcome = await h.comfy.lastRestart('comfy')!.done;
-    assert.deepEqual(outcome, { ok: true, route: 'POST /api/manager/reboot', detail: 'the connection closed (the server is restarting)' });
+    assert.deepEqual(outcome, {
+      ok: true,
+      route: 'POST /api/manager/reboot',
+      detail: 'the connection closed (the server is restarting)',
+    });
     assert.deepEqual(reboots(comfy), ['POST /api/v2/manager/reboot', 'POST /api/manager/reboot']);
     const post = comfy.requests.find((r) => r.path === '/api/manager/reboot')!;
-    assert.equal(post.headers['content-type'], undefined, 'no form content type (the Manager\'s CSRF gate refuses those)');
-    assert.deepEqual(h.lines.map((l) => l.level), ['warn', 'info']);
+    assert.equal(
+      post.headers['content-type'],
+      undefined,
+      "no form content type (the Manager's CSRF gate refuses those)",
+    );
+    assert.deepEqual(
+      h.lines.map((l) => l.level),
+      ['warn', 'info'],
+    );
     assert.match(h.lines[0].msg, /executor stuck; asking ComfyUI-Manager to reboot it/);
     // back, with an empty queue and a running executor
-    await waitFor(async () => (await fetch(`${comfy.url}/queue`).catch(() => undefined))?.ok === true, 'the box is back');
+    await waitFor(
+      async () => (await fetch(`${comfy.url}/queue`).catch(() => undefined))?.ok === true,
+      'the box is back',
+    );
     assert.equal(comfy.knobs.stuck, false);
     await h.comfy.check(spec(comfy.url), comfy.url, dispatcher, 2000);
   });
@@ -84,7 +110,10 @@ describe('auto_restart of a stuck ComfyUI', () => {
     await checkTwice(h, s);
     assert.equal((await h.comfy.lastRestart('comfy')!.done).ok, true);
     assert.deepEqual(reboots(comfy), ['POST /api/v2/manager/reboot']);
-    await waitFor(async () => (await fetch(`${comfy.url}/queue`).catch(() => undefined))?.ok === true, 'the box is back');
+    await waitFor(
+      async () => (await fetch(`${comfy.url}/queue`).catch(() => undefined))?.ok === true,
+      'the box is back',
+    );
 
     // stuck again 5 minutes later: inside the cooldown, no second reboot
     comfy.setKnobs({ stuck: true });
@@ -96,7 +125,11 @@ describe('auto_restart of a stuck ComfyUI', () => {
 
     h.clock.now += 300_000;
     await h.comfy.check(s, s.url, dispatcher, 2000).catch(() => {});
-    assert.equal((await h.comfy.lastRestart('comfy')!.done).ok, true, 'after the cooldown the next stuck check reboots again');
+    assert.equal(
+      (await h.comfy.lastRestart('comfy')!.done).ok,
+      true,
+      'after the cooldown the next stuck check reboots again',
+    );
     assert.equal(reboots(comfy).length, 2);
   });
 
@@ -105,7 +138,11 @@ describe('auto_restart of a stuck ComfyUI', () => {
     const h1 = health();
     await checkTwice(h1, spec(old.url));
     assert.equal((await h1.comfy.lastRestart('comfy')!.done).route, 'GET /api/manager/reboot');
-    assert.deepEqual(reboots(old), ['POST /api/v2/manager/reboot', 'POST /api/manager/reboot', 'GET /api/manager/reboot']);
+    assert.deepEqual(reboots(old), [
+      'POST /api/v2/manager/reboot',
+      'POST /api/manager/reboot',
+      'GET /api/manager/reboot',
+    ]);
 
     const locked = await stuckFake('locked');
     const h2 = health();
@@ -137,12 +174,18 @@ describe('auto_restart of a stuck ComfyUI', () => {
 
   test('end to end: discovery marks it exec_stuck, the gateway reboots it, it comes back healthy', async () => {
     const comfy = await stuckFake('v4');
-    const gw = await startGateway([{ name: 'comfy', url: comfy.url, type: 'comfyui', stuck_after_s: 0.05, auto_restart: true }]);
+    const gw = await startGateway([
+      { name: 'comfy', url: comfy.url, type: 'comfyui', stuck_after_s: 0.05, auto_restart: true },
+    ]);
     try {
       await gw.gateway.discovery.probe('comfy');
       await new Promise((r) => setTimeout(r, 80));
       await gw.gateway.discovery.probe('comfy');
-      const b = ((await (await fetch(`${gw.url}/health`)).json()) as { backends: Record<string, { healthy: boolean; error: { kind: string; detail: string } | null }> }).backends.comfy;
+      const b = (
+        (await (await fetch(`${gw.url}/health`)).json()) as {
+          backends: Record<string, { healthy: boolean; error: { kind: string; detail: string } | null }>;
+        }
+      ).backends.comfy;
       assert.equal(b.healthy, false);
       assert.equal(b.error?.kind, 'exec_stuck');
       assert.match(b.error?.detail ?? '', /auto_restart: reboot requested/);

@@ -18,8 +18,19 @@ async function fakeFor(t: TestContext, knobs: Partial<ComfyKnobs> = {}): Promise
   return fake;
 }
 
-function clientFor(t: TestContext, fake: { url: string }, extra: Partial<ConstructorParameters<typeof ComfyClient>[0]> = {}): ComfyClient {
-  const client = new ComfyClient({ baseUrl: fake.url, clientId: randomUUID(), readTimeoutMs: 2000, minBackoffMs: 50, maxBackoffMs: 200, ...extra });
+function clientFor(
+  t: TestContext,
+  fake: { url: string },
+  extra: Partial<ConstructorParameters<typeof ComfyClient>[0]> = {},
+): ComfyClient {
+  const client = new ComfyClient({
+    baseUrl: fake.url,
+    clientId: randomUUID(),
+    readTimeoutMs: 2000,
+    minBackoffMs: 50,
+    maxBackoffMs: 200,
+    ...extra,
+  });
   t.after(() => client.close());
   return client;
 }
@@ -38,14 +49,20 @@ async function watching(client: ComfyClient): Promise<void> {
 }
 
 const text = (wf: unknown) => JSON.stringify(wf);
-const summary = (events: ComfyProgressEvent[]) => events.map((e) => {
-  switch (e.kind) {
-    case 'executing': case 'executed': return `${e.kind}:${e.node}`;
-    case 'progress': return `progress:${e.node}:${e.value}/${e.max}`;
-    case 'cached': return `cached:${e.nodes.join(',')}`;
-    default: return e.kind;
-  }
-});
+const summary = (events: ComfyProgressEvent[]) =>
+  events.map((e) => {
+    switch (e.kind) {
+      case 'executing':
+      case 'executed':
+        return `${e.kind}:${e.node}`;
+      case 'progress':
+        return `progress:${e.node}:${e.value}/${e.max}`;
+      case 'cached':
+        return `cached:${e.nodes.join(',')}`;
+      default:
+        return e.kind;
+    }
+  });
 
 test('upload, submit, progress for our prompt only, waitFor done, outputs, view', async (t) => {
   const fake = await fakeFor(t);
@@ -64,7 +81,10 @@ test('upload, submit, progress for our prompt only, waitFor done, outputs, view'
   assert.equal(form.fields.type, 'input');
 
   // the other client submits at the same time (a sampler: progress events we must not see)
-  const [a, b] = await Promise.all([ours.submit(text(loadImageWorkflow('job-1234-input.png'))), other.submit(text(defaultWorkflow()))]);
+  const [a, b] = await Promise.all([
+    ours.submit(text(loadImageWorkflow('job-1234-input.png'))),
+    other.submit(text(defaultWorkflow())),
+  ]);
   assert.ok(a.ok && b.ok, JSON.stringify([a, b]));
   const mine: ComfyProgressEvent[] = [];
   const theirs: ComfyProgressEvent[] = [];
@@ -72,12 +92,18 @@ test('upload, submit, progress for our prompt only, waitFor done, outputs, view'
   other.onProgress(b.promptId, (e) => theirs.push(e));
   assert.equal(fake.prompts.find((p) => p.id === a.promptId)!.clientId, ourId, 'submitted under our own client id');
 
-  const [ra, rb] = await Promise.all([ours.waitFor(a.promptId, { pollMs: 50, maxWaitMs: 5000 }), other.waitFor(b.promptId, { pollMs: 50, maxWaitMs: 5000 })]);
+  const [ra, rb] = await Promise.all([
+    ours.waitFor(a.promptId, { pollMs: 50, maxWaitMs: 5000 }),
+    other.waitFor(b.promptId, { pollMs: 50, maxWaitMs: 5000 }),
+  ]);
   assert.equal(ra.kind, 'done');
   assert.equal(rb.kind, 'done');
   assert.deepEqual(summary(mine), ['cached:', 'executing:1', 'executing:2', 'executed:2', 'success']);
   const s = summary(theirs);
-  assert.deepEqual(s.filter((x) => x.startsWith('progress')), ['progress:3:1/4', 'progress:3:2/4', 'progress:3:3/4', 'progress:3:4/4']);
+  assert.deepEqual(
+    s.filter((x) => x.startsWith('progress')),
+    ['progress:3:1/4', 'progress:3:2/4', 'progress:3:3/4', 'progress:3:4/4'],
+  );
   assert.equal(s.at(-1), 'success');
   assert.ok(s.indexOf('executing:3') < s.indexOf('progress:3:1/4'));
 
@@ -105,12 +131,18 @@ test('outputs() walks every list-valued key (gifs, audio, 3d…) and skips non-f
   const client = new ComfyClient({ baseUrl: 'http://127.0.0.1:1', clientId: 'x', readTimeoutMs: 100 });
   const files = client.outputs({
     outputs: {
-      '10': { gifs: [{ filename: 'a.mp4', subfolder: 'video', type: 'output', format: 'video/h264-mp4' }], animated: [true] },
+      '10': {
+        gifs: [{ filename: 'a.mp4', subfolder: 'video', type: 'output', format: 'video/h264-mp4' }],
+        animated: [true],
+      },
       '11': { audio: [{ filename: 'b.flac', subfolder: 'audio', type: 'output' }], text: ['hello'] },
       '12': { '3d': [{ filename: 'c.glb', subfolder: 'mesh', type: 'output' }] },
     },
   });
-  assert.deepEqual(files.map((f) => `${f.node}:${f.key}:${f.subfolder}/${f.filename}`), ['10:gifs:video/a.mp4', '11:audio:audio/b.flac', '12:3d:mesh/c.glb']);
+  assert.deepEqual(
+    files.map((f) => `${f.node}:${f.key}:${f.subfolder}/${f.filename}`),
+    ['10:gifs:video/a.mp4', '11:audio:audio/b.flac', '12:3d:mesh/c.glb'],
+  );
   client.close();
 });
 
@@ -139,7 +171,7 @@ test('a big-integer seed in the prompt text reaches ComfyUI exactly', async (t) 
   assert.ok(r.ok, JSON.stringify(r));
   const raw = fake.requests.find((q) => q.path === '/prompt')!.rawBody.toString('utf8');
   assert.ok(raw.includes('"seed":9007199254740993'), raw);
-  assert.ok(raw.includes(`"client_id":"${(fake.prompts[0]!.extraData.client_id as string)}"`));
+  assert.ok(raw.includes(`"client_id":"${fake.prompts[0]!.extraData.client_id as string}"`));
   if (r.ok) assert.equal((await client.waitFor(r.promptId, { pollMs: 20, maxWaitMs: 5000 })).kind, 'done');
 });
 
@@ -151,7 +183,9 @@ test('targeted interrupt of a running prompt → interrupted', async (t) => {
   assert.ok(r.ok);
   if (!r.ok) return;
   let progressed = false;
-  client.onProgress(r.promptId, (e) => { if (e.kind === 'progress') progressed = true; });
+  client.onProgress(r.promptId, (e) => {
+    if (e.kind === 'progress') progressed = true;
+  });
   const wait = client.waitFor(r.promptId, { pollMs: 1000, maxWaitMs: 10_000 });
   await until(() => progressed, 3000, 'progress');
   assert.deepEqual(await client.interrupt(r.promptId), { ok: true });
@@ -189,7 +223,10 @@ test('cancel (signal) of a pending prompt dequeues it; of a running one interrup
   const third = await client.submit(text(defaultWorkflow('third')));
   assert.ok(third.ok);
   if (!third.ok) return;
-  assert.deepEqual(await client.waitFor(third.promptId, { pollMs: 20, maxWaitMs: 10_000, signal: AbortSignal.abort() }), { kind: 'interrupted' });
+  assert.deepEqual(
+    await client.waitFor(third.promptId, { pollMs: 20, maxWaitMs: 10_000, signal: AbortSignal.abort() }),
+    { kind: 'interrupted' },
+  );
   assert.equal(fake.prompts[2]!.status, 'deleted');
   assert.deepEqual(await client.queue(), { ok: true, running: [], pending: [] });
 });
@@ -274,7 +311,10 @@ test('a failing node → failed with its message and node', async (t) => {
   client.onProgress(r.promptId, (e) => events.push(e));
   const res = await client.waitFor(r.promptId, { pollMs: 1000, maxWaitMs: 5000 });
   assert.equal(res.kind, 'failed');
-  if (res.kind === 'failed') { assert.equal(res.node, '8'); assert.match(res.message, /knob failNode/); }
+  if (res.kind === 'failed') {
+    assert.equal(res.node, '8');
+    assert.match(res.message, /knob failNode/);
+  }
   assert.deepEqual(events.at(-1), { kind: 'error', message: res.kind === 'failed' ? res.message : '', node: '8' });
 });
 
@@ -289,7 +329,10 @@ test('preview frames with previews: true (type 4 with metadata, and type 1 witho
     const previews: Array<{ mime: string; bytes: Buffer }> = [];
     let latest: { mime: string; bytes: Buffer } | undefined;
     client.onProgress(r.promptId, (e) => {
-      if (e.kind === 'preview') { previews.push(e); latest = client.latestPreview(r.promptId); }
+      if (e.kind === 'preview') {
+        previews.push(e);
+        latest = client.latestPreview(r.promptId);
+      }
     });
     assert.equal((await client.waitFor(r.promptId, { pollMs: 50, maxWaitMs: 5000 })).kind, 'done');
     assert.equal(previews.length, 4, `previewMetadata ${previewMetadata}`);

@@ -28,9 +28,18 @@ describe('a ComfyUI backend in discovery', () => {
     await comfy?.close();
   });
 
-  const health = async () => (await (await fetch(`${gw.url}/health`)).json()) as {
-    backends: Record<string, { healthy: boolean; max_concurrent: number; error: { kind: string; detail: string } | null; inventory: Record<string, number> | null }>;
-  };
+  const health = async () =>
+    (await (await fetch(`${gw.url}/health`)).json()) as {
+      backends: Record<
+        string,
+        {
+          healthy: boolean;
+          max_concurrent: number;
+          error: { kind: string; detail: string } | null;
+          inventory: Record<string, number> | null;
+        }
+      >;
+    };
 
   test('up, one prompt at a time, with its inventory in /health; probes never submit a prompt', async () => {
     const b = (await health()).backends.comfy;
@@ -40,7 +49,10 @@ describe('a ComfyUI backend in discovery', () => {
     assert.equal(b.inventory?.loras, FAKE_MODELS.loras.filter((l) => l !== 'None').length);
     assert.ok((b.inventory?.node_classes ?? 0) > 10);
     assert.deepEqual(gw.gateway.comfy.inventory('comfy')?.checkpoints, [...FAKE_MODELS.checkpoints].sort());
-    assert.ok(comfy.requests.some((r) => r.path === '/queue'), 'the queue is read');
+    assert.ok(
+      comfy.requests.some((r) => r.path === '/queue'),
+      'the queue is read',
+    );
     assert.equal(comfy.requests.filter((r) => r.method === 'POST').length, 0, 'health never sends a prompt');
   });
 
@@ -57,7 +69,10 @@ describe('a ComfyUI backend in discovery', () => {
     assert.match(down.error?.detail ?? '', /exec_stuck/);
     assert.ok(down.inventory, 'the inventory stays while it is down');
     comfy.setKnobs({ stuck: false });
-    await waitFor(() => comfy.prompts.every((p) => p.status !== 'pending' && p.status !== 'running'), 'the fake ran the queued prompt');
+    await waitFor(
+      () => comfy.prompts.every((p) => p.status !== 'pending' && p.status !== 'running'),
+      'the fake ran the queued prompt',
+    );
     await gw.gateway.discovery.probe('comfy');
     assert.equal((await health()).backends.comfy.healthy, true);
   });

@@ -1,8 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { half, objectInfo, workflow } from './helpers/comfy-workflows.ts';
-import { compile, PLACEHOLDER_IMAGE_NAME, type CompileResult, type GenerationAlias } from '../src/media/compiler/index.ts';
-
+import {
+  compile,
+  PLACEHOLDER_IMAGE_NAME,
+  type CompileResult,
+  type GenerationAlias,
+} from '../src/media/compiler/index.ts';
 
 function ok(result: CompileResult) {
   assert.ok(result.ok, `expected ok, got ${JSON.stringify(!result.ok && result.error)}`);
@@ -16,10 +20,22 @@ function refused(result: CompileResult) {
 test('the alias workflow is never mutated', () => {
   const wf = workflow('txt2img_sd15_api.json');
   const before = JSON.stringify(wf);
-  ok(compile({ prompt: 'a fox', seed: 7n, lora_1: 'x.safetensors' }, { workflow: wf, fixed: [{ node: '310', field: 'steps', value: 9 }] }, { jobId: 'j' }));
+  ok(
+    compile(
+      { prompt: 'a fox', seed: 7n, lora_1: 'x.safetensors' },
+      { workflow: wf, fixed: [{ node: '310', field: 'steps', value: 9 }] },
+      { jobId: 'j' },
+    ),
+  );
   // bypassing the LoRA stack: MODEL and CLIP found by type (object_info types the checkpoint's outputs)
   const r = ok(compile({}, { workflow: wf, bypass: ['313'] }, { jobId: 'j', objectInfo: objectInfo() }));
-  assert.deepEqual([r.prompt['310'].inputs.model, r.prompt['132'].inputs.clip], [['312', 0], ['312', 1]]);
+  assert.deepEqual(
+    [r.prompt['310'].inputs.model, r.prompt['132'].inputs.clip],
+    [
+      ['312', 0],
+      ['312', 1],
+    ],
+  );
   assert.equal(JSON.stringify(wf), before);
 });
 
@@ -47,7 +63,10 @@ test('pins are coerced to the input type per object_info, and beat the request',
 });
 
 test('a pin that does not fit its input is the alias at fault (500), not the client', () => {
-  const alias: GenerationAlias = { workflow: workflow('txt2img_sd15_api.json'), fixed: [{ node: '310', field: 'sampler_name', value: 'no_such_sampler' }] };
+  const alias: GenerationAlias = {
+    workflow: workflow('txt2img_sd15_api.json'),
+    fixed: [{ node: '310', field: 'sampler_name', value: 'no_such_sampler' }],
+  };
   const e = refused(compile({}, alias, { jobId: 'j', objectInfo: objectInfo() }));
   assert.equal(e.status, 500);
   assert.equal(e.param, 'fixed[0].value');
@@ -56,7 +75,13 @@ test('a pin that does not fit its input is the alias at fault (500), not the cli
 
 test('request values are coerced and bounded per object_info; size and n expand', () => {
   const alias = { workflow: workflow('stable_audio_open_api.json') };
-  const r = ok(compile({ prompt: 'rain on a tin roof', steps: '30', cfg: 5, seconds: 12.5, n: 2 }, alias, { jobId: 'j', objectInfo: objectInfo(), random: half }));
+  const r = ok(
+    compile({ prompt: 'rain on a tin roof', steps: '30', cfg: 5, seconds: 12.5, n: 2 }, alias, {
+      jobId: 'j',
+      objectInfo: objectInfo(),
+      random: half,
+    }),
+  );
   assert.equal(r.prompt['6'].inputs.text, 'rain on a tin roof');
   assert.equal(r.prompt['3'].inputs.steps, 30);
   assert.equal(r.prompt['11'].inputs.seconds, 12.5);
@@ -66,7 +91,13 @@ test('request values are coerced and bounded per object_info; size and n expand'
   assert.equal(refused(compile({ sampler: 'nope' }, alias, { jobId: 'j', objectInfo: objectInfo() })).param, 'sampler');
   assert.equal(refused(compile({ stepz: 3 }, alias, { jobId: 'j' })).param, 'stepz');
 
-  const sd = ok(compile({ size: '640x896' }, { workflow: workflow('txt2img_sd15_api.json') }, { jobId: 'j', objectInfo: objectInfo() }));
+  const sd = ok(
+    compile(
+      { size: '640x896' },
+      { workflow: workflow('txt2img_sd15_api.json') },
+      { jobId: 'j', objectInfo: objectInfo() },
+    ),
+  );
   assert.deepEqual([sd.prompt['146'].inputs.value, sd.prompt['147'].inputs.value], [640, 896]);
 });
 
@@ -87,7 +118,10 @@ test('a 19-digit seed (bigint or decimal text) survives exactly into promptJson'
     assert.equal(typeof r.prompt['69'].inputs.value, 'bigint');
   }
   // beyond int64, or a number whose digits were already lost: refused
-  assert.equal(refused(compile({ seed: 9223372036854775808n }, alias, { jobId: 'j', objectInfo: objectInfo() })).param, 'seed');
+  assert.equal(
+    refused(compile({ seed: 9223372036854775808n }, alias, { jobId: 'j', objectInfo: objectInfo() })).param,
+    'seed',
+  );
   assert.equal(refused(compile({ seed: 2 ** 60 }, alias, { jobId: 'j', objectInfo: objectInfo() })).param, 'seed');
   // with no seed, one is drawn from random() and reported
   const drawn = ok(compile({}, alias, { jobId: 'j', objectInfo: objectInfo(), random: () => 0.25 }));
@@ -103,7 +137,13 @@ const qwen = (onEmpty?: 'placeholder' | 'required' | 'disable'): GenerationAlias
 });
 
 test('a provided image becomes a job-specific upload written into the loader', () => {
-  const r = ok(compile({}, qwen(), { jobId: 'job42', objectInfo: objectInfo(), images: { image: { ext: 'webp' }, image_2: { ext: 'png' } } }));
+  const r = ok(
+    compile({}, qwen(), {
+      jobId: 'job42',
+      objectInfo: objectInfo(),
+      images: { image: { ext: 'webp' }, image_2: { ext: 'png' } },
+    }),
+  );
   assert.deepEqual(
     r.uploads.filter((u) => !u.placeholder),
     [
@@ -120,18 +160,25 @@ test('empty slot, placeholder (the default): the named 8x8 placeholder, also an 
   for (const alias of [qwen(), qwen('placeholder')]) {
     const r = ok(compile({}, alias, { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
     assert.equal(r.prompt['127'].inputs.image, PLACEHOLDER_IMAGE_NAME);
-    assert.deepEqual(r.uploads.find((u) => u.param === 'image_2'), { param: 'image_2', node: '127', field: 'image', name: PLACEHOLDER_IMAGE_NAME, placeholder: true });
+    assert.deepEqual(
+      r.uploads.find((u) => u.param === 'image_2'),
+      { param: 'image_2', node: '127', field: 'image', name: PLACEHOLDER_IMAGE_NAME, placeholder: true },
+    );
     assert.deepEqual(r.removed, []);
   }
 });
 
 test('empty slot, required: 400 naming the slot (the baked-in file is never used)', () => {
-  const e = refused(compile({}, qwen('required'), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
+  const e = refused(
+    compile({}, qwen('required'), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }),
+  );
   assert.deepEqual([e.status, e.param], [400, 'image_2']);
 });
 
 test('empty slot, disable: the loader goes, optional consumers are unwired and keep running', () => {
-  const r = ok(compile({}, qwen('disable'), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
+  const r = ok(
+    compile({}, qwen('disable'), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }),
+  );
   assert.deepEqual(r.removed, ['127']);
   // image2 is optional on TextEncodeQwenImageEditPlus: unwired, both encoders stay
   assert.equal('image2' in r.prompt['60'].inputs, false);
@@ -142,7 +189,10 @@ test('empty slot, disable: the loader goes, optional consumers are unwired and k
 
 test('disable that would prune the output is refused, naming the slot', () => {
   // image 1 feeds ColorMatchV2 (a custom class, so its inputs count as required) → PreviewImage
-  const alias: GenerationAlias = { workflow: workflow('img2img_qwen_api.json'), mapping: { image: { node: '126', field: 'image', on_empty: 'disable' } } };
+  const alias: GenerationAlias = {
+    workflow: workflow('img2img_qwen_api.json'),
+    mapping: { image: { node: '126', field: 'image', on_empty: 'disable' } },
+  };
   const e = refused(compile({}, alias, { jobId: 'j', objectInfo: objectInfo() }));
   assert.deepEqual([e.status, e.param], [400, 'image']);
   assert.match(e.message, /output \(10\)/);
@@ -160,10 +210,15 @@ test('bypass ComfyUI-style: the consumer takes the bypassed node input of the sa
 
 // --- the Trellis.2 mesh workflow: six output nodes, almost no class in object_info ---
 
-const trellis = (bypass: string[]): GenerationAlias => ({ workflow: workflow('img2mesh-trellis2_high_api.json'), bypass });
+const trellis = (bypass: string[]): GenerationAlias => ({
+  workflow: workflow('img2mesh-trellis2_high_api.json'),
+  bypass,
+});
 
 test('trellis: unary clean-up nodes bypass as pass-throughs (and the notes say it was a guess)', () => {
-  const r = ok(compile({}, trellis(['38', '53']), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
+  const r = ok(
+    compile({}, trellis(['38', '53']), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }),
+  );
   assert.deepEqual(r.bypassed, ['38', '53']);
   assert.deepEqual(r.removed, []);
   assert.deepEqual(r.prompt['37'].inputs.mesh, ['49', 0]);
@@ -176,7 +231,9 @@ test('trellis: bypassing the refiner prunes everything that needed it, exactly',
   // the refiner (41) has three linked inputs and no known types: nothing to reconnect to, so its
   // consumer (39) goes, and with it the refined branch; Trellis2Continue (46) sequences the
   // texturing (57) after it, so the textured outputs go too. The white mesh export (33) stays.
-  const r = ok(compile({}, trellis(['53', '41']), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }));
+  const r = ok(
+    compile({}, trellis(['53', '41']), { jobId: 'j', objectInfo: objectInfo(), images: { image: { ext: 'png' } } }),
+  );
   assert.deepEqual(r.bypassed, ['53', '41']);
   assert.deepEqual(r.removed, ['36', '37', '38', '39', '46', '49', '57', '70', '71', '82', '83']);
   assert.deepEqual(r.outputs, ['33']);
@@ -188,12 +245,17 @@ test('trellis: bypassing the refiner prunes everything that needed it, exactly',
 });
 
 test('trellis: disabling the only image would remove every output → 400 naming the slot', () => {
-  const alias: GenerationAlias = { workflow: workflow('img2mesh-trellis2_high_api.json'), mapping: { image: { node: 'input_image', field: 'image', on_empty: 'disable' } } };
+  const alias: GenerationAlias = {
+    workflow: workflow('img2mesh-trellis2_high_api.json'),
+    mapping: { image: { node: 'input_image', field: 'image', on_empty: 'disable' } },
+  };
   const e = refused(compile({}, alias, { jobId: 'j', objectInfo: objectInfo() }));
   assert.deepEqual([e.status, e.param], [400, 'image']);
 });
 
 test('trellis: an explicit output that a bypass prunes is an alias fault', () => {
-  const e = refused(compile({}, { ...trellis(['41']), output: 'Output' }, { jobId: 'j', images: { image: { ext: 'png' } } }));
+  const e = refused(
+    compile({}, { ...trellis(['41']), output: 'Output' }, { jobId: 'j', images: { image: { ext: 'png' } } }),
+  );
   assert.equal(e.status, 500);
 });

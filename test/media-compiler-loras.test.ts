@@ -1,8 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { objectInfo, workflow } from './helpers/comfy-workflows.ts';
-import { compile, installedLoras, loraSlots, type CompileResult, type GenerationAlias, type ObjectInfo } from '../src/media/compiler/index.ts';
-
+import {
+  compile,
+  installedLoras,
+  loraSlots,
+  type CompileResult,
+  type GenerationAlias,
+  type ObjectInfo,
+} from '../src/media/compiler/index.ts';
 
 function ok(result: CompileResult) {
   assert.ok(result.ok, `expected ok, got ${JSON.stringify(!result.ok && result.error)}`);
@@ -18,14 +24,32 @@ const sd15: () => GenerationAlias = () => ({
 
 test('loraSlots lists the stack slots; None is free, a pinned one is not', () => {
   const wf = workflow('txt2img_sd15_api.json');
-  assert.deepEqual(loraSlots(wf).map((s) => [s.nameField, s.free]), [['lora_01', true], ['lora_02', true], ['lora_03', true], ['lora_04', true]]);
-  assert.deepEqual(loraSlots(workflow('img2img_qwen_api.json')).map((s) => s.free), [false, true, true, true]);
+  assert.deepEqual(
+    loraSlots(wf).map((s) => [s.nameField, s.free]),
+    [
+      ['lora_01', true],
+      ['lora_02', true],
+      ['lora_03', true],
+      ['lora_04', true],
+    ],
+  );
+  assert.deepEqual(
+    loraSlots(workflow('img2img_qwen_api.json')).map((s) => s.free),
+    [false, true, true, true],
+  );
 });
 
 test('rgthree: LoRAs cascade into the free slots, around the pinned one', () => {
-  const r = ok(compile({ lora_1: 'a.safetensors', strength_1: 0.7, lora_2: 'b.safetensors', lora_3: 'c.safetensors' }, sd15(), { jobId: 'j' }));
+  const r = ok(
+    compile({ lora_1: 'a.safetensors', strength_1: 0.7, lora_2: 'b.safetensors', lora_3: 'c.safetensors' }, sd15(), {
+      jobId: 'j',
+    }),
+  );
   const stack = r.prompt['313'].inputs;
-  assert.deepEqual([stack.lora_01, stack.lora_02, stack.lora_03, stack.lora_04], ['a.safetensors', 'detail-tweaker.safetensors', 'b.safetensors', 'c.safetensors']);
+  assert.deepEqual(
+    [stack.lora_01, stack.lora_02, stack.lora_03, stack.lora_04],
+    ['a.safetensors', 'detail-tweaker.safetensors', 'b.safetensors', 'c.safetensors'],
+  );
   assert.deepEqual([stack.strength_01, stack.strength_03], [0.7, 1]);
   assert.deepEqual(r.bypassed, []);
 });
@@ -54,13 +78,21 @@ const fluxChain = (): GenerationAlias => {
 };
 
 test('core chain as shipped: both names are the author’s choice, so no slot is free', () => {
-  assert.deepEqual(loraSlots(workflow('flux_lora_chain_api.json')).map((s) => [s.node, s.free]), [['42', false], ['62', false]]);
+  assert.deepEqual(
+    loraSlots(workflow('flux_lora_chain_api.json')).map((s) => [s.node, s.free]),
+    [
+      ['42', false],
+      ['62', false],
+    ],
+  );
   const r = compile({ lora_1: 'mine.safetensors' }, { workflow: workflow('flux_lora_chain_api.json') }, { jobId: 'j' });
   assert.ok(!r.ok && r.error.param === 'lora_1' && /at most 0 LoRAs/.test(r.error.message));
 });
 
 test('core chain: the LoRA fills the free node upstream, the pinned one is kept, strength goes to strength_model', () => {
-  const r = ok(compile({ lora_1: 'mine.safetensors', strength_1: '0.8' }, fluxChain(), { jobId: 'j', objectInfo: objectInfo() }));
+  const r = ok(
+    compile({ lora_1: 'mine.safetensors', strength_1: '0.8' }, fluxChain(), { jobId: 'j', objectInfo: objectInfo() }),
+  );
   assert.deepEqual([r.prompt['42'].inputs.lora_name, r.prompt['42'].inputs.strength_model], ['mine.safetensors', 0.8]);
   assert.equal(r.prompt['62'].inputs.lora_name, 'flux_realism_v2.safetensors');
   assert.deepEqual(r.bypassed, []);
@@ -84,11 +116,23 @@ test('installedLoras: the union of every loader class’s LoRA combos; None is n
   assert.deepEqual(installedLoras(real), []); // that server had no LoRAs
   const withLoras: ObjectInfo = {
     ...real,
-    LoraLoader: { ...real.LoraLoader, input: { required: { ...real.LoraLoader.input!.required, lora_name: [['a.safetensors', 'b.safetensors']] } } },
-    'Lora Loader Stack (rgthree)': { input: { required: { lora_01: [['None', 'c.safetensors', 'a.safetensors']] } }, output: ['MODEL', 'CLIP'] },
+    LoraLoader: {
+      ...real.LoraLoader,
+      input: { required: { ...real.LoraLoader.input!.required, lora_name: [['a.safetensors', 'b.safetensors']] } },
+    },
+    'Lora Loader Stack (rgthree)': {
+      input: { required: { lora_01: [['None', 'c.safetensors', 'a.safetensors']] } },
+      output: ['MODEL', 'CLIP'],
+    },
   };
   assert.deepEqual(installedLoras(withLoras), ['a.safetensors', 'b.safetensors', 'c.safetensors']);
   const r = compile({ lora_1: 'zzz.safetensors' }, sd15(), { jobId: 'j', objectInfo: withLoras });
   assert.ok(!r.ok && r.error.param === 'lora_1' && /not installed/.test(r.error.message));
-  ok(compile({ lora_1: 'c.safetensors' }, { workflow: workflow('txt2img_sd15_api.json') }, { jobId: 'j', objectInfo: withLoras }));
+  ok(
+    compile(
+      { lora_1: 'c.safetensors' },
+      { workflow: workflow('txt2img_sd15_api.json') },
+      { jobId: 'j', objectInfo: withLoras },
+    ),
+  );
 });

@@ -99,7 +99,13 @@ const cases: Array<[string, Record<string, string>]> = [
   [
     // two KSamplerAdvanced: the seed goes to the one that adds noise; cfg (ambiguous) is not guessed
     'img2video_wan_lowram_api.json',
-    { prompt: '166.value', negative_prompt: '167.value', image: '168.image', length: '170.value', seed: '141.noise_seed' },
+    {
+      prompt: '166.value',
+      negative_prompt: '167.value',
+      image: '168.image',
+      length: '170.value',
+      seed: '141.noise_seed',
+    },
   ],
 ];
 
@@ -120,14 +126,21 @@ test('an explicit mapping wins over the suggestion, and takes its field away fro
   const wf = workflow('txt2img_sd15_api.json');
   const result = compile(
     { positive: 'a red fox', steps: 12 },
-    { workflow: wf, mapping: { positive: { node: 'input_prompt_positiv', field: 'value' }, steps: { node: '310', field: 'steps' } } },
+    {
+      workflow: wf,
+      mapping: { positive: { node: 'input_prompt_positiv', field: 'value' }, steps: { node: '310', field: 'steps' } },
+    },
     { jobId: 'j', objectInfo: objectInfo() },
   );
   assert.ok(result.ok, JSON.stringify(!result.ok && result.error));
   assert.equal(result.prompt['61'].inputs.value, 'a red fox');
   assert.equal(result.prompt['310'].inputs.steps, 12);
   // 'prompt' pointed at the same field: the suggestion is gone, so asking for it is unknown
-  const again = compile({ prompt: 'x' }, { workflow: wf, mapping: { positive: { node: '61', field: 'value' } } }, { jobId: 'j' });
+  const again = compile(
+    { prompt: 'x' },
+    { workflow: wf, mapping: { positive: { node: '61', field: 'value' } } },
+    { jobId: 'j' },
+  );
   assert.ok(!again.ok);
   assert.equal(again.error.param, 'prompt');
 });

@@ -6,7 +6,14 @@ import { outputKind, validateAlias, type Problem } from '../src/media/compiler/i
 const byPath = (problems: Problem[]) => Object.fromEntries(problems.map((p) => [p.path, p.severity]));
 
 test('a sound alias on a server that has every class: no problems', () => {
-  assert.deepEqual(validateAlias({ workflow: workflow('stable_audio_open_api.json'), fixed: [{ node: '3', field: 'steps', value: 40 }] }, objectInfo(), 'audio_models.sao[0]'), []);
+  assert.deepEqual(
+    validateAlias(
+      { workflow: workflow('stable_audio_open_api.json'), fixed: [{ node: '3', field: 'steps', value: 40 }] },
+      objectInfo(),
+      'audio_models.sao[0]',
+    ),
+    [],
+  );
 });
 
 test('every kind of mistake, each at its key path, against the base-install object_info', () => {
@@ -53,21 +60,36 @@ test('unknown classes: reported per node with object_info; fields unchecked; tit
   const problems = validateAlias(
     {
       workflow: workflow('img2mesh-trellis2_high_api.json'),
-      mapping: { image: { node: 'input_image', field: 'image', on_empty: 'disable' }, suffix: { node: 'Concatenate Text', field: 'string_b' } },
+      mapping: {
+        image: { node: 'input_image', field: 'image', on_empty: 'disable' },
+        suffix: { node: 'Concatenate Text', field: 'string_b' },
+      },
     },
     objectInfo(),
     'mesh_models.trellis',
   );
   const classes = problems.filter((p) => p.path.endsWith('.class_type'));
   assert.equal(classes.length, 20);
-  assert.ok(classes.some((p) => p.path === 'mesh_models.trellis.workflow.58.class_type' && /Trellis2LoadImageWithTransparency/.test(p.message)));
+  assert.ok(
+    classes.some(
+      (p) =>
+        p.path === 'mesh_models.trellis.workflow.58.class_type' && /Trellis2LoadImageWithTransparency/.test(p.message),
+    ),
+  );
   const rest = problems.filter((p) => !p.path.endsWith('.class_type'));
-  assert.deepEqual(rest.map((p) => [p.path, p.severity]), [['mesh_models.trellis.mapping.suffix.node', 'error']]);
+  assert.deepEqual(
+    rest.map((p) => [p.path, p.severity]),
+    [['mesh_models.trellis.mapping.suffix.node', 'error']],
+  );
   assert.match(rest[0].message, /names 4 nodes/);
 });
 
 test('without object_info: only the graph itself is checked; an unseen field is a warning', () => {
-  const problems = validateAlias({ workflow: workflow('img2mesh-trellis2_high_api.json'), mapping: { image: { node: '58', field: 'imagez' } } }, undefined, 'm');
+  const problems = validateAlias(
+    { workflow: workflow('img2mesh-trellis2_high_api.json'), mapping: { image: { node: '58', field: 'imagez' } } },
+    undefined,
+    'm',
+  );
   assert.deepEqual(byPath(problems), { 'm.mapping.image.field': 'warning' });
 });
 

@@ -10,10 +10,18 @@ import { after, before, describe, test } from 'node:test';
 import type { JobView } from '../src/media/service-types.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
 import {
-  bearer, call, createUser, imageModels, isTerminal, pngA, pollJob, startMediaRig, type MediaRig,
+  bearer,
+  call,
+  createUser,
+  imageModels,
+  isTerminal,
+  pngA,
+  pollJob,
+  startMediaRig,
+  type MediaRig,
 } from './helpers/media-gateway.ts';
 
-describe('serving a job\'s files', () => {
+describe("serving a job's files", () => {
   let rig: MediaRig;
   let key = '';
 
@@ -44,10 +52,10 @@ describe('serving a job\'s files', () => {
   };
   const dataUri = (mime: string, text: string) => `data:${mime};base64,${Buffer.from(text).toString('base64')}`;
 
-  test('a client\'s text/html for a mesh input comes back as an octet-stream attachment, never a page', async () => {
+  test("a client's text/html for a mesh input comes back as an octet-stream attachment, never a page", async () => {
     const page = '<html><script>alert(document.domain)</script></html>';
     const { res, text } = await input0({ mesh: dataUri('text/html', page) });
-    assert.equal(text, page, 'the bytes are the client\'s, unchanged');
+    assert.equal(text, page, "the bytes are the client's, unchanged");
     assert.equal(res.headers.get('content-type'), 'application/octet-stream');
     assert.match(res.headers.get('content-disposition') ?? '', /^attachment; filename="job_[0-9a-f]{32}-in-0\.bin"$/);
     assert.equal(res.headers.get('x-content-type-options'), 'nosniff');

@@ -25,7 +25,9 @@ describe('a gpu_group shared by an LLM backend and a ComfyUI', () => {
     gw = undefined;
   });
 
-  async function card(group: { unload_llm?: boolean; free_media?: boolean } = {}): Promise<{ g: TestGateway; client: OpenAI }> {
+  async function card(
+    group: { unload_llm?: boolean; free_media?: boolean } = {},
+  ): Promise<{ g: TestGateway; client: OpenAI }> {
     swap = await startFake('llamaswap', { models: ['qwen'], knobs: { tokensPerSecond: 200, chunkCount: 10 } });
     comfy = await startComfyFake({ knobs: { stepMs: 60, steps: 6 } });
     gw = await startGateway(
@@ -52,15 +54,25 @@ describe('a gpu_group shared by an LLM backend and a ComfyUI', () => {
     const running = comfy!.prompts[0];
     assert.ok(running.endedAt !== undefined);
     const group = g.gateway.scheduler.snapshot().groups.find((x) => x.name === 'box1');
-    assert.deepEqual({ inflight: group?.inflight, cap: group?.cap, members: group?.members.sort() }, { inflight: 0, cap: 1, members: ['comfy', 'swap'] });
+    assert.deepEqual(
+      { inflight: group?.inflight, cap: group?.cap, members: group?.members.sort() },
+      { inflight: 0, cap: 1, members: ['comfy', 'swap'] },
+    );
   });
 
   test('an image job parks behind a chat stream on the card', async () => {
     const { g, client } = await card();
     swap!.setKnobs({ tokensPerSecond: 20, chunkCount: 12 });
-    const stream = await client.chat.completions.create({ model: 'qwen', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const stream = await client.chat.completions.create({
+      model: 'qwen',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     const job = await submitText(g, 'sd15');
-    assert.equal(g.gateway.media.view(job.id, { owner: 'user:1', admin: false, allow: [], source: 's', userId: null })?.status, 'queued');
+    assert.equal(
+      g.gateway.media.view(job.id, { owner: 'user:1', admin: false, allow: [], source: 's', userId: null })?.status,
+      'queued',
+    );
     let chunks = 0;
     for await (const _ of stream) {
       if (++chunks === 6) assert.equal(comfy!.prompts.length, 0, 'mid-stream, ComfyUI has not been sent the job');
@@ -74,9 +86,15 @@ describe('a gpu_group shared by an LLM backend and a ComfyUI', () => {
     const { g, client } = await card({ unload_llm: true, free_media: true });
     await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'first' }] });
     assert.equal((await settle(g, (await submitText(g, 'sd15')).id)).status, 'done');
-    await waitFor(() => swap!.requests.some((r) => r.method === 'POST' && r.path === '/api/models/unload'), 'llama-swap asked to unload');
+    await waitFor(
+      () => swap!.requests.some((r) => r.method === 'POST' && r.path === '/api/models/unload'),
+      'llama-swap asked to unload',
+    );
     await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'again' }] });
-    await waitFor(() => comfy!.requests.some((r) => r.method === 'POST' && r.path.endsWith('/free')), 'ComfyUI asked to free its memory');
+    await waitFor(
+      () => comfy!.requests.some((r) => r.method === 'POST' && r.path.endsWith('/free')),
+      'ComfyUI asked to free its memory',
+    );
     const free = comfy!.requests.find((r) => r.path.endsWith('/free'))!;
     assert.deepEqual(free.body, { unload_models: true, free_memory: true });
   });
@@ -86,7 +104,13 @@ describe('a gpu_group shared by an LLM backend and a ComfyUI', () => {
     await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'first' }] });
     assert.equal((await settle(g, (await submitText(g, 'sd15')).id)).status, 'done');
     await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'again' }] });
-    assert.equal(swap!.requests.some((r) => r.path.includes('unload')), false);
-    assert.equal(comfy!.requests.some((r) => r.path.endsWith('/free')), false);
+    assert.equal(
+      swap!.requests.some((r) => r.path.includes('unload')),
+      false,
+    );
+    assert.equal(
+      comfy!.requests.some((r) => r.path.endsWith('/free')),
+      false,
+    );
   });
 });

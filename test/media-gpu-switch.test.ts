@@ -22,7 +22,13 @@ import { startFake } from './fakes/index.ts';
 import { startComfyFake } from './fakes/comfyui-server.ts';
 import { FakeClock } from './helpers/fake-clock.ts';
 
-interface Seen { method: string; path: string; authorization?: string; contentType?: string; body: string }
+interface Seen {
+  method: string;
+  path: string;
+  authorization?: string;
+  contentType?: string;
+  body: string;
+}
 type Route = (req: IncomingMessage, res: ServerResponse) => void;
 
 const closers: (() => Promise<void>)[] = [];
@@ -38,15 +44,24 @@ async function server(route: Route): Promise<{ url: string; seen: Seen[] }> {
     req.setEncoding('utf8');
     req.on('data', (chunk: string) => (body += chunk));
     req.on('end', () => {
-      seen.push({ method: req.method!, path: req.url!, authorization: req.headers.authorization, contentType: req.headers['content-type'], body });
+      seen.push({
+        method: req.method!,
+        path: req.url!,
+        authorization: req.headers.authorization,
+        contentType: req.headers['content-type'],
+        body,
+      });
       route(req, res);
     });
   });
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  closers.push(() => new Promise<void>((resolve) => {
-    srv.closeAllConnections();
-    srv.close(() => resolve());
-  }));
+  closers.push(
+    () =>
+      new Promise<void>((resolve) => {
+        srv.closeAllConnections();
+        srv.close(() => resolve());
+      }),
+  );
   return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, seen };
 }
 
@@ -54,7 +69,8 @@ async function server(route: Route): Promise<{ url: string; seen: Seen[] }> {
 const llamaSwap: Route = (req, res) => {
   const key = `${req.method} ${req.url}`;
   if (key === 'GET /unload') return void res.end('OK');
-  if (key === 'POST /api/models/unload') return void res.setHeader('content-type', 'application/json').end('{"msg":"ok"}');
+  if (key === 'POST /api/models/unload')
+    return void res.setHeader('content-type', 'application/json').end('{"msg":"ok"}');
   res.statusCode = req.url === '/unload' || req.url === '/api/models/unload' ? 405 : 404;
   res.end();
 };
@@ -70,13 +86,23 @@ const comfy: Route = (req, res) => {
   res.end();
 };
 
-interface Logged { level: 'info' | 'warn'; fields: Record<string, unknown>; message: string }
+interface Logged {
+  level: 'info' | 'warn';
+  fields: Record<string, unknown>;
+  message: string;
+}
 
-function gpuSwitch(groups: Record<string, GpuSwitchGroup>, members: GpuSwitchMember[], more: Partial<GpuSwitchDeps> = {}) {
+function gpuSwitch(
+  groups: Record<string, GpuSwitchGroup>,
+  members: GpuSwitchMember[],
+  more: Partial<GpuSwitchDeps> = {},
+) {
   const logged: Logged[] = [];
   const log = {
-    info: (fields: object, message: string) => void logged.push({ level: 'info', fields: fields as Record<string, unknown>, message }),
-    warn: (fields: object, message: string) => void logged.push({ level: 'warn', fields: fields as Record<string, unknown>, message }),
+    info: (fields: object, message: string) =>
+      void logged.push({ level: 'info', fields: fields as Record<string, unknown>, message }),
+    warn: (fields: object, message: string) =>
+      void logged.push({ level: 'warn', fields: fields as Record<string, unknown>, message }),
   };
   const sw = new GpuSwitch({ groups: () => groups, members: () => members, log, ...more });
   return { sw, logged };
@@ -95,9 +121,13 @@ describe('gpu switch: to media, unload_llm', () => {
       { name: 'claude', url: other.url, type: 'anthropic' },
     ]);
     const calls = await sw.onSwitch(toMedia);
-    assert.deepEqual(swap.seen, [{ method: 'POST', path: '/api/models/unload', authorization: 'Bearer sk-swap', contentType: undefined, body: '' }]);
+    assert.deepEqual(swap.seen, [
+      { method: 'POST', path: '/api/models/unload', authorization: 'Bearer sk-swap', contentType: undefined, body: '' },
+    ]);
     assert.deepEqual(other.seen, [], 'neither ComfyUI nor Anthropic is asked anything');
-    assert.deepEqual(calls, [{ backend: 'swap', action: 'unload_llm', ok: true, request: 'POST /api/models/unload', status: 200 }]);
+    assert.deepEqual(calls, [
+      { backend: 'swap', action: 'unload_llm', ok: true, request: 'POST /api/models/unload', status: 200 },
+    ]);
     assert.equal(logged.length, 1);
     assert.equal(logged[0].level, 'info');
     assert.deepEqual([logged[0].fields.group, logged[0].fields.backend, logged[0].fields.to], ['box', 'swap', 'media']);
@@ -107,7 +137,10 @@ describe('gpu switch: to media, unload_llm', () => {
     const swap = await server(oldLlamaSwap);
     const { sw } = gpuSwitch({ box: { unload_llm: true } }, [{ name: 'swap', url: swap.url, type: 'openai' }]);
     const [call] = await sw.onSwitch(toMedia);
-    assert.deepEqual(swap.seen.map((s) => `${s.method} ${s.path}`), ['POST /api/models/unload', 'GET /unload']);
+    assert.deepEqual(
+      swap.seen.map((s) => `${s.method} ${s.path}`),
+      ['POST /api/models/unload', 'GET /unload'],
+    );
     assert.equal(swap.seen[1].authorization, undefined, 'no key configured, none sent');
     assert.deepEqual(call, { backend: 'swap', action: 'unload_llm', ok: true, request: 'GET /unload', status: 200 });
   });
@@ -120,7 +153,13 @@ describe('gpu switch: to media, unload_llm', () => {
       { name: 'b', url: b.url, type: 'openai' },
     ]);
     const calls = await sw.onSwitch(toMedia);
-    assert.deepEqual(calls.map((c) => [c.backend, c.ok]), [['a', true], ['b', true]]);
+    assert.deepEqual(
+      calls.map((c) => [c.backend, c.ok]),
+      [
+        ['a', true],
+        ['b', true],
+      ],
+    );
   });
 
   it('works against the llama-swap fake of test/fakes (its running list is emptied)', async () => {
@@ -129,7 +168,10 @@ describe('gpu switch: to media, unload_llm', () => {
     const { sw } = gpuSwitch({ box: { unload_llm: true } }, [{ name: 'swap', url: fake.url, type: 'openai' }]);
     const [call] = await sw.onSwitch(toMedia);
     assert.equal(call.ok, true);
-    assert.ok(fake.requests.some((r) => r.method === 'POST' && r.path === '/api/models/unload'), 'the current llama-swap endpoint');
+    assert.ok(
+      fake.requests.some((r) => r.method === 'POST' && r.path === '/api/models/unload'),
+      'the current llama-swap endpoint',
+    );
     const running = await fetch(`${fake.url}/running`).then((r) => r.json() as Promise<{ running: unknown[] }>);
     assert.deepEqual(running.running, []);
   });
@@ -155,7 +197,10 @@ describe('gpu switch: to LLM, free_media', () => {
     const calls = await sw.onSwitch(toLlm);
     assert.equal(comfyA.seen.length, 1);
     const [seen] = comfyA.seen;
-    assert.deepEqual([seen.method, seen.path, seen.contentType, seen.authorization], ['POST', '/free', 'application/json', 'Bearer proxy-key']);
+    assert.deepEqual(
+      [seen.method, seen.path, seen.contentType, seen.authorization],
+      ['POST', '/free', 'application/json', 'Bearer proxy-key'],
+    );
     assert.deepEqual(JSON.parse(seen.body), { unload_models: true, free_memory: true });
     assert.deepEqual(COMFY_FREE_BODY, { unload_models: true, free_memory: true });
     assert.deepEqual(swap.seen, []);
@@ -197,16 +242,33 @@ describe('gpu switch: fire and forget', () => {
       { name: 'dead', url: dead.url, type: 'openai' },
     ]);
     const calls = await sw.onSwitch(toMedia);
-    assert.deepEqual(calls[0], { backend: 'broken', action: 'unload_llm', ok: false, request: 'POST /api/models/unload', status: 500, error: 'HTTP 500' });
+    assert.deepEqual(calls[0], {
+      backend: 'broken',
+      action: 'unload_llm',
+      ok: false,
+      request: 'POST /api/models/unload',
+      status: 500,
+      error: 'HTTP 500',
+    });
     assert.equal(calls[1].ok, false);
     assert.match(calls[1].error!, /ECONNREFUSED/);
-    assert.deepEqual(logged.map((l) => [l.level, l.fields.backend]), [['warn', 'broken'], ['warn', 'dead']]);
+    assert.deepEqual(
+      logged.map((l) => [l.level, l.fields.backend]),
+      [
+        ['warn', 'broken'],
+        ['warn', 'dead'],
+      ],
+    );
   });
 
   it('each call has a timeout (10 s by default)', async () => {
     assert.equal(GPU_SWITCH_TIMEOUT_MS, 10_000);
     const silent = await server(() => {}); // never answers
-    const { sw, logged } = gpuSwitch({ box: { free_media: true } }, [{ name: 'comfy', url: silent.url, type: 'comfyui' }], { timeoutMs: 150 });
+    const { sw, logged } = gpuSwitch(
+      { box: { free_media: true } },
+      [{ name: 'comfy', url: silent.url, type: 'comfyui' }],
+      { timeoutMs: 150 },
+    );
     const started = Date.now();
     const [call] = await sw.onSwitch(toLlm);
     assert.ok(Date.now() - started < 5_000);
@@ -218,7 +280,9 @@ describe('gpu switch: fire and forget', () => {
   it('a configuration that throws is logged, and onSwitch does not throw', async () => {
     const logged: string[] = [];
     const sw = new GpuSwitch({
-      groups: () => { throw new Error('config gone'); },
+      groups: () => {
+        throw new Error('config gone');
+      },
       members: () => [],
       log: { info: () => {}, warn: (_fields, message) => void logged.push(message) },
     });
@@ -251,7 +315,12 @@ describe('gpu switch: as the scheduler’s onGroupSwitch hook', () => {
       { name: 'swap', url: swap.url, type: 'openai' },
       { name: 'comfy', url: comfyUi.url, type: 'comfyui' },
     ]);
-    const scheduler = new Scheduler({ clock: new FakeClock(), maxParked: 10, affinityMaxWaitMs: 1_000, onGroupSwitch: sw.onSwitch });
+    const scheduler = new Scheduler({
+      clock: new FakeClock(),
+      maxParked: 10,
+      affinityMaxWaitMs: 1_000,
+      onGroupSwitch: sw.onSwitch,
+    });
     scheduler.configureGroups({ box: { cap: 1 } });
     scheduler.upsertBackend({ name: 'swap', cap: 4, paid: false, available: true, group: 'box' });
     scheduler.upsertBackend({ name: 'comfy', cap: 1, paid: false, available: true, group: 'box', kind: 'media' });
@@ -261,9 +330,15 @@ describe('gpu switch: as the scheduler’s onGroupSwitch hook', () => {
     assert.equal(swap.seen.length + comfyUi.seen.length, 0, 'the first grant is no switch');
     take('comfy', 'sdxl').release();
     await sw.pending('box');
-    assert.deepEqual(swap.seen.map((s) => `${s.method} ${s.path}`), ['POST /api/models/unload']);
+    assert.deepEqual(
+      swap.seen.map((s) => `${s.method} ${s.path}`),
+      ['POST /api/models/unload'],
+    );
     take('swap', 'qwen').release();
     await sw.pending('box');
-    assert.deepEqual(comfyUi.seen.map((s) => `${s.method} ${s.path}`), ['POST /free']);
+    assert.deepEqual(
+      comfyUi.seen.map((s) => `${s.method} ${s.path}`),
+      ['POST /free'],
+    );
   });
 });

@@ -12,7 +12,15 @@ import sharp from 'sharp';
 import type { JobView } from '../src/media/service-types.ts';
 import { waitFor } from './helpers/wait.ts';
 import {
-  bearer, call, createUser, maskPng, MASTER, pngA, startMediaRig, uploadsOf, type MediaRig,
+  bearer,
+  call,
+  createUser,
+  maskPng,
+  MASTER,
+  pngA,
+  startMediaRig,
+  uploadsOf,
+  type MediaRig,
 } from './helpers/media-gateway.ts';
 
 const PNG_MAGIC = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
@@ -31,8 +39,15 @@ describe('the OpenAI Images API', () => {
 
   test('images.generate with b64_json: a PNG inline; size, n and workflow params reach the workflow; OpenAI-only knobs are ignored', async () => {
     const res = await client.images.generate({
-      model: 'sd15', prompt: 'a lighthouse at dusk', size: '512x512', n: 2, response_format: 'b64_json',
-      quality: 'high', style: 'vivid', user: 'someone', steps: 7,
+      model: 'sd15',
+      prompt: 'a lighthouse at dusk',
+      size: '512x512',
+      n: 2,
+      response_format: 'b64_json',
+      quality: 'high',
+      style: 'vivid',
+      user: 'someone',
+      steps: 7,
     } as OpenAI.ImageGenerateParamsNonStreaming);
     assert.ok(Number.isInteger(res.created) && res.created > 0);
     assert.equal(res.data?.length, 1);
@@ -49,7 +64,9 @@ describe('the OpenAI Images API', () => {
 
   test('b64_json is the default; images.generate with url: an absolute job-result URL that needs the key', async () => {
     const inline = await fetch(`${rig.url}/v1/images/generations`, {
-      method: 'POST', headers: { ...bearer(MASTER), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sd15', prompt: 'x' }),
+      method: 'POST',
+      headers: { ...bearer(MASTER), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sd15', prompt: 'x' }),
     });
     assert.equal(inline.status, 200);
     assert.ok(((await inline.json()) as { data: { b64_json?: string }[] }).data[0].b64_json);
@@ -62,23 +79,57 @@ describe('the OpenAI Images API', () => {
     assert.equal(file.headers.get('content-type'), 'image/png');
     assert.match(file.headers.get('content-disposition') ?? '', /^inline; filename="job_[0-9a-f]{32}-0\.png"$/);
     assert.match(file.headers.get('cache-control') ?? '', /^private, max-age=\d+$/);
-    assert.ok(Buffer.from(await file.arrayBuffer()).subarray(0, 4).equals(PNG_MAGIC));
+    assert.ok(
+      Buffer.from(await file.arrayBuffer())
+        .subarray(0, 4)
+        .equals(PNG_MAGIC),
+    );
     assert.equal((await fetch(url)).status, 401, 'not without the key');
   });
 
   test('output_format converts with sharp: webp, jpeg with output_compression; a url asks for the format at full size', async () => {
-    const webp = await client.images.generate({ model: 'sd15', prompt: 'a', output_format: 'webp', response_format: 'b64_json' } as OpenAI.ImageGenerateParamsNonStreaming);
+    const webp = await client.images.generate({
+      model: 'sd15',
+      prompt: 'a',
+      output_format: 'webp',
+      response_format: 'b64_json',
+    } as OpenAI.ImageGenerateParamsNonStreaming);
     const wbytes = Buffer.from(webp.data![0].b64_json!, 'base64');
     assert.equal((await sharp(wbytes).metadata()).format, 'webp');
-    const small = await client.images.generate({ model: 'sd15', prompt: 'a', output_format: 'jpeg', output_compression: 10, response_format: 'b64_json' } as OpenAI.ImageGenerateParamsNonStreaming);
-    const best = await client.images.generate({ model: 'sd15', prompt: 'a', output_format: 'jpeg', output_compression: 100, response_format: 'b64_json' } as OpenAI.ImageGenerateParamsNonStreaming);
+    const small = await client.images.generate({
+      model: 'sd15',
+      prompt: 'a',
+      output_format: 'jpeg',
+      output_compression: 10,
+      response_format: 'b64_json',
+    } as OpenAI.ImageGenerateParamsNonStreaming);
+    const best = await client.images.generate({
+      model: 'sd15',
+      prompt: 'a',
+      output_format: 'jpeg',
+      output_compression: 100,
+      response_format: 'b64_json',
+    } as OpenAI.ImageGenerateParamsNonStreaming);
     const jpeg = Buffer.from(small.data![0].b64_json!, 'base64');
     assert.equal((await sharp(jpeg).metadata()).format, 'jpeg');
-    assert.ok(jpeg.length < Buffer.from(best.data![0].b64_json!, 'base64').length, 'lower output_compression, smaller file');
-    const png = await client.images.generate({ model: 'sd15', prompt: 'a', output_format: 'png', response_format: 'b64_json' } as OpenAI.ImageGenerateParamsNonStreaming);
+    assert.ok(
+      jpeg.length < Buffer.from(best.data![0].b64_json!, 'base64').length,
+      'lower output_compression, smaller file',
+    );
+    const png = await client.images.generate({
+      model: 'sd15',
+      prompt: 'a',
+      output_format: 'png',
+      response_format: 'b64_json',
+    } as OpenAI.ImageGenerateParamsNonStreaming);
     assert.ok(Buffer.from(png.data![0].b64_json!, 'base64').subarray(0, 4).equals(PNG_MAGIC), 'already PNG: as made');
 
-    const viaUrl = await client.images.generate({ model: 'sd15', prompt: 'a', output_format: 'webp', response_format: 'url' } as OpenAI.ImageGenerateParamsNonStreaming);
+    const viaUrl = await client.images.generate({
+      model: 'sd15',
+      prompt: 'a',
+      output_format: 'webp',
+      response_format: 'url',
+    } as OpenAI.ImageGenerateParamsNonStreaming);
     const url = viaUrl.data![0].url!;
     assert.match(url, /\/result\/0\?format=webp&w=\d+&h=\d+$/);
     const file = await fetch(url, { headers: bearer(MASTER) });
@@ -88,9 +139,11 @@ describe('the OpenAI Images API', () => {
     assert.equal(meta.width, job.results[0].width, 'its own size, not a thumbnail');
   });
 
-  test('images.edit with image + mask: each lands in its own slot, uploaded under the job\'s own names', async () => {
+  test("images.edit with image + mask: each lands in its own slot, uploaded under the job's own names", async () => {
     const res = await client.images.edit({
-      model: 'inpaint', prompt: 'fill the hole', response_format: 'b64_json',
+      model: 'inpaint',
+      prompt: 'fill the hole',
+      response_format: 'b64_json',
       image: await toFile(pngA, 'canvas.png', { type: 'image/png' }),
       mask: await toFile(maskPng, 'mask.png', { type: 'image/png' }),
     });
@@ -108,16 +161,22 @@ describe('the OpenAI Images API', () => {
   test('ref_images (LocalAI): data URIs onto the image slots in order', async () => {
     const before = uploadsOf(rig.edit, pngA).length;
     const res = await call(rig.url, 'POST', '/v1/images/generations', MASTER, {
-      model: 'inpaint', prompt: 'p', ref_images: [`data:image/png;base64,${pngA.toString('base64')}`],
+      model: 'inpaint',
+      prompt: 'p',
+      ref_images: [`data:image/png;base64,${pngA.toString('base64')}`],
     });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(uploadsOf(rig.edit, pngA).length, before + 1);
-    const bad = await call(rig.url, 'POST', '/v1/images/generations', MASTER, { model: 'inpaint', prompt: 'p', ref_images: ['%%%'] });
+    const bad = await call(rig.url, 'POST', '/v1/images/generations', MASTER, {
+      model: 'inpaint',
+      prompt: 'p',
+      ref_images: ['%%%'],
+    });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.param, 'ref_images[0]');
   });
 
-  test('a failed job is a 502 server_error with the job\'s reason, and the SDK does not retry it', async (t) => {
+  test("a failed job is a 502 server_error with the job's reason, and the SDK does not retry it", async (t) => {
     rig.comfy.setKnobs({ failNode: '124' });
     t.after(() => rig.comfy.setKnobs({ failNode: undefined }));
     const retrying = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: MASTER, maxRetries: 2 });
@@ -137,11 +196,15 @@ describe('the OpenAI Images API', () => {
     t.after(() => rig.comfy.setKnobs({ stepMs: 20, steps: 4 }));
     const pending = client.images.generate({ model: 'sd15', prompt: 'slow' }).catch((e: unknown) => e);
     let id = '';
-    await waitFor(async () => {
-      const list = await call<{ data: JobView[] }>(rig.url, 'GET', '/v1/jobs?status=running', MASTER);
-      id = list.body.data[0]?.id ?? '';
-      return id !== '';
-    }, 'the job runs', 5000);
+    await waitFor(
+      async () => {
+        const list = await call<{ data: JobView[] }>(rig.url, 'GET', '/v1/jobs?status=running', MASTER);
+        id = list.body.data[0]?.id ?? '';
+        return id !== '';
+      },
+      'the job runs',
+      5000,
+    );
     assert.equal((await call(rig.url, 'POST', `/v1/jobs/${id}/cancel`, MASTER)).status, 200);
     const err = await pending;
     assert.ok(err instanceof APIError, String(err));
@@ -157,7 +220,12 @@ describe('the OpenAI Images API', () => {
       [{ model: 'sd15', prompt: 'p', n: 0 }, 400, 'n', 'invalid_n'],
       [{ model: 'sd15', prompt: 'p', response_format: 'jpeg' }, 400, 'response_format', 'invalid_response_format'],
       [{ model: 'sd15', prompt: 'p', output_format: 'gif' }, 400, 'output_format', 'invalid_output_format'],
-      [{ model: 'sd15', prompt: 'p', output_format: 'webp', output_compression: 101 }, 400, 'output_compression', 'invalid_output_compression'],
+      [
+        { model: 'sd15', prompt: 'p', output_format: 'webp', output_compression: 101 },
+        400,
+        'output_compression',
+        'invalid_output_compression',
+      ],
       [{ model: 'sd15' }, 400, 'prompt', 'missing_prompt'],
       [{ prompt: 'p' }, 400, 'model', 'missing_model'],
       [{ model: 'nope', prompt: 'p' }, 404, 'model', 'model_not_found'],
@@ -171,19 +239,31 @@ describe('the OpenAI Images API', () => {
       assert.equal(r.body.error.code, code, JSON.stringify(body));
     }
     assert.equal((await gen({ model: 'sd15', prompt: 'p' }, '')).status, 401);
-    assert.equal((await call(rig.url, 'POST', '/v1/images/generations', MASTER, '{"model": "sd15", ')).status, 400, 'not JSON');
+    assert.equal(
+      (await call(rig.url, 'POST', '/v1/images/generations', MASTER, '{"model": "sd15", ')).status,
+      400,
+      'not JSON',
+    );
 
     const rows = rig.gw.gateway.callLog.recent({ status: 400 });
     const badSize = rows.find((r) => r.endpoint === '/v1/images/generations' && r.reason === 'invalid_size');
     assert.ok(badSize, 'the refusal is on record');
     assert.equal(badSize.backend, '(refused)');
     assert.equal(badSize.requested_model, 'sd15');
-    assert.ok(rig.gw.gateway.callLog.recent({ status: 404 }).some((r) => r.endpoint === '/v1/images/generations' && r.requested_model === 'nope'));
+    assert.ok(
+      rig.gw.gateway.callLog
+        .recent({ status: 404 })
+        .some((r) => r.endpoint === '/v1/images/generations' && r.requested_model === 'nope'),
+    );
   });
 
   test('edit refusals: no image, a file in an unknown part, a file over 64 MiB (413), not multipart (415)', async () => {
     const edit = async (form: FormData | string, headers: Record<string, string> = {}) => {
-      const res = await fetch(`${rig.url}/v1/images/edits`, { method: 'POST', headers: { ...bearer(MASTER), ...headers }, body: form });
+      const res = await fetch(`${rig.url}/v1/images/edits`, {
+        method: 'POST',
+        headers: { ...bearer(MASTER), ...headers },
+        body: form,
+      });
       return { status: res.status, body: (await res.json()) as { error: { param: string | null; code: string } } };
     };
     const form = (parts: Record<string, Blob | string>) => {
@@ -198,7 +278,13 @@ describe('the OpenAI Images API', () => {
     const stray = await edit(form({ model: 'inpaint', prompt: 'p', image: png, extra: png }));
     assert.equal(stray.status, 400);
     assert.equal(stray.body.error.param, 'extra');
-    const huge = await edit(form({ model: 'inpaint', prompt: 'p', image: new Blob([new Uint8Array(64 * 1024 * 1024 + 1)], { type: 'image/png' }) }));
+    const huge = await edit(
+      form({
+        model: 'inpaint',
+        prompt: 'p',
+        image: new Blob([new Uint8Array(64 * 1024 * 1024 + 1)], { type: 'image/png' }),
+      }),
+    );
     assert.equal(huge.status, 413);
     assert.equal(huge.body.error.param, 'image');
     const json = await edit(JSON.stringify({ model: 'inpaint' }), { 'content-type': 'application/json' });
@@ -208,7 +294,13 @@ describe('the OpenAI Images API', () => {
   });
 
   test('/v1/models?type=image lists the generation aliases, ?type=chat the rest, no type both', async () => {
-    const list = async (query: string, key = MASTER) => call<{ data: { id: string; type?: string; object: string; owned_by: string; backends?: string[] }[] }>(rig.url, 'GET', `/v1/models${query}`, key);
+    const list = async (query: string, key = MASTER) =>
+      call<{ data: { id: string; type?: string; object: string; owned_by: string; backends?: string[] }[] }>(
+        rig.url,
+        'GET',
+        `/v1/models${query}`,
+        key,
+      );
     const images = (await list('?type=image')).body.data;
     assert.deepEqual(images.map((m) => m.id).sort(), ['audio', 'inpaint', 'sd15', 'wan']);
     for (const m of images) {
@@ -217,8 +309,17 @@ describe('the OpenAI Images API', () => {
       assert.equal(m.owned_by, 'llm-gateway');
     }
     assert.deepEqual(images.find((m) => m.id === 'inpaint')?.backends, ['edit']);
-    assert.equal((await list('?type=chat')).body.data.some((m) => m.type === 'image'), false);
-    assert.deepEqual((await list('')).body.data.filter((m) => m.type === 'image').map((m) => m.id).sort(), ['audio', 'inpaint', 'sd15', 'wan']);
+    assert.equal(
+      (await list('?type=chat')).body.data.some((m) => m.type === 'image'),
+      false,
+    );
+    assert.deepEqual(
+      (await list('')).body.data
+        .filter((m) => m.type === 'image')
+        .map((m) => m.id)
+        .sort(),
+      ['audio', 'inpaint', 'sd15', 'wan'],
+    );
     assert.equal((await list('?type=video')).status, 400);
     assert.equal((await call(rig.url, 'GET', '/v1/models/sd15', MASTER)).body.type, 'image');
   });
@@ -226,7 +327,10 @@ describe('the OpenAI Images API', () => {
   test('an allow-list narrows the image models; with one left, `model` may be left out', async () => {
     const key = await createUser(rig.url, 'painter', { allow: ['sd15'] });
     const models = await call<{ data: { id: string }[] }>(rig.url, 'GET', '/v1/models?type=image', key);
-    assert.deepEqual(models.body.data.map((m) => m.id), ['sd15']);
+    assert.deepEqual(
+      models.body.data.map((m) => m.id),
+      ['sd15'],
+    );
     const own = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: key, maxRetries: 0 });
     const res = await own.images.generate({ prompt: 'no model named' });
     assert.ok(res.data?.[0].b64_json);

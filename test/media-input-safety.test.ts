@@ -48,7 +48,9 @@ describe('media input safety', () => {
     assert.equal(native.body.error?.code, 'private_address');
     assert.equal(native.body.error?.param, 'images.image');
     const images = await call<Answer>(rig.url, 'POST', '/v1/images/generations', userKey, {
-      model: 'wan', prompt: 'p', ref_images: [`${rig.url}/v1/models`],
+      model: 'wan',
+      prompt: 'p',
+      ref_images: [`${rig.url}/v1/models`],
     });
     assert.equal(images.status, 400, JSON.stringify(images.body));
     assert.equal(images.body.error?.code, 'private_address');
@@ -66,7 +68,9 @@ describe('media input safety', () => {
     assert.equal(await jobCount(MASTER), before, 'no job, so no /input/0 to read the page back from');
 
     const refs = await call<Answer>(rig.url, 'POST', '/v1/images/generations', MASTER, {
-      model: 'wan', prompt: 'p', ref_images: [metricsUrl()],
+      model: 'wan',
+      prompt: 'p',
+      ref_images: [metricsUrl()],
     });
     assert.equal(refs.status, 400, JSON.stringify(refs.body));
     assert.equal(refs.body.error?.code, 'invalid_file');
@@ -74,9 +78,11 @@ describe('media input safety', () => {
     assert.equal(await jobCount(MASTER), before);
   });
 
-  test('an admin\'s private URLs follow ref_url_allow_private: off, they are refused too', async (t) => {
+  test("an admin's private URLs follow ref_url_allow_private: off, they are refused too", async (t) => {
     rig.gw.gateway.config().ref_url_allow_private = false;
-    t.after(() => { rig.gw.gateway.config().ref_url_allow_private = true; });
+    t.after(() => {
+      rig.gw.gateway.config().ref_url_allow_private = true;
+    });
     const r = await generate(MASTER, { model: 'wan', prompt: 'p', images: { image: metricsUrl() } });
     assert.equal(r.status, 400, JSON.stringify(r.body));
     assert.equal(r.body.error?.code, 'private_address');
@@ -85,19 +91,32 @@ describe('media input safety', () => {
   test('images.edit with text in the image part: 400 invalid_file naming `image`, no path, no job', async () => {
     const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: userKey, maxRetries: 0 });
     const before = rig.edit.prompts.length;
-    const err = await client.images.edit({
-      model: 'inpaint', prompt: 'p',
-      image: await toFile(Buffer.from('not a picture, only some words\n'), 'photo.png', { type: 'image/png' }),
-    }).then(() => undefined, (e: unknown) => e);
+    const err = await client.images
+      .edit({
+        model: 'inpaint',
+        prompt: 'p',
+        image: await toFile(Buffer.from('not a picture, only some words\n'), 'photo.png', { type: 'image/png' }),
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     const body = invalidImageFile(err);
     assert.doesNotMatch(body.message ?? '', /\/|\\/, 'no path in the message');
     assert.equal(rig.edit.prompts.length, before, 'nothing reached the box');
     assert.equal(await jobCount(userKey), 0);
 
-    const mask = await client.images.edit({
-      model: 'inpaint', prompt: 'p', image: await toFile(pngA, 'a.png', { type: 'image/png' }),
-      mask: await toFile(Buffer.from('{"not": "a mask"}'), 'mask.png', { type: 'image/png' }),
-    }).then(() => undefined, (e: unknown) => e);
+    const mask = await client.images
+      .edit({
+        model: 'inpaint',
+        prompt: 'p',
+        image: await toFile(pngA, 'a.png', { type: 'image/png' }),
+        mask: await toFile(Buffer.from('{"not": "a mask"}'), 'mask.png', { type: 'image/png' }),
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     assert.ok(mask instanceof APIError, String(mask));
     assert.equal(mask.status, 400);
     assert.equal((mask.error as { param?: string }).param, 'mask');
@@ -117,31 +136,43 @@ describe('media input safety', () => {
     const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: userKey, maxRetries: 0 });
     const html = Buffer.from('<html><script>alert(1)</script></html>');
     const before = { edit: rig.edit.prompts.length, comfy: rig.comfy.prompts.length, jobs: await jobCount(userKey) };
-    const err = await client.images.edit({
-      model: 'inpaint', prompt: 'p', image: await toFile(Buffer.concat([pngA.subarray(0, 33), html]), 'a.png'),
-    }).then(() => undefined, (e: unknown) => e);
+    const err = await client.images
+      .edit({
+        model: 'inpaint',
+        prompt: 'p',
+        image: await toFile(Buffer.concat([pngA.subarray(0, 33), html]), 'a.png'),
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     const body = invalidImageFile(err);
     assert.match(body.message ?? '', /damaged/);
 
     const jpegHead = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), html]);
     const native = await generate(userKey, {
-      model: 'wan', prompt: 'p', images: { image: jpegHead.toString('base64') },
+      model: 'wan',
+      prompt: 'p',
+      images: { image: jpegHead.toString('base64') },
     });
     assert.equal(native.status, 400, JSON.stringify(native.body));
     assert.equal(native.body.error?.code, 'invalid_file');
     assert.equal(native.body.error?.param, 'image');
     assert.deepEqual(
-      { edit: rig.edit.prompts.length, comfy: rig.comfy.prompts.length, jobs: await jobCount(userKey) }, before,
-      'nothing reached a box, no job was filed');
+      { edit: rig.edit.prompts.length, comfy: rig.comfy.prompts.length, jobs: await jobCount(userKey) },
+      before,
+      'nothing reached a box, no job was filed',
+    );
     // a whole PNG with bytes after its end is an image all the same
     const whole = Buffer.concat([pngA, html]).toString('base64');
     const tail = await generate(userKey, { model: 'wan', prompt: 'p', images: { image: whole } });
     assert.equal(tail.status, 200, JSON.stringify(tail.body));
   });
 
-  test('a box\'s error reaches the job\'s owner without the box\'s folders: file names only', async (t) => {
+  test("a box's error reaches the job's owner without the box's folders: file names only", async (t) => {
     rig.comfy.setKnobs({
-      failNode: '310', failMessage: "[Errno 2] No such file or directory: '/home/comfy/ComfyUI/input/upload_17.png'",
+      failNode: '310',
+      failMessage: "[Errno 2] No such file or directory: '/home/comfy/ComfyUI/input/upload_17.png'",
     });
     t.after(() => rig.comfy.setKnobs({ failNode: undefined, failMessage: undefined }));
     const r = await generate(userKey, { model: 'sd15', prompt: 'p' });

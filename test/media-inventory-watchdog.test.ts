@@ -9,7 +9,8 @@ import { ExecutorWatchdog, queueView } from '../src/media/watchdog.ts';
 import { readFixtureJson } from './helpers/fixtures.ts';
 
 test('the base-install object_info dump: checkpoints, VAEs, CLIPs, UNETs and LoRAs from the loaders, every class', () => {
-  const info = readFixtureJson<Record<string, { input: { required: Record<string, unknown> } }>>('comfyui/object_info.json');
+  const info =
+    readFixtureJson<Record<string, { input: { required: Record<string, unknown> } }>>('comfyui/object_info.json');
   const inv = inventoryOf(info);
   assert.deepEqual(inv.checkpoints, comboOptions(info.CheckpointLoaderSimple.input.required.ckpt_name).sort());
   assert.ok(inv.checkpoints.includes('v1-5-pruned-emaonly.safetensors'));
@@ -22,7 +23,16 @@ test('the base-install object_info dump: checkpoints, VAEs, CLIPs, UNETs and LoR
 
 test('custom loaders count by their input names: the rgthree stack, GGUF, the new COMBO format; "None" is no file', () => {
   const inv = inventoryOf({
-    'Lora Loader Stack (rgthree)': { input: { required: { model: ['MODEL'] }, optional: { lora_01: [['None', 'a.safetensors']], strength_01: ['FLOAT', {}], lora_02: [['None', 'b.safetensors']] } } },
+    'Lora Loader Stack (rgthree)': {
+      input: {
+        required: { model: ['MODEL'] },
+        optional: {
+          lora_01: [['None', 'a.safetensors']],
+          strength_01: ['FLOAT', {}],
+          lora_02: [['None', 'b.safetensors']],
+        },
+      },
+    },
     UnetLoaderGGUF: { input: { required: { unet_name: ['COMBO', { options: ['flux-q4.gguf'] }] } } },
     ClipLoaderGGUF: { input: { required: { clip_name: [['t5-q8.gguf']], type: [['flux']] } } },
     KSampler: { input: { required: { seed: ['INT', { default: 0 }] } } },
@@ -48,7 +58,13 @@ test('watchdog: the same head pending with nothing running, on two checks and fo
 
 test('queueView reads the real /queue shape, pending in submission order', () => {
   assert.deepEqual(queueView(readFixtureJson('comfyui/samples/queue_empty.json')), { running: [], pending: [] });
-  const busy = { queue_running: [[3, 'run-1', {}, {}, ['9']]], queue_pending: [[5, 'p-b', {}, {}, []], [4, 'p-a', {}, {}, []]] };
+  const busy = {
+    queue_running: [[3, 'run-1', {}, {}, ['9']]],
+    queue_pending: [
+      [5, 'p-b', {}, {}, []],
+      [4, 'p-a', {}, {}, []],
+    ],
+  };
   assert.deepEqual(queueView(busy), { running: ['run-1'], pending: ['p-a', 'p-b'] });
   assert.deepEqual(queueView(null), { running: [], pending: [] });
 });

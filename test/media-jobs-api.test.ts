@@ -12,7 +12,18 @@ import sharp from 'sharp';
 import type { JobView } from '../src/media/service-types.ts';
 import { waitFor } from './helpers/wait.ts';
 import {
-  bearer, call, createUser, isTerminal, MASTER, pngA, pngB, pollJob, readSse, startMediaRig, uploadsOf, type MediaRig,
+  bearer,
+  call,
+  createUser,
+  isTerminal,
+  MASTER,
+  pngA,
+  pngB,
+  pollJob,
+  readSse,
+  startMediaRig,
+  uploadsOf,
+  type MediaRig,
 } from './helpers/media-gateway.ts';
 
 const UNKNOWN_ID = `job_${'0'.repeat(32)}`;
@@ -38,7 +49,9 @@ describe('media jobs', () => {
     t.after(fast);
     const job = await submit({ model: 'sd15', prompt: 'long', mode: 'async' });
     await pollJob(rig.url, job.id, MASTER, (v) => v.status === 'running' && v.progress > 0);
-    const stream = fetch(`${rig.url}/v1/jobs/${job.id}/events`, { headers: bearer(MASTER) }).then((res) => readSse(res));
+    const stream = fetch(`${rig.url}/v1/jobs/${job.id}/events`, { headers: bearer(MASTER) }).then((res) =>
+      readSse(res),
+    );
     await new Promise((r) => setTimeout(r, 50));
     const interrupts = rig.comfy.interrupts();
     const cancelled = await call<JobView>(rig.url, 'POST', `/v1/jobs/${job.id}/cancel`, MASTER);
@@ -59,7 +72,9 @@ describe('media jobs', () => {
     slow();
     t.after(fast);
     const busy = await submit({ model: 'sd15', prompt: 'hogging the box', mode: 'async' });
-    t.after(async () => { await call(rig.url, 'POST', `/v1/jobs/${busy.id}/cancel`, MASTER); });
+    t.after(async () => {
+      await call(rig.url, 'POST', `/v1/jobs/${busy.id}/cancel`, MASTER);
+    });
     await pollJob(rig.url, busy.id, MASTER, (v) => v.status === 'running');
     const parked = await submit({ model: 'sd15', prompt: 'waiting', mode: 'async' });
     const waiting = await pollJob(rig.url, parked.id, MASTER, (v) => v.queue_position !== null);
@@ -67,24 +82,35 @@ describe('media jobs', () => {
     assert.equal(waiting.queue_position, 1);
     const prompts = rig.comfy.prompts.length;
 
-    const stream = fetch(`${rig.url}/v1/jobs/${parked.id}/events`, { headers: bearer(MASTER) }).then((res) => readSse(res));
+    const stream = fetch(`${rig.url}/v1/jobs/${parked.id}/events`, { headers: bearer(MASTER) }).then((res) =>
+      readSse(res),
+    );
     await new Promise((r) => setTimeout(r, 400));
     const cancelled = await call<JobView>(rig.url, 'POST', `/v1/jobs/${parked.id}/cancel`, MASTER);
     assert.equal(cancelled.body.status, 'cancelled');
     const { frames, events } = await stream;
     assert.deepEqual(events[0], { type: 'queued', position: 1 });
     assert.equal(events.at(-1)!.type, 'cancelled');
-    assert.ok(frames.some((f) => f.comment === 'keep-alive'), 'a keep-alive comment while nothing happened');
+    assert.ok(
+      frames.some((f) => f.comment === 'keep-alive'),
+      'a keep-alive comment while nothing happened',
+    );
     assert.equal(rig.comfy.prompts.length, prompts, 'the parked job was never sent');
-    assert.equal((await call<JobView>(rig.url, 'GET', `/v1/jobs/${busy.id}`, MASTER)).body.status, 'running', 'the busy one runs on');
+    assert.equal(
+      (await call<JobView>(rig.url, 'GET', `/v1/jobs/${busy.id}`, MASTER)).body.status,
+      'running',
+      'the busy one runs on',
+    );
   });
 
-  test('a client that hangs up on a synchronous generation stops waiting, not the job: it finishes and stays the caller\'s', async (t) => {
+  test("a client that hangs up on a synchronous generation stops waiting, not the job: it finishes and stays the caller's", async (t) => {
     rig.comfy.setKnobs({ stepMs: 50, steps: 8 });
     t.after(fast);
     const controller = new AbortController();
     const answer = fetch(`${rig.url}/v1/images/generations`, {
-      method: 'POST', signal: controller.signal, headers: { ...bearer(MASTER), 'content-type': 'application/json' },
+      method: 'POST',
+      signal: controller.signal,
+      headers: { ...bearer(MASTER), 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'sd15', prompt: 'abandoned' }),
     }).catch((err: unknown) => err);
     let id = '';
@@ -104,9 +130,13 @@ describe('media jobs', () => {
     rig.edit.setKnobs({ stepMs: 50 });
     t.after(() => rig.edit.setKnobs({ stepMs: 20 }));
     const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: MASTER, maxRetries: 0 });
-    const edit = async (png: Buffer, name: string) => client.images.edit({
-      model: 'inpaint', prompt: 'same prompt', response_format: 'b64_json', image: await toFile(png, name, { type: 'image/png' }),
-    });
+    const edit = async (png: Buffer, name: string) =>
+      client.images.edit({
+        model: 'inpaint',
+        prompt: 'same prompt',
+        response_format: 'b64_json',
+        image: await toFile(png, name, { type: 'image/png' }),
+      });
     const prompts = rig.edit.prompts.length;
     const [a, b] = await Promise.all([edit(pngA, 'a.png'), edit(pngB, 'b.png')]);
     assert.notEqual(a.data![0].b64_json, b.data![0].b64_json, 'different images, different results');
@@ -115,7 +145,11 @@ describe('media jobs', () => {
     const [upA] = uploadsOf(rig.edit, pngA).slice(-1);
     const [upB] = uploadsOf(rig.edit, pngB);
     assert.ok(upA && upB && upA !== upB, `distinct uploads: ${upA} ${upB}`);
-    assert.deepEqual(ran.map((p) => p.prompt['378'].inputs.image).sort(), [upA, upB].sort(), 'each prompt reads its own upload');
+    assert.deepEqual(
+      ran.map((p) => p.prompt['378'].inputs.image).sort(),
+      [upA, upB].sort(),
+      'each prompt reads its own upload',
+    );
     const jobs = (await call<{ data: JobView[] }>(rig.url, 'GET', '/v1/jobs?limit=2&status=done', MASTER)).body.data;
     for (const job of jobs) {
       const sent = upA.includes(job.id) ? pngA : pngB;
@@ -133,14 +167,25 @@ describe('media jobs', () => {
     assert.equal(nobody.status, 404);
     assert.equal(nobody.body.error.type, 'not_found_error');
     for (const [method, path] of [
-      ['GET', ''], ['GET', '/result/0'], ['GET', '/result/0?format=webp'], ['GET', '/input/0'], ['GET', '/preview'], ['GET', '/events'], ['POST', '/cancel'],
+      ['GET', ''],
+      ['GET', '/result/0'],
+      ['GET', '/result/0?format=webp'],
+      ['GET', '/input/0'],
+      ['GET', '/preview'],
+      ['GET', '/events'],
+      ['POST', '/cancel'],
     ] as const) {
       const r = await call(rig.url, method, `/v1/jobs/${job.id}${path}`, bob);
       assert.equal(r.status, 404, `${method} ${path}`);
       assert.deepEqual(r.body.error, nobody.body.error, `${method} ${path}: no telling it exists`);
-      assert.equal((await call(rig.url, method, `/v1/jobs/${job.id}${path}`, alice)).status, path === '/preview' ? 404 : 200, `alice ${path}`);
+      assert.equal(
+        (await call(rig.url, method, `/v1/jobs/${job.id}${path}`, alice)).status,
+        path === '/preview' ? 404 : 200,
+        `alice ${path}`,
+      );
     }
-    const ids = async (key: string) => (await call<{ data: JobView[] }>(rig.url, 'GET', '/v1/jobs?limit=500', key)).body.data.map((j) => j.id);
+    const ids = async (key: string) =>
+      (await call<{ data: JobView[] }>(rig.url, 'GET', '/v1/jobs?limit=500', key)).body.data.map((j) => j.id);
     assert.deepEqual(await ids(alice), [job.id]);
     assert.deepEqual(await ids(bob), []);
     assert.ok((await ids(MASTER)).includes(job.id), 'the master key sees every job');
@@ -157,15 +202,34 @@ describe('media jobs', () => {
     const meta = await sharp(Buffer.from(await thumb.arrayBuffer())).metadata();
     assert.equal(meta.format, 'webp');
     assert.ok((meta.width ?? 99) <= 4);
-    assert.equal((await get(`${base}/result/0?w=4&h=4`)).headers.get('content-type'), 'image/webp', 'a size alone: webp');
+    assert.equal(
+      (await get(`${base}/result/0?w=4&h=4`)).headers.get('content-type'),
+      'image/webp',
+      'a size alone: webp',
+    );
     assert.equal((await get(`${base}/result/0?format=jpeg&h=4`)).headers.get('content-type'), 'image/jpeg');
-    for (const [query, param] of [['format=gif', 'format'], ['w=0', 'w'], ['w=9999', 'w'], ['h=abc', 'h'], ['w=1.5', 'w']]) {
+    for (const [query, param] of [
+      ['format=gif', 'format'],
+      ['w=0', 'w'],
+      ['w=9999', 'w'],
+      ['h=abc', 'h'],
+      ['w=1.5', 'w'],
+    ]) {
       const r = await call(rig.url, 'GET', `${base}/result/0?${query}`, MASTER);
       assert.equal(r.status, 400, query);
       assert.equal(r.body.error.param, param, query);
     }
-    for (const path of [`${base}/result/abc`, `${base}/result/-1`, `${base}/result/01`, `${base}/result/7`, `${base}/input/0`, `${base}/preview`,
-      '/v1/jobs/job_123', `/v1/jobs/${job.id.toUpperCase()}`, `/v1/jobs/${UNKNOWN_ID}/result/0`]) {
+    for (const path of [
+      `${base}/result/abc`,
+      `${base}/result/-1`,
+      `${base}/result/01`,
+      `${base}/result/7`,
+      `${base}/input/0`,
+      `${base}/preview`,
+      '/v1/jobs/job_123',
+      `/v1/jobs/${job.id.toUpperCase()}`,
+      `/v1/jobs/${UNKNOWN_ID}/result/0`,
+    ]) {
       assert.equal((await get(path)).status, 404, path);
     }
     const audio = await submit({ model: 'audio', prompt: 'bells' });
@@ -189,7 +253,12 @@ describe('media jobs', () => {
     assert.equal(two.data.length, 2);
     const done = (await call<{ data: JobView[] }>(rig.url, 'GET', '/v1/jobs?status=done', MASTER)).body.data;
     assert.ok(done.length > 0 && done.every((j) => j.status === 'done'));
-    for (const [query, param] of [['limit=0', 'limit'], ['limit=501', 'limit'], ['limit=x', 'limit'], ['status=finished', 'status']]) {
+    for (const [query, param] of [
+      ['limit=0', 'limit'],
+      ['limit=501', 'limit'],
+      ['limit=x', 'limit'],
+      ['status=finished', 'status'],
+    ]) {
       const r = await call(rig.url, 'GET', `/v1/jobs?${query}`, MASTER);
       assert.equal(r.status, 400, query);
       assert.equal(r.body.error.param, param);
@@ -206,12 +275,22 @@ describe('media jobs while the gateway is open', () => {
 
   test('each client IP owns its jobs; open-mode callers are no admins for jobs', async () => {
     const from = (ip: string) => ({ 'x-forwarded-for': ip });
-    const made = await call<JobView>(rig.url, 'POST', '/v1/generations', undefined, { model: 'sd15', prompt: 'open' }, from('10.0.0.1'));
+    const made = await call<JobView>(
+      rig.url,
+      'POST',
+      '/v1/generations',
+      undefined,
+      { model: 'sd15', prompt: 'open' },
+      from('10.0.0.1'),
+    );
     assert.equal(made.status, 200, JSON.stringify(made.body));
     const id = made.body.id;
     assert.equal((await call(rig.url, 'GET', `/v1/jobs/${id}`, undefined, undefined, from('10.0.0.1'))).status, 200);
     assert.equal((await call(rig.url, 'GET', `/v1/jobs/${id}`, undefined, undefined, from('10.0.0.2'))).status, 404);
-    assert.equal((await call(rig.url, 'GET', `/v1/jobs/${id}/result/0`, undefined, undefined, from('10.0.0.2'))).status, 404);
+    assert.equal(
+      (await call(rig.url, 'GET', `/v1/jobs/${id}/result/0`, undefined, undefined, from('10.0.0.2'))).status,
+      404,
+    );
     const list = await call<{ data: JobView[] }>(rig.url, 'GET', '/v1/jobs', undefined, undefined, from('10.0.0.2'));
     assert.deepEqual(list.body.data, []);
   });

@@ -11,7 +11,16 @@ import { after, before, describe, test } from 'node:test';
 import type { JobView } from '../src/media/service-types.ts';
 import { FAKE_MODELS } from './fakes/comfyui-nodes.ts';
 import {
-  bearer, call, MASTER, pngA, pollJob, readSse, startMediaRig, uploadsOf, isTerminal, type MediaRig,
+  bearer,
+  call,
+  MASTER,
+  pngA,
+  pollJob,
+  readSse,
+  startMediaRig,
+  uploadsOf,
+  isTerminal,
+  type MediaRig,
 } from './helpers/media-gateway.ts';
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -62,11 +71,14 @@ describe('the native generation API', () => {
     await new Promise((r) => files?.close(r));
   });
 
-  const generate = (body: unknown, key: string = MASTER) => call<JobView & { job_id?: string; error?: any }>(rig.url, 'POST', '/v1/generations', key, body);
+  const generate = (body: unknown, key: string = MASTER) =>
+    call<JobView & { job_id?: string; error?: any }>(rig.url, 'POST', '/v1/generations', key, body);
 
   test('sync: 200 with the settled job; results with kind, MIME and sha256; a big seed kept exact end to end', async () => {
     const seed = '9223372036854775807';
-    const r = await generate(`{"model":"sd15","prompt":"an exact seed","params":{"seed":${seed},"width":640,"height":384}}`);
+    const r = await generate(
+      `{"model":"sd15","prompt":"an exact seed","params":{"seed":${seed},"width":640,"height":384}}`,
+    );
     assert.equal(r.status, 200, JSON.stringify(r.body));
     const job = r.body;
     assert.equal(job.object, 'generation.job');
@@ -85,7 +97,11 @@ describe('the native generation API', () => {
     assert.equal(sha256(bytes), result.sha256);
     assert.equal(bytes.length, result.bytes);
     const sent = rig.comfy.requests.filter((q) => q.method === 'POST' && q.path === '/prompt').at(-1)!;
-    assert.match(sent.rawBody.toString('utf8'), new RegExp(`"value":\\s*${seed}\\b`), 'the seed reached ComfyUI as the exact integer');
+    assert.match(
+      sent.rawBody.toString('utf8'),
+      new RegExp(`"value":\\s*${seed}\\b`),
+      'the seed reached ComfyUI as the exact integer',
+    );
     assert.equal(rig.comfy.prompts.at(-1)!.prompt['146'].inputs.value, 640);
   });
 
@@ -113,14 +129,21 @@ describe('the native generation API', () => {
       assert.equal(last.job.id, id);
       assert.equal(last.job.results.length, 1);
       const progress = seen.filter((e) => e.type === 'progress').map((e) => (e as { progress: number }).progress);
-      assert.deepEqual(progress, [...progress].sort((a, b) => a - b), 'progress only grows');
+      assert.deepEqual(
+        progress,
+        [...progress].sort((a, b) => a - b),
+        'progress only grows',
+      );
 
       const polled = await pollJob(rig.url, id, MASTER, isTerminal);
       assert.equal(polled.status, 'done');
       assert.equal(polled.progress, 100);
       // a finished job's stream: its end at once
       const replay = await readSse(await fetch(`${rig.url}/v1/jobs/${id}/events`, { headers: bearer(MASTER) }));
-      assert.deepEqual(replay.events.map((e) => e.type), ['done']);
+      assert.deepEqual(
+        replay.events.map((e) => e.type),
+        ['done'],
+      );
     } finally {
       rig.comfy.setKnobs({ stepMs: 20, steps: 4 });
     }
@@ -135,14 +158,22 @@ describe('the native generation API', () => {
     assert.equal(video.mime, 'video/mp4');
     const file = await fetch(`${rig.url}${video.url}`, { headers: bearer(MASTER) });
     assert.equal(file.headers.get('content-type'), 'video/mp4');
-    assert.equal(Buffer.from(await file.arrayBuffer()).subarray(4, 8).toString('latin1'), 'ftyp');
+    assert.equal(
+      Buffer.from(await file.arrayBuffer())
+        .subarray(4, 8)
+        .toString('latin1'),
+      'ftyp',
+    );
     const [input] = r.body.inputs;
     assert.equal(input.param, 'image');
     assert.equal(input.sha256, sha256(pngA));
     const kept = await fetch(`${rig.url}${input.url}`, { headers: bearer(MASTER) });
     assert.equal(kept.headers.get('content-type'), 'image/png');
     assert.ok(Buffer.from(await kept.arrayBuffer()).equals(pngA));
-    assert.ok(uploadsOf(rig.comfy, pngA).some((name) => name.startsWith(`gw_${r.body.id}_`)), 'uploaded under the job\'s name');
+    assert.ok(
+      uploadsOf(rig.comfy, pngA).some((name) => name.startsWith(`gw_${r.body.id}_`)),
+      "uploaded under the job's name",
+    );
   });
 
   test('audio: the stable audio workflow → an audio/flac result', async () => {
@@ -154,11 +185,20 @@ describe('the native generation API', () => {
     assert.equal(audio.mime, 'audio/flac');
     const file = await fetch(`${rig.url}${audio.url}`, { headers: bearer(MASTER) });
     assert.equal(file.headers.get('content-type'), 'audio/flac');
-    assert.equal(Buffer.from(await file.arrayBuffer()).subarray(0, 4).toString('latin1'), 'fLaC');
+    assert.equal(
+      Buffer.from(await file.arrayBuffer())
+        .subarray(0, 4)
+        .toString('latin1'),
+      'fLaC',
+    );
   });
 
   test('images by data URI and by URL', async () => {
-    const byUri = await generate({ model: 'inpaint', prompt: 'p', images: { image: `data:image/png;base64,${pngA.toString('base64')}` } });
+    const byUri = await generate({
+      model: 'inpaint',
+      prompt: 'p',
+      images: { image: `data:image/png;base64,${pngA.toString('base64')}` },
+    });
     assert.equal(byUri.status, 200, JSON.stringify(byUri.body));
     assert.equal(byUri.body.inputs[0].sha256, sha256(pngA));
     const byUrl = await generate({ model: 'inpaint', prompt: 'p', images: { image: `${filesUrl}/a.png` } });
@@ -176,7 +216,12 @@ describe('the native generation API', () => {
   });
 
   test('the LoRAs of an alias; 404 for an unknown one', async () => {
-    const r = await call<{ object: string; data: { id: string; object: string }[] }>(rig.url, 'GET', '/v1/generations/sd15/loras', MASTER);
+    const r = await call<{ object: string; data: { id: string; object: string }[] }>(
+      rig.url,
+      'GET',
+      '/v1/generations/sd15/loras',
+      MASTER,
+    );
     assert.equal(r.status, 200);
     assert.equal(r.body.object, 'list');
     assert.deepEqual(r.body.data.map((l) => l.id).sort(), FAKE_MODELS.loras.filter((l) => l !== 'None').sort());
@@ -216,6 +261,10 @@ describe('the native generation API', () => {
     }
     assert.equal(rig.comfy.prompts.length + rig.edit.prompts.length, prompts, 'no refused request reached a box');
     const logged = rig.gw.gateway.callLog.recent({ status: 413 });
-    assert.ok(logged.some((row) => row.endpoint === '/v1/generations' && row.backend === '(refused)' && row.requested_model === 'inpaint'));
+    assert.ok(
+      logged.some(
+        (row) => row.endpoint === '/v1/generations' && row.backend === '(refused)' && row.requested_model === 'inpaint',
+      ),
+    );
   });
 });

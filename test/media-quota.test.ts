@@ -16,7 +16,14 @@ import { startComfyFake } from './fakes/comfyui-server.ts';
 import type { ComfyFake } from './fakes/comfyui-types.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import {
-  call, createUser, isTerminal, MASTER, pngA, pollJob, startMediaRig, type MediaRig,
+  call,
+  createUser,
+  isTerminal,
+  MASTER,
+  pngA,
+  pollJob,
+  startMediaRig,
+  type MediaRig,
 } from './helpers/media-gateway.ts';
 import { FAST_COMFY, sd15Models } from './helpers/media-service.ts';
 
@@ -40,21 +47,28 @@ describe('media quotas', () => {
     const key = await createUser(rig.url, 'quota-three', { quota_req_day: 3 });
     const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: key, maxRetries: 0 });
     const asyncJobs = Array.from({ length: 10 }, (_, i) =>
-      call(rig.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: `async ${i}`, mode: 'async' })
-        .then((r) => ({ status: r.status, code: errorCode(r.body), id: (r.body as JobView).id })));
+      call(rig.url, 'POST', '/v1/generations', key, { model: 'sd15', prompt: `async ${i}`, mode: 'async' }).then(
+        (r) => ({ status: r.status, code: errorCode(r.body), id: (r.body as JobView).id }),
+      ),
+    );
     const images = Array.from({ length: 10 }, (_, i) =>
-      client.images.generate({ model: 'sd15', prompt: `sync ${i}` })
+      client.images
+        .generate({ model: 'sd15', prompt: `sync ${i}` })
         .then(() => ({ status: 200, code: undefined as string | undefined, id: undefined }))
         .catch((err: unknown) => {
           assert.ok(err instanceof APIError, String(err));
           return { status: err.status ?? 0, code: errorCode({ error: err.error }), id: undefined };
-        }));
+        }),
+    );
     const answers = await Promise.all([...asyncJobs, ...images]);
     const accepted = answers.filter((a) => a.status === 200 || a.status === 202);
     const refused = answers.filter((a) => a.status === 429);
     assert.equal(accepted.length, 3, JSON.stringify(answers));
     assert.equal(refused.length, 17, JSON.stringify(answers));
-    assert.ok(refused.every((a) => a.code === 'insufficient_quota'), JSON.stringify(refused));
+    assert.ok(
+      refused.every((a) => a.code === 'insufficient_quota'),
+      JSON.stringify(refused),
+    );
     for (const a of accepted) if (a.id) await pollJob(rig.url, a.id, key, isTerminal);
     // the three ran and are on record: the next one is refused as well
     const later = await submit(key, 'later');
@@ -65,7 +79,9 @@ describe('media quotas', () => {
     slow();
     t.after(fast);
     const busy = await submit(MASTER, 'hogging the box');
-    t.after(async () => { await call(rig.url, 'POST', `/v1/jobs/${busy.body.id}/cancel`, MASTER); });
+    t.after(async () => {
+      await call(rig.url, 'POST', `/v1/jobs/${busy.body.id}/cancel`, MASTER);
+    });
     await pollJob(rig.url, busy.body.id, MASTER, (v) => v.status === 'running');
 
     const key = await createUser(rig.url, 'quota-one', { quota_req_day: 1 });
@@ -102,42 +118,99 @@ describe('media quotas', () => {
     const key = await createUser(rig.url, 'quota-three-mixed', { quota_req_day: 3 });
     const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: key, maxRetries: 0 });
     type Outcome = { kind: string; status: number; id?: string };
-    const settle = (kind: string, p: Promise<unknown>): Promise<Outcome> => p.then(
-      (r) => ({ kind, status: (r as { status?: number }).status ?? 200, id: (r as { body?: JobView }).body?.id }),
-      (e: unknown) => ({ kind, status: e instanceof APIError ? (e.status ?? 0) : -1 }),
-    );
+    const settle = (kind: string, p: Promise<unknown>): Promise<Outcome> =>
+      p.then(
+        (r) => ({ kind, status: (r as { status?: number }).status ?? 200, id: (r as { body?: JobView }).body?.id }),
+        (e: unknown) => ({ kind, status: e instanceof APIError ? (e.status ?? 0) : -1 }),
+      );
     const image = () => toFile(pngA, 'a.png', { type: 'image/png' });
     // refused by validation first, all at once: none of them keeps a count
     const invalid = await Promise.all([
-      ...[0, 1, 2].map(() => settle('size', client.images.generate({
-        model: 'sd15', prompt: 'p', size: '0x512' as never,
-      }))),
-      ...[0, 1, 2].map(async () => settle('file', client.images.edit({
-        model: 'inpaint', prompt: 'p', image: await toFile(Buffer.from('<html>'), 'a.png', { type: 'image/png' }),
-      }))),
-      ...[0, 1, 2].map(() => settle('width', call(rig.url, 'POST', '/v1/generations', key, {
-        model: 'sd15', mode: 'async', params: { width: -5 },
-      }))),
+      ...[0, 1, 2].map(() =>
+        settle(
+          'size',
+          client.images.generate({
+            model: 'sd15',
+            prompt: 'p',
+            size: '0x512' as never,
+          }),
+        ),
+      ),
+      ...[0, 1, 2].map(async () =>
+        settle(
+          'file',
+          client.images.edit({
+            model: 'inpaint',
+            prompt: 'p',
+            image: await toFile(Buffer.from('<html>'), 'a.png', { type: 'image/png' }),
+          }),
+        ),
+      ),
+      ...[0, 1, 2].map(() =>
+        settle(
+          'width',
+          call(rig.url, 'POST', '/v1/generations', key, {
+            model: 'sd15',
+            mode: 'async',
+            params: { width: -5 },
+          }),
+        ),
+      ),
     ]);
-    assert.ok(invalid.every((o) => o.status === 400), JSON.stringify(invalid));
+    assert.ok(
+      invalid.every((o) => o.status === 400),
+      JSON.stringify(invalid),
+    );
     const mixed = await Promise.all([
-      ...Array.from({ length: 8 }, (_, i) => settle('async', call(rig.url, 'POST', '/v1/generations', key, {
-        model: 'sd15', prompt: `a${i}`, mode: 'async', params: { batch: 2 },
-      }))),
-      ...Array.from({ length: 8 }, (_, i) => settle('generate', client.images.generate({
-        model: 'sd15', prompt: `g${i}`, n: 3,
-      }))),
-      ...Array.from({ length: 8 }, async (_, i) => settle('edit', client.images.edit({
-        model: 'inpaint', prompt: `e${i}`, n: 2, image: await image(),
-      }))),
-      ...Array.from({ length: 6 }, (_, i) => settle('bad', client.images.generate({
-        model: 'sd15', prompt: `b${i}`, size: '-1x5' as never,
-      }))),
+      ...Array.from({ length: 8 }, (_, i) =>
+        settle(
+          'async',
+          call(rig.url, 'POST', '/v1/generations', key, {
+            model: 'sd15',
+            prompt: `a${i}`,
+            mode: 'async',
+            params: { batch: 2 },
+          }),
+        ),
+      ),
+      ...Array.from({ length: 8 }, (_, i) =>
+        settle(
+          'generate',
+          client.images.generate({
+            model: 'sd15',
+            prompt: `g${i}`,
+            n: 3,
+          }),
+        ),
+      ),
+      ...Array.from({ length: 8 }, async (_, i) =>
+        settle(
+          'edit',
+          client.images.edit({
+            model: 'inpaint',
+            prompt: `e${i}`,
+            n: 2,
+            image: await image(),
+          }),
+        ),
+      ),
+      ...Array.from({ length: 6 }, (_, i) =>
+        settle(
+          'bad',
+          client.images.generate({
+            model: 'sd15',
+            prompt: `b${i}`,
+            size: '-1x5' as never,
+          }),
+        ),
+      ),
     ]);
     const admitted = mixed.filter((o) => o.status === 200 || o.status === 202);
     assert.equal(admitted.length, 3, JSON.stringify(mixed));
-    assert.ok(mixed.every((o) => o.status === 200 || o.status === 202 || o.status === 429 || o.status === 400),
-      JSON.stringify(mixed));
+    assert.ok(
+      mixed.every((o) => o.status === 200 || o.status === 202 || o.status === 429 || o.status === 400),
+      JSON.stringify(mixed),
+    );
     for (const o of admitted) if (o.id) await pollJob(rig.url, o.id, key, isTerminal);
     assert.equal((await submit(key, 'after')).status, 429);
   });

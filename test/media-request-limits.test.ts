@@ -12,7 +12,15 @@ import { after, before, describe, test } from 'node:test';
 import { GatewayError } from '../src/errors.ts';
 import type { GenerationSubmit, JobView } from '../src/media/service-types.ts';
 import {
-  bearer, call, imageModels, MASTER, pngA, readSse, startMediaRig, uploadsOf, type MediaRig,
+  bearer,
+  call,
+  imageModels,
+  MASTER,
+  pngA,
+  readSse,
+  startMediaRig,
+  uploadsOf,
+  type MediaRig,
 } from './helpers/media-gateway.ts';
 import { ADMIN, caller } from './helpers/media-service.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -37,7 +45,10 @@ describe('media requests: files, limits and refusals', () => {
 
   before(async () => {
     rig = await startMediaRig({
-      overrides: { media_park_timeout_s: 0.3, image_models: { ...imageModels(), five: [{ backend: 'comfy', workflow_json: fiveImages() as never }] } },
+      overrides: {
+        media_park_timeout_s: 0.3,
+        image_models: { ...imageModels(), five: [{ backend: 'comfy', workflow_json: fiveImages() as never }] },
+      },
     });
     files = createServer((req, res) => {
       hits.set(req.url ?? '', (hits.get(req.url ?? '') ?? 0) + 1);
@@ -57,9 +68,16 @@ describe('media requests: files, limits and refusals', () => {
   });
 
   const generate = (body: unknown) => call<JobView & { error?: any }>(rig.url, 'POST', '/v1/generations', MASTER, body);
-  const submit = (request: Partial<GenerationSubmit>) => rig.gw.gateway.media.submit(ADMIN, {
-    alias: 'sd15', prompt: 'p', params: {}, files: {}, endpoint: '/v1/generations', requestId: `t-${Math.random()}`, ...request,
-  });
+  const submit = (request: Partial<GenerationSubmit>) =>
+    rig.gw.gateway.media.submit(ADMIN, {
+      alias: 'sd15',
+      prompt: 'p',
+      params: {},
+      files: {},
+      endpoint: '/v1/generations',
+      requestId: `t-${Math.random()}`,
+      ...request,
+    });
 
   test('a file for an input that loads no file is refused naming it, before the URL is fetched', async () => {
     const before = rig.comfy.prompts.length;
@@ -73,7 +91,10 @@ describe('media requests: files, limits and refusals', () => {
     assert.equal(seed.body.error.param, 'images.seed');
     assert.equal(hits.get('/a.png') ?? 0, 0);
     // the service itself refuses it too (any caller of submit)
-    const err = await submit({ files: { prompt: { bytes: pngA, mime: 'image/png' } } }).then(() => undefined, (e: unknown) => e);
+    const err = await submit({ files: { prompt: { bytes: pngA, mime: 'image/png' } } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof GatewayError, String(err));
     assert.equal(err.status, 400);
     assert.equal(err.param, 'prompt');
@@ -83,11 +104,16 @@ describe('media requests: files, limits and refusals', () => {
 
   test('all client files of a request share one budget: ref_images, and images + files together', async () => {
     const refs = Array.from({ length: 5 }, (_, i) => `${filesUrl}/big?ref=${i}`);
-    const r = await call(rig.url, 'POST', '/v1/images/generations', MASTER, { model: 'sd15', prompt: 'p', ref_images: refs });
+    const r = await call(rig.url, 'POST', '/v1/images/generations', MASTER, {
+      model: 'sd15',
+      prompt: 'p',
+      ref_images: refs,
+    });
     assert.equal(r.status, 413, JSON.stringify(r.body).slice(0, 300));
     assert.equal(r.body.error.code, 'files_too_large');
     const n = await generate({
-      model: 'five', prompt: 'p',
+      model: 'five',
+      prompt: 'p',
       images: { image: `${filesUrl}/big?i=1`, image_2: `${filesUrl}/big?i=2`, image_3: `${filesUrl}/big?i=3` },
       files: { image_4: `${filesUrl}/big?i=4`, image_5: `${filesUrl}/big?i=5` },
     });
@@ -101,7 +127,7 @@ describe('media requests: files, limits and refusals', () => {
     assert.equal(r.body.error.param, 'n');
   });
 
-  test('an edit\'s upload is typed by its bytes, not by the type the client declared', async () => {
+  test("an edit's upload is typed by its bytes, not by the type the client declared", async () => {
     const form = new FormData();
     form.append('model', 'inpaint');
     form.append('prompt', 'p');
@@ -132,15 +158,22 @@ describe('media requests: files, limits and refusals', () => {
     assert.equal(native.body.error?.code, 'park_timeout');
   });
 
-  test('a job input the gateway cannot keep: a 500, logged once (the job\'s row), not again as a refusal', async (t) => {
+  test("a job input the gateway cannot keep: a 500, logged once (the job's row), not again as a refusal", async (t) => {
     const artifacts = rig.gw.gateway.media.artifacts;
     const original = artifacts.writeInput;
-    artifacts.writeInput = async () => { throw new Error('disk full'); };
-    t.after(() => { artifacts.writeInput = original; });
+    artifacts.writeInput = async () => {
+      throw new Error('disk full');
+    };
+    t.after(() => {
+      artifacts.writeInput = original;
+    });
     const r = await generate({ model: 'wan', prompt: 'p', images: { image: pngA.toString('base64') } });
     assert.equal(r.status, 500, JSON.stringify(r.body));
     assert.equal(r.body.error.code, 'input_write_failed');
-    await waitFor(() => rig.gw.gateway.callLog.recent({}).some((row) => row.reason === 'input_write_failed'), 'the job is logged');
+    await waitFor(
+      () => rig.gw.gateway.callLog.recent({}).some((row) => row.reason === 'input_write_failed'),
+      'the job is logged',
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     const rows = rig.gw.gateway.callLog.recent({}).filter((row) => row.reason === 'input_write_failed');
     assert.equal(rows.length, 1, JSON.stringify(rows));
@@ -149,10 +182,16 @@ describe('media requests: files, limits and refusals', () => {
   test('a thumbnail with a bad size names `w`', async () => {
     const done = await generate({ model: 'sd15', prompt: 'thumb' });
     assert.equal(done.body.status, 'done');
-    const err = await rig.gw.gateway.media.result(done.body.id, 0, ADMIN, { format: 'webp', w: 0 }).then(() => undefined, (e: unknown) => e);
+    const err = await rig.gw.gateway.media.result(done.body.id, 0, ADMIN, { format: 'webp', w: 0 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof GatewayError, String(err));
     assert.equal(err.param, 'w');
-    const h = await rig.gw.gateway.media.result(done.body.id, 0, ADMIN, { format: 'webp', h: 99_999 }).then(() => undefined, (e: unknown) => e);
+    const h = await rig.gw.gateway.media.result(done.body.id, 0, ADMIN, { format: 'webp', h: 99_999 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.equal((h as GatewayError).param, 'h');
   });
 
@@ -161,11 +200,19 @@ describe('media requests: files, limits and refusals', () => {
     const original = store.update.bind(store);
     let thrown = false;
     store.update = ((id, patch, now) => {
-      if (!thrown && patch.summary && patch.status === undefined) { thrown = true; throw new Error('database is locked'); }
+      if (!thrown && patch.summary && patch.status === undefined) {
+        thrown = true;
+        throw new Error('database is locked');
+      }
       return original(id, patch, now);
     }) as typeof store.update;
-    t.after(() => { store.update = original; });
-    const err = await submit({ params: { seed: 7 } }).then(() => undefined, (e: unknown) => e);
+    t.after(() => {
+      store.update = original;
+    });
+    const err = await submit({ params: { seed: 7 } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof GatewayError, String(err));
     assert.equal(err.status, 500);
     assert.equal(rig.gw.gateway.media.running, 0, 'no live entry left behind');
@@ -176,12 +223,21 @@ describe('media requests: files, limits and refusals', () => {
   test('a job whose call-log row cannot be written still ends for its event stream', async (t) => {
     const gateway = rig.gw.gateway;
     const original = gateway.recordOutcome;
-    gateway.recordOutcome = () => { throw new Error('call log closed'); };
-    t.after(() => { gateway.recordOutcome = original; });
+    gateway.recordOutcome = () => {
+      throw new Error('call log closed');
+    };
+    t.after(() => {
+      gateway.recordOutcome = original;
+    });
     rig.comfy.setKnobs({ stepMs: 40, steps: 6 });
     t.after(() => rig.comfy.setKnobs({ stepMs: 20, steps: 4 }));
     const job = await rig.gw.gateway.media.submit(caller('user:9'), {
-      alias: 'sd15', prompt: 'p', params: {}, files: {}, endpoint: '/v1/generations', requestId: 'rec',
+      alias: 'sd15',
+      prompt: 'p',
+      params: {},
+      files: {},
+      endpoint: '/v1/generations',
+      requestId: 'rec',
     });
     const events = await fetch(`${rig.url}/v1/jobs/${job.id}/events`, { headers: bearer(MASTER) });
     const { events: seen, ended } = await readSse(events, 4000);

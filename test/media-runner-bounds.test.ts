@@ -30,8 +30,10 @@ describe('media jobs: what bounds a job on a box', () => {
 
   /** `comfy-<i>` per knobs entry; `models` maps an alias to the workflow file and the boxes it runs on. */
   async function fleet(
-    knobs: Partial<ComfyKnobs>[], models: Record<string, [string, number[]]>,
-    extra: (i: number) => Partial<BackendInput> = () => ({}), overrides: Partial<GatewayConfig> = {},
+    knobs: Partial<ComfyKnobs>[],
+    models: Record<string, [string, number[]]>,
+    extra: (i: number) => Partial<BackendInput> = () => ({}),
+    overrides: Partial<GatewayConfig> = {},
   ): Promise<TestGateway> {
     fakes = await Promise.all(knobs.map((k) => startComfyFake({ knobs: k })));
     const image_models: GatewayConfig['image_models'] = {};
@@ -51,7 +53,12 @@ describe('media jobs: what bounds a job on a box', () => {
 
   function submitImage(g: TestGateway, alias: string): Promise<JobView> {
     const request: GenerationSubmit = {
-      alias, prompt: 'dancing', params: {}, files: { image: { bytes: pngA, mime: 'image/png' } }, endpoint: '/v1/generations', requestId: `t-${Math.random()}`,
+      alias,
+      prompt: 'dancing',
+      params: {},
+      files: { image: { bytes: pngA, mime: 'image/png' } },
+      endpoint: '/v1/generations',
+      requestId: `t-${Math.random()}`,
     };
     return g.gateway.media.submit(caller(), request);
   }
@@ -100,14 +107,20 @@ describe('media jobs: what bounds a job on a box', () => {
     const next = await settle(g, (await submitText(g, `only${dead}`)).id);
     assert.equal(next.status, 'done', JSON.stringify(next.error));
     const status: string = orphan.status;
-    assert.ok(status === 'interrupted' || status === 'deleted', `the orphan was taken off, not left to run (${status})`);
+    assert.ok(
+      status === 'interrupted' || status === 'deleted',
+      `the orphan was taken off, not left to run (${status})`,
+    );
     const ours = fakes[dead].prompts.at(-1)!;
     assert.ok(ours.startedAt! >= orphan.endedAt!, 'never two prompts of ours at once on the box');
   });
 
   test('a failover after max_wait parks for the next box with a budget of its own', async () => {
     const g = await fleet(
-      [{ stepMs: 1000, steps: 30 }, { stepMs: 400, steps: 4 }],
+      [
+        { stepMs: 1000, steps: 30 },
+        { stepMs: 400, steps: 4 },
+      ],
       { onB: [SD15, [1]], both: [SD15, [0, 1]] },
       (i) => (i === 0 ? { max_wait: 1.2 } : {}),
       { media_park_timeout_s: 1 },
@@ -118,7 +131,10 @@ describe('media jobs: what bounds a job on a box', () => {
     const job = await settle(g, (await submitText(g, 'both')).id);
     assert.equal(job.status, 'done', JSON.stringify(job.error));
     assert.equal(job.backend, 'comfy-1');
-    assert.deepEqual((job.summary?.failovers as { backend: string; code: string }[]).map((f) => [f.backend, f.code]), [['comfy-0', 'max_wait']]);
+    assert.deepEqual(
+      (job.summary?.failovers as { backend: string; code: string }[]).map((f) => [f.backend, f.code]),
+      [['comfy-0', 'max_wait']],
+    );
     assert.equal((await settle(g, busy.id)).status, 'done');
   });
 
@@ -130,11 +146,18 @@ describe('media jobs: what bounds a job on a box', () => {
     const box = fakes.findIndex((f) => f.prompts.some((p) => p.status === 'running'));
     fakes[1 - box].setKnobs({ stepMs: 20, steps: 4 });
     // ComfyUI's own Cancel button: a global interrupt
-    const r = await fetch(`${fakes[box].url}/interrupt`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const r = await fetch(`${fakes[box].url}/interrupt`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     assert.equal(r.status, 200);
     const done = await settle(g, job.id);
     assert.equal(done.status, 'done', JSON.stringify(done));
     assert.equal(done.backend, `comfy-${1 - box}`);
-    assert.deepEqual((done.summary?.failovers as { backend: string; code: string }[]).map((f) => [f.backend, f.code]), [[`comfy-${box}`, 'interrupted']]);
+    assert.deepEqual(
+      (done.summary?.failovers as { backend: string; code: string }[]).map((f) => [f.backend, f.code]),
+      [[`comfy-${box}`, 'interrupted']],
+    );
   });
 });

@@ -23,7 +23,10 @@ describe('media jobs: running and failing over', () => {
     fakes = [];
   });
 
-  async function fleet(knobs: Partial<ComfyKnobs>[] = [{}, {}], extra: Record<string, unknown> = {}): Promise<TestGateway> {
+  async function fleet(
+    knobs: Partial<ComfyKnobs>[] = [{}, {}],
+    extra: Record<string, unknown> = {},
+  ): Promise<TestGateway> {
     fakes = await Promise.all(knobs.map((k) => startComfyFake({ knobs: k })));
     const names = fakes.map((_, i) => `comfy-${i}`);
     gw = await startGateway(
@@ -33,7 +36,8 @@ describe('media jobs: running and failing over', () => {
     return gw;
   }
 
-  const inflight = (g: TestGateway) => Object.fromEntries(g.gateway.scheduler.snapshot().backends.map((b) => [b.name, b.inflight]));
+  const inflight = (g: TestGateway) =>
+    Object.fromEntries(g.gateway.scheduler.snapshot().backends.map((b) => [b.name, b.inflight]));
 
   test('a job runs on a free box: its image comes back with digest and size, the seed is reported, the slot is freed', async () => {
     const g = await fleet([{}]);
@@ -48,7 +52,13 @@ describe('media jobs: running and failing over', () => {
     const [result] = done.results;
     assert.equal(result.kind, 'image');
     assert.equal(result.mime, 'image/png');
-    const file = await g.gateway.media.result(done.id, 0, { owner: 'user:1', admin: false, allow: [], source: 'x', userId: null });
+    const file = await g.gateway.media.result(done.id, 0, {
+      owner: 'user:1',
+      admin: false,
+      allow: [],
+      source: 'x',
+      userId: null,
+    });
     assert.ok(file);
     assert.equal(createHash('sha256').update(file.bytes).digest('hex'), result.sha256);
     assert.equal(result.bytes, file.bytes.length);
@@ -92,7 +102,11 @@ describe('media jobs: running and failing over', () => {
     const failed = await settle(g, (await submitText(g, 'sd15')).id);
     assert.equal(failed.status, 'failed');
     assert.equal(failed.error?.code, 'execution_error');
-    assert.deepEqual(fakes.map((f, i) => f.prompts.length - before[i]), [1, 1], 'one run per box, never again on the same one');
+    assert.deepEqual(
+      fakes.map((f, i) => f.prompts.length - before[i]),
+      [1, 1],
+      'one run per box, never again on the same one',
+    );
     assert.deepEqual(Object.values(inflight(g)), [0, 0]);
   });
 
@@ -105,12 +119,22 @@ describe('media jobs: running and failing over', () => {
   });
 
   test('past max_wait the prompt is interrupted and the job fails over', async () => {
-    const g = await fleet([{ stepMs: 1000, steps: 30 }, { stepMs: 1000, steps: 30 }], { max_wait: 0.4 });
+    const g = await fleet(
+      [
+        { stepMs: 1000, steps: 30 },
+        { stepMs: 1000, steps: 30 },
+      ],
+      { max_wait: 0.4 },
+    );
     const first = await submitText(g, 'sd15');
     const failed = await settle(g, first.id);
     assert.equal(failed.status, 'failed');
     assert.equal(failed.error?.code, 'max_wait');
-    assert.deepEqual(fakes.map((f) => f.prompts.length), [1, 1], 'tried on each box once');
+    assert.deepEqual(
+      fakes.map((f) => f.prompts.length),
+      [1, 1],
+      'tried on each box once',
+    );
     await waitFor(() => fakes.every((f) => f.interrupts() >= 1), 'each box was told to stop');
     assert.deepEqual(Object.values(inflight(g)), [0, 0]);
   });
@@ -118,7 +142,13 @@ describe('media jobs: running and failing over', () => {
   test('a box whose executor is stuck is marked down by the watchdog and its waiting job moves to the other box', async () => {
     fakes = await Promise.all([startComfyFake({ knobs: { stuck: true } }), startComfyFake({ knobs: { stuck: true } })]);
     gw = await startGateway(
-      fakes.map((f, i) => ({ name: `comfy-${i}`, url: f.url, type: 'comfyui' as const, ...FAST_COMFY, stuck_after_s: 0.2 })),
+      fakes.map((f, i) => ({
+        name: `comfy-${i}`,
+        url: f.url,
+        type: 'comfyui' as const,
+        ...FAST_COMFY,
+        stuck_after_s: 0.2,
+      })),
       { image_models: sd15Models(['comfy-0', 'comfy-1']), health_check_interval: 0.1 },
     );
     const g = gw;
@@ -129,11 +159,14 @@ describe('media jobs: running and failing over', () => {
     const done = await settle(g, job.id);
     assert.equal(done.status, 'done', JSON.stringify(done.error));
     assert.equal(done.backend, `comfy-${1 - stuck}`);
-    assert.deepEqual((done.summary?.failovers as { backend: string; code: string }[]).map((f) => [f.backend, f.code]), [[`comfy-${stuck}`, 'exec_stuck']]);
+    assert.deepEqual(
+      (done.summary?.failovers as { backend: string; code: string }[]).map((f) => [f.backend, f.code]),
+      [[`comfy-${stuck}`, 'exec_stuck']],
+    );
     assert.equal(fakes[stuck].prompts[0].status, 'deleted', 'the prompt was taken off the stuck box');
   });
 
-  test('a prompt the box refuses fails over; refused everywhere, the job fails with the box\'s reason', async () => {
+  test("a prompt the box refuses fails over; refused everywhere, the job fails with the box's reason", async () => {
     const g = await fleet([{}, {}]);
     for (const f of fakes) f.objectInfo.KSampler.input.required.sampler_name[0] = ['only_this_one'];
     const failed = await settle(g, (await submitText(g, 'sd15', { sampler: 'euler' })).id);

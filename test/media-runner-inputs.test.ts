@@ -39,26 +39,55 @@ describe('media jobs: what reaches the box', () => {
 
   const wanModels = () => ({ wan: [{ backend: 'comfy', workflow_json: workflow('img2video_wan_lowram_api.json') }] });
   const imageRequest = (): GenerationSubmit => ({
-    alias: 'wan', prompt: 'dancing', params: {}, files: { image: { bytes: pngA, mime: 'image/png' } }, endpoint: '/v1/generations', requestId: `t-${Math.random()}`,
+    alias: 'wan',
+    prompt: 'dancing',
+    params: {},
+    files: { image: { bytes: pngA, mime: 'image/png' } },
+    endpoint: '/v1/generations',
+    requestId: `t-${Math.random()}`,
   });
 
   test('nothing is sent to the box before its GPU group finished switching', async () => {
     fakes = [await startComfyFake()];
-    gw = await startGateway([{ name: 'comfy-0', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], { image_models: sd15Models(['comfy-0']) });
+    gw = await startGateway([{ name: 'comfy-0', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], {
+      image_models: sd15Models(['comfy-0']),
+    });
     const g = gw.gateway;
     const jobsDir = mkdtempSync(join(tmpdir(), 'llmgw-jobs-'));
     let release!: () => void;
     const asked: string[] = [];
     // a media service of its own on the gateway's scheduler, clients and catalog, with the one dep the gateway wires
     const media = new MediaJobs({
-      jobsDir, scheduler: g.scheduler, registry: g.registry, clients: g.comfyClients, catalog: g.generations,
-      objectInfo: (name) => g.comfy.objectInfo(name), config: () => embeddedDefaultConfig(), recordOutcome: () => {},
-      probe: () => {}, log: pino({ level: 'silent' }),
-      gpuSettled: (backend) => { asked.push(backend); return new Promise<void>((resolve) => { release = resolve; }); },
+      jobsDir,
+      scheduler: g.scheduler,
+      registry: g.registry,
+      clients: g.comfyClients,
+      catalog: g.generations,
+      objectInfo: (name) => g.comfy.objectInfo(name),
+      config: () => embeddedDefaultConfig(),
+      recordOutcome: () => {},
+      probe: () => {},
+      log: pino({ level: 'silent' }),
+      gpuSettled: (backend) => {
+        asked.push(backend);
+        return new Promise<void>((resolve) => {
+          release = resolve;
+        });
+      },
     });
     media.start();
-    cleanups.push(async () => { await media.close(); rmSync(jobsDir, { recursive: true, force: true }); });
-    const job = await media.submit(caller(), { alias: 'sd15', prompt: 'p', params: {}, files: {}, endpoint: '/v1/generations', requestId: 'gpu' });
+    cleanups.push(async () => {
+      await media.close();
+      rmSync(jobsDir, { recursive: true, force: true });
+    });
+    const job = await media.submit(caller(), {
+      alias: 'sd15',
+      prompt: 'p',
+      params: {},
+      files: {},
+      endpoint: '/v1/generations',
+      requestId: 'gpu',
+    });
     await waitFor(() => asked.length === 1, 'the runner asks whether the group settled');
     assert.deepEqual(asked, ['comfy-0']);
     await new Promise((r) => setTimeout(r, 400));
@@ -69,37 +98,67 @@ describe('media jobs: what reaches the box', () => {
     assert.equal(fakes[0].prompts.length, 1);
   });
 
-  test('a cancelled job\'s uploaded input is overwritten with the placeholder on the box', async () => {
+  test("a cancelled job's uploaded input is overwritten with the placeholder on the box", async () => {
     fakes = [await startComfyFake({ knobs: { stepMs: 200, steps: 20 } })];
-    gw = await startGateway([{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], { image_models: wanModels() });
+    gw = await startGateway([{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], {
+      image_models: wanModels(),
+    });
     const job: JobView = await gw.gateway.media.submit(caller(), imageRequest());
     await waitFor(() => fakes[0].prompts.some((p) => p.status === 'running'), 'the job runs');
     const name = `gw_${job.id}_image.png`;
-    assert.ok(fakes[0].uploads.get(name)?.equals(pngA), 'the job\'s image is on the box while it runs');
+    assert.ok(fakes[0].uploads.get(name)?.equals(pngA), "the job's image is on the box while it runs");
     assert.equal((await gw.gateway.media.cancel(job.id, caller()))?.status, 'cancelled');
-    await waitFor(() => fakes[0].uploads.get(name)?.equals(placeholderPng()) === true, 'the input is overwritten after the cancel');
+    await waitFor(
+      () => fakes[0].uploads.get(name)?.equals(placeholderPng()) === true,
+      'the input is overwritten after the cancel',
+    );
   });
 
-  test('the backend\'s credential goes with every request to the box: uploads, prompt, history, view, websocket, health', async () => {
+  test("the backend's credential goes with every request to the box: uploads, prompt, history, view, websocket, health", async () => {
     fakes = [await startComfyFake()];
-    gw = await startGateway([{ name: 'comfy', url: fakes[0].url, type: 'comfyui', api_key: 'comfy-secret-1', ...FAST_COMFY }], { image_models: wanModels() });
+    gw = await startGateway(
+      [{ name: 'comfy', url: fakes[0].url, type: 'comfyui', api_key: 'comfy-secret-1', ...FAST_COMFY }],
+      { image_models: wanModels() },
+    );
     const done = await settle(gw, (await gw.gateway.media.submit(caller(), imageRequest())).id);
     assert.equal(done.status, 'done', JSON.stringify(done.error));
     await waitFor(() => fakes[0].requests.some((r) => r.ws), 'the websocket opened');
     const seen = new Set(fakes[0].requests.map((r) => `${r.ws ? 'WS' : r.method} ${r.path}`));
-    for (const want of ['POST /upload/image', 'POST /prompt', 'GET /view', 'GET /object_info', 'GET /queue', 'GET /system_stats', 'WS /ws']) {
+    for (const want of [
+      'POST /upload/image',
+      'POST /prompt',
+      'GET /view',
+      'GET /object_info',
+      'GET /queue',
+      'GET /system_stats',
+      'WS /ws',
+    ]) {
       assert.ok(seen.has(want), `${want} was asked (${[...seen].join(', ')})`);
     }
-    assert.ok([...seen].some((s) => s.startsWith('GET /history/')), 'the history was polled');
-    const without = fakes[0].requests.filter((r) => r.headers.authorization !== 'Bearer comfy-secret-1').map((r) => `${r.ws ? 'WS' : r.method} ${r.path}`);
+    assert.ok(
+      [...seen].some((s) => s.startsWith('GET /history/')),
+      'the history was polled',
+    );
+    const without = fakes[0].requests
+      .filter((r) => r.headers.authorization !== 'Bearer comfy-secret-1')
+      .map((r) => `${r.ws ? 'WS' : r.method} ${r.path}`);
     assert.deepEqual(without, [], 'every request carried the credential');
   });
 
-  test('the auto-restart reboot carries the backend\'s credential too', async () => {
+  test("the auto-restart reboot carries the backend's credential too", async () => {
     const comfy = await startComfyFake({ knobs: { manager: 'v4', stuck: true } });
     fakes = [comfy];
     assert.equal((await submitPrompt(comfy, defaultWorkflow('never runs'))).status, 200);
-    gw = await startGateway([{ name: 'comfy', url: comfy.url, type: 'comfyui', api_key: 'comfy-secret-2', stuck_after_s: 0.05, auto_restart: true }]);
+    gw = await startGateway([
+      {
+        name: 'comfy',
+        url: comfy.url,
+        type: 'comfyui',
+        api_key: 'comfy-secret-2',
+        stuck_after_s: 0.05,
+        auto_restart: true,
+      },
+    ]);
     await gw.gateway.discovery.probe('comfy');
     await new Promise((r) => setTimeout(r, 80));
     await gw.gateway.discovery.probe('comfy');
@@ -108,6 +167,9 @@ describe('media jobs: what reaches the box', () => {
     assert.equal(reboot?.headers.authorization, 'Bearer comfy-secret-2');
     const health = comfy.requests.filter((r) => r.path === '/queue' || r.path === '/object_info');
     assert.ok(health.length >= 2);
-    assert.ok(health.every((r) => r.headers.authorization === 'Bearer comfy-secret-2'), 'the health checks carry it');
+    assert.ok(
+      health.every((r) => r.headers.authorization === 'Bearer comfy-secret-2'),
+      'the health checks carry it',
+    );
   });
 });

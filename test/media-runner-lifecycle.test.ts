@@ -31,9 +31,17 @@ describe('media jobs: parking, cancel, LoRA routing, gating, TTL, reconcile', ()
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
-  async function single(knobs: Partial<ComfyKnobs> = {}, overrides: Record<string, unknown> = {}, storeDir?: string): Promise<TestGateway> {
+  async function single(
+    knobs: Partial<ComfyKnobs> = {},
+    overrides: Record<string, unknown> = {},
+    storeDir?: string,
+  ): Promise<TestGateway> {
     fakes = [await startComfyFake({ knobs })];
-    gw = await startGateway([{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], { image_models: sd15Models(['comfy']), ...overrides }, { storeDir });
+    gw = await startGateway(
+      [{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }],
+      { image_models: sd15Models(['comfy']), ...overrides },
+      { storeDir },
+    );
     return gw;
   }
 
@@ -79,10 +87,16 @@ describe('media jobs: parking, cancel, LoRA routing, gating, TTL, reconcile', ()
     assert.equal(g.gateway.media.view(mine.id, other), undefined);
     assert.equal(await g.gateway.media.result(mine.id, 0, other), undefined);
     assert.equal(await g.gateway.media.cancel(mine.id, other), undefined);
-    assert.equal(g.gateway.media.subscribe(mine.id, other, () => {}), undefined);
+    assert.equal(
+      g.gateway.media.subscribe(mine.id, other, () => {}),
+      undefined,
+    );
     assert.deepEqual(g.gateway.media.list(other, {}), []);
     assert.equal(g.gateway.media.view(mine.id, ADMIN)?.id, mine.id);
-    assert.deepEqual(g.gateway.media.list(caller('user:1'), {}).map((j) => j.id), [mine.id]);
+    assert.deepEqual(
+      g.gateway.media.list(caller('user:1'), {}).map((j) => j.id),
+      [mine.id],
+    );
   });
 
   test('an alias outside the allow-list, or unknown, is a 404; an unknown param a 400 naming it; no job is made', async () => {
@@ -90,15 +104,26 @@ describe('media jobs: parking, cancel, LoRA routing, gating, TTL, reconcile', ()
     await assert.rejects(submitText(g, 'sd15', {}, caller('user:3', { allow: ['other-model'] })), { status: 404 });
     await assert.rejects(submitText(g, 'nope'), { status: 404 });
     await assert.rejects(submitText(g, 'sd15', { colour: 'red' }), { status: 400, param: 'colour' });
-    await assert.rejects(submitText(g, 'sd15', { lora_1: 'not-installed.safetensors' }), { status: 400, code: 'lora_not_found' });
+    await assert.rejects(submitText(g, 'sd15', { lora_1: 'not-installed.safetensors' }), {
+      status: 400,
+      code: 'lora_not_found',
+    });
     assert.deepEqual(g.gateway.media.list(ADMIN, {}), []);
   });
 
   test('/health lists the generation aliases with their backends, and what is wrong with them', async () => {
     fakes = [await startComfyFake()];
-    const broken = { backend: 'comfy', workflow_json: workflow('txt2img_sd15_api.json'), mapping: { prompt: { node: '61', field: 'no_such_input' } } };
-    gw = await startGateway([{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], { image_models: { ...sd15Models(['comfy']), broken: [broken] } });
-    const health = await (await fetch(`${gw.url}/health`)).json() as { media: { aliases: Record<string, string[]>; problems: { path: string; message: string }[]; running: number } };
+    const broken = {
+      backend: 'comfy',
+      workflow_json: workflow('txt2img_sd15_api.json'),
+      mapping: { prompt: { node: '61', field: 'no_such_input' } },
+    };
+    gw = await startGateway([{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], {
+      image_models: { ...sd15Models(['comfy']), broken: [broken] },
+    });
+    const health = (await (await fetch(`${gw.url}/health`)).json()) as {
+      media: { aliases: Record<string, string[]>; problems: { path: string; message: string }[]; running: number };
+    };
     assert.deepEqual(health.media.aliases.sd15, ['comfy']);
     assert.equal(health.media.running, 0);
     const problem = health.media.problems.find((p) => p.path.startsWith('image_models.broken'));
@@ -116,14 +141,22 @@ describe('media jobs: parking, cancel, LoRA routing, gating, TTL, reconcile', ()
     }
     gw = await startGateway(
       fakes.map((f, i) => ({ name: `comfy-${i}`, url: f.url, type: 'comfyui' as const, ...FAST_COMFY })),
-      { image_models: { sd15: [0, 1].map((i) => ({ backend: `comfy-${i}`, workflow_json: workflow('txt2img_sd15_api.json') })) } },
+      {
+        image_models: {
+          sd15: [0, 1].map((i) => ({ backend: `comfy-${i}`, workflow_json: workflow('txt2img_sd15_api.json') })),
+        },
+      },
     );
     assert.deepEqual(gw.gateway.media.loras('sd15', caller())?.includes(lora), true);
     // comfy-1 (the one with the LoRA) busy; comfy-0 free
     const busy = await submitText(gw, 'sd15', { lora_1: lora });
     await waitFor(() => fakes[1].prompts.some((p) => p.status === 'running'), 'the LoRA job runs on comfy-1');
     const waiting = await submitText(gw, 'sd15', { lora_1: lora });
-    assert.equal(gw.gateway.media.view(waiting.id, caller())?.status, 'queued', 'it parks rather than run where the LoRA is missing');
+    assert.equal(
+      gw.gateway.media.view(waiting.id, caller())?.status,
+      'queued',
+      'it parks rather than run where the LoRA is missing',
+    );
     const done = await settle(gw, waiting.id);
     assert.equal(done.backend, 'comfy-1');
     assert.equal(fakes[0].prompts.length, 0);
@@ -147,10 +180,20 @@ describe('media jobs: parking, cancel, LoRA routing, gating, TTL, reconcile', ()
     fakes = [await startComfyFake({ knobs: { stuck: true } })];
     const orphanPrompt = await submitPrompt(fakes[0], defaultWorkflow('left over'));
     const store = JobStore.open(join(storeDir, 'jobs'));
-    const orphan = store.create({ owner: 'user:1', alias: 'sd15', request: { params: {} }, createdAt: Date.now(), expiresAt: Date.now() + 3_600_000 });
+    const orphan = store.create({
+      owner: 'user:1',
+      alias: 'sd15',
+      request: { params: {} },
+      createdAt: Date.now(),
+      expiresAt: Date.now() + 3_600_000,
+    });
     store.update(orphan.id, { status: 'running', backend: 'comfy', promptId: orphanPrompt.body.prompt_id });
     store.close();
-    gw = await startGateway([{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }], { image_models: sd15Models(['comfy']) }, { storeDir });
+    gw = await startGateway(
+      [{ name: 'comfy', url: fakes[0].url, type: 'comfyui', ...FAST_COMFY }],
+      { image_models: sd15Models(['comfy']) },
+      { storeDir },
+    );
     const after = gw.gateway.media.view(orphan.id, ADMIN);
     assert.equal(after?.status, 'failed');
     assert.equal(after?.error?.code, 'gateway_restarted');

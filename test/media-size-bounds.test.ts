@@ -23,9 +23,14 @@ describe('media size bounds', () => {
       overrides: {
         image_models: {
           ...imageModels(),
-          small: [{
-            backend: 'comfy', workflow_json: workflow('txt2img_sd15_api.json'), max_pixels: 512 * 512, max_n: 2,
-          }],
+          small: [
+            {
+              backend: 'comfy',
+              workflow_json: workflow('txt2img_sd15_api.json'),
+              max_pixels: 512 * 512,
+              max_n: 2,
+            },
+          ],
         },
       },
     });
@@ -35,7 +40,10 @@ describe('media size bounds', () => {
 
   const generate = (body: unknown) => call<Answer>(rig.url, 'POST', '/v1/generations', MASTER, body);
   const refusal = async (params: OpenAI.ImageGenerateParamsNonStreaming) => {
-    const err = await client.images.generate(params).then(() => undefined, (e: unknown) => e);
+    const err = await client.images.generate(params).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof APIError, `refused: ${String(err)}`);
     return { status: err.status, ...(err.error as { param?: string; message?: string }) };
   };
@@ -55,7 +63,9 @@ describe('media size bounds', () => {
   test('a zero or negative width or height is a 400 naming it', async () => {
     const before = rig.comfy.prompts.length;
     const cases = [
-      [{ width: -64 }, 'width'], [{ height: 0 }, 'height'], [{ width: -8, height: 512 }, 'width'],
+      [{ width: -64 }, 'width'],
+      [{ height: 0 }, 'height'],
+      [{ width: -8, height: 512 }, 'width'],
     ] as const;
     for (const [params, param] of cases) {
       const r = await generate({ model: 'sd15', prompt: 'p', params });
@@ -69,14 +79,14 @@ describe('media size bounds', () => {
     for (const n of [4096, 11, 0, -1]) {
       const r = await generate({ model: 'sd15', prompt: 'p', params: { n } });
       assert.equal(r.status, 400, `n=${n}: ${JSON.stringify(r.body)}`);
-      assert.equal(r.body.error?.param, "n", `n=${n}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error?.param, 'n', `n=${n}: ${JSON.stringify(r.body)}`);
     }
     const batch = await generate({ model: 'sd15', prompt: 'p', params: { batch: 4096 } });
     assert.equal(batch.status, 400);
     assert.equal(batch.body.error?.param, 'batch');
   });
 
-  test('an alias\'s own max_pixels and max_n: 512x512 and n 2 run, 513x512 and n 3 are refused', async () => {
+  test("an alias's own max_pixels and max_n: 512x512 and n 2 run, 513x512 and n 3 are refused", async () => {
     const ok = await generate({ model: 'small', prompt: 'p', params: { size: '512x512', n: 2 } });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.status, 'done');
@@ -90,12 +100,15 @@ describe('media size bounds', () => {
   });
 
   test('an invalid max_pixels or max_n is a config error naming its key', () => {
-    const result = parseConfigText([
-      'backends: [{name: comfy, url: "http://127.0.0.1:8188", type: comfyui}]',
-      'image_models:',
-      '  tiny:',
-      '    - {backend: comfy, workflow_json: {"1": {class_type: SaveImage, inputs: {}}}, max_pixels: 0, max_n: 2.5}',
-    ].join('\n'), {});
+    const result = parseConfigText(
+      [
+        'backends: [{name: comfy, url: "http://127.0.0.1:8188", type: comfyui}]',
+        'image_models:',
+        '  tiny:',
+        '    - {backend: comfy, workflow_json: {"1": {class_type: SaveImage, inputs: {}}}, max_pixels: 0, max_n: 2.5}',
+      ].join('\n'),
+      {},
+    );
     assert.equal(result.ok, false);
     const paths = result.ok ? [] : result.problems.map((p) => p.path);
     assert.ok(paths.includes('image_models.tiny[0].max_pixels'), paths.join(', '));

@@ -17,7 +17,15 @@ import { gzipSync } from 'node:zlib';
 import { spoolDir } from '../src/media/upload-spool.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
-import { bearer, createUser, MASTER, pngA, spooledUploads, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
+import {
+  bearer,
+  createUser,
+  MASTER,
+  pngA,
+  spooledUploads,
+  startMediaRig,
+  type MediaRig,
+} from './helpers/media-gateway.ts';
 
 const MIB = 1024 * 1024;
 const BUDGET = 8 * MIB;
@@ -25,17 +33,33 @@ const BOUNDARY = 'release-test-boundary';
 
 function editBody(image: Buffer): Buffer {
   return Buffer.concat([
-    Buffer.from([
-      `--${BOUNDARY}`, 'content-disposition: form-data; name="model"', '', 'inpaint',
-      `--${BOUNDARY}`, 'content-disposition: form-data; name="prompt"', '', 'p',
-      `--${BOUNDARY}`, 'content-disposition: form-data; name="image"; filename="a.png"',
-      'content-type: image/png', '', '',
-    ].join('\r\n')),
-    image, Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
+    Buffer.from(
+      [
+        `--${BOUNDARY}`,
+        'content-disposition: form-data; name="model"',
+        '',
+        'inpaint',
+        `--${BOUNDARY}`,
+        'content-disposition: form-data; name="prompt"',
+        '',
+        'p',
+        `--${BOUNDARY}`,
+        'content-disposition: form-data; name="image"; filename="a.png"',
+        'content-type: image/png',
+        '',
+        '',
+      ].join('\r\n'),
+    ),
+    image,
+    Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
   ]);
 }
 
-interface Answer { status: number; headers: IncomingMessage['headers']; body: { error?: { code?: string } } }
+interface Answer {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: { error?: { code?: string } };
+}
 
 function post(url: string, path: string, headers: Record<string, string>, body: Buffer, key = MASTER): Promise<Answer> {
   return new Promise((resolve, reject) => {
@@ -57,8 +81,13 @@ function post(url: string, path: string, headers: Record<string, string>, body: 
 
 /** Sends the first `sent` bytes of a body declared (or chunked) at its full size, then drops the connection. */
 async function abortedUpload(
-  url: string, body: Buffer, sent: number, chunked: boolean,
-  path = '/v1/images/edits', type = `multipart/form-data; boundary=${BOUNDARY}`, extra: Record<string, string> = {},
+  url: string,
+  body: Buffer,
+  sent: number,
+  chunked: boolean,
+  path = '/v1/images/edits',
+  type = `multipart/form-data; boundary=${BOUNDARY}`,
+  extra: Record<string, string> = {},
   key = MASTER,
 ): Promise<void> {
   const headers: Record<string, string> = { ...bearer(key), 'content-type': type, ...extra };
@@ -90,16 +119,31 @@ describe('the upload budget comes back and counts decoded bytes', () => {
     const packed = gzipSync(json);
     for (let i = 0; i < 10; i++) {
       aborts.push(abortedUpload(rig.url, json, 512 * 1024, i % 2 === 1, '/v1/generations', 'application/json'));
-      aborts.push(abortedUpload(rig.url, packed, Math.floor(packed.length / 2), i % 2 === 1, '/v1/generations',
-        'application/json', { 'content-encoding': 'gzip' }));
+      aborts.push(
+        abortedUpload(
+          rig.url,
+          packed,
+          Math.floor(packed.length / 2),
+          i % 2 === 1,
+          '/v1/generations',
+          'application/json',
+          { 'content-encoding': 'gzip' },
+        ),
+      );
     }
     await Promise.all(aborts);
     await waitFor(() => spooled().length === 0, 'every aborted upload removed its spool', 10_000);
 
     const fits = editBody(Buffer.concat([pngA, Buffer.alloc(7 * MIB, 8)]));
-    const res = await post(rig.url, '/v1/images/edits', {
-      'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(fits.length),
-    }, fits);
+    const res = await post(
+      rig.url,
+      '/v1/images/edits',
+      {
+        'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+        'content-length': String(fits.length),
+      },
+      fits,
+    );
     assert.equal(res.status, 200, `the budget is whole again: ${JSON.stringify(res.body)}`);
     assert.deepEqual(spooled(), []);
   });
@@ -107,25 +151,34 @@ describe('the upload budget comes back and counts decoded bytes', () => {
   test('an edit aborted mid-upload gives its quota count back: with quota 1, ten aborted, then one runs', async () => {
     const key = await createUser(rig.url, 'aborting-uploads', { quota_req_day: 1 });
     const big = editBody(Buffer.concat([pngA, Buffer.alloc(2 * MIB, 7)]));
-    await Promise.all(Array.from({ length: 10 }, (_, i) =>
-      abortedUpload(rig.url, big, 128 * 1024, i % 2 === 1, undefined, undefined, {}, key)));
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        abortedUpload(rig.url, big, 128 * 1024, i % 2 === 1, undefined, undefined, {}, key),
+      ),
+    );
     await waitFor(() => spooled().length === 0, 'every aborted upload removed its spool', 10_000);
     const whole = editBody(pngA);
     const type = `multipart/form-data; boundary=${BOUNDARY}`;
     const res = await post(rig.url, '/v1/images/edits', { 'content-type': type }, whole, key);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const next = await post(rig.url, '/v1/images/edits', { 'content-type': type }, whole, key);
-    assert.equal(next.status, 429, 'the one that ran is the day\'s one');
+    assert.equal(next.status, 429, "the one that ran is the day's one");
   });
 
   test('a client gone while its URL is fetched: the bytes that still arrive do not keep the budget', async (t) => {
     // a server that sends 6 MiB of text (not an image: the job is refused) once the client has left
     let clientLeft!: () => void;
-    const left = new Promise<void>((resolve) => { clientLeft = resolve; });
+    const left = new Promise<void>((resolve) => {
+      clientLeft = resolve;
+    });
     let sent!: () => void;
-    const allSent = new Promise<void>((resolve) => { sent = resolve; });
+    const allSent = new Promise<void>((resolve) => {
+      sent = resolve;
+    });
     let asked!: () => void;
-    const fetching = new Promise<void>((resolve) => { asked = resolve; });
+    const fetching = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
     const slow = createServer((_req, res) => {
       asked();
       res.writeHead(200, { 'content-type': 'text/plain' });
@@ -159,7 +212,11 @@ describe('the upload budget comes back and counts decoded bytes', () => {
     writeFileSync(join(spoolDir(stale), 'upload-left', '0'), Buffer.alloc(1024));
     const again = await startGateway([], { api_key: MASTER, jobs_dir: stale });
     try {
-      assert.deepEqual(readdirSync(stale).filter((f) => f === 'uploads'), [], 'the spool folder is gone once started');
+      assert.deepEqual(
+        readdirSync(stale).filter((f) => f === 'uploads'),
+        [],
+        'the spool folder is gone once started',
+      );
     } finally {
       await again.close();
     }
@@ -172,18 +229,31 @@ describe('the upload budget comes back and counts decoded bytes', () => {
     assert.equal(plain.status, 413, 'plain, its Content-Length alone is over the whole budget');
     const packed = gzipSync(json);
     assert.ok(packed.length < 64 * 1024, `compressed to ${packed.length} bytes`);
-    const gz = await post(rig.url, '/v1/generations', {
-      'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(packed.length),
-    }, packed);
+    const gz = await post(
+      rig.url,
+      '/v1/generations',
+      {
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+        'content-length': String(packed.length),
+      },
+      packed,
+    );
     assert.equal(gz.status, 503, `decoded past the budget: ${JSON.stringify(gz.body).slice(0, 300)}`);
     assert.equal(gz.body.error?.code, 'uploads_busy');
     assert.equal(gz.headers['retry-after'], '5');
 
     // a small gzip body still passes, and the budget it took came back
     const small = Buffer.from(JSON.stringify({ model: 'sd15', mode: 'async', prompt: 'small' }));
-    const ok = await post(rig.url, '/v1/generations', {
-      'content-type': 'application/json', 'content-encoding': 'gzip',
-    }, gzipSync(small));
+    const ok = await post(
+      rig.url,
+      '/v1/generations',
+      {
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+      },
+      gzipSync(small),
+    );
     assert.equal(ok.status, 202, JSON.stringify(ok.body));
   });
 });

@@ -18,7 +18,15 @@ import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 import {
-  bearer, call, maskPng, MASTER, pngA, spooledUploads, startMediaRig, uploadsOf, type MediaRig,
+  bearer,
+  call,
+  maskPng,
+  MASTER,
+  pngA,
+  spooledUploads,
+  startMediaRig,
+  uploadsOf,
+  type MediaRig,
 } from './helpers/media-gateway.ts';
 
 const MIB = 1024 * 1024;
@@ -27,12 +35,23 @@ const BOUNDARY = 'budget-test-boundary';
 
 /** A multipart edit body around one `image` part of `image` bytes. */
 function editBody(image: Buffer): { head: Buffer; tail: Buffer } {
-  const head = Buffer.from([
-    `--${BOUNDARY}`, 'content-disposition: form-data; name="model"', '', 'inpaint',
-    `--${BOUNDARY}`, 'content-disposition: form-data; name="prompt"', '', 'p',
-    `--${BOUNDARY}`, 'content-disposition: form-data; name="image"; filename="a.png"',
-    'content-type: image/png', '', '',
-  ].join('\r\n'));
+  const head = Buffer.from(
+    [
+      `--${BOUNDARY}`,
+      'content-disposition: form-data; name="model"',
+      '',
+      'inpaint',
+      `--${BOUNDARY}`,
+      'content-disposition: form-data; name="prompt"',
+      '',
+      'p',
+      `--${BOUNDARY}`,
+      'content-disposition: form-data; name="image"; filename="a.png"',
+      'content-type: image/png',
+      '',
+      '',
+    ].join('\r\n'),
+  );
   return { head: Buffer.concat([head, image]), tail: Buffer.from(`\r\n--${BOUNDARY}--\r\n`) };
 }
 
@@ -45,7 +64,8 @@ interface Answer {
 /** Starts an edit upload by hand; `length` undefined sends it chunked. Resolves `answer` when the gateway answers. */
 function startUpload(url: string, length: number | undefined): { req: ClientRequest; answer: Promise<Answer> } {
   const headers: Record<string, string> = {
-    ...bearer(MASTER), 'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
+    ...bearer(MASTER),
+    'content-type': `multipart/form-data; boundary=${BOUNDARY}`,
   };
   if (length !== undefined) headers['content-length'] = String(length);
   else headers['transfer-encoding'] = 'chunked';
@@ -54,9 +74,13 @@ function startUpload(url: string, length: number | undefined): { req: ClientRequ
     req.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({
-        status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(Buffer.concat(chunks).toString() || '{}'),
-      }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: JSON.parse(Buffer.concat(chunks).toString() || '{}'),
+        }),
+      );
     });
     req.on('error', reject);
   });
@@ -87,7 +111,10 @@ describe('the upload budget and the spooled edits', () => {
     assert.equal(busy.body.error?.code, 'uploads_busy');
     assert.equal(busy.headers['retry-after'], '5');
     const rows = rig.gw.gateway.callLog.recent({ status: 503 });
-    assert.ok(rows.some((r) => r.endpoint === '/v1/images/edits' && r.backend === '(refused)'), 'logged as a refusal');
+    assert.ok(
+      rows.some((r) => r.endpoint === '/v1/images/edits' && r.backend === '(refused)'),
+      'logged as a refusal',
+    );
 
     held.req.end(Buffer.concat([first.head.subarray(MIB), first.tail]));
     const done = await held.answer;
@@ -121,7 +148,10 @@ describe('the upload budget and the spooled edits', () => {
       headers: { ...bearer(MASTER), 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
     });
     const jsonAnswer = new Promise<number>((resolve, reject) => {
-      json.on('response', (res) => { res.resume(); resolve(res.statusCode ?? 0); });
+      json.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
       json.on('error', reject);
     });
     json.end(JSON.stringify({ model: 'wan', images: { image: Buffer.alloc(BUDGET).toString('base64') } }));
@@ -131,7 +161,9 @@ describe('the upload budget and the spooled edits', () => {
   test('images.edit through the spool: image and mask reach the box as sent, the spool is empty after', async () => {
     const client = new OpenAI({ baseURL: `${rig.url}/v1`, apiKey: MASTER, maxRetries: 0 });
     const res = await client.images.edit({
-      model: 'inpaint', prompt: 'p', image: await toFile(pngA, 'a.png', { type: 'image/png' }),
+      model: 'inpaint',
+      prompt: 'p',
+      image: await toFile(pngA, 'a.png', { type: 'image/png' }),
       mask: await toFile(maskPng, 'mask.png', { type: 'image/png' }),
     });
     assert.ok(res.data?.[0]?.b64_json);
@@ -141,7 +173,10 @@ describe('the upload budget and the spooled edits', () => {
     const jobs = await call<{ data: { id: string }[] }>(rig.url, 'GET', '/v1/jobs?limit=1', MASTER);
     assert.equal(jobs.status, 200);
     const jobFiles = readdirSync(join(rig.gw.gateway.config().jobs_dir, jobs.body.data[0].id));
-    assert.ok(jobFiles.some((f) => f.startsWith('in-')), 'the job keeps its inputs itself');
+    assert.ok(
+      jobFiles.some((f) => f.startsWith('in-')),
+      'the job keeps its inputs itself',
+    );
   });
 });
 
@@ -160,32 +195,45 @@ describe('the upload budget on audio transcriptions', () => {
 
   const form = (size: number) => {
     const body = Buffer.concat([
-      Buffer.from([
-        `--${BOUNDARY}`, 'content-disposition: form-data; name="model"', '', 'openai/whisper-large-v3',
-        `--${BOUNDARY}`, 'content-disposition: form-data; name="file"; filename="a.wav"',
-        'content-type: audio/wav', '', '',
-      ].join('\r\n')),
-      Buffer.alloc(size, 5), Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
+      Buffer.from(
+        [
+          `--${BOUNDARY}`,
+          'content-disposition: form-data; name="model"',
+          '',
+          'openai/whisper-large-v3',
+          `--${BOUNDARY}`,
+          'content-disposition: form-data; name="file"; filename="a.wav"',
+          'content-type: audio/wav',
+          '',
+          '',
+        ].join('\r\n'),
+      ),
+      Buffer.alloc(size, 5),
+      Buffer.from(`\r\n--${BOUNDARY}--\r\n`),
     ]);
     return body;
   };
-  const post = (body: Buffer, chunked: boolean) => new Promise<{ status: number; code?: string }>((resolve, reject) => {
-    const headers: Record<string, string> = { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
-    if (chunked) headers['transfer-encoding'] = 'chunked';
-    else headers['content-length'] = String(body.length);
-    const req = request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers });
-    req.setTimeout(5_000, () => req.destroy(new Error('no answer within 5 s')));
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString();
-        resolve({ status: res.statusCode ?? 0, code: text.startsWith('{') ? JSON.parse(text).error?.code : undefined });
+  const post = (body: Buffer, chunked: boolean) =>
+    new Promise<{ status: number; code?: string }>((resolve, reject) => {
+      const headers: Record<string, string> = { 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
+      if (chunked) headers['transfer-encoding'] = 'chunked';
+      else headers['content-length'] = String(body.length);
+      const req = request(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers });
+      req.setTimeout(5_000, () => req.destroy(new Error('no answer within 5 s')));
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          resolve({
+            status: res.statusCode ?? 0,
+            code: text.startsWith('{') ? JSON.parse(text).error?.code : undefined,
+          });
+        });
       });
+      req.on('error', reject);
+      req.end(body);
     });
-    req.on('error', reject);
-    req.end(body);
-  });
 
   test('a transcription over the budget: 413; a chunked one past it: 503; one that fits is answered', async () => {
     const whole = await post(form(2 * MIB), false);

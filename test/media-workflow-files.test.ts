@@ -32,11 +32,15 @@ describe('workflow files with big integers', () => {
   test('a seed baked into the file reaches ComfyUI exactly', async () => {
     // the sd15 workflow with its seed primitive fixed (no `input_` title: the request does not set it) at 2^63−1
     const text = readFileSync(fixturePath('comfyui/workflows/txt2img_sd15_api.json'), 'utf8');
-    const fixed = text.replace(/("69"\s*:\s*\{[\s\S]*?"value"\s*:\s*)-1/, `$1${BIG}`).replace('"input_seed"', '"fixed_seed"');
+    const fixed = text
+      .replace(/("69"\s*:\s*\{[\s\S]*?"value"\s*:\s*)-1/, `$1${BIG}`)
+      .replace('"input_seed"', '"fixed_seed"');
     assert.notEqual(fixed, text);
     const dir = tempDir();
     writeFileSync(join(dir, 'sd15_fixed.json'), fixed);
-    writeFileSync(join(dir, 'config.yaml'), `backends:
+    writeFileSync(
+      join(dir, 'config.yaml'),
+      `backends:
   - name: comfy
     url: http://127.0.0.1:1
     type: comfyui
@@ -44,17 +48,26 @@ image_models:
   fixed:
     - backend: comfy
       workflow: sd15_fixed.json
-`);
+`,
+    );
     const loaded = loadConfigFile(join(dir, 'config.yaml'), {});
     assert.ok(loaded.ok, loaded.ok ? '' : formatProblems(loaded.problems));
-    const baked = (loaded.config.image_models.fixed[0].workflow_json as Record<string, { inputs: Record<string, unknown> }>)['69'].inputs.value;
+    const baked = (
+      loaded.config.image_models.fixed[0].workflow_json as Record<string, { inputs: Record<string, unknown> }>
+    )['69'].inputs.value;
     assert.equal(baked, BigInt(BIG), 'read exactly, as a bigint');
 
     fake = await startComfyFake();
-    gw = await startGateway([{ name: 'comfy', url: fake.url, type: 'comfyui', ...FAST_COMFY }], { image_models: loaded.config.image_models });
+    gw = await startGateway([{ name: 'comfy', url: fake.url, type: 'comfyui', ...FAST_COMFY }], {
+      image_models: loaded.config.image_models,
+    });
     const done = await settle(gw, (await submitText(gw, 'fixed')).id);
     assert.equal(done.status, 'done', JSON.stringify(done.error));
     const sent = fake.requests.find((r) => r.method === 'POST' && r.path === '/prompt')!;
-    assert.match(sent.rawBody.toString('utf8'), new RegExp(`"69":\\{[^}]*"value":${BIG}\\b`), 'the exact digits in the queued prompt');
+    assert.match(
+      sent.rawBody.toString('utf8'),
+      new RegExp(`"69":\\{[^}]*"value":${BIG}\\b`),
+      'the exact digits in the queued prompt',
+    );
   });
 });

@@ -22,7 +22,8 @@ function parseExposition(text: string): { samples: Sample[]; help: Map<string, s
     if (line === '') continue;
     let m: RegExpMatchArray | null;
     if ((m = line.match(new RegExp(`^# HELP (${NAME}) (.*)$`)))) help.set(m[1], m[2]);
-    else if ((m = line.match(new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`)))) type.set(m[1], m[2]);
+    else if ((m = line.match(new RegExp(`^# TYPE (${NAME}) (counter|gauge|histogram|summary|untyped)$`))))
+      type.set(m[1], m[2]);
     else if ((m = line.match(sampleLine))) {
       const labels: Record<string, string> = {};
       const body = m[2] ?? '';
@@ -56,10 +57,26 @@ function value(samples: Sample[], name: string, labels: Record<string, string> =
 
 function call(over: Partial<CallRecord> = {}): CallRecord {
   return {
-    ts: Date.now(), request_id: 'req-secret-id', duration_ms: 2500, ttft_ms: 400, endpoint: '/v1/chat/completions',
-    source: 'alice@example', user_id: 42, requested_model: 'fast', model: 'qwen3-8b', backend: 'gpu1', status: 200,
-    reason: null, prompt_tokens: 1000, completion_tokens: 50, cached_tokens: 600, cache_write_tokens: 100,
-    reasoning: null, cost_usd: 0.01, upstream_cost_usd: null, ...over,
+    ts: Date.now(),
+    request_id: 'req-secret-id',
+    duration_ms: 2500,
+    ttft_ms: 400,
+    endpoint: '/v1/chat/completions',
+    source: 'alice@example',
+    user_id: 42,
+    requested_model: 'fast',
+    model: 'qwen3-8b',
+    backend: 'gpu1',
+    status: 200,
+    reason: null,
+    prompt_tokens: 1000,
+    completion_tokens: 50,
+    cached_tokens: 600,
+    cache_write_tokens: 100,
+    reasoning: null,
+    cost_usd: 0.01,
+    upstream_cost_usd: null,
+    ...over,
   };
 }
 
@@ -101,7 +118,18 @@ describe('GatewayMetrics', () => {
     const m = new GatewayMetrics({ defaultMetrics: false });
     m.observeCall(call());
     m.observeCall(call({ duration_ms: 240_000, ttft_ms: 200_000, upstream_cost_usd: 0.5 })); // a 4-minute cold load
-    m.observeCall(call({ backend: REFUSED_BACKEND, status: 429, ttft_ms: null, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost_usd: 0 }));
+    m.observeCall(
+      call({
+        backend: REFUSED_BACKEND,
+        status: 429,
+        ttft_ms: null,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        cached_tokens: 0,
+        cache_write_tokens: 0,
+        cost_usd: 0,
+      }),
+    );
     const { samples } = parseExposition(await m.render());
 
     const req = { endpoint: '/v1/chat/completions', backend: 'gpu1', status: '200' };
@@ -111,7 +139,10 @@ describe('GatewayMetrics', () => {
     assert.equal(value(samples, 'llm_gateway_tokens_total', { backend: 'gpu1', direction: 'out' }), 100);
     assert.equal(value(samples, 'llm_gateway_cache_tokens_total', { backend: 'gpu1', kind: 'read' }), 1200);
     assert.equal(value(samples, 'llm_gateway_cache_tokens_total', { backend: 'gpu1', kind: 'write' }), 200);
-    assert.ok(Math.abs(value(samples, 'llm_gateway_cost_usd_total', { backend: 'gpu1' })! - 0.51) < 1e-12, 'upstream cost wins');
+    assert.ok(
+      Math.abs(value(samples, 'llm_gateway_cost_usd_total', { backend: 'gpu1' })! - 0.51) < 1e-12,
+      'upstream cost wins',
+    );
 
     const dur = { endpoint: '/v1/chat/completions', backend: 'gpu1' };
     assert.equal(value(samples, 'llm_gateway_request_duration_seconds_count', dur), 2);
@@ -120,7 +151,11 @@ describe('GatewayMetrics', () => {
     assert.equal(value(samples, 'llm_gateway_request_duration_seconds_bucket', { ...dur, le: '120' }), 1);
     assert.equal(value(samples, 'llm_gateway_request_duration_seconds_bucket', { ...dur, le: '300' }), 2);
     assert.equal(value(samples, 'llm_gateway_ttft_seconds_count', { backend: 'gpu1' }), 2);
-    assert.equal(value(samples, 'llm_gateway_ttft_seconds_count', { backend: REFUSED_BACKEND }), undefined, 'no ttft, no observation');
+    assert.equal(
+      value(samples, 'llm_gateway_ttft_seconds_count', { backend: REFUSED_BACKEND }),
+      undefined,
+      'no ttft, no observation',
+    );
     const buckets = samples
       .filter((s) => s.name === 'llm_gateway_ttft_seconds_bucket' && s.labels.backend === 'gpu1')
       .map((s) => s.labels.le);
@@ -156,7 +191,10 @@ describe('GatewayMetrics', () => {
 
   test('gauges are replaced wholesale: gone backends and aliases disappear', async () => {
     const m = new GatewayMetrics({ defaultMetrics: false });
-    m.setBackendGauges([{ name: 'a', up: true, inflight: 1, cap: 0 }, { name: 'b', up: false, inflight: 0, cap: 2 }]);
+    m.setBackendGauges([
+      { name: 'a', up: true, inflight: 1, cap: 0 },
+      { name: 'b', up: false, inflight: 0, cap: 2 },
+    ]);
     m.setParked({ x: 1, y: 2 });
     m.setBackendGauges([{ name: 'b', up: true, inflight: 1, cap: 2 }]);
     m.setParked({});

@@ -20,12 +20,15 @@ test('OpenRouter full list: counts under each filter and known entries', () => {
   assert.equal(parseModelList(body, BOTH).length, 328);
 
   const all = parseModelList(body, ALL);
-  assert.deepEqual(all.find((m) => m.id === 'anthropic/claude-sonnet-4.6'), {
-    id: 'anthropic/claude-sonnet-4.6',
-    created: 1771342990,
-    pricing: { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 },
-    context_length: 1000000,
-  });
+  assert.deepEqual(
+    all.find((m) => m.id === 'anthropic/claude-sonnet-4.6'),
+    {
+      id: 'anthropic/claude-sonnet-4.6',
+      created: 1771342990,
+      pricing: { input: 3, output: 15, cache_read: 0.3, cache_write: 3.75 },
+      context_length: 1000000,
+    },
+  );
   const chat = ids(body, CHAT);
   assert.ok(!chat.includes('google/gemini-2.5-flash-image'), 'image output is not chat');
   assert.ok(!chat.includes('openai/gpt-audio'), 'audio output is not chat');
@@ -45,7 +48,11 @@ test('OpenRouter selection: each filter keeps what it should', () => {
   const body = readFixtureJson('llm/openrouter/api_v1_models_selection.json');
   // openrouter/auto may answer with images (output_modalities text + image), so chat_only drops it.
   assert.deepEqual(ids(body, BOTH).sort(), ['ai21/jamba-large-1.7', 'anthropic/claude-sonnet-4.6']);
-  assert.deepEqual(ids(body, CHAT).sort(), ['ai21/jamba-large-1.7', 'anthropic/claude-sonnet-4.6', 'google/gemma-3-27b-it:free']);
+  assert.deepEqual(ids(body, CHAT).sort(), [
+    'ai21/jamba-large-1.7',
+    'anthropic/claude-sonnet-4.6',
+    'google/gemma-3-27b-it:free',
+  ]);
   assert.deepEqual(ids(body, SERVERLESS).sort(), [
     'ai21/jamba-large-1.7',
     'anthropic/claude-sonnet-4.6',
@@ -64,12 +71,21 @@ test('OpenRouter selection: each filter keeps what it should', () => {
 test('Together /v1/models: a bare array priced per million already', () => {
   const body = readFixtureJson('llm/together/v1_models.json');
   assert.deepEqual(parseModelList(body, BOTH), [
-    { id: 'example-org/example-chat-7b', created: 1700000000, display_name: 'Example Chat (7B)', pricing: { input: 0.2, output: 0.4 }, context_length: 8192 },
+    {
+      id: 'example-org/example-chat-7b',
+      created: 1700000000,
+      display_name: 'Example Chat (7B)',
+      pricing: { input: 0.2, output: 0.4 },
+      context_length: 8192,
+    },
   ]);
 });
 
 test("Anthropic's list: created_at becomes unix seconds, display_name kept, type model is chat", () => {
-  const body = { data: [{ type: 'model', id: 'claude-x', display_name: 'Claude X', created_at: '2025-09-29T00:00:00Z' }], has_more: false };
+  const body = {
+    data: [{ type: 'model', id: 'claude-x', display_name: 'Claude X', created_at: '2025-09-29T00:00:00Z' }],
+    has_more: false,
+  };
   assert.deepEqual(parseModelList(body, BOTH), [{ id: 'claude-x', created: 1759104000, display_name: 'Claude X' }]);
 });
 
@@ -88,18 +104,33 @@ test('Together: type decides chat_only; a 0/0 dedicated-only model fails serverl
 
 test('local servers: llama.cpp, llama-swap (both shapes), vLLM, Ollama (both) keep id, created, owner', () => {
   const cases: Array<[string, object[]]> = [
-    ['llm/llamacpp/v1_models.json', [{ id: '../models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf', created: 1735142223, owned_by: 'llamacpp' }]],
+    [
+      'llm/llamacpp/v1_models.json',
+      [{ id: '../models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf', created: 1735142223, owned_by: 'llamacpp' }],
+    ],
     ['llm/llamaswap/v1_models_meta_state.json', [{ id: 'qwen3-8b', created: 1780000000, owned_by: 'llama-swap' }]],
-    ['llm/llamaswap/v1_models_ASSEMBLED_current_shape.json', [{ id: 'm1', created: 1775097337, owned_by: 'llama-swap' }]],
-    ['llm/vllm/v1_models.json', [{ id: 'Qwen/Qwen3-8B', created: 1780012345, owned_by: 'vllm', context_length: 32768 }]],
-    ['llm/ollama/v1_models.json', [
-      { id: 'qwen3:8b', created: 1780000100, owned_by: 'library' },
-      { id: 'llama3.2:3b', created: 1779000200, owned_by: 'library' },
-    ]],
-    ['llm/ollama/v1_models_hf_owner.json', [
-      { id: 'mistral:7b', created: 1778000300, owned_by: 'library' },
-      { id: 'hf.co/bartowski/Qwen2.5-Coder-7B-Instruct-GGUF:Q4_K_M', created: 1777000400, owned_by: 'bartowski' },
-    ]],
+    [
+      'llm/llamaswap/v1_models_ASSEMBLED_current_shape.json',
+      [{ id: 'm1', created: 1775097337, owned_by: 'llama-swap' }],
+    ],
+    [
+      'llm/vllm/v1_models.json',
+      [{ id: 'Qwen/Qwen3-8B', created: 1780012345, owned_by: 'vllm', context_length: 32768 }],
+    ],
+    [
+      'llm/ollama/v1_models.json',
+      [
+        { id: 'qwen3:8b', created: 1780000100, owned_by: 'library' },
+        { id: 'llama3.2:3b', created: 1779000200, owned_by: 'library' },
+      ],
+    ],
+    [
+      'llm/ollama/v1_models_hf_owner.json',
+      [
+        { id: 'mistral:7b', created: 1778000300, owned_by: 'library' },
+        { id: 'hf.co/bartowski/Qwen2.5-Coder-7B-Instruct-GGUF:Q4_K_M', created: 1777000400, owned_by: 'bartowski' },
+      ],
+    ],
   ];
   for (const [file, expected] of cases) {
     const body = readFixtureJson(file);
@@ -109,8 +140,13 @@ test('local servers: llama.cpp, llama-swap (both shapes), vLLM, Ollama (both) ke
 });
 
 test('Ollama /api/tags and /api/ps ({models: [...]}) name the model in `model`', () => {
-  assert.deepEqual(ids(readFixtureJson('llm/ollama/api_tags_docs.json'), BOTH), ['deepseek-r1:latest', 'llama3.2:latest']);
-  assert.deepEqual(parseModelList(readFixtureJson('llm/ollama/api_ps.json'), ALL), [{ id: 'qwen3:8b', context_length: 8192 }]);
+  assert.deepEqual(ids(readFixtureJson('llm/ollama/api_tags_docs.json'), BOTH), [
+    'deepseek-r1:latest',
+    'llama3.2:latest',
+  ]);
+  assert.deepEqual(parseModelList(readFixtureJson('llm/ollama/api_ps.json'), ALL), [
+    { id: 'qwen3:8b', context_length: 8192 },
+  ]);
 });
 
 test('a malformed body throws an Error that says what is wrong', () => {

@@ -21,7 +21,10 @@ const usd = (pairs: [tokens: number, perMillion: number][]) => pairs.reduce((sum
 
 /** A chat answer's tokens at these input and output prices. */
 const billed = (u: ChatUsage | undefined, input: number, output: number) =>
-  usd([[u!.prompt_tokens, input], [u!.completion_tokens, output]]);
+  usd([
+    [u!.prompt_tokens, input],
+    [u!.completion_tokens, output],
+  ]);
 
 function assertUsd(actual: number, expected: number, what: string): void {
   assert.ok(expected > 0, `${what}: the expected cost is not zero`);
@@ -30,10 +33,11 @@ function assertUsd(actual: number, expected: number, what: string): void {
 
 async function chat(gw: TestGateway, model: string, key = MASTER) {
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'word '.repeat(40) }] }),
   });
-  const body = await res.json() as { usage?: ChatUsage; error?: { code?: string } };
+  const body = (await res.json()) as { usage?: ChatUsage; error?: { code?: string } };
   return { status: res.status, body };
 }
 
@@ -46,14 +50,17 @@ async function lastRow(gw: TestGateway, backend: string, count: number) {
 async function health(gw: TestGateway) {
   const res = await fetch(`${gw.url}/health`, { headers: admin });
   assert.equal(res.status, 200);
-  return await res.json() as { backends: Record<string, { pricing?: HealthPricing }> };
+  return (await res.json()) as { backends: Record<string, { pricing?: HealthPricing }> };
 }
 
 describe('pricing', () => {
   test('a paid OpenAI-kind backend with no prices in /v1/models is billed at the built-in price', async (t: After) => {
     const openai = await startFake('vllm', { models: ['gpt-4o', 'gpt-4o-mini-2024-07-18', 'gpt-4o-audio-preview'] });
     const gw = await startGateway([{ name: 'oai', url: openai.url, paid: true }], { api_key: MASTER });
-    t.after(async () => { await gw.close(); await openai.close(); });
+    t.after(async () => {
+      await gw.close();
+      await openai.close();
+    });
 
     const a = await chat(gw, 'oai/gpt-4o');
     assert.equal(a.status, 200);
@@ -76,13 +83,17 @@ describe('pricing', () => {
   test('embeddings on a paid OpenAI-kind backend are billed at the built-in input price', async (t: After) => {
     const openai = await startFake('vllm', { models: ['text-embedding-3-small'] });
     const gw = await startGateway([{ name: 'oai', url: openai.url, paid: true }], { api_key: MASTER });
-    t.after(async () => { await gw.close(); await openai.close(); });
+    t.after(async () => {
+      await gw.close();
+      await openai.close();
+    });
     const res = await fetch(`${gw.url}/v1/embeddings`, {
-      method: 'POST', headers: admin,
+      method: 'POST',
+      headers: admin,
       body: JSON.stringify({ model: 'oai/text-embedding-3-small', input: ['word '.repeat(50), 'other words'] }),
     });
     assert.equal(res.status, 200);
-    const usage = (await res.json() as { usage: { prompt_tokens: number } }).usage;
+    const usage = ((await res.json()) as { usage: { prompt_tokens: number } }).usage;
     const row = await lastRow(gw, 'oai', 1);
     assertUsd(row.cost_usd, usd([[usage.prompt_tokens, 0.02]]), 'text-embedding-3-small');
   });
@@ -93,30 +104,43 @@ describe('pricing', () => {
       [{ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }],
       { api_key: MASTER },
     );
-    t.after(async () => { await gw.close(); await claude.close(); });
+    t.after(async () => {
+      await gw.close();
+      await claude.close();
+    });
     const res = await fetch(`${gw.url}/v1/messages`, {
-      method: 'POST', headers: { ...admin, 'anthropic-version': '2023-06-01' },
+      method: 'POST',
+      headers: { ...admin, 'anthropic-version': '2023-06-01' },
       body: JSON.stringify({
-        model: 'claude/claude-sonnet-4-5-20250929', max_tokens: 64,
+        model: 'claude/claude-sonnet-4-5-20250929',
+        max_tokens: 64,
         system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
         messages: [{ role: 'user', content: 'hello there' }],
       }),
     });
     assert.equal(res.status, 200);
-    const u = (await res.json() as { usage: Record<string, number> }).usage;
+    const u = ((await res.json()) as { usage: Record<string, number> }).usage;
     assert.equal(u.cache_read_input_tokens, 1200);
     const row = await lastRow(gw, 'claude', 1);
-    assertUsd(row.cost_usd, usd([
-      [u.input_tokens, 3], [u.cache_read_input_tokens, 0.3], [u.cache_creation_input_tokens, 3.75],
-      [u.output_tokens, 15],
-    ]), 'claude-sonnet-4-5');
-
+    assertUsd(
+      row.cost_usd,
+      usd([
+        [u.input_tokens, 3],
+        [u.cache_read_input_tokens, 0.3],
+        [u.cache_creation_input_tokens, 3.75],
+        [u.output_tokens, 15],
+      ]),
+      'claude-sonnet-4-5',
+    );
 
     // streamed: the usage comes in message_start (input, cache) and message_delta (output)
     const streamed = await fetch(`${gw.url}/v1/messages`, {
-      method: 'POST', headers: { ...admin, 'anthropic-version': '2023-06-01' },
+      method: 'POST',
+      headers: { ...admin, 'anthropic-version': '2023-06-01' },
       body: JSON.stringify({
-        model: 'claude/claude-haiku-4-5-20251001', max_tokens: 64, stream: true,
+        model: 'claude/claude-haiku-4-5-20251001',
+        max_tokens: 64,
+        stream: true,
         system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
         messages: [{ role: 'user', content: 'hello again' }],
       }),
@@ -127,9 +151,16 @@ describe('pricing', () => {
     const output = events.filter((e) => e.type === 'message_delta').at(-1).usage.output_tokens as number;
     const streamedRow = await lastRow(gw, 'claude', 2);
     assert.equal(streamedRow.cached_tokens, 1200);
-    assertUsd(streamedRow.cost_usd, usd([
-      [start.input_tokens, 1], [1200, 0.1], [300, 1.25], [output, 5],
-    ]), 'claude-haiku-4-5, streamed');
+    assertUsd(
+      streamedRow.cost_usd,
+      usd([
+        [start.input_tokens, 1],
+        [1200, 0.1],
+        [300, 1.25],
+        [output, 5],
+      ]),
+      'claude-haiku-4-5, streamed',
+    );
 
     const h = (await health(gw)).backends.claude.pricing!;
     assert.equal(h.models['claude-sonnet-4-5-20250929'].source, 'built-in');
@@ -144,7 +175,10 @@ describe('pricing', () => {
       'acme/Llama-3-70B*': { input: 1, output: 2, cache_read: 0.5 },
     };
     const gw = await startGateway([{ name: 'tg', url: together.url, paid: true, pricing }], { api_key: MASTER });
-    t.after(async () => { await gw.close(); await together.close(); });
+    t.after(async () => {
+      await gw.close();
+      await together.close();
+    });
     const id = 'acme/Llama-3-70B-Instruct-Turbo';
     const discovered = gw.gateway.registry.get('tg')!.modelsById.get(id)!.pricing!;
     assert.ok(discovered.input > 0 && discovered.input !== 1, 'the backend publishes a price of its own');
@@ -165,11 +199,17 @@ describe('pricing', () => {
 
   test('a configured price on a model nothing else prices; on a free backend the cost stays 0', async (t: After) => {
     const box = await startFake('vllm', { models: ['gpt-4o', 'local-model'] });
-    const gw = await startGateway([
-      { name: 'paid', url: box.url, paid: true, pricing: { 'local-*': { input: 4, output: 8 } } },
-      { name: 'free', url: box.url, paid: false, pricing: { '*': { input: 4, output: 8 } } },
-    ], { api_key: MASTER });
-    t.after(async () => { await gw.close(); await box.close(); });
+    const gw = await startGateway(
+      [
+        { name: 'paid', url: box.url, paid: true, pricing: { 'local-*': { input: 4, output: 8 } } },
+        { name: 'free', url: box.url, paid: false, pricing: { '*': { input: 4, output: 8 } } },
+      ],
+      { api_key: MASTER },
+    );
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const r = await chat(gw, 'paid/local-model');
     assertUsd((await lastRow(gw, 'paid', 1)).cost_usd, billed(r.body.usage, 4, 8), 'config');
     assert.equal((await chat(gw, 'free/gpt-4o')).status, 200);
@@ -182,12 +222,17 @@ describe('pricing', () => {
   test('a USD quota trips after a call priced by the built-in table', async (t: After) => {
     const openai = await startFake('vllm', { models: ['gpt-5'] });
     const gw = await startGateway([{ name: 'oai', url: openai.url, paid: true }], { api_key: MASTER });
-    t.after(async () => { await gw.close(); await openai.close(); });
+    t.after(async () => {
+      await gw.close();
+      await openai.close();
+    });
     const created = await fetch(`${gw.url}/admin/api/users`, {
-      method: 'POST', headers: admin, body: JSON.stringify({ name: 'u', quota_cost_month: 0.00001 }),
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'u', quota_cost_month: 0.00001 }),
     });
     assert.equal(created.status, 201);
-    const user = await created.json() as { key: string };
+    const user = (await created.json()) as { key: string };
     const first = await chat(gw, 'oai/gpt-5', user.key);
     assert.equal(first.status, 200);
     const spent = billed(first.body.usage, 1.25, 10);

@@ -69,8 +69,11 @@ describe('resolvePrice', () => {
   });
 
   test('pricingReport counts each source', () => {
-    const report = pricingReport(spec({ pricing: { 'mine': p(1, 2) } }), [
-      { id: 'mine' }, { id: 'listed', pricing: p(3, 4) }, { id: 'gpt-4o' }, { id: 'unknown' },
+    const report = pricingReport(spec({ pricing: { mine: p(1, 2) } }), [
+      { id: 'mine' },
+      { id: 'listed', pricing: p(3, 4) },
+      { id: 'gpt-4o' },
+      { id: 'unknown' },
     ]);
     assert.deepEqual(report.sources, { config: 1, discovered: 1, 'built-in': 1, none: 1 });
     assert.deepEqual(report.models.listed, { source: 'discovered', input: 3, output: 4 });
@@ -138,7 +141,10 @@ describe('pricing: in config.yaml and the admin API', () => {
     const MASTER = 'master-key-pricing-0123456789';
     const box = await startFake('vllm', { models: ['house-model'] });
     const gw = await startGateway([], { api_key: MASTER });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const api = adminApi(() => gw.url, MASTER);
     const body = { name: 'cloud', url: box.url, paid: true };
     const typo = { 'house-*': { input: 'x', output: 1 } };
@@ -151,10 +157,11 @@ describe('pricing: in config.yaml and the admin API', () => {
     assert.deepEqual((await api('GET', '/admin/api/backends/cloud')).json.spec.pricing, pricing, 'stored and shown');
     await waitFor(() => gw.gateway.registry.get('cloud')?.healthy === true, 'discovered');
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'cloud/house-model', messages: [{ role: 'user', content: 'hi there' }] }),
     });
-    const usage = (await res.json() as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+    const usage = ((await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
     await waitFor(() => gw.gateway.callLog.recent({ backend: 'cloud' }).length === 1, 'row');
     const expected = (usage.prompt_tokens * 2 + usage.completion_tokens * 6) / 1e6;
     assert.ok(Math.abs(gw.gateway.callLog.recent({ backend: 'cloud' })[0].cost_usd - expected) < 1e-12);
@@ -163,10 +170,11 @@ describe('pricing: in config.yaml and the admin API', () => {
     const repriced = { 'house-*': { input: 20, output: 60 } };
     assert.equal((await api('PUT', '/admin/api/backends/cloud', { ...body, pricing: repriced })).status, 200);
     const again = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'cloud/house-model', messages: [{ role: 'user', content: 'hi there' }] }),
     });
-    const u2 = (await again.json() as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
+    const u2 = ((await again.json()) as { usage: { prompt_tokens: number; completion_tokens: number } }).usage;
     await waitFor(() => gw.gateway.callLog.recent({ backend: 'cloud' }).length === 2, 'second row');
     const second = gw.gateway.callLog.recent({ backend: 'cloud' })[0].cost_usd;
     assert.ok(Math.abs(second - (u2.prompt_tokens * 20 + u2.completion_tokens * 60) / 1e6) < 1e-12, `${second}`);

@@ -20,7 +20,8 @@ function replacedOnce(text: string, find: string, replacement: string): string {
 
 describe('editTopLevel keeps every byte outside the edits', () => {
   test('big integers, -0, 1e400 and long fractions survive', () => {
-    const text = '{"model":"alias","seed":12345678901234567891,"n":18446744073709551616,"z":-0,"huge":1e400,"p":0.10000000000000000555,"neg":-9223372036854775809}';
+    const text =
+      '{"model":"alias","seed":12345678901234567891,"n":18446744073709551616,"z":-0,"huge":1e400,"p":0.10000000000000000555,"neg":-9223372036854775809}';
     const out = edit(text, { model: '"real-model"' });
     assert.equal(out, replacedOnce(text, '"alias"', '"real-model"'));
     assert.equal(topLevelValueText(out, 'seed'), '12345678901234567891');
@@ -29,20 +30,28 @@ describe('editTopLevel keeps every byte outside the edits', () => {
   });
 
   test('unicode escapes and raw non-ASCII', () => {
-    const text = '{"messages":[{"role":"user","content":"h\\u00e9llo \\ud83d\\ude00 héllo 😀 日本語 \\"q\\" \\\\ \\/ \\n"}],"model":"a","\\u00e9t\\u00e9":"été"}';
+    const text =
+      '{"messages":[{"role":"user","content":"h\\u00e9llo \\ud83d\\ude00 héllo 😀 日本語 \\"q\\" \\\\ \\/ \\n"}],"model":"a","\\u00e9t\\u00e9":"été"}';
     const out = edit(text, { model: '"b"', stream: 'true' });
     assert.equal(out, replacedOnce(text, '"model":"a"', '"model":"b"').slice(0, -1) + ',"stream":true}');
     assert.equal(JSON.parse(out)['été'], 'été');
-    assert.equal(edit(text, { 'été': '1' }), text.replace('"été"}', '1}'), 'an escaped name matches its decoded form');
+    assert.equal(edit(text, { été: '1' }), text.replace('"été"}', '1}'), 'an escaped name matches its decoded form');
   });
 
   test('whitespace and newlines everywhere', () => {
-    const text = ' \r\n {\n\t"model" \r\n :\n "a" \n ,\t"messages" : [ { "content" : "x" } , 1 ]\n, "n"  :  -1.5e+3 \n}\n\t ';
+    const text =
+      ' \r\n {\n\t"model" \r\n :\n "a" \n ,\t"messages" : [ { "content" : "x" } , 1 ]\n, "n"  :  -1.5e+3 \n}\n\t ';
     assert.equal(edit(text, { model: '"b"' }), replacedOnce(text, '"a"', '"b"'));
     assert.equal(edit(text, { n: '2' }), replacedOnce(text, '-1.5e+3', '2'));
     assert.equal(edit(text, { extra: '{}' }), text.replace('-1.5e+3', '-1.5e+3,"extra":{}'));
-    assert.equal(edit(text, { model: null }), ' \r\n {\n\t"messages" : [ { "content" : "x" } , 1 ]\n, "n"  :  -1.5e+3 \n}\n\t ');
-    assert.equal(edit(text, { n: null }), ' \r\n {\n\t"model" \r\n :\n "a" \n ,\t"messages" : [ { "content" : "x" } , 1 ] \n}\n\t ');
+    assert.equal(
+      edit(text, { model: null }),
+      ' \r\n {\n\t"messages" : [ { "content" : "x" } , 1 ]\n, "n"  :  -1.5e+3 \n}\n\t ',
+    );
+    assert.equal(
+      edit(text, { n: null }),
+      ' \r\n {\n\t"model" \r\n :\n "a" \n ,\t"messages" : [ { "content" : "x" } , 1 ] \n}\n\t ',
+    );
     assert.equal(edit(text, { messages: null }), ' \r\n {\n\t"model" \r\n :\n "a"\n, "n"  :  -1.5e+3 \n}\n\t ');
   });
 
@@ -60,7 +69,20 @@ describe('editTopLevel keeps every byte outside the edits', () => {
   });
 
   test('every value type can be replaced by every value type', () => {
-    const values = ['"s"', '"with } ] , \\" inside"', '{"a":{"b":[1,{"c":"}"}]}}', '[1,[2,[3]],"]"]', '42', '-0.5e-7', 'true', 'false', 'null', '{}', '[]', '""'];
+    const values = [
+      '"s"',
+      '"with } ] , \\" inside"',
+      '{"a":{"b":[1,{"c":"}"}]}}',
+      '[1,[2,[3]],"]"]',
+      '42',
+      '-0.5e-7',
+      'true',
+      'false',
+      'null',
+      '{}',
+      '[]',
+      '""',
+    ];
     for (const before of values) {
       for (const after of values) {
         const text = `{"first":1,"v":${before},"last":[0]}`;
@@ -138,7 +160,7 @@ describe('topLevelValueText', () => {
     assert.equal(topLevelValueText('{}', 'x'), undefined);
   });
 
-  test('a nested edit: set stream_options.include_usage keeping the client\'s other options', () => {
+  test("a nested edit: set stream_options.include_usage keeping the client's other options", () => {
     const inner = topLevelValueText(text, 'stream_options')!;
     const out = edit(text, { stream_options: editTopLevel(inner, edits({ include_usage: 'true', extra: '1' })) });
     assert.equal(out, text.replace('"include_usage" : false }', '"include_usage" : true,"extra":1 }'));
@@ -173,7 +195,10 @@ describe('nestingDepthExceeds', () => {
   });
 
   test('10,000 levels deep', () => {
-    for (const [open, close] of [['[', ']'], ['{"k":', '}']]) {
+    for (const [open, close] of [
+      ['[', ']'],
+      ['{"k":', '}'],
+    ]) {
       const text = open!.repeat(10_000) + '0' + close!.repeat(10_000);
       JSON.parse(text);
       assert.equal(nestingDepthExceeds(text, 9_999), true);
@@ -190,7 +215,11 @@ describe('nestingDepthExceeds', () => {
     assert.equal(nestingDepthExceeds('["\\"[[[["]', 1), false, 'a \\" stays inside the string');
     assert.equal(nestingDepthExceeds('["\\\\", [[1]]]', 2), true, 'a \\\\ ends with the string closed');
     assert.equal(nestingDepthExceeds('["\\\\", [[1]]]', 3), false);
-    assert.equal(nestingDepthExceeds('["\\\\\\"[[", []]', 2), false, '\\\\\\" is an escaped backslash then an escaped quote');
+    assert.equal(
+      nestingDepthExceeds('["\\\\\\"[[", []]', 2),
+      false,
+      '\\\\\\" is an escaped backslash then an escaped quote',
+    );
     assert.equal(nestingDepthExceeds('["\\\\\\"[[", []]', 1), true);
     for (let run = 0; run <= 9; run++) {
       const text = `["${'\\\\'.repeat(run)}\\"[", "]"]`;
@@ -240,7 +269,9 @@ describe('randomised against JSON.parse', () => {
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
     const ws = () => pick(['', '', '', ' ', '\n', '\r\n\t', '  ']);
     const escapeName = (name: string) =>
-      JSON.stringify(name).replace(/[a-z]/g, (c) => (random() < 0.2 ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c));
+      JSON.stringify(name).replace(/[a-z]/g, (c) =>
+        random() < 0.2 ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c,
+      );
     const stringLiteral = () => {
       const s = pick(['', 'hi', '{[', ']}', '"', '\\', '\\"', '\\\\"[', 'é😀', ',:', '\u0000\n']);
       return s === '"' && random() < 0.5 ? '"\\u0022"' : JSON.stringify(s);
@@ -255,14 +286,20 @@ describe('randomised against JSON.parse', () => {
       return `{${ws()}${items.map((v) => `${escapeName(pick(NAMES))}${ws()}:${ws()}${v}`).join(`${ws()},${ws()}`)}${ws()}}`;
     };
     const object = (): string => {
-      const members = Array.from({ length: Math.floor(random() * 7) }, () => `${ws()}${escapeName(pick(NAMES))}${ws()}:${ws()}${value(1)}${ws()}`);
+      const members = Array.from(
+        { length: Math.floor(random() * 7) },
+        () => `${ws()}${escapeName(pick(NAMES))}${ws()}:${ws()}${value(1)}${ws()}`,
+      );
       return `${ws()}{${members.join(',') || ws()}}${ws()}`;
     };
     let serial = 0;
     const edits = (): Map<string, string | null> => {
       const e = new Map<string, string | null>();
       for (let k = Math.floor(random() * 4); k > 0; k--) {
-        e.set(pick(NAMES), random() < 0.35 ? null : pick([`"edit-${serial}"`, `{"edit":${serial}}`, `[${serial}]`, `${serial}.5`]));
+        e.set(
+          pick(NAMES),
+          random() < 0.35 ? null : pick([`"edit-${serial}"`, `{"edit":${serial}}`, `[${serial}]`, `${serial}.5`]),
+        );
         serial++;
       }
       return e;
@@ -289,11 +326,17 @@ describe('randomised against JSON.parse', () => {
         assert.deepEqual(Object.keys(actual), Object.keys(expected), `key order, ${where}`);
         const before = topLevelNames(text);
         const after = topLevelNames(out);
-        assert.deepEqual(after.filter((n) => !e.has(n)), before.filter((n) => !e.has(n)), `other members, ${where}`);
-        for (const [name, v] of e) assert.equal(after.filter((n) => n === name).length, v === null ? 0 : 1, `one ${name}, ${where}`);
+        assert.deepEqual(
+          after.filter((n) => !e.has(n)),
+          before.filter((n) => !e.has(n)),
+          `other members, ${where}`,
+        );
+        for (const [name, v] of e)
+          assert.equal(after.filter((n) => n === name).length, v === null ? 0 : 1, `one ${name}, ${where}`);
         for (const name of NAMES) {
           const v = e.get(name);
-          if (v === undefined) assert.equal(topLevelValueText(out, name), topLevelValueText(text, name), `raw ${name}, ${where}`);
+          if (v === undefined)
+            assert.equal(topLevelValueText(out, name), topLevelValueText(text, name), `raw ${name}, ${where}`);
           else assert.equal(topLevelValueText(out, name), v ?? undefined, `edited ${name}, ${where}`);
         }
         if ([...e.values()].every((v) => v === null) && !NAMES.some((n) => e.has(n) && n in JSON.parse(text))) {

@@ -21,11 +21,16 @@ describe('reasoning control and sampling defaults', () => {
 
   const chat = async (model: string, extra: Record<string, unknown> = {}) => {
     const res = await request(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
       body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], ...extra }),
     });
     await res.body.text();
-    return { status: res.statusCode, header: res.headers['x-reasoning-control'], backend: res.headers['x-gateway-backend'] };
+    return {
+      status: res.statusCode,
+      header: res.headers['x-reasoning-control'],
+      backend: res.headers['x-gateway-backend'],
+    };
   };
   const lastBody = (f: FakeBackend) => f.requests.filter((r) => r.method === 'POST').at(-1)!.body;
 
@@ -38,8 +43,15 @@ describe('reasoning control and sampling defaults', () => {
         { name: 'b', url: b.url, paid: true, sampling_defaults: { temperature: 0.9, min_p: 0.05 } },
       ],
       {
-        api_key: MASTER, failure_threshold: 100,
-        virtual_models: { both: { a: 'qwen3-8b', b: 'Qwen/Qwen3-8B' }, onlyA: { a: 'qwen3-8b' }, onlyB: { b: 'Qwen/Qwen3-8B' }, odd: { b: 'mystery-model' }, quiet: { a: 'qwen3-8b' } },
+        api_key: MASTER,
+        failure_threshold: 100,
+        virtual_models: {
+          both: { a: 'qwen3-8b', b: 'Qwen/Qwen3-8B' },
+          onlyA: { a: 'qwen3-8b' },
+          onlyB: { b: 'Qwen/Qwen3-8B' },
+          odd: { b: 'mystery-model' },
+          quiet: { a: 'qwen3-8b' },
+        },
         alias_defaults: { both: { sampling_defaults: { top_p: 0.8 } }, quiet: { reasoning: 'off' } },
         reasoning_rules: [
           { model: 'qwen3*', backends: ['a'], mechanism: 'nothink_token', params: { token: '/no_think' } },
@@ -93,10 +105,11 @@ describe('reasoning control and sampling defaults', () => {
 
   test('an unknown switch value is a 400 naming it', async () => {
     const res = await request(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
       body: JSON.stringify({ model: 'onlyA', reasoning: 'maybe', messages: [{ role: 'user', content: 'hi' }] }),
     });
-    const body = await res.body.json() as { error: { param: string } };
+    const body = (await res.body.json()) as { error: { param: string } };
     assert.equal(res.statusCode, 400);
     assert.equal(body.error.param, 'reasoning');
   });
@@ -107,25 +120,39 @@ describe('reasoning control and sampling defaults', () => {
     assert.equal(res.backend, 'b');
     assert.equal(res.header, 'off:enable_thinking');
     const tried = lastBody(a);
-    assert.match(tried.messages.at(-1).content, /\/no_think$/, 'the first attempt had a\'s mechanism');
+    assert.match(tried.messages.at(-1).content, /\/no_think$/, "the first attempt had a's mechanism");
     assert.deepEqual([tried.temperature, tried.top_p, tried.top_k, tried.min_p], [0.5, 0.8, 20, undefined]);
     const served = lastBody(b);
     assert.equal(served.messages.at(-1).content, 'hi', "b's mechanism does not touch the message");
     assert.deepEqual(served.chat_template_kwargs, { enable_thinking: false });
     assert.deepEqual([served.temperature, served.top_p, served.top_k, served.min_p], [0.5, 0.8, undefined, 0.05]);
-    await waitFor(() => gw.gateway.callLog.recent({ backend: 'b' }).some((r) => r.requested_model === 'both' && r.reasoning === 'off:enable_thinking'), 'the call log has the failed-over call with it');
+    await waitFor(
+      () =>
+        gw.gateway.callLog
+          .recent({ backend: 'b' })
+          .some((r) => r.requested_model === 'both' && r.reasoning === 'off:enable_thinking'),
+      'the call log has the failed-over call with it',
+    );
   });
 
   test("Anthropic's thinking switch reaches a chat backend the same way", async () => {
     const sdk = new Anthropic({ baseURL: gw.url, apiKey: MASTER, maxRetries: 0 });
-    const { response } = await sdk.messages.create({ model: 'onlyB', max_tokens: 100, thinking: { type: 'disabled' }, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { response } = await sdk.messages
+      .create({
+        model: 'onlyB',
+        max_tokens: 100,
+        thinking: { type: 'disabled' },
+        messages: [{ role: 'user', content: 'hi' }],
+      })
+      .withResponse();
     assert.equal(response.headers.get('x-reasoning-control'), 'off:enable_thinking');
     assert.deepEqual(lastBody(b).chat_template_kwargs, { enable_thinking: false });
   });
 
   test("Responses' reasoning.effort reaches the translated chat call", async () => {
     const res = await request(`${gw.url}/v1/responses`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
       body: JSON.stringify({ model: 'onlyB', input: 'hi', reasoning: { effort: 'minimal' } }),
     });
     await res.body.text();
@@ -137,18 +164,30 @@ describe('reasoning control and sampling defaults', () => {
 
 test('reasoning_as_content: think_tags re-labels the reasoning as <think> content, streamed and not', async (t) => {
   const box = await startFake('llamacpp', { models: ['qwen3-8b'], knobs: { reasoningChunks: 2, chunkCount: 3 } });
-  const gw = await startGateway([{ name: 'box', url: box.url, reasoning_as_content: 'think_tags' }], { api_key: MASTER });
-  t.after(async () => { await gw.close(); await box.close(); });
-  const post = (stream: boolean) => request(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
-    body: JSON.stringify({ model: 'box/qwen3-8b', stream, messages: [{ role: 'user', content: 'hi' }] }),
+  const gw = await startGateway([{ name: 'box', url: box.url, reasoning_as_content: 'think_tags' }], {
+    api_key: MASTER,
   });
-  const plain = await (await post(false)).body.json() as { choices: { message: { content: string; reasoning_content?: string } }[] };
+  t.after(async () => {
+    await gw.close();
+    await box.close();
+  });
+  const post = (stream: boolean) =>
+    request(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+      body: JSON.stringify({ model: 'box/qwen3-8b', stream, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+  const plain = (await (await post(false)).body.json()) as {
+    choices: { message: { content: string; reasoning_content?: string } }[];
+  };
   assert.match(plain.choices[0].message.content, /^<think>[\s\S]+<\/think>[\s\S]*tok0/);
   assert.equal(plain.choices[0].message.reasoning_content, undefined);
   const streamed = await (await post(true)).body.text();
-  const content = streamed.split('\n').filter((l) => l.startsWith('data: {'))
-    .map((l) => JSON.parse(l.slice(6)).choices?.[0]?.delta?.content ?? '').join('');
+  const content = streamed
+    .split('\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)).choices?.[0]?.delta?.content ?? '')
+    .join('');
   assert.match(content, /^<think>[\s\S]+<\/think>[\s\S]*tok0 tok1 tok2$/);
   assert.doesNotMatch(streamed, /reasoning_content":"[^"]/, 'no reasoning field left with text in it');
 });

@@ -24,13 +24,15 @@ type Mode = 'start-failure' | 'html' | 'silent' | 'proxy-error';
 async function failingBox(t: TestContext, mode: Mode): Promise<{ url: string; port: number; server: Server }> {
   const server = createServer((req, res) => {
     if (req.url?.startsWith('/v1/models')) {
-      res.writeHead(200, { 'content-type': 'application/json' })
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
         .end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model' }] }));
       return;
     }
     const where = `127.0.0.1:${(server.address() as AddressInfo).port}`;
     if (mode === 'start-failure') {
-      res.writeHead(502, { 'content-type': 'text/plain' })
+      res
+        .writeHead(502, { 'content-type': 'text/plain' })
         .end(`unable to start process: /opt/models/llama-server --host ${where} exited`);
     } else if (mode === 'proxy-error') {
       const message = `dial tcp ${where}: connect: connection refused (upstream "http://10.0.0.5:8000/v1/chat")`;
@@ -40,7 +42,13 @@ async function failingBox(t: TestContext, mode: Mode): Promise<{ url: string; po
     }
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  t.after(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   const port = (server.address() as AddressInfo).port;
   return { url: `http://127.0.0.1:${port}`, port, server };
 }
@@ -111,7 +119,7 @@ describe('the exhausted path, worded for who is calling', () => {
     assert.match((await chatError(gw, MASTER)).message, new RegExp(`^The backend \`${NAME}\`.*nginx`));
   });
 
-  test('a timeout keeps the gateway\'s own deadline; the Anthropic shape is worded the same', async (t) => {
+  test("a timeout keeps the gateway's own deadline; the Anthropic shape is worded the same", async (t) => {
     const box = await failingBox(t, 'silent');
     const { gw, key } = await lockedGateway(t, box.url, { request_timeout_s: 1 });
     const plain = await chatError(gw, key);
@@ -121,8 +129,10 @@ describe('the exhausted path, worded for who is calling', () => {
     assertNothingOfTheBox(plain.body, box.port);
     upAgain(gw);
     const anthropic = new Anthropic({ baseURL: gw.url, apiKey: key, maxRetries: 0, timeout: 10_000 });
-    const err = await anthropic.messages.create({ model: `${NAME}/m`, max_tokens: 8, messages: hi })
-      .then(() => assert.fail('served'), (e: unknown) => e as InstanceType<typeof Anthropic.APIError>);
+    const err = await anthropic.messages.create({ model: `${NAME}/m`, max_tokens: 8, messages: hi }).then(
+      () => assert.fail('served'),
+      (e: unknown) => e as InstanceType<typeof Anthropic.APIError>,
+    );
     assert.ok(err instanceof Anthropic.APIError);
     const body = err.error as { type: string; error: { type: string; message: string } };
     assert.equal(body.type, 'error');
@@ -130,7 +140,7 @@ describe('the exhausted path, worded for who is calling', () => {
     assertNothingOfTheBox(JSON.stringify(body), box.port);
   });
 
-  test('the last backend\'s own 502 is relayed in its words, its addresses replaced for a plain user', async (t) => {
+  test("the last backend's own 502 is relayed in its words, its addresses replaced for a plain user", async (t) => {
     const box = await failingBox(t, 'proxy-error');
     const { gw, key } = await lockedGateway(t, box.url);
     const plain = await chatError(gw, key);
@@ -141,8 +151,8 @@ describe('the exhausted path, worded for who is calling', () => {
     assert.equal(plain.body.includes('10.0.0.5'), false, plain.body);
     const second = await lockedGateway(t, box.url);
     const admin = await chatError(second.gw, MASTER);
-    const verbatim = `dial tcp 127.0.0.1:${box.port}: connect: connection refused `
-      + '(upstream "http://10.0.0.5:8000/v1/chat")';
+    const verbatim =
+      `dial tcp 127.0.0.1:${box.port}: connect: connection refused ` + '(upstream "http://10.0.0.5:8000/v1/chat")';
     assert.equal(admin.message, verbatim);
   });
 });

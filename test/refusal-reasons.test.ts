@@ -40,7 +40,10 @@ const bodyError = (err: OpenAIError) => err.error as BodyError;
 async function badKeyGateway(t: TestContext, overrides = {}) {
   const box = await startFake('llamacpp', { models: ['m'], apiKey: 'sk-right-key' });
   const gw = await startGateway([{ name: 'badkey', url: box.url, api_key: 'sk-wrong-key' }], overrides);
-  t.after(async () => { await gw.close(); await box.close(); });
+  t.after(async () => {
+    await gw.close();
+    await box.close();
+  });
   return gw;
 }
 
@@ -48,13 +51,21 @@ async function badKeyGateway(t: TestContext, overrides = {}) {
 async function flakyModels(t: TestContext): Promise<{ url: string; setUp(up: boolean): void }> {
   let up = true;
   const server: Server = createServer((req, res) => {
-    if (!up) { res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error'); return; }
+    if (!up) {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end('internal error');
+      return;
+    }
     const list = { object: 'list', data: [{ id: 'm', object: 'model' }] };
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(list));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, setUp: (v) => { up = v; } };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    setUp: (v) => {
+      up = v;
+    },
+  };
 }
 
 describe('each reason, in the OpenAI shape', () => {
@@ -84,19 +95,28 @@ describe('each reason, in the OpenAI shape', () => {
     const err = await chatError(openai(gw), 'gone/m');
     assert.equal(err.status, 503);
     assert.match(bodyError(err).message, /^`gone` is out: the gateway could not reach it \d+ s ago\.$/);
-    assert.deepEqual(bodyError(err).candidates?.map((c) => [c.backend, c.reason]), [['gone', 'unreachable']]);
+    assert.deepEqual(
+      bodyError(err).candidates?.map((c) => [c.backend, c.reason]),
+      [['gone', 'unreachable']],
+    );
   });
 
   test('loading (llama.cpp 503 "Loading model" on its health check)', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'] });
     const gw = await startGateway([{ name: 'warming', url: box.url }]);
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     box.setKnobs({ loadingMs: 60_000 });
     await gw.gateway.discovery.pollAll();
     const err = await chatError(openai(gw), 'warming/m');
     assert.equal(err.status, 503);
     assert.match(bodyError(err).message, /^`warming` is out: it is loading its model \(503\), for \d+ s now\.$/);
-    assert.deepEqual(bodyError(err).candidates?.map((c) => [c.reason, c.status]), [['loading', 503]]);
+    assert.deepEqual(
+      bodyError(err).candidates?.map((c) => [c.reason, c.status]),
+      [['loading', 503]],
+    );
   });
 
   test('circuit open until T: out after a failed health check, checked again by the next interval', async (t) => {
@@ -109,14 +129,19 @@ describe('each reason, in the OpenAI shape', () => {
     const err = await chatError(openai(gw), 'flaky/m');
     assert.equal(err.status, 503);
     const error = bodyError(err);
-    assert.match(error.message, new RegExp('^`flaky` is out after a failed health check \\(HTTP 500\\) \\d+ s ago; '
-      + 'it is checked again by \\d\\d:\\d\\d:\\d\\d UTC \\(in (29|30) s\\)\\.$'));
+    assert.match(
+      error.message,
+      new RegExp(
+        '^`flaky` is out after a failed health check \\(HTTP 500\\) \\d+ s ago; ' +
+          'it is checked again by \\d\\d:\\d\\d:\\d\\d UTC \\(in (29|30) s\\)\\.$',
+      ),
+    );
     const [only] = error.candidates!;
     assert.equal(only.reason, 'circuit_open');
     assert.equal(only.status, 500);
     const until = Date.parse(only.until);
     assert.ok(Math.abs(until - (checked + 30_000)) < 2000, `until ${only.until}`);
-    const health = await (await fetch(`${gw.url}/health`)).json() as { backends: Record<string, { out: any }> };
+    const health = (await (await fetch(`${gw.url}/health`)).json()) as { backends: Record<string, { out: any }> };
     const { backend: _name, ...reason } = only;
     const out = { ...health.backends.flaky.out, since_s: 0 };
     assert.deepEqual(out, { ...reason, since_s: 0 }, '/health says why it is out too');
@@ -125,12 +150,24 @@ describe('each reason, in the OpenAI shape', () => {
   test('draining and disabled, several candidates: a short list, each with its reason', async (t) => {
     const a = await startFake('llamacpp', { models: ['m'] });
     const b = await startFake('vllm', { models: ['m'] });
-    const gw = await startGateway([{ name: 'drained', url: a.url }, { name: 'off', url: b.url }], {
-      virtual_models: { pool: { drained: 'm', off: 'm' } },
+    const gw = await startGateway(
+      [
+        { name: 'drained', url: a.url },
+        { name: 'off', url: b.url },
+      ],
+      {
+        virtual_models: { pool: { drained: 'm', off: 'm' } },
+      },
+    );
+    t.after(async () => {
+      await gw.close();
+      await a.close();
+      await b.close();
     });
-    t.after(async () => { await gw.close(); await a.close(); await b.close(); });
     const drain = await fetch(`${gw.url}/admin/api/backends/drained/drain`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ on: true }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ on: true }),
     });
     assert.equal(drain.status, 200);
     const cfg = gw.gateway.config();
@@ -140,12 +177,20 @@ describe('each reason, in the OpenAI shape', () => {
     const err = await chatError(openai(gw), 'pool');
     assert.equal(err.status, 503);
     const error = bodyError(err);
-    assert.match(error.message, new RegExp('^No backend can serve `pool` right now: `drained` is draining '
-      + '\\(no new calls while its running ones finish\\), for \\d+ s now; `off` is disabled\\.$'));
+    assert.match(
+      error.message,
+      new RegExp(
+        '^No backend can serve `pool` right now: `drained` is draining ' +
+          '\\(no new calls while its running ones finish\\), for \\d+ s now; `off` is disabled\\.$',
+      ),
+    );
     const reasons = error.candidates?.map((c) => [c.backend, c.reason]);
-    assert.deepEqual(reasons, [['drained', 'draining'], ['off', 'disabled']]);
+    assert.deepEqual(reasons, [
+      ['drained', 'draining'],
+      ['off', 'disabled'],
+    ]);
     assert.equal(typeof error.candidates![0].since_s, 'number');
-    const health = await (await fetch(`${gw.url}/health`)).json() as { backends: Record<string, { out: any }> };
+    const health = (await (await fetch(`${gw.url}/health`)).json()) as { backends: Record<string, { out: any }> };
     const out = [health.backends.drained.out?.reason, health.backends.off.out];
     assert.deepEqual(out, ['draining', { reason: 'disabled' }]);
   });
@@ -153,16 +198,22 @@ describe('each reason, in the OpenAI shape', () => {
   test('parked past park_timeout_s with N ahead: how long it waited and how many were served first', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 2500 } });
     const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], {
-      park_timeout_s: 0.5, virtual_models: { patient: 'box/m' }, alias_park: { patient: 10 },
+      park_timeout_s: 0.5,
+      virtual_models: { patient: 'box/m' },
+      alias_park: { patient: 10 },
     });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const client = openai(gw);
     const hog = client.chat.completions.create({ model: 'box/m', messages: hi });
     await waitFor(() => box.inflight === 1, 'box is busy');
     const leave = new AbortController();
     const waitLong = () => client.chat.completions.create({ model: 'patient', messages: hi }, { signal: leave.signal });
-    const patient = [1, 2].map(() => waitLong()
-      .catch((err: unknown) => assert.ok(err instanceof OpenAI.APIUserAbortError, String(err))));
+    const patient = [1, 2].map(() =>
+      waitLong().catch((err: unknown) => assert.ok(err instanceof OpenAI.APIUserAbortError, String(err))),
+    );
     await waitFor(() => gw.gateway.scheduler.snapshot().parked.length === 2, 'two calls parked ahead');
     const err = await chatError(client, 'box/m');
     assert.equal(err.status, 503);
@@ -178,16 +229,23 @@ describe('each reason, in the OpenAI shape', () => {
   test('a stream whose head is out (keep-alive while parked) gets the reasons in its error event', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 2500 } });
     const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], {
-      park_timeout_s: 0.6, stream_keepalive_s: 0.1,
+      park_timeout_s: 0.6,
+      stream_keepalive_s: 0.1,
     });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const client = openai(gw);
     const hog = client.chat.completions.create({ model: 'box/m', messages: hi });
     await waitFor(() => box.inflight === 1, 'box is busy');
     const stream = await client.chat.completions.create({ model: 'box/m', messages: hi, stream: true });
     const err = await (async () => {
       for await (const chunk of stream) assert.fail(`a chunk arrived: ${JSON.stringify(chunk)}`);
-    })().then(() => assert.fail('the stream ended cleanly'), (e: unknown) => e as OpenAIError);
+    })().then(
+      () => assert.fail('the stream ended cleanly'),
+      (e: unknown) => e as OpenAIError,
+    );
     assert.ok(err instanceof OpenAI.APIError, String(err));
     const error = bodyError(err);
     assert.equal(error.code, 'park_timeout');
@@ -203,9 +261,15 @@ describe('each reason, in the OpenAI shape', () => {
       () => client.embeddings.create({ model: 'badkey/m', input: 'x' }),
       () => client.completions.create({ model: 'badkey/m', prompt: 'x' }),
     ]) {
-      const err = await call().then(() => assert.fail('served'), (e: unknown) => e as OpenAIError);
+      const err = await call().then(
+        () => assert.fail('served'),
+        (e: unknown) => e as OpenAIError,
+      );
       assert.equal(err.status, 503);
-      assert.deepEqual(bodyError(err).candidates?.map((c) => c.reason), ['credential_refused']);
+      assert.deepEqual(
+        bodyError(err).candidates?.map((c) => c.reason),
+        ['credential_refused'],
+      );
     }
   });
 });
@@ -214,8 +278,12 @@ describe('the Anthropic shape on /v1/messages', () => {
   test('the Messages API gets the same reasons inside its own error body', async (t) => {
     const gw = await badKeyGateway(t);
     await chatError(openai(gw), 'badkey/m');
-    const err = await anthropic(gw).messages.create({ model: 'badkey/m', max_tokens: 16, messages: hi })
-      .then(() => assert.fail('served'), (e: unknown) => e as InstanceType<typeof Anthropic.APIError>);
+    const err = await anthropic(gw)
+      .messages.create({ model: 'badkey/m', max_tokens: 16, messages: hi })
+      .then(
+        () => assert.fail('served'),
+        (e: unknown) => e as InstanceType<typeof Anthropic.APIError>,
+      );
     assert.ok(err instanceof Anthropic.APIError);
     assert.equal(err.status, 503);
     const body = err.error as { type: string; error: { type: string; message: string; candidates?: any[] } };
@@ -245,7 +313,10 @@ describe('who sees backend names', () => {
     const unnamed = /^The backend serving `badkey\/m` is out: the upstream refused the gateway's credential \(401\)/;
     assert.match(seenByUser.message, unnamed);
     assert.equal(seenByUser.message.replace('`badkey/m`', '').includes('badkey'), false, seenByUser.message);
-    assert.deepEqual(seenByUser.candidates?.map((c) => Object.keys(c).sort()), [['reason', 'since_s', 'status']]);
+    assert.deepEqual(
+      seenByUser.candidates?.map((c) => Object.keys(c).sort()),
+      [['reason', 'since_s', 'status']],
+    );
 
     // hot: a setting stored through the admin API applies to the very next refusal
     const put = await fetch(`${gw.url}/admin/api/settings/expose_backend_names`, {
@@ -257,7 +328,7 @@ describe('who sees backend names', () => {
     assert.equal(bodyError(await chatError(openai(gw, key), 'badkey/m')).candidates?.[0].backend, 'badkey');
   });
 
-  test("the call that meets the refused credential itself (502) names the backend to admins only", async (t) => {
+  test('the call that meets the refused credential itself (502) names the backend to admins only', async (t) => {
     const gw = await badKeyGateway(t, { api_key: MASTER });
     const { key } = gw.gateway.users.create({ name: 'plain' });
     const plain = bodyError(await chatError(openai(gw, key), 'badkey/m'));

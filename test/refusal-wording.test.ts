@@ -14,41 +14,83 @@ import { schedulerHarness, settle } from './helpers/scheduler-harness.ts';
 
 const NOW = Date.UTC(2026, 11, 2, 3, 0, 0);
 const up: BackendOutState = { name: 'b', spec: { enabled: true }, healthy: true, known: true };
-const down = (error: BackendOutState['error'], more: Partial<BackendOutState> = {}): BackendOutState =>
-  ({ ...up, healthy: false, error, ...more });
-const facts = (b: BackendOutState, more: Partial<RefusalFacts> = {}): RefusalFacts =>
-  ({ backends: [b], now: NOW, rejection: { reason: 'no_backend' }, ...more });
+const down = (error: BackendOutState['error'], more: Partial<BackendOutState> = {}): BackendOutState => ({
+  ...up,
+  healthy: false,
+  error,
+  ...more,
+});
+const facts = (b: BackendOutState, more: Partial<RefusalFacts> = {}): RefusalFacts => ({
+  backends: [b],
+  now: NOW,
+  rejection: { reason: 'no_backend' },
+  ...more,
+});
 
-const timedOut = (ahead: number, atLeast: boolean) =>
-  ({ reason: 'park_timeout' as const, ahead: { byBackend: new Map([['b', ahead]]), atLeast } });
+const timedOut = (ahead: number, atLeast: boolean) => ({
+  reason: 'park_timeout' as const,
+  ahead: { byBackend: new Map([['b', ahead]]), atLeast },
+});
 
 describe('a backend state gives one reason', () => {
   const cases: Array<[string, BackendOutState, Partial<RefusalFacts>, object]> = [
-    ['disabled wins over everything', { ...up, spec: { enabled: false }, draining: true }, {},
-      { reason: 'disabled' }],
-    ['draining, since when', { ...up, draining: true, drainingSince: NOW - 40_000 }, {},
-      { reason: 'draining', since_s: 40 }],
-    ['401 refused', down({ kind: 'auth', status: 401, detail: 'Invalid API Key', since: NOW - 12_000 }), {},
-      { reason: 'credential_refused', status: 401, since_s: 12 }],
-    ['403 refused', down({ kind: 'auth', status: 403, detail: 'forbidden', since: NOW - 1_000 }), {},
-      { reason: 'credential_refused', status: 403, since_s: 1 }],
-    ['connection refused', down({ kind: 'unreachable', detail: 'ECONNREFUSED', since: NOW - 3_000 }), {},
-      { reason: 'unreachable', since_s: 3 }],
-    ['probe timed out', down({ kind: 'timeout', detail: 'UND_ERR_CONNECT_TIMEOUT', since: NOW }), {},
-      { reason: 'unreachable', since_s: 0 }],
-    ['llama.cpp loading',
-      down({ kind: 'upstream', status: 503, detail: 'answered 503: Loading model', since: NOW - 4_000 }), {},
-      { reason: 'loading', status: 503, since_s: 4 }],
-    ['a 500 health check: circuit open until the next check',
-      down({ kind: 'upstream', status: 500, detail: 'boom', since: NOW - 12_000 }, { nextCheckAt: NOW + 18_000 }), {},
-      { reason: 'circuit_open', status: 500, since_s: 12, until: new Date(NOW + 18_000).toISOString() }],
-    ['a 503 that is not a load is a circuit too (no check due: no until)',
-      down({ kind: 'upstream', status: 503, detail: 'overloaded', since: NOW }), {},
-      { reason: 'circuit_open', status: 503, since_s: 0 }],
+    ['disabled wins over everything', { ...up, spec: { enabled: false }, draining: true }, {}, { reason: 'disabled' }],
+    [
+      'draining, since when',
+      { ...up, draining: true, drainingSince: NOW - 40_000 },
+      {},
+      { reason: 'draining', since_s: 40 },
+    ],
+    [
+      '401 refused',
+      down({ kind: 'auth', status: 401, detail: 'Invalid API Key', since: NOW - 12_000 }),
+      {},
+      { reason: 'credential_refused', status: 401, since_s: 12 },
+    ],
+    [
+      '403 refused',
+      down({ kind: 'auth', status: 403, detail: 'forbidden', since: NOW - 1_000 }),
+      {},
+      { reason: 'credential_refused', status: 403, since_s: 1 },
+    ],
+    [
+      'connection refused',
+      down({ kind: 'unreachable', detail: 'ECONNREFUSED', since: NOW - 3_000 }),
+      {},
+      { reason: 'unreachable', since_s: 3 },
+    ],
+    [
+      'probe timed out',
+      down({ kind: 'timeout', detail: 'UND_ERR_CONNECT_TIMEOUT', since: NOW }),
+      {},
+      { reason: 'unreachable', since_s: 0 },
+    ],
+    [
+      'llama.cpp loading',
+      down({ kind: 'upstream', status: 503, detail: 'answered 503: Loading model', since: NOW - 4_000 }),
+      {},
+      { reason: 'loading', status: 503, since_s: 4 },
+    ],
+    [
+      'a 500 health check: circuit open until the next check',
+      down({ kind: 'upstream', status: 500, detail: 'boom', since: NOW - 12_000 }, { nextCheckAt: NOW + 18_000 }),
+      {},
+      { reason: 'circuit_open', status: 500, since_s: 12, until: new Date(NOW + 18_000).toISOString() },
+    ],
+    [
+      'a 503 that is not a load is a circuit too (no check due: no until)',
+      down({ kind: 'upstream', status: 503, detail: 'overloaded', since: NOW }),
+      {},
+      { reason: 'circuit_open', status: 503, since_s: 0 },
+    ],
     ['never checked yet', { ...up, healthy: false, known: false }, {}, { reason: 'unchecked' }],
     ['up but the wait ran out', up, { rejection: timedOut(3, false) }, { reason: 'park_timeout', ahead: 3 }],
-    ['more ahead than were counted', up, { rejection: timedOut(1000, true) },
-      { reason: 'park_timeout', ahead: 1000, ahead_at_least: true }],
+    [
+      'more ahead than were counted',
+      up,
+      { rejection: timedOut(1000, true) },
+      { reason: 'park_timeout', ahead: 1000, ahead_at_least: true },
+    ],
     ['up but parking is off', up, { rejection: { reason: 'parking_off' } }, { reason: 'busy' }],
   ];
   for (const [name, state, more, expected] of cases) {
@@ -58,7 +100,10 @@ describe('a backend state gives one reason', () => {
   it('each backend once, in candidate order; unknown ones are skipped', () => {
     const a = { ...up, name: 'a', spec: { enabled: false } };
     const reasons = candidateReasons({ ...facts(up), backends: [a, undefined, up, a] });
-    assert.deepEqual(reasons.map((r) => r.backend), ['a', 'b']);
+    assert.deepEqual(
+      reasons.map((r) => r.backend),
+      ['a', 'b'],
+    );
   });
 });
 
@@ -73,8 +118,10 @@ describe('the sentence', () => {
 
   it('without names: the same reason, the backend unnamed', () => {
     const text = refusalText([refused], { ...wording, names: false });
-    assert.equal(text, 'The backend serving `badkey/m` is out: '
-      + "the upstream refused the gateway's credential (401) 12 s ago.");
+    assert.equal(
+      text,
+      'The backend serving `badkey/m` is out: ' + "the upstream refused the gateway's credential (401) 12 s ago.",
+    );
     assert.deepEqual(visibleReasons([refused], false), [{ reason: 'credential_refused', status: 401, since_s: 12 }]);
     assert.deepEqual(visibleReasons([refused], true), [refused]);
   });
@@ -85,27 +132,39 @@ describe('the sentence', () => {
       { backend: 'box', reason: 'unreachable' as const, since_s: 300 },
       { backend: 'old', reason: 'disabled' as const },
     ];
-    assert.equal(refusalText(list, { ...wording, requested: 'big' }),
-      "No backend can serve `big` right now: `badkey` is out: the upstream refused the gateway's credential (401) "
-      + '12 s ago; '
-      + '`box` is out: the gateway could not reach it 5 min ago; `old` is disabled.');
-    assert.equal(refusalText(list, { ...wording, requested: 'big', names: false }),
-      "No backend can serve `big` right now: backend 1 is out: the upstream refused the gateway's credential (401) "
-      + '12 s ago; '
-      + 'backend 2 is out: the gateway could not reach it 5 min ago; backend 3 is disabled.');
+    assert.equal(
+      refusalText(list, { ...wording, requested: 'big' }),
+      "No backend can serve `big` right now: `badkey` is out: the upstream refused the gateway's credential (401) " +
+        '12 s ago; ' +
+        '`box` is out: the gateway could not reach it 5 min ago; `old` is disabled.',
+    );
+    assert.equal(
+      refusalText(list, { ...wording, requested: 'big', names: false }),
+      "No backend can serve `big` right now: backend 1 is out: the upstream refused the gateway's credential (401) " +
+        '12 s ago; ' +
+        'backend 2 is out: the gateway could not reach it 5 min ago; backend 3 is disabled.',
+    );
   });
 
   it('circuit open says until when; a park timeout how long and how many ahead', () => {
     const until = new Date(NOW + 18_000).toISOString();
     const circuit = { backend: 'flaky', reason: 'circuit_open' as const, status: 500, since_s: 12, until };
-    assert.equal(refusalText([circuit], wording),
-      '`flaky` is out after a failed health check (HTTP 500) 12 s ago; it is checked again by 03:00:18 UTC (in 18 s).');
-    assert.equal(refusalText([{ backend: 'box', reason: 'park_timeout', ahead: 1 }], { ...wording, parkS: 60 }),
-      '`box` stayed busy for the whole 60 s wait, with 1 call ahead.');
-    assert.equal(refusalText([{ backend: 'box', reason: 'park_timeout', ahead: 0 }], { ...wording, parkS: 0.5 }),
-      '`box` stayed busy for the whole 0.5 s wait, with no call ahead.');
-    assert.equal(refusalText([{ backend: 'box', reason: 'park_timeout', ahead: 1000, ahead_at_least: true }], wording),
-      '`box` stayed busy for the whole wait, with at least 1000 calls ahead.');
+    assert.equal(
+      refusalText([circuit], wording),
+      '`flaky` is out after a failed health check (HTTP 500) 12 s ago; it is checked again by 03:00:18 UTC (in 18 s).',
+    );
+    assert.equal(
+      refusalText([{ backend: 'box', reason: 'park_timeout', ahead: 1 }], { ...wording, parkS: 60 }),
+      '`box` stayed busy for the whole 60 s wait, with 1 call ahead.',
+    );
+    assert.equal(
+      refusalText([{ backend: 'box', reason: 'park_timeout', ahead: 0 }], { ...wording, parkS: 0.5 }),
+      '`box` stayed busy for the whole 0.5 s wait, with no call ahead.',
+    );
+    assert.equal(
+      refusalText([{ backend: 'box', reason: 'park_timeout', ahead: 1000, ahead_at_least: true }], wording),
+      '`box` stayed busy for the whole wait, with at least 1000 calls ahead.',
+    );
   });
 
   it('durations read as people say them', () => {
@@ -162,8 +221,14 @@ describe('the scheduler counts the calls ahead when a wait ends', () => {
       ({ seq, typeKeysByBackend: new Map([[backend, ['m']]]) }) as unknown as Waiter;
     const parked = [waiter(1, 'a'), waiter(2, 'x'), waiter(3, 'a'), waiter(4, 'a'), waiter(5, 'a')];
     const me = parked[4];
-    assert.deepEqual(aheadByBackend(me, parked, () => undefined), { byBackend: new Map([['a', 3]]), atLeast: false });
-    assert.deepEqual(aheadByBackend(me, parked, () => undefined, 2), { byBackend: new Map([['a', 1]]), atLeast: true });
+    assert.deepEqual(
+      aheadByBackend(me, parked, () => undefined),
+      { byBackend: new Map([['a', 3]]), atLeast: false },
+    );
+    assert.deepEqual(
+      aheadByBackend(me, parked, () => undefined, 2),
+      { byBackend: new Map([['a', 1]]), atLeast: true },
+    );
     assert.ok(AHEAD_SCAN_LIMIT >= 100, 'exact under the default max_parked (100)');
   });
 

@@ -34,8 +34,11 @@ test('dispatch facts: a load, a busy box, and a model still loading for a call s
   inflight = 1;
   assert.deepEqual(dispatchFacts(t, slots, 'b', 'c', 3000), { neededLoad: true, busy: false }, 'a load on an idle box');
   inflight = 2;
-  assert.deepEqual(dispatchFacts(t, slots, 'b', 'c', 4000), { neededLoad: true, busy: true },
-    'c became resident 1 s ago and loads in 5 s: this call waits for that load');
+  assert.deepEqual(
+    dispatchFacts(t, slots, 'b', 'c', 4000),
+    { neededLoad: true, busy: true },
+    'c became resident 1 s ago and loads in 5 s: this call waits for that load',
+  );
   assert.deepEqual(dispatchFacts(t, slots, 'b', 'c', 8500), { neededLoad: false, busy: true }, 'loaded by now');
   inflight = 1;
   t.observeProbe('u', { kind: 'unknown', mode: 'unknown', loaded: [] }, 1000);

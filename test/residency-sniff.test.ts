@@ -12,11 +12,15 @@ test('a box that only answers /running is read as llama-swap', async (t) => {
   const seen: string[] = [];
   let loaded = 'a';
   const box = await listenFake({
-    label: 'swap-box', refuse: () => false, crashed: (res) => { res.writeHead(500).end(); },
+    label: 'swap-box',
+    refuse: () => false,
+    crashed: (res) => {
+      res.writeHead(500).end();
+    },
     handle: async (req, res) => {
       seen.push(`${req.method} ${req.url}`);
-      const send = (status: number, json: unknown) => res.writeHead(status, { 'content-type': 'application/json' })
-        .end(JSON.stringify(json));
+      const send = (status: number, json: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
       if (req.url === '/v1/models') {
         const data = ['a', 'b'].map((id) => ({ id, object: 'model', owned_by: 'box' }));
         return void send(200, { object: 'list', data });
@@ -28,7 +32,10 @@ test('a box that only answers /running is read as llama-swap', async (t) => {
         loaded = (JSON.parse(body) as { model: string }).model;
         const message = { role: 'assistant', content: 'ok' };
         return void send(200, {
-          id: 'x', object: 'chat.completion', created: 0, model: loaded,
+          id: 'x',
+          object: 'chat.completion',
+          created: 0,
+          model: loaded,
           choices: [{ index: 0, message, finish_reason: 'stop' }],
           usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
         });
@@ -38,16 +45,22 @@ test('a box that only answers /running is read as llama-swap', async (t) => {
   });
   const url = `http://127.0.0.1:${box.port}`;
   const gw = await startGateway([{ name: 'box', url }], { health_check_interval: 3600 });
-  t.after(async () => { await gw.close(); await box.close(); });
+  t.after(async () => {
+    await gw.close();
+    await box.close();
+  });
 
   const view = gw.gateway.residency.view('box', Date.now())!;
   const read = [view.kind, view.mode, view.known, view.models.map((m) => m.model)];
   assert.deepEqual(read, ['llama-swap', 'swap', true, ['a']]);
-  assert.deepEqual(seen.filter((s) => s.startsWith('GET') && s !== 'GET /v1/models'),
-    ['GET /api/ps', 'GET /api/v0/models', 'GET /running']);
+  assert.deepEqual(
+    seen.filter((s) => s.startsWith('GET') && s !== 'GET /v1/models'),
+    ['GET /api/ps', 'GET /api/v0/models', 'GET /running'],
+  );
   assert.equal(gw.gateway.residency.isResident('box', 'b', Date.now()), false, 'b would need a load');
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'box/b', messages: [{ role: 'user', content: 'hi' }] }),
   });
   assert.equal(res.status, 200, await res.text());

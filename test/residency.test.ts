@@ -97,7 +97,12 @@ describe('residency readers against the real shapes', () => {
     assert.deepEqual(parseLlamaSwapRunning(current), ['m1']);
     const older = readFixtureJson('llm/llamaswap/running_older_shape.json');
     assert.deepEqual(parseLlamaSwapRunning(older), ['qwen3-30b-a3b']);
-    const states = { running: [{ model: 'x', state: 'stopping' }, { model: 'y', state: 'starting' }] };
+    const states = {
+      running: [
+        { model: 'x', state: 'stopping' },
+        { model: 'y', state: 'starting' },
+      ],
+    };
     assert.deepEqual(parseLlamaSwapRunning(states), ['y']);
     assert.throws(() => parseLlamaSwapRunning({ models: [] }), /running/);
   });
@@ -115,19 +120,24 @@ describe('residency readers against the real shapes', () => {
 });
 
 type HealthResidency = {
-  kind: string; mode: string; known: boolean; capacity: number; read_at: string | null;
+  kind: string;
+  mode: string;
+  known: boolean;
+  capacity: number;
+  read_at: string | null;
   models: { model: string; source: 'probe' | 'call'; since: string }[];
 };
 
 async function residencyOf(gw: TestGateway, backend: string): Promise<HealthResidency> {
   type Health = { backends: Record<string, { residency: HealthResidency }> };
-  const health = await (await fetch(`${gw.url}/health`)).json() as Health;
+  const health = (await (await fetch(`${gw.url}/health`)).json()) as Health;
   return health.backends[backend]!.residency;
 }
 
 async function chat(gw: TestGateway, model: string): Promise<void> {
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
   });
   assert.equal(res.status, 200, await res.text());
@@ -140,14 +150,20 @@ describe('residency over sockets', () => {
   test('llama-swap: read from /running, moved by a call between probes, confirmed by the next probe', async (t) => {
     const ls = await startFake('llamaswap');
     const gw = await startGateway([{ name: 'ls', url: ls.url }], QUIET);
-    t.after(async () => { await gw.close(); await ls.close(); });
+    t.after(async () => {
+      await gw.close();
+      await ls.close();
+    });
     const [first, second] = ls.models as [string, string];
     let r = await residencyOf(gw, 'ls');
     assert.equal(r.kind, 'llama-swap');
     assert.equal(r.known, true);
     assert.equal(r.capacity, 1);
     assert.deepEqual(loaded(r), [`${first}:probe`]);
-    assert.ok(ls.requests.some((q) => q.method === 'GET' && q.path === '/running'), 'asked /running');
+    assert.ok(
+      ls.requests.some((q) => q.method === 'GET' && q.path === '/running'),
+      'asked /running',
+    );
 
     const probesBefore = ls.requests.filter((q) => q.path === '/running').length;
     await chat(gw, `ls/${second}`);
@@ -163,7 +179,10 @@ describe('residency over sockets', () => {
   test('resident: 2 keeps the previous model beside the new one', async (t) => {
     const ls = await startFake('llamaswap');
     const gw = await startGateway([{ name: 'ls', url: ls.url, resident: 2 }], QUIET);
-    t.after(async () => { await gw.close(); await ls.close(); });
+    t.after(async () => {
+      await gw.close();
+      await ls.close();
+    });
     const [first, second] = ls.models as [string, string];
     await chat(gw, `ls/${second}`);
     const r = await residencyOf(gw, 'ls');
@@ -174,7 +193,10 @@ describe('residency over sockets', () => {
   test('Ollama: read from /api/ps; the number it holds at once raises resident', async (t) => {
     const ol = await startFake('ollama');
     const gw = await startGateway([{ name: 'ol', url: ol.url }], QUIET);
-    t.after(async () => { await gw.close(); await ol.close(); });
+    t.after(async () => {
+      await gw.close();
+      await ol.close();
+    });
     const [first, second] = ol.models as [string, string];
     let r = await residencyOf(gw, 'ol');
     assert.equal(r.kind, 'ollama');
@@ -192,25 +214,44 @@ describe('residency over sockets', () => {
     const vl = await startFake('vllm');
     const lc = await startFake('llamacpp');
     const or = await startFake('openrouter');
-    const gw = await startGateway([
-      { name: 'vl', url: vl.url }, { name: 'lc', url: lc.url }, { name: 'or', url: or.url, paid: true },
-    ], QUIET);
-    t.after(async () => { await gw.close(); await vl.close(); await lc.close(); await or.close(); });
+    const gw = await startGateway(
+      [
+        { name: 'vl', url: vl.url },
+        { name: 'lc', url: lc.url },
+        { name: 'or', url: or.url, paid: true },
+      ],
+      QUIET,
+    );
+    t.after(async () => {
+      await gw.close();
+      await vl.close();
+      await lc.close();
+      await or.close();
+    });
     const v = await residencyOf(gw, 'vl');
     assert.deepEqual([v.kind, v.mode, v.known], ['vllm', 'all-listed', true]);
-    assert.deepEqual(loaded(v), vl.models.map((m) => `${m}:probe`));
+    assert.deepEqual(
+      loaded(v),
+      vl.models.map((m) => `${m}:probe`),
+    );
     const l = await residencyOf(gw, 'lc');
     assert.deepEqual([l.kind, l.mode, loaded(l)], ['llama.cpp', 'all-listed', [`${lc.models[0]}:probe`]]);
     const o = await residencyOf(gw, 'or');
     assert.deepEqual([o.kind, o.known, o.models], ['unknown', false, []]);
-    assert.ok(or.requests.every((q) => q.path.endsWith('/v1/models')), 'only its model list was asked for');
+    assert.ok(
+      or.requests.every((q) => q.path.endsWith('/v1/models')),
+      'only its model list was asked for',
+    );
     assert.equal(gw.gateway.residency.isResident('or', 'acme/chat-mini', Date.now()), undefined);
   });
 
   test('an unpaid box that says nothing of its kind is asked once, then left unknown', async (t) => {
     const tg = await startFake('together');
     const gw = await startGateway([{ name: 'tg', url: tg.url }], QUIET);
-    t.after(async () => { await gw.close(); await tg.close(); });
+    t.after(async () => {
+      await gw.close();
+      await tg.close();
+    });
     await gw.gateway.discovery.pollAll();
     const r = await residencyOf(gw, 'tg');
     assert.deepEqual([r.kind, r.known], ['unknown', false]);
@@ -222,11 +263,15 @@ describe('residency over sockets', () => {
     const body = readFixtureJson<{ data: { id: string }[] }>('llm/lmstudio/api_v0_models_docs_shape.json');
     const seen: string[] = [];
     const lm = await listenFake({
-      label: 'lmstudio', refuse: () => false, crashed: (res) => { res.writeHead(500).end(); },
+      label: 'lmstudio',
+      refuse: () => false,
+      crashed: (res) => {
+        res.writeHead(500).end();
+      },
       handle: async (req, res) => {
         seen.push(req.url ?? '');
-        const send = (status: number, json: unknown) => res.writeHead(status, { 'content-type': 'application/json' })
-          .end(JSON.stringify(json));
+        const send = (status: number, json: unknown) =>
+          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(json));
         if (req.url === '/v1/models') {
           const data = body.data.map((m) => ({ id: m.id, object: 'model', owned_by: 'organization_owner' }));
           return void send(200, { object: 'list', data });
@@ -236,7 +281,10 @@ describe('residency over sockets', () => {
       },
     });
     const gw = await startGateway([{ name: 'lm', url: `http://127.0.0.1:${lm.port}` }], QUIET);
-    t.after(async () => { await gw.close(); await lm.close(); });
+    t.after(async () => {
+      await gw.close();
+      await lm.close();
+    });
     const r = await residencyOf(gw, 'lm');
     assert.deepEqual([r.kind, r.mode, r.known], ['lmstudio', 'swap', true]);
     assert.deepEqual(loaded(r), ['qwen3-8b:probe']);
@@ -246,7 +294,10 @@ describe('residency over sockets', () => {
   test('a box whose probes fail keeps what it said only until the TTL (2 poll intervals), then unknown', async (t) => {
     const ls = await startFake('llamaswap');
     const gw = await startGateway([{ name: 'ls', url: ls.url }], QUIET);
-    t.after(async () => { await gw.close(); await ls.close(); });
+    t.after(async () => {
+      await gw.close();
+      await ls.close();
+    });
     ls.setKnobs({ refuse: true });
     await gw.gateway.discovery.pollAll();
     assert.equal(gw.gateway.registry.get('ls')!.healthy, false);

@@ -7,16 +7,29 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { BackgroundAdmission, backgroundRefusal } from '../src/responses/admission.ts';
 import {
-  SchedulerRejection, type BackendSlotsSnapshot, type Candidate, type SchedulerSnapshot,
+  SchedulerRejection,
+  type BackendSlotsSnapshot,
+  type Candidate,
+  type SchedulerSnapshot,
 } from '../src/scheduler/index.ts';
 import { candidates, schedulerHarness, settle } from './helpers/scheduler-harness.ts';
 
 type Slots = BackendSlotsSnapshot;
-const backend = (name: string, inflight: number, cap: number, extra: Partial<Slots> = {}): Slots =>
-  ({ name, inflight, cap, paid: false, available: true, kind: 'llm', ...extra });
+const backend = (name: string, inflight: number, cap: number, extra: Partial<Slots> = {}): Slots => ({
+  name,
+  inflight,
+  cap,
+  paid: false,
+  available: true,
+  kind: 'llm',
+  ...extra,
+});
 const waiter = { alias: 'r', typeKeys: ['m'], backends: ['a'], ageMs: 0, remainingMs: 1 };
 const snapshot = (backends: Slots[], parked = 0, groups: SchedulerSnapshot['groups'] = []): SchedulerSnapshot => ({
-  backends, groups, parkedByAlias: {}, parked: Array.from({ length: parked }, () => waiter),
+  backends,
+  groups,
+  parkedByAlias: {},
+  parked: Array.from({ length: parked }, () => waiter),
 });
 const on = (...names: string[]): Candidate[] => names.map((backend) => ({ backend, model: 'm' }));
 const limits = { maxParked: 2, parkSeconds: 600 };
@@ -47,10 +60,9 @@ describe('background admission', () => {
   });
 
   test("a GPU group's cap is shared by its backends; an unlimited backend is always free", () => {
-    const grouped = snapshot(
-      [backend('a', 0, 1, { group: 'gpu' }), backend('b', 0, 1, { group: 'gpu' })], 2,
-      [{ name: 'gpu', inflight: 0, cap: 1, members: ['a', 'b'] }],
-    );
+    const grouped = snapshot([backend('a', 0, 1, { group: 'gpu' }), backend('b', 0, 1, { group: 'gpu' })], 2, [
+      { name: 'gpu', inflight: 0, cap: 1, members: ['a', 'b'] },
+    ]);
     assert.equal(backgroundRefusal(grouped, on('a', 'b'), limits, 0), undefined);
     assert.equal(backgroundRefusal(grouped, on('a', 'b'), limits, 1)?.reason, 'queue_full', 'one group slot, not two');
     assert.equal(backgroundRefusal(snapshot([backend('u', 7, 0)], 2), on('u'), limits, 50), undefined);
@@ -68,7 +80,11 @@ describe('places promised to runs on their way, on a real scheduler', () => {
     const admission = new BackgroundAdmission(scheduler, () => ({ maxParked: 1, parkSeconds: 600 }));
     const guarded = admission.guard(scheduler);
     const ticket = (parkMs = 5_000) => ({ alias: 'r', candidates: candidates('a/m'), parkMs });
-    const outcome = (p: Promise<unknown>) => p.then(() => 'lease', (e: unknown) => e);
+    const outcome = (p: Promise<unknown>) =>
+      p.then(
+        () => 'lease',
+        (e: unknown) => e,
+      );
     return { scheduler, hold, admission, guarded, ticket, outcome };
   };
 
@@ -76,7 +92,7 @@ describe('places promised to runs on their way, on a real scheduler', () => {
     const { scheduler, hold, admission, guarded, ticket, outcome } = setup();
     hold(['a/m']);
     const run = admission.admit(candidates('a/m'), 'r');
-    assert.equal(run.refused, undefined, 'the last place is the run\'s');
+    assert.equal(run.refused, undefined, "the last place is the run's");
     assert.equal(admission.pending, 1);
     const foreground = await outcome(guarded.acquire(ticket()));
     assert.ok(foreground instanceof SchedulerRejection);

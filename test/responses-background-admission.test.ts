@@ -42,12 +42,20 @@ describe('background runs past max_parked', () => {
       await hog;
     };
   };
-  const refusalOf = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
+  const refusalOf = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   const settle = async (ids: string[]) => {
-    await waitFor(async () => {
-      const statuses = await Promise.all(ids.map(async (id) => (await client.responses.retrieve(id)).status));
-      return statuses.every((s) => s === 'completed' || s === 'failed' || s === 'cancelled');
-    }, 'every run ended', 15_000);
+    await waitFor(
+      async () => {
+        const statuses = await Promise.all(ids.map(async (id) => (await client.responses.retrieve(id)).status));
+        return statuses.every((s) => s === 'completed' || s === 'failed' || s === 'cancelled');
+      },
+      'every run ended',
+      15_000,
+    );
   };
 
   test('the create past the last place is refused with 503 + Retry-After; the one told queued runs', async () => {
@@ -67,9 +75,14 @@ describe('background runs past max_parked', () => {
 
   test('a burst of creates for one last place: one is queued and runs, the rest are refused at once', async () => {
     const release = await holdTheSlot();
-    const answers = await Promise.all([0, 1, 2, 3].map((i) =>
-      client.responses.create({ model: 'r', input: `burst ${i}`, background: true })
-        .then((r) => r, (e: unknown) => e)));
+    const answers = await Promise.all(
+      [0, 1, 2, 3].map((i) =>
+        client.responses.create({ model: 'r', input: `burst ${i}`, background: true }).then(
+          (r) => r,
+          (e: unknown) => e,
+        ),
+      ),
+    );
     const admitted = answers.filter((a): a is OpenAI.Responses.Response => !(a instanceof Error));
     const refused = answers.filter((a) => a instanceof OpenAI.APIError);
     assert.equal(admitted.length, 1, 'one place, one admitted');
@@ -82,19 +95,22 @@ describe('background runs past max_parked', () => {
   test('a foreground call between a create and its run reaching the scheduler does not take its place', async () => {
     const release = await holdTheSlot();
     const headers = { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' };
-    const post = (path: string, body: unknown) => request(`${gw.url}${path}`, {
-      method: 'POST', headers, body: JSON.stringify(body),
-    });
+    const post = (path: string, body: unknown) =>
+      request(`${gw.url}${path}`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+      });
     // the create is on its way; the foreground call follows at once, before the run's own call arrives
     const create = post('/v1/responses', { model: 'r', input: 'promised a place', background: true });
     await new Promise((r) => setImmediate(r));
     const foreground = post('/v1/chat/completions', { model: 'r', messages: [{ role: 'user', content: 'me first' }] });
     const created = await create;
-    const queued = await created.body.json() as { id: string; status: string };
+    const queued = (await created.body.json()) as { id: string; status: string };
     assert.equal(created.statusCode, 200);
     assert.equal(queued.status, 'queued');
     const late = await foreground;
-    const refused = await late.body.json() as { error: { code: string } };
+    const refused = (await late.body.json()) as { error: { code: string } };
     assert.equal(late.statusCode, 503, 'the one place was promised to the run');
     assert.equal(refused.error.code, 'queue_full');
     await release();

@@ -20,7 +20,8 @@ describe('background runs and the day quota', () => {
   before(async () => {
     local = await startFake('llamacpp', { models: ['qwen3-8b'] });
     gw = await startGateway([{ name: 'local', url: local.url }], {
-      api_key: MASTER, virtual_models: { r: { local: 'qwen3-8b' } },
+      api_key: MASTER,
+      virtual_models: { r: { local: 'qwen3-8b' } },
     });
   });
   after(async () => {
@@ -30,19 +31,28 @@ describe('background runs and the day quota', () => {
 
   const userClient = async (name: string) => {
     const created = await fetch(`${gw.url}/admin/api/users`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name, allow: ['r'], quota_req_day: 2 }),
     });
     assert.equal(created.status, 201);
-    const { key } = await created.json() as { key: string };
+    const { key } = (await created.json()) as { key: string };
     return new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0, timeout: 10_000 });
   };
-  const outcome = (p: Promise<OpenAI.Responses.Response>) => p.then((r) => r, (e: unknown) => e);
+  const outcome = (p: Promise<OpenAI.Responses.Response>) =>
+    p.then(
+      (r) => r,
+      (e: unknown) => e,
+    );
   const settled = async (client: OpenAI, ids: string[]) => {
-    await waitFor(async () => {
-      const runs = await Promise.all(ids.map((id) => client.responses.retrieve(id)));
-      return runs.every((r) => r.status !== 'queued' && r.status !== 'in_progress');
-    }, 'every run ended', 15_000);
+    await waitFor(
+      async () => {
+        const runs = await Promise.all(ids.map((id) => client.responses.retrieve(id)));
+        return runs.every((r) => r.status !== 'queued' && r.status !== 'in_progress');
+      },
+      'every run ended',
+      15_000,
+    );
     return Promise.all(ids.map(async (id) => (await client.responses.retrieve(id)).status));
   };
 
@@ -61,15 +71,22 @@ describe('background runs and the day quota', () => {
     const client = await userClient('bg-burst');
     local.setKnobs({ latencyMs: 300 });
     try {
-      const answers = await Promise.all(['a', 'b', 'c'].map((input) =>
-        outcome(client.responses.create({ model: 'r', input, background: true }))));
+      const answers = await Promise.all(
+        ['a', 'b', 'c'].map((input) => outcome(client.responses.create({ model: 'r', input, background: true }))),
+      );
       const queued = answers.filter((a): a is OpenAI.Responses.Response => !(a instanceof Error));
       const refused = answers.filter((a) => a instanceof OpenAI.APIError);
       assert.equal(queued.length, 2, 'the quota of two, two runs');
       assert.equal(refused.length, 1);
       assert.equal(refused[0]!.status, 429);
-      assert.deepEqual(await settled(client, queued.map((r) => r.id)), ['completed', 'completed'],
-        'a run told queued is not refused by its own reservation');
+      assert.deepEqual(
+        await settled(
+          client,
+          queued.map((r) => r.id),
+        ),
+        ['completed', 'completed'],
+        'a run told queued is not refused by its own reservation',
+      );
     } finally {
       local.setKnobs({ latencyMs: 0 });
     }

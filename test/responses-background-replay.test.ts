@@ -25,7 +25,10 @@ describe('background replay with starting_after', () => {
     native = await startNativeResponsesFake({ apiKey: KEY });
     local = await startFake('llamacpp', { models: ['qwen3-8b'] });
     gw = await startGateway(
-      [{ name: 'nat', url: native.url, responses: 'native', api_key: KEY }, { name: 'local', url: local.url }],
+      [
+        { name: 'nat', url: native.url, responses: 'native', api_key: KEY },
+        { name: 'local', url: local.url },
+      ],
       { api_key: MASTER, virtual_models: { n: { nat: 'gpt-5.2' }, t: { local: 'qwen3-8b' } } },
     );
     client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
@@ -44,23 +47,30 @@ describe('background replay with starting_after', () => {
     }
     return seen;
   };
-  const finished = (id: string) => waitFor(async () => (await client.responses.retrieve(id)).status === 'completed',
-    'the run completed', 10_000);
+  const finished = (id: string) =>
+    waitFor(async () => (await client.responses.retrieve(id)).status === 'completed', 'the run completed', 10_000);
 
   for (const model of ['n', 't']) {
-    test(`${model === 'n' ? 'native' : 'translated'}: replay after the run, whole and after a sequence number`,
-      async () => {
-        const { id } = await client.responses.create({ model, input: 'tell me', background: true });
-        await finished(id);
-        const all = await read(await client.responses.retrieve(id, { stream: true }));
-        assert.ok(all.length >= 4, 'created, deltas, completed');
-        assert.deepEqual(all.map((e) => e.seq), [...all.keys()].map((i) => all[0]!.seq + i), 'in order, none missing');
-        assert.equal(all.at(-1)!.type, 'response.completed');
-        assert.deepEqual(new Set(all.flatMap((e) => (e.id ? [e.id] : []))), new Set([id]), 'one id');
-        const cut = all[1]!.seq;
-        const rest = await read(await client.responses.retrieve(id, { stream: true, starting_after: cut }));
-        assert.deepEqual(rest, all.filter((e) => e.seq > cut), 'exactly the events after it');
-      });
+    test(`${model === 'n' ? 'native' : 'translated'}: replay after the run, whole and after a sequence number`, async () => {
+      const { id } = await client.responses.create({ model, input: 'tell me', background: true });
+      await finished(id);
+      const all = await read(await client.responses.retrieve(id, { stream: true }));
+      assert.ok(all.length >= 4, 'created, deltas, completed');
+      assert.deepEqual(
+        all.map((e) => e.seq),
+        [...all.keys()].map((i) => all[0]!.seq + i),
+        'in order, none missing',
+      );
+      assert.equal(all.at(-1)!.type, 'response.completed');
+      assert.deepEqual(new Set(all.flatMap((e) => (e.id ? [e.id] : []))), new Set([id]), 'one id');
+      const cut = all[1]!.seq;
+      const rest = await read(await client.responses.retrieve(id, { stream: true, starting_after: cut }));
+      assert.deepEqual(
+        rest,
+        all.filter((e) => e.seq > cut),
+        'exactly the events after it',
+      );
+    });
   }
 
   test('native: a follower joining mid-run with starting_after gets each later event once, to the end', async () => {
@@ -70,7 +80,11 @@ describe('background replay with starting_after', () => {
       await waitFor(async () => (await client.responses.retrieve(id)).status === 'in_progress', 'running', 10_000);
       const live = await read(await client.responses.retrieve(id, { stream: true, starting_after: 1 }));
       assert.equal(live[0]!.seq, 2, 'from the one after');
-      assert.deepEqual(live.map((e) => e.seq), [...live.keys()].map((i) => 2 + i), 'in order, none twice');
+      assert.deepEqual(
+        live.map((e) => e.seq),
+        [...live.keys()].map((i) => 2 + i),
+        'in order, none twice',
+      );
       assert.equal(live.at(-1)!.type, 'response.completed');
       assert.deepEqual(new Set(live.flatMap((e) => (e.id ? [e.id] : []))), new Set([id]));
       const stored = await read(await client.responses.retrieve(id, { stream: true, starting_after: 1 }));

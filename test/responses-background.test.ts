@@ -35,7 +35,9 @@ describe('background responses', () => {
     local.setKnobs({ tokensPerSecond: 10, chunkCount: 30 });
     return client.chat.completions.create({ model: 'r', messages: [{ role: 'user', content: 'hog' }] });
   };
-  const slotsFree = () => gw.gateway.scheduler.snapshot().backends.every((b) => b.inflight === 0) && gw.gateway.scheduler.snapshot().parked.length === 0;
+  const slotsFree = () =>
+    gw.gateway.scheduler.snapshot().backends.every((b) => b.inflight === 0) &&
+    gw.gateway.scheduler.snapshot().parked.length === 0;
 
   test('parks past the alias park time, and a cancel while parked leaves the queue', async () => {
     const hog = holdTheSlot();
@@ -43,7 +45,11 @@ describe('background responses', () => {
     const queued = await client.responses.create({ model: 'r', input: 'wait', background: true });
     await waitFor(() => gw.gateway.scheduler.snapshot().parked.length === 1, 'parked');
     await new Promise((r) => setTimeout(r, 400)); // longer than park_timeout_s
-    assert.equal((await client.responses.retrieve(queued.id)).status, 'queued', 'still waiting: async_park_timeout_s applies');
+    assert.equal(
+      (await client.responses.retrieve(queued.id)).status,
+      'queued',
+      'still waiting: async_park_timeout_s applies',
+    );
     const cancelled = await client.responses.cancel(queued.id);
     assert.equal(cancelled.status, 'cancelled');
     await waitFor(() => gw.gateway.scheduler.snapshot().parked.length === 0, 'out of the queue');
@@ -64,7 +70,11 @@ describe('background responses', () => {
       await waitFor(() => local.inflight === 0, 'upstream aborted');
       await waitFor(slotsFree, 'slot freed');
       await new Promise((r) => setTimeout(r, 100));
-      assert.equal((await client.responses.retrieve(started.id)).status, 'cancelled', 'the first terminal status stays');
+      assert.equal(
+        (await client.responses.retrieve(started.id)).status,
+        'cancelled',
+        'the first terminal status stays',
+      );
     } finally {
       local.setKnobs({ tokensPerSecond: 0, chunkCount: 8 });
     }
@@ -75,7 +85,10 @@ describe('background responses', () => {
     try {
       const queued = await client.responses.create({ model: 'r', input: 'x', background: true });
       let final = queued;
-      await waitFor(async () => ['failed', 'completed'].includes((final = await client.responses.retrieve(queued.id)).status ?? ''), 'finished');
+      await waitFor(
+        async () => ['failed', 'completed'].includes((final = await client.responses.retrieve(queued.id)).status ?? ''),
+        'finished',
+      );
       assert.equal(final.status, 'failed');
       assert.ok(final.error?.message);
     } finally {
@@ -93,7 +106,15 @@ describe('background responses', () => {
 
 describe('the responses store', () => {
   const row = (id: string, status: StoredResponse['status'], expiresAt = Date.now() + 60_000): StoredResponse => ({
-    id, owner: 'master', status, background: true, response: { id, status }, history: [], events: null, createdAt: 1, expiresAt,
+    id,
+    owner: 'master',
+    status,
+    background: true,
+    response: { id, status },
+    history: [],
+    events: null,
+    createdAt: 1,
+    expiresAt,
   });
 
   test('the first terminal status wins; expired rows are gone; a restart fails what was unfinished', () => {

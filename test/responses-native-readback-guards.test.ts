@@ -19,16 +19,19 @@ const MASTER = 'gw-master-native-guards';
 const KEY = 'sk-native-guards-0123456789';
 
 /** A GET with the path exactly as given (fetch would normalise `..` and slashes). */
-const rawGet = (base: string, path: string) => new Promise<{ status: number; body: string }>((resolve, reject) => {
-  const { hostname, port } = new URL(base);
-  const req = request({ host: hostname, port, path, headers: { authorization: `Bearer ${MASTER}` } }, (res) => {
-    let body = '';
-    res.on('data', (c: Buffer) => { body += c.toString(); });
-    res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+const rawGet = (base: string, path: string) =>
+  new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const { hostname, port } = new URL(base);
+    const req = request({ host: hostname, port, path, headers: { authorization: `Bearer ${MASTER}` } }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
   });
-  req.on('error', reject);
-  req.end();
-});
 
 describe('native read-back: ids, paths, expiry and config changes', () => {
   let fake: NativeResponsesFake;
@@ -63,7 +66,9 @@ describe('native read-back: ids, paths, expiry and config changes', () => {
   test("the backend's path is built from the id, whatever the client's raw path was", async () => {
     const { id } = await client.responses.create({ model: 'm', input: 'hi' });
     const variants = [
-      `/v1/responses/%72${id.slice(1)}`, `/v1/responses/${id}/`, `/v1//responses/${id}`,
+      `/v1/responses/%72${id.slice(1)}`,
+      `/v1/responses/${id}/`,
+      `/v1//responses/${id}`,
       `/v1/responses/${id}?stream=false&x=%2F..%2F..%2Fmodels`,
     ];
     for (const path of variants) {
@@ -106,26 +111,36 @@ describe('native read-back: ids, paths, expiry and config changes', () => {
   test("another user's native id as previous_response_id: the unknown id's 400, not sent on", async () => {
     const { id } = await client.responses.create({ model: 'm', input: 'my secret context' });
     const made = await fetch(`${gw.url}/admin/api/users`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'chainer' }),
     });
     const { key } = (await made.json()) as { key: string };
     const stranger = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 });
     const from = fake.requests.length;
-    const theirs = await stranger.responses.create({ model: 'm', input: 'go on', previous_response_id: id })
-      .then(() => undefined, (e: unknown) => e);
+    const theirs = await stranger.responses.create({ model: 'm', input: 'go on', previous_response_id: id }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(theirs instanceof OpenAI.BadRequestError, String(theirs));
     assert.equal(theirs.code, 'previous_response_not_found');
-    assert.equal(fake.requests.slice(from).some((r) => r.body?.previous_response_id === id), false, 'not passed on');
+    assert.equal(
+      fake.requests.slice(from).some((r) => r.body?.previous_response_id === id),
+      false,
+      'not passed on',
+    );
     const mine = await client.responses.create({ model: 'm', input: 'go on', previous_response_id: id });
     assert.equal(mine.previous_response_id, id, 'the owner continues it');
   });
 
-  test('after DELETE the mapping is gone: a read is the gateway\'s own 404', async () => {
+  test("after DELETE the mapping is gone: a read is the gateway's own 404", async () => {
     const { id } = await client.responses.create({ model: 'm', input: 'delete me' });
     await client.responses.delete(id);
     const from = fake.requests.length;
-    const error = await client.responses.retrieve(id).then(() => undefined, (e: unknown) => e);
+    const error = await client.responses.retrieve(id).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof OpenAI.NotFoundError);
     assert.equal(fake.requests.length, from, 'no backend asked');
   });
@@ -133,11 +148,16 @@ describe('native read-back: ids, paths, expiry and config changes', () => {
   test('a backend removed from the config: a clear 404, not a 500', async () => {
     await gw.close();
     await start(['two', 'one']);
-    const made = await new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0 }).responses
-      .create({ model: 'two/gpt-5.2', input: 'on two' });
+    const made = await new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0 }).responses.create({
+      model: 'two/gpt-5.2',
+      input: 'on two',
+    });
     await gw.close();
     await start(['one']);
-    const error = await client.responses.retrieve(made.id).then(() => undefined, (e: unknown) => e);
+    const error = await client.responses.retrieve(made.id).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof OpenAI.NotFoundError, String(error));
     assert.match(error.message, /no longer configured/);
   });
@@ -149,7 +169,10 @@ describe('native read-back: ids, paths, expiry and config changes', () => {
     assert.equal((await client.responses.retrieve(id)).id, id, 'readable at first');
     await new Promise((r) => setTimeout(r, 1100));
     const from = fake.requests.length;
-    const error = await client.responses.retrieve(id).then(() => undefined, (e: unknown) => e);
+    const error = await client.responses.retrieve(id).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof OpenAI.NotFoundError);
     assert.equal(error.message, `404 Response with id '${id}' not found.`);
     assert.equal(fake.requests.length, from, 'no backend asked');

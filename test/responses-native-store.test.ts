@@ -32,7 +32,11 @@ describe('native Responses read back through the gateway', () => {
       ],
       {
         api_key: MASTER,
-        virtual_models: { both: { one: 'gpt-5.2', two: 'gpt-5.2' }, only2: { two: 'gpt-5.2' }, only1: { one: 'gpt-5.2' } },
+        virtual_models: {
+          both: { one: 'gpt-5.2', two: 'gpt-5.2' },
+          only2: { two: 'gpt-5.2' },
+          only1: { one: 'gpt-5.2' },
+        },
       },
       { storeDir },
     );
@@ -53,7 +57,8 @@ describe('native Responses read back through the gateway', () => {
 
   const userKey = async (name: string) => {
     const res = await fetch(`${gw.url}/admin/api/users`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name }),
     });
     assert.equal(res.status, 201);
@@ -67,7 +72,10 @@ describe('native Responses read back through the gateway', () => {
     assert.deepEqual(got, second.stored.get(made.id)!.response, "the backend's own object");
     assert.equal(text, 'seen 1 items');
     const items = await client.responses.inputItems.list(made.id);
-    assert.deepEqual(items.data.map((i) => i.id), second.stored.get(made.id)!.input.map((i) => i.id));
+    assert.deepEqual(
+      items.data.map((i) => i.id),
+      second.stored.get(made.id)!.input.map((i) => i.id),
+    );
     assert.equal(items.data[0]!.type, 'message');
     const read = second.requests.filter((r) => r.method === 'GET' && r.path.startsWith('/v1/responses/'));
     assert.equal(read.length, 2);
@@ -88,14 +96,18 @@ describe('native Responses read back through the gateway', () => {
     let previous = opening.id;
     for (let turn = 0; turn < 4; turn++) {
       const next = await client.responses.create({
-        model: 'both', input: `turn ${turn}`, previous_response_id: previous,
+        model: 'both',
+        input: `turn ${turn}`,
+        previous_response_id: previous,
       });
       assert.ok(second.stored.has(next.id), `turn ${turn} went to the backend holding the chain`);
       assert.equal(next.output_text, `seen ${3 + 2 * turn} items`, 'the backend saw the whole conversation');
       previous = next.id;
     }
-    const other = await client.responses.create({ model: 'only1', input: 'x', previous_response_id: previous })
-      .then(() => undefined, (e: unknown) => e);
+    const other = await client.responses.create({ model: 'only1', input: 'x', previous_response_id: previous }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(other instanceof OpenAI.BadRequestError, 'a model the holding backend does not serve');
     assert.equal(other.code, 'previous_response_not_found');
   });
@@ -109,7 +121,10 @@ describe('native Responses read back through the gateway', () => {
       () => stranger.responses.delete(made.id),
     ];
     for (const read of reads) {
-      const error = await read().then(() => undefined, (e: unknown) => e);
+      const error = await read().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       assert.ok(error instanceof OpenAI.NotFoundError);
     }
     assert.ok(first.stored.has(made.id), 'the stranger deleted nothing');
@@ -123,14 +138,20 @@ describe('native Responses read back through the gateway', () => {
     const deleted = await client.responses.delete(made.id).then(() => 'ok');
     assert.equal(deleted, 'ok');
     assert.equal(first.stored.has(made.id), false);
-    const after = await client.responses.retrieve(made.id).then(() => undefined, (e: unknown) => e);
+    const after = await client.responses.retrieve(made.id).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(after instanceof OpenAI.NotFoundError);
   });
 
   test('store: false is not remembered (nothing to read back)', async () => {
     const made = await client.responses.create({ model: 'only1', input: 'forget me', store: false });
     const reads = first.requests.length;
-    const error = await client.responses.retrieve(made.id).then(() => undefined, (e: unknown) => e);
+    const error = await client.responses.retrieve(made.id).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(error instanceof OpenAI.NotFoundError);
     assert.equal(first.requests.length, reads, 'answered by the gateway, no backend asked');
   });
@@ -146,7 +167,10 @@ describe('native Responses read back through the gateway', () => {
       assert.ok(ids.length >= 3, 'created, in_progress and completed');
       assert.deepEqual(new Set(ids), new Set([queued.id]));
       const live = await client.responses.create({
-        model: 'only1', input: 'follow me', background: true, stream: true,
+        model: 'only1',
+        input: 'follow me',
+        background: true,
+        stream: true,
       });
       const liveIds: string[] = [];
       for await (const event of live) if ('response' in event) liveIds.push(event.response.id);

@@ -39,10 +39,13 @@ const messages = [{ role: 'user' as const, content: 'hi' }];
 const JSON_TYPE = { 'content-type': 'application/json' };
 
 describe('x-gateway-route', () => {
-  test('a JSON answer and a stream\'s head say why the backend was chosen; so does the outcome', async (t) => {
+  test("a JSON answer and a stream's head say why the backend was chosen; so does the outcome", async (t) => {
     const box = await startFake('llamacpp', { models: ['m'] });
     const gw = await startGateway([{ name: 'box', url: box.url }]);
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     routeEveryLease(gw, 'sticky');
     const outcomes = recordOutcomes(gw);
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
@@ -53,16 +56,27 @@ describe('x-gateway-route', () => {
     assert.equal(stream.response.headers.get('x-gateway-route'), 'sticky');
     for await (const chunk of stream.data) void chunk;
     await waitFor(() => outcomes.length === 2, 'two outcomes');
-    assert.deepEqual(outcomes.map((o) => [o.status, o.route]), [[200, 'sticky'], [200, 'sticky']]);
+    assert.deepEqual(
+      outcomes.map((o) => [o.status, o.route]),
+      [
+        [200, 'sticky'],
+        [200, 'sticky'],
+      ],
+    );
   });
 
   test('no reason, no header', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'] });
     const gw = await startGateway([{ name: 'box', url: box.url }]);
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const outcomes = recordOutcomes(gw);
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages }),
     });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('x-gateway-route'), null);
@@ -73,11 +87,16 @@ describe('x-gateway-route', () => {
   test('a stream whose head a keep-alive wrote has no header, but its outcome has the route', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 500 } });
     const gw = await startGateway([{ name: 'box', url: box.url }], { stream_keepalive_s: 0.1 });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     routeEveryLease(gw, 'warm');
     const outcomes = recordOutcomes(gw);
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ model: 'm', messages, stream: true }),
+      method: 'POST',
+      headers: JSON_TYPE,
+      body: JSON.stringify({ model: 'm', messages, stream: true }),
     });
     assert.equal(res.headers.get('x-gateway-route'), null, 'the head went out before the backend was known');
     const text = await res.text();
@@ -89,11 +108,16 @@ describe('x-gateway-route', () => {
   test('a reason with characters a header cannot carry goes out in printable ASCII', async (t) => {
     const box = await startFake('llamacpp', { models: ['m'] });
     const gw = await startGateway([{ name: 'box', url: box.url }]);
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     routeEveryLease(gw, 'spill: local eta 41 s \u2265 10 s\r\nx-evil: 1');
     for (const stream of [false, true]) {
       const res = await fetch(`${gw.url}/v1/chat/completions`, {
-        method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ model: 'm', messages, stream }),
+        method: 'POST',
+        headers: JSON_TYPE,
+        body: JSON.stringify({ model: 'm', messages, stream }),
       });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('x-gateway-route'), 'spill: local eta 41 s ? 10 s??x-evil: 1');
@@ -106,10 +130,17 @@ describe('x-gateway-route', () => {
     const local = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs: 1500 } });
     const paid = await startFake('openrouter', { models: ['m'] });
     const gw = await startGateway(
-      [{ name: 'local', url: local.url, max_concurrent: 1 }, { name: 'cloud', url: paid.url, paid: true }],
+      [
+        { name: 'local', url: local.url, max_concurrent: 1 },
+        { name: 'cloud', url: paid.url, paid: true },
+      ],
       { spill_after_s: 0, park_timeout_s: 5 },
     );
-    t.after(async () => { await gw.close(); await local.close(); await paid.close(); });
+    t.after(async () => {
+      await gw.close();
+      await local.close();
+      await paid.close();
+    });
     const outcomes = recordOutcomes(gw);
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'none', maxRetries: 0 });
     const hog = client.chat.completions.create({ model: 'm', messages });

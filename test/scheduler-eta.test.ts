@@ -21,7 +21,8 @@ const messages = [{ role: 'user' as const, content: 'hi' }];
 
 /** One box of one slot, its call time learnt from a first (streamed, measurable) call. */
 async function oneSlotBox(
-  latencyMs: number, extra: Parameters<typeof startGateway>[1],
+  latencyMs: number,
+  extra: Parameters<typeof startGateway>[1],
 ): Promise<{ box: FakeBackend; gw: TestGateway; client: OpenAI }> {
   const box = await startFake('llamacpp', { models: ['m'], knobs: { latencyMs, chunkCount: 20 } });
   const gw = await startGateway([{ name: 'box', url: box.url, max_concurrent: 1 }], extra);
@@ -32,18 +33,22 @@ async function oneSlotBox(
 }
 
 describe('the predicted wait of a parked call', () => {
-  test('a parked stream\'s keep-alive says eta_s; /health and the console queue show it', async (t) => {
+  test("a parked stream's keep-alive says eta_s; /health and the console queue show it", async (t) => {
     const { box, gw, client } = await oneSlotBox(1500, { stream_keepalive_s: 0.15, park_timeout_s: 10 });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const hog = client.chat.completions.create({ model: 'm', messages });
     await waitFor(() => box.inflight === 1, 'the slot taken');
     const parked = fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm', messages, stream: true }),
     });
     await waitFor(() => gw.gateway.scheduler.snapshot().parked.length === 1, 'the stream parked');
     type Parked = { parked: { waiters: { eta_s: number | null }[] } };
-    const health = await (await fetch(`${gw.url}/health`)).json() as Parked;
+    const health = (await (await fetch(`${gw.url}/health`)).json()) as Parked;
     assert.equal(typeof health.parked.waiters[0].eta_s, 'number', `/health: ${JSON.stringify(health.parked)}`);
     assert.ok(health.parked.waiters[0].eta_s! > 0);
     const queue = dashboardModel(gw.gateway).queue;
@@ -56,7 +61,10 @@ describe('the predicted wait of a parked call', () => {
 
   test('a call parked too long is told its predicted wait in Retry-After, OpenAI and Anthropic shaped', async (t) => {
     const { box, gw, client } = await oneSlotBox(4000, { park_timeout_s: 0.5 });
-    t.after(async () => { await gw.close(); await box.close(); });
+    t.after(async () => {
+      await gw.close();
+      await box.close();
+    });
     const anthropic = new Anthropic({ baseURL: gw.url, apiKey: 'none', maxRetries: 0, timeout: 20_000 });
     const hog = client.chat.completions.create({ model: 'm', messages });
     await waitFor(() => box.inflight === 1, 'the slot taken');
@@ -77,7 +85,7 @@ describe('the predicted wait of a parked call', () => {
     const anthropicError = (messagesApi as PromiseRejectedResult).reason;
     assert.ok(anthropicError instanceof Anthropic.APIError);
     assert.equal(anthropicError.status, 503);
-    assert.equal((anthropicError.error as { type?: string }).type, 'error', 'Anthropic\'s error shape');
+    assert.equal((anthropicError.error as { type?: string }).type, 'error', "Anthropic's error shape");
     const anthropicRetry = Number(anthropicError.headers?.get('retry-after'));
     assert.ok(Number.isInteger(anthropicRetry), `Retry-After: ${anthropicRetry}`);
     assert.ok(anthropicRetry >= 3 && anthropicRetry <= 10, `Retry-After: ${anthropicRetry}`);

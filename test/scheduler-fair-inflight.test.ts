@@ -9,14 +9,23 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { TicketUser } from '../src/scheduler/index.ts';
 import {
-  AFFINITY_MAX_WAIT_MS, candidates, grantedOn, leaseOf, schedulerHarness, settle, type FleetBackend,
+  AFFINITY_MAX_WAIT_MS,
+  candidates,
+  grantedOn,
+  leaseOf,
+  schedulerHarness,
+  settle,
+  type FleetBackend,
 } from './helpers/scheduler-harness.ts';
 
 const user = (key: string, more: Partial<TicketUser> = {}): TicketUser => ({ key, share: 1, maxInflight: 0, ...more });
 const CAPPED = user('u:capped', { maxInflight: 1 });
 const OTHER = user('u:other');
 /** An LLM box and a ComfyUI on one GPU. */
-const GROUP_FLEET: FleetBackend[] = [{ name: 'llm', group: 'box' }, { name: 'comfy', group: 'box', kind: 'media' }];
+const GROUP_FLEET: FleetBackend[] = [
+  { name: 'llm', group: 'box' },
+  { name: 'comfy', group: 'box', kind: 'media' },
+];
 
 describe('max_inflight: a user over its cap parks', () => {
   it('the second call parks while a slot is free, another user takes it, and it runs when the first ends', async () => {
@@ -28,7 +37,10 @@ describe('max_inflight: a user over its cap parks', () => {
     assert.ok(!second.lease && !second.rejection, 'the second parks, not refused');
     const free = scheduler.snapshot().backends.filter((b) => b.inflight === 0);
     assert.equal(free.length, 1, 'a slot is free all the same');
-    assert.deepEqual(scheduler.snapshot().parked.map((p) => p.user), ['u:capped']);
+    assert.deepEqual(
+      scheduler.snapshot().parked.map((p) => p.user),
+      ['u:capped'],
+    );
     const other = call('other', ['gpu1/m', 'gpu2/m'], { user: OTHER });
     await settle();
     assert.ok(other.lease, 'another user’s call takes the free slot');
@@ -98,7 +110,10 @@ describe('max_inflight: a user over its cap parks', () => {
     const { call } = schedulerHarness([{ name: 'a' }, { name: 'b' }, { name: 'c' }]);
     const calls = ['x', 'y', 'z'].map((name) => call(name, ['a/m', 'b/m', 'c/m'], { user: two }));
     await settle();
-    assert.deepEqual(calls.map((c) => Boolean(c.lease)), [true, true, false]);
+    assert.deepEqual(
+      calls.map((c) => Boolean(c.lease)),
+      [true, true, false],
+    );
     leaseOf(calls[1])!.release();
     await settle();
     assert.ok(calls[2].lease);
@@ -152,7 +167,9 @@ describe('fair share across a GPU group', () => {
 
   it('a capped user’s waiter on a group member is passed over', async () => {
     const { scheduler, call, hold } = schedulerHarness([
-      { name: 'llm', group: 'box' }, { name: 'comfy', group: 'box', kind: 'media' }, { name: 'side' },
+      { name: 'llm', group: 'box' },
+      { name: 'comfy', group: 'box', kind: 'media' },
+      { name: 'side' },
     ]);
     scheduler.configureGroups({ box: { cap: 1 } });
     hold(['side/m'], CAPPED);

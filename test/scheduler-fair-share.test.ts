@@ -75,9 +75,16 @@ describe('FairShare', () => {
 /** A bare waiter of `user` for the index tests. */
 function waiter(seq: number, owner: TicketUser, asks: string[], enqueuedAt = 0): Waiter {
   return {
-    seq, alias: 'x', user: owner, enqueuedAt, deadline: Infinity,
+    seq,
+    alias: 'x',
+    user: owner,
+    enqueuedAt,
+    deadline: Infinity,
     typeKeysByBackend: typeKeysByBackend(candidates(...asks)),
-    resolve: (_: Lease) => {}, reject: () => {}, settled: false, timer: undefined,
+    resolve: (_: Lease) => {},
+    reject: () => {},
+    settled: false,
+    timer: undefined,
   };
 }
 
@@ -141,7 +148,10 @@ describe('queue position in the fair order', () => {
     const { scheduler, hold, clock } = schedulerHarness([{ name: 'gpu' }]);
     const held = hold(['gpu/m'], A);
     const ticket = (owner: TicketUser) => ({
-      alias: 'x', candidates: candidates('gpu/m'), parkMs: 60_000, user: owner,
+      alias: 'x',
+      candidates: candidates('gpu/m'),
+      parkMs: 60_000,
+      user: owner,
     });
     const aTickets = Array.from({ length: 5 }, () => ticket(A));
     for (const t of aTickets) void scheduler.acquire(t).catch(() => {});
@@ -159,7 +169,10 @@ describe('queue position in the fair order', () => {
 
 describe('designateInGroup with a runnable test', () => {
   const member = (name: string, lastTypeKey?: string): BackendSlots => ({
-    spec: { name, cap: 1, paid: false, available: true, group: 'g' }, inflight: 0, removed: false, lastTypeKey,
+    spec: { name, cap: 1, paid: false, available: true, group: 'g' },
+    inflight: 0,
+    removed: false,
+    lastTypeKey,
   });
 
   it('passes over heads that cannot start, unless overdue, and keeps the fair order between users', () => {

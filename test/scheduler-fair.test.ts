@@ -8,7 +8,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Lease, TicketUser } from '../src/scheduler/index.ts';
 import {
-  AFFINITY_MAX_WAIT_MS, leaseOf, schedulerHarness, settle, type FleetBackend, type TrackedCall,
+  AFFINITY_MAX_WAIT_MS,
+  leaseOf,
+  schedulerHarness,
+  settle,
+  type FleetBackend,
+  type TrackedCall,
 } from './helpers/scheduler-harness.ts';
 import type { FakeClock } from './helpers/fake-clock.ts';
 
@@ -51,7 +56,11 @@ describe('fair share: order between users', () => {
     const b1 = order.indexOf('b1');
     assert.ok(b0 <= 1, `b0 served ${b0 + 1}th: ${order.join(',')}`);
     assert.ok(b1 - b0 <= 2, `b1 at most one of A's after b0: ${order.join(',')}`);
-    assert.deepEqual(order.filter((n) => n.startsWith('a')), calls.slice(0, 10).map((c) => c.name), 'FIFO within A');
+    assert.deepEqual(
+      order.filter((n) => n.startsWith('a')),
+      calls.slice(0, 10).map((c) => c.name),
+      'FIFO within A',
+    );
   });
 
   it('the same calls from one user stay FIFO (one user: the order of before)', async () => {
@@ -61,7 +70,10 @@ describe('fair share: order between users', () => {
     clock.advance(100);
     for (const name of ['b0', 'b1']) calls.push(call(name, ['gpu/m'], { user: A, parkMs: LONG_PARK_MS }));
     const { order } = await serveOneAtATime(clock, running, calls, 12);
-    assert.deepEqual(order, calls.map((c) => c.name));
+    assert.deepEqual(
+      order,
+      calls.map((c) => c.name),
+    );
   });
 
   it('shares 2:1 give about twice the service to the share-2 user', async () => {

@@ -23,7 +23,10 @@ describe('gpu groups: the switch hook', () => {
     await settle();
     assert.ok(parked.lease);
     chat.release();
-    assert.deepEqual(events.map((e) => `${e.from}>${e.to}@${e.backend}`), ['llm>media@comfy', 'media>llm@llm']);
+    assert.deepEqual(
+      events.map((e) => `${e.from}>${e.to}@${e.backend}`),
+      ['llm>media@comfy', 'media>llm@llm'],
+    );
   });
 
   it('fires synchronously at a hand-off, with the lease already counted', async () => {
@@ -40,7 +43,11 @@ describe('gpu groups: the switch hook', () => {
 
   it('a hook that throws changes nothing', async () => {
     const { scheduler, call, hold, group } = card();
-    scheduler.configure({ onGroupSwitch: () => { throw new Error('boom'); } });
+    scheduler.configure({
+      onGroupSwitch: () => {
+        throw new Error('boom');
+      },
+    });
     const chat = hold(['llm/qwen']);
     const job = call('job', ['comfy/sdxl']);
     chat.release();
@@ -77,7 +84,11 @@ describe('gpu groups: queue position and snapshot', () => {
     const { scheduler } = card();
     assert.deepEqual(
       scheduler.snapshot().backends.map((b) => [b.name, b.group, b.kind]),
-      [['llm', 'box', 'llm'], ['comfy', 'box', 'media'], ['spare', undefined, 'llm']],
+      [
+        ['llm', 'box', 'llm'],
+        ['comfy', 'box', 'media'],
+        ['spare', undefined, 'llm'],
+      ],
     );
   });
 });

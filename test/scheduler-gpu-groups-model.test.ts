@@ -20,14 +20,40 @@ import { settle } from './helpers/scheduler-harness.ts';
 
 const AFFINITY_MS = 400;
 
-type Outcome = { kind: 'pending' } | { kind: 'leased'; backend: string; model: string } | { kind: 'rejected'; reason: string };
+type Outcome =
+  { kind: 'pending' } | { kind: 'leased'; backend: string; model: string } | { kind: 'rejected'; reason: string };
 
-interface Spec { name: string; cap: number; paid: boolean; available: boolean; kind: BackendKind; group?: string }
-interface ModelBackend extends Spec { inflight: number; last?: string; removed: boolean }
-interface ModelGroup { name: string; cap: number; inflight: number; members: ModelBackend[]; lastKind?: BackendKind }
-interface ModelWaiter { id: number; candidates: Candidate[]; enqueuedAt: number; deadline: number }
+interface Spec {
+  name: string;
+  cap: number;
+  paid: boolean;
+  available: boolean;
+  kind: BackendKind;
+  group?: string;
+}
+interface ModelBackend extends Spec {
+  inflight: number;
+  last?: string;
+  removed: boolean;
+}
+interface ModelGroup {
+  name: string;
+  cap: number;
+  inflight: number;
+  members: ModelBackend[];
+  lastKind?: BackendKind;
+}
+interface ModelWaiter {
+  id: number;
+  candidates: Candidate[];
+  enqueuedAt: number;
+  deadline: number;
+}
 /** A lease as the model sees it: where it was granted, and on which group. */
-interface ModelLease { backend: ModelBackend; group?: ModelGroup }
+interface ModelLease {
+  backend: ModelBackend;
+  group?: ModelGroup;
+}
 
 const free = (x: { cap: number; inflight: number }) => x.cap === 0 || x.inflight < x.cap;
 
@@ -86,7 +112,8 @@ class ReferenceModel {
     });
     if (pick) return this.grant(id, this.routable(pick.backend)!, pick.model);
     if (parkMs === 0) return void this.outcomes.set(id, { kind: 'rejected', reason: 'parking_off' });
-    if (this.waiters.length >= this.maxParked) return void this.outcomes.set(id, { kind: 'rejected', reason: 'queue_full' });
+    if (this.waiters.length >= this.maxParked)
+      return void this.outcomes.set(id, { kind: 'rejected', reason: 'queue_full' });
     this.waiters.push({ id, candidates, enqueuedAt: this.now, deadline: this.now + parkMs });
     this.outcomes.set(id, { kind: 'pending' });
   }
@@ -155,9 +182,12 @@ class ReferenceModel {
       if (pairs.length === 0) return;
       let pick = { ...pairs[0], model: firstKey(pairs[0].waiter, pairs[0].member.name) };
       if (!(this.now - pick.waiter.enqueuedAt > AFFINITY_MS)) {
-        const same = pairs.find(({ waiter, member }) =>
-          member.kind === g.lastKind && member.last !== undefined &&
-          waiter.candidates.some((c) => c.backend === member.name && c.model === member.last));
+        const same = pairs.find(
+          ({ waiter, member }) =>
+            member.kind === g.lastKind &&
+            member.last !== undefined &&
+            waiter.candidates.some((c) => c.backend === member.name && c.model === member.last),
+        );
         if (same) pick = { ...same, model: same.member.last! };
       }
       this.waiters = this.waiters.filter((w) => w !== pick.waiter);
@@ -173,7 +203,8 @@ class ReferenceModel {
     const g = this.groupOf(b);
     if (g) {
       g.inflight++;
-      if (g.lastKind !== undefined && g.lastKind !== b.kind) this.events.push({ group: g.name, from: g.lastKind, to: b.kind, backend: b.name });
+      if (g.lastKind !== undefined && g.lastKind !== b.kind)
+        this.events.push({ group: g.name, from: g.lastKind, to: b.kind, backend: b.name });
       g.lastKind = b.kind;
     }
     this.leases.set(id, { backend: b, group: g });
@@ -196,7 +227,8 @@ class ReferenceModel {
   }
 
   private prune(g: ModelGroup): void {
-    if (g.members.length === 0 && g.inflight === 0 && !this.caps.has(g.name)) this.groups = this.groups.filter((x) => x !== g);
+    if (g.members.length === 0 && g.inflight === 0 && !this.caps.has(g.name))
+      this.groups = this.groups.filter((x) => x !== g);
   }
 
   /** The group the backend is a member of now (removed members included). */
@@ -225,7 +257,12 @@ async function runScenario(seed: number, steps: number): Promise<void> {
 
   const clock = new FakeClock(0);
   const events: GroupSwitchEvent[] = [];
-  const scheduler = new Scheduler({ clock, maxParked, affinityMaxWaitMs: AFFINITY_MS, onGroupSwitch: (e) => events.push(e) });
+  const scheduler = new Scheduler({
+    clock,
+    maxParked,
+    affinityMaxWaitMs: AFFINITY_MS,
+    onGroupSwitch: (e) => events.push(e),
+  });
   const model = new ReferenceModel(maxParked);
   const actual = new Map<number, Outcome>();
   const leases = new Map<number, Lease>();
@@ -259,7 +296,10 @@ async function runScenario(seed: number, steps: number): Promise<void> {
       const id = nextId++;
       const media = random() < 0.4;
       const pool = names.filter((n) => (kinds[n] === 'media') === media);
-      const candidates = Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({ backend: pickOne(pool), model: pickOne(models) }));
+      const candidates = Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({
+        backend: pickOne(pool),
+        model: pickOne(models),
+      }));
       const parkMs = random() < 0.1 ? 0 : 100 + Math.floor(random() * 2_000);
       const controller = new AbortController();
       aborters.set(id, controller);
@@ -305,14 +345,23 @@ async function runScenario(seed: number, steps: number): Promise<void> {
     assert.equal(snapshot.parked.length, model.waiters.length, `${where}: parked count`);
     assert.deepEqual(
       snapshot.groups,
-      model.groups.map((g) => ({ name: g.name, inflight: g.inflight, cap: g.cap, members: g.members.filter((m) => !m.removed).map((m) => m.name), lastKind: g.lastKind })),
+      model.groups.map((g) => ({
+        name: g.name,
+        inflight: g.inflight,
+        cap: g.cap,
+        members: g.members.filter((m) => !m.removed).map((m) => m.name),
+        lastKind: g.lastKind,
+      })),
       `${where}: groups`,
     );
   }
   for (const controller of aborters.values()) controller.abort();
   for (const lease of leases.values()) lease.release();
   assert.equal(clock.pendingTimers, 0);
-  assert.ok(scheduler.snapshot().groups.every((g) => g.inflight === 0), 'every group slot released');
+  assert.ok(
+    scheduler.snapshot().groups.every((g) => g.inflight === 0),
+    'every group slot released',
+  );
 }
 
 describe('gpu groups: the scheduler matches a brute-force reference model', () => {

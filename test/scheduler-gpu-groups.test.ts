@@ -6,7 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AFFINITY_MAX_WAIT_MS, candidates, grantedOn, leaseOf, schedulerHarness, settle } from './helpers/scheduler-harness.ts';
+import {
+  AFFINITY_MAX_WAIT_MS,
+  candidates,
+  grantedOn,
+  leaseOf,
+  schedulerHarness,
+  settle,
+} from './helpers/scheduler-harness.ts';
 import { card } from './helpers/scheduler-card.ts';
 
 describe('gpu groups: a lease needs a free slot on the backend and on its group', () => {
@@ -113,7 +120,10 @@ describe('gpu groups: a freed group slot goes to a waiter of any backend of the 
   });
 
   it('a waiter that can run on two backends of the group is served once', async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'l1', group: 'box' }, { name: 'l2', group: 'box' }]);
+    const { scheduler, call, hold } = schedulerHarness([
+      { name: 'l1', group: 'box' },
+      { name: 'l2', group: 'box' },
+    ]);
     const lease = hold(['l1/m']);
     const both = call('both', ['l1/m', 'l2/m']);
     lease.release();
@@ -159,7 +169,10 @@ describe('gpu groups: hand-off rules across the group', () => {
     const llama = call('llama', ['llm/llama']);
     running.release();
     await settle();
-    assert.deepEqual([older, sdxl, llama].filter((c) => c.lease).map((c) => c.name), ['llama']);
+    assert.deepEqual(
+      [older, sdxl, llama].filter((c) => c.lease).map((c) => c.name),
+      ['llama'],
+    );
   });
 
   it('what the other kind’s backend last ran is not affinity: a switch is due anyway, so the oldest goes', async () => {
@@ -282,7 +295,10 @@ describe('gpu groups: changing groups re-runs hand-offs', () => {
     assert.equal(leaseOf(job)?.backend, 'comfy');
     assert.deepEqual(
       scheduler.snapshot().groups.map((g) => [g.name, g.inflight, g.members]),
-      [['box', 1, ['comfy']], ['box2', 1, ['llm']]],
+      [
+        ['box', 1, ['comfy']],
+        ['box2', 1, ['llm']],
+      ],
     );
     leaseOf(moved)!.release();
     assert.equal(group('box2')?.inflight, 0);
@@ -321,6 +337,8 @@ describe('gpu groups: changing groups re-runs hand-offs', () => {
     scheduler.configureGroups({ idle: { cap: 2 } });
     addBackend({ name: 'llm', cap: 4 });
     addBackend({ name: 'comfy', cap: 1, kind: 'media' });
-    assert.deepEqual(scheduler.snapshot().groups, [{ name: 'idle', inflight: 0, cap: 2, members: [], lastKind: undefined }]);
+    assert.deepEqual(scheduler.snapshot().groups, [
+      { name: 'idle', inflight: 0, cap: 2, members: [], lastKind: undefined },
+    ]);
   });
 });

@@ -62,25 +62,37 @@ describe('media speed: how media candidates are ordered', () => {
   const cases: { name: string; fleet: Entry[]; ask: string[]; expect: string[] }[] = [
     {
       name: 'the fewest seconds per job first',
-      fleet: [{ name: 'slow', jobs: { sdxl: 30 } }, { name: 'fast', jobs: { sdxl: 8 } }],
+      fleet: [
+        { name: 'slow', jobs: { sdxl: 30 } },
+        { name: 'fast', jobs: { sdxl: 8 } },
+      ],
       ask: ['slow/sdxl', 'fast/sdxl'],
       expect: ['fast/sdxl', 'slow/sdxl'],
     },
     {
       name: 'per alias: each box is judged on the alias asked for',
-      fleet: [{ name: 'a', jobs: { sdxl: 5, wan: 300 } }, { name: 'b', jobs: { sdxl: 9, wan: 120 } }],
+      fleet: [
+        { name: 'a', jobs: { sdxl: 5, wan: 300 } },
+        { name: 'b', jobs: { sdxl: 9, wan: 120 } },
+      ],
       ask: ['a/wan', 'b/wan'],
       expect: ['b/wan', 'a/wan'],
     },
     {
       name: 'a backend that never ran the alias first, as for unmeasured tok/s (it gets measured once)',
-      fleet: [{ name: 'known', jobs: { sdxl: 2 } }, { name: 'new', jobs: { flux: 1 } }],
+      fleet: [
+        { name: 'known', jobs: { sdxl: 2 } },
+        { name: 'new', jobs: { flux: 1 } },
+      ],
       ask: ['known/sdxl', 'new/sdxl'],
       expect: ['new/sdxl', 'known/sdxl'],
     },
     {
       name: 'unpaid before paid, even when paid is faster',
-      fleet: [{ name: 'cloud', paid: true, jobs: { sdxl: 1 } }, { name: 'home', jobs: { sdxl: 60 } }],
+      fleet: [
+        { name: 'cloud', paid: true, jobs: { sdxl: 1 } },
+        { name: 'home', jobs: { sdxl: 60 } },
+      ],
       ask: ['cloud/sdxl', 'home/sdxl'],
       expect: ['home/sdxl', 'cloud/sdxl'],
     },
@@ -92,19 +104,28 @@ describe('media speed: how media candidates are ordered', () => {
     },
     {
       name: 'tok/s does not rank media candidates',
-      fleet: [{ name: 'a', speed: 1, jobs: { sdxl: 4 } }, { name: 'b', speed: 900, jobs: { sdxl: 40 } }],
+      fleet: [
+        { name: 'a', speed: 1, jobs: { sdxl: 4 } },
+        { name: 'b', speed: 900, jobs: { sdxl: 40 } },
+      ],
       ask: ['b/sdxl', 'a/sdxl'],
       expect: ['a/sdxl', 'b/sdxl'],
     },
     {
       name: 'LLM candidates still rank by tok/s, seconds per job ignored',
-      fleet: [{ name: 'x', kind: 'llm', speed: 10, jobs: { m: 1 } }, { name: 'y', kind: 'llm', speed: 90, jobs: { m: 99 } }],
+      fleet: [
+        { name: 'x', kind: 'llm', speed: 10, jobs: { m: 1 } },
+        { name: 'y', kind: 'llm', speed: 90, jobs: { m: 99 } },
+      ],
       ask: ['x/m', 'y/m'],
       expect: ['y/m', 'x/m'],
     },
     {
       name: 'a mixed list ranks by tok/s (the media backend counts as unmeasured)',
-      fleet: [{ name: 'llm', kind: 'llm', speed: 10 }, { name: 'comfy', jobs: { m: 1 } }],
+      fleet: [
+        { name: 'llm', kind: 'llm', speed: 10 },
+        { name: 'comfy', jobs: { m: 1 } },
+      ],
       ask: ['llm/m', 'comfy/m'],
       expect: ['comfy/m', 'llm/m'],
     },
@@ -116,14 +137,25 @@ describe('media speed: how media candidates are ordered', () => {
   }
 
   it('a call gets the fastest free box; the next when that one is busy', async () => {
-    const { scheduler } = fleet([{ name: 'fast', jobs: { sdxl: 3 }, busy: true }, { name: 'mid', jobs: { sdxl: 7 } }, { name: 'slow', jobs: { sdxl: 20 } }]);
-    const lease = await scheduler.acquire({ alias: 'sdxl', candidates: candidates('slow/sdxl', 'mid/sdxl', 'fast/sdxl'), parkMs: 0 });
+    const { scheduler } = fleet([
+      { name: 'fast', jobs: { sdxl: 3 }, busy: true },
+      { name: 'mid', jobs: { sdxl: 7 } },
+      { name: 'slow', jobs: { sdxl: 20 } },
+    ]);
+    const lease = await scheduler.acquire({
+      alias: 'sdxl',
+      candidates: candidates('slow/sdxl', 'mid/sdxl', 'fast/sdxl'),
+      parkMs: 0,
+    });
     assert.equal(lease.backend, 'mid');
     assert.equal(scheduler.tryAcquireNow(candidates('slow/sdxl', 'fast/sdxl'), new Set())?.backend, 'slow');
   });
 
   it('a new measurement reorders', () => {
-    const { scheduler, order } = fleet([{ name: 'a', jobs: { sdxl: 5 } }, { name: 'b', jobs: { sdxl: 6 } }]);
+    const { scheduler, order } = fleet([
+      { name: 'a', jobs: { sdxl: 5 } },
+      { name: 'b', jobs: { sdxl: 6 } },
+    ]);
     assert.deepEqual(order('a/sdxl', 'b/sdxl'), ['a/sdxl', 'b/sdxl']);
     scheduler.recordJobSeconds('a', 'sdxl', 20); // 0.3 × 20 + 0.7 × 5 = 9.5
     assert.deepEqual(order('a/sdxl', 'b/sdxl'), ['b/sdxl', 'a/sdxl']);
@@ -133,7 +165,10 @@ describe('media speed: how media candidates are ordered', () => {
     assert.ok(compareMediaBackends({ paid: false, secondsPerJob: 99 }, { paid: true, secondsPerJob: 1 }) < 0);
     assert.ok(compareMediaBackends({ paid: false, secondsPerJob: undefined }, { paid: false, secondsPerJob: 1 }) < 0);
     assert.ok(compareMediaBackends({ paid: false, secondsPerJob: 2 }, { paid: false, secondsPerJob: 3 }) < 0);
-    assert.equal(compareMediaBackends({ paid: true, secondsPerJob: undefined }, { paid: true, secondsPerJob: undefined }), 0);
+    assert.equal(
+      compareMediaBackends({ paid: true, secondsPerJob: undefined }, { paid: true, secondsPerJob: undefined }),
+      0,
+    );
   });
 });
 

@@ -13,10 +13,24 @@ import { settle } from './helpers/scheduler-harness.ts';
 
 const AFFINITY_MS = 400;
 
-type Outcome = { kind: 'pending' } | { kind: 'leased'; backend: string; model: string } | { kind: 'rejected'; reason: string };
+type Outcome =
+  { kind: 'pending' } | { kind: 'leased'; backend: string; model: string } | { kind: 'rejected'; reason: string };
 
-interface ModelBackend { name: string; cap: number; paid: boolean; available: boolean; inflight: number; last?: string }
-interface ModelWaiter { id: number; candidates: Candidate[]; enqueuedAt: number; deadline: number; refreshable: boolean }
+interface ModelBackend {
+  name: string;
+  cap: number;
+  paid: boolean;
+  available: boolean;
+  inflight: number;
+  last?: string;
+}
+interface ModelWaiter {
+  id: number;
+  candidates: Candidate[];
+  enqueuedAt: number;
+  deadline: number;
+  refreshable: boolean;
+}
 
 /** What each ticket's refresh returns during one refresh: candidates, or a throw. */
 type RefreshAnswers = ReadonlyMap<number, Candidate[] | 'throw'>;
@@ -44,7 +58,8 @@ class ReferenceModel {
     const free = usable.find((c) => isFree(this.backend(c.backend)!));
     if (free) return this.grant(id, this.backend(free.backend)!, free.model);
     if (parkMs === 0) return void this.outcomes.set(id, { kind: 'rejected', reason: 'parking_off' });
-    if (this.waiters.length >= this.maxParked) return void this.outcomes.set(id, { kind: 'rejected', reason: 'queue_full' });
+    if (this.waiters.length >= this.maxParked)
+      return void this.outcomes.set(id, { kind: 'rejected', reason: 'queue_full' });
     this.waiters.push({ id, candidates, enqueuedAt: this.now, deadline: this.now + parkMs, refreshable });
     this.outcomes.set(id, { kind: 'pending' });
   }
@@ -125,13 +140,17 @@ async function runScenario(seed: number, steps: number): Promise<void> {
   let refreshedIds: number[] = [];
   let nextId = 1;
   const randomCandidates = (max: number): Candidate[] =>
-    Array.from({ length: Math.floor(random() * (max + 1)) }, () => ({ backend: pickOne(names), model: pickOne(models) }));
+    Array.from({ length: Math.floor(random() * (max + 1)) }, () => ({
+      backend: pickOne(names),
+      model: pickOne(models),
+    }));
 
   const upsert = (spec: { name: string; cap: number; paid: boolean; available: boolean }) => {
     scheduler.upsertBackend(spec);
     model.upsert(spec);
   };
-  for (const name of names.slice(0, 4)) upsert({ name, cap: 1 + Math.floor(random() * 2), paid: name === 'd', available: true });
+  for (const name of names.slice(0, 4))
+    upsert({ name, cap: 1 + Math.floor(random() * 2), paid: name === 'd', available: true });
 
   for (let step = 0; step < steps; step++) {
     const roll = random();
@@ -149,7 +168,13 @@ async function runScenario(seed: number, steps: number): Promise<void> {
       const controller = new AbortController();
       aborters.set(id, controller);
       actual.set(id, { kind: 'pending' });
-      const ticket = { alias: `alias-${id % 3}`, candidates, parkMs, signal: controller.signal, refresh: refreshable ? refresh : undefined };
+      const ticket = {
+        alias: `alias-${id % 3}`,
+        candidates,
+        parkMs,
+        signal: controller.signal,
+        refresh: refreshable ? refresh : undefined,
+      };
       scheduler.acquire(ticket).then(
         (lease) => {
           leases.set(id, lease);

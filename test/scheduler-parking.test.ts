@@ -23,7 +23,10 @@ describe('scheduler: parking is FIFO', () => {
     let current = hold(['gpu/m']);
     const calls = ['first', 'second', 'third'].map((name) => call(name, ['gpu/m']));
     await settle();
-    assert.ok(calls.every((c) => !c.lease && !c.rejection), 'everyone parks');
+    assert.ok(
+      calls.every((c) => !c.lease && !c.rejection),
+      'everyone parks',
+    );
     assert.equal(scheduler.hasParked(), true);
     const order: string[] = [];
     for (let i = 0; i < calls.length; i++) {
@@ -62,7 +65,10 @@ describe('scheduler: hand-off when a slot frees', () => {
     {
       name: '(3) the oldest when nobody matches what the backend last ran',
       lastRan: 'm1',
-      waiters: [{ name: 'old', asks: ['gpu/m2'] }, { name: 'young', asks: ['gpu/m3'] }],
+      waiters: [
+        { name: 'old', asks: ['gpu/m2'] },
+        { name: 'young', asks: ['gpu/m3'] },
+      ],
       expect: 'old',
       expectTypeKey: 'm2',
     },
@@ -100,14 +106,20 @@ describe('scheduler: hand-off when a slot frees', () => {
     {
       name: 'affinity uses the matching candidate of a waiter that could run several models there',
       lastRan: 'm1',
-      waiters: [{ name: 'old', asks: ['gpu/m2'] }, { name: 'either', asks: ['gpu/m3', 'gpu/m1'] }],
+      waiters: [
+        { name: 'old', asks: ['gpu/m2'] },
+        { name: 'either', asks: ['gpu/m3', 'gpu/m1'] },
+      ],
       expect: 'either',
       expectTypeKey: 'm1',
     },
     {
       name: 'only waiters that can use the backend are considered',
       lastRan: 'm1',
-      waiters: [{ name: 'elsewhere', asks: ['other/m1'] }, { name: 'here', asks: ['gpu/m9'] }],
+      waiters: [
+        { name: 'elsewhere', asks: ['other/m1'] },
+        { name: 'here', asks: ['gpu/m9'] },
+      ],
       expect: 'here',
       expectTypeKey: 'm9',
     },
@@ -125,7 +137,10 @@ describe('scheduler: hand-off when a slot frees', () => {
       running.release();
       await settle();
       const served = calls.filter((x) => x.lease);
-      assert.deepEqual(served.map((x) => x.name), [c.expect]);
+      assert.deepEqual(
+        served.map((x) => x.name),
+        [c.expect],
+      );
       assert.equal(grantedOn(served[0]), `gpu/${c.expectTypeKey}`);
       assert.equal(scheduler.snapshot().backends.find((b) => b.name === 'gpu')?.lastTypeKey, c.expectTypeKey);
     });
@@ -159,7 +174,13 @@ describe('scheduler: hand-off when a slot frees', () => {
     assert.equal(both.lease?.backend, 'b');
     onA.release();
     await settle();
-    assert.deepEqual(scheduler.snapshot().backends.map((x) => [x.name, x.inflight]), [['a', 0], ['b', 1]]);
+    assert.deepEqual(
+      scheduler.snapshot().backends.map((x) => [x.name, x.inflight]),
+      [
+        ['a', 0],
+        ['b', 1],
+      ],
+    );
   });
 });
 
@@ -263,7 +284,10 @@ describe('scheduler: fleet changes hand free slots to waiters at once', () => {
     const calls = ['w1', 'w2', 'w3', 'w4'].map((name) => call(name, ['gpu/m']));
     scheduler.upsertBackend({ name: 'gpu', cap: 3, paid: false, available: true });
     await settle();
-    assert.deepEqual(calls.map((c) => Boolean(c.lease)), [true, true, false, false]);
+    assert.deepEqual(
+      calls.map((c) => Boolean(c.lease)),
+      [true, true, false, false],
+    );
   });
 
   it('a slot that frees on an unavailable backend waits until the backend is back', async () => {
@@ -298,7 +322,10 @@ describe('scheduler: refusals', () => {
     clock.advance(1);
     await settle();
     expectRejection(waiter, 'park_timeout', 2);
-    assert.deepEqual(scheduler.snapshot().parked.map((p) => p.alias), ['patient']);
+    assert.deepEqual(
+      scheduler.snapshot().parked.map((p) => p.alias),
+      ['patient'],
+    );
     running.release();
     await settle();
     assert.equal(patient.lease?.backend, 'gpu', 'the slot goes to the next waiter, not the timed-out one');
@@ -403,13 +430,19 @@ describe('scheduler: leases', () => {
     const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'other' }]);
     const lease = hold(['gpu/m']);
     scheduler.removeBackend('gpu');
-    assert.deepEqual(scheduler.snapshot().backends.map((b) => b.name), ['other']);
+    assert.deepEqual(
+      scheduler.snapshot().backends.map((b) => b.name),
+      ['other'],
+    );
     const refused = call('refused', ['gpu/m']);
     await settle();
     assert.equal(refused.rejection?.reason, 'no_backend');
     lease.release();
     lease.release();
-    assert.deepEqual(scheduler.snapshot().backends.map((b) => b.name), ['other']);
+    assert.deepEqual(
+      scheduler.snapshot().backends.map((b) => b.name),
+      ['other'],
+    );
     scheduler.upsertBackend({ name: 'gpu', cap: 1, paid: false, available: true });
     assert.equal(scheduler.snapshot().backends.find((b) => b.name === 'gpu')?.inflight, 0);
   });

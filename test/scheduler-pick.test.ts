@@ -34,7 +34,10 @@ describe('scheduler: which free candidate a call gets', () => {
   const cases: { name: string; fleet: FleetEntry[]; ask: string[]; expect: string }[] = [
     {
       name: 'the fastest measured backend',
-      fleet: [{ name: 'slow', speed: 20 }, { name: 'fast', speed: 80 }],
+      fleet: [
+        { name: 'slow', speed: 20 },
+        { name: 'fast', speed: 80 },
+      ],
       ask: ['slow/m', 'fast/m'],
       expect: 'fast',
     },
@@ -46,7 +49,10 @@ describe('scheduler: which free candidate a call gets', () => {
     },
     {
       name: 'unpaid before paid, even when paid is faster',
-      fleet: [{ name: 'cloud', paid: true, speed: 900 }, { name: 'gpu', speed: 10 }],
+      fleet: [
+        { name: 'cloud', paid: true, speed: 900 },
+        { name: 'gpu', speed: 10 },
+      ],
       ask: ['cloud/m', 'gpu/m'],
       expect: 'gpu',
     },
@@ -58,13 +64,20 @@ describe('scheduler: which free candidate a call gets', () => {
     },
     {
       name: 'paid when every unpaid candidate is busy',
-      fleet: [{ name: 'gpu', busy: 1 }, { name: 'cloud', paid: true }],
+      fleet: [
+        { name: 'gpu', busy: 1 },
+        { name: 'cloud', paid: true },
+      ],
       ask: ['gpu/m', 'cloud/m'],
       expect: 'cloud',
     },
     {
       name: 'the slower unpaid backend when the faster one is busy',
-      fleet: [{ name: 'fast', speed: 90, busy: 1 }, { name: 'slow', speed: 9 }, { name: 'cloud', paid: true }],
+      fleet: [
+        { name: 'fast', speed: 90, busy: 1 },
+        { name: 'slow', speed: 9 },
+        { name: 'cloud', paid: true },
+      ],
       ask: ['fast/m', 'slow/m', 'cloud/m'],
       expect: 'slow',
     },
@@ -76,7 +89,10 @@ describe('scheduler: which free candidate a call gets', () => {
     },
     {
       name: 'not an unavailable backend',
-      fleet: [{ name: 'down', available: false }, { name: 'up', speed: 1 }],
+      fleet: [
+        { name: 'down', available: false },
+        { name: 'up', speed: 1 },
+      ],
       ask: ['down/m', 'up/m'],
       expect: 'up',
     },
@@ -94,7 +110,10 @@ describe('scheduler: which free candidate a call gets', () => {
     },
     {
       name: 'a backend with slots left under its cap',
-      fleet: [{ name: 'fast', cap: 3, busy: 2, speed: 50 }, { name: 'slow', speed: 5 }],
+      fleet: [
+        { name: 'fast', cap: 3, busy: 2, speed: 50 },
+        { name: 'slow', speed: 5 },
+      ],
       ask: ['slow/m', 'fast/m'],
       expect: 'fast',
     },
@@ -128,14 +147,23 @@ describe('scheduler: order() for failover lists', () => {
     ]);
     const ordered = scheduler.order(candidates('cloud/x', 'slow/x', 'fast/x', 'down/x', 'ghost/x', 'new/x'));
     // 'new' is tried once; the free 'slow' starts now, the busy 'fast' only after its call (100 s)
-    assert.deepEqual(ordered.map((c) => c.backend), ['new', 'slow', 'fast', 'cloud']);
+    assert.deepEqual(
+      ordered.map((c) => c.backend),
+      ['new', 'slow', 'fast', 'cloud'],
+    );
   });
 
   it('does not modify the list it is given', () => {
-    const scheduler = fleet([{ name: 'a', speed: 1 }, { name: 'b', speed: 2 }]);
+    const scheduler = fleet([
+      { name: 'a', speed: 1 },
+      { name: 'b', speed: 2 },
+    ]);
     const list = candidates('a/x', 'b/x');
     scheduler.order(list);
-    assert.deepEqual(list.map((c) => c.backend), ['a', 'b']);
+    assert.deepEqual(
+      list.map((c) => c.backend),
+      ['a', 'b'],
+    );
   });
 });
 
@@ -169,11 +197,19 @@ describe("scheduler: 'no_backend' is immediate and never parks", () => {
 
 describe('scheduler: speed EWMA (α 0.3 of output tok/s)', () => {
   const ok = (outputTokens: number, seconds: number) => ({ status: 200, outputTokens, seconds });
-  const cases: { name: string; samples: { status: number; outputTokens: number; seconds: number }[]; expect: number | undefined }[] = [
+  const cases: {
+    name: string;
+    samples: { status: number; outputTokens: number; seconds: number }[];
+    expect: number | undefined;
+  }[] = [
     { name: 'never measured', samples: [], expect: undefined },
     { name: 'the first sample is taken as is', samples: [ok(100, 2)], expect: 50 },
     { name: 'later samples weigh 0.3', samples: [ok(100, 1), ok(200, 1)], expect: 0.3 * 200 + 0.7 * 100 },
-    { name: 'three samples', samples: [ok(100, 1), ok(200, 1), ok(50, 1)], expect: 0.3 * 50 + 0.7 * (0.3 * 200 + 0.7 * 100) },
+    {
+      name: 'three samples',
+      samples: [ok(100, 1), ok(200, 1), ok(50, 1)],
+      expect: 0.3 * 50 + 0.7 * (0.3 * 200 + 0.7 * 100),
+    },
     { name: 'exactly 16 output tokens counts', samples: [ok(16, 0.5)], expect: 32 },
     { name: 'a short answer counts too: the first sample as is', samples: [ok(3, 0.1)], expect: 30 },
     {
@@ -181,7 +217,14 @@ describe('scheduler: speed EWMA (α 0.3 of output tok/s)', () => {
       samples: [ok(100, 1), ok(4, 0.01)],
       expect: 0.075 * 400 + 0.925 * 100,
     },
-    { name: 'non-200 is ignored', samples: [{ status: 500, outputTokens: 400, seconds: 1 }, { status: 206, outputTokens: 400, seconds: 1 }], expect: undefined },
+    {
+      name: 'non-200 is ignored',
+      samples: [
+        { status: 500, outputTokens: 400, seconds: 1 },
+        { status: 206, outputTokens: 400, seconds: 1 },
+      ],
+      expect: undefined,
+    },
     { name: 'zero seconds is ignored', samples: [ok(100, 0)], expect: undefined },
     {
       name: 'ignored samples leave the average alone',
@@ -202,14 +245,20 @@ describe('scheduler: speed EWMA (α 0.3 of output tok/s)', () => {
   it('samples for an unknown backend are dropped', () => {
     const scheduler = fleet([{ name: 'a' }]);
     scheduler.recordSpeed('ghost', ok(100, 1));
-    assert.deepEqual(scheduler.snapshot().backends.map((b) => b.name), ['a']);
+    assert.deepEqual(
+      scheduler.snapshot().backends.map((b) => b.name),
+      ['a'],
+    );
   });
 
   it('a measurement moves a backend behind never-measured ones and ranks it by speed', () => {
     const scheduler = fleet([{ name: 'a' }, { name: 'b' }, { name: 'c' }]);
     scheduler.recordSpeed('a', ok(40, 1));
     scheduler.recordSpeed('b', ok(80, 1));
-    assert.deepEqual(scheduler.order(candidates('a/m', 'b/m', 'c/m')).map((c) => c.backend), ['c', 'b', 'a']);
+    assert.deepEqual(
+      scheduler.order(candidates('a/m', 'b/m', 'c/m')).map((c) => c.backend),
+      ['c', 'b', 'a'],
+    );
   });
 });
 
@@ -227,7 +276,10 @@ describe('scheduler: tryAcquireNow (failover)', () => {
   });
 
   it('falls back to paid, and returns null when nothing is free', () => {
-    const scheduler = fleet([{ name: 'gpu', busy: 1 }, { name: 'cloud', paid: true }]);
+    const scheduler = fleet([
+      { name: 'gpu', busy: 1 },
+      { name: 'cloud', paid: true },
+    ]);
     assert.equal(scheduler.tryAcquireNow(candidates('gpu/m', 'cloud/m'), new Set())?.backend, 'cloud');
     assert.equal(scheduler.tryAcquireNow(candidates('gpu/m', 'cloud/m'), new Set()), null);
     assert.equal(scheduler.hasParked(), false);

@@ -12,8 +12,11 @@ const warm = { model: true, lastTypeKey: undefined };
 
 function box(name: string, cap: number, inflight: number, serviceSeconds: number, resident = true): BackendSlots {
   return {
-    spec: { name, cap, paid: false, available: true }, inflight, removed: false,
-    service: { samples: 1, serviceSeconds }, lastTypeKey: resident ? 'm' : 'other',
+    spec: { name, cap, paid: false, available: true },
+    inflight,
+    removed: false,
+    service: { samples: 1, serviceSeconds },
+    lastTypeKey: resident ? 'm' : 'other',
   };
 }
 
@@ -35,7 +38,10 @@ test('never more than the best box on its own, and a swap when no box holds the 
   assert.equal(pooledLocalWait([one]), Math.min(one.prediction.slotWait, 1 / 0.2));
   const cold = ranked(box('c', 1, 1, 4, false), 0, false);
   assert.ok(cold.prediction.swap > 0);
-  assert.equal(pooledLocalWait([cold]), Math.min(cold.prediction.slotWait + cold.prediction.swap, 1 / 0.25 + cold.prediction.swap));
+  assert.equal(
+    pooledLocalWait([cold]),
+    Math.min(cold.prediction.slotWait + cold.prediction.swap, 1 / 0.25 + cold.prediction.swap),
+  );
 });
 
 test('an unlimited box takes the call now', () => {

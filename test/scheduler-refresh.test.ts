@@ -72,7 +72,10 @@ describe('refreshCandidates: a parked call uses a backend that gained its model 
   });
 
   it('an unavailable new backend serves the waiter when it comes back up', async () => {
-    const { scheduler, call, hold, addBackend } = schedulerHarness([{ name: 'gpu' }, { name: 'spare', available: false }]);
+    const { scheduler, call, hold, addBackend } = schedulerHarness([
+      { name: 'gpu' },
+      { name: 'spare', available: false },
+    ]);
     hold(['gpu/m']);
     const waiter = call('waiter', ['gpu/m'], { refresh: ['spare/m'] });
     scheduler.refreshCandidates();
@@ -113,7 +116,10 @@ describe('refreshCandidates: widened waiters keep their place by age', () => {
   // `young` wait on gpu and are widened onto spare in between them. spare then serves one
   // call per release: it must be strictly oldest first.
   const cases: { name: string; typeKeys: Record<string, string> }[] = [
-    { name: 'same model: the (backend, type key) queue is in age order', typeKeys: { eldest: 'm', old: 'm', young: 'm', youngest: 'm' } },
+    {
+      name: 'same model: the (backend, type key) queue is in age order',
+      typeKeys: { eldest: 'm', old: 'm', young: 'm', youngest: 'm' },
+    },
     {
       name: 'different models: the backend queue is in age order',
       typeKeys: { eldest: 'm-e', old: 'm-o', young: 'm-y', youngest: 'm-z' },
@@ -133,7 +139,10 @@ describe('refreshCandidates: widened waiters keep their place by age', () => {
       ];
       scheduler.refreshCandidates();
       await settle();
-      assert.ok(calls.every((x) => !x.lease), 'spare is busy: nobody served yet');
+      assert.ok(
+        calls.every((x) => !x.lease),
+        'spare is busy: nobody served yet',
+      );
       const order: string[] = [];
       for (let i = 0; i < calls.length; i++) {
         running.release();
@@ -226,7 +235,10 @@ describe('refreshCandidates: the hand-off rules apply on the widened backend', (
       running.release();
       await settle();
       const served = calls.filter((x) => x.lease);
-      assert.deepEqual(served.map((x) => `${x.name}/${grantedOn(x)}`), [c.expect]);
+      assert.deepEqual(
+        served.map((x) => `${x.name}/${grantedOn(x)}`),
+        [c.expect],
+      );
     });
   }
 });
@@ -241,7 +253,10 @@ describe('refreshCandidates: what changes nothing', () => {
       },
     },
     { name: 'a refresh that returns a non-array', refresh: () => undefined as unknown as Candidate[] },
-    { name: 'a refresh listing only backends the waiter has (new type keys there are ignored)', refresh: ['gpu/m-q8', 'gpu/m'] },
+    {
+      name: 'a refresh listing only backends the waiter has (new type keys there are ignored)',
+      refresh: ['gpu/m-q8', 'gpu/m'],
+    },
   ];
   for (const c of cases) {
     it(c.name, async () => {
@@ -269,7 +284,10 @@ describe('refreshCandidates: what changes nothing', () => {
     await settle();
     assert.equal(fixed.lease, undefined);
     assert.equal(grantedOn(widened), 'spare/m');
-    assert.deepEqual(scheduler.snapshot().parked.map((p) => [p.alias, p.backends]), [['fixed', ['gpu']]]);
+    assert.deepEqual(
+      scheduler.snapshot().parked.map((p) => [p.alias, p.backends]),
+      [['fixed', ['gpu']]],
+    );
   });
 
   it('with nothing parked it is a no-op', () => {
@@ -349,19 +367,36 @@ describe('LazyFifo.insertInOrder', () => {
     return queue;
   }
 
-  const cases: { name: string; seqs: number[]; settle?: number[]; peekFirst?: boolean; insert: number[]; expect: number[] }[] = [
+  const cases: {
+    name: string;
+    seqs: number[];
+    settle?: number[];
+    peekFirst?: boolean;
+    insert: number[];
+    expect: number[];
+  }[] = [
     { name: 'into an empty queue', seqs: [], insert: [5], expect: [5] },
     { name: 'before the head', seqs: [3, 4], insert: [1], expect: [1, 3, 4] },
     { name: 'in the middle', seqs: [1, 4, 9], insert: [5, 2], expect: [1, 2, 4, 5, 9] },
     { name: 'at the tail', seqs: [1, 2], insert: [7], expect: [1, 2, 7] },
     { name: 'among settled items', seqs: [1, 2, 3, 4, 5], settle: [2, 3, 4], insert: [3.5], expect: [1, 3.5, 5] },
-    { name: 'after the head moved past settled items', seqs: [1, 2, 3, 8], settle: [1, 2], peekFirst: true, insert: [0, 5], expect: [0, 3, 5, 8] },
+    {
+      name: 'after the head moved past settled items',
+      seqs: [1, 2, 3, 8],
+      settle: [1, 2],
+      peekFirst: true,
+      insert: [0, 5],
+      expect: [0, 3, 5, 8],
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
       const queue = queueOf(c.seqs, c.settle, c.peekFirst);
       for (const seq of c.insert) queue.insertInOrder(item(seq));
-      assert.deepEqual([...queue.values()].map((x) => x.seq), c.expect);
+      assert.deepEqual(
+        [...queue.values()].map((x) => x.seq),
+        c.expect,
+      );
       assert.equal(queue.live, c.expect.length);
       assert.equal(queue.peek()?.seq, c.expect[0]);
     });
@@ -381,8 +416,14 @@ describe('LazyFifo.insertInOrder', () => {
       x.settled = true;
       queue.noteSettled();
     }
-    const live = all.filter((x) => !x.settled).map((x) => x.seq).sort((a, b) => a - b);
-    assert.deepEqual([...queue.values()].map((x) => x.seq), live);
+    const live = all
+      .filter((x) => !x.settled)
+      .map((x) => x.seq)
+      .sort((a, b) => a - b);
+    assert.deepEqual(
+      [...queue.values()].map((x) => x.seq),
+      live,
+    );
     assert.equal(queue.live, live.length);
   });
 });

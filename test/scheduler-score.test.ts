@@ -60,12 +60,35 @@ describe('score: the formula', () => {
   });
 
   it('swap: learnt for the model, else the mean of the box, else the default', () => {
-    assert.equal(swapSeconds(slots({ swapSeconds: new Map([['m', 3], ['n', 9]]) }), 'm'), 3);
-    assert.equal(swapSeconds(slots({ swapSeconds: new Map([['a', 3], ['n', 9]]), swapSecondsMean: 6 }), 'm'), 6);
+    assert.equal(
+      swapSeconds(
+        slots({
+          swapSeconds: new Map([
+            ['m', 3],
+            ['n', 9],
+          ]),
+        }),
+        'm',
+      ),
+      3,
+    );
+    assert.equal(
+      swapSeconds(
+        slots({
+          swapSeconds: new Map([
+            ['a', 3],
+            ['n', 9],
+          ]),
+          swapSecondsMean: 6,
+        }),
+        'm',
+      ),
+      6,
+    );
     assert.equal(swapSeconds(slots(), 'm'), DEFAULT_SWAP_S);
   });
 
-  it('prefill: prompt tokens over the learnt rate (the model\'s, else the box\'s); 0 when unknown', () => {
+  it("prefill: prompt tokens over the learnt rate (the model's, else the box's); 0 when unknown", () => {
     const byModel = new Map([['m', measured(1, 2000)]]);
     assert.equal(predict(slots({ service: measured(1, 500), serviceByModel: byModel }), 'm', 4000, warm, 0).prefill, 2);
     assert.equal(predict(slots({ service: measured(1, 500), serviceByModel: byModel }), 'x', 4000, warm, 0).prefill, 8);
@@ -105,7 +128,10 @@ describe('score: the order', () => {
     fleet.hold('fast', 'other').hold('warm', 'm');
     assert.equal((await take(['fast/m', 'warm/m'])).backend, 'warm');
     const order = scheduler.order(ticketFor(['fast/m', 'warm/m']).candidates);
-    assert.deepEqual(order.map((c) => c.backend), ['warm', 'fast']);
+    assert.deepEqual(
+      order.map((c) => c.backend),
+      ['warm', 'fast'],
+    );
   });
 
   it('residency unknown: speed breaks the tie, and the box that last ran the model beats a faster one', async () => {
@@ -134,10 +160,13 @@ describe('score: the order', () => {
     const { add, scheduler, take } = scoreHarness();
     add('a');
     add('b');
-    const learn = (name: string, promptRate: number) => scheduler.recordSpeed(name, {
-      status: 200, outputTokens: 100, seconds: 2,
-      timings: { predictedN: 100, predictedMs: 1000, promptN: promptRate, promptMs: 1000 },
-    });
+    const learn = (name: string, promptRate: number) =>
+      scheduler.recordSpeed(name, {
+        status: 200,
+        outputTokens: 100,
+        seconds: 2,
+        timings: { predictedN: 100, predictedMs: 1000, promptN: promptRate, promptMs: 1000 },
+      });
     learn('a', 200);
     learn('b', 5000);
     assert.equal((await take(['a/m', 'b/m'], { promptTokens: 8000 })).backend, 'b');
@@ -172,7 +201,7 @@ describe('score: a slot is not a model', () => {
     assert.equal(m1.backend, 'box', 'm1 takes the free slot beside the running call');
   });
 
-  it('while the box is still loading its latest lease\'s model, no other model starts beside it', async () => {
+  it("while the box is still loading its latest lease's model, no other model starts beside it", async () => {
     const { add, fleet, take, start } = scoreHarness();
     add('box', { cap: 2 });
     fleet.hold('box', 'm1');
@@ -229,7 +258,7 @@ describe('score: a slot is not a model', () => {
 });
 
 describe('score: stickiness', () => {
-  it('the conversation\'s box within the margin of the best other is chosen, route sticky', async () => {
+  it("the conversation's box within the margin of the best other is chosen, route sticky", async () => {
     const { add, measure, take } = scoreHarness();
     add('fast');
     add('prev');
@@ -282,7 +311,7 @@ describe('score: stickiness', () => {
 });
 
 describe('score: ETA of parked calls', () => {
-  it('queuePosition, snapshot and a park timeout\'s Retry-After use the predicted wait', async () => {
+  it("queuePosition, snapshot and a park timeout's Retry-After use the predicted wait", async () => {
     const { add, measure, take, start, scheduler, clock } = scoreHarness();
     add('box');
     measure('box', 20);
@@ -294,7 +323,13 @@ describe('score: ETA of parked calls', () => {
     assert.deepEqual(scheduler.queuePosition(first), { position: 1, waitedMs: 0, etaS: 20 });
     assert.deepEqual(scheduler.queuePosition(second), { position: 2, waitedMs: 0, etaS: 40 });
     const parked = scheduler.snapshot().parked;
-    assert.deepEqual(parked.map((p) => [p.etaS, p.user]), [[20, 'u:1'], [40, undefined]]);
+    assert.deepEqual(
+      parked.map((p) => [p.etaS, p.user]),
+      [
+        [20, 'u:1'],
+        [40, undefined],
+      ],
+    );
     clock.advance(5000);
     await settle();
     assert.equal(late.rejection?.reason, 'park_timeout');

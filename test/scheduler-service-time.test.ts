@@ -7,7 +7,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  alphaFor, decodeSample, learnCall, nextRate, prefillSample, type ServiceFigures,
+  alphaFor,
+  decodeSample,
+  learnCall,
+  nextRate,
+  prefillSample,
+  type ServiceFigures,
 } from '../src/scheduler/service-time.ts';
 import type { CallTimings, SpeedSample } from '../src/scheduler/index.ts';
 import { FakeClock } from './helpers/fake-clock.ts';
@@ -34,7 +39,9 @@ function play(clock: FakeClock, run: Run): SpeedSample {
   const firstToken = clock.now();
   clock.advance(run.decodeMs);
   const sample: SpeedSample = {
-    status: run.status ?? 200, outputTokens: run.outputTokens, promptTokens: run.promptTokens,
+    status: run.status ?? 200,
+    outputTokens: run.outputTokens,
+    promptTokens: run.promptTokens,
     seconds: (clock.now() - start) / 1000,
   };
   if (run.stream) sample.firstTokenSeconds = (firstToken - start) / 1000;
@@ -50,7 +57,8 @@ const near = (actual: number | undefined, expected: number | undefined, what: st
 
 describe('service time: one call at a time', () => {
   const cases: {
-    name: string; runs: Run[];
+    name: string;
+    runs: Run[];
     expect: { decode?: number; prefill?: number; service?: number; samples: number };
   }[] = [
     {
@@ -75,10 +83,16 @@ describe('service time: one call at a time', () => {
     },
     {
       name: 'llama.cpp timings win over the clock for both rates',
-      runs: [{
-        stream: false, promptTokens: 999, outputTokens: 999, prefillMs: 3000, decodeMs: 3000,
-        timings: { promptN: 800, promptMs: 200, predictedN: 60, predictedMs: 1500 },
-      }],
+      runs: [
+        {
+          stream: false,
+          promptTokens: 999,
+          outputTokens: 999,
+          prefillMs: 3000,
+          decodeMs: 3000,
+          timings: { promptN: 800, promptMs: 200, predictedN: 60, predictedMs: 1500 },
+        },
+      ],
       expect: { decode: 40, prefill: 4000, service: 6, samples: 1 },
     },
     {
@@ -135,8 +149,11 @@ describe('service time: one call at a time', () => {
 
 describe('service time: the weighting', () => {
   const cases: { tokens: number; alpha: number }[] = [
-    { tokens: 0, alpha: 0 }, { tokens: 1, alpha: 0.3 / 16 }, { tokens: 8, alpha: 0.15 },
-    { tokens: 16, alpha: 0.3 }, { tokens: 500, alpha: 0.3 },
+    { tokens: 0, alpha: 0 },
+    { tokens: 1, alpha: 0.3 / 16 },
+    { tokens: 8, alpha: 0.15 },
+    { tokens: 16, alpha: 0.3 },
+    { tokens: 500, alpha: 0.3 },
   ];
   for (const c of cases) it(`α for ${c.tokens} tokens is ${c.alpha}`, () => near(alphaFor(c.tokens), c.alpha, 'α'));
 
@@ -146,7 +163,11 @@ describe('service time: the weighting', () => {
 
   it('timings with zero counts fall back to the clock', () => {
     const sample: SpeedSample = {
-      status: 200, outputTokens: 11, promptTokens: 20, seconds: 2, firstTokenSeconds: 1,
+      status: 200,
+      outputTokens: 11,
+      promptTokens: 20,
+      seconds: 2,
+      firstTokenSeconds: 1,
       timings: { promptN: 0, promptMs: 0, predictedN: 0, predictedMs: 0 },
     };
     assert.deepEqual(decodeSample(sample, undefined), { rate: 10, tokens: 10 });

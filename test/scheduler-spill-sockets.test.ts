@@ -14,7 +14,8 @@ const chats = (f: FakeBackend) => f.requests.filter((r) => r.path.endsWith('/cha
 
 async function chat(gw: TestGateway, model: string): Promise<{ backend: string | null; endedAt: number }> {
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
   });
   const text = await res.text();
@@ -28,16 +29,26 @@ async function chat(gw: TestGateway, model: string): Promise<{ backend: string |
  * of about `holdMs`; a free paid fake; both serve `m`.
  */
 async function busyLocalFleet(
-  t: { after: (fn: () => Promise<void>) => void }, spillAfterS: number, measuredMs: number, holdMs: number,
+  t: { after: (fn: () => Promise<void>) => void },
+  spillAfterS: number,
+  measuredMs: number,
+  holdMs: number,
 ) {
   const measuring = { tokensPerSecond: 1000 / (measuredMs / 4), chunkCount: 4 };
   const local = await startFake('vllm', { models: ['m'], knobs: measuring });
   const cloud = await startFake('openrouter', { models: ['m'], knobs: { tokensPerSecond: 1000, chunkCount: 4 } });
   const gw = await startGateway(
-    [{ name: 'local', url: local.url, max_concurrent: 1 }, { name: 'cloud', url: cloud.url, paid: true }],
+    [
+      { name: 'local', url: local.url, max_concurrent: 1 },
+      { name: 'cloud', url: cloud.url, paid: true },
+    ],
     { spill_after_s: spillAfterS, health_check_interval: 3600 },
   );
-  t.after(async () => { await gw.close(); await local.close(); await cloud.close(); });
+  t.after(async () => {
+    await gw.close();
+    await local.close();
+    await cloud.close();
+  });
   assert.equal((await chat(gw, 'local/m')).backend, 'local', 'measured once');
   local.knobs.tokensPerSecond = 1000 / (holdMs / 10);
   local.knobs.chunkCount = 10;

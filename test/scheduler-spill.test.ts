@@ -25,7 +25,9 @@ const both = ['local/m', 'cloud/m'];
 
 /** The call is parked on the local box only, and gets it once the running call ends. */
 async function waitsForLocalThenGetsIt(
-  call: Outcome, scheduler: { snapshot(): { parked: { backends: string[] }[] } }, running: { release(): void },
+  call: Outcome,
+  scheduler: { snapshot(): { parked: { backends: string[] }[] } },
+  running: { release(): void },
 ): Promise<void> {
   await settle();
   assert.equal(leased(call), undefined);
@@ -90,7 +92,9 @@ describe('spill: spillAfterMs above 0', () => {
     assert.equal(lease.backend, 'cloud');
     assert.equal(lease.route, 'spill: no local slot free and no parking');
     lease.release();
-    await assert.rejects(take(both, { spillAfterMs: 10_000, parkMs: 0, paidAllowed: () => false }), { reason: 'parking_off' });
+    await assert.rejects(take(both, { spillAfterMs: 10_000, parkMs: 0, paidAllowed: () => false }), {
+      reason: 'parking_off',
+    });
   });
 
   it('a free local slot is always taken first', async () => {
@@ -141,7 +145,7 @@ describe('spill: spillAfterMs above 0', () => {
     const running = await h.take(['prev/m']);
     const call = h.start(ticketFor(['prev/m', 'other/m', 'cloud/m'], { stickTo: 'prev', spillAfterMs: 5_000 }));
     await settle();
-    assert.equal(leased(call), undefined, 'waits for its conversation\'s box');
+    assert.equal(leased(call), undefined, "waits for its conversation's box");
     h.clock.advance(5_000);
     await settle();
     assert.equal(leased(call)?.backend, 'other');

@@ -25,7 +25,7 @@ interface Learnt {
 
 async function learnt(gw: TestGateway): Promise<Learnt> {
   const res = await fetch(`${gw.url}/health`, { headers: { authorization: `Bearer ${MASTER}` } });
-  const health = await res.json() as { backends: Record<string, Learnt> };
+  const health = (await res.json()) as { backends: Record<string, Learnt> };
   return health.backends.ls!;
 }
 
@@ -39,19 +39,29 @@ async function afterCalls(gw: TestGateway, n: number): Promise<Learnt> {
   assert.fail(`the box never learnt ${n} calls`);
 }
 
-test('swap cost per model is learnt from calls that needed a load, near the box\'s real delay', async (t) => {
+test("swap cost per model is learnt from calls that needed a load, near the box's real delay", async (t) => {
   const ls = await startFake('llamaswap', { models: ['small', 'big'], knobs: { loadingMs: LOAD_MS, chunkCount: 8 } });
   // no probe runs during the test: residency moves with the calls the gateway sends
   const gw = await startGateway([{ name: 'ls', url: ls.url }], { api_key: MASTER, health_check_interval: 3600 });
-  t.after(async () => { await gw.close(); await ls.close(); });
+  t.after(async () => {
+    await gw.close();
+    await ls.close();
+  });
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
   const messages = [{ role: 'user' as const, content: 'word '.repeat(30) }];
 
-  assert.deepEqual((await learnt(gw)).residency.models.map((m) => m.model), ['small'], '/running: small is loaded');
+  assert.deepEqual(
+    (await learnt(gw)).residency.models.map((m) => m.model),
+    ['small'],
+    '/running: small is loaded',
+  );
   const plan: { model: string; stream: boolean }[] = [
     { model: 'small', stream: true }, // warm
-    { model: 'big', stream: true }, { model: 'small', stream: false }, { model: 'big', stream: false },
-    { model: 'small', stream: true }, { model: 'big', stream: true },
+    { model: 'big', stream: true },
+    { model: 'small', stream: false },
+    { model: 'big', stream: false },
+    { model: 'small', stream: true },
+    { model: 'big', stream: true },
   ];
   for (const [i, call] of plan.entries()) {
     if (call.stream) {
@@ -84,12 +94,17 @@ test('a load for a model the busy box does not hold waits for the box to drain, 
   // the busy-load exclusion itself (a load sent beside calls in flight teaches nothing) is a unit test in
   // scheduler-swap-cost.test.ts: warm-state routing no longer sends such a load, it parks until the box is idle
   const ls = await startFake('llamaswap', {
-    models: ['small', 'big'], knobs: { loadingMs: LOAD_MS, chunkCount: 20, tokensPerSecond: 20 },
+    models: ['small', 'big'],
+    knobs: { loadingMs: LOAD_MS, chunkCount: 20, tokensPerSecond: 20 },
   });
-  const gw = await startGateway(
-    [{ name: 'ls', url: ls.url, max_concurrent: 2 }], { api_key: MASTER, health_check_interval: 3600 },
-  );
-  t.after(async () => { await gw.close(); await ls.close(); });
+  const gw = await startGateway([{ name: 'ls', url: ls.url, max_concurrent: 2 }], {
+    api_key: MASTER,
+    health_check_interval: 3600,
+  });
+  t.after(async () => {
+    await gw.close();
+    await ls.close();
+  });
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: MASTER, maxRetries: 0, timeout: 10_000 });
   const messages = [{ role: 'user' as const, content: 'hi' }];
 
@@ -99,7 +114,9 @@ test('a load for a model the busy box does not hold waits for the box to drain, 
   await iterator.next(); // its first chunk: it is in flight on the box
   let warmEnded = false;
   const drained = (async () => {
-    while (!(await iterator.next()).done) { /* the rest of the warm stream */ }
+    while (!(await iterator.next()).done) {
+      /* the rest of the warm stream */
+    }
     warmEnded = true;
   })();
   const load = await client.chat.completions.create({ model: 'big', messages });
@@ -107,5 +124,5 @@ test('a load for a model the busy box does not hold waits for the box to drain, 
   assert.ok(warmEnded, 'the load was held until the warm call ended, not sent to the second slot');
   await drained;
   const f = await afterCalls(gw, 2);
-  assert.ok(f.swap_s.big! > 0.6 * LOAD_MS / 1000, `the lone load is learnt: ${JSON.stringify(f.swap_s)}`);
+  assert.ok(f.swap_s.big! > (0.6 * LOAD_MS) / 1000, `the lone load is learnt: ${JSON.stringify(f.swap_s)}`);
 });

@@ -7,7 +7,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ServiceFigures } from '../src/scheduler/service-time.ts';
 import {
-  learnSwap, meanSwapSeconds, nextSwapSeconds, swapResidual, swapSecondsFor, unloadedSeconds, type SwapFigures,
+  learnSwap,
+  meanSwapSeconds,
+  nextSwapSeconds,
+  swapResidual,
+  swapSecondsFor,
+  unloadedSeconds,
+  type SwapFigures,
 } from '../src/scheduler/swap-cost.ts';
 import type { SpeedSample } from '../src/scheduler/index.ts';
 import { schedulerHarness } from './helpers/scheduler-harness.ts';
@@ -19,62 +25,96 @@ const near = (actual: number | undefined, expected: number | undefined, what: st
 
 /** A stream that needed a load: `ttft` s to its first token, `total` s in all. */
 const loadStream = (ttft: number, total: number, more: Partial<SpeedSample> = {}): SpeedSample => ({
-  status: 200, outputTokens: 21, promptTokens: 100, seconds: total, firstTokenSeconds: ttft, neededLoad: true,
-  model: 'm', ...more,
+  status: 200,
+  outputTokens: 21,
+  promptTokens: 100,
+  seconds: total,
+  firstTokenSeconds: ttft,
+  neededLoad: true,
+  model: 'm',
+  ...more,
 });
 
 /** A non-stream answer that needed a load, `total` s in all. */
 const loadJson = (total: number, more: Partial<SpeedSample> = {}): SpeedSample => ({
-  status: 200, outputTokens: 40, promptTokens: 100, seconds: total, neededLoad: true, model: 'm', ...more,
+  status: 200,
+  outputTokens: 40,
+  promptTokens: 100,
+  seconds: total,
+  neededLoad: true,
+  model: 'm',
+  ...more,
 });
 
 const warm: ServiceFigures = { prefillRate: 200, decodeRate: 20, serviceSeconds: 2, samples: 3 };
 
 describe('swap cost: one call', () => {
   const cases: {
-    name: string; sample: SpeedSample; model?: ServiceFigures; backend?: ServiceFigures; extra: number | undefined;
+    name: string;
+    sample: SpeedSample;
+    model?: ServiceFigures;
+    backend?: ServiceFigures;
+    extra: number | undefined;
   }[] = [
     {
       name: 'a stream: its time to first token less its prefill at the learnt rate',
-      sample: loadStream(6.5, 8), model: warm, extra: 6.5 - 100 / 200,
+      sample: loadStream(6.5, 8),
+      model: warm,
+      extra: 6.5 - 100 / 200,
     },
     {
       name: 'a stream with llama.cpp timings: its own prompt_ms is its prefill',
-      sample: loadStream(6.5, 8, { timings: { promptN: 100, promptMs: 250 } }), model: warm, extra: 6.25,
+      sample: loadStream(6.5, 8, { timings: { promptN: 100, promptMs: 250 } }),
+      model: warm,
+      extra: 6.25,
     },
     {
       name: 'a non-stream answer: its time less prefill and decode at the learnt rates',
-      sample: loadJson(9), model: warm, extra: 9 - 100 / 200 - 40 / 20,
+      sample: loadJson(9),
+      model: warm,
+      extra: 9 - 100 / 200 - 40 / 20,
     },
     {
       name: 'a non-stream answer with timings: less prompt_ms and predicted_ms',
-      sample: loadJson(9, { timings: { promptN: 100, promptMs: 500, predictedN: 40, predictedMs: 2500 } }), extra: 6,
+      sample: loadJson(9, { timings: { promptN: 100, promptMs: 500, predictedN: 40, predictedMs: 2500 } }),
+      extra: 6,
     },
     {
-      name: 'the model\'s rates first, else the backend\'s',
-      sample: loadStream(5, 6), model: { samples: 1, decodeRate: 10 }, backend: { samples: 5, prefillRate: 50 },
+      name: "the model's rates first, else the backend's",
+      sample: loadStream(5, 6),
+      model: { samples: 1, decodeRate: 10 },
+      backend: { samples: 5, prefillRate: 50 },
       extra: 5 - 100 / 50,
     },
     {
       name: 'no prefill rate learnt yet: all of the time to first token (an upper bound)',
-      sample: loadStream(4, 5), extra: 4,
+      sample: loadStream(4, 5),
+      extra: 4,
     },
     {
       name: 'a non-stream answer whose decode cannot be told teaches nothing',
-      sample: loadJson(9), model: { samples: 1, prefillRate: 200 }, extra: undefined,
+      sample: loadJson(9),
+      model: { samples: 1, prefillRate: 200 },
+      extra: undefined,
     },
     {
       name: 'a non-stream answer without output tokens (embeddings): its time less its prefill',
-      sample: loadJson(3, { outputTokens: 0 }), model: warm, extra: 2.5,
+      sample: loadJson(3, { outputTokens: 0 }),
+      model: warm,
+      extra: 2.5,
     },
     {
       name: 'faster than predicted: clamped at 0',
-      sample: loadStream(0.2, 1), model: warm, extra: 0,
+      sample: loadStream(0.2, 1),
+      model: warm,
+      extra: 0,
     },
     { name: 'a call that needed no load: none', sample: loadStream(6, 8, { neededLoad: false }), extra: undefined },
     {
       name: 'a load sent while the box had other calls in flight (it waited for them to drain): none',
-      sample: loadStream(6, 8, { busyAtDispatch: true }), model: warm, extra: undefined,
+      sample: loadStream(6, 8, { busyAtDispatch: true }),
+      model: warm,
+      extra: undefined,
     },
     { name: 'a failed call: none', sample: loadStream(6, 8, { status: 502 }), model: warm, extra: undefined },
   ];
@@ -94,7 +134,7 @@ describe('swap cost: the figures', () => {
     near(nextSwapSeconds(6, 10), 0.3 * 10 + 0.7 * 6, 'ewma');
   });
 
-  it('per model, with the backend\'s mean over its models as the fallback', () => {
+  it("per model, with the backend's mean over its models as the fallback", () => {
     const figures: SwapFigures = {};
     assert.equal(swapSecondsFor(figures, 'a'), undefined, 'nothing learnt');
     learnSwap(figures, 'a', 4);
@@ -125,7 +165,7 @@ describe('swap cost: through the scheduler', () => {
     const box = scheduler.snapshot().backends[0]!;
     near(box.swapSeconds?.m, 6, 'swap s');
     near(scheduler.swapSecondsOf('box', 'm'), 6, 'swapSecondsOf');
-    near(scheduler.swapSecondsOf('box', 'other'), 6, 'another model: the backend\'s mean');
+    near(scheduler.swapSecondsOf('box', 'other'), 6, "another model: the backend's mean");
     near(scheduler.swapSecondsOf('nowhere', 'm'), undefined, 'unknown backend');
     near(box.service?.prefillRate, 200, 'prefill untouched by the load');
     near(box.service?.decodeRate, 20, 'decode after the first token still learnt');
@@ -140,7 +180,7 @@ describe('swap cost: through the scheduler', () => {
     let box = scheduler.snapshot().backends[0]!;
     assert.equal(box.swapSeconds, undefined, 'cannot tell the load from the decode');
     assert.equal(box.speed, undefined, 'still unmeasured: tried again');
-    assert.equal(box.service?.serviceSeconds, undefined, 'its time is not a warm call\'s');
+    assert.equal(box.service?.serviceSeconds, undefined, "its time is not a warm call's");
     assert.equal(box.service?.samples, 1);
     warmUp(scheduler);
     record(scheduler, loadJson(9)); // 9 − 0.5 − 40/20 = 6.5

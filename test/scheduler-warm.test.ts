@@ -32,10 +32,17 @@ describe('warm-state routing over sockets', () => {
     const fast = await startFake('llamaswap', { models: ['m1', 'm2'], knobs: { ...SWAPPING, tokensPerSecond: 2000 } });
     const slow = await startFake('llamaswap', { models: ['m2', 'm1'], knobs: { ...SWAPPING, tokensPerSecond: 100 } });
     const gw = await startGateway(
-      [{ name: 'fast', url: fast.url, max_concurrent: 1 }, { name: 'slow', url: slow.url, max_concurrent: 1 }],
+      [
+        { name: 'fast', url: fast.url, max_concurrent: 1 },
+        { name: 'slow', url: slow.url, max_concurrent: 1 },
+      ],
       { health_check_interval: 3600 },
     );
-    t.after(async () => { await gw.close(); await fast.close(); await slow.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fast.close();
+      await slow.close();
+    });
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 10_000 });
     await waitFor(() => resident(gw, 'fast', 'm1') && resident(gw, 'slow', 'm2'), 'residency read from /running');
 
@@ -61,10 +68,17 @@ describe('warm-state routing over sockets', () => {
     const big = await startFake('llamaswap', { models: ['m1', 'm2'], knobs: { ...slowly, chunkCount: 20 } });
     const small = await startFake('llamaswap', { models: ['m2', 'm1'], knobs: { ...slowly, chunkCount: 10 } });
     const gw = await startGateway(
-      [{ name: 'big', url: big.url, max_concurrent: 2 }, { name: 'small', url: small.url, max_concurrent: 1 }],
+      [
+        { name: 'big', url: big.url, max_concurrent: 2 },
+        { name: 'small', url: small.url, max_concurrent: 1 },
+      ],
       { health_check_interval: 3600 },
     );
-    t.after(async () => { await gw.close(); await big.close(); await small.close(); });
+    t.after(async () => {
+      await gw.close();
+      await big.close();
+      await small.close();
+    });
     const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 20_000 });
     await waitFor(() => resident(gw, 'big', 'm1') && resident(gw, 'small', 'm2'), 'residency read from /running');
 

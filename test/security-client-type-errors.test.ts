@@ -17,8 +17,13 @@ const MODEL = 'acme/Qwen3-8B-Instruct';
 type OpenAIError = { error: { message: string; type: string; param: string | null; code: string } };
 
 const postEncoded = (base: string, encoding: string, body: Buffer) =>
-  rawRequest(base, 'POST', '/v1/chat/completions',
-    { 'content-type': 'application/json', 'content-encoding': encoding }, body);
+  rawRequest(
+    base,
+    'POST',
+    '/v1/chat/completions',
+    { 'content-type': 'application/json', 'content-encoding': encoding },
+    body,
+  );
 
 describe('type errors in the body', () => {
   let fake: FakeBackend;
@@ -26,11 +31,17 @@ describe('type errors in the body', () => {
   const setup = async () => {
     fake = await startFake('vllm');
     gw = await startGateway([{ name: 'v', url: fake.url, local: true }]);
-    return async () => { await gw.close(); await fake.close(); };
+    return async () => {
+      await gw.close();
+      await fake.close();
+    };
   };
-  const post = (path: string, body: unknown) => fetch(`${gw.url}${path}`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-  });
+  const post = (path: string, body: unknown) =>
+    fetch(`${gw.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   const generations = () => fake.requests.filter((r) => r.method === 'POST').length;
 
   test('stream / stream_options of the wrong type: 400 naming the field everywhere, backend untouched', async (t) => {
@@ -46,7 +57,7 @@ describe('type errors in the body', () => {
       for (const stream of ['yes', 1, {}]) {
         const r = await post(path, { ...body, stream });
         assert.equal(r.status, 400, `${path} stream=${JSON.stringify(stream)}`);
-        const answer = await r.json() as OpenAIError & { type?: string };
+        const answer = (await r.json()) as OpenAIError & { type?: string };
         if (path === '/v1/messages') {
           assert.equal(answer.type, 'error');
           assert.match(answer.error.message, /'stream'/);
@@ -59,7 +70,7 @@ describe('type errors in the body', () => {
     }
     const options = await post('/v1/chat/completions', { model: MODEL, messages, stream: true, stream_options: 'on' });
     assert.equal(options.status, 400);
-    assert.equal((await options.json() as OpenAIError).error.param, 'stream_options');
+    assert.equal(((await options.json()) as OpenAIError).error.param, 'stream_options');
     // the valid forms still work: booleans, null
     const nulls = await post('/v1/chat/completions', { model: MODEL, messages, stream: null, stream_options: null });
     assert.equal(nulls.status, 200);
@@ -74,7 +85,7 @@ describe('type errors in the body', () => {
       for (const value of ['yes', 1, {}]) {
         const r = await post('/v1/responses', { model: MODEL, input: 'hi', [field]: value });
         assert.equal(r.status, 400, `${field}=${JSON.stringify(value)}`);
-        const { error } = await r.json() as OpenAIError;
+        const { error } = (await r.json()) as OpenAIError;
         assert.equal(error.param, field);
         assert.equal(error.code, 'invalid_type');
       }
@@ -96,13 +107,13 @@ describe('type errors in the body', () => {
     for (const [messages, param, code] of cases) {
       const r = await post('/v1/chat/completions', { model: MODEL, messages });
       assert.equal(r.status, 400, JSON.stringify(messages));
-      const { error } = await r.json() as OpenAIError;
+      const { error } = (await r.json()) as OpenAIError;
       assert.equal(error.param, param);
       assert.equal(error.code, code);
     }
     const anthropic = await post('/v1/messages', { model: MODEL, max_tokens: 5, messages: [null] });
     assert.equal(anthropic.status, 400);
-    assert.match((await anthropic.json() as { error: { message: string } }).error.message, /messages\[0\]/);
+    assert.match(((await anthropic.json()) as { error: { message: string } }).error.message, /messages\[0\]/);
     assert.equal(generations(), 0, 'none reached the backend');
   });
 });
@@ -111,10 +122,15 @@ describe('Content-Encoding of a request body', () => {
   test('gzip, deflate and br are decoded and sent on as plain JSON without the header', async (t) => {
     const fake = await startFake('vllm');
     const gw = await startGateway([{ name: 'v', url: fake.url, local: true }]);
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const json = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'compressed hello' }] });
     const encoders: [string, (b: Buffer) => Buffer][] = [
-      ['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync],
+      ['gzip', gzipSync],
+      ['deflate', deflateSync],
+      ['br', brotliCompressSync],
     ];
     for (const [encoding, encode] of encoders) {
       const r = await postEncoded(gw.url, encoding, encode(Buffer.from(json)));
@@ -128,7 +144,10 @@ describe('Content-Encoding of a request body', () => {
   test('unknown encodings and encoded multipart are 415; bad data 400; a bomb past the body limit 413', async (t) => {
     const fake = await startFake('vllm');
     const gw = await startGateway([{ name: 'v', url: fake.url, local: true }]);
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const before = fake.requests.length;
     const json = Buffer.from(JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }));
 
@@ -138,8 +157,13 @@ describe('Content-Encoding of a request body', () => {
       assert.equal(r.json<OpenAIError>().error.code, 'unsupported_content_encoding');
     }
     const form = '--b\r\nContent-Disposition: form-data; name="model"\r\n\r\nm\r\n--b--\r\n';
-    const multipart = await rawRequest(gw.url, 'POST', '/v1/audio/transcriptions',
-      { 'content-type': 'multipart/form-data; boundary=b', 'content-encoding': 'gzip' }, gzipSync(Buffer.from(form)));
+    const multipart = await rawRequest(
+      gw.url,
+      'POST',
+      '/v1/audio/transcriptions',
+      { 'content-type': 'multipart/form-data; boundary=b', 'content-encoding': 'gzip' },
+      gzipSync(Buffer.from(form)),
+    );
     assert.equal(multipart.status, 415);
     assert.match(multipart.json<OpenAIError>().error.message, /multipart/);
 

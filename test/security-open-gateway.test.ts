@@ -26,7 +26,9 @@ function assertOpenAIError(text: string, code: string): void {
 }
 
 function lanAddress(): string | undefined {
-  return Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+  return Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
 }
 
 /** One request written as is over a socket (node:http always sends a Host); the answer as text. */
@@ -45,8 +47,8 @@ const chat = (model: string) => JSON.stringify({ model, messages: [{ role: 'user
 function multipartForm(model: string): { body: string; type: string } {
   const boundary = '----gwtest7f3a';
   const part = (name: string, value: string, file?: string) =>
-    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"` : ''}\r\n`
-    + `${file ? 'Content-Type: audio/wav\r\n' : ''}\r\n${value}\r\n`;
+    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"` : ''}\r\n` +
+    `${file ? 'Content-Type: audio/wav\r\n' : ''}\r\n${value}\r\n`;
   const body = `${part('model', model)}${part('file', 'RIFF....WAVEfake', 'a.wav')}--${boundary}--\r\n`;
   return { body, type: `multipart/form-data; boundary=${boundary}` };
 }
@@ -57,14 +59,23 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
   const setup = async (overrides = {}) => {
     fake = await startFake('vllm');
     gw = await startGateway([{ name: 'v', url: fake.url, local: true }], overrides);
-    return async () => { await gw.close(); await fake.close(); };
+    return async () => {
+      await gw.close();
+      await fake.close();
+    };
   };
 
-  test('a foreign Host is refused on every route, in the surface\'s shape; nothing reaches a backend', async (t) => {
+  test("a foreign Host is refused on every route, in the surface's shape; nothing reaches a backend", async (t) => {
     t.after(await setup());
     const evil = { host: 'evil.example' };
-    const paths = ['/v1/models', '/v1/jobs/job_0123', '/v1/responses/resp_0123456789abcdef', '/metrics', '/health',
-      '/v1/models/v/acme%2FQwen3-8B-Instruct'];
+    const paths = [
+      '/v1/models',
+      '/v1/jobs/job_0123',
+      '/v1/responses/resp_0123456789abcdef',
+      '/metrics',
+      '/health',
+      '/v1/models/v/acme%2FQwen3-8B-Instruct',
+    ];
     for (const path of paths) {
       const r = await rawRequest(gw.url, 'GET', path, evil);
       assert.equal(r.status, 403, path);
@@ -85,11 +96,17 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
     assert.equal((await rawRequest(gw.url, 'GET', '/v1/models', { 'x-forwarded-host': 'evil.example' })).status, 403);
   });
 
-  test('loopback names, this machine\'s hostname and its addresses get in', async (t) => {
+  test("loopback names, this machine's hostname and its addresses get in", async (t) => {
     t.after(await setup());
-    const authorities = [`127.0.0.1:${gw.port}`, `localhost:${gw.port}`, 'localhost', `127.0.1.1:${gw.port}`,
+    const authorities = [
+      `127.0.0.1:${gw.port}`,
+      `localhost:${gw.port}`,
+      'localhost',
+      `127.0.1.1:${gw.port}`,
       `[::1]:${gw.port}`,
-      `${hostname()}:${gw.port}`, `${hostname().split('.')[0].toUpperCase()}.local:${gw.port}`];
+      `${hostname()}:${gw.port}`,
+      `${hostname().split('.')[0].toUpperCase()}.local:${gw.port}`,
+    ];
     const lan = lanAddress();
     if (lan) authorities.push(`${lan}:${gw.port}`);
     for (const host of authorities) {
@@ -103,9 +120,21 @@ describe('an open gateway and the Host header (DNS rebinding)', () => {
   test('real setups: containers, IP literals, *.localhost, trailing dots; the 403 says what to add', async (t) => {
     t.after(await setup({ allowed_hosts: ['Gateway.LAN.', 'llm.example.com:443'] }));
     // Open WebUI / LibreChat in Docker, the gateway published on a host or NAT address, IPv6 with a zone
-    const served = ['host.docker.internal:4000', 'gateway.docker.internal', 'host.containers.internal:4000',
-      '172.17.0.1:4000', '203.0.113.9:8080', '[fd00::9]:4000', '[fe80::1%25eth0]:4000', 'webui.localhost:4000',
-      'LOCALHOST.:4000', `${hostname().toUpperCase()}.:9999`, 'gateway.lan.:4000', 'GATEWAY.LAN', 'llm.example.com'];
+    const served = [
+      'host.docker.internal:4000',
+      'gateway.docker.internal',
+      'host.containers.internal:4000',
+      '172.17.0.1:4000',
+      '203.0.113.9:8080',
+      '[fd00::9]:4000',
+      '[fe80::1%25eth0]:4000',
+      'webui.localhost:4000',
+      'LOCALHOST.:4000',
+      `${hostname().toUpperCase()}.:9999`,
+      'gateway.lan.:4000',
+      'GATEWAY.LAN',
+      'llm.example.com',
+    ];
     for (const host of served) {
       const r = await rawRequest(gw.url, 'GET', '/v1/models', { host });
       assert.equal(r.status, 200, `${host}: ${r.text}`);
@@ -162,7 +191,10 @@ describe('an open gateway and cross-site posts', () => {
     const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], {
       cors_origins: ['http://app.example:3000'],
     });
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const json = { 'content-type': 'application/json' };
     const model = 'acme/Qwen3-8B-Instruct';
     const before = fake.requests.length;
@@ -180,8 +212,13 @@ describe('an open gateway and cross-site posts', () => {
       assertOpenAIError(r.text, 'origin_not_allowed');
     }
     // the answer says what to list, and never suggests listing "null" (every sandboxed frame of every site)
-    const listIt = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { ...json, origin: 'http://web.lan:3080' },
-      chat(model));
+    const listIt = await rawRequest(
+      gw.url,
+      'POST',
+      '/v1/chat/completions',
+      { ...json, origin: 'http://web.lan:3080' },
+      chat(model),
+    );
     assert.match(listIt.json<OpenAIError>().error.message, /cors_origins: \["http:\/\/web\.lan:3080"\]/);
     const opaque = await rawRequest(gw.url, 'POST', '/v1/chat/completions', { ...json, origin: 'null' }, chat(model));
     const opaqueMessage = opaque.json<OpenAIError>().error.message;
@@ -191,8 +228,13 @@ describe('an open gateway and cross-site posts', () => {
     assert.equal(del.status, 403);
     assert.equal(fake.requests.length, before, 'nothing reached the backend');
 
-    const origins = [undefined, `http://localhost:${gw.port}`, 'http://127.0.0.1:5173',
-      `http://${hostname()}:${gw.port}`, 'http://app.example:3000'];
+    const origins = [
+      undefined,
+      `http://localhost:${gw.port}`,
+      'http://127.0.0.1:5173',
+      `http://${hostname()}:${gw.port}`,
+      'http://app.example:3000',
+    ];
     for (const origin of origins) {
       const headers = { ...json, ...(origin ? { origin } : {}) };
       const r = await rawRequest(gw.url, 'POST', '/v1/chat/completions', headers, chat(model));
@@ -207,9 +249,14 @@ describe('an open gateway and cross-site posts', () => {
   test('a locked gateway leaves Origin to CORS and the key', async (t) => {
     const fake = await startFake('vllm');
     const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], { api_key: KEY });
-    t.after(async () => { await gw.close(); await fake.close(); });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
+    });
     const headers: Record<string, string> = {
-      'content-type': 'application/json', origin: 'http://evil.example', authorization: `Bearer ${KEY}`,
+      'content-type': 'application/json',
+      origin: 'http://evil.example',
+      authorization: `Bearer ${KEY}`,
     };
     const r = await rawRequest(gw.url, 'POST', '/v1/chat/completions', headers, chat('acme/Qwen3-8B-Instruct'));
     assert.equal(r.status, 200);
@@ -221,8 +268,18 @@ describe('OwnHost', () => {
     let now = 0;
     let addresses = ['192.168.1.5', 'fe80::1%eth0', '127.0.0.1'];
     const own = new OwnHost({ hostname: () => 'Box.home.arpa', addresses: () => addresses, now: () => now });
-    const ownNames = ['localhost', '127.0.1.1', '::1', 'box.home.arpa', 'box', 'box.local', 'BOX',
-      '192.168.1.5', 'fe80::1', '[fe80::1]'];
+    const ownNames = [
+      'localhost',
+      '127.0.1.1',
+      '::1',
+      'box.home.arpa',
+      'box',
+      'box.local',
+      'BOX',
+      '192.168.1.5',
+      'fe80::1',
+      '[fe80::1]',
+    ];
     for (const name of ownNames) {
       assert.equal(own.isOwnName(name), true, name);
     }

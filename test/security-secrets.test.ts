@@ -51,16 +51,24 @@ describe('a backend that echoes its key', () => {
   test('the stored error is redacted: /health, admin API, console and log hold no copy of the key', async (t) => {
     const echo = await startEchoingBackend();
     const log = captureLog();
-    const gw = await startGateway([
-      // configured models: up despite the refused list, so a call reaches it and the proxy records the 401
-      { name: 'listed', url: echo.url, api_key: BACKEND_KEY, models: ['m1'] },
-      // no models: the discovery probe's 401 marks it down
-      { name: 'probed', url: echo.url, api_key: BACKEND_KEY },
-    ], { api_key: MASTER, log_level: 'warn' }, { logStream: log.stream });
-    t.after(async () => { await gw.close(); echo.server.close(); });
+    const gw = await startGateway(
+      [
+        // configured models: up despite the refused list, so a call reaches it and the proxy records the 401
+        { name: 'listed', url: echo.url, api_key: BACKEND_KEY, models: ['m1'] },
+        // no models: the discovery probe's 401 marks it down
+        { name: 'probed', url: echo.url, api_key: BACKEND_KEY },
+      ],
+      { api_key: MASTER, log_level: 'warn' },
+      { logStream: log.stream },
+    );
+    t.after(async () => {
+      await gw.close();
+      echo.server.close();
+    });
 
     const call = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'listed/m1', messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.notEqual(call.status, 200);
@@ -96,9 +104,15 @@ describe('a backend URL with userinfo', () => {
     const echo = await startEchoingBackend();
     const log = captureLog();
     const fileUrl = `http://admin:${URL_PASSWORD}@127.0.0.1:${echo.port}`;
-    const gw = await startGateway([{ name: 'fileside', url: fileUrl }], { api_key: MASTER, log_level: 'debug' },
-      { logStream: log.stream });
-    t.after(async () => { await gw.close(); echo.server.close(); });
+    const gw = await startGateway(
+      [{ name: 'fileside', url: fileUrl }],
+      { api_key: MASTER, log_level: 'debug' },
+      { logStream: log.stream },
+    );
+    t.after(async () => {
+      await gw.close();
+      echo.server.close();
+    });
     const api = adminApi(() => gw.url, MASTER);
 
     const storedUrl = `http://ops:${URL_PASSWORD}@127.0.0.1:${echo.port}/base`;
@@ -141,7 +155,7 @@ describe('a backend URL with userinfo', () => {
 
     // the userinfo is the backend's Basic credential; its echo is redacted like a key
     const basic = Buffer.from(`admin:${URL_PASSWORD}`).toString('base64');
-    assert.ok(echo.seen.includes(`Basic ${basic}`), 'the probe sent the URL\'s userinfo as Basic auth');
+    assert.ok(echo.seen.includes(`Basic ${basic}`), "the probe sent the URL's userinfo as Basic auth");
     const error = gw.gateway.registry.get('fileside')!.error!;
     assert.match(error.detail, /Basic \[redacted\]/);
     assert.doesNotMatch(JSON.stringify(error), new RegExp(basic));

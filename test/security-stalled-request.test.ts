@@ -39,7 +39,9 @@ function sendAndWaitForClose(port: number, head: string, partial: string, limitM
       if (partial) socket.write(partial);
     });
     socket.on('data', (c) => chunks.push(c));
-    socket.on('error', () => { /* a reset is a close too */ });
+    socket.on('error', () => {
+      /* a reset is a close too */
+    });
     socket.on('close', () => {
       clearTimeout(timer);
       resolve({ text: Buffer.concat(chunks).toString('utf8'), closedAfterMs: Date.now() - startedAt });
@@ -48,8 +50,8 @@ function sendAndWaitForClose(port: number, head: string, partial: string, limitM
 }
 
 const chatHead = (port: number, length: number, extra = '') =>
-  `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n`
-  + `content-length: ${length}\r\n${extra}\r\n`;
+  `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\n` +
+  `content-length: ${length}\r\n${extra}\r\n`;
 
 function bodyOf(text: string): Record<string, any> {
   return JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
@@ -71,8 +73,9 @@ describe('a stalled request', () => {
   test('on /v1/messages the 408 is Anthropic-shaped; a connection that never sends a byte is closed too', async (t) => {
     const gw = await startGateway([], { request_body_timeout_s: 0.5 });
     t.after(() => gw.close());
-    const head = `POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\n`
-      + 'content-type: application/json\r\ncontent-length: 500\r\n\r\n';
+    const head =
+      `POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:${gw.port}\r\n` +
+      'content-type: application/json\r\ncontent-length: 500\r\n\r\n';
     const end = await sendAndWaitForClose(gw.port, head, '{"model"', 5000);
     assert.match(end.text, /^HTTP\/1\.1 408 /);
     assert.deepEqual(Object.keys(bodyOf(end.text)), ['type', 'error']);
@@ -95,7 +98,8 @@ describe('a stalled request', () => {
     assert.ok(metrics.split('\n').includes(refused), 'the refusal is counted');
     // the right key with a complete body still works the usual way (404: no such model here)
     const ok = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'nope', messages: [] }),
     });
     assert.equal(ok.status, 404);
@@ -106,10 +110,16 @@ describe('the receive timeout never cuts an answer', () => {
   test('a non-streamed answer slower than the timeout, and a stream with longer gaps, arrive whole', async (t) => {
     const fake = await startFake('vllm', { knobs: { latencyMs: 1500 } });
     const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], { request_body_timeout_s: 0.4 });
-    t.after(async () => { await gw.close(); await fake.close(); });
-    const post = (body: object) => fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
     });
+    const post = (body: object) =>
+      fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const messages = [{ role: 'user', content: 'hi' }];
 
     const slow = await post({ model: 'acme/Qwen3-8B-Instruct', messages });
@@ -125,33 +135,37 @@ describe('the receive timeout never cuts an answer', () => {
 });
 
 describe('a slow upload that keeps coming', () => {
-  test('is never cut by the silence timer, and the whole-receipt backstop fits the largest body at 256 kbit/s',
-    async (t) => {
-      const fake = await startFake('vllm');
-      const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], { request_body_timeout_s: 0.5 });
-      t.after(async () => { await gw.close(); await fake.close(); });
-      const messages = [{ role: 'user', content: 'x'.repeat(60_000) }];
-      const body = JSON.stringify({ model: 'acme/Qwen3-8B-Instruct', messages });
-      const socket = connect(gw.port, '127.0.0.1');
-      const chunks: Buffer[] = [];
-      socket.on('data', (c: Buffer) => chunks.push(c));
-      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-      await new Promise<void>((resolve) => socket.on('connect', () => resolve()));
-      socket.write(chatHead(gw.port, Buffer.byteLength(body), 'connection: close\r\n'));
-      // 1.5 s in all, three times the timeout, but never 0.5 s without a byte
-      for (let i = 0; i < 15; i++) {
-        socket.write(body.slice(i * 4_000, (i + 1) * 4_000));
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      socket.write(body.slice(60_000));
-      await closed;
-      const text = Buffer.concat(chunks).toString('utf8');
-      assert.match(text, /^HTTP\/1\.1 200 /, text.slice(0, 300));
-      assert.equal(bodyOf(text).object, 'chat.completion');
-      // Node's requestTimeout cuts any request not whole by then, however steadily it arrives
-      const bytesPerMs = (256_000 / 8) / 1000;
-      const largestJson = MEDIA_JSON_BODY_LIMIT;
-      assert.ok(gw.app.server.requestTimeout * bytesPerMs >= largestJson,
-        `${gw.app.server.requestTimeout} ms: a ${largestJson}-byte body at 256 kbit/s would be cut`);
+  test('is never cut by the silence timer, and the whole-receipt backstop fits the largest body at 256 kbit/s', async (t) => {
+    const fake = await startFake('vllm');
+    const gw = await startGateway([{ name: 'v', url: fake.url, local: true }], { request_body_timeout_s: 0.5 });
+    t.after(async () => {
+      await gw.close();
+      await fake.close();
     });
+    const messages = [{ role: 'user', content: 'x'.repeat(60_000) }];
+    const body = JSON.stringify({ model: 'acme/Qwen3-8B-Instruct', messages });
+    const socket = connect(gw.port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    await new Promise<void>((resolve) => socket.on('connect', () => resolve()));
+    socket.write(chatHead(gw.port, Buffer.byteLength(body), 'connection: close\r\n'));
+    // 1.5 s in all, three times the timeout, but never 0.5 s without a byte
+    for (let i = 0; i < 15; i++) {
+      socket.write(body.slice(i * 4_000, (i + 1) * 4_000));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    socket.write(body.slice(60_000));
+    await closed;
+    const text = Buffer.concat(chunks).toString('utf8');
+    assert.match(text, /^HTTP\/1\.1 200 /, text.slice(0, 300));
+    assert.equal(bodyOf(text).object, 'chat.completion');
+    // Node's requestTimeout cuts any request not whole by then, however steadily it arrives
+    const bytesPerMs = 256_000 / 8 / 1000;
+    const largestJson = MEDIA_JSON_BODY_LIMIT;
+    assert.ok(
+      gw.app.server.requestTimeout * bytesPerMs >= largestJson,
+      `${gw.app.server.requestTimeout} ms: a ${largestJson}-byte body at 256 kbit/s would be cut`,
+    );
+  });
 });

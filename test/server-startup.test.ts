@@ -19,11 +19,16 @@ function run(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT) {
   const merged = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined));
   const child = spawn(process.execPath, [SERVER, ...args], { cwd, env: merged, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
-  child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stdout.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    out += c.toString();
+  });
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   const listening = async (): Promise<string> => {
-    for (let i = 0; i < 600; i++) { // 15 s: a loaded 2-core machine starts slowly
+    for (let i = 0; i < 600; i++) {
+      // 15 s: a loaded 2-core machine starts slowly
       const m = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
       if (m) return m[1];
       await new Promise((r) => setTimeout(r, 25));
@@ -43,7 +48,8 @@ describe('server start-up (dist bundle)', () => {
     const cli = (...args: string[]) => spawnSync(process.execPath, [SERVER, ...args], { cwd: ROOT, encoding: 'utf8' });
     const help = cli('--help');
     assert.equal(help.status, 0, help.stderr);
-    for (const flag of ['--config <file>', '--port <n>', '--host <addr>', '--version']) assert.ok(help.stdout.includes(flag), flag);
+    for (const flag of ['--config <file>', '--port <n>', '--host <addr>', '--version'])
+      assert.ok(help.stdout.includes(flag), flag);
     const version = cli('--version');
     assert.equal(version.status, 0, version.stderr);
     assert.match(version.stdout, /^llm-gateway \d+\.\d+\.\d+\n$/);
@@ -71,7 +77,10 @@ describe('server start-up (dist bundle)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'llmgw-boot-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'config.yaml');
-    writeFileSync(file, 'park_timeout_s: soon\nbackends:\n  - name: a\n    url: http://127.0.0.1:1/v1\n  - name: a\n    url: http://127.0.0.1:2\nnonsense: 1\n');
+    writeFileSync(
+      file,
+      'park_timeout_s: soon\nbackends:\n  - name: a\n    url: http://127.0.0.1:1/v1\n  - name: a\n    url: http://127.0.0.1:2\nnonsense: 1\n',
+    );
     const p = run(['--config', file, '--port', '0']);
     assert.notEqual(await p.exited, 0);
     for (const path of ['park_timeout_s', 'backends[0].url', 'backends[1].name', 'nonsense']) {
@@ -82,15 +91,23 @@ describe('server start-up (dist bundle)', () => {
   test('env config/port/host, serving, the call log written by shutdown, SIGTERM drains and exits 0', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'llmgw-boot-'));
     const fake = await startFake('ollama', { models: ['m'], knobs: { tokensPerSecond: 50, chunkCount: 15 } });
-    t.after(async () => { await fake.close(); rmSync(dir, { recursive: true, force: true }); });
+    t.after(async () => {
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
     const file = join(dir, 'config.yaml');
-    writeFileSync(file, `store_dir: ${join(dir, 'store')}\njobs_dir: ${join(dir, 'jobs')}\nlog_level: info\nbackends:\n  - name: o\n    url: ${fake.url}\n`);
+    writeFileSync(
+      file,
+      `store_dir: ${join(dir, 'store')}\njobs_dir: ${join(dir, 'jobs')}\nlog_level: info\nbackends:\n  - name: o\n    url: ${fake.url}\n`,
+    );
     const p = run([], { LLM_GATEWAY_CONFIG: file, PORT: '0', HOST: '127.0.0.1' });
     const base = await p.listening();
-    for (let i = 0; i < 100 && !(await fetch(`${base}/v1/models`).then((r) => r.text())).includes('o/m'); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && !(await fetch(`${base}/v1/models`).then((r) => r.text())).includes('o/m'); i++)
+      await new Promise((r) => setTimeout(r, 20));
     // a stream in flight when SIGTERM arrives still completes
     const streaming = fetch(`${base}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'o/m', stream: true, messages: [{ role: 'user', content: 'x' }] }),
     }).then((r) => r.text());
     for (let i = 0; i < 100 && fake.inflight === 0; i++) await new Promise((r) => setTimeout(r, 10));
@@ -102,7 +119,9 @@ describe('server start-up (dist bundle)', () => {
     // the call reached stats.db (written by a timer flush or by close() at shutdown)
     const again = run([], { LLM_GATEWAY_CONFIG: file, PORT: '0' });
     const url = await again.listening();
-    const stats = await (await fetch(`${url}/admin/api/stats?group=backend`)).json() as { data: { key: string; calls: number }[] };
+    const stats = (await (await fetch(`${url}/admin/api/stats?group=backend`)).json()) as {
+      data: { key: string; calls: number }[];
+    };
     again.child.kill('SIGTERM');
     await again.exited;
     assert.equal(stats.data.find((r) => r.key === 'o')?.calls, 1);

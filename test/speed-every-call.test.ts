@@ -18,7 +18,7 @@ interface Figures {
 }
 
 async function figures(gw: TestGateway, backend: string): Promise<Figures> {
-  const health = await (await fetch(`${gw.url}/health`)).json() as { backends: Record<string, Figures> };
+  const health = (await (await fetch(`${gw.url}/health`)).json()) as { backends: Record<string, Figures> };
   return health.backends[backend]!;
 }
 
@@ -28,7 +28,8 @@ let calls = 0;
 async function chat(gw: TestGateway, model: string, stream: boolean): Promise<string> {
   const content = `${'word '.repeat(40)}${++calls}`;
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, stream, messages: [{ role: 'user', content }] }),
   });
   assert.equal(res.status, 200);
@@ -49,7 +50,10 @@ async function learnt(gw: TestGateway, backend: string, n: number): Promise<Figu
 async function oneBox(t: TestContext, kind: FakeKind, knobs: Partial<FakeKnobs>) {
   const box = await startFake(kind, { models: ['m'], knobs });
   const gw = await startGateway([{ name: 'box', url: box.url }]);
-  t.after(async () => { await gw.close(); await box.close(); });
+  t.after(async () => {
+    await gw.close();
+    await box.close();
+  });
   return gw;
 }
 
@@ -58,8 +62,15 @@ describe('speed from every completed call', () => {
     const fast = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 20, tokensPerSecond: 400 } });
     const slow = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 20, tokensPerSecond: 40 } });
     // `fast` is first in candidate order, so it takes the first call while both are unmeasured
-    const gw = await startGateway([{ name: 'fast', url: fast.url }, { name: 'slow', url: slow.url }]);
-    t.after(async () => { await gw.close(); await fast.close(); await slow.close(); });
+    const gw = await startGateway([
+      { name: 'fast', url: fast.url },
+      { name: 'slow', url: slow.url },
+    ]);
+    t.after(async () => {
+      await gw.close();
+      await fast.close();
+      await slow.close();
+    });
 
     assert.equal(await chat(gw, 'm', true), 'fast');
     await learnt(gw, 'fast', 1);

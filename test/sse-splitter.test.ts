@@ -7,7 +7,7 @@ import { prng } from './helpers/prng.ts';
 
 function chunkAt(input: Buffer, sizes: () => number): Buffer[] {
   const chunks: Buffer[] = [];
-  for (let at = 0; at < input.length; ) {
+  for (let at = 0; at < input.length;) {
     const size = Math.max(1, sizes());
     chunks.push(input.subarray(at, at + size));
     at += size;
@@ -48,7 +48,10 @@ test('real transcripts split into events whose raw bytes rebuild the input, in a
   assert.ok(files.length >= 6, `expected the OpenAI and Anthropic transcripts, found ${files.length}`);
   for (const file of files) {
     const input = readFileSync(fixturePath(file));
-    const dataLines = input.toString('utf8').split('\n').filter((line) => line.startsWith('data:')).length;
+    const dataLines = input
+      .toString('utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('data:')).length;
     for (const [how, chunks] of chunkings(input)) {
       const events = split(chunks);
       const label = `${file} (${how})`;
@@ -75,7 +78,11 @@ test('CRLF and CR-only streams give the same events as LF, split at any byte', (
     for (const [how, chunks] of chunkings(input)) {
       const events = split(chunks);
       assert.ok(Buffer.concat(events.map((e) => e.raw)).equals(input), `${JSON.stringify(newline)} ${how}`);
-      assert.deepEqual(events.map((e) => [e.event, e.data]), expected, `${JSON.stringify(newline)} ${how}`);
+      assert.deepEqual(
+        events.map((e) => [e.event, e.data]),
+        expected,
+        `${JSON.stringify(newline)} ${how}`,
+      );
       assert.ok(events.every((e) => e.raw.toString().endsWith(newline + newline)));
     }
   }
@@ -89,17 +96,21 @@ test('a multi-byte UTF-8 character split across chunks decodes intact', () => {
 });
 
 test('fields: comments, several data lines, data: without space, event, id, unknown fields', () => {
-  const input = ': ping\n\n' +
+  const input =
+    ': ping\n\n' +
     'event: update\nid: 7\ndata:first\ndata: second\nretry: 10\nbogus\n\n' +
     'data:  two spaces keep one\n\n' +
     'data\n\n';
   const events = split([Buffer.from(input)]);
-  assert.deepEqual(events.map((e) => ({ data: e.data, event: e.event, id: e.id })), [
-    { data: '', event: undefined, id: undefined },
-    { data: 'first\nsecond', event: 'update', id: '7' },
-    { data: ' two spaces keep one', event: undefined, id: undefined },
-    { data: '', event: undefined, id: undefined },
-  ]);
+  assert.deepEqual(
+    events.map((e) => ({ data: e.data, event: e.event, id: e.id })),
+    [
+      { data: '', event: undefined, id: undefined },
+      { data: 'first\nsecond', event: 'update', id: '7' },
+      { data: ' two spaces keep one', event: undefined, id: undefined },
+      { data: '', event: undefined, id: undefined },
+    ],
+  );
   assert.equal(events[0].raw.toString(), ': ping\n\n');
 });
 
@@ -107,9 +118,15 @@ test('a CR at the end of a chunk waits for the next byte before deciding the ter
   const splitter = new SseSplitter();
   assert.deepEqual(splitter.push(Buffer.from('data: a\r\n\r')), []);
   const events = splitter.push(Buffer.from('\ndata: b\r\r'));
-  assert.deepEqual(events.map((e) => e.raw.toString()), ['data: a\r\n\r\n']);
+  assert.deepEqual(
+    events.map((e) => e.raw.toString()),
+    ['data: a\r\n\r\n'],
+  );
   const last = splitter.flush();
-  assert.deepEqual(last.map((e) => [e.raw.toString(), e.data, e.incomplete]), [['data: b\r\r', 'b', undefined]]);
+  assert.deepEqual(
+    last.map((e) => [e.raw.toString(), e.data, e.incomplete]),
+    [['data: b\r\r', 'b', undefined]],
+  );
 });
 
 test('flush returns an unterminated tail as an incomplete event; empty chunks and Uint8Array work', () => {

@@ -17,7 +17,8 @@ import { startGateway, type TestGateway } from './helpers/gateway.ts';
 describe('the command line', () => {
   test('flags become run options; --help / -h and --version / -v win', () => {
     assert.deepEqual(parseCommandLine(['--config', 'a.yaml', '--port', '0', '--host', '::1']), {
-      kind: 'run', options: { config: 'a.yaml', port: '0', host: '::1' },
+      kind: 'run',
+      options: { config: 'a.yaml', port: '0', host: '::1' },
     });
     assert.deepEqual(parseCommandLine([]), { kind: 'run', options: {} });
     for (const argv of [['--help'], ['-h'], ['--port', '1', '--help']]) {
@@ -58,8 +59,8 @@ describe('where things are', () => {
   test('console and API URLs for the bound address; a wildcard means localhost, IPv6 in brackets', () => {
     assert.equal(
       whereLine('127.0.0.1', 4000),
-      'console http://127.0.0.1:4000/ui · API http://127.0.0.1:4000/v1'
-        + ' (Anthropic clients: base URL http://127.0.0.1:4000)',
+      'console http://127.0.0.1:4000/ui · API http://127.0.0.1:4000/v1' +
+        ' (Anthropic clients: base URL http://127.0.0.1:4000)',
     );
     assert.equal(baseUrl('0.0.0.0', 4000), 'http://localhost:4000');
     assert.equal(baseUrl('::', 8080), 'http://localhost:8080');
@@ -131,15 +132,18 @@ describe('an empty machine on the embedded default: the guesses nobody answers a
       },
     });
     const gw = await startGateway(backends, { log_level: 'debug' }, { logStream, configSource });
-    const down = (level: number) => lines.filter((l) => l.level === level && l.msg.startsWith('backend is down'))
-      .map((l) => l.backend);
+    const down = (level: number) =>
+      lines.filter((l) => l.level === level && l.msg.startsWith('backend is down')).map((l) => l.backend);
     return { gw, warned: () => down(40), debugged: () => down(20) };
   }
 
   test('a loopback guess that never answered is logged at debug; one that answered and went away warns', async () => {
     const box = await startFake('ollama');
     const { gw, warned, debugged } = await gatewayLogging(
-      [{ name: 'llamacpp', url: 'http://127.0.0.1:9' }, { name: 'ollama', url: box.url }],
+      [
+        { name: 'llamacpp', url: 'http://127.0.0.1:9' },
+        { name: 'ollama', url: box.url },
+      ],
       'embedded default',
     );
     try {

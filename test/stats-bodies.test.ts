@@ -22,7 +22,10 @@ test('the compressor gzips on its thread, in order, null staying null; once the 
   const bodies = (i: number) => [Buffer.from(`request ${i} `.repeat(100)), null, Buffer.from(`response ${i}`)];
   const first = await Promise.all([0, 1, 2].map((i) => compressor.compress(bodies(i))));
   first.forEach((gz, i) => {
-    assert.deepEqual(gz.map((g) => g && gunzipSync(g)), bodies(i));
+    assert.deepEqual(
+      gz.map((g) => g && gunzipSync(g)),
+      bodies(i),
+    );
   });
   const thread = Reflect.get(compressor, 'worker') as Worker;
   assert.ok(thread, 'compressed on a worker thread');
@@ -32,8 +35,16 @@ test('the compressor gzips on its thread, in order, null staying null; once the 
   // real inside gzipSync can abort Node 20 itself, which is not what this test is about)
   thread.emit('exit', 1);
   const after = compressor.compress(bodies(4));
-  assert.deepEqual((await inFlight).map((g) => g && gunzipSync(g)), bodies(3), 'the batch in flight is gzip\'d here');
-  assert.deepEqual((await after).map((g) => g && gunzipSync(g)), bodies(4), 'and so is what comes after');
+  assert.deepEqual(
+    (await inFlight).map((g) => g && gunzipSync(g)),
+    bodies(3),
+    "the batch in flight is gzip'd here",
+  );
+  assert.deepEqual(
+    (await after).map((g) => g && gunzipSync(g)),
+    bodies(4),
+    'and so is what comes after',
+  );
   assert.equal(Reflect.get(compressor, 'worker'), null);
   thread.postMessage('stop');
 });

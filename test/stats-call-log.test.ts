@@ -18,8 +18,11 @@ import { tempDirs } from './helpers/temp-dirs.ts';
 /** The call-log columns of a usage read by the request path. */
 function usageColumns(u: Usage) {
   return {
-    prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, cached_tokens: u.cached_tokens ?? 0,
-    cache_write_tokens: u.cache_write_tokens ?? 0, upstream_cost_usd: u.cost ?? null,
+    prompt_tokens: u.prompt_tokens,
+    completion_tokens: u.completion_tokens,
+    cached_tokens: u.cached_tokens ?? 0,
+    cache_write_tokens: u.cache_write_tokens ?? 0,
+    upstream_cost_usd: u.cost ?? null,
   };
 }
 
@@ -67,7 +70,10 @@ function call(over: Partial<CallRecord> = {}): CallRecord {
 function onDisk(file: string): { rows: number; ids: number } {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    return db.prepare('SELECT COUNT(*) AS rows, COUNT(DISTINCT request_id) AS ids FROM calls').get() as { rows: number; ids: number };
+    return db.prepare('SELECT COUNT(*) AS rows, COUNT(DISTINCT request_id) AS ids FROM calls').get() as {
+      rows: number;
+      ids: number;
+    };
   } finally {
     db.close();
   }
@@ -147,7 +153,10 @@ describe('batching', () => {
     first.record(call({ request_id: 'after-close' })); // dropped, must not throw
     assert.equal(first.dropped, 1);
     const { log } = openLog(t, {}, dir);
-    assert.deepEqual(log.recent().map((r) => r.request_id), ['last-words']);
+    assert.deepEqual(
+      log.recent().map((r) => r.request_id),
+      ['last-words'],
+    );
   });
 
   test('a failed flush keeps the queue; the next one writes it', async (t) => {
@@ -162,12 +171,21 @@ describe('batching', () => {
     other.exec('ALTER TABLE calls_away RENAME TO calls');
     await log.flush();
     assert.equal(onDisk(file).rows, 1);
-    assert.deepEqual(log.recent().map((r) => r.request_id), ['survivor']);
+    assert.deepEqual(
+      log.recent().map((r) => r.request_id),
+      ['survivor'],
+    );
   });
 
   test('a malformed record cannot poison the batch', async (t) => {
     const { log, file } = openLog(t);
-    const bad = { ...call(), request_id: undefined, endpoint: undefined, duration_ms: Number.NaN, user_id: undefined } as unknown as CallRecord;
+    const bad = {
+      ...call(),
+      request_id: undefined,
+      endpoint: undefined,
+      duration_ms: Number.NaN,
+      user_id: undefined,
+    } as unknown as CallRecord;
     log.record(bad);
     log.record(call({ request_id: 'fine' }));
     await log.flush();
@@ -176,7 +194,15 @@ describe('batching', () => {
   });
 
   test('a malformed record is normalised, never thrown on', () => {
-    const bad = { ts: 1.6, request_id: undefined, duration_ms: -5, ttft_ms: Number.NaN, user_id: 2.5, status: '200', reasoning: 3 };
+    const bad = {
+      ts: 1.6,
+      request_id: undefined,
+      duration_ms: -5,
+      ttft_ms: Number.NaN,
+      user_id: 2.5,
+      status: '200',
+      reasoning: 3,
+    };
     const stored = storedCall(bad as unknown as CallRecord, 9);
     assert.equal(stored.id, 9);
     assert.equal(stored.ts, 2);
@@ -195,7 +221,11 @@ describe('reads never wait for a write', () => {
     for (const id of ['a', 'b', 'c']) log.record(call({ request_id: id }));
     assert.equal(rowsOnDisk(file), 0);
     const queued = log.recent();
-    assert.deepEqual(queued.map((r) => r.request_id), ['c', 'b', 'a'], 'newest first (same ts: the later row first)');
+    assert.deepEqual(
+      queued.map((r) => r.request_id),
+      ['c', 'b', 'a'],
+      'newest first (same ts: the later row first)',
+    );
     await log.flush();
     assert.deepEqual(log.recent(), queued, 'the same rows, ids and all, once on disk');
   });
@@ -203,10 +233,38 @@ describe('reads never wait for a write', () => {
   test('queued and stored rows merge under the same filters and paging', async (t) => {
     const { log } = openLog(t);
     log.record(call({ ts: NOW - 3000, source: 'alice', backend: 'gpu1', model: 'qwen3-8b', requested_model: 'fast' }));
-    log.record(call({ ts: NOW, source: 'n8n', user_id: null, backend: 'openrouter', model: 'openai/gpt-5', requested_model: 'smart' }));
+    log.record(
+      call({
+        ts: NOW,
+        source: 'n8n',
+        user_id: null,
+        backend: 'openrouter',
+        model: 'openai/gpt-5',
+        requested_model: 'smart',
+      }),
+    );
     await log.flush(); // two on disk...
-    log.record(call({ ts: NOW - 2000, source: 'bob', user_id: 2, backend: 'gpu2', model: 'llama-3.1-8b', requested_model: 'llama-3.1-8b' }));
-    log.record(call({ ts: NOW - 1000, source: 'bob', user_id: 2, backend: 'gpu1', model: 'qwen3-8b', requested_model: 'qwen3-8b', status: 500 }));
+    log.record(
+      call({
+        ts: NOW - 2000,
+        source: 'bob',
+        user_id: 2,
+        backend: 'gpu2',
+        model: 'llama-3.1-8b',
+        requested_model: 'llama-3.1-8b',
+      }),
+    );
+    log.record(
+      call({
+        ts: NOW - 1000,
+        source: 'bob',
+        user_id: 2,
+        backend: 'gpu1',
+        model: 'qwen3-8b',
+        requested_model: 'qwen3-8b',
+        status: 500,
+      }),
+    );
     assert.equal(log.pending, 2, '...two queued');
 
     const ts = (rows: { ts: number }[]) => rows.map((r) => r.ts - NOW);
@@ -217,12 +275,19 @@ describe('reads never wait for a write', () => {
     assert.deepEqual(ts(log.recent({ model: 'smart' })), [0], 'requested alias');
     assert.deepEqual(ts(log.recent({ status: 500 })), [-1000]);
     assert.deepEqual(ts(log.recent({ user_id: 2 })), [-1000, -2000]);
-    assert.deepEqual(ts(log.recent({ since: NOW - 2000, until: NOW })), [-1000, -2000], 'since inclusive, until exclusive');
+    assert.deepEqual(
+      ts(log.recent({ since: NOW - 2000, until: NOW })),
+      [-1000, -2000],
+      'since inclusive, until exclusive',
+    );
     assert.deepEqual(ts(log.recent({ source: 'bob', backend: 'gpu2' })), [-2000]);
     const page1 = log.recent({ limit: 2 });
     assert.deepEqual(ts(page1), [0, -1000]);
     // ids 1, 2 on disk, 3, 4 queued: below the cursor (id 4) are one queued row and both stored ones
-    assert.deepEqual(page1.map((r) => r.id), [2, 4]);
+    assert.deepEqual(
+      page1.map((r) => r.id),
+      [2, 4],
+    );
     assert.deepEqual(ts(log.recent({ limit: 3, beforeId: page1[1].id })), [0, -2000, -3000]);
     assert.deepEqual(log.recent({ source: 'nobody' }), []);
   });
@@ -237,10 +302,22 @@ describe('reads never wait for a write', () => {
     other.exec('BEGIN IMMEDIATE'); // another process holds the write lock
     log.record(call({ request_id: 'queued', cost_usd: 0.25 }));
 
-    await assert.rejects(log.flush(), (err: { code?: string }) => err.code === 'SQLITE_BUSY', 'no 5 s wait for the lock');
+    await assert.rejects(
+      log.flush(),
+      (err: { code?: string }) => err.code === 'SQLITE_BUSY',
+      'no 5 s wait for the lock',
+    );
     assert.equal(log.pending, 1);
-    assert.deepEqual(log.recent().map((r) => r.request_id), ['queued', 'stored'], 'the list reads disk and queue');
-    assert.deepEqual(log.aggregate('backend').map((r) => [r.key, r.calls]), [['gpu1', 1]], 'aggregates read the disk');
+    assert.deepEqual(
+      log.recent().map((r) => r.request_id),
+      ['queued', 'stored'],
+      'the list reads disk and queue',
+    );
+    assert.deepEqual(
+      log.aggregate('backend').map((r) => [r.key, r.calls]),
+      [['gpu1', 1]],
+      'aggregates read the disk',
+    );
     assert.equal(log.quotas.requestsSince(1, Date.UTC(2026, 2, 15)), 2);
     assert.equal(log.quotas.costSince(1, Date.UTC(2026, 2, 1)), 0.75);
 
@@ -254,19 +331,41 @@ describe('reads never wait for a write', () => {
 describe('rows', () => {
   test('non-streamed and streamed calls with tokens, cache split and cost', (t) => {
     const { log } = openLog(t);
-    const plain = usageColumns(usageFromOpenAI({ usage: { prompt_tokens: 1000, completion_tokens: 200, cost: 0.0031 } })!);
+    const plain = usageColumns(
+      usageFromOpenAI({ usage: { prompt_tokens: 1000, completion_tokens: 200, cost: 0.0031 } })!,
+    );
     log.record(
       call({
-        request_id: 'plain', ttft_ms: null, backend: 'openrouter', model: 'anthropic/claude-sonnet-4.6',
-        ...plain, cost_usd: computeCost(plain, SONNET, { local: false, shape: 'openai' }),
+        request_id: 'plain',
+        ttft_ms: null,
+        backend: 'openrouter',
+        model: 'anthropic/claude-sonnet-4.6',
+        ...plain,
+        cost_usd: computeCost(plain, SONNET, { local: false, shape: 'openai' }),
       }),
     );
-    const cached = usageColumns(usageFromAnthropic({ usage: { input_tokens: 50, cache_read_input_tokens: 30_000, cache_creation_input_tokens: 1_000, output_tokens: 400 } })!);
+    const cached = usageColumns(
+      usageFromAnthropic({
+        usage: {
+          input_tokens: 50,
+          cache_read_input_tokens: 30_000,
+          cache_creation_input_tokens: 1_000,
+          output_tokens: 400,
+        },
+      })!,
+    );
     log.record(
       call({
-        request_id: 'stream', ts: NOW + 1, endpoint: '/v1/messages', ttft_ms: 850, duration_ms: 4200, backend: 'anthropic',
-        model: 'claude-sonnet-4-6', reasoning: 'thinking:on',
-        ...cached, cost_usd: computeCost(cached, SONNET, { local: false, shape: 'openai' }),
+        request_id: 'stream',
+        ts: NOW + 1,
+        endpoint: '/v1/messages',
+        ttft_ms: 850,
+        duration_ms: 4200,
+        backend: 'anthropic',
+        model: 'claude-sonnet-4-6',
+        reasoning: 'thinking:on',
+        ...cached,
+        cost_usd: computeCost(cached, SONNET, { local: false, shape: 'openai' }),
       }),
     );
     const [stream, plainRow] = log.recent();
@@ -293,7 +392,16 @@ describe('rows', () => {
     let now = NOW;
     const { log } = openLog(t, { now: () => now });
     const refused = (reason: string, status: number, user_id: number | null = 1) =>
-      call({ backend: REFUSED_BACKEND, model: null, status, reason, user_id, prompt_tokens: 0, completion_tokens: 0, ttft_ms: null });
+      call({
+        backend: REFUSED_BACKEND,
+        model: null,
+        status,
+        reason,
+        user_id,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        ttft_ms: null,
+      });
     log.record(refused('invalid_api_key', 401, null));
     log.record(refused(RefusalReason.quotaDay, 429));
     log.record(refused(RefusalReason.unknownModel, 404));
@@ -305,10 +413,13 @@ describe('rows', () => {
     assert.equal(log.recent({ status: 401 }).length, 0, 'an unauthenticated 401 waits for its minute to end');
     now += 60_000;
     const refusals = log.recent({ backend: REFUSED_BACKEND });
-    assert.deepEqual(
-      refusals.map((r) => r.reason).sort(),
-      ['invalid_api_key', 'no_backend', 'park_timeout', 'quota_day', 'unknown_model'],
-    );
+    assert.deepEqual(refusals.map((r) => r.reason).sort(), [
+      'invalid_api_key',
+      'no_backend',
+      'park_timeout',
+      'quota_day',
+      'unknown_model',
+    ]);
     assert.equal(refusals.find((r) => r.reason === 'invalid_api_key')!.user_id, null);
     const aborted = log.recent({ status: 499 });
     assert.equal(aborted.length, 1);
@@ -322,17 +433,29 @@ describe('aggregate (what is on disk)', () => {
     const { log } = openLog(t);
     const durations = Array.from({ length: 100 }, (_, i) => i + 1).sort(() => Math.random() - 0.5);
     for (const d of durations) {
-      log.record(call({ backend: 'gpu1', duration_ms: d, prompt_tokens: 1000, cached_tokens: 250, completion_tokens: 10 }));
+      log.record(
+        call({ backend: 'gpu1', duration_ms: d, prompt_tokens: 1000, cached_tokens: 250, completion_tokens: 10 }),
+      );
     }
     for (let i = 1; i <= 20; i++) {
       log.record(
-        call({ backend: 'openrouter', duration_ms: i * 10, cost_usd: 0.01, upstream_cost_usd: i <= 10 ? 0.02 : null, status: i === 1 ? 502 : 200 }),
+        call({
+          backend: 'openrouter',
+          duration_ms: i * 10,
+          cost_usd: 0.01,
+          upstream_cost_usd: i <= 10 ? 0.02 : null,
+          status: i === 1 ? 502 : 200,
+        }),
       );
     }
     assert.deepEqual(log.aggregate('backend'), [], 'nothing on disk yet');
     await log.flush();
     const rows = log.aggregate('backend');
-    assert.deepEqual(rows.map((r) => r.key), ['gpu1', 'openrouter'], 'most calls first');
+    assert.deepEqual(
+      rows.map((r) => r.key),
+      ['gpu1', 'openrouter'],
+      'most calls first',
+    );
     const [gpu, cloud] = rows;
     assert.equal(gpu.calls, 100);
     assert.equal(gpu.prompt_tokens, 100_000);
@@ -361,10 +484,32 @@ describe('aggregate (what is on disk)', () => {
     log.record(call({ ts: day2 + 2, source: 'bob', model: null, backend: REFUSED_BACKEND, status: 404 }));
     await log.flush();
 
-    assert.deepEqual(log.aggregate('day').map((r) => [r.key, r.calls]), [['2026-03-14', 1], ['2026-03-15', 3]]);
-    assert.deepEqual(log.aggregate('model').map((r) => [r.key, r.calls]), [['b', 2], ['(none)', 1], ['a', 1]]);
-    assert.deepEqual(log.aggregate('source', { since: day2 }).map((r) => [r.key, r.calls]), [['bob', 2], ['alice', 1]]);
-    assert.deepEqual(log.aggregate('source', { until: day2 }).map((r) => [r.key, r.calls]), [['alice', 1]]);
+    assert.deepEqual(
+      log.aggregate('day').map((r) => [r.key, r.calls]),
+      [
+        ['2026-03-14', 1],
+        ['2026-03-15', 3],
+      ],
+    );
+    assert.deepEqual(
+      log.aggregate('model').map((r) => [r.key, r.calls]),
+      [
+        ['b', 2],
+        ['(none)', 1],
+        ['a', 1],
+      ],
+    );
+    assert.deepEqual(
+      log.aggregate('source', { since: day2 }).map((r) => [r.key, r.calls]),
+      [
+        ['bob', 2],
+        ['alice', 1],
+      ],
+    );
+    assert.deepEqual(
+      log.aggregate('source', { until: day2 }).map((r) => [r.key, r.calls]),
+      [['alice', 1]],
+    );
     const single = log.aggregate('model', { since: day2 + 1, until: day2 + 2 });
     assert.deepEqual([single[0].p50_ms, single[0].p95_ms], [7, 7]);
     assert.deepEqual(log.aggregate('backend', { since: NOW + DAY_MS }), []);
@@ -383,7 +528,11 @@ describe('bodies', () => {
 
     const db = new Database(file, { readonly: true });
     t.after(() => db.close());
-    const stored = db.prepare('SELECT request, response, request_bytes FROM call_bodies').get() as { request: Buffer; response: Buffer; request_bytes: number };
+    const stored = db.prepare('SELECT request, response, request_bytes FROM call_bodies').get() as {
+      request: Buffer;
+      response: Buffer;
+      request_bytes: number;
+    };
     assert.deepEqual([...stored.request.subarray(0, 2)], [0x1f, 0x8b], 'gzip');
     assert.equal(gunzipSync(stored.request).toString(), request);
     assert.equal(gunzipSync(stored.response).toString(), 'data: [DONE]\n\n');
@@ -447,12 +596,16 @@ describe('retention', () => {
   test('prune() drops old rows, and bodies sooner than their rows', async (t) => {
     let now = NOW;
     const { log } = openLog(t, { captureBodies: true, retentionDays: 30, bodyRetentionDays: 7, now: () => now });
-    for (const age of [40, 10, 1]) log.record(call({ ts: NOW - age * DAY_MS, request_id: `age-${age}`, request_body: 'q', response_body: 'a' }));
+    for (const age of [40, 10, 1])
+      log.record(call({ ts: NOW - age * DAY_MS, request_id: `age-${age}`, request_body: 'q', response_body: 'a' }));
     await log.flush();
 
     assert.deepEqual(await log.prune(), { rows: 1, bodies: 2 });
     const rows = log.recent();
-    assert.deepEqual(rows.map((r) => r.request_id), ['age-1', 'age-10']);
+    assert.deepEqual(
+      rows.map((r) => r.request_id),
+      ['age-1', 'age-10'],
+    );
     assert.equal(log.bodies(rows.find((r) => r.request_id === 'age-10')!.id), null);
     assert.equal(log.bodies(rows.find((r) => r.request_id === 'age-1')!.id)!.request!.toString(), 'q');
     assert.deepEqual(await log.prune(), { rows: 0, bodies: 0 }, 'idempotent');
@@ -472,7 +625,10 @@ describe('retention', () => {
     await turn();
     assert.equal(rowsOnDisk(file), 201, 'the next one a turn later');
     assert.deepEqual(await pruning, { rows: 1_200, bodies: 0 });
-    assert.deepEqual(log.recent().map((r) => r.request_id), ['young']);
+    assert.deepEqual(
+      log.recent().map((r) => r.request_id),
+      ['young'],
+    );
   });
 
   test('retention 0 keeps rows forever', async (t) => {

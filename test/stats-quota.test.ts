@@ -12,10 +12,26 @@ const tempStore = tempDirs('llmgw-quota-');
 
 function call(user_id: number, ts: number, over: Partial<CallRecord> = {}): CallRecord {
   return {
-    ts, request_id: `r-${ts}-${Math.random()}`, duration_ms: 10, ttft_ms: null, endpoint: '/v1/chat/completions',
-    source: 'u', user_id, requested_model: 'm', model: 'm', backend: 'b', status: 200, reason: null,
-    prompt_tokens: 1, completion_tokens: 1, cached_tokens: 0, cache_write_tokens: 0, reasoning: null,
-    cost_usd: 0, upstream_cost_usd: null, ...over,
+    ts,
+    request_id: `r-${ts}-${Math.random()}`,
+    duration_ms: 10,
+    ttft_ms: null,
+    endpoint: '/v1/chat/completions',
+    source: 'u',
+    user_id,
+    requested_model: 'm',
+    model: 'm',
+    backend: 'b',
+    status: 200,
+    reason: null,
+    prompt_tokens: 1,
+    completion_tokens: 1,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    reasoning: null,
+    cost_usd: 0,
+    upstream_cost_usd: null,
+    ...over,
   };
 }
 
@@ -103,7 +119,7 @@ describe('the quota gate', () => {
     first.done();
     first.done();
     assert.equal(gate.inflight(5), 1, 'done() twice ends one call');
-    gate.count({ user_id: 5, day: NOON / 86_400_000 | 0, requests: 1, cost: 0 }); // the first call, on record
+    gate.count({ user_id: 5, day: (NOON / 86_400_000) | 0, requests: 1, cost: 0 }); // the first call, on record
     assert.equal(gate.admit(user, NOON).ok, false, 'one on record + one running');
     second.done();
     assert.equal(gate.inflight(5), 0);
@@ -137,13 +153,21 @@ describe('monthly cost quota', () => {
   test('ten calls of $0.10 reach a $1 budget despite float drift', () => {
     const spent = Array.from({ length: 10 }, () => 0.1).reduce((a, b) => a + b, 0);
     assert.notEqual(spent, 1, 'the drift this guards against');
-    const v = checkQuota({ id: 1, quota_req_day: null, quota_cost_month: 1 }, { requestsSince: () => 0, costSince: () => spent }, NOON);
+    const v = checkQuota(
+      { id: 1, quota_req_day: null, quota_cost_month: 1 },
+      { requestsSince: () => 0, costSince: () => spent },
+      NOON,
+    );
     assert.equal(v.ok, false);
   });
 
   test('December rolls over into January', () => {
     const now = Date.UTC(2026, 11, 31, 23, 59, 30);
-    const v = checkQuota({ id: 1, quota_req_day: null, quota_cost_month: 5 }, { requestsSince: () => 0, costSince: () => 5 }, now);
+    const v = checkQuota(
+      { id: 1, quota_req_day: null, quota_cost_month: 5 },
+      { requestsSince: () => 0, costSince: () => 5 },
+      now,
+    );
     assert.ok(!v.ok);
     assert.equal(v.retryAfterSec, 30);
     assert.match(v.message, /2027-01-01T00:00:00Z/);
@@ -162,7 +186,11 @@ test('null or non-positive quotas are unlimited and not even counted', () => {
     requestsSince: () => assert.fail('no day quota: must not count'),
     costSince: () => assert.fail('no month quota: must not count'),
   };
-  for (const [d, m] of [[null, null], [0, 0], [-1, -5]] as const) {
+  for (const [d, m] of [
+    [null, null],
+    [0, 0],
+    [-1, -5],
+  ] as const) {
     assert.deepEqual(checkQuota({ id: 1, quota_req_day: d, quota_cost_month: m }, log, NOON), { ok: true });
   }
 });

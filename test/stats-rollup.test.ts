@@ -34,10 +34,21 @@ describe('calls rollup', () => {
     for (const group of ['backend', 'model', 'source', 'day'] as const) {
       const exact = log.aggregate(group);
       const mine: GroupStats[] = group === 'day' ? s.series.filter((p) => p.calls > 0) : s[group];
-      assert.deepEqual(mine.map((r) => [r.key, r.calls]), exact.map((r) => [r.key, r.calls]), `${group}: keys, calls, order`);
+      assert.deepEqual(
+        mine.map((r) => [r.key, r.calls]),
+        exact.map((r) => [r.key, r.calls]),
+        `${group}: keys, calls, order`,
+      );
       for (const [i, r] of mine.entries()) {
         const e = exact[i];
-        for (const k of ['errors', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens'] as const) assert.equal(r[k], e[k], `${group} ${r.key} ${k}`);
+        for (const k of [
+          'errors',
+          'prompt_tokens',
+          'completion_tokens',
+          'cached_tokens',
+          'cache_write_tokens',
+        ] as const)
+          assert.equal(r[k], e[k], `${group} ${r.key} ${k}`);
         assert.ok(Math.abs(r.cost_usd - e.cost_usd) < 1e-9, `${group} ${r.key} cost`);
         for (const p of ['p50_ms', 'p95_ms'] as const) {
           const tolerance = e[p] < 128 ? 0 : e[p] * 0.0101;
@@ -67,8 +78,38 @@ describe('calls rollup', () => {
     assert.deepEqual([total.p50_ms, total.p95_ms], [40, 100]);
 
     const rollup = new CallsRollup({ now: () => NOW });
-    rollup.add({ id: 1, ts: NOW, backend: 'b', model: 'm', source: 's', status: 401, duration_ms: 2, ttft_ms: null, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost_usd: 0, count: 9 });
-    rollup.add({ id: 2, ts: NOW, backend: 'b', model: 'm', source: 's', status: 200, duration_ms: 50, ttft_ms: 5, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost_usd: 0, count: 1 });
+    rollup.add({
+      id: 1,
+      ts: NOW,
+      backend: 'b',
+      model: 'm',
+      source: 's',
+      status: 401,
+      duration_ms: 2,
+      ttft_ms: null,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+      cost_usd: 0,
+      count: 9,
+    });
+    rollup.add({
+      id: 2,
+      ts: NOW,
+      backend: 'b',
+      model: 'm',
+      source: 's',
+      status: 200,
+      duration_ms: 50,
+      ttft_ms: 5,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+      cost_usd: 0,
+      count: 1,
+    });
     const folded = rollup.summary(everything).total;
     assert.deepEqual([folded.calls, folded.errors, folded.p50_ms, folded.p95_ms], [10, 9, 2, 50]);
   });
@@ -87,7 +128,10 @@ describe('calls rollup', () => {
     assert.equal(s.series[0].calls, 1);
     assert.equal(s.series[0].key, new Date(hour - 23 * HOUR_MS).toISOString().slice(0, 16).replace('T', ' '));
     assert.deepEqual([s.series[23].calls, s.series[23].errors], [2, 1]);
-    assert.equal(s.series.slice(1, 23).every((p) => p.calls === 0 && p.p50_ms === null && p.hit_rate === null), true);
+    assert.equal(
+      s.series.slice(1, 23).every((p) => p.calls === 0 && p.p50_ms === null && p.hit_rate === null),
+      true,
+    );
     assert.equal(s.total.calls, 3);
     // hours older than the hourly tier are answered per day
     const old = await log.summary({ since: NOW - 30 * DAY_MS, until: NOW, step: 'hour' });
@@ -96,14 +140,32 @@ describe('calls rollup', () => {
 
   test('cache split: a backend that never reported cache use is "no cache reporting", not misses', async (t) => {
     const log = openLog(t);
-    log.record(callRecord({ ts: NOW - 5000, backend: 'cloud', model: 'shared', prompt_tokens: 1000, cached_tokens: 600, cache_write_tokens: 100 }));
+    log.record(
+      callRecord({
+        ts: NOW - 5000,
+        backend: 'cloud',
+        model: 'shared',
+        prompt_tokens: 1000,
+        cached_tokens: 600,
+        cache_write_tokens: 100,
+      }),
+    );
     log.record(callRecord({ ts: NOW - 4000, backend: 'cloud', model: 'shared', prompt_tokens: 1000 }));
     log.record(callRecord({ ts: NOW - 3000, backend: 'llama', model: 'shared', prompt_tokens: 2000 }));
     await log.flush();
     const s = await log.summary(everything);
     assert.deepEqual(s.silentBackends, ['llama']);
     const t0 = s.total;
-    assert.deepEqual([t0.prompt_tokens, t0.cached_tokens, t0.cache_write_tokens, t0.reporting_prompt_tokens, t0.unreported_prompt_tokens], [4000, 600, 100, 2000, 2000]);
+    assert.deepEqual(
+      [
+        t0.prompt_tokens,
+        t0.cached_tokens,
+        t0.cache_write_tokens,
+        t0.reporting_prompt_tokens,
+        t0.unreported_prompt_tokens,
+      ],
+      [4000, 600, 100, 2000, 2000],
+    );
     assert.equal(t0.hit_rate, 0.3, 'cached over the prompt tokens of backends that report');
     const llama = s.backend.find((b) => b.key === 'llama')!;
     assert.equal(llama.hit_rate, null);
@@ -124,10 +186,20 @@ describe('calls rollup', () => {
     await log.flush(); // written while the rollup may still be reading the disk
     const rebuilt = await log.summary(everything);
     assert.equal(rebuilt.total.calls, live.total.calls + 1);
-    assert.deepEqual(rebuilt.backend.filter((b) => b.key !== 'late'), live.backend);
-    assert.deepEqual(rebuilt.model.filter((m) => m.key !== 'm'), live.model, 'every model as before; the new row under its own');
+    assert.deepEqual(
+      rebuilt.backend.filter((b) => b.key !== 'late'),
+      live.backend,
+    );
+    assert.deepEqual(
+      rebuilt.model.filter((m) => m.key !== 'm'),
+      live.model,
+      'every model as before; the new row under its own',
+    );
     const today = Math.floor(NOW / DAY_MS) * DAY_MS;
-    assert.deepEqual(rebuilt.series.filter((p) => p.t !== today), live.series.filter((p) => p.t !== today));
+    assert.deepEqual(
+      rebuilt.series.filter((p) => p.t !== today),
+      live.series.filter((p) => p.t !== today),
+    );
   });
 
   test('retention: pruned days leave the rollup', async (t) => {

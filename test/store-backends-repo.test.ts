@@ -77,7 +77,11 @@ test('upsert replaces the whole spec; removing the api_key removes it; delete re
   const { api_key: _dropped, ...withoutKey } = openrouter;
   repo.upsert({ ...withoutKey, enabled: false });
   assert.deepEqual(repo.get('openrouter'), { ...withoutKey, enabled: false });
-  assert.deepEqual(repo.list().map((b) => b.name), ['openrouter', 'gpu1'], 'an update keeps the position');
+  assert.deepEqual(
+    repo.list().map((b) => b.name),
+    ['openrouter', 'gpu1'],
+    'an update keeps the position',
+  );
   assert.equal(repo.delete('openrouter'), true);
   assert.equal(repo.delete('openrouter'), false);
   assert.deepEqual(repo.list(), [gpu1]);

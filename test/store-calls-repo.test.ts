@@ -15,10 +15,30 @@ const tempDir = tempDirs('llmgw-calls-repo-');
 
 function row(over: Partial<StoredCall> = {}): StoredCall {
   return {
-    id: 1, ts: NOW, request_id: 'req-1', duration_ms: 120, ttft_ms: 40, endpoint: '/v1/chat/completions', source: 'alice',
-    user_id: 1, requested_model: 'fast', model: 'qwen3-8b', backend: 'gpu1', status: 200, reason: null,
-    prompt_tokens: 100, completion_tokens: 20, cached_tokens: 5, cache_write_tokens: 1, reasoning: null,
-    cost_usd: 0.00123, upstream_cost_usd: null, usage_estimated: 0, paid: 1, count: 1, route: null,
+    id: 1,
+    ts: NOW,
+    request_id: 'req-1',
+    duration_ms: 120,
+    ttft_ms: 40,
+    endpoint: '/v1/chat/completions',
+    source: 'alice',
+    user_id: 1,
+    requested_model: 'fast',
+    model: 'qwen3-8b',
+    backend: 'gpu1',
+    status: 200,
+    reason: null,
+    prompt_tokens: 100,
+    completion_tokens: 20,
+    cached_tokens: 5,
+    cache_write_tokens: 1,
+    reasoning: null,
+    cost_usd: 0.00123,
+    upstream_cost_usd: null,
+    usage_estimated: 0,
+    paid: 1,
+    count: 1,
+    route: null,
     ...over,
   };
 }
@@ -34,8 +54,16 @@ describe('CallsRepo', () => {
       { row: row({ id: 42, user_id: 2 }), bodies: null, usage: usage(2, 1, 0) },
     ]);
     assert.equal(repo.maxId(), 42);
-    assert.deepEqual(repo.quotaUsage().sort((a, b) => a.user_id - b.user_id), [usage(1, 3, 0.75), usage(2, 1, 0)]);
-    assert.throws(() => repo.write([{ row: row({ id: 43 }), bodies: null, usage: usage(1, 1, 0) }, { row: row({ id: 42 }), bodies: null, usage: null }]));
+    assert.deepEqual(
+      repo.quotaUsage().sort((a, b) => a.user_id - b.user_id),
+      [usage(1, 3, 0.75), usage(2, 1, 0)],
+    );
+    assert.throws(() =>
+      repo.write([
+        { row: row({ id: 43 }), bodies: null, usage: usage(1, 1, 0) },
+        { row: row({ id: 42 }), bodies: null, usage: null },
+      ]),
+    );
     assert.equal(repo.maxId(), 42, 'the failed batch left nothing');
     assert.equal(repo.quotaUsage().find((u) => u.user_id === 1)!.requests, 3);
   });
@@ -78,4 +106,3 @@ describe('CallsRepo', () => {
     assert.deepEqual(results[0].left, { calls: 155, bodies: 40, usage: 1 });
   });
 });
-

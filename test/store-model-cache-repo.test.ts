@@ -8,7 +8,13 @@ import { openStore, type Db } from '../src/store/db.ts';
 import { ModelCacheRepo } from '../src/store/model-cache-repo.ts';
 
 const openrouterModels: ModelInfo[] = [
-  { id: 'qwen/qwen3-8b', created: 1745000000, owned_by: 'qwen', pricing: { input: 0.035, output: 0.138 }, context_length: 40960 },
+  {
+    id: 'qwen/qwen3-8b',
+    created: 1745000000,
+    owned_by: 'qwen',
+    pricing: { input: 0.035, output: 0.138 },
+    context_length: 40960,
+  },
   { id: 'meta-llama/llama-3.3-70b-instruct', pricing: { input: 0.13, output: 0.4, cache_read: 0.05 } },
 ];
 const gpuModels: ModelInfo[] = [{ id: 'qwen3-8b', owned_by: 'llamacpp' }];
@@ -34,7 +40,14 @@ test('the last model lists survive a restart, so routing works before the first 
   const reopened = openStore(dir);
   handles.push(reopened);
   const loaded = new ModelCacheRepo(reopened).loadAll();
-  assert.deepEqual(loaded, new Map([['empty', []], ['gpu1', gpuModels], ['openrouter', openrouterModels]]));
+  assert.deepEqual(
+    loaded,
+    new Map([
+      ['empty', []],
+      ['gpu1', gpuModels],
+      ['openrouter', openrouterModels],
+    ]),
+  );
 });
 
 test('delete forgets one backend and says whether there was a list', (t) => {

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Ticket } from '../src/scheduler/index.ts';
 import { call, createUser, MASTER, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
 
-describe('a media job\'s ticket', () => {
+describe("a media job's ticket", () => {
   let rig: MediaRig;
   const tickets: Ticket[] = [];
 

@@ -18,8 +18,22 @@ import { UiClient } from './helpers/ui.ts';
 const MASTER = 'ui-aliases-master-key-0123456789';
 const XSS = '<script>alert(1)</script>';
 
-const blank = { original: '', mode: 'map', single: '', park_s: '', reasoning: '', sampling_json: '', voice: '',
-  s_temperature: '', s_top_p: '', s_top_k: '', s_min_p: '', s_repetition_penalty: '', s_presence_penalty: '', s_frequency_penalty: '' };
+const blank = {
+  original: '',
+  mode: 'map',
+  single: '',
+  park_s: '',
+  reasoning: '',
+  sampling_json: '',
+  voice: '',
+  s_temperature: '',
+  s_top_p: '',
+  s_top_k: '',
+  s_min_p: '',
+  s_repetition_penalty: '',
+  s_presence_penalty: '',
+  s_frequency_penalty: '',
+};
 
 async function modelIds(gw: TestGateway): Promise<string[]> {
   const res = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${MASTER}` } });
@@ -28,14 +42,16 @@ async function modelIds(gw: TestGateway): Promise<string[]> {
 
 async function chat(gw: TestGateway, model: string): Promise<{ status: number; backend: string | null }> {
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
   });
   await res.text();
   return { status: res.status, backend: res.headers.get('x-gateway-backend') };
 }
 
-const lastChat = (f: FakeBackend) => f.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/chat/completions')).at(-1)?.body;
+const lastChat = (f: FakeBackend) =>
+  f.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/chat/completions')).at(-1)?.body;
 
 /** The three settings an alias spans, as stored and as in force. */
 function snapshot(gw: TestGateway): string {
@@ -52,9 +68,17 @@ describe('console aliases tab', () => {
   before(async () => {
     a = await startFake('llamacpp', { models: ['qwen3-8b', XSS] });
     b = await startFake('vllm', { models: ['Qwen/Qwen3-8B', 'coder-model'] });
-    gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url }], {
-      api_key: MASTER, virtual_models: { existing: { a: 'qwen3-8b' } }, alias_park: { existing: 30 },
-    });
+    gw = await startGateway(
+      [
+        { name: 'a', url: a.url },
+        { name: 'b', url: b.url },
+      ],
+      {
+        api_key: MASTER,
+        virtual_models: { existing: { a: 'qwen3-8b' } },
+        alias_park: { existing: 30 },
+      },
+    );
     ui = await UiClient.login(gw, MASTER);
   });
   after(async () => {
@@ -76,8 +100,16 @@ describe('console aliases tab', () => {
   test('create an alias: /v1/models lists it, a chat reaches the mapped backend with the defaults', async () => {
     await ui.get('/ui/aliases/new');
     const res = await ui.post('/ui/aliases/save', {
-      ...blank, name: 'smart', map_backend: ['b', ''], map_model: ['Qwen/Qwen3-8B', ''], park_s: '12,5', reasoning: 'off',
-      s_temperature: '0,7', s_top_k: '20', s_repetition_penalty: '1,05', sampling_json: '{"seed": 7}',
+      ...blank,
+      name: 'smart',
+      map_backend: ['b', ''],
+      map_model: ['Qwen/Qwen3-8B', ''],
+      park_s: '12,5',
+      reasoning: 'off',
+      s_temperature: '0,7',
+      s_top_k: '20',
+      s_repetition_penalty: '1,05',
+      sampling_json: '{"seed": 7}',
     });
     assert.equal(res.status, 303);
     assert.equal(res.headers.get('location'), '/ui/aliases?saved=saved&name=smart');
@@ -89,8 +121,14 @@ describe('console aliases tab', () => {
     assert.equal(sent.model, 'Qwen/Qwen3-8B');
     assert.equal(sent.temperature, 0.7);
     assert.equal(sent.seed, 7);
-    const stored = gw.gateway.settings.get('alias_defaults') as Record<string, { sampling_defaults: Record<string, unknown>; reasoning: string }>;
-    assert.deepEqual(stored.smart, { reasoning: 'off', sampling_defaults: { temperature: 0.7, top_k: 20, repetition_penalty: 1.05, seed: 7 } });
+    const stored = gw.gateway.settings.get('alias_defaults') as Record<
+      string,
+      { sampling_defaults: Record<string, unknown>; reasoning: string }
+    >;
+    assert.deepEqual(stored.smart, {
+      reasoning: 'off',
+      sampling_defaults: { temperature: 0.7, top_k: 20, repetition_penalty: 1.05, seed: 7 },
+    });
     assert.equal(typeof stored.smart.sampling_defaults.temperature, 'number', 'a decimal comma is stored as a number');
     assert.equal((gw.gateway.settings.get('alias_park') as Record<string, number>).smart, 12.5);
     const page = await ui.html('/ui/aliases?saved=saved&name=smart');
@@ -104,10 +142,20 @@ describe('console aliases tab', () => {
 
   test('the JSON box refuses a key that has its own input: inline error, nothing saved', async () => {
     const before = snapshot(gw);
-    const res = await ui.post('/ui/aliases/save', { ...blank, name: 'json-dup', map_backend: 'a', map_model: 'qwen3-8b', s_top_p: '0,9', sampling_json: '{"temperature": 0.5, "seed": 1}' });
+    const res = await ui.post('/ui/aliases/save', {
+      ...blank,
+      name: 'json-dup',
+      map_backend: 'a',
+      map_model: 'qwen3-8b',
+      s_top_p: '0,9',
+      sampling_json: '{"temperature": 0.5, "seed": 1}',
+    });
     assert.equal(res.status, 400);
     const html = await res.text();
-    assert.match(html, /id="sampling_json"[^>]*aria-describedby="sampling_json-error sampling_json-hint" aria-invalid="true"/);
+    assert.match(
+      html,
+      /id="sampling_json"[^>]*aria-describedby="sampling_json-error sampling_json-hint" aria-invalid="true"/,
+    );
     assert.match(html, /<p class="error" id="sampling_json-error">&quot;temperature&quot; has its own input above/);
     assert.match(html, /value="0,9"/, 'the values typed come back');
     assert.equal(snapshot(gw), before);
@@ -116,7 +164,13 @@ describe('console aliases tab', () => {
   test('an unknown backend is refused by config validation next to its row; none of the three settings is saved', async () => {
     const before = snapshot(gw);
     const res = await ui.post('/ui/aliases/save', {
-      ...blank, name: 'ghostly', map_backend: ['a', 'ghost'], map_model: ['qwen3-8b', 'm'], park_s: '5', reasoning: 'on', s_temperature: '0,3',
+      ...blank,
+      name: 'ghostly',
+      map_backend: ['a', 'ghost'],
+      map_model: ['qwen3-8b', 'm'],
+      park_s: '5',
+      reasoning: 'on',
+      s_temperature: '0,3',
     });
     assert.equal(res.status, 400);
     const html = await res.text();
@@ -130,19 +184,42 @@ describe('console aliases tab', () => {
 
   test('unreadable numbers, a missing name, a duplicate backend row are the form’s own errors', async () => {
     const before = snapshot(gw);
-    const res = await ui.post('/ui/aliases/save', { ...blank, name: '', map_backend: ['a', 'a'], map_model: ['qwen3-8b', 'x'], s_top_p: 'lots', s_top_k: '2,5', park_s: 'soon' });
+    const res = await ui.post('/ui/aliases/save', {
+      ...blank,
+      name: '',
+      map_backend: ['a', 'a'],
+      map_model: ['qwen3-8b', 'x'],
+      s_top_p: 'lots',
+      s_top_k: '2,5',
+      park_s: 'soon',
+    });
     assert.equal(res.status, 400);
     const html = await res.text();
-    for (const id of ['name', 's_top_p', 's_top_k', 'park_s', 'map-1-backend']) assert.match(html, new RegExp(`id="${id}-error"`), id);
+    for (const id of ['name', 's_top_p', 's_top_k', 'park_s', 'map-1-backend'])
+      assert.match(html, new RegExp(`id="${id}-error"`), id);
     assert.match(html, /Nothing was saved: 5 problems/);
     assert.equal(snapshot(gw), before);
   });
 
   test('a name already taken is refused; renaming moves the park timeout and defaults with it', async () => {
-    const taken = await ui.post('/ui/aliases/save', { ...blank, name: 'existing', map_backend: 'a', map_model: 'qwen3-8b' });
+    const taken = await ui.post('/ui/aliases/save', {
+      ...blank,
+      name: 'existing',
+      map_backend: 'a',
+      map_model: 'qwen3-8b',
+    });
     assert.equal(taken.status, 400);
     assert.match(await taken.text(), /An alias named “existing” exists already/);
-    const res = await ui.post('/ui/aliases/save', { ...blank, original: 'smart', name: 'clever', map_backend: 'b', map_model: 'Qwen/Qwen3-8B', park_s: '12,5', reasoning: 'off', s_temperature: '0,7' });
+    const res = await ui.post('/ui/aliases/save', {
+      ...blank,
+      original: 'smart',
+      name: 'clever',
+      map_backend: 'b',
+      map_model: 'Qwen/Qwen3-8B',
+      park_s: '12,5',
+      reasoning: 'off',
+      s_temperature: '0,7',
+    });
     assert.equal(res.status, 303);
     const cfg = gw.gateway.config();
     assert.equal(cfg.virtual_models.smart, undefined);
@@ -156,7 +233,18 @@ describe('console aliases tab', () => {
   });
 
   test('a single model id for any backend serving it; remove takes the alias and its settings away', async () => {
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: 'anyone', mode: 'single', single: 'coder-model', park_s: '3' })).status, 303);
+    assert.equal(
+      (
+        await ui.post('/ui/aliases/save', {
+          ...blank,
+          name: 'anyone',
+          mode: 'single',
+          single: 'coder-model',
+          park_s: '3',
+        })
+      ).status,
+      303,
+    );
     assert.equal((await chat(gw, 'anyone')).backend, 'b');
     const res = await ui.post('/ui/aliases/remove', { name: 'anyone' });
     assert.equal(res.status, 303);
@@ -168,10 +256,25 @@ describe('console aliases tab', () => {
   });
 
   test('glob aliases: listed in order, reaching their target, shadowed by exact aliases and served ids', async () => {
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: 'claude-*', mode: 'single', single: 'clever' })).status, 303);
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: 'claude-*haiku*', map_backend: 'a', map_model: 'qwen3-8b' })).status, 303);
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: 'coder-*', map_backend: 'a', map_model: 'qwen3-8b' })).status, 303);
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: 'claude-exact', map_backend: 'a', map_model: 'qwen3-8b' })).status, 303);
+    assert.equal(
+      (await ui.post('/ui/aliases/save', { ...blank, name: 'claude-*', mode: 'single', single: 'clever' })).status,
+      303,
+    );
+    assert.equal(
+      (await ui.post('/ui/aliases/save', { ...blank, name: 'claude-*haiku*', map_backend: 'a', map_model: 'qwen3-8b' }))
+        .status,
+      303,
+    );
+    assert.equal(
+      (await ui.post('/ui/aliases/save', { ...blank, name: 'coder-*', map_backend: 'a', map_model: 'qwen3-8b' }))
+        .status,
+      303,
+    );
+    assert.equal(
+      (await ui.post('/ui/aliases/save', { ...blank, name: 'claude-exact', map_backend: 'a', map_model: 'qwen3-8b' }))
+        .status,
+      303,
+    );
     assert.equal((await chat(gw, 'claude-sonnet-4-5')).backend, 'b', 'through claude-* → clever → b');
     assert.equal((await chat(gw, 'claude-3-5-haiku')).backend, 'a', 'the more specific pattern wins');
     const html = await ui.html('/ui/aliases');
@@ -184,11 +287,20 @@ describe('console aliases tab', () => {
 
   test('collisions: an alias that is also a real model id, covered or shadowed', async () => {
     // qwen3-8b is served by a; the alias still reaches a under that id: covered
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: 'qwen3-8b', map_backend: 'a', map_model: 'qwen3-8b' })).status, 303);
+    assert.equal(
+      (await ui.post('/ui/aliases/save', { ...blank, name: 'qwen3-8b', map_backend: 'a', map_model: 'qwen3-8b' }))
+        .status,
+      303,
+    );
     // coder-model is served by b; the alias sends it to a instead: b's copy is reachable only as b/coder-model
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: 'coder-model', map_backend: 'a', map_model: 'qwen3-8b' })).status, 303);
+    assert.equal(
+      (await ui.post('/ui/aliases/save', { ...blank, name: 'coder-model', map_backend: 'a', map_model: 'qwen3-8b' }))
+        .status,
+      303,
+    );
     const html = await ui.html('/ui/aliases');
-    const row = (name: string) => html.slice(html.indexOf(`>${name}</a>`), html.indexOf('</tr>', html.indexOf(`>${name}</a>`)));
+    const row = (name: string) =>
+      html.slice(html.indexOf(`>${name}</a>`), html.indexOf('</tr>', html.indexOf(`>${name}</a>`)));
     assert.match(row('qwen3-8b'), /al-flag ok">covered/);
     assert.match(row('coder-model'), /al-flag warn">shadowed[\s\S]*reachable only as <code>b\/coder-model<\/code>/);
     assert.match(html, /<span class="num">2<\/span> collisions/);
@@ -212,10 +324,24 @@ describe('console aliases tab', () => {
   });
 
   test('CSRF: every form without the token or with a wrong one is refused with 403 and changes nothing', async () => {
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: 'to-remove', map_backend: 'a', map_model: 'qwen3-8b', park_s: '4' })).status, 303);
+    assert.equal(
+      (
+        await ui.post('/ui/aliases/save', {
+          ...blank,
+          name: 'to-remove',
+          map_backend: 'a',
+          map_model: 'qwen3-8b',
+          park_s: '4',
+        })
+      ).status,
+      303,
+    );
     const forms: [string, Record<string, string | string[]>][] = [
       ['/ui/aliases/save', { ...blank, name: 'forged', map_backend: 'a', map_model: 'qwen3-8b' }],
-      ['/ui/aliases/save', { ...blank, original: 'to-remove', name: 'to-remove', map_backend: 'b', map_model: 'coder-model' }],
+      [
+        '/ui/aliases/save',
+        { ...blank, original: 'to-remove', name: 'to-remove', map_backend: 'b', map_model: 'coder-model' },
+      ],
       ['/ui/aliases/remove', { name: 'to-remove' }],
       ['/ui/aliases/reset', { key: 'alias_park' }],
     ];
@@ -235,9 +361,24 @@ describe('console aliases tab', () => {
   });
 
   test('names shaped like a script tag render as text, in the list and the editor', async () => {
-    assert.equal((await ui.post('/ui/aliases/save', { ...blank, name: XSS, map_backend: 'a', map_model: XSS, voice: '<img src=x onerror=alert(1)>' })).status, 303);
+    assert.equal(
+      (
+        await ui.post('/ui/aliases/save', {
+          ...blank,
+          name: XSS,
+          map_backend: 'a',
+          map_model: XSS,
+          voice: '<img src=x onerror=alert(1)>',
+        })
+      ).status,
+      303,
+    );
     assert.equal((await chat(gw, XSS)).backend, 'a');
-    for (const path of ['/ui/aliases', `/ui/aliases/edit?name=${encodeURIComponent(XSS)}`, `/ui/aliases?q=${encodeURIComponent('<script>')}`]) {
+    for (const path of [
+      '/ui/aliases',
+      `/ui/aliases/edit?name=${encodeURIComponent(XSS)}`,
+      `/ui/aliases?q=${encodeURIComponent('<script>')}`,
+    ]) {
       const html = await ui.html(path);
       assert.ok(!html.includes(XSS), `${path}: no raw script tag`);
       assert.ok(!html.includes('<img src=x'), `${path}: no raw img tag`);
@@ -253,7 +394,13 @@ describe('aliases tab in a browser', { skip: skipWithoutChromium }, () => {
   before(async () => {
     a = await startFake('llamacpp', { models: ['qwen3-8b'] });
     b = await startFake('vllm', { models: ['Qwen/Qwen3-8B'] });
-    gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url }], { api_key: MASTER, virtual_models: { existing: { a: 'qwen3-8b' }, other: 'qwen3-8b' } });
+    gw = await startGateway(
+      [
+        { name: 'a', url: a.url },
+        { name: 'b', url: b.url },
+      ],
+      { api_key: MASTER, virtual_models: { existing: { a: 'qwen3-8b' }, other: 'qwen3-8b' } },
+    );
   });
   after(async () => {
     await gw?.close();
@@ -267,10 +414,16 @@ describe('aliases tab in a browser', { skip: skipWithoutChromium }, () => {
       const page = await browser.newPage();
       const problems: string[] = [];
       page.on('pageerror', (err) => problems.push(err.message));
-      page.on('console', (m) => { if (m.type() === 'error' && !m.location().url.endsWith('/favicon.ico')) problems.push(m.text()); });
+      page.on('console', (m) => {
+        if (m.type() === 'error' && !m.location().url.endsWith('/favicon.ico')) problems.push(m.text());
+      });
       await logIn(page, gw.url, MASTER);
       await page.goto(`${gw.url}/ui/aliases/new`);
-      assert.equal(await page.isVisible('#single'), false, 'the single-model panel is hidden while "per backend" is chosen');
+      assert.equal(
+        await page.isVisible('#single'),
+        false,
+        'the single-model panel is hidden while "per backend" is chosen',
+      );
       await page.fill('#name', 'both');
       await page.selectOption('#map-0-backend', 'a');
       assert.equal(await page.getAttribute('#map-0-model', 'list'), 'dl-b-0', 'the model picker offers a’s models');
@@ -288,7 +441,7 @@ describe('aliases tab in a browser', { skip: skipWithoutChromium }, () => {
       await page.fill('#q', 'both');
       assert.equal(await page.isVisible('tr[data-search*="existing"]'), false);
       assert.equal(await page.isVisible('tr[data-search^="both"]'), true);
-      assert.match(await page.textContent('[data-filter-count]') ?? '', /Showing 1 of 3/);
+      assert.match((await page.textContent('[data-filter-count]')) ?? '', /Showing 1 of 3/);
       assert.match(page.url(), /\?q=both$/, 'the filter is in the address, for a reload');
       assert.deepEqual(problems, []);
     } finally {

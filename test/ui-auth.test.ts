@@ -76,7 +76,10 @@ describe('console access', () => {
       const html = await res.text();
       assert.match(html, /not an admin key/);
       assert.match(html, /aria-invalid="true"/);
-      assert.equal(res.headers.getSetCookie().some((c) => c.startsWith('gw_ui=')), false);
+      assert.equal(
+        res.headers.getSetCookie().some((c) => c.startsWith('gw_ui=')),
+        false,
+      );
     }
   });
 
@@ -136,13 +139,16 @@ describe('console access', () => {
     assert.equal(res.status, 404);
     assert.match(res.headers.get('content-type') ?? '', /text\/html/);
   });
-
 });
 
 describe('the console of a bootstrap-open gateway', () => {
   let gw: TestGateway;
-  before(async () => { gw = await startGateway([]); });
-  after(async () => { await gw.close(); });
+  before(async () => {
+    gw = await startGateway([]);
+  });
+  after(async () => {
+    await gw.close();
+  });
 
   test('open on this host with a banner; creating the admin shows its key once and locks the gateway', async () => {
     const ui = new UiClient(gw.url);
@@ -165,8 +171,12 @@ describe('the console of a bootstrap-open gateway', () => {
 
 describe('the open console and DNS rebinding', () => {
   let gw: TestGateway;
-  before(async () => { gw = await startGateway([]); });
-  after(async () => { await gw.close(); });
+  before(async () => {
+    gw = await startGateway([]);
+  });
+  after(async () => {
+    await gw.close();
+  });
 
   const foreign = (gwPort: number) => ({ host: `evil.example:${gwPort}` });
 
@@ -190,23 +200,38 @@ describe('the open console and DNS rebinding', () => {
     for (const host of [`localhost:${gw.port}`, `127.0.0.1:${gw.port}`, `[::1]:${gw.port}`, `127.9.9.9:${gw.port}`]) {
       assert.equal((await ui.get('/ui', { host })).status, 200, host);
     }
-    assert.equal((await ui.get('/ui', { origin: `http://localhost:${gw.port}` })).status, 200, 'a loopback origin is fine');
+    assert.equal(
+      (await ui.get('/ui', { origin: `http://localhost:${gw.port}` })).status,
+      200,
+      'a loopback origin is fine',
+    );
   });
 
   test('the admin API the same way: 403 for a foreign Host or Origin, 200 for loopback names', async () => {
     const get = (headers: Record<string, string>) => fetchAs(`${gw.url}/admin/api/users`, { headers });
-    for (const headers of [foreign(gw.port), { origin: 'http://evil.example' }, { origin: 'null' }, { host: `localhost.evil.example:${gw.port}` }]) {
+    for (const headers of [
+      foreign(gw.port),
+      { origin: 'http://evil.example' },
+      { origin: 'null' },
+      { host: `localhost.evil.example:${gw.port}` },
+    ]) {
       const res = await get(headers);
       assert.equal(res.status, 403, JSON.stringify(headers));
       assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'admin_loopback_only');
     }
     const create = await fetchAs(`${gw.url}/admin/api/users`, {
-      method: 'POST', body: JSON.stringify({ name: 'intruder', role: 'admin' }),
+      method: 'POST',
+      body: JSON.stringify({ name: 'intruder', role: 'admin' }),
       headers: { 'content-type': 'application/json', ...foreign(gw.port), origin: 'http://evil.example' },
     });
     assert.equal(create.status, 403);
     assert.equal(gw.gateway.authenticator.isOpen(), true);
-    for (const headers of [{}, { host: `localhost:${gw.port}` }, { host: `[::1]:${gw.port}` }, { origin: `http://127.0.0.1:${gw.port}` }] as Record<string, string>[]) {
+    for (const headers of [
+      {},
+      { host: `localhost:${gw.port}` },
+      { host: `[::1]:${gw.port}` },
+      { origin: `http://127.0.0.1:${gw.port}` },
+    ] as Record<string, string>[]) {
       assert.equal((await get(headers)).status, 200, JSON.stringify(headers));
     }
   });
@@ -214,8 +239,12 @@ describe('the open console and DNS rebinding', () => {
 
 describe('console cookies and throttle behind a trusted proxy', () => {
   let gw: TestGateway;
-  before(async () => { gw = await startGateway([], { api_key: MASTER, trust_proxy: true }); });
-  after(async () => { await gw.close(); });
+  before(async () => {
+    gw = await startGateway([], { api_key: MASTER, trust_proxy: true });
+  });
+  after(async () => {
+    await gw.close();
+  });
 
   const csrfCookie = (res: Response) => res.headers.getSetCookie().find((c) => c.startsWith('gw_ui_csrf='));
 
@@ -229,14 +258,18 @@ describe('console cookies and throttle behind a trusted proxy', () => {
     assert.match(https, /;\s*Secure/i);
     const login = await ui.post('/ui/login', { key: MASTER }, { headers: { 'x-forwarded-proto': 'https' } });
     assert.equal(login.status, 303);
-    assert.match(login.headers.getSetCookie().find((c) => c.startsWith('gw_ui='))!, /;\s*Secure/i);
+    assert.match(
+      login.headers.getSetCookie().find((c) => c.startsWith('gw_ui='))!,
+      /;\s*Secure/i,
+    );
   });
 
   test('failed logins from one IPv6 /64 count together; another /64 is not held up', async () => {
     const ui = new UiClient(gw.url);
     await ui.get('/ui/login');
     const from = (ip: string, key: string) => ui.post('/ui/login', { key }, { headers: { 'x-forwarded-for': ip } });
-    for (let i = 1; i <= 10; i++) assert.equal((await from(`2001:db8:1:2::${i.toString(16)}`, `wrong-${i}-0000000000000`)).status, 401);
+    for (let i = 1; i <= 10; i++)
+      assert.equal((await from(`2001:db8:1:2::${i.toString(16)}`, `wrong-${i}-0000000000000`)).status, 401);
     assert.equal((await from('2001:db8:1:2:ffff::99', MASTER)).status, 429, 'a new address in the same /64 waits');
     assert.equal((await from('2001:db8:1:3::1', 'wrong-x-0000000000000')).status, 401, 'the next /64 does not');
   });
@@ -244,14 +277,19 @@ describe('console cookies and throttle behind a trusted proxy', () => {
 
 describe('console login throttle', () => {
   let gw: TestGateway;
-  before(async () => { gw = await startGateway([], { api_key: MASTER }); });
-  after(async () => { await gw.close(); });
+  before(async () => {
+    gw = await startGateway([], { api_key: MASTER });
+  });
+  after(async () => {
+    await gw.close();
+  });
 
   test('failed logins are throttled per address: after ten, even the right key waits', async () => {
     const ui = new UiClient(gw.url);
     await ui.get('/ui/login');
     const statuses: number[] = [];
-    for (let i = 0; i < 11; i++) statuses.push((await ui.post('/ui/login', { key: `wrong-${i}-0000000000000` })).status);
+    for (let i = 0; i < 11; i++)
+      statuses.push((await ui.post('/ui/login', { key: `wrong-${i}-0000000000000` })).status);
     assert.deepEqual(statuses, [...Array(10).fill(401), 429]);
     const blocked = await ui.post('/ui/login', { key: MASTER });
     assert.equal(blocked.status, 429);

@@ -21,9 +21,14 @@ describe('learnt figures as the console shows them', () => {
     assert.deepEqual(shown, ['12 s', '2.4 s', '0.35 s', '< 0.01 s']);
   });
 
-  test('a row: the backend\'s figures with the mean swap, then its models, most calls first', () => {
+  test("a row: the backend's figures with the mean swap, then its models, most calls first", () => {
     const slots: BackendSlotsSnapshot = {
-      name: 'b', inflight: 0, cap: 1, paid: false, available: true, kind: 'llm',
+      name: 'b',
+      inflight: 0,
+      cap: 1,
+      paid: false,
+      available: true,
+      kind: 'llm',
       service: { decodeRate: 40, prefillRate: 900, serviceSeconds: 2.5, samples: 5 },
       serviceByModel: {
         rare: { decodeRate: 20, serviceSeconds: 4, samples: 1 },
@@ -32,7 +37,12 @@ describe('learnt figures as the console shows them', () => {
       swapSeconds: { rare: 8, often: 4 },
     };
     assert.deepEqual(rowLearnt(slots), {
-      decode: '40.0 tok/s', prefill: '900 tok/s', service: '2.5 s', swap: '6.0 s', calls: 5, more: 0,
+      decode: '40.0 tok/s',
+      prefill: '900 tok/s',
+      service: '2.5 s',
+      swap: '6.0 s',
+      calls: 5,
+      more: 0,
       models: [
         { id: 'often', decode: '45.0 tok/s', prefill: '900 tok/s', service: '2.0 s', swap: '4.0 s', calls: 4 },
         { id: 'rare', decode: '20.0 tok/s', service: '4.0 s', swap: '8.0 s', calls: 1 },
@@ -46,14 +56,19 @@ describe('learnt figures as the console shows them', () => {
 test('the list and the edit page show what calls taught, a load as swap', async (t) => {
   const ls = await startFake('llamaswap', { models: ['small', 'big'], knobs: { loadingMs: 300, chunkCount: 8 } });
   const gw = await startGateway([{ name: 'ls', url: ls.url }], { api_key: MASTER, health_check_interval: 3600 });
-  t.after(async () => { await gw.close(); await ls.close(); });
+  t.after(async () => {
+    await gw.close();
+    await ls.close();
+  });
   const ui = await UiClient.login(gw, MASTER);
 
   let html = await ui.html('/ui/backends');
   assert.match(html, /data-part="learnt:ls"><span class="muted">not measured yet<\/span>/);
-  for (const model of ['small', 'big']) { // small is loaded (GET /running); big has to load
+  for (const model of ['small', 'big']) {
+    // small is loaded (GET /running); big has to load
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
       body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(res.status, 200);
@@ -63,7 +78,7 @@ test('the list and the edit page show what calls taught, a load as swap', async 
 
   html = await ui.html('/ui/backends');
   const cell = html.match(/data-part="learnt:ls">([\s\S]*?)<\/td>/)?.[1] ?? '';
-  assert.match(cell, /<strong>1000 tok\/s<\/strong>/, 'decode, from the box\'s llama.cpp timings');
+  assert.match(cell, /<strong>1000 tok\/s<\/strong>/, "decode, from the box's llama.cpp timings");
   assert.match(cell, /prefill 4000 tok\/s/);
   assert.match(cell, /· 2 calls/);
   assert.match(cell, /s a call/);
@@ -73,7 +88,7 @@ test('the list and the edit page show what calls taught, a load as swap', async 
   const card = edit.match(/<h2 id="h-learnt">Learnt speed<\/h2>([\s\S]*?)<\/section>/)?.[1] ?? '';
   const items = [...card.matchAll(/<span class="bk-learnt-id[^"]*">([^<]+)<\/span>/g)].map((m) => m[1]);
   assert.deepEqual(items, ['all models', 'big', 'small']);
-  assert.match(card, /swap <strong>0\.[2-4]\d s<\/strong>/, 'big\'s own swap');
+  assert.match(card, /swap <strong>0\.[2-4]\d s<\/strong>/, "big's own swap");
 
   const res = await ui.get('/ui/backends/events');
   const reader = res.body!.getReader();

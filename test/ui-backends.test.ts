@@ -43,11 +43,12 @@ after(async () => {
 /** The fields of a fresh backend form (what the browser posts with the defaults). */
 const form = (fields: Record<string, string>) => ({ type: 'openai', enabled: 'on', ...fields });
 
-const chat = (model: string, stream = false) => fetch(`${gw.url}/v1/chat/completions`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
-  body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
-});
+const chat = (model: string, stream = false) =>
+  fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
+  });
 
 /** Follows a 303 and returns the page it leads to. */
 async function follow(res: Response): Promise<string> {
@@ -68,7 +69,9 @@ const cookieOf = (client: UiClient) => (client as unknown as { cookieHeader(): s
 
 /** `<p class="error" id="<field>-error">…` of a refused page, by field. */
 function fieldErrors(html: string): Record<string, string> {
-  return Object.fromEntries([...html.matchAll(/<p class="error" id="([\w-]+)-error">([^<]*)<\/p>/g)].map((m) => [m[1], m[2]]));
+  return Object.fromEntries(
+    [...html.matchAll(/<p class="error" id="([\w-]+)-error">([^<]*)<\/p>/g)].map((m) => [m[1], m[2]]),
+  );
 }
 
 describe('backends tab: add, list, edit', () => {
@@ -83,7 +86,10 @@ describe('backends tab: add, list, edit', () => {
 
   test('adding a backend pointing at a fake: discovered, listed, its key masked everywhere', async () => {
     await ui.html('/ui/backends/new');
-    const res = await ui.post('/ui/backends', form({ name: 'cloud', url: keyed.url, api_key: SECRET, paid: 'on', max_concurrent: '2', models: '' }));
+    const res = await ui.post(
+      '/ui/backends',
+      form({ name: 'cloud', url: keyed.url, api_key: SECRET, paid: 'on', max_concurrent: '2', models: '' }),
+    );
     const page = await follow(res);
     assert.match(page, /Added cloud/);
     await waitFor(() => gw.gateway.registry.get('cloud')?.healthy === true, 'cloud discovered with its key');
@@ -102,36 +108,77 @@ describe('backends tab: add, list, edit', () => {
 
   test('editing with a blank key keeps it; "clear" removes it; a new key sets it again', async () => {
     await ui.html('/ui/backends/cloud/edit');
-    const kept = await ui.post('/ui/backends/cloud/edit', form({ name: 'cloud', url: keyed.url, api_key: '', paid: 'on', max_concurrent: '3' }));
+    const kept = await ui.post(
+      '/ui/backends/cloud/edit',
+      form({ name: 'cloud', url: keyed.url, api_key: '', paid: 'on', max_concurrent: '3' }),
+    );
     assert.match(await follow(kept), /Saved cloud/);
     assert.equal(gw.gateway.storedBackends.get('cloud')?.api_key, SECRET, 'kept');
     assert.equal(gw.gateway.storedBackends.get('cloud')?.max_concurrent, 3);
     await waitFor(() => gw.gateway.registry.get('cloud')?.healthy === true, 'still up with the kept key');
 
-    const cleared = await ui.post('/ui/backends/cloud/edit', form({ name: 'cloud', url: keyed.url, api_key_clear: 'on', paid: 'on' }));
+    const cleared = await ui.post(
+      '/ui/backends/cloud/edit',
+      form({ name: 'cloud', url: keyed.url, api_key_clear: 'on', paid: 'on' }),
+    );
     await follow(cleared);
     assert.equal(gw.gateway.storedBackends.get('cloud')?.api_key, undefined);
     await waitFor(() => gw.gateway.registry.get('cloud')?.error?.kind === 'auth', 'down without its key');
     assert.match(await ui.html('/ui/backends'), /<strong>auth<\/strong> 401 since/);
 
-    await follow(await ui.post('/ui/backends/cloud/edit', form({ name: 'cloud', url: keyed.url, api_key: SECRET, paid: 'on' })));
+    await follow(
+      await ui.post('/ui/backends/cloud/edit', form({ name: 'cloud', url: keyed.url, api_key: SECRET, paid: 'on' })),
+    );
     await waitFor(() => gw.gateway.registry.get('cloud')?.healthy === true, 'up again with the new key');
   });
 
   test('every option of a comfyui backend, decimal comma accepted; knobs of another kind refused at their field', async () => {
-    const res = await ui.post('/ui/backends', form({
-      type: 'comfyui', name: 'comfy', url: comfy.url, max_concurrent: '1', gpu_group: 'gpu1', host: 'gpu1',
-      stuck_after_s: '45', poll_interval: '0,5', max_wait: '900', read_timeout: '30', disconnect_grace: '10', auto_restart: 'on', restart_cooldown_s: '300',
-    }));
+    const res = await ui.post(
+      '/ui/backends',
+      form({
+        type: 'comfyui',
+        name: 'comfy',
+        url: comfy.url,
+        max_concurrent: '1',
+        gpu_group: 'gpu1',
+        host: 'gpu1',
+        stuck_after_s: '45',
+        poll_interval: '0,5',
+        max_wait: '900',
+        read_timeout: '30',
+        disconnect_grace: '10',
+        auto_restart: 'on',
+        restart_cooldown_s: '300',
+      }),
+    );
     await follow(res);
     const spec = gw.gateway.storedBackends.get('comfy')!;
     assert.deepEqual(
-      { type: spec.type, poll_interval: spec.poll_interval, stuck_after_s: spec.stuck_after_s, max_wait: spec.max_wait, auto_restart: spec.auto_restart, gpu_group: spec.gpu_group, restart_cooldown_s: spec.restart_cooldown_s },
-      { type: 'comfyui', poll_interval: 0.5, stuck_after_s: 45, max_wait: 900, auto_restart: true, gpu_group: 'gpu1', restart_cooldown_s: 300 },
+      {
+        type: spec.type,
+        poll_interval: spec.poll_interval,
+        stuck_after_s: spec.stuck_after_s,
+        max_wait: spec.max_wait,
+        auto_restart: spec.auto_restart,
+        gpu_group: spec.gpu_group,
+        restart_cooldown_s: spec.restart_cooldown_s,
+      },
+      {
+        type: 'comfyui',
+        poll_interval: 0.5,
+        stuck_after_s: 45,
+        max_wait: 900,
+        auto_restart: true,
+        gpu_group: 'gpu1',
+        restart_cooldown_s: 300,
+      },
     );
     await waitFor(() => gw.gateway.registry.get('comfy')?.healthy === true, 'the ComfyUI box up');
 
-    const wrongKind = await ui.post('/ui/backends', form({ name: 'llm2', url: open.url, stuck_after_s: '5', auth_mode: 'subscription', prompt_cache: 'on' }));
+    const wrongKind = await ui.post(
+      '/ui/backends',
+      form({ name: 'llm2', url: open.url, stuck_after_s: '5', auth_mode: 'subscription', prompt_cache: 'on' }),
+    );
     assert.equal(wrongKind.status, 400);
     const errors = fieldErrors(await wrongKind.text());
     assert.match(errors.stuck_after_s, /only backends of type comfyui/);
@@ -141,9 +188,33 @@ describe('backends tab: add, list, edit', () => {
 
   test('the edit form marks each field with the kinds that read it and renders every option', async () => {
     const html = await ui.html('/ui/backends/comfy/edit');
-    for (const key of ['name', 'url', 'type', 'enabled', 'api_key', 'max_concurrent', 'paid', 'local', 'chat_only', 'serverless_only', 'host', 'auth_mode',
-      'models', 'prompt_cache', 'responses', 'sampling_defaults', 'reasoning_as_content', 'gpu_group', 'stuck_after_s', 'poll_interval', 'max_wait',
-      'read_timeout', 'disconnect_grace', 'auto_restart', 'restart_cooldown_s']) {
+    for (const key of [
+      'name',
+      'url',
+      'type',
+      'enabled',
+      'api_key',
+      'max_concurrent',
+      'paid',
+      'local',
+      'chat_only',
+      'serverless_only',
+      'host',
+      'auth_mode',
+      'models',
+      'prompt_cache',
+      'responses',
+      'sampling_defaults',
+      'reasoning_as_content',
+      'gpu_group',
+      'stuck_after_s',
+      'poll_interval',
+      'max_wait',
+      'read_timeout',
+      'disconnect_grace',
+      'auto_restart',
+      'restart_cooldown_s',
+    ]) {
       assert.match(html, new RegExp(`id="${key}" name="${key}"`), key);
       assert.match(html, new RegExp(`<label[^>]*for="${key}"`), `${key} has a label`);
     }
@@ -184,17 +255,23 @@ describe('backends tab: test connection', () => {
     assert.equal(gw.gateway.storedBackends.get('probe'), undefined, 'nothing stored');
   });
 
-  test("on the edit page a blank key tests with the stored one; ComfyUI shows its inventory", async () => {
-    const withKey = await (await ui.post('/ui/backends/test?part=1', form({ _replace: 'cloud', name: 'cloud', url: keyed.url }))).text();
+  test('on the edit page a blank key tests with the stored one; ComfyUI shows its inventory', async () => {
+    const withKey = await (
+      await ui.post('/ui/backends/test?part=1', form({ _replace: 'cloud', name: 'cloud', url: keyed.url }))
+    ).text();
     assert.match(withKey, /<li>keyed-model<\/li>/);
-    const inv = await (await ui.post('/ui/backends/test?part=1', form({ type: 'comfyui', name: 'c2', url: comfy.url }))).text();
+    const inv = await (
+      await ui.post('/ui/backends/test?part=1', form({ type: 'comfyui', name: 'c2', url: comfy.url }))
+    ).text();
     assert.match(inv, /ComfyUI inventory/);
     assert.match(inv, /<dt>checkpoints<\/dt><dd>\d+<\/dd>/);
   });
 
   test('a closed port fails clearly; an invalid form names its problems; without script the whole page answers', async () => {
     const port = await closedPort();
-    const closed = await (await ui.post('/ui/backends/test?part=1', form({ name: 'gone', url: `http://127.0.0.1:${port}` }))).text();
+    const closed = await (
+      await ui.post('/ui/backends/test?part=1', form({ name: 'gone', url: `http://127.0.0.1:${port}` }))
+    ).text();
     assert.match(closed, /failed/);
     assert.match(closed, /unreachable/);
     assert.match(closed, new RegExp(`127\\.0\\.0\\.1:${port}: cannot connect`));
@@ -202,7 +279,10 @@ describe('backends tab: test connection', () => {
     assert.match(invalid, /The form is not valid yet/);
     assert.match(invalid, /href="#url"/);
 
-    const page = await ui.post('/ui/backends/test', form({ name: 'nojs', url: fileBox.url, api_key: 'sk-typed-0000000000000000' }));
+    const page = await ui.post(
+      '/ui/backends/test',
+      form({ name: 'nojs', url: fileBox.url, api_key: 'sk-typed-0000000000000000' }),
+    );
     assert.equal(page.status, 200);
     const html = await page.text();
     assert.match(html, /<h1>New backend<\/h1>/);
@@ -217,9 +297,17 @@ describe('backends tab: test connection', () => {
 describe('backends tab: refused forms', () => {
   test('problems inline next to their fields, the values kept, nothing saved', async () => {
     const before = gw.gateway.storedBackends.list().length;
-    const res = await ui.post('/ui/backends', form({
-      name: 'bad name', url: 'ftp://box', max_concurrent: '1,5', sampling_defaults: '{"temperature": ', host: 'gpu<b>1</b>', api_key: 'sk-typed-1111111111111111',
-    }));
+    const res = await ui.post(
+      '/ui/backends',
+      form({
+        name: 'bad name',
+        url: 'ftp://box',
+        max_concurrent: '1,5',
+        sampling_defaults: '{"temperature": ',
+        host: 'gpu<b>1</b>',
+        api_key: 'sk-typed-1111111111111111',
+      }),
+    );
     assert.equal(res.status, 400);
     const html = await res.text();
     const errors = fieldErrors(html);
@@ -231,7 +319,10 @@ describe('backends tab: refused forms', () => {
     assert.match(html, /id="url" name="url" value="ftp:\/\/box"/);
     assert.match(html, /id="max_concurrent" name="max_concurrent" value="1,5"/);
     assert.match(html, /value="gpu&lt;b&gt;1&lt;\/b&gt;"/);
-    assert.match(html, /id="name" name="name" value="bad name"[^>]*aria-describedby="name-error name-hint" aria-invalid="true"/);
+    assert.match(
+      html,
+      /id="name" name="name" value="bad name"[^>]*aria-describedby="name-error name-hint" aria-invalid="true"/,
+    );
     assert.match(html, /Nothing was saved: 5 problems/);
     assert.ok(!html.includes('sk-typed-1111111111111111'));
     assert.equal(gw.gateway.storedBackends.list().length, before);
@@ -241,7 +332,10 @@ describe('backends tab: refused forms', () => {
     const dup = await ui.post('/ui/backends', form({ name: 'filebox', url: open.url }));
     assert.equal(dup.status, 400);
     assert.match(fieldErrors(await dup.text()).name, /already exists/);
-    const moved = await ui.post('/ui/backends/cloud/edit', form({ name: 'cloud', url: 'http://127.0.0.1:9', paid: 'on' }));
+    const moved = await ui.post(
+      '/ui/backends/cloud/edit',
+      form({ name: 'cloud', url: 'http://127.0.0.1:9', paid: 'on' }),
+    );
     assert.equal(moved.status, 400);
     assert.match(fieldErrors(await moved.text()).api_key, /enter the key again/);
     assert.equal(gw.gateway.storedBackends.get('cloud')?.url, keyed.url, 'nothing written');
@@ -253,13 +347,21 @@ describe('backends tab: the service checks, nothing probes', () => {
   test('a form that cannot be read shows every other problem too (name taken, URL) from the service; nothing is probed or saved', async () => {
     const seen = open.requests.length;
     const before = gw.gateway.storedBackends.list().length;
-    const res = await ui.post('/ui/backends', form({ name: 'filebox', url: 'nope', sampling_defaults: '{"temperature": ' }));
+    const res = await ui.post(
+      '/ui/backends',
+      form({ name: 'filebox', url: 'nope', sampling_defaults: '{"temperature": ' }),
+    );
     assert.equal(res.status, 400);
     const errors = fieldErrors(await res.text());
     assert.match(errors.sampling_defaults, /not valid JSON/);
     assert.match(errors.name, /already exists/);
     assert.match(errors.url, /is not a URL/);
-    const tested = await (await ui.post('/ui/backends/test?part=1', form({ name: 'filebox2', url: open.url, sampling_defaults: '{', max_concurrent: 'x' }))).text();
+    const tested = await (
+      await ui.post(
+        '/ui/backends/test?part=1',
+        form({ name: 'filebox2', url: open.url, sampling_defaults: '{', max_concurrent: 'x' }),
+      )
+    ).text();
     assert.match(tested, /The form is not valid yet/);
     assert.match(tested, /href="#sampling_defaults"/);
     assert.match(tested, /href="#max_concurrent"/, "the service's problems of the other fields as well");
@@ -273,7 +375,10 @@ describe('backends tab: the service checks, nothing probes', () => {
     const problems = admin.checkBackend({ name: 'filebox', url: 'nope', max_concurrent: -1 }, { create: true });
     assert.deepEqual(problems.map((p) => p.path).sort(), ['max_concurrent', 'name', 'url']);
     assert.deepEqual(admin.checkBackend({ name: 'fresh', url: open.url }, { create: true }), []);
-    assert.deepEqual(admin.checkBackend({ name: 'fresh', url: open.url }, { replace: 'nosuch' }).map((p) => p.message), ['no backend named "nosuch"']);
+    assert.deepEqual(
+      admin.checkBackend({ name: 'fresh', url: open.url }, { replace: 'nosuch' }).map((p) => p.message),
+      ['no backend named "nosuch"'],
+    );
     assert.equal(admin.backendView('fresh'), undefined, 'nothing saved');
     assert.equal(open.requests.length, seen, 'nothing probed');
   });
@@ -300,7 +405,10 @@ describe('backends tab: drain, disable, remove, reset', () => {
     const page = await follow(await ui.post('/ui/backends/filebox/enabled', { enabled: '0' }));
     assert.match(page, /filebox is disabled/);
     assert.equal(gw.gateway.config().backends.find((b) => b.name === 'filebox')?.enabled, false);
-    assert.match(page, /<span class="tag src-both">store<\/span>\s*<span class="bk-src-note">overrides config\.yaml: <span class="mono">enabled<\/span>/);
+    assert.match(
+      page,
+      /<span class="tag src-both">store<\/span>\s*<span class="bk-src-note">overrides config\.yaml: <span class="mono">enabled<\/span>/,
+    );
     assert.match(page, /action="\/ui\/backends\/filebox\/reset"/);
     const back = await follow(await ui.post('/ui/backends/filebox/reset', {}));
     assert.match(back, /filebox is back to its config\.yaml entry/);

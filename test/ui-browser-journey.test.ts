@@ -32,7 +32,10 @@ describe('the console in a browser', { skip: skipWithoutChromium }, () => {
     later = await startFake('ollama', { models: ['llama3.2:3b'], knobs: { tokensPerSecond: 400 } });
     comfy = await startComfyFake({ knobs: { stepMs: 30, steps: 4 } });
     gw = await startGateway(
-      [{ name: 'gpu-box', url: first.url }, { name: 'comfy', url: comfy.url, type: 'comfyui', poll_interval: 0.05 }],
+      [
+        { name: 'gpu-box', url: first.url },
+        { name: 'comfy', url: comfy.url, type: 'comfyui', poll_interval: 0.05 },
+      ],
       { api_key: KEY, image_models: sd15Models(['comfy']), health_check_interval: 0.5 },
     );
     browser = await launchChromium();
@@ -46,7 +49,9 @@ describe('the console in a browser', { skip: skipWithoutChromium }, () => {
   async function page(opts: Parameters<typeof newContext>[1] = {}): Promise<Page> {
     const context = await newContext(browser, opts);
     const p = await context.newPage();
-    p.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy|Refused to/.test(m.text())) cspErrors.push(m.text()); });
+    p.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy|Refused to/.test(m.text())) cspErrors.push(m.text());
+    });
     return p;
   }
 
@@ -76,7 +81,8 @@ describe('the console in a browser', { skip: skipWithoutChromium }, () => {
     await admin.waitForURL(/\/ui\/aliases(\?|$)/);
     assert.match(await admin.locator('main').innerText(), /tiny/);
     const routed = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(routed.status, 200);
@@ -108,8 +114,14 @@ describe('the console in a browser', { skip: skipWithoutChromium }, () => {
           const res = await p.goto(`${gw.url}${tab.path}`);
           assert.equal(res?.status(), 200, tab.path);
           await p.waitForLoadState('networkidle').catch(() => {});
-          const box = await p.evaluate(() => { const g = globalThis as any; return { scroll: g.document.documentElement.scrollWidth as number, width: g.innerWidth as number }; });
-          assert.ok(box.scroll <= box.width + 1, `${tab.id} at ${viewport} scrolls sideways (${box.scroll} > ${box.width})`);
+          const box = await p.evaluate(() => {
+            const g = globalThis as any;
+            return { scroll: g.document.documentElement.scrollWidth as number, width: g.innerWidth as number };
+          });
+          assert.ok(
+            box.scroll <= box.width + 1,
+            `${tab.id} at ${viewport} scrolls sideways (${box.scroll} > ${box.width})`,
+          );
           await shoot(p, `tab-${tab.id}-${viewport}-${scheme}`);
         }
         await p.context().close();

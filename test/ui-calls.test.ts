@@ -20,7 +20,9 @@ describe('LLM calls tab', () => {
   let ui: UiClient;
   before(async () => {
     rig = await startCallsRig({ seed: { count: 130, days: 2, xss: true } });
-    rig.gw.gateway.callLog.record(callRecord({ ts: Date.now() - 3_600_000, backend: 'gpu', status: 502, reason: 'upstream_error', user_id: null }));
+    rig.gw.gateway.callLog.record(
+      callRecord({ ts: Date.now() - 3_600_000, backend: 'gpu', status: 502, reason: 'upstream_error', user_id: null }),
+    );
     await rig.gw.gateway.callLog.flush();
     ui = await UiClient.login(rig.gw, MASTER_KEY);
   });
@@ -52,7 +54,8 @@ describe('LLM calls tab', () => {
   });
 
   test('filters: status class or code, backend, model, source, time', async () => {
-    const statuses = async (q: string) => rows(await ui.html(`/ui/calls?${q}`)).map((r) => Number(/class="code s\d">(\d+)</.exec(r)?.[1]));
+    const statuses = async (q: string) =>
+      rows(await ui.html(`/ui/calls?${q}`)).map((r) => Number(/class="code s\d">(\d+)</.exec(r)?.[1]));
     const fives = await statuses('status=5xx');
     assert.ok(fives.length > 0 && fives.every((s) => s >= 500 && s < 600), String(fives));
     const fours = await statuses('status=4xx');
@@ -61,7 +64,11 @@ describe('LLM calls tab', () => {
     const or = rows(await ui.html('/ui/calls?backend=or'));
     assert.equal(or.length, 1);
     assert.equal(rows(await ui.html('/ui/calls?model=acme%2Fchat-large')).length, 1, 'the served model');
-    assert.equal(rows(await ui.html('/ui/calls?model=or%2Facme%2Fchat-large&source=n8n')).length, 1, 'the model asked for');
+    assert.equal(
+      rows(await ui.html('/ui/calls?model=or%2Facme%2Fchat-large&source=n8n')).length,
+      1,
+      'the model asked for',
+    );
     assert.equal(rows(await ui.html('/ui/calls?source=n8n&backend=gpu')).length, 0);
     const refused = rows(await ui.html('/ui/calls?backend=(refused)'));
     assert.ok(refused.length > 1 && refused.every((r) => r.includes('refused-tag')));
@@ -69,7 +76,9 @@ describe('LLM calls tab', () => {
     assert.match(future, /No call matches this filter/);
     const until = new Date(Date.now() - 86_400_000).toISOString().slice(0, 16);
     const older = rows(await ui.html(`/ui/calls?until=${until}`));
-    assert.ok(older.length > 0 && older.every((r) => Date.parse(/datetime="([^"]+)"/.exec(r)![1]) < Date.parse(`${until}Z`)));
+    assert.ok(
+      older.length > 0 && older.every((r) => Date.parse(/datetime="([^"]+)"/.exec(r)![1]) < Date.parse(`${until}Z`)),
+    );
     const form = await ui.html('/ui/calls?status=5xx&backend=gpu');
     assert.match(form, /id="f-status" name="status"[^>]*value="5xx"/, 'the form keeps the filter');
   });
@@ -115,7 +124,11 @@ describe('LLM calls tab', () => {
     assert.match(html, /Streamed text<\/h4>\s*<pre class="code-block streamed">[^<]*tok0/);
     assert.match(html, /\d+ events<\/summary>/);
     assert.match(html, /\[DONE\]/);
-    assert.match(html, /&quot;content&quot;: &quot;Say hi &lt;b&gt;bold&lt;\/b&gt;&quot;/, 'the prompt pretty and escaped');
+    assert.match(
+      html,
+      /&quot;content&quot;: &quot;Say hi &lt;b&gt;bold&lt;\/b&gt;&quot;/,
+      'the prompt pretty and escaped',
+    );
     assert.match(html, /href="\/ui\/calls\?status=2xx"/, 'back to the list as filtered, unknown fields dropped');
     assert.match(html, /Time to first token<\/dt><dd>\d+ ms/);
   });
@@ -146,12 +159,13 @@ describe('LLM calls tab', () => {
       assert.ok(!html.includes(XSS), `${path}: raw markup`);
       assert.ok(html.includes(ESCAPED), `${path}: escaped text`);
     }
-    const id = /href="\/ui\/calls\/(\d+)/.exec(rows(await ui.html(`/ui/calls?backend=${encodeURIComponent(XSS)}`))[0])![1];
+    const id = /href="\/ui\/calls\/(\d+)/.exec(
+      rows(await ui.html(`/ui/calls?backend=${encodeURIComponent(XSS)}`))[0],
+    )![1];
     const detail = await ui.html(`/ui/calls/${id}?back=source%3D${encodeURIComponent(encodeURIComponent(XSS))}`);
     assert.ok(!detail.includes(XSS));
     assert.ok(detail.includes(ESCAPED));
   });
-
 });
 
 describe('LLM calls tab without body capture', () => {

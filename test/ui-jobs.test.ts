@@ -14,7 +14,15 @@ import type { JobView } from '../src/media/service-types.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
 import { UiClient } from './helpers/ui.ts';
 import {
-  call, imageModels, isTerminal, MASTER, pngA, pollJob, readSse, startMediaRig, type MediaRig,
+  call,
+  imageModels,
+  isTerminal,
+  MASTER,
+  pngA,
+  pollJob,
+  readSse,
+  startMediaRig,
+  type MediaRig,
 } from './helpers/media-gateway.ts';
 
 const XSS_PROMPT = '<script>alert("prompt")</script> a lighthouse';
@@ -39,7 +47,13 @@ describe('console · media jobs', () => {
 
   before(async () => {
     const models = imageModels();
-    models.sd15 = [{ backend: 'comfy', workflow_json: workflow('txt2img_sd15_api.json'), fixed: [{ node: '310', field: 'cfg', value: 6.5 }] }];
+    models.sd15 = [
+      {
+        backend: 'comfy',
+        workflow_json: workflow('txt2img_sd15_api.json'),
+        fixed: [{ node: '310', field: 'cfg', value: 6.5 }],
+      },
+    ];
     rig = await startMediaRig({ overrides: { image_models: models } });
     ui = await UiClient.login({ url: rig.url }, MASTER);
     done = await finished(await submit({ model: 'sd15', prompt: XSS_PROMPT, params: { steps: 12 } }));
@@ -52,8 +66,15 @@ describe('console · media jobs', () => {
 
   test('the tab, its files and its stream sit behind the login', async () => {
     const anonymous = new UiClient(rig.url);
-    for (const path of ['/ui/jobs', `/ui/jobs/${done.id}`, `/ui/jobs/${done.id}/result/0`, `/ui/jobs/${done.id}/result/0?w=160`,
-      `/ui/jobs/${video.id}/input/0`, `/ui/jobs/${done.id}/preview`, `/ui/jobs/${done.id}/events`]) {
+    for (const path of [
+      '/ui/jobs',
+      `/ui/jobs/${done.id}`,
+      `/ui/jobs/${done.id}/result/0`,
+      `/ui/jobs/${done.id}/result/0?w=160`,
+      `/ui/jobs/${video.id}/input/0`,
+      `/ui/jobs/${done.id}/preview`,
+      `/ui/jobs/${done.id}/events`,
+    ]) {
       const res = await anonymous.get(path);
       assert.equal(res.status, 303, path);
       assert.match(res.headers.get('location') ?? '', /^\/ui\/login\?next=/, path);
@@ -106,7 +127,10 @@ describe('console · media jobs', () => {
     const v = await ui.html(`/ui/jobs/${video.id}`);
     assert.ok(v.includes(sha256(pngA)), 'the input digest');
     assert.ok(v.includes(`src="/ui/jobs/${video.id}/input/0"`), 'the input image shown');
-    assert.match(v, new RegExp(`<video class="output-media" controls preload="metadata" src="/ui/jobs/${video.id}/result/0"`));
+    assert.match(
+      v,
+      new RegExp(`<video class="output-media" controls preload="metadata" src="/ui/jobs/${video.id}/result/0"`),
+    );
     assert.ok(v.includes(video.results[0].sha256));
     assert.ok(v.includes(`>${video.seed}<`), 'the seed');
     assert.match(v, /Removed nodes<\/dt><dd class="mono">/);
@@ -114,11 +138,18 @@ describe('console · media jobs', () => {
     assert.ok(!v.includes('data-job-live'), 'a finished job is not followed');
 
     const a = await ui.html(`/ui/jobs/${audio.id}`);
-    assert.match(a, new RegExp(`<audio class="output-media" controls preload="metadata" src="/ui/jobs/${audio.id}/result/0"`));
+    assert.match(
+      a,
+      new RegExp(`<audio class="output-media" controls preload="metadata" src="/ui/jobs/${audio.id}/result/0"`),
+    );
 
     const d = await ui.html(`/ui/jobs/${done.id}`);
     assert.match(d, new RegExp(`<img src="/ui/jobs/${done.id}/result/0" alt="Result 0 of job ${done.id}"`));
-    assert.match(d, /<td class="mono">comfy<\/td><td class="mono">310 · cfg<\/td><td class="mono wrap">6.5<\/td>/, 'the pin on the box it ran on');
+    assert.match(
+      d,
+      /<td class="mono">comfy<\/td><td class="mono">310 · cfg<\/td><td class="mono wrap">6.5<\/td>/,
+      'the pin on the box it ran on',
+    );
     assert.match(d, /<th scope="row" class="mono">steps<\/th><td class="mono wrap">12<\/td>/, 'the request parameters');
     assert.ok(!d.includes('<script>alert') && d.includes('&lt;script&gt;alert'), 'the prompt is text');
     assert.match(d, /No files were sent with this job/);
@@ -128,7 +159,11 @@ describe('console · media jobs', () => {
   });
 
   test('files: the bytes of the API, a webp thumbnail, nosniff and a sandbox CSP; malformed numbers and sizes refused', async () => {
-    const fromApi = Buffer.from(await (await fetch(`${rig.url}/v1/jobs/${done.id}/result/0`, { headers: { authorization: `Bearer ${MASTER}` } })).arrayBuffer());
+    const fromApi = Buffer.from(
+      await (
+        await fetch(`${rig.url}/v1/jobs/${done.id}/result/0`, { headers: { authorization: `Bearer ${MASTER}` } })
+      ).arrayBuffer(),
+    );
     const res = await ui.get(`/ui/jobs/${done.id}/result/0`);
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'image/png');
@@ -173,7 +208,11 @@ describe('console · media jobs', () => {
     assert.match(await missing.text(), /CSRF check failed/);
     const wrong = await ui.post(`/ui/jobs/${job.id}/cancel`, {}, { csrf: 'not-the-token' });
     assert.equal(wrong.status, 403);
-    assert.equal((await call<JobView>(rig.url, 'GET', `/v1/jobs/${job.id}`, MASTER)).body.status, 'running', 'nothing changed');
+    assert.equal(
+      (await call<JobView>(rig.url, 'GET', `/v1/jobs/${job.id}`, MASTER)).body.status,
+      'running',
+      'nothing changed',
+    );
 
     const ok = await ui.post(`/ui/jobs/${job.id}/cancel`, {});
     assert.equal(ok.status, 303);
@@ -185,7 +224,11 @@ describe('console · media jobs', () => {
 
     const fromList = await ui.post(`/ui/jobs/${done.id}/cancel`, { back: 'list' });
     assert.equal(fromList.headers.get('location'), `/ui/jobs?cancelled=${done.id}`);
-    assert.equal((await call<JobView>(rig.url, 'GET', `/v1/jobs/${done.id}`, MASTER)).body.status, 'done', 'a finished job stays done');
+    assert.equal(
+      (await call<JobView>(rig.url, 'GET', `/v1/jobs/${done.id}`, MASTER)).body.status,
+      'done',
+      'a finished job stays done',
+    );
     assert.equal((await ui.post(`/ui/jobs/job_${'1'.repeat(32)}/cancel`, {})).status, 404);
   });
 
@@ -205,7 +248,10 @@ describe('console · media jobs', () => {
     assert.ok(progress.length > 2 && progress.every((e) => e.progress >= 0 && e.progress <= 100));
     assert.ok(progress[0].parts['jobs-summary'].includes('Seed'), 'the summary once the job is compiled');
     const previews = events.filter((e) => e.type === 'preview');
-    assert.ok(previews.length > 0 && previews.every((e) => e.url === `/ui/jobs/${job.id}/preview`), 'preview URLs the console serves');
+    assert.ok(
+      previews.length > 0 && previews.every((e) => e.url === `/ui/jobs/${job.id}/preview`),
+      'preview URLs the console serves',
+    );
     const end = events.at(-1)!;
     assert.equal(end.type, 'done');
     assert.equal(end.progress, 100);
@@ -214,7 +260,11 @@ describe('console · media jobs', () => {
     assert.ok(!JSON.stringify(events).includes('/v1/'), 'no API URL reaches the page');
 
     const replay = await readSse(await ui.get(`/ui/jobs/${job.id}/events`));
-    assert.deepEqual(replay.frames.filter((f) => f.data).map((f) => f.event), ['done'], 'a finished job: its end at once');
+    assert.deepEqual(
+      replay.frames.filter((f) => f.data).map((f) => f.event),
+      ['done'],
+      'a finished job: its end at once',
+    );
     assert.equal((await ui.get(`/ui/jobs/job_${'2'.repeat(32)}/events`)).status, 404);
   });
 });

@@ -19,7 +19,9 @@ function recordSwaps(): void {
   const own = Object.getOwnPropertyDescriptor(g.Element.prototype, 'innerHTML')!;
   Object.defineProperty(g.Element.prototype, 'innerHTML', {
     configurable: true,
-    get() { return own.get!.call(this); },
+    get() {
+      return own.get!.call(this);
+    },
     set(html: string) {
       if (this.hasAttribute?.('data-part')) g.gwSwaps.push(this.getAttribute('data-part'));
       own.set!.call(this, html);
@@ -56,18 +58,30 @@ describe('live parts in a browser', { skip: skipWithoutChromium }, () => {
     assert.ok(!idle.includes('dashboard-calls'), `the unchanged calls table is never replaced (${idle.join(', ')})`);
     assert.ok(!idle.includes('dashboard-queue'), 'nor the empty queue');
 
-    const submitted = await call<JobView>(rig.url, 'POST', '/v1/generations', MASTER, { mode: 'async', model: 'sd15', prompt: 'watched slowly' });
+    const submitted = await call<JobView>(rig.url, 'POST', '/v1/generations', MASTER, {
+      mode: 'async',
+      model: 'sd15',
+      prompt: 'watched slowly',
+    });
     assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
     const link = `[data-part="dashboard-jobs"] a[href="/ui/jobs/${submitted.body.id}"]`;
     await page.waitForSelector(link);
     await page.focus(link);
     const before = (await swaps(page)).filter((n) => n === 'dashboard-jobs').length;
-    await page.waitForFunction((n) => (globalThis as any).gwSwaps.filter((p: string) => p === 'dashboard-jobs').length >= n + 2, before, { timeout: 8_000 });
+    await page.waitForFunction(
+      (n) => (globalThis as any).gwSwaps.filter((p: string) => p === 'dashboard-jobs').length >= n + 2,
+      before,
+      { timeout: 8_000 },
+    );
     const focused = await page.evaluate(() => {
       const active = (globalThis as any).document.activeElement;
       return { href: active?.getAttribute('href'), inPart: !!active?.closest('[data-part="dashboard-jobs"]') };
     });
-    assert.deepEqual(focused, { href: `/ui/jobs/${submitted.body.id}`, inPart: true }, 'the keyboard focus is where it was');
+    assert.deepEqual(
+      focused,
+      { href: `/ui/jobs/${submitted.body.id}`, inPart: true },
+      'the keyboard focus is where it was',
+    );
 
     await call(rig.url, 'POST', `/v1/jobs/${submitted.body.id}/cancel`, MASTER);
     await context.close();

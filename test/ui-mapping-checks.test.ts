@@ -21,8 +21,11 @@ const FAST = { poll_interval: 0.05, disconnect_grace: 0.5, max_wait: 30 } as con
 const BIG = '9007199254740993'; // 2^53 + 1: JSON.parse makes it …992
 
 /** The sd15 workflow as text, its seed primitive (node 69) set to BIG without ever being a JS number. */
-const bigSeedText = () => JSON.stringify(workflow('txt2img_sd15_api.json'), null, 2)
-  .replace(/("69": \{\s*"inputs": \{\s*"value": )-1/, `$1${BIG}`);
+const bigSeedText = () =>
+  JSON.stringify(workflow('txt2img_sd15_api.json'), null, 2).replace(
+    /("69": \{\s*"inputs": \{\s*"value": )-1/,
+    `$1${BIG}`,
+  );
 
 describe('generation aliases: exact seeds, the service check, odd names', () => {
   let gw: TestGateway;
@@ -41,12 +44,20 @@ describe('generation aliases: exact seeds, the service check, odd names', () => 
 
   const api = async (method: string, path: string, body?: string) => {
     const res = await fetch(`${gw.url}${path}`, {
-      method, body, headers: { authorization: `Bearer ${MASTER}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      method,
+      body,
+      headers: {
+        authorization: `Bearer ${MASTER}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
     });
     return { status: res.status, text: await res.text() };
   };
   const storedSeed = (alias: string) => {
-    const table = gw.gateway.settings.get('image_models') as Record<string, { workflow_json: Record<string, { inputs: Record<string, unknown> }> }[]>;
+    const table = gw.gateway.settings.get('image_models') as Record<
+      string,
+      { workflow_json: Record<string, { inputs: Record<string, unknown> }> }[]
+    >;
     return table[alias][0].workflow_json['69'].inputs.value;
   };
 
@@ -54,7 +65,11 @@ describe('generation aliases: exact seeds, the service check, odd names', () => 
     const text = bigSeedText();
     assert.ok(text.includes(`"value": ${BIG}`));
     await ui.get('/ui/mapping');
-    const registered = await ui.post('/ui/mapping/register', { alias: 'big-ui', workflow: text, backends: ['comfy-a'] });
+    const registered = await ui.post('/ui/mapping/register', {
+      alias: 'big-ui',
+      workflow: text,
+      backends: ['comfy-a'],
+    });
     assert.equal(registered.status, 200);
     const fields = formFields(await registered.text(), 'id="mapping-editor"');
     const saved = await ui.post('/ui/mapping', { ...fields, _csrf: [], action: 'save' });
@@ -79,7 +94,8 @@ describe('generation aliases: exact seeds, the service check, odd names', () => 
     assert.match(again.text, new RegExp(`"value":${BIG}\\b`));
     assert.ok(gw.gateway.generations.get('big-api'), 'the catalog serves it');
     const job = await fetch(`${gw.url}/v1/generations`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
       body: '{"model": "big-api", "prompt": "exact", "params": {"width": 64, "height": 64}}',
     });
     const answer = await job.text();
@@ -94,12 +110,23 @@ describe('generation aliases: exact seeds, the service check, odd names', () => 
 
   test('the admin API refuses a mapping to an unknown node or field, with key paths; nothing stored', async () => {
     const before = await api('GET', '/admin/api/settings/image_models');
-    const entry = (mapping: unknown) => JSON.stringify({ value: { bad: [{ backend: 'comfy-a', workflow_json: workflow('txt2img_sd15_api.json'), mapping }] } });
-    const node = await api('PUT', '/admin/api/settings/image_models', entry({ prompt: { node: '999', field: 'value' } }));
+    const entry = (mapping: unknown) =>
+      JSON.stringify({
+        value: { bad: [{ backend: 'comfy-a', workflow_json: workflow('txt2img_sd15_api.json'), mapping }] },
+      });
+    const node = await api(
+      'PUT',
+      '/admin/api/settings/image_models',
+      entry({ prompt: { node: '999', field: 'value' } }),
+    );
     assert.equal(node.status, 400, node.text);
     assert.match(node.text, /image_models\.bad\[0\]\.mapping\.prompt\.node/);
     assert.match(node.text, /no node '999'/);
-    const field = await api('PUT', '/admin/api/settings/image_models', entry({ prompt: { node: '61', field: 'no_such_input' } }));
+    const field = await api(
+      'PUT',
+      '/admin/api/settings/image_models',
+      entry({ prompt: { node: '61', field: 'no_such_input' } }),
+    );
     assert.equal(field.status, 400, field.text);
     assert.match(field.text, /image_models\.bad\[0\]\.mapping\.prompt\.field/);
     assert.match(field.text, /has no input 'no_such_input'/);
@@ -108,14 +135,25 @@ describe('generation aliases: exact seeds, the service check, odd names', () => 
   });
 
   test('a warning alone does not block: a mapped field that is also pinned is saved', async () => {
-    const value = { warned: [{
-      backend: 'comfy-a', workflow_json: workflow('txt2img_sd15_api.json'),
-      mapping: { prompt: { node: '61', field: 'value' } }, fixed: [{ node: '61', field: 'value', value: 'always this' }],
-    }] };
+    const value = {
+      warned: [
+        {
+          backend: 'comfy-a',
+          workflow_json: workflow('txt2img_sd15_api.json'),
+          mapping: { prompt: { node: '61', field: 'value' } },
+          fixed: [{ node: '61', field: 'value', value: 'always this' }],
+        },
+      ],
+    };
     const ok = await api('PUT', '/admin/api/settings/image_models', JSON.stringify({ value }));
     assert.equal(ok.status, 200, ok.text);
     assert.ok(gw.gateway.generations.get('warned'));
-    assert.ok(gw.gateway.generations.problems().some((p) => p.severity === 'warning' && p.path.startsWith('image_models.warned')), 'the warning stands');
+    assert.ok(
+      gw.gateway.generations
+        .problems()
+        .some((p) => p.severity === 'warning' && p.path.startsWith('image_models.warned')),
+      'the warning stands',
+    );
   });
 
   test('an alias named like an Object.prototype key is a 404 page, not a 500', async () => {

@@ -26,7 +26,7 @@ const FAST = { poll_interval: 0.05, disconnect_grace: 0.5, max_wait: 30 } as con
 const EDITOR = 'id="mapping-editor"';
 
 const wfText = (name: string) => JSON.stringify(workflow(name), null, 2);
-const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v ?? '');
+const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : (v ?? ''));
 
 describe('the mapping tab', () => {
   let gw: TestGateway;
@@ -37,10 +37,13 @@ describe('the mapping tab', () => {
   before(async () => {
     a = await startComfyFake({ objectInfo: fakeObjectInfo() });
     b = await startComfyFake({ objectInfo: editObjectInfo(), knobs: { validateCombos: false } });
-    gw = await startGateway([
-      { name: 'comfy-a', url: a.url, type: 'comfyui', ...FAST },
-      { name: 'comfy-b', url: b.url, type: 'comfyui', ...FAST },
-    ], { api_key: MASTER });
+    gw = await startGateway(
+      [
+        { name: 'comfy-a', url: a.url, type: 'comfyui', ...FAST },
+        { name: 'comfy-b', url: b.url, type: 'comfyui', ...FAST },
+      ],
+      { api_key: MASTER },
+    );
     ui = await UiClient.login(gw, MASTER);
   });
   after(async () => {
@@ -59,20 +62,39 @@ describe('the mapping tab', () => {
     return { html, fields: formFields(html, EDITOR) };
   };
   // the client adds the page's token itself (the form's own _csrf field would be a second one)
-  const submit = (fields: FormFields, action: string, opts: { csrf?: string } = {}) => ui.post('/ui/mapping', { ...fields, _csrf: [], action }, opts);
+  const submit = (fields: FormFields, action: string, opts: { csrf?: string } = {}) =>
+    ui.post('/ui/mapping', { ...fields, _csrf: [], action }, opts);
 
   test('pasting the sd15 workflow shows the suggested mapping with object_info ranges; nothing is stored', async () => {
     const res = await register('sd15ui', wfText('txt2img_sd15_api.json'));
     assert.equal(res.status, 200);
     const { html, fields } = await editorOf(res);
     const rows = mappingRows(fields);
-    for (const param of ['prompt', 'negative_prompt', 'seed', 'width', 'height', 'steps', 'cfg', 'sampler', 'scheduler']) assert.ok(rows.has(param), `suggested ${param}`);
+    for (const param of [
+      'prompt',
+      'negative_prompt',
+      'seed',
+      'width',
+      'height',
+      'steps',
+      'cfg',
+      'sampler',
+      'scheduler',
+    ])
+      assert.ok(rows.has(param), `suggested ${param}`);
     assert.deepEqual([rows.get('prompt')!.node, rows.get('prompt')!.field], ['61', 'value']);
     assert.deepEqual([rows.get('seed')!.node, rows.get('width')!.node, rows.get('steps')!.node], ['69', '146', '310']);
     const steps = rows.get('steps')!;
-    assert.match(html, new RegExp(`id="m${steps.k}-hint">INT · min 1 · max 10000`), 'numeric fields show min/max from object_info');
+    assert.match(
+      html,
+      new RegExp(`id="m${steps.k}-hint">INT · min 1 · max 10000`),
+      'numeric fields show min/max from object_info',
+    );
     assert.ok(selectOptions(html, `m${steps.k}_node`).values.includes('312'), 'the node list is the workflow');
-    assert.ok(selectOptions(html, `m${steps.k}_field`).values.includes('cfg'), "the field list is the node class's inputs");
+    assert.ok(
+      selectOptions(html, `m${steps.k}_field`).values.includes('cfg'),
+      "the field list is the node class's inputs",
+    );
     assert.match(html, /Lora Loader Stack \(rgthree\)/, 'the LoRA slots are listed');
     assert.equal(stored().sd15ui, undefined);
   });
@@ -80,12 +102,26 @@ describe('the mapping tab', () => {
   test('save: the catalog serves the alias and a real job runs on the fake', async () => {
     const { fields } = await editorOf(await register('sd15ui', wfText('txt2img_sd15_api.json')));
     const res = await submit(fields, 'save');
-    assert.equal(res.status, 303, await res.clone().text().then((t) => t.slice(0, 2000)));
+    assert.equal(
+      res.status,
+      303,
+      await res
+        .clone()
+        .text()
+        .then((t) => t.slice(0, 2000)),
+    );
     assert.equal(res.headers.get('location'), '/ui/mapping/sd15ui?saved=1');
     const model = gw.gateway.generations.get('sd15ui');
-    assert.deepEqual(model?.candidates.map((c) => c.backend), ['comfy-a', 'comfy-b']);
+    assert.deepEqual(
+      model?.candidates.map((c) => c.backend),
+      ['comfy-a', 'comfy-b'],
+    );
     assert.equal(gw.gateway.admin.settingView('image_models')?.source, 'store');
-    const job = await call(gw.url, 'POST', '/v1/generations', MASTER, { model: 'sd15ui', prompt: 'a fox from the console', params: { width: 512, height: 384, seed: 7 } });
+    const job = await call(gw.url, 'POST', '/v1/generations', MASTER, {
+      model: 'sd15ui',
+      prompt: 'a fox from the console',
+      params: { width: 512, height: 384, seed: 7 },
+    });
     assert.equal(job.status, 200, JSON.stringify(job.body));
     assert.equal(job.body.status, 'done');
     assert.equal(job.body.backend, 'comfy-a');
@@ -100,11 +136,15 @@ describe('the mapping tab', () => {
     assert.match(list, /kind-image/);
   });
 
-  test('pins per backend: a checkpoint from each backend\'s own choices', async () => {
+  test("pins per backend: a checkpoint from each backend's own choices", async () => {
     const { fields } = await editorOf(await ui.get('/ui/mapping/sd15ui'));
     Object.assign(fields, {
-      b0_p0_node: '312', b0_p0_field: 'ckpt_name', b0_p0_value: 'v1-5-pruned-emaonly-fp16.safetensors',
-      b1_p0_node: '312', b1_p0_field: 'ckpt_name', b1_p0_value: 'v1-5-pruned-emaonly.safetensors',
+      b0_p0_node: '312',
+      b0_p0_field: 'ckpt_name',
+      b0_p0_value: 'v1-5-pruned-emaonly-fp16.safetensors',
+      b1_p0_node: '312',
+      b1_p0_field: 'ckpt_name',
+      b1_p0_value: 'v1-5-pruned-emaonly.safetensors',
     });
     const checked = await submit(fields, 'check');
     assert.equal(checked.status, 200);
@@ -112,35 +152,58 @@ describe('the mapping tab', () => {
     const onA = selectOptions(html, 'b0_p0_value');
     const onB = selectOptions(html, 'b1_p0_value');
     assert.equal(onA.selected, 'v1-5-pruned-emaonly-fp16.safetensors');
-    assert.ok(onA.values.includes('SD15-Cyberrealistic-fp32.safetensors') && !onA.values.includes('v1-5-pruned-emaonly.safetensors'), "comfy-a's checkpoints");
+    assert.ok(
+      onA.values.includes('SD15-Cyberrealistic-fp32.safetensors') &&
+        !onA.values.includes('v1-5-pruned-emaonly.safetensors'),
+      "comfy-a's checkpoints",
+    );
     assert.equal(onB.selected, 'v1-5-pruned-emaonly.safetensors');
-    assert.ok(onB.values.includes('sd3.5_medium.safetensors') && !onB.values.includes('SD15-Cyberrealistic-fp32.safetensors'), "comfy-b's checkpoints");
-    assert.match(html, /<template data-choices="b1" data-node="312" data-field="ckpt_name">/, 'choices for the script to swap in');
+    assert.ok(
+      onB.values.includes('sd3.5_medium.safetensors') && !onB.values.includes('SD15-Cyberrealistic-fp32.safetensors'),
+      "comfy-b's checkpoints",
+    );
+    assert.match(
+      html,
+      /<template data-choices="b1" data-node="312" data-field="ckpt_name">/,
+      'choices for the script to swap in',
+    );
 
     const res = await submit(again, 'save');
     assert.equal(res.status, 303);
     const entries = stored().sd15ui;
-    assert.deepEqual(entries.map((e) => e.fixed), [
-      [{ node: '312', field: 'ckpt_name', value: 'v1-5-pruned-emaonly-fp16.safetensors' }],
-      [{ node: '312', field: 'ckpt_name', value: 'v1-5-pruned-emaonly.safetensors' }],
-    ]);
+    assert.deepEqual(
+      entries.map((e) => e.fixed),
+      [
+        [{ node: '312', field: 'ckpt_name', value: 'v1-5-pruned-emaonly-fp16.safetensors' }],
+        [{ node: '312', field: 'ckpt_name', value: 'v1-5-pruned-emaonly.safetensors' }],
+      ],
+    );
     const job = await call(gw.url, 'POST', '/v1/generations', MASTER, { model: 'sd15ui', prompt: 'pinned' });
     assert.equal(job.status, 200, JSON.stringify(job.body));
     // whichever box ran it, it ran that box's pin
     const ran = job.body.backend === 'comfy-a' ? a : b;
-    assert.equal(ran.prompts.at(-1)!.prompt['312'].inputs.ckpt_name, job.body.backend === 'comfy-a' ? 'v1-5-pruned-emaonly-fp16.safetensors' : 'v1-5-pruned-emaonly.safetensors');
+    assert.equal(
+      ran.prompts.at(-1)!.prompt['312'].inputs.ckpt_name,
+      job.body.backend === 'comfy-a' ? 'v1-5-pruned-emaonly-fp16.safetensors' : 'v1-5-pruned-emaonly.safetensors',
+    );
 
     // the dry run on comfy-b shows its own pin in the diff
     const { fields: edit } = await editorOf(await ui.get('/ui/mapping/sd15ui'));
     const dry = await submit({ ...edit, s_backend: 'comfy-b' }, 'compile');
     const dryHtml = await dry.text();
     assert.match(dryHtml, /Compiled for comfy-b/);
-    assert.match(dryHtml, /ckpt_name<\/td><td class="mono before">&quot;SD15-Cyberrealistic-fp32.safetensors&quot;<\/td><td class="mono after">&quot;v1-5-pruned-emaonly.safetensors&quot;/);
+    assert.match(
+      dryHtml,
+      /ckpt_name<\/td><td class="mono before">&quot;SD15-Cyberrealistic-fp32.safetensors&quot;<\/td><td class="mono after">&quot;v1-5-pruned-emaonly.safetensors&quot;/,
+    );
   });
 
   test("ComfyUI's UI format is refused with the Export (API) hint, nothing stored", async () => {
     const before = stored();
-    const res = await register('ui-format', JSON.stringify({ last_node_id: 9, nodes: [{ id: 1, type: 'KSampler' }], links: [] }));
+    const res = await register(
+      'ui-format',
+      JSON.stringify({ last_node_id: 9, nodes: [{ id: 1, type: 'KSampler' }], links: [] }),
+    );
     assert.equal(res.status, 400);
     const html = await res.text();
     assert.match(html, /id="workflow-error">[^<]*UI format[^<]*Export \(API\)/);
@@ -162,14 +225,21 @@ describe('the mapping tab', () => {
     assert.match(html, new RegExp(`id="m${prompt.k}-node"[^>]*aria-invalid="true"`));
     assert.match(html, new RegExp(`id="m${prompt.k}-node-error">[^<]*no node &#39;999&#39;`));
     assert.match(html, /Nothing was saved/);
-    assert.match(html, /href="#m\d+-node"><code>image_models.sd15ui\[0\].mapping.prompt.node<\/code>/, 'the summary names the key path');
+    assert.match(
+      html,
+      /href="#m\d+-node"><code>image_models.sd15ui\[0\].mapping.prompt.node<\/code>/,
+      'the summary names the key path',
+    );
     assert.deepEqual(stored(), before);
     // a field its class does not have, the same way
     fields[`m${prompt.k}_node`] = '61';
     fields[`m${prompt.k}_field`] = 'no_such_input';
     const field = await submit(fields, 'save');
     assert.equal(field.status, 400);
-    assert.match(await field.text(), new RegExp(`id="m${prompt.k}-field-error">[^<]*has no input &#39;no_such_input&#39;`));
+    assert.match(
+      await field.text(),
+      new RegExp(`id="m${prompt.k}-field-error">[^<]*has no input &#39;no_such_input&#39;`),
+    );
     assert.deepEqual(stored(), before);
   });
 
@@ -188,7 +258,10 @@ describe('the mapping tab', () => {
     const ids = [...removed.matchAll(/<li>(\S+) ·/g)].map((m) => m[1]);
     assert.deepEqual(ids, ['36', '37', '38', '39', '46', '49', '57', '70', '71', '82', '83']);
     assert.match(/<ul class="node-list bypassed">([\s\S]*?)<\/ul>/.exec(html)?.[1] ?? '', /53 · [\s\S]*41 · /);
-    assert.match(html, /<td>58 · input_image · Trellis2LoadImageWithTransparency<\/td><td class="mono">image<\/td><td class="mono before">&quot;0.png&quot;<\/td><td class="mono after">&quot;gw_dryrun_image.png&quot;/);
+    assert.match(
+      html,
+      /<td>58 · input_image · Trellis2LoadImageWithTransparency<\/td><td class="mono">image<\/td><td class="mono before">&quot;0.png&quot;<\/td><td class="mono after">&quot;gw_dryrun_image.png&quot;/,
+    );
     // the same slot left empty: disabling it would prune every output → the compile error names it
     const empty = await submit({ ...fields, s_backend: 'comfy-b' }, 'compile');
     const refused = await empty.text();
@@ -203,11 +276,20 @@ describe('the mapping tab', () => {
     const { fields } = await editorOf(await register('qwen-edit', wfText('img2img_qwen_api.json'), ['comfy-b']));
     const slot = mappingRows(fields).get('image_2')!;
     fields[`m${slot.k}_mode`] = 'disable';
-    const res = await submit({ ...fields, s_backend: 'comfy-b', s_img: ['image', 'image_3'], s_extra: '{"prompt": "make it blue"}' }, 'compile');
+    const res = await submit(
+      { ...fields, s_backend: 'comfy-b', s_img: ['image', 'image_3'], s_extra: '{"prompt": "make it blue"}' },
+      'compile',
+    );
     const html = await res.text();
     const removed = /<ul class="node-list removed">([\s\S]*?)<\/ul>/.exec(html)?.[1] ?? '';
-    assert.deepEqual([...removed.matchAll(/<li>(\S+) ·/g)].map((m) => m[1]), ['127']);
-    assert.match(html, /<td>60 · [^<]*<\/td><td class="mono">image2<\/td><td class="mono before">← node 127 output 0<\/td><td class="mono after">\(unwired\)/);
+    assert.deepEqual(
+      [...removed.matchAll(/<li>(\S+) ·/g)].map((m) => m[1]),
+      ['127'],
+    );
+    assert.match(
+      html,
+      /<td>60 · [^<]*<\/td><td class="mono">image2<\/td><td class="mono before">← node 127 output 0<\/td><td class="mono after">\(unwired\)/,
+    );
     assert.match(html, /&quot;make it blue&quot;/);
     assert.equal(stored()['qwen-edit'], undefined);
   });
@@ -259,7 +341,13 @@ describe('the mapping tab over aliases from config.yaml', () => {
     gw = await startGateway([{ name: 'comfy-a', url: a.url, type: 'comfyui', ...FAST }], {
       api_key: MASTER,
       image_models: {
-        sd15: [{ backend: 'comfy-a', workflow: 'workflows/txt2img_sd15_api.json', workflow_json: workflow('txt2img_sd15_api.json') }],
+        sd15: [
+          {
+            backend: 'comfy-a',
+            workflow: 'workflows/txt2img_sd15_api.json',
+            workflow_json: workflow('txt2img_sd15_api.json'),
+          },
+        ],
         audio: [{ backend: 'comfy-a', workflow_json: workflow('stable_audio_open_api.json') }],
       },
     });
@@ -279,14 +367,23 @@ describe('the mapping tab over aliases from config.yaml', () => {
     assert.equal(first(fields.original), 'sd15');
     // rename it and set a mode nobody asked for on a non-image field: refused inline by validateAlias
     const seed = mappingRows(fields).get('seed')!;
-    const refused = await ui.post('/ui/mapping', { ...fields, _csrf: [], [`m${seed.k}_mode`]: 'required', action: 'save' });
+    const refused = await ui.post('/ui/mapping', {
+      ...fields,
+      _csrf: [],
+      [`m${seed.k}_mode`]: 'required',
+      action: 'save',
+    });
     assert.equal(refused.status, 400);
     assert.match(await refused.text(), new RegExp(`id="m${seed.k}-mode-error">[^<]*image slots only`));
     const res = await ui.post('/ui/mapping', { ...fields, _csrf: [], alias: 'sd15-renamed', action: 'save' });
     assert.equal(res.status, 303);
     const view = gw.gateway.admin.settingView('image_models')!;
     assert.deepEqual([view.source, view.overridden], ['store', true]);
-    assert.deepEqual(Object.keys(gw.gateway.config().image_models).sort(), ['audio', 'sd15-renamed'], 'the other alias kept, the old name gone');
+    assert.deepEqual(
+      Object.keys(gw.gateway.config().image_models).sort(),
+      ['audio', 'sd15-renamed'],
+      'the other alias kept, the old name gone',
+    );
     assert.ok(gw.gateway.generations.get('sd15-renamed'));
     const after = await ui.html('/ui/mapping');
     assert.match(after, /overrides config.yaml/);

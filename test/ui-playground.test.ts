@@ -32,7 +32,11 @@ describe('console · playground', () => {
     const sd15 = sd15Models(['comfy'])!.sd15;
     sd15[0].fixed = [{ node: '310', field: 'cfg', value: 6.5 }];
     rig = await startPlaygroundRig({
-      image_models: { sd15, [XSS_ALIAS]: sd15Models(['comfy'])!.sd15, wan: [{ backend: 'comfy', workflow_json: workflow('img2video_wan_lowram_api.json') }] },
+      image_models: {
+        sd15,
+        [XSS_ALIAS]: sd15Models(['comfy'])!.sd15,
+        wan: [{ backend: 'comfy', workflow_json: workflow('img2video_wan_lowram_api.json') }],
+      },
     });
     url = rig.gw.url;
     ui = await UiClient.login({ url: url }, PLAYGROUND_KEY);
@@ -52,17 +56,33 @@ describe('console · playground', () => {
       assert.match(html, new RegExp(`role="tab" id="pg-tab-${panel}" aria-controls="pg-panel-${panel}"`));
       assert.match(html, new RegExp(`id="pg-panel-${panel}"[^>]*role="tabpanel" aria-labelledby="pg-tab-${panel}"`));
     }
-    for (const id of ['pg-key', 'pg-chat-model', 'pg-chat-input', 'pg-max-tokens', 'pg-media-model', 'pg-media-prompt', 'pg-media-params', 'pg-voice-model', 'pg-voice-input']) {
+    for (const id of [
+      'pg-key',
+      'pg-chat-model',
+      'pg-chat-input',
+      'pg-max-tokens',
+      'pg-media-model',
+      'pg-media-prompt',
+      'pg-media-params',
+      'pg-voice-model',
+      'pg-voice-input',
+    ]) {
       assert.match(html, new RegExp(`<label for="${id}"`), `a label for ${id}`);
     }
     // sd15: its parameters with the workflow's values, the pinned cfg not offered
-    const sd15 = html.slice(html.indexOf('data-alias="sd15"'), html.indexOf('</fieldset>', html.indexOf('data-alias="sd15"')));
+    const sd15 = html.slice(
+      html.indexOf('data-alias="sd15"'),
+      html.indexOf('</fieldset>', html.indexOf('data-alias="sd15"')),
+    );
     assert.match(sd15, /data-param="steps" data-default="30"/);
     assert.match(sd15, /data-param="sampler" data-default="&quot;euler&quot;"/);
     assert.ok(!sd15.includes('data-param="cfg"'), 'a pinned field is not offered');
     assert.match(sd15, /Pinned on comfy \(not settable\): <span class="mono">310.cfg<\/span>/);
     // wan: a reference image slot
-    assert.match(html, /<input type="file" id="pg-file-a2-image" data-slot="image" data-kind="image" accept="image\/\*"/);
+    assert.match(
+      html,
+      /<input type="file" id="pg-file-a2-image" data-slot="image" data-kind="image" accept="image\/\*"/,
+    );
     // the XSS-shaped alias: text
     assert.ok(!html.includes(XSS_ALIAS));
     assert.ok(html.includes('data-alias="&lt;b onmouseover=alert(1)&gt;sd&lt;/b&gt;"'));
@@ -71,7 +91,8 @@ describe('console · playground', () => {
   test('the cost lookup: a call made with a key, read back by its request id from the call log; malformed ids refused', async () => {
     const since = Date.now();
     const res = await fetch(`${url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${PLAYGROUND_KEY}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${PLAYGROUND_KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'hi' }] }),
     });
     assert.equal(res.status, 200);
@@ -79,7 +100,10 @@ describe('console · playground', () => {
     const requestId = res.headers.get('x-request-id')!;
     let row: Record<string, unknown> = {};
     for (let i = 0; i < 50 && row.found !== true; i++) {
-      row = await (await ui.get(`/ui/playground/call?request_id=${requestId}&since=${since}`)).json() as Record<string, unknown>;
+      row = (await (await ui.get(`/ui/playground/call?request_id=${requestId}&since=${since}`)).json()) as Record<
+        string,
+        unknown
+      >;
       if (row.found !== true) await new Promise((r) => setTimeout(r, 20));
     }
     assert.equal(row.found, true);
@@ -90,89 +114,132 @@ describe('console · playground', () => {
     assert.deepEqual(await (await ui.get('/ui/playground/call?request_id=no-such-call')).json(), { found: false });
     assert.equal((await ui.get('/ui/playground/call?request_id=%3Cscript%3E')).status, 400);
     assert.equal((await ui.get('/ui/playground/call')).status, 400);
-    assert.equal((await new UiClient(url).get(`/ui/playground/call?request_id=${requestId}`)).status, 303, 'behind the login');
+    assert.equal(
+      (await new UiClient(url).get(`/ui/playground/call?request_id=${requestId}`)).status,
+      303,
+      'behind the login',
+    );
   });
 
-  test('in the browser: chat streams in pieces, media reaches 100 % with its result, speech plays; the key only on /v1', { skip: skipWithoutChromium }, async () => {
-    const browser = await launchChromium();
-    try {
-      const page = await (await browser.newContext()).newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (err) => errors.push(err.message));
-      page.on('console', (m) => { if (m.type() === 'error' && /Content Security Policy/.test(m.text())) errors.push(m.text()); });
-      const keyed: string[] = [];
-      page.on('request', (req) => { if (req.headers().authorization) keyed.push(new URL(req.url()).pathname); });
-      await loginPage(page, url, PLAYGROUND_KEY);
-      await page.goto(`${url}/ui/playground`);
+  test(
+    'in the browser: chat streams in pieces, media reaches 100 % with its result, speech plays; the key only on /v1',
+    { skip: skipWithoutChromium },
+    async () => {
+      const browser = await launchChromium();
+      try {
+        const page = await (await browser.newContext()).newPage();
+        const errors: string[] = [];
+        page.on('pageerror', (err) => errors.push(err.message));
+        page.on('console', (m) => {
+          if (m.type() === 'error' && /Content Security Policy/.test(m.text())) errors.push(m.text());
+        });
+        const keyed: string[] = [];
+        page.on('request', (req) => {
+          if (req.headers().authorization) keyed.push(new URL(req.url()).pathname);
+        });
+        await loginPage(page, url, PLAYGROUND_KEY);
+        await page.goto(`${url}/ui/playground`);
 
-      // inline errors before anything is sent
-      await page.click('#pg-chat-send');
-      assert.match(await page.textContent('#pg-chat-model-error') ?? '', /Choose a model/);
-      assert.equal(await page.getAttribute('#pg-chat-input', 'aria-invalid'), 'true');
-      await useKey(page, PLAYGROUND_KEY);
-      assert.equal(await page.evaluate(() => (globalThis as any).sessionStorage.length), 0, 'not kept unless asked');
-      await page.check('#pg-remember');
-      assert.equal(await page.evaluate(() => (globalThis as any).sessionStorage.getItem('gw-playground-key')), PLAYGROUND_KEY);
-      await page.uncheck('#pg-remember');
-      assert.equal(await page.evaluate(() => (globalThis as any).sessionStorage.length), 0);
+        // inline errors before anything is sent
+        await page.click('#pg-chat-send');
+        assert.match((await page.textContent('#pg-chat-model-error')) ?? '', /Choose a model/);
+        assert.equal(await page.getAttribute('#pg-chat-input', 'aria-invalid'), 'true');
+        await useKey(page, PLAYGROUND_KEY);
+        assert.equal(await page.evaluate(() => (globalThis as any).sessionStorage.length), 0, 'not kept unless asked');
+        await page.check('#pg-remember');
+        assert.equal(
+          await page.evaluate(() => (globalThis as any).sessionStorage.getItem('gw-playground-key')),
+          PLAYGROUND_KEY,
+        );
+        await page.uncheck('#pg-remember');
+        assert.equal(await page.evaluate(() => (globalThis as any).sessionStorage.length), 0);
 
-      // chat: the answer grows while it streams
-      await page.selectOption('#pg-chat-model', CHAT_MODEL);
-      await page.check('input[name="reasoning"][value="off"]');
-      await page.fill('#pg-chat-input', 'Say <b>hello</b>');
-      await page.click('#pg-chat-send');
-      const lengths = new Set<number>();
-      while (await page.$('.pg-msg-assistant.streaming')) {
-        lengths.add(((await page.textContent('.pg-msg-assistant .pg-msg-text').catch(() => '')) ?? '').length);
-        await new Promise((r) => setTimeout(r, 30));
+        // chat: the answer grows while it streams
+        await page.selectOption('#pg-chat-model', CHAT_MODEL);
+        await page.check('input[name="reasoning"][value="off"]');
+        await page.fill('#pg-chat-input', 'Say <b>hello</b>');
+        await page.click('#pg-chat-send');
+        const lengths = new Set<number>();
+        while (await page.$('.pg-msg-assistant.streaming')) {
+          lengths.add(((await page.textContent('.pg-msg-assistant .pg-msg-text').catch(() => '')) ?? '').length);
+          await new Promise((r) => setTimeout(r, 30));
+        }
+        const partial = [...lengths].filter((n) => n > 0);
+        const answer = (await page.textContent('.pg-msg-assistant .pg-msg-text')) ?? '';
+        assert.ok(
+          partial.filter((n) => n < answer.length).length >= 2,
+          `seen in pieces: ${[...lengths].join(', ')} of ${answer.length}`,
+        );
+        assert.equal(await page.textContent('.pg-msg-user .pg-msg-text'), 'Say <b>hello</b>', 'the message as text');
+        assert.equal(await page.$('.pg-msg-user b'), null);
+        assert.equal(await page.textContent('[data-meta="backend"]'), 'gpu-box');
+        assert.match((await page.textContent('[data-meta="tokens"]')) ?? '', /^\d+ \/ \d+/);
+        await page.waitForFunction(() =>
+          /free backend/.test((globalThis as any).document.querySelector('[data-meta="cost"]').textContent),
+        );
+        assert.match((await page.getAttribute('[data-meta="request"]', 'href')) ?? '', /^\/ui\/calls\/\d+$/);
+
+        // media: a reference image as a data URI, progress to 100 %, the result as a blob
+        await page.click('#pg-tab-media');
+        assert.equal(await page.isVisible('#pg-panel-chat'), false);
+        await page.selectOption('#pg-media-model', 'wan');
+        await page.setInputFiles('#pg-file-a2-image', { name: 'ref.png', mimeType: 'image/png', buffer: pngA });
+        await page.fill('#pg-media-prompt', 'waves');
+        await page.fill('#pg-media-params', '{"steps": ');
+        await page.click('#pg-media-run');
+        assert.match((await page.textContent('#pg-media-params-error')) ?? '', /Not valid JSON/);
+        await page.fill('#pg-media-params', '{"no_such_param": 1}');
+        await page.click('#pg-media-run');
+        await page.waitForSelector('#pg-media-error:not([hidden])');
+        assert.match(
+          (await page.textContent('#pg-media-params-error')) ?? '',
+          /HTTP 400.*no_such_param/,
+          'the API refusal next to the field',
+        );
+        await page.fill('#pg-media-params', '');
+        await page.click('#pg-media-run');
+        await page.waitForSelector('#pg-media-results video', { timeout: 20_000 });
+        assert.equal(
+          await page.evaluate(() => (globalThis as any).document.getElementById('pg-media-progress').value),
+          100,
+        );
+        assert.equal(await page.textContent('#pg-media-pct'), '100%');
+        assert.match((await page.getAttribute('#pg-media-results video', 'src')) ?? '', /^blob:/);
+        const id = (await page.textContent('#pg-media-link'))!;
+        const job = rig.gw.gateway.media.view(id, {
+          owner: 'master',
+          admin: true,
+          allow: [],
+          source: 't',
+          userId: null,
+        }) as JobView;
+        assert.equal(job.inputs[0].sha256, sha256(pngA), 'the uploaded reference reached the job');
+
+        // voice
+        await page.click('#pg-tab-voice');
+        await page.selectOption('#pg-voice-model', 'tts-box/kokoro');
+        await page.fill('#pg-voice-input', 'Good evening.');
+        await page.click('#pg-voice-run');
+        await page.waitForSelector('#pg-voice-out:not([hidden])');
+        assert.match((await page.getAttribute('#pg-voice-audio', 'src')) ?? '', /^blob:/);
+        assert.equal(await page.getAttribute('#pg-voice-download', 'download'), 'speech.mp3');
+
+        assert.ok(
+          keyed.length > 0 && keyed.every((p) => p.startsWith('/v1/')),
+          `the key went only to /v1: ${[...new Set(keyed)].join(' ')}`,
+        );
+        for (const p of [
+          '/v1/models',
+          '/v1/chat/completions',
+          '/v1/generations',
+          `/v1/jobs/${id}/events`,
+          '/v1/audio/speech',
+        ])
+          assert.ok(keyed.includes(p), p);
+        assert.deepEqual(errors, []);
+      } finally {
+        await browser.close();
       }
-      const partial = [...lengths].filter((n) => n > 0);
-      const answer = (await page.textContent('.pg-msg-assistant .pg-msg-text')) ?? '';
-      assert.ok(partial.filter((n) => n < answer.length).length >= 2, `seen in pieces: ${[...lengths].join(', ')} of ${answer.length}`);
-      assert.equal(await page.textContent('.pg-msg-user .pg-msg-text'), 'Say <b>hello</b>', 'the message as text');
-      assert.equal(await page.$('.pg-msg-user b'), null);
-      assert.equal(await page.textContent('[data-meta="backend"]'), 'gpu-box');
-      assert.match(await page.textContent('[data-meta="tokens"]') ?? '', /^\d+ \/ \d+/);
-      await page.waitForFunction(() => /free backend/.test((globalThis as any).document.querySelector('[data-meta="cost"]').textContent));
-      assert.match(await page.getAttribute('[data-meta="request"]', 'href') ?? '', /^\/ui\/calls\/\d+$/);
-
-      // media: a reference image as a data URI, progress to 100 %, the result as a blob
-      await page.click('#pg-tab-media');
-      assert.equal(await page.isVisible('#pg-panel-chat'), false);
-      await page.selectOption('#pg-media-model', 'wan');
-      await page.setInputFiles('#pg-file-a2-image', { name: 'ref.png', mimeType: 'image/png', buffer: pngA });
-      await page.fill('#pg-media-prompt', 'waves');
-      await page.fill('#pg-media-params', '{"steps": ');
-      await page.click('#pg-media-run');
-      assert.match(await page.textContent('#pg-media-params-error') ?? '', /Not valid JSON/);
-      await page.fill('#pg-media-params', '{"no_such_param": 1}');
-      await page.click('#pg-media-run');
-      await page.waitForSelector('#pg-media-error:not([hidden])');
-      assert.match(await page.textContent('#pg-media-params-error') ?? '', /HTTP 400.*no_such_param/, 'the API refusal next to the field');
-      await page.fill('#pg-media-params', '');
-      await page.click('#pg-media-run');
-      await page.waitForSelector('#pg-media-results video', { timeout: 20_000 });
-      assert.equal(await page.evaluate(() => (globalThis as any).document.getElementById('pg-media-progress').value), 100);
-      assert.equal(await page.textContent('#pg-media-pct'), '100%');
-      assert.match(await page.getAttribute('#pg-media-results video', 'src') ?? '', /^blob:/);
-      const id = (await page.textContent('#pg-media-link'))!;
-      const job = rig.gw.gateway.media.view(id, { owner: 'master', admin: true, allow: [], source: 't', userId: null }) as JobView;
-      assert.equal(job.inputs[0].sha256, sha256(pngA), 'the uploaded reference reached the job');
-
-      // voice
-      await page.click('#pg-tab-voice');
-      await page.selectOption('#pg-voice-model', 'tts-box/kokoro');
-      await page.fill('#pg-voice-input', 'Good evening.');
-      await page.click('#pg-voice-run');
-      await page.waitForSelector('#pg-voice-out:not([hidden])');
-      assert.match(await page.getAttribute('#pg-voice-audio', 'src') ?? '', /^blob:/);
-      assert.equal(await page.getAttribute('#pg-voice-download', 'download'), 'speech.mp3');
-
-      assert.ok(keyed.length > 0 && keyed.every((p) => p.startsWith('/v1/')), `the key went only to /v1: ${[...new Set(keyed)].join(' ')}`);
-      for (const p of ['/v1/models', '/v1/chat/completions', '/v1/generations', `/v1/jobs/${id}/events`, '/v1/audio/speech']) assert.ok(keyed.includes(p), p);
-      assert.deepEqual(errors, []);
-    } finally {
-      await browser.close();
-    }
-  });
+    },
+  );
 });

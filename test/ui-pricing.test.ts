@@ -19,10 +19,13 @@ let ui: UiClient;
 before(async () => {
   openai = await startFake('vllm', { models: ['gpt-4o', 'house-model', 'mystery'] });
   together = await startFake('together');
-  gw = await startGateway([
-    { name: 'oai', url: openai.url, paid: true, pricing: { 'house-*': { input: 2, output: 6 } } },
-    { name: 'tg', url: together.url, paid: true },
-  ], { api_key: MASTER, health_check_interval: 300 });
+  gw = await startGateway(
+    [
+      { name: 'oai', url: openai.url, paid: true, pricing: { 'house-*': { input: 2, output: 6 } } },
+      { name: 'tg', url: together.url, paid: true },
+    ],
+    { api_key: MASTER, health_check_interval: 300 },
+  );
   ui = await UiClient.login(gw, MASTER);
 });
 after(async () => {

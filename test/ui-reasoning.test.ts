@@ -21,13 +21,21 @@ const FILE_RULES = [
   { model: '*qwen3*', mechanism: 'enable_thinking' as const },
 ];
 
-const decode = (html: string) => html.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const decode = (html: string) =>
+  html
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 
 /** What the resolver shows: the rule's place, the header, and the two bodies. */
 function resolverOf(html: string): { rule?: number; applied: string; client: unknown; upstream: unknown } {
   const rule = /Rule <a href="#rule-(\d+)">/.exec(html)?.[1];
   const applied = /<dt>x-reasoning-control<\/dt><dd class="mono">([^<]*)<\/dd>/.exec(html)?.[1] ?? '';
-  const bodies = [...html.matchAll(/<pre class="rs-json" tabindex="0"><code>([\s\S]*?)<\/code><\/pre>/g)].map((m) => JSON.parse(decode(m[1])));
+  const bodies = [...html.matchAll(/<pre class="rs-json" tabindex="0"><code>([\s\S]*?)<\/code><\/pre>/g)].map((m) =>
+    JSON.parse(decode(m[1])),
+  );
   return { rule: rule ? Number(rule) : undefined, applied: decode(applied), client: bodies[0], upstream: bodies[1] };
 }
 
@@ -44,8 +52,14 @@ describe('console reasoning tab', () => {
   /** A chat through the gateway like the resolver's sample; the body the backend got. */
   const realCall = async (model: string, reasoning: string, fake: FakeBackend) => {
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello! In one sentence: why is the sky blue?' }], max_tokens: 256, reasoning }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model,
+        messages: [{ role: 'user', content: 'Hello! In one sentence: why is the sky blue?' }],
+        max_tokens: 256,
+        reasoning,
+      }),
     });
     await res.text();
     const sent = fake.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/chat/completions')).at(-1)!.body;
@@ -55,10 +69,18 @@ describe('console reasoning tab', () => {
   before(async () => {
     a = await startFake('llamacpp', { models: ['qwen3-8b', XSS] });
     b = await startFake('vllm', { models: ['Qwen/Qwen3-8B'] });
-    gw = await startGateway([{ name: 'a', url: a.url }, { name: 'b', url: b.url }], {
-      api_key: MASTER, reasoning_rules: FILE_RULES,
-      virtual_models: { onA: { a: 'qwen3-8b' } }, alias_defaults: { onA: { reasoning: 'off', sampling_defaults: { temperature: 0.6 } } },
-    });
+    gw = await startGateway(
+      [
+        { name: 'a', url: a.url },
+        { name: 'b', url: b.url },
+      ],
+      {
+        api_key: MASTER,
+        reasoning_rules: FILE_RULES,
+        virtual_models: { onA: { a: 'qwen3-8b' } },
+        alias_defaults: { onA: { reasoning: 'off', sampling_defaults: { temperature: 0.6 } } },
+      },
+    );
     ui = await UiClient.login(gw, MASTER);
   });
   after(async () => {
@@ -71,8 +93,15 @@ describe('console reasoning tab', () => {
     const html = await ui.html('/ui/reasoning');
     assert.match(html, /Your rules <span class="muted">— <code>reasoning_rules<\/code>, from config.yaml/);
     const ids = [...html.matchAll(/<tr id="rule-(\d+)"/g)].map((m) => Number(m[1]));
-    assert.deepEqual(ids, Array.from({ length: 2 + DEFAULT_REASONING_RULES.length }, (_, i) => i + 1));
-    assert.equal([...html.matchAll(/href="\/ui\/reasoning\/edit\?i=/g)].length, 2, 'only configured rules are editable');
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 2 + DEFAULT_REASONING_RULES.length }, (_, i) => i + 1),
+    );
+    assert.equal(
+      [...html.matchAll(/href="\/ui\/reasoning\/edit\?i=/g)].length,
+      2,
+      'only configured rules are editable',
+    );
     assert.equal([...html.matchAll(/action="\/ui\/reasoning\/copy"/g)].length, DEFAULT_REASONING_RULES.length);
     assert.match(html, /aria-label="Move rule 1 up" disabled/);
     assert.match(html, /aria-label="Move rule 2 down" disabled/);
@@ -91,12 +120,21 @@ describe('console reasoning tab', () => {
 
     const onB = resolverOf(await resolverPage('backend=b&model=Qwen%2FQwen3-8B&switch=on'));
     assert.equal(onB.rule, 2, 'rule 1 is for backend a only');
-    assert.deepEqual((onB.upstream as { chat_template_kwargs: unknown }).chat_template_kwargs, { enable_thinking: true });
-    assert.equal((onB.upstream as { reasoning?: unknown }).reasoning, undefined, 'the gateway-only field never reaches a backend');
+    assert.deepEqual((onB.upstream as { chat_template_kwargs: unknown }).chat_template_kwargs, {
+      enable_thinking: true,
+    });
+    assert.equal(
+      (onB.upstream as { reasoning?: unknown }).reasoning,
+      undefined,
+      'the gateway-only field never reaches a backend',
+    );
 
     const builtin = resolverOf(await resolverPage('backend=b&model=openai%2Fgpt-oss-20b&switch=off'));
     assert.ok(builtin.rule! > 2, 'a built-in rule');
-    assert.match(await resolverPage('backend=b&model=openai%2Fgpt-oss-20b&switch=off'), /does not list <code>openai\/gpt-oss-20b<\/code>/);
+    assert.match(
+      await resolverPage('backend=b&model=openai%2Fgpt-oss-20b&switch=off'),
+      /does not list <code>openai\/gpt-oss-20b<\/code>/,
+    );
     const none = await resolverPage('backend=a&model=mystery&switch=off');
     assert.match(none, /No rule matches/);
     assert.equal(resolverOf(none).applied, 'unsupported');
@@ -104,10 +142,21 @@ describe('console reasoning tab', () => {
 
   test('reorder with up / down: the resolver and real calls pick the other rule', async () => {
     const page = await resolverPage('backend=a&model=qwen3-8b&switch=off');
-    const res = await ui.post('/ui/reasoning/move', { i: '1', dir: 'up', v: fingerprintOf(page), rq: 'backend=a&model=qwen3-8b&switch=off' });
+    const res = await ui.post('/ui/reasoning/move', {
+      i: '1',
+      dir: 'up',
+      v: fingerprintOf(page),
+      rq: 'backend=a&model=qwen3-8b&switch=off',
+    });
     assert.equal(res.status, 303);
-    assert.equal(res.headers.get('location'), '/ui/reasoning?saved=moved&n=1&model=qwen3-8b&backend=a&switch=off#rules');
-    assert.deepEqual(rules().map((r) => r.mechanism), ['enable_thinking', 'nothink_token']);
+    assert.equal(
+      res.headers.get('location'),
+      '/ui/reasoning?saved=moved&n=1&model=qwen3-8b&backend=a&switch=off#rules',
+    );
+    assert.deepEqual(
+      rules().map((r) => r.mechanism),
+      ['enable_thinking', 'nothink_token'],
+    );
     const after = await ui.html(res.headers.get('location')!);
     assert.match(after, /Moved the rule: it is rule 1 now/);
     const shown = resolverOf(after);
@@ -118,25 +167,60 @@ describe('console reasoning tab', () => {
     // and back down
     const down = await ui.post('/ui/reasoning/move', { i: '0', dir: 'down', v: fingerprintOf(after) });
     assert.equal(down.status, 303);
-    assert.deepEqual(rules().map((r) => r.mechanism), ['nothink_token', 'enable_thinking']);
-    const edge = await ui.post('/ui/reasoning/move', { i: '0', dir: 'up', v: fingerprintOf(await ui.html('/ui/reasoning')) });
+    assert.deepEqual(
+      rules().map((r) => r.mechanism),
+      ['nothink_token', 'enable_thinking'],
+    );
+    const edge = await ui.post('/ui/reasoning/move', {
+      i: '0',
+      dir: 'up',
+      v: fingerprintOf(await ui.html('/ui/reasoning')),
+    });
     assert.equal(edge.status, 400, 'the first rule cannot go up');
   });
 
   test('add a rule at a position, edit it, disable it (skipped), delete it', async () => {
     const form = await ui.html('/ui/reasoning/new');
     const v = fingerprintOf(form);
-    const add = await ui.post('/ui/reasoning/save', { i: '', v, position: '0', model: '*qwen3-8b', backends: 'a', backends_other: '', mechanism: 'prefill', params: '', enabled: 'on' });
+    const add = await ui.post('/ui/reasoning/save', {
+      i: '',
+      v,
+      position: '0',
+      model: '*qwen3-8b',
+      backends: 'a',
+      backends_other: '',
+      mechanism: 'prefill',
+      params: '',
+      enabled: 'on',
+    });
     assert.equal(add.status, 303);
     assert.deepEqual(rules()[0], { model: '*qwen3-8b', backends: ['a'], mechanism: 'prefill' });
     assert.equal(resolverOf(await resolverPage('backend=a&model=qwen3-8b&switch=off')).applied, 'off:prefill');
 
     const edit = await ui.html('/ui/reasoning/edit?i=0');
     assert.match(edit, /name="backends" value="a" checked/);
-    const saved = await ui.post('/ui/reasoning/save', { i: '0', v: fingerprintOf(edit), position: '0', model: '*qwen3-8b', backends: ['a', 'b'], backends_other: 'later-box', mechanism: 'reasoning_effort', params: '{"off": "low", "efforts": ["low", "high"]}', enabled: 'on' });
+    const saved = await ui.post('/ui/reasoning/save', {
+      i: '0',
+      v: fingerprintOf(edit),
+      position: '0',
+      model: '*qwen3-8b',
+      backends: ['a', 'b'],
+      backends_other: 'later-box',
+      mechanism: 'reasoning_effort',
+      params: '{"off": "low", "efforts": ["low", "high"]}',
+      enabled: 'on',
+    });
     assert.equal(saved.status, 303);
-    assert.deepEqual(rules()[0], { model: '*qwen3-8b', backends: ['a', 'b', 'later-box'], mechanism: 'reasoning_effort', params: { off: 'low', efforts: ['low', 'high'] } });
-    assert.match(await ui.html('/ui/reasoning/edit?i=0'), /value="later-box" checked> <span class="mono">later-box<\/span> <span class="muted">\(not in the fleet\)/);
+    assert.deepEqual(rules()[0], {
+      model: '*qwen3-8b',
+      backends: ['a', 'b', 'later-box'],
+      mechanism: 'reasoning_effort',
+      params: { off: 'low', efforts: ['low', 'high'] },
+    });
+    assert.match(
+      await ui.html('/ui/reasoning/edit?i=0'),
+      /value="later-box" checked> <span class="mono">later-box<\/span> <span class="muted">\(not in the fleet\)/,
+    );
 
     const list = await ui.html('/ui/reasoning');
     const off = await ui.post('/ui/reasoning/toggle', { i: '0', v: fingerprintOf(list) });
@@ -157,17 +241,44 @@ describe('console reasoning tab', () => {
   test('invalid rules: config validation next to the field (params by name), nothing saved', async () => {
     const before = JSON.stringify(rules());
     const v = fingerprintOf(await ui.html('/ui/reasoning/new'));
-    const res = await ui.post('/ui/reasoning/save', { i: '', v, position: '2', model: '', mechanism: 'nothink_token', params: '{"tokn": "/x", "token": 3}', enabled: 'on' });
+    const res = await ui.post('/ui/reasoning/save', {
+      i: '',
+      v,
+      position: '2',
+      model: '',
+      mechanism: 'nothink_token',
+      params: '{"tokn": "/x", "token": 3}',
+      enabled: 'on',
+    });
     assert.equal(res.status, 400);
     const html = await res.text();
     assert.match(html, /<p class="error" id="model-error">Must be a non-empty glob string/);
-    assert.match(html, /<p class="error" id="params-error">“tokn” unknown param \(nothink_token reads token, on_token\)/);
+    assert.match(
+      html,
+      /<p class="error" id="params-error">“tokn” unknown param \(nothink_token reads token, on_token\)/,
+    );
     assert.match(html, /“token” must be a non-empty string/);
     assert.match(html, /id="params"[^>]*aria-invalid="true"/);
-    const unknownMech = await ui.post('/ui/reasoning/save', { i: '', v, position: '2', model: '*', mechanism: 'magic', params: '', enabled: 'on' });
+    const unknownMech = await ui.post('/ui/reasoning/save', {
+      i: '',
+      v,
+      position: '2',
+      model: '*',
+      mechanism: 'magic',
+      params: '',
+      enabled: 'on',
+    });
     assert.equal(unknownMech.status, 400);
     assert.match(await unknownMech.text(), /<p class="error" id="mechanism-error">Must be one of enable_thinking/);
-    const badJson = await ui.post('/ui/reasoning/save', { i: '', v, position: '2', model: '*', mechanism: 'none', params: '{oops', enabled: 'on' });
+    const badJson = await ui.post('/ui/reasoning/save', {
+      i: '',
+      v,
+      position: '2',
+      model: '*',
+      mechanism: 'none',
+      params: '{oops',
+      enabled: 'on',
+    });
     assert.equal(badJson.status, 400);
     assert.match(await badJson.text(), /id="params-error">Not valid JSON/);
     assert.equal(JSON.stringify(rules()), before);
@@ -177,14 +288,30 @@ describe('console reasoning tab', () => {
     const stale = fingerprintOf(await ui.html('/ui/reasoning'));
     const fresh = await ui.post('/ui/reasoning/copy', { i: '0', v: stale });
     assert.equal(fresh.status, 303);
-    assert.deepEqual(rules().at(-1), DEFAULT_REASONING_RULES[0], 'a copy of the first built-in, after the configured ones');
+    assert.deepEqual(
+      rules().at(-1),
+      DEFAULT_REASONING_RULES[0],
+      'a copy of the first built-in, after the configured ones',
+    );
     const before = JSON.stringify(rules());
-    for (const [path, fields] of [['/ui/reasoning/delete', { i: '0' }], ['/ui/reasoning/move', { i: '1', dir: 'up' }], ['/ui/reasoning/toggle', { i: '0' }]] as const) {
+    for (const [path, fields] of [
+      ['/ui/reasoning/delete', { i: '0' }],
+      ['/ui/reasoning/move', { i: '1', dir: 'up' }],
+      ['/ui/reasoning/toggle', { i: '0' }],
+    ] as const) {
       const res = await ui.post(path, { ...fields, v: stale });
       assert.equal(res.status, 409, path);
       assert.match(await res.text(), /The rule list changed since this page was shown/);
     }
-    const save = await ui.post('/ui/reasoning/save', { i: '0', v: stale, position: '0', model: 'x*', mechanism: 'none', params: '', enabled: 'on' });
+    const save = await ui.post('/ui/reasoning/save', {
+      i: '0',
+      v: stale,
+      position: '0',
+      model: 'x*',
+      mechanism: 'none',
+      params: '',
+      enabled: 'on',
+    });
     assert.equal(save.status, 409);
     assert.equal(JSON.stringify(rules()), before);
   });
@@ -192,8 +319,14 @@ describe('console reasoning tab', () => {
   test('CSRF: every form without the token or with a wrong one is refused with 403 and changes nothing', async () => {
     const v = fingerprintOf(await ui.html('/ui/reasoning'));
     const forms: [string, Record<string, string>][] = [
-      ['/ui/reasoning/save', { i: '', v, position: '0', model: 'forged*', mechanism: 'none', params: '', enabled: 'on' }],
-      ['/ui/reasoning/save', { i: '0', v, position: '0', model: 'forged*', mechanism: 'none', params: '', enabled: 'on' }],
+      [
+        '/ui/reasoning/save',
+        { i: '', v, position: '0', model: 'forged*', mechanism: 'none', params: '', enabled: 'on' },
+      ],
+      [
+        '/ui/reasoning/save',
+        { i: '0', v, position: '0', model: 'forged*', mechanism: 'none', params: '', enabled: 'on' },
+      ],
       ['/ui/reasoning/move', { i: '1', dir: 'up', v }],
       ['/ui/reasoning/toggle', { i: '0', v }],
       ['/ui/reasoning/delete', { i: '0', v }],
@@ -205,7 +338,11 @@ describe('console reasoning tab', () => {
         const before = JSON.stringify([rules(), gw.gateway.settings.get('reasoning_rules')]);
         const res = await ui.post(path, fields, { csrf });
         assert.equal(res.status, 403, `${path} with token ${JSON.stringify(csrf)}`);
-        assert.equal(JSON.stringify([rules(), gw.gateway.settings.get('reasoning_rules')]), before, `${path}: nothing changed`);
+        assert.equal(
+          JSON.stringify([rules(), gw.gateway.settings.get('reasoning_rules')]),
+          before,
+          `${path}: nothing changed`,
+        );
       }
     }
   });
@@ -222,8 +359,27 @@ describe('console reasoning tab', () => {
 
   test('globs and model ids shaped like a script tag render as text', async () => {
     const v = fingerprintOf(await ui.html('/ui/reasoning/new'));
-    assert.equal((await ui.post('/ui/reasoning/save', { i: '', v, position: '0', model: `${XSS}*`, backends: 'a', backends_other: '<b>x</b>', mechanism: 'none', params: '', enabled: 'on' })).status, 303);
-    for (const path of ['/ui/reasoning', `/ui/reasoning?backend=a&model=${encodeURIComponent(XSS)}&switch=off`, '/ui/reasoning/edit?i=0']) {
+    assert.equal(
+      (
+        await ui.post('/ui/reasoning/save', {
+          i: '',
+          v,
+          position: '0',
+          model: `${XSS}*`,
+          backends: 'a',
+          backends_other: '<b>x</b>',
+          mechanism: 'none',
+          params: '',
+          enabled: 'on',
+        })
+      ).status,
+      303,
+    );
+    for (const path of [
+      '/ui/reasoning',
+      `/ui/reasoning?backend=a&model=${encodeURIComponent(XSS)}&switch=off`,
+      '/ui/reasoning/edit?i=0',
+    ]) {
       const html = await ui.html(path);
       assert.ok(!html.includes(XSS), `${path}: no raw script tag`);
       assert.ok(!html.includes('<b>x</b>'), `${path}: no raw tag`);

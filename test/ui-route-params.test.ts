@@ -29,7 +29,13 @@ describe('prototype-shaped names from the request', () => {
 
   test('route parameters: a 404 page on every tab', async () => {
     for (const name of NAMES) {
-      for (const path of [`/ui/mapping/${name}`, `/ui/backends/${name}/edit`, `/ui/users/${name}`, `/ui/jobs/${name}`, `/ui/calls/${name}`]) {
+      for (const path of [
+        `/ui/mapping/${name}`,
+        `/ui/backends/${name}/edit`,
+        `/ui/users/${name}`,
+        `/ui/jobs/${name}`,
+        `/ui/calls/${name}`,
+      ]) {
         const res = await ui.get(path);
         assert.equal(res.status, 404, path);
         assert.match(res.headers.get('content-type') ?? '', /text\/html/, path);
@@ -37,7 +43,13 @@ describe('prototype-shaped names from the request', () => {
       const edit = await ui.get(`/ui/aliases/edit?name=${name}`);
       assert.equal(edit.status, 404, `alias ${name}`);
       await ui.get('/ui/backends');
-      for (const path of [`/ui/mapping/${name}/delete`, `/ui/backends/${name}/remove`, `/ui/backends/${name}/drain`, `/ui/server/${name}`, `/ui/users/${name}/delete`]) {
+      for (const path of [
+        `/ui/mapping/${name}/delete`,
+        `/ui/backends/${name}/remove`,
+        `/ui/backends/${name}/drain`,
+        `/ui/server/${name}`,
+        `/ui/users/${name}/delete`,
+      ]) {
         const res = await ui.post(path, { on: '1', value: '1' });
         assert.equal(res.status, 404, `POST ${path}`);
       }
@@ -46,7 +58,14 @@ describe('prototype-shaped names from the request', () => {
 
   test('notices named in the query: the page, without a notice', async () => {
     for (const name of NAMES) {
-      for (const path of [`/ui/aliases?saved=${name}&name=x`, `/ui/users?saved=${name}&name=x`, `/ui/reasoning?saved=${name}&n=1`, `/ui/backends?done=${name}&name=box`, `/ui/server?done=${name}&key=${name}`, `/ui/mapping?saved=${name}`]) {
+      for (const path of [
+        `/ui/aliases?saved=${name}&name=x`,
+        `/ui/users?saved=${name}&name=x`,
+        `/ui/reasoning?saved=${name}&n=1`,
+        `/ui/backends?done=${name}&name=box`,
+        `/ui/server?done=${name}&key=${name}`,
+        `/ui/mapping?saved=${name}`,
+      ]) {
         const res = await ui.get(path);
         assert.equal(res.status, 200, path);
         assert.doesNotMatch(await res.text(), /class="notice"/, `${path}: no notice`);
@@ -57,15 +76,32 @@ describe('prototype-shaped names from the request', () => {
   test('posted choices: refused or ignored, never a 500', async () => {
     for (const name of NAMES) {
       await ui.get('/ui/reasoning/new');
-      const rule = await ui.post('/ui/reasoning/save', { i: '', v: '', position: '', model: 'x*', mechanism: name, params: '' });
+      const rule = await ui.post('/ui/reasoning/save', {
+        i: '',
+        v: '',
+        position: '',
+        model: 'x*',
+        mechanism: name,
+        params: '',
+      });
       assert.ok(rule.status < 500, `reasoning mechanism ${name}: ${rule.status}`);
       await ui.get('/ui/backends/new');
-      const backend = await ui.post('/ui/backends', { name: `b-${name.replace(/_/g, '')}`, url: 'http://127.0.0.1:1', type: name });
+      const backend = await ui.post('/ui/backends', {
+        name: `b-${name.replace(/_/g, '')}`,
+        url: 'http://127.0.0.1:1',
+        type: name,
+      });
       assert.ok(backend.status < 500, `backend type ${name}: ${backend.status}`);
       await ui.get('/ui/aliases/reset');
       const reset = await ui.post('/ui/aliases/reset', { key: name });
       assert.equal(reset.status, 400, `alias reset ${name}`);
-      const alias = await ui.post('/ui/aliases/save', { original: '', name, mode: 'single', single: 'm', reasoning: name });
+      const alias = await ui.post('/ui/aliases/save', {
+        original: '',
+        name,
+        mode: 'single',
+        single: 'm',
+        reasoning: name,
+      });
       assert.ok(alias.status < 500, `alias ${name}: ${alias.status}`);
       if (name === '__proto__') {
         assert.equal(alias.status, 400, 'refused, not "saved" while nothing is stored');

@@ -20,7 +20,11 @@ let ui: UiClient;
 
 before(async () => {
   fake = await startFake('vllm', { models: ['m'], knobs: { chunkCount: 10, tokensPerSecond: 25 } });
-  gw = await startGateway([{ name: 'box', url: fake.url, max_concurrent: 1 }], { api_key: MASTER, park_timeout_s: 30, health_check_interval: 300 });
+  gw = await startGateway([{ name: 'box', url: fake.url, max_concurrent: 1 }], {
+    api_key: MASTER,
+    park_timeout_s: 30,
+    health_check_interval: 300,
+  });
   ui = await UiClient.login(gw, MASTER);
 });
 after(async () => {
@@ -28,11 +32,12 @@ after(async () => {
   await fake.close();
 });
 
-const chat = (stream = false) => fetch(`${gw.url}/v1/chat/completions`, {
-  method: 'POST',
-  headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
-  body: JSON.stringify({ model: 'box/m', stream, messages: [{ role: 'user', content: 'hi' }] }),
-});
+const chat = (stream = false) =>
+  fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${MASTER}` },
+    body: JSON.stringify({ model: 'box/m', stream, messages: [{ role: 'user', content: 'hi' }] }),
+  });
 
 /** The page's row of one setting. */
 function rowOf(html: string, key: string): string {
@@ -49,10 +54,34 @@ async function follow(res: Response): Promise<string> {
 describe('server tab: what is in force and where from', () => {
   test('every runtime setting, grouped, with its value and source; restart-only marked; the config source shown', async () => {
     const html = await ui.html('/ui/server');
-    for (const key of ['park_timeout_s', 'max_parked', 'affinity_max_wait_s', 'fast_probe_interval_s', 'health_check_interval', 'retention_days',
-      'body_retention_days', 'capture_bodies', 'call_log', 'responses_ttl_h', 'job_ttl_h', 'media_park_timeout_s', 'async_park_timeout_s',
-      'stream_idle_timeout_s', 'first_byte_timeout_s', 'request_timeout_s', 'stream_keepalive_s', 'log_level', 'metrics_access', 'cors_origins',
-      'ref_url_allow_private', 'trust_proxy', 'gpu_groups', 'store_dir', 'api_key']) rowOf(html, key);
+    for (const key of [
+      'park_timeout_s',
+      'max_parked',
+      'affinity_max_wait_s',
+      'fast_probe_interval_s',
+      'health_check_interval',
+      'retention_days',
+      'body_retention_days',
+      'capture_bodies',
+      'call_log',
+      'responses_ttl_h',
+      'job_ttl_h',
+      'media_park_timeout_s',
+      'async_park_timeout_s',
+      'stream_idle_timeout_s',
+      'first_byte_timeout_s',
+      'request_timeout_s',
+      'stream_keepalive_s',
+      'log_level',
+      'metrics_access',
+      'cors_origins',
+      'ref_url_allow_private',
+      'trust_proxy',
+      'gpu_groups',
+      'store_dir',
+      'api_key',
+    ])
+      rowOf(html, key);
     assert.match(html, /<h2 id="h-scheduler">Scheduler and parking<\/h2>/);
     assert.match(html, /Configuration from <code>test<\/code>/);
 
@@ -66,7 +95,11 @@ describe('server tab: what is in force and where from', () => {
     assert.doesNotMatch(park, /tag restart/);
     assert.match(rowOf(html, 'store_dir'), /Set in config\.yaml only/);
     assert.match(rowOf(html, 'log_level'), /<option value="fatal" selected>fatal<\/option>/);
-    assert.match(html, /<th scope="row">Aliases <code>virtual_models<\/code><\/th>/, 'settings of other tabs are listed with a link');
+    assert.match(
+      html,
+      /<th scope="row">Aliases <code>virtual_models<\/code><\/th>/,
+      'settings of other tabs are listed with a link',
+    );
   });
 
   test('the master key: set or not, never its value', async () => {
@@ -155,7 +188,8 @@ describe('server tab: refused values', () => {
       assert.match(row, message, `${key} = ${value}`);
       assert.match(row, /aria-invalid="true"/);
       assert.match(html, /Nothing was saved/);
-      if (key !== 'log_level' && !value.startsWith('{')) assert.match(row, new RegExp(`value="${value}"`), 'the typed value is kept');
+      if (key !== 'log_level' && !value.startsWith('{'))
+        assert.match(row, new RegExp(`value="${value}"`), 'the typed value is kept');
       assert.equal(gw.gateway.settings.get(key), undefined, `${key}: nothing stored`);
     }
     assert.equal(gw.gateway.config().park_timeout_s, 30);
@@ -175,7 +209,10 @@ describe('server tab: settings other tabs own', () => {
       ['image_models', '{}', 'Mapping', '/ui/mapping'],
     ] as const) {
       const before = gw.gateway.settings.get(key);
-      for (const [route, body] of [[`/ui/server/${key}`, { value }], [`/ui/server/${key}/reset`, {}]] as const) {
+      for (const [route, body] of [
+        [`/ui/server/${key}`, { value }],
+        [`/ui/server/${key}/reset`, {}],
+      ] as const) {
         const res = await ui.post(route, body);
         assert.equal(res.status, 409, route);
         const html = await res.text();

@@ -11,7 +11,14 @@ import { after, before, describe, test } from 'node:test';
 import type { JobView } from '../src/media/service-types.ts';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
-import { call, MASTER as MEDIA_MASTER, pollJob, readSse, startMediaRig, type MediaRig } from './helpers/media-gateway.ts';
+import {
+  call,
+  MASTER as MEDIA_MASTER,
+  pollJob,
+  readSse,
+  startMediaRig,
+  type MediaRig,
+} from './helpers/media-gateway.ts';
 import { UiClient } from './helpers/ui.ts';
 
 const MASTER = 'ui-sessions-master-key-0123456789';
@@ -102,12 +109,19 @@ describe('console sessions follow the live state', () => {
     const ui = await UiClient.login(gw, MASTER);
     const callLog = gw.gateway.callLog;
     const recent = callLog.recent;
-    callLog.recent = () => { throw new Error('the call log is broken just now'); };
-    t.after(() => { callLog.recent = recent; });
+    callLog.recent = () => {
+      throw new Error('the call log is broken just now');
+    };
+    t.after(() => {
+      callLog.recent = recent;
+    });
     for (let i = 0; i < 33; i++) {
       try {
         // a stream left hanging (no answer within 2 s) would hold its slot: it is given up on here, and counted by the gateway
-        const res = await fetch(`${gw.url}/ui/events`, { headers: { cookie: ui.cookieHeader() }, signal: AbortSignal.timeout(2_000) });
+        const res = await fetch(`${gw.url}/ui/events`, {
+          headers: { cookie: ui.cookieHeader() },
+          signal: AbortSignal.timeout(2_000),
+        });
         assert.notEqual(res.status, 200, `attempt ${i + 1} is no stream`);
         await res.body?.cancel();
       } catch (err) {
@@ -122,11 +136,17 @@ describe('console sessions follow the live state', () => {
 
 describe('a media job stream follows the session', () => {
   let rig: MediaRig;
-  before(async () => { rig = await startMediaRig({ knobs: { stepMs: 200, steps: 40 } }); });
+  before(async () => {
+    rig = await startMediaRig({ knobs: { stepMs: 200, steps: 40 } });
+  });
   after(async () => rig?.close());
 
   test('logging out ends the stream of a running job', async () => {
-    const submitted = await call<JobView>(rig.url, 'POST', '/v1/generations', MEDIA_MASTER, { mode: 'async', model: 'sd15', prompt: 'slow' });
+    const submitted = await call<JobView>(rig.url, 'POST', '/v1/generations', MEDIA_MASTER, {
+      mode: 'async',
+      model: 'sd15',
+      prompt: 'slow',
+    });
     assert.equal(submitted.status, 202, JSON.stringify(submitted.body));
     const job = await pollJob(rig.url, submitted.body.id, MEDIA_MASTER, (v) => v.status === 'running');
     const ui = await UiClient.login(rig.gw, MEDIA_MASTER);

@@ -13,10 +13,18 @@ import { UiClient } from './helpers/ui.ts';
 
 const DAY = 86_400_000;
 const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
-const chartData = (html: string): ChartData => JSON.parse(unescape(/id="stats-data" hidden data-json="([^"]*)"/.exec(html)![1]));
+const unescape = (s: string) =>
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
+const chartData = (html: string): ChartData =>
+  JSON.parse(unescape(/id="stats-data" hidden data-json="([^"]*)"/.exec(html)![1]));
 /** The value of a stat card by its label. */
-const card = (html: string, label: string) => new RegExp(`<span class="label">${label}</span>\\s*<span class="value">([^<]+)<`).exec(html)?.[1];
+const card = (html: string, label: string) =>
+  new RegExp(`<span class="label">${label}</span>\\s*<span class="value">([^<]+)<`).exec(html)?.[1];
 /** One group table (Per backend / model / source / day) of the page. */
 const section = (html: string, id: string) => html.split(`id="h-${id}"`)[1].split('</section>')[0];
 
@@ -45,16 +53,30 @@ describe('Statistics tab', () => {
     const chart = chartData(html);
     assert.equal(chart.step, 'day');
     assert.equal(chart.t.length, 7);
-    assert.equal(chart.calls.reduce((a, b) => a + b, 0), calls);
-    for (const key of ['errors', 'prompt', 'completion', 'cost', 'p50', 'p95', 'ttft50', 'ttft95', 'hit'] as const) assert.equal(chart[key].length, 7, key);
-    for (const name of ['calls', 'tokens', 'cost', 'duration', 'ttft', 'hit']) assert.match(html, new RegExp(`data-chart="${name}"`));
+    assert.equal(
+      chart.calls.reduce((a, b) => a + b, 0),
+      calls,
+    );
+    for (const key of ['errors', 'prompt', 'completion', 'cost', 'p50', 'p95', 'ttft50', 'ttft95', 'hit'] as const)
+      assert.equal(chart[key].length, 7, key);
+    for (const name of ['calls', 'tokens', 'cost', 'duration', 'ttft', 'hit'])
+      assert.match(html, new RegExp(`data-chart="${name}"`));
     assert.match(html, /src="\/ui\/vendor\/uplot\/uPlot\.iife\.min\.js"/);
     // per backend: the numbers of aggregate(), with a bar each
     const backends = section(html, 'g-backend');
     for (const r of exact.slice(0, 5)) {
-      assert.match(backends, new RegExp(`<th scope="row" class="mono key">${r.key.replace(/[()]/g, '\\$&')}</th>\\s*<td data-label="Calls" class="bar-col"><span class="bar-num">${r.calls.toLocaleString('en-US')} `));
+      assert.match(
+        backends,
+        new RegExp(
+          `<th scope="row" class="mono key">${r.key.replace(/[()]/g, '\\$&')}</th>\\s*<td data-label="Calls" class="bar-col"><span class="bar-num">${r.calls.toLocaleString('en-US')} `,
+        ),
+      );
     }
-    assert.match(backends, /<svg class="bar"[^>]*><rect x="0" y="0" width="100" height="6">/, 'the busiest backend has the full bar');
+    assert.match(
+      backends,
+      /<svg class="bar"[^>]*><rect x="0" y="0" width="100" height="6">/,
+      'the busiest backend has the full bar',
+    );
     const days = section(html, 'periods');
     assert.equal(days.split('<tr>').length - 2, chart.calls.filter((n) => n > 0).length, 'a row per day with calls');
     assert.ok(!html.includes(MASTER_KEY));
@@ -67,7 +89,11 @@ describe('Statistics tab', () => {
     assert.equal(hours.t[1] - hours.t[0], 3600);
     const month = await ui.html('/ui/stats?range=30d');
     assert.equal(chartData(month).t.length, 30);
-    assert.equal(card(month, 'Calls'), (2_000 + 2 + 3).toLocaleString('en-US'), 'everything: seeded, XSS-shaped, the rig calls');
+    assert.equal(
+      card(month, 'Calls'),
+      (2_000 + 2 + 3).toLocaleString('en-US'),
+      'everything: seeded, XSS-shaped, the rig calls',
+    );
     const since = utcDay(Date.now() - 10 * DAY);
     const until = utcDay(Date.now() - 3 * DAY);
     const custom = await ui.html(`/ui/stats?range=custom&since=${since}&until=${until}`);
@@ -84,8 +110,12 @@ describe('Statistics tab', () => {
   test('prompt cache: cached / written / fresh, and "no cache reporting" for the backends that never report', async () => {
     const html = await ui.html('/ui/stats?range=30d');
     const cache = section(html, 'cache');
-    for (const label of ['cached', 'written', 'fresh', 'no cache reporting']) assert.match(cache, new RegExp(`<span class="name">${label}</span>`));
-    assert.match(cache, /backends that never reported a cache read or write\s*\(<span class="mono">[^<]*gpu-3090[^<]*mac-studio/);
+    for (const label of ['cached', 'written', 'fresh', 'no cache reporting'])
+      assert.match(cache, new RegExp(`<span class="name">${label}</span>`));
+    assert.match(
+      cache,
+      /backends that never reported a cache read or write\s*\(<span class="mono">[^<]*gpu-3090[^<]*mac-studio/,
+    );
     const backends = section(html, 'g-backend');
     const row = (name: string) => backends.split(`>${name}</th>`)[1].split('</tr>')[0];
     assert.match(row('gpu-3090'), /no cache reporting/, 'no hits reported is not a 0 % hit rate');
@@ -109,7 +139,11 @@ describe('Statistics tab', () => {
       assert.equal(res.status, 400, q);
       const html = await res.text();
       assert.match(html, message, q);
-      assert.match(html, new RegExp(`id="${field}"[^>]*aria-describedby="${field}-error s-range-hint" aria-invalid="true"`), q);
+      assert.match(
+        html,
+        new RegExp(`id="${field}"[^>]*aria-describedby="${field}-error s-range-hint" aria-invalid="true"`),
+        q,
+      );
       assert.match(html, /showing the last 7 days/);
       assert.equal(chartData(html).t.length, 7);
     }
@@ -119,7 +153,8 @@ describe('Statistics tab', () => {
   test('XSS-shaped backend, model and source names render as text', async () => {
     const html = await ui.html('/ui/stats?range=24h');
     assert.ok(!html.includes(XSS));
-    for (const id of ['g-backend', 'g-model', 'g-source']) assert.ok(section(html, id).includes('&lt;script&gt;alert(1)&lt;/script&gt;'), id);
+    for (const id of ['g-backend', 'g-model', 'g-source'])
+      assert.ok(section(html, id).includes('&lt;script&gt;alert(1)&lt;/script&gt;'), id);
     assert.ok(!/data-json="[^"]*</.test(html), 'the chart data has no raw <');
   });
 });

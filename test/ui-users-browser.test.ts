@@ -18,7 +18,10 @@ describe('users tab in a browser', { skip: skipWithoutChromium }, () => {
   let browser: Browser;
   before(async () => {
     fake = await startFake('vllm', { models: ['plain-model', 'other-model'] });
-    gw = await startGateway([{ name: 'box', url: fake.url }], { api_key: MASTER, virtual_models: { fast: { box: 'plain-model' } } });
+    gw = await startGateway([{ name: 'box', url: fake.url }], {
+      api_key: MASTER,
+      virtual_models: { fast: { box: 'plain-model' } },
+    });
     browser = await launchChromium();
   });
   after(async () => {
@@ -31,7 +34,9 @@ describe('users tab in a browser', { skip: skipWithoutChromium }, () => {
     const page = await browser.newPage();
     const problems: string[] = [];
     page.on('pageerror', (err) => problems.push(err.message));
-    page.on('console', (m) => { if (m.type() === 'error' && !m.location().url.endsWith('/favicon.ico')) problems.push(m.text()); });
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.location().url.endsWith('/favicon.ico')) problems.push(m.text());
+    });
     page.on('dialog', (d) => void d.accept());
     await logIn(page, gw.url, MASTER);
 
@@ -44,13 +49,17 @@ describe('users tab in a browser', { skip: skipWithoutChromium }, () => {
       await page.press('#allow-add', 'Enter');
     }
     assert.equal(page.url(), `${gw.url}/ui/users/new`, 'Enter added the entry, it did not submit');
-    assert.deepEqual(await page.locator('[data-chips] .chip-text').allTextContents(), ['fast', 'box/other-model', 'typo-entry']);
+    assert.deepEqual(await page.locator('[data-chips] .chip-text').allTextContents(), [
+      'fast',
+      'box/other-model',
+      'typo-entry',
+    ]);
     await page.click('[data-chips] [aria-label="Remove typo-entry"]');
     assert.deepEqual(await page.locator('[data-chips] .chip-text').allTextContents(), ['fast', 'box/other-model']);
     await page.fill('#quota_cost_month', '2,50');
     await Promise.all([page.waitForLoadState('load'), page.click('button.primary[type="submit"]')]);
 
-    assert.match(await page.locator('h1').textContent() ?? '', /User created/);
+    assert.match((await page.locator('h1').textContent()) ?? '', /User created/);
     const key = await page.inputValue('#new-key');
     assert.ok(key.startsWith('sk-'));
     const user = gw.gateway.users.list().find((u) => u.name === 'browser-user')!;

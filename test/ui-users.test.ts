@@ -36,7 +36,10 @@ describe('console users tab', () => {
   let ui: UiClient;
   before(async () => {
     fake = await startFake('vllm', { models: ['plain-model', 'other-model'] });
-    gw = await startGateway([{ name: 'box', url: fake.url }], { api_key: MASTER, virtual_models: { fast: { box: 'plain-model' } } });
+    gw = await startGateway([{ name: 'box', url: fake.url }], {
+      api_key: MASTER,
+      virtual_models: { fast: { box: 'plain-model' } },
+    });
     ui = await UiClient.login(gw, MASTER);
   });
   after(async () => {
@@ -47,7 +50,13 @@ describe('console users tab', () => {
 
   test('create: the key is shown once, works against /v1/models, and never appears again', async () => {
     await ui.get('/ui/users/new');
-    const res = await ui.post('/ui/users', { ...base, name: 'alice', quota_req_day: '100', quota_cost_month: '2,50', note: 'laptop' });
+    const res = await ui.post('/ui/users', {
+      ...base,
+      name: 'alice',
+      quota_req_day: '100',
+      quota_cost_month: '2,50',
+      note: 'laptop',
+    });
     assert.equal(res.status, 200);
     const html = await res.text();
     assert.match(html, /shown <strong>this once<\/strong>/);
@@ -71,18 +80,34 @@ describe('console users tab', () => {
 
   test('the allow-list picker offers aliases, backends and models; entries are saved and enforced', async () => {
     const form = await ui.html('/ui/users/new');
-    for (const choice of ['fast', 'box', 'plain-model', 'other-model']) assert.match(form, new RegExp(`<option value="${choice}"`));
+    for (const choice of ['fast', 'box', 'plain-model', 'other-model'])
+      assert.match(form, new RegExp(`<option value="${choice}"`));
     assert.match(form, /<optgroup label="Chat aliases">/);
-    const res = await ui.post('/ui/users', { ...base, name: 'picky', allow: ['fast', 'fast'], allow_text: 'custom-thing\nfast, box/plain-model' });
+    const res = await ui.post('/ui/users', {
+      ...base,
+      name: 'picky',
+      allow: ['fast', 'fast'],
+      allow_text: 'custom-thing\nfast, box/plain-model',
+    });
     const key = keyOf(await res.text());
-    assert.deepEqual(byName('picky')!.allow, ['fast', 'custom-thing', 'box/plain-model'], 'in order, without duplicates');
+    assert.deepEqual(
+      byName('picky')!.allow,
+      ['fast', 'custom-thing', 'box/plain-model'],
+      'in order, without duplicates',
+    );
     const models = await modelsStatus(gw, key);
     assert.deepEqual(models.ids.sort(), ['box/plain-model', 'fast'], 'the allow-list is enforced');
     const edit = await ui.html(`/ui/users/${byName('picky')!.id}`);
     assert.match(edit, /<input type="checkbox" name="allow" value="custom-thing" checked>/, 'entries as chips');
     assert.match(edit, /not known now/, 'an entry naming nothing known is flagged');
     // unticking a chip (no script) removes the entry; blank quotas mean none
-    const save = await ui.post(`/ui/users/${byName('picky')!.id}`, { ...base, name: 'picky', allow: ['fast'], quota_req_day: ' ', quota_cost_month: '' });
+    const save = await ui.post(`/ui/users/${byName('picky')!.id}`, {
+      ...base,
+      name: 'picky',
+      allow: ['fast'],
+      quota_req_day: ' ',
+      quota_cost_month: '',
+    });
     assert.equal(save.status, 303);
     assert.equal(save.headers.get('location'), '/ui/users?saved=updated&name=picky');
     const saved = byName('picky')!;
@@ -98,7 +123,10 @@ describe('console users tab', () => {
     const user = byName('metered')!;
     gw.gateway.callLog.quotas.count({ user_id: user.id, day: utcDayNumber(Date.now()), requests: 4, cost: 1 });
     const list = await ui.html('/ui/users');
-    const row = list.slice(list.indexOf(`/ui/users/${user.id}"`), list.indexOf('</tr>', list.indexOf(`/ui/users/${user.id}"`)));
+    const row = list.slice(
+      list.indexOf(`/ui/users/${user.id}"`),
+      list.indexOf('</tr>', list.indexOf(`/ui/users/${user.id}"`)),
+    );
     assert.match(row, /<strong>4<\/strong> of 10/);
     assert.match(row, /class="fill p-40"/);
     assert.match(row, /<strong>\$1\.00<\/strong> of \$1\.00/);
@@ -146,12 +174,19 @@ describe('console users tab', () => {
     const service = gw.gateway.usersService;
     const seen: string[] = [];
     const create = service.create.bind(service);
-    service.create = (input) => { seen.push(input.name); return create(input); };
-    t.after(() => { service.create = create; });
+    service.create = (input) => {
+      seen.push(input.name);
+      return create(input);
+    };
+    t.after(() => {
+      service.create = create;
+    });
     await ui.get('/ui/users/new');
     assert.equal((await ui.post('/ui/users', { ...base, name: 'via-console' })).status, 200);
     const api = await fetch(`${gw.url}/admin/api/users`, {
-      method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'via-api' }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'via-api' }),
     });
     assert.equal(api.status, 201);
     assert.deepEqual(seen, ['via-console', 'via-api']);
@@ -188,13 +223,21 @@ describe('console users tab', () => {
       const html = await res.text();
       const error = new RegExp(`<p class="error" id="${field}-error">([^<]*)</p>`).exec(html)?.[1] ?? '';
       assert.match(error, message, field);
-      assert.match(html, new RegExp(`id="${field}"[^>]*aria-invalid="true"|aria-invalid="true"[^>]*id="${field}"|id="${field}"[\\s\\S]{0,300}aria-invalid="true"`));
+      assert.match(
+        html,
+        new RegExp(
+          `id="${field}"[^>]*aria-invalid="true"|aria-invalid="true"[^>]*id="${field}"|id="${field}"[\\s\\S]{0,300}aria-invalid="true"`,
+        ),
+      );
       assert.match(html, /Nothing was saved/);
       assert.match(html, />kept note<\/textarea>/, 'the values are kept');
       if (fields.quota_req_day) assert.ok(html.includes(`value="${fields.quota_req_day}"`));
     }
-    const several = await (await ui.post('/ui/users', { ...base, name: '', quota_req_day: 'x', quota_cost_month: 'y' })).text();
-    for (const field of ['name', 'quota_req_day', 'quota_cost_month']) assert.match(several, new RegExp(`id="${field}-error"`), 'every problem at once');
+    const several = await (
+      await ui.post('/ui/users', { ...base, name: '', quota_req_day: 'x', quota_cost_month: 'y' })
+    ).text();
+    for (const field of ['name', 'quota_req_day', 'quota_cost_month'])
+      assert.match(several, new RegExp(`id="${field}-error"`), 'every problem at once');
     assert.equal(gw.gateway.users.count(), before, 'nothing was saved');
   });
 
@@ -278,8 +321,12 @@ describe('console users tab', () => {
 
 describe('console users tab: the lockout guard (no master key)', () => {
   let gw: TestGateway;
-  before(async () => { gw = await startGateway([]); });
-  after(async () => { await gw.close(); });
+  before(async () => {
+    gw = await startGateway([]);
+  });
+  after(async () => {
+    await gw.close();
+  });
 
   test('while open, the first user must be an enabled admin; the last admin cannot be disabled, demoted or deleted', async () => {
     const open = new UiClient(gw.url);

@@ -101,12 +101,15 @@ test('Anthropic cache reads and writes are part of the prompt', () => {
 });
 
 test('llama.cpp timings: prompt_n plus cache_n is the prompt, predicted_n the output', () => {
-  assert.deepEqual(usageFromLlamaCppTimings({ cache_n: 13, prompt_n: 1, prompt_ms: 20.3, predicted_n: 326, predicted_ms: 3084 }), {
-    prompt_tokens: 14,
-    completion_tokens: 326,
-    total_tokens: 340,
-    cached_tokens: 13,
-  });
+  assert.deepEqual(
+    usageFromLlamaCppTimings({ cache_n: 13, prompt_n: 1, prompt_ms: 20.3, predicted_n: 326, predicted_ms: 3084 }),
+    {
+      prompt_tokens: 14,
+      completion_tokens: 326,
+      total_tokens: 340,
+      cached_tokens: 13,
+    },
+  );
   assert.deepEqual(usageFromLlamaCppTimings({ prompt_n: 617, predicted_n: 1502 }), {
     prompt_tokens: 617,
     completion_tokens: 1502,

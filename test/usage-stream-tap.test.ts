@@ -16,7 +16,12 @@ type Protocol = 'beforeDone first' | 'onEvent only';
  * Plays a relay: splits `input` into `chunkSize`-byte chunks, passes every event through the
  * tap and collects the bytes it would write. The clock reads the index of the current event.
  */
-function relay(input: string | Buffer, tap: (now: () => number) => UsageTap, protocol: Protocol = 'beforeDone first', chunkSize = 7) {
+function relay(
+  input: string | Buffer,
+  tap: (now: () => number) => UsageTap,
+  protocol: Protocol = 'beforeDone first',
+  chunkSize = 7,
+) {
   const bytes = Buffer.isBuffer(input) ? input : Buffer.from(input);
   let eventIndex = -1;
   const usageTap = tap(() => eventIndex);
@@ -31,7 +36,8 @@ function relay(input: string | Buffer, tap: (now: () => number) => UsageTap, pro
     const written = usageTap.onEvent(ev);
     if (written) out.push(written);
   };
-  for (let at = 0; at < bytes.length; at += chunkSize) splitter.push(bytes.subarray(at, at + chunkSize)).forEach(handle);
+  for (let at = 0; at < bytes.length; at += chunkSize)
+    splitter.push(bytes.subarray(at, at + chunkSize)).forEach(handle);
   splitter.flush().forEach(handle);
   return { output: Buffer.concat(out).toString('utf8'), summary: usageTap.summary() };
 }
@@ -116,13 +122,19 @@ test('client did not ask for usage: only the usage-only chunk is removed', () =>
 test('client asked, backend sent no usage: a usage chunk is synthesised just before [DONE]', async () => {
   for (const file of TRANSCRIPTS) {
     const original = readFixture(file);
-    const input = events(original).filter((b) => !isUsageOnly(b)).join('');
+    const input = events(original)
+      .filter((b) => !isUsageOnly(b))
+      .join('');
     const contentChunks = toolChunks(input).length;
     for (const protocol of ['beforeDone first', 'onEvent only'] as const) {
       const { output, summary } = relay(input, tapFor(true, 40), protocol);
       const blocks = events(output);
       assert.equal(blocks.length, events(input).length + 1, `one event added: ${file}`);
-      assert.equal(blocks.slice(0, -2).join(''), input.slice(0, input.lastIndexOf('data: [DONE]')), 'the rest is untouched');
+      assert.equal(
+        blocks.slice(0, -2).join(''),
+        input.slice(0, input.lastIndexOf('data: [DONE]')),
+        'the rest is untouched',
+      );
       assert.equal(blocks.at(-1), 'data: [DONE]\n\n');
       const synthesised = JSON.parse(blocks.at(-2)!.slice('data: '.length));
       const first = JSON.parse(blocks[0].slice('data: '.length));
@@ -141,24 +153,31 @@ test('client asked, backend sent no usage: a usage chunk is synthesised just bef
     const chunks = await sdkChunks(relay(input, tapFor(true, 40)).output);
     const last = chunks.at(-1);
     assert.deepEqual(last.choices, []);
-    assert.deepEqual(last.usage, { prompt_tokens: 40, completion_tokens: contentChunks, total_tokens: 40 + contentChunks });
+    assert.deepEqual(last.usage, {
+      prompt_tokens: 40,
+      completion_tokens: contentChunks,
+      total_tokens: 40 + contentChunks,
+    });
   }
 });
 
 /** A llama.cpp-style stream: no usage chunk, `timings` on the last chunk. */
 function llamaCppStream(withTimings: boolean): string {
-  const base = '"id":"chatcmpl-abc","created":1735142223,"model":"qwen","system_fingerprint":"b6510","object":"chat.completion.chunk"';
+  const base =
+    '"id":"chatcmpl-abc","created":1735142223,"model":"qwen","system_fingerprint":"b6510","object":"chat.completion.chunk"';
   const chunk = (choice: string, extra = '') => `data: {"choices":[${choice}],${base}${extra}}\n\n`;
   const timings = withTimings
     ? ',"timings":{"cache_n":13,"prompt_n":5,"prompt_ms":20.3,"predicted_n":42,"predicted_ms":300,"predicted_per_second":140}'
     : '';
-  return chunk('{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}') +
+  return (
+    chunk('{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}') +
     chunk('{"finish_reason":null,"index":0,"delta":{"reasoning_content":"Hmm"}}') +
     chunk('{"finish_reason":null,"index":0,"delta":{"content":"Hel"}}') +
     ': keep-alive\n\n' +
     chunk('{"finish_reason":null,"index":0,"delta":{"content":"lo \\"quoted\\""}}') +
     chunk('{"finish_reason":"stop","index":0,"delta":{}}', timings) +
-    'data: [DONE]\n\n';
+    'data: [DONE]\n\n'
+  );
 }
 
 test('llama.cpp timings on the last chunk give the synthesised usage', async () => {

@@ -72,8 +72,13 @@ describe('share and max_inflight', () => {
   test('admin API: bad values are 400s naming the field, and change nothing', async () => {
     const { json: user } = await api('POST', '/admin/api/users', { name: 'strict', share: 2 });
     const cases: [unknown, string][] = [
-      [{ share: 0 }, 'share'], [{ share: -1 }, 'share'], [{ share: '2' }, 'share'], [{ share: null }, 'share'],
-      [{ share: 1e6 }, 'share'], [{ max_inflight: 1.5 }, 'max_inflight'], [{ max_inflight: -1 }, 'max_inflight'],
+      [{ share: 0 }, 'share'],
+      [{ share: -1 }, 'share'],
+      [{ share: '2' }, 'share'],
+      [{ share: null }, 'share'],
+      [{ share: 1e6 }, 'share'],
+      [{ max_inflight: 1.5 }, 'max_inflight'],
+      [{ max_inflight: -1 }, 'max_inflight'],
       [{ max_inflight: '3' }, 'max_inflight'],
     ];
     for (const [body, param] of cases) {
@@ -105,8 +110,11 @@ describe('share and max_inflight', () => {
     assert.match(row, /class="sharing"><span[^>]*>share 1.5<\/span> · <span[^>]*>≤ 4 at once<\/span>/);
 
     for (const [field, value, message] of [
-      ['share', '0', /above 0/], ['share', 'lots', /number above 0/], ['max_inflight', '2.5', /whole number/i],
-      ['max_inflight', 'x', /whole number/i], ['max_inflight', '-3', /0 or more/],
+      ['share', '0', /above 0/],
+      ['share', 'lots', /number above 0/],
+      ['max_inflight', '2.5', /whole number/i],
+      ['max_inflight', 'x', /whole number/i],
+      ['max_inflight', '-3', /0 or more/],
     ] as const) {
       const fields = { ...base, name: 'formed', share: '1.5', max_inflight: '4', [field]: value };
       const bad = await ui.post(`/ui/users/${user.id}`, fields);
@@ -131,9 +139,16 @@ test('a store.db from before gives its users share 1 and no cap', () => {
   const dir = tempStore();
   const file = join(dir, 'store.db');
   const box = createSecretBox(randomBytes(32));
-  const old = openDatabase(file, STORE_MIGRATIONS.filter((m) => m.version < 5));
-  old.prepare(`INSERT INTO users (name, role, key_digest, key_cipher, key_hint, created_at, updated_at)
-    VALUES ('old', 'user', 'd', 'c', 'sk-…0000', 0, 0)`).run();
+  const old = openDatabase(
+    file,
+    STORE_MIGRATIONS.filter((m) => m.version < 5),
+  );
+  old
+    .prepare(
+      `INSERT INTO users (name, role, key_digest, key_cipher, key_hint, created_at, updated_at)
+    VALUES ('old', 'user', 'd', 'c', 'sk-…0000', 0, 0)`,
+    )
+    .run();
   old.close();
   const db = openDatabase(file, STORE_MIGRATIONS);
   try {

@@ -25,8 +25,15 @@ import type { BackendsRepo } from '../store/backends-repo.ts';
 import type { SettingsRepo } from '../store/settings-repo.ts';
 import { checkImageAlias, imageModelErrors, type AliasCheck, type ObjectInfoOf } from './image-models-check.ts';
 import {
-  backendsView, inventoryCounts, settingsView, sourceOf,
-  type BackendView, type InventoryCounts, type Result, type SecretSettingView, type SettingView,
+  backendsView,
+  inventoryCounts,
+  settingsView,
+  sourceOf,
+  type BackendView,
+  type InventoryCounts,
+  type Result,
+  type SecretSettingView,
+  type SettingView,
 } from './config-views.ts';
 
 export * from './config-views.ts';
@@ -68,7 +75,11 @@ export type TestBackendResult =
 
 type Refusal = Extract<Result, { ok: false }>;
 const refused = (problems: ConfigProblem[]): Refusal => ({ ok: false, problems });
-const noSuchBackend = (name: string): Refusal => ({ ok: false, notFound: true, problems: [{ path: 'name', message: `no backend named "${name}"` }] });
+const noSuchBackend = (name: string): Refusal => ({
+  ok: false,
+  notFound: true,
+  problems: [{ path: 'name', message: `no backend named "${name}"` }],
+});
 const problemId = (p: ConfigProblem) => `${p.path}\u0000${p.message}`;
 
 export class ConfigService {
@@ -94,7 +105,10 @@ export class ConfigService {
 
   /** Validates `value` as config.yaml's `key` (problem paths start with the key); stores and applies it. */
   setSetting(key: string, value: unknown): Result {
-    if (value === undefined || value === null) return refused([{ path: key, message: 'needs a value (reset the setting to go back to config.yaml or the default)' }]);
+    if (value === undefined || value === null)
+      return refused([
+        { path: key, message: 'needs a value (reset the setting to go back to config.yaml or the default)' },
+      ]);
     const checked = this.checkSetting(key, value);
     if (!checked.ok) return refused(checked.problems);
     this.deps.settings.set(key, checked.value);
@@ -111,7 +125,13 @@ export class ConfigService {
     const checked: [string, unknown][] = [];
     const problems: ConfigProblem[] = [];
     for (const [key, value] of Object.entries(entries)) {
-      if (value === undefined || value === null) { problems.push({ path: key, message: 'needs a value (reset the setting to go back to config.yaml or the default)' }); continue; }
+      if (value === undefined || value === null) {
+        problems.push({
+          path: key,
+          message: 'needs a value (reset the setting to go back to config.yaml or the default)',
+        });
+        continue;
+      }
       const result = this.checkSetting(key, value);
       if (result.ok) checked.push([key, result.value]);
       else problems.push(...result.problems);
@@ -133,7 +153,10 @@ export class ConfigService {
   }
 
   /** config.yaml's rules for the key; for `image_models` also the compiler's errors of every new or changed alias. */
-  private checkSetting(key: string, value: unknown): { ok: true; value: unknown } | { ok: false; problems: ConfigProblem[] } {
+  private checkSetting(
+    key: string,
+    value: unknown,
+  ): { ok: true; value: unknown } | { ok: false; problems: ConfigProblem[] } {
     const effective = this.deps.effective();
     const checked = validateSetting(this.validator, key, value, effective.backends);
     if (!checked.ok || key !== 'image_models') return checked;
@@ -146,7 +169,8 @@ export class ConfigService {
 
   /** Deletes the store's row: config.yaml's value (or the default) is back in force. */
   resetSetting(key: string): Result {
-    if (!(STORE_SETTING_KEYS as readonly string[]).includes(key)) return refused([{ path: key, message: 'is not a setting the store may hold' }]);
+    if (!(STORE_SETTING_KEYS as readonly string[]).includes(key))
+      return refused([{ path: key, message: 'is not a setting the store may hold' }]);
     const existed = this.deps.settings.delete(key);
     if (existed) this.deps.apply();
     return existed ? { ok: true } : { ok: true, note: `${key} had no stored value` };
@@ -156,8 +180,12 @@ export class ConfigService {
 
   backendsView(): BackendView[] {
     return backendsView({
-      file: this.deps.fileConfig().backends, stored: this.deps.backends.list(), effective: this.deps.effective().backends,
-      registry: this.deps.registry, snapshot: this.deps.snapshot(), inventory: this.deps.inventory,
+      file: this.deps.fileConfig().backends,
+      stored: this.deps.backends.list(),
+      effective: this.deps.effective().backends,
+      registry: this.deps.registry,
+      snapshot: this.deps.snapshot(),
+      inventory: this.deps.inventory,
     });
   }
 
@@ -196,12 +224,19 @@ export class ConfigService {
   }
 
   /** What saving `input` would write, or every problem that refuses it. */
-  private planBackend(input: unknown, opts: SaveBackendOptions): { ok: true; spec: BackendSpec; renaming: boolean; disableOld?: BackendSpec; note?: string } | Refusal {
+  private planBackend(
+    input: unknown,
+    opts: SaveBackendOptions,
+  ): { ok: true; spec: BackendSpec; renaming: boolean; disableOld?: BackendSpec; note?: string } | Refusal {
     const effective = this.deps.effective().backends;
     const exists = (n: string) => effective.some((b) => b.name === n);
     if (opts.replace !== undefined && !exists(opts.replace)) return noSuchBackend(opts.replace);
     const prepared = this.prepareBackend(input, opts.replace);
-    const name = prepared.ok ? prepared.spec.name : isObject(input) && typeof input.name === 'string' ? input.name : undefined;
+    const name = prepared.ok
+      ? prepared.spec.name
+      : isObject(input) && typeof input.name === 'string'
+        ? input.name
+        : undefined;
     const renaming = opts.replace !== undefined && name !== undefined && opts.replace !== name;
     const problems = prepared.ok ? [] : [...prepared.problems];
     if (name !== undefined && (opts.create || renaming) && exists(name) && !problems.some((p) => p.path === 'name')) {
@@ -210,7 +245,9 @@ export class ConfigService {
     if (!prepared.ok || problems.length > 0) return refused(problems);
     const spec = prepared.spec;
     // the store as it will be (its order does not matter to the checks)
-    const next = this.deps.backends.list().filter((b) => b.name !== spec.name && !(renaming && b.name === opts.replace));
+    const next = this.deps.backends
+      .list()
+      .filter((b) => b.name !== spec.name && !(renaming && b.name === opts.replace));
     let note: string | undefined;
     let disableOld: BackendSpec | undefined;
     if (renaming && this.deps.fileConfig().backends.some((b) => b.name === opts.replace)) {
@@ -236,7 +273,10 @@ export class ConfigService {
     if (source !== 'store') {
       this.deps.backends.upsert({ ...spec, enabled: false });
       this.deps.apply();
-      return { ok: true, note: `"${name}" comes from config.yaml: it is disabled with a store override (remove it from config.yaml to delete it)` };
+      return {
+        ok: true,
+        note: `"${name}" comes from config.yaml: it is disabled with a store override (remove it from config.yaml to delete it)`,
+      };
     }
     const dangling = this.newFleetProblems(this.deps.backends.list().filter((b) => b.name !== name));
     this.deps.backends.delete(name);
@@ -250,7 +290,13 @@ export class ConfigService {
     const source = sourceOf(name, this.deps.fileConfig().backends, this.deps.backends.list());
     if (!source) return noSuchBackend(name);
     if (source === 'config.yaml') return { ok: true, note: `"${name}" has no store override` };
-    if (source === 'store') return refused([{ path: 'name', message: `"${name}" exists only in the store: there is no config.yaml entry to go back to (remove it instead)` }]);
+    if (source === 'store')
+      return refused([
+        {
+          path: 'name',
+          message: `"${name}" exists only in the store: there is no config.yaml entry to go back to (remove it instead)`,
+        },
+      ]);
     this.deps.backends.delete(name);
     this.deps.apply();
     return { ok: true };
@@ -279,7 +325,12 @@ export class ConfigService {
     const started = Date.now();
     try {
       const models = await probeBackend(spec, agent, timeoutMs, comfy);
-      const result: TestBackendResult = { ok: true, kind: spec.type, models: models.map((m) => m.id), ms: Date.now() - started };
+      const result: TestBackendResult = {
+        ok: true,
+        kind: spec.type,
+        models: models.map((m) => m.id),
+        ms: Date.now() - started,
+      };
       const inventory = spec.type === 'comfyui' ? comfy.inventory(spec.name) : undefined;
       if (inventory) result.inventory = inventoryCounts(inventory);
       return result;
@@ -289,7 +340,12 @@ export class ConfigService {
         return { ok: false, error, errorKind: err.kind, ...(err.status !== undefined ? { status: err.status } : {}) };
       }
       const d = describeError(err);
-      const what = d.kind === 'timeout' ? `no answer within ${timeoutMs / 1000} s` : d.kind === 'unreachable' ? 'cannot connect' : 'request failed';
+      const what =
+        d.kind === 'timeout'
+          ? `no answer within ${timeoutMs / 1000} s`
+          : d.kind === 'unreachable'
+            ? 'cannot connect'
+            : 'request failed';
       const error = `${maskUrl(spec.url)}: ${what} (${redactBackendText(d.detail, spec)})`;
       return { ok: false, error, errorKind: d.kind };
     } finally {
@@ -302,12 +358,17 @@ export class ConfigService {
    * in force for `replace ?? name`, as long as the URL's origin is unchanged — a stored key is
    * never sent to a new address; `{clear: true}` removes it), then config.yaml's backend rules.
    */
-  private prepareBackend(input: unknown, replace?: string): { ok: true; spec: BackendSpec } | { ok: false; problems: ConfigProblem[] } {
-    if (!isObject(input)) return { ok: false, problems: [{ path: '', message: 'must be a mapping of backend fields' }] };
+  private prepareBackend(
+    input: unknown,
+    replace?: string,
+  ): { ok: true; spec: BackendSpec } | { ok: false; problems: ConfigProblem[] } {
+    if (!isObject(input))
+      return { ok: false, problems: [{ path: '', message: 'must be a mapping of backend fields' }] };
     const raw: Record<string, unknown> = structuredClone(input);
     const secret = raw.api_key;
     const clear = isObject(secret) && secret.clear === true;
-    const keep = !clear && (secret === undefined || secret === null || secret === '' || (isObject(secret) && secret.set === true));
+    const keep =
+      !clear && (secret === undefined || secret === null || secret === '' || (isObject(secret) && secret.set === true));
     if (keep || clear) delete raw.api_key;
     // a URL shown masked (`:***@`) and sent back unchanged keeps its password
     const before = this.deps.effective().backends.find((b) => b.name === (replace ?? raw.name));
@@ -317,7 +378,11 @@ export class ConfigService {
     if (previous?.api_key !== undefined && typeof raw.url === 'string') {
       const origin = originOf(raw.url);
       if (origin === originOf(previous.url)) raw.api_key = previous.api_key;
-      else if (origin) problems.push({ path: 'api_key', message: 'the URL points somewhere new: enter the key again (a stored key is never sent to a new address)' });
+      else if (origin)
+        problems.push({
+          path: 'api_key',
+          message: 'the URL points somewhere new: enter the key again (a stored key is never sent to a new address)',
+        });
     }
     const checked = this.validator.validateBackend(raw);
     if (!checked.ok) problems.push(...checked.problems);

@@ -125,8 +125,12 @@ export function maskSpec(spec: BackendSpec): MaskedBackendSpec {
 
 export function inventoryCounts(inv: MediaInventory): InventoryCounts {
   return {
-    checkpoints: inv.checkpoints.length, unets: inv.unets.length, vaes: inv.vaes.length,
-    clips: inv.clips.length, loras: inv.loras.length, classes: inv.classes.length,
+    checkpoints: inv.checkpoints.length,
+    unets: inv.unets.length,
+    vaes: inv.vaes.length,
+    clips: inv.clips.length,
+    loras: inv.loras.length,
+    classes: inv.classes.length,
   };
 }
 
@@ -137,7 +141,11 @@ function defaultOf(key: string): unknown {
 }
 
 /** Every top-level key but `backends`, in schema order; `api_key` as a SecretSettingView. */
-export function settingsView(file: GatewayConfig, effective: GatewayConfig, stored: Record<string, unknown>): (SettingView | SecretSettingView)[] {
+export function settingsView(
+  file: GatewayConfig,
+  effective: GatewayConfig,
+  stored: Record<string, unknown>,
+): (SettingView | SecretSettingView)[] {
   const storable = new Set<string>(STORE_SETTING_KEYS);
   const fileRec = file as unknown as Record<string, unknown>;
   const effRec = effective as unknown as Record<string, unknown>;
@@ -146,16 +154,26 @@ export function settingsView(file: GatewayConfig, effective: GatewayConfig, stor
     if (key === 'api_key') {
       const inFile = !!file.api_key?.trim();
       return {
-        key, secret: true, set: !!effective.api_key?.trim(), source: inStore ? 'store' : inFile ? 'config.yaml' : 'default',
-        restartOnly: false, overridden: inStore && inFile, storable: true,
+        key,
+        secret: true,
+        set: !!effective.api_key?.trim(),
+        source: inStore ? 'store' : inFile ? 'config.yaml' : 'default',
+        restartOnly: false,
+        overridden: inStore && inFile,
+        storable: true,
       } satisfies SecretSettingView;
     }
     const defaultValue = defaultOf(key);
     const fileValue = fileRec[key];
     const inFile = fileValue !== undefined && !sameJson(fileValue, defaultValue);
     const view: SettingView = {
-      key, secret: false, value: effRec[key], source: inStore ? 'store' : inFile ? 'config.yaml' : 'default',
-      restartOnly: (RESTART_ONLY_KEYS as readonly string[]).includes(key), overridden: inStore && inFile, storable: storable.has(key),
+      key,
+      secret: false,
+      value: effRec[key],
+      source: inStore ? 'store' : inFile ? 'config.yaml' : 'default',
+      restartOnly: (RESTART_ONLY_KEYS as readonly string[]).includes(key),
+      overridden: inStore && inFile,
+      storable: storable.has(key),
     };
     if (inFile) view.fileValue = fileValue;
     if (inStore) view.storeValue = stored[key];
@@ -173,7 +191,11 @@ export interface BackendViewInputs {
   inventory: (name: string) => MediaInventory | undefined;
 }
 
-export function sourceOf(name: string, file: readonly BackendSpec[], stored: readonly BackendSpec[]): BackendSource | undefined {
+export function sourceOf(
+  name: string,
+  file: readonly BackendSpec[],
+  stored: readonly BackendSpec[],
+): BackendSource | undefined {
   const inFile = file.some((b) => b.name === name);
   const inStore = stored.some((b) => b.name === name);
   return inFile && inStore ? 'both' : inFile ? 'config.yaml' : inStore ? 'store' : undefined;
@@ -187,11 +209,20 @@ export function backendsView(v: BackendViewInputs): BackendView[] {
     const live = v.registry.get(spec.name);
     const slot = slots.get(spec.name);
     const view: BackendView = {
-      name: spec.name, type: spec.type, source, spec: maskSpec(spec), enabled: spec.enabled,
-      known: live?.known ?? false, healthy: live?.healthy ?? false,
-      models: live?.models.length ?? 0, modelIds: live?.models.map((m) => m.id) ?? [],
-      inflight: slot?.inflight ?? 0, cap: live?.cap ?? slot?.cap ?? 0, draining: live?.draining ?? false,
-      available: slot?.available ?? false, paid: spec.paid,
+      name: spec.name,
+      type: spec.type,
+      source,
+      spec: maskSpec(spec),
+      enabled: spec.enabled,
+      known: live?.known ?? false,
+      healthy: live?.healthy ?? false,
+      models: live?.models.length ?? 0,
+      modelIds: live?.models.map((m) => m.id) ?? [],
+      inflight: slot?.inflight ?? 0,
+      cap: live?.cap ?? slot?.cap ?? 0,
+      draining: live?.draining ?? false,
+      available: slot?.available ?? false,
+      paid: spec.paid,
     };
     if (source === 'both') view.fileSpec = maskSpec(v.file.find((b) => b.name === spec.name)!);
     if (live?.error) view.error = live.error;

@@ -20,14 +20,24 @@ export interface AliasCheck {
 }
 
 /** Every problem (errors and warnings) of the aliases named, as part of `table`, on `base`'s backends. */
-export function imageModelProblems(base: GatewayConfig, table: Readonly<Record<string, ImageModelEntry[]>>, aliases: readonly string[], objectInfo: ObjectInfoOf): Problem[] {
+export function imageModelProblems(
+  base: GatewayConfig,
+  table: Readonly<Record<string, ImageModelEntry[]>>,
+  aliases: readonly string[],
+  objectInfo: ObjectInfoOf,
+): Problem[] {
   if (aliases.length === 0) return [];
   const catalog = catalogOf(base, table, objectInfo);
   return catalog.problems().filter((p) => aliases.some((alias) => within(p.path, alias)));
 }
 
 /** One alias as it would be saved: its problems and candidates. */
-export function checkImageAlias(base: GatewayConfig, alias: string, entries: ImageModelEntry[], objectInfo: ObjectInfoOf): AliasCheck {
+export function checkImageAlias(
+  base: GatewayConfig,
+  alias: string,
+  entries: ImageModelEntry[],
+  objectInfo: ObjectInfoOf,
+): AliasCheck {
   const catalog = catalogOf(base, { [alias]: entries }, objectInfo);
   return {
     problems: catalog.problems().filter((p) => within(p.path, alias)),
@@ -40,14 +50,25 @@ export function checkImageAlias(base: GatewayConfig, alias: string, entries: Ima
  * that is new or changed against `current`. An alias left as it is never blocks an edit of
  * another (its backend's object_info may have changed since it was saved).
  */
-export function imageModelErrors(base: GatewayConfig, current: Readonly<Record<string, ImageModelEntry[]>> | undefined, next: Readonly<Record<string, ImageModelEntry[]>>, objectInfo: ObjectInfoOf): ConfigProblem[] {
-  const changed = Object.keys(next).filter((alias) => !current || !Object.hasOwn(current, alias) || writeJson(current[alias]) !== writeJson(next[alias]));
+export function imageModelErrors(
+  base: GatewayConfig,
+  current: Readonly<Record<string, ImageModelEntry[]>> | undefined,
+  next: Readonly<Record<string, ImageModelEntry[]>>,
+  objectInfo: ObjectInfoOf,
+): ConfigProblem[] {
+  const changed = Object.keys(next).filter(
+    (alias) => !current || !Object.hasOwn(current, alias) || writeJson(current[alias]) !== writeJson(next[alias]),
+  );
   return imageModelProblems(base, next, changed, objectInfo)
     .filter((p) => p.severity === 'error')
     .map(({ path, message }) => ({ path, message }));
 }
 
-function catalogOf(base: GatewayConfig, table: Readonly<Record<string, ImageModelEntry[]>>, objectInfo: ObjectInfoOf): GenerationCatalog {
+function catalogOf(
+  base: GatewayConfig,
+  table: Readonly<Record<string, ImageModelEntry[]>>,
+  objectInfo: ObjectInfoOf,
+): GenerationCatalog {
   const config = { ...base, image_models: { ...table } };
   return new GenerationCatalog({ config: () => config, objectInfo, loras: () => undefined });
 }

@@ -179,10 +179,17 @@ export function ipAliasProblems(rawIp: string, alias: unknown): FieldProblem[] {
   const ip = rawIp.trim();
   const problems: FieldProblem[] = [];
   if (!isAliasableAddress(ip)) {
-    problems.push({ field: 'ip', message: ip ? `'${ip}' is neither an IP address nor an IPv6 /64 prefix.` : 'Enter an IP address or an IPv6 /64 prefix.' });
+    problems.push({
+      field: 'ip',
+      message: ip
+        ? `'${ip}' is neither an IP address nor an IPv6 /64 prefix.`
+        : 'Enter an IP address or an IPv6 /64 prefix.',
+    });
   }
-  if (typeof alias !== 'string' || !alias.trim()) problems.push({ field: 'alias', message: ip ? `The alias for '${ip}' is blank.` : 'Enter a name.' });
-  else if (alias.trim().length > IP_ALIAS_MAX) problems.push({ field: 'alias', message: `At most ${IP_ALIAS_MAX} characters.` });
+  if (typeof alias !== 'string' || !alias.trim())
+    problems.push({ field: 'alias', message: ip ? `The alias for '${ip}' is blank.` : 'Enter a name.' });
+  else if (alias.trim().length > IP_ALIAS_MAX)
+    problems.push({ field: 'alias', message: `At most ${IP_ALIAS_MAX} characters.` });
   return problems;
 }
 
@@ -213,7 +220,8 @@ function lockoutGuard(deps: UsersServiceDeps) {
     /** With no master key and no enabled admin yet, the next user must be an admin. */
     firstMustBeAdmin: () => armed() && !deps.users.hasAdmin(),
     beforeCreate(input: NewUser) {
-      if (armed() && !isEnabledAdmin({ role: input.role ?? 'user', enabled: input.enabled }) && !deps.users.hasAdmin()) refuse();
+      if (armed() && !isEnabledAdmin({ role: input.role ?? 'user', enabled: input.enabled }) && !deps.users.hasAdmin())
+        refuse();
     },
     beforeUpdate(current: User, patch: UserPatch) {
       const after = { role: patch.role ?? current.role, enabled: patch.enabled ?? current.enabled };
@@ -240,7 +248,8 @@ function problemsOf(validate: ValidateFunction, body: unknown): FieldProblem[] {
 function describe(e: ErrorObject): FieldProblem {
   const params = e.params as Record<string, unknown>;
   if (e.keyword === 'required') return { field: String(params.missingProperty), message: 'Required.' };
-  if (e.keyword === 'additionalProperties') return { field: '_form', message: `Unknown field '${String(params.additionalProperty)}'.` };
+  if (e.keyword === 'additionalProperties')
+    return { field: '_form', message: `Unknown field '${String(params.additionalProperty)}'.` };
   const [field = '_form', index] = e.instancePath.split('/').slice(1);
   const limit = params.limit as number | undefined;
   const words: Record<string, string | undefined> = {
@@ -272,7 +281,11 @@ function describe(e: ErrorObject): FieldProblem {
 
 function refuseProblems(problems: FieldProblem[]): void {
   const first = problems[0];
-  if (first) throw badRequest(first.field === '_form' ? first.message : `Invalid '${first.field}': ${first.message}`, first.field === '_form' ? null : first.field);
+  if (first)
+    throw badRequest(
+      first.field === '_form' ? first.message : `Invalid '${first.field}': ${first.message}`,
+      first.field === '_form' ? null : first.field,
+    );
 }
 
 function throwNotFound(id: number): never {

@@ -106,10 +106,11 @@ function openAdminRemote(): GatewayError {
   return new GatewayError({
     status: 403,
     code: 'admin_loopback_only',
-    message: 'This gateway is open (no api_key and no users), so its admin API answers only callers on its own host (loopback), '
-      + 'addressed as localhost, 127.0.0.1 or [::1] and not from a web page of another site. '
-      + 'Lock it first: set api_key in config.yaml, or create an admin user from the gateway host '
-      + '(POST http://127.0.0.1:<port>/admin/api/users with {"name":"admin","role":"admin"}); then call the admin API with that key.',
+    message:
+      'This gateway is open (no api_key and no users), so its admin API answers only callers on its own host (loopback), ' +
+      'addressed as localhost, 127.0.0.1 or [::1] and not from a web page of another site. ' +
+      'Lock it first: set api_key in config.yaml, or create an admin user from the gateway host ' +
+      '(POST http://127.0.0.1:<port>/admin/api/users with {"name":"admin","role":"admin"}); then call the admin API with that key.',
   });
 }
 

@@ -24,7 +24,10 @@ export function isLoopbackIp(ip: string | undefined): boolean {
 
 /** Whether a listen address binds loopback only (`localhost` too); `0.0.0.0`, `::` or a LAN address do not. */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1');
   return h === 'localhost' || isLoopbackIp(h);
 }
 

@@ -34,7 +34,9 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The 403 an open gateway answers `req` with, or undefined when the request may go on. */
 export function openGatewayRefusal(
-  req: OpenGuardRequest, own: OwnHost, settings: OpenGuardSettings,
+  req: OpenGuardRequest,
+  own: OwnHost,
+  settings: OpenGuardSettings,
 ): GatewayError | undefined {
   const wrongHost = foreignHost(req.headers, own, settings.allowedHosts);
   if (wrongHost !== undefined) return hostRefused(wrongHost);
@@ -48,7 +50,9 @@ export function openGatewayRefusal(
 
 /** Whether the request's Host (and forwarded host, when one is sent) names this machine or an `allowed_hosts` entry. */
 export function addressedToThisMachine(
-  headers: OpenGuardRequest['headers'], own: OwnHost, allowedHosts: readonly string[],
+  headers: OpenGuardRequest['headers'],
+  own: OwnHost,
+  allowedHosts: readonly string[],
 ): boolean {
   return foreignHost(headers, own, allowedHosts) === undefined;
 }
@@ -61,7 +65,9 @@ interface ForeignHost {
 
 /** The first Host-like header that names somewhere else. */
 function foreignHost(
-  headers: OpenGuardRequest['headers'], own: OwnHost, allowed: readonly string[],
+  headers: OpenGuardRequest['headers'],
+  own: OwnHost,
+  allowed: readonly string[],
 ): ForeignHost | undefined {
   // no Host at all (HTTP/1.0: HAProxy's default health check) is no browser: every browser sends one
   const host = single(headers.host);
@@ -102,7 +108,10 @@ function parseAuthorityHostname(authority: string): string | undefined {
 }
 
 function bareHostname(hostname: string): string {
-  return hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+  return hostname
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
 }
 
 /**
@@ -118,12 +127,20 @@ export function cannotBeRebound(hostname: string): boolean {
 }
 
 const CONTAINER_HOST_NAMES = new Set([
-  'host.docker.internal', 'gateway.docker.internal', 'host.containers.internal', 'host.lima.internal',
+  'host.docker.internal',
+  'gateway.docker.internal',
+  'host.containers.internal',
+  'host.lima.internal',
 ]);
 
 /** An `allowed_hosts` entry as a bare hostname: `gateway.lan`, `Gateway.LAN.`, `gateway.lan:4000`, `http://gw.lan`. */
 function allowedName(entry: string): string | undefined {
-  return authorityHostname(entry.trim().replace(/^https?:\/\//i, '').replace(/\/+$/, ''));
+  return authorityHostname(
+    entry
+      .trim()
+      .replace(/^https?:\/\//i, '')
+      .replace(/\/+$/, ''),
+  );
 }
 
 function listed(hostname: string, allowed: readonly string[]): boolean {
@@ -158,21 +175,22 @@ export function originAllowed(origin: string, allowed: readonly string[]): boole
 
 function hostRefused(foreign: ForeignHost): GatewayError {
   const shown = foreign.value?.slice(0, 100);
-  const named = shown === undefined
-    ? `a request without a usable ${foreign.header} header`
-    : `\`${foreign.header}: ${shown}\``;
+  const named =
+    shown === undefined ? `a request without a usable ${foreign.header} header` : `\`${foreign.header}: ${shown}\``;
   const name = authorityHostname(foreign.value);
-  const allow = name === undefined
-    ? 'list the name clients use in allowed_hosts'
-    : `add it to the config (allowed_hosts: ["${name.slice(0, 100)}"])`;
+  const allow =
+    name === undefined
+      ? 'list the name clients use in allowed_hosts'
+      : `add it to the config (allowed_hosts: ["${name.slice(0, 100)}"])`;
   return new GatewayError({
     status: 403,
     code: 'host_not_allowed',
-    message: `This gateway is open (no api_key and no users), so it answers only requests addressed to this machine `
-      + `(localhost, an IP address, its hostname, host.docker.internal), and ${named} is not one: `
-      + 'a web page that re-points its own name at this machine (DNS rebinding) looks like this. '
-      + `If that name is yours, ${allow}, `
-      + 'or lock the gateway (set api_key, or create an admin user): a locked gateway answers any name.',
+    message:
+      `This gateway is open (no api_key and no users), so it answers only requests addressed to this machine ` +
+      `(localhost, an IP address, its hostname, host.docker.internal), and ${named} is not one: ` +
+      'a web page that re-points its own name at this machine (DNS rebinding) looks like this. ' +
+      `If that name is yours, ${allow}, ` +
+      'or lock the gateway (set api_key, or create an admin user): a locked gateway answers any name.',
   });
 }
 
@@ -182,16 +200,17 @@ function originRefused(origin: string | undefined): GatewayError {
   // would let every such page of every site in, so the answer does not suggest it
   const opaque = origin?.trim().toLowerCase() === 'null';
   const allow = opaque
-    ? 'A sandboxed frame or a file:// page has no origin the gateway could trust; serve the page from a web '
-      + 'origin and list that origin in cors_origins (e.g. ["http://localhost:3000"]), '
-    : `List that origin in cors_origins (cors_origins: ["${shown.replace(/\/+$/, '')}"]) to let the page call `
-      + 'the gateway, ';
+    ? 'A sandboxed frame or a file:// page has no origin the gateway could trust; serve the page from a web ' +
+      'origin and list that origin in cors_origins (e.g. ["http://localhost:3000"]), '
+    : `List that origin in cors_origins (cors_origins: ["${shown.replace(/\/+$/, '')}"]) to let the page call ` +
+      'the gateway, ';
   return new GatewayError({
     status: 403,
     code: 'origin_not_allowed',
-    message: 'This gateway is open (no api_key and no users), so it takes no request that changes something '
-      + `from a web page of another site (Origin: ${shown}). ${allow}`
-      + 'or lock the gateway (set api_key, or create an admin user).',
+    message:
+      'This gateway is open (no api_key and no users), so it takes no request that changes something ' +
+      `from a web page of another site (Origin: ${shown}). ${allow}` +
+      'or lock the gateway (set api_key, or create an admin user).',
   });
 }
 

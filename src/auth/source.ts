@@ -72,6 +72,9 @@ function aliasOf(aliases: Readonly<Record<string, string>>, key: string): string
 /** A client-chosen label: trimmed, control characters removed, length-capped. */
 function sanitize(value: string | undefined): string | undefined {
   // eslint-disable-next-line no-control-regex
-  const clean = value?.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, MAX_SOURCE_LENGTH);
+  const clean = value
+    ?.replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim()
+    .slice(0, MAX_SOURCE_LENGTH);
   return clean ? clean : undefined;
 }

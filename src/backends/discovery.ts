@@ -103,7 +103,10 @@ export class Discovery {
   private async probeUnhealthyWhileParked(): Promise<void> {
     if (!this.deps.hasParked()) return;
     await Promise.all(
-      this.deps.registry.list().filter((b) => b.spec.enabled && !b.healthy).map((b) => this.probe(b.name)),
+      this.deps.registry
+        .list()
+        .filter((b) => b.spec.enabled && !b.healthy)
+        .map((b) => this.probe(b.name)),
     );
   }
 
@@ -114,7 +117,12 @@ export class Discovery {
     const spec = backend.spec;
     const startedAt = (this.deps.now ?? Date.now)();
     try {
-      const models = await probeBackend(spec, this.deps.dispatcherFor(spec), this.deps.probeTimeoutMs ?? 5000, this.deps.comfy);
+      const models = await probeBackend(
+        spec,
+        this.deps.dispatcherFor(spec),
+        this.deps.probeTimeoutMs ?? 5000,
+        this.deps.comfy,
+      );
       if (registry.get(name)?.spec !== spec) return; // reconfigured meanwhile
       const stable = keepCreatedStable(backend.models, models, (this.deps.now ?? Date.now)());
       const wasHealthy = backend.healthy;
@@ -127,9 +135,10 @@ export class Discovery {
     } catch (err) {
       if (registry.get(name)?.spec !== spec) return;
       // a backend's answer may echo its key: redacted before it is logged or stored
-      const error = redactBackendError(err instanceof ProbeError
-        ? { kind: err.kind, status: err.status, detail: err.message }
-        : describeError(err), spec);
+      const error = redactBackendError(
+        err instanceof ProbeError ? { kind: err.kind, status: err.status, detail: err.message } : describeError(err),
+        spec,
+      );
       if (backend.healthy || !backend.known) this.logDown(name, error);
       registry.markDown(name, error, this.deps.settings().healthCheckIntervalS * 1000);
       this.deps.onError?.(name, error);

@@ -20,12 +20,16 @@ export interface SlotReads {
 
 /** Records the call in `residency` (observeCall) and says what the box was just before. */
 export function dispatchFacts(
-  residency: ResidencyTracker, slots: SlotReads, backend: string, model: string, now: number,
+  residency: ResidencyTracker,
+  slots: SlotReads,
+  backend: string,
+  model: string,
+  now: number,
 ): DispatchFacts {
   const since = residency.residentSince(backend, model);
   const wasResident = residency.observeCall(backend, model, now);
   const swapSeconds = slots.swapSecondsOf(backend, model);
-  const loading = wasResident === true && since !== undefined && swapSeconds !== undefined
-    && now - since < swapSeconds * 1000;
+  const loading =
+    wasResident === true && since !== undefined && swapSeconds !== undefined && now - since < swapSeconds * 1000;
   return { neededLoad: wasResident === false || loading, busy: loading || slots.inflightOf(backend) > 1 };
 }

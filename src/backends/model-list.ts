@@ -103,7 +103,11 @@ function pricingOf(raw: unknown): ModelPricing | undefined {
 function isChatModel(entry: Json): boolean {
   if (typeof entry.type === 'string') return CHAT_TYPES.has(entry.type);
   const architecture = entry.architecture;
-  if (isObject(architecture) && Array.isArray(architecture.output_modalities) && architecture.output_modalities.length > 0) {
+  if (
+    isObject(architecture) &&
+    Array.isArray(architecture.output_modalities) &&
+    architecture.output_modalities.length > 0
+  ) {
     return architecture.output_modalities.every((m) => m === 'text');
   }
   return true;
@@ -118,4 +122,3 @@ function isServerless(model: ModelInfo): boolean {
 function positiveNumber(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
 }
-

@@ -79,8 +79,10 @@ const OPENAI: readonly (readonly [string, Row])[] = [
 ];
 
 /** An OpenAI id and its dated snapshots (`-YYYY-MM-DD`). */
-const withSnapshots = ([id, row]: readonly [string, Row]): [string, ModelPricing][] =>
-  [[id, price(row)], [`${id}-20??-??-??`, price(row)]];
+const withSnapshots = ([id, row]: readonly [string, Row]): [string, ModelPricing][] => [
+  [id, price(row)],
+  [`${id}-20??-??-??`, price(row)],
+];
 
 // ── OpenAI embeddings: input only (no output tokens, no cache), no dated snapshots
 const OPENAI_EMBEDDINGS: readonly (readonly [string, Row])[] = [

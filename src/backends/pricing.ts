@@ -95,7 +95,8 @@ const callPrices = new WeakMap<PricedBackend, CallPrices>();
  * resolved once per backend and model (the glob tables are not matched per call).
  */
 export function callPricing(
-  backend: PricedBackend | undefined, model: string | null | undefined,
+  backend: PricedBackend | undefined,
+  model: string | null | undefined,
 ): ModelPricing | undefined {
   if (!backend || !model) return undefined;
   let cache = callPrices.get(backend);
@@ -113,9 +114,7 @@ export function callPricing(
 }
 
 /** One model's prices as /health and the console show them. */
-export type ModelPriceView =
-  | ({ source: PriceSource; matched?: string } & ModelPricing)
-  | { source: 'none' };
+export type ModelPriceView = ({ source: PriceSource; matched?: string } & ModelPricing) | { source: 'none' };
 
 export type PriceSourceCounts = Record<PriceSource | 'none', number>;
 

@@ -9,7 +9,11 @@ import type { ModelInfo } from './types.ts';
 import { basicCredential } from './secret-scrub.ts';
 
 export class ProbeError extends Error {
-  constructor(readonly kind: ReturnType<typeof kindForStatus>, readonly status: number | undefined, message: string) {
+  constructor(
+    readonly kind: ReturnType<typeof kindForStatus>,
+    readonly status: number | undefined,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -36,8 +40,14 @@ const LIST_REFUSED = new Set([401, 403, 404]);
  * will not list its models to this credential (a Claude subscription token cannot) but has a
  * configured `models:` list is up with that list. Throws ProbeError or a network error.
  */
-export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, timeoutMs: number, comfy?: ComfyHealth): Promise<ModelInfo[]> {
-  const path = spec.type === 'comfyui' ? '/system_stats' : spec.type === 'anthropic' ? '/v1/models?limit=1000' : '/v1/models';
+export async function probeBackend(
+  spec: BackendSpec,
+  dispatcher: Dispatcher,
+  timeoutMs: number,
+  comfy?: ComfyHealth,
+): Promise<ModelInfo[]> {
+  const path =
+    spec.type === 'comfyui' ? '/system_stats' : spec.type === 'anthropic' ? '/v1/models?limit=1000' : '/v1/models';
   const base = `${new URL(spec.url).origin}${basePath(spec.url)}`;
   const res = await request(`${base}${path}`, {
     method: 'GET',
@@ -48,14 +58,22 @@ export async function probeBackend(spec: BackendSpec, dispatcher: Dispatcher, ti
   const text = await res.body.text();
   if (res.statusCode !== 200 && spec.models?.length && LIST_REFUSED.has(res.statusCode)) return configuredModels(spec);
   if (res.statusCode !== 200) {
-    throw new ProbeError(kindForStatus(res.statusCode), res.statusCode, `GET ${path} answered ${res.statusCode}: ${text.slice(0, 200)}`);
+    throw new ProbeError(
+      kindForStatus(res.statusCode),
+      res.statusCode,
+      `GET ${path} answered ${res.statusCode}: ${text.slice(0, 200)}`,
+    );
   }
   if (spec.type === 'comfyui') {
     try {
       await comfy?.check(spec, base, dispatcher, timeoutMs, credentialHeaders(spec));
     } catch (err) {
       if (err instanceof ExecutorStuck) throw new ProbeError('exec_stuck', undefined, err.message);
-      throw new ProbeError('upstream', 200, `ComfyUI answered /system_stats but not its queue or node list: ${(err as Error).message}`);
+      throw new ProbeError(
+        'upstream',
+        200,
+        `ComfyUI answered /system_stats but not its queue or node list: ${(err as Error).message}`,
+      );
     }
     return [];
   }

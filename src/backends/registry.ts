@@ -89,7 +89,14 @@ export class BackendRegistry {
       const existing = this.backends.get(spec.name);
       if (!existing) {
         this.backends.set(spec.name, {
-          name: spec.name, spec, basePath: basePath(spec.url), cap, healthy: false, known: false, models: [], modelsById: new Map(),
+          name: spec.name,
+          spec,
+          basePath: basePath(spec.url),
+          cap,
+          healthy: false,
+          known: false,
+          models: [],
+          modelsById: new Map(),
           consecutiveFailures: 0,
         });
         change.added.push(spec.name);

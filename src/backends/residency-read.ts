@@ -25,8 +25,9 @@ const OWNER_KINDS: Record<string, ResidencyKind> = { 'llama-swap': 'llama-swap',
 /** The loaded models of a llama-swap `/running` body; throws when it is not one. */
 export function parseLlamaSwapRunning(body: unknown): string[] {
   if (!isObject(body) || !Array.isArray(body.running)) throw new Error('/running body has no "running" array');
-  return body.running.flatMap((r) => (isObject(r) && typeof r.model === 'string' && RUNNING_STATES.has(String(r.state))
-    ? [r.model] : []));
+  return body.running.flatMap((r) =>
+    isObject(r) && typeof r.model === 'string' && RUNNING_STATES.has(String(r.state)) ? [r.model] : [],
+  );
 }
 
 /** The loaded models of an Ollama `/api/ps` body; throws when it is not one. */

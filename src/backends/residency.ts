@@ -85,7 +85,10 @@ export class ResidencyTracker {
       }
     }
     const box: Box = {
-      kind: reading.kind, mode: reading.mode, readAt: at, entries,
+      kind: reading.kind,
+      mode: reading.mode,
+      readAt: at,
+      entries,
       seenAtOnce: Math.max(before?.kind === reading.kind ? before.seenAtOnce : 0, entries.size),
     };
     this.boxes.set(backend, box);
@@ -142,8 +145,9 @@ export class ResidencyTracker {
     if (!box) return undefined;
     const known = this.isKnown(box, at);
     const models = known
-      ? [...box.entries.values()].sort((a, b) => b.lastUsed - a.lastUsed)
-        .map(({ model, source, since }) => ({ model, source, since }))
+      ? [...box.entries.values()]
+          .sort((a, b) => b.lastUsed - a.lastUsed)
+          .map(({ model, source, since }) => ({ model, source, since }))
       : [];
     const capacity = this.capacity(backend);
     return { kind: box.kind, mode: box.mode, known, capacity, readAt: box.readAt ?? null, models };

@@ -50,7 +50,8 @@ export function redactBackendText(text: string, spec: Pick<BackendSpec, 'api_key
 
 /** The error with its detail redacted (the one place a backend's last error is stored calls this). */
 export function redactBackendError<E extends Pick<BackendError, 'detail'>>(
-  error: E, spec: Pick<BackendSpec, 'api_key' | 'url'>,
+  error: E,
+  spec: Pick<BackendSpec, 'api_key' | 'url'>,
 ): E {
   const detail = redactBackendText(error.detail, spec);
   return detail === error.detail ? error : { ...error, detail };

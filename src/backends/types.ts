@@ -20,7 +20,8 @@ export interface ModelInfo {
   context_length?: number;
 }
 
-export type BackendErrorKind = 'unreachable' | 'timeout' | 'auth' | 'not_found' | 'rate_limit' | 'upstream' | 'error' | 'exec_stuck';
+export type BackendErrorKind =
+  'unreachable' | 'timeout' | 'auth' | 'not_found' | 'rate_limit' | 'upstream' | 'error' | 'exec_stuck';
 
 export interface BackendError {
   kind: BackendErrorKind;

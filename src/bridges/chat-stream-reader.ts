@@ -22,7 +22,6 @@ import { usageFromOpenAI, type Usage } from '../upstream/usage.ts';
 
 type Json = Record<string, unknown>;
 
-
 /**
  * What one SSE event was: `chunk` (its fields are on the reader), `done` (the `[DONE]` marker),
  * `error` (the backend put `{"error": …}` in the stream; `chunk` holds it), or `skip` (nothing
@@ -214,8 +213,13 @@ export class ChatStreamReader {
   summary(): StreamSummary {
     const { usage, source } = this.bestUsage();
     return streamSummary({
-      usage, usageSource: source, contentChunks: this.contentChunks, sawDone: this.sawDone,
-      firstTokenAt: this.firstTokenAt, finishReason: this.finishReason, model: this.backendModel,
+      usage,
+      usageSource: source,
+      contentChunks: this.contentChunks,
+      sawDone: this.sawDone,
+      firstTokenAt: this.firstTokenAt,
+      finishReason: this.finishReason,
+      model: this.backendModel,
     });
   }
 

@@ -41,10 +41,10 @@ function whyForbidden(key: string): string | undefined {
   if (!FORBIDDEN.has(key)) return undefined;
   if (key === 'stream' || key === 'stream_options') return 'is set by the client, not a default';
   if (key === 'reasoning' || key === 'reasoning_effort' || key === 'chat_template_kwargs') {
-    return 'belongs to the reasoning switch: use the alias\'s reasoning setting or a reasoning rule';
+    return "belongs to the reasoning switch: use the alias's reasoning setting or a reasoning rule";
   }
   if (key.startsWith('tool') || key.startsWith('function')) return 'is part of the conversation, not a sampling value';
-  return 'is the request\'s content, not a default';
+  return "is the request's content, not a default";
 }
 
 /**

@@ -34,7 +34,10 @@ export function problemFromAjv(e: ErrorObject): ConfigProblem {
       return { path, message: hint ?? `must be ${article(wanted)}, got ${describeType(e.data)}` };
     }
     case 'enum':
-      return { path, message: `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}, got ${describeType(e.data)}` };
+      return {
+        path,
+        message: `must be one of ${(e.params.allowedValues as unknown[]).join(', ')}, got ${describeType(e.data)}`,
+      };
     case 'minLength':
       return { path, message: hint ?? 'must not be empty' };
     case 'minProperties':

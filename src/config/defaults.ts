@@ -106,7 +106,11 @@ export function comfyKnobs(spec: BackendSpec): ComfyKnobs {
 }
 
 /** Defaults of one `gpu_groups` entry; a group no entry describes has all of them. */
-export const GPU_GROUP_DEFAULTS = Object.freeze({ max_concurrent: 1, unload_llm: false, free_media: false } as const satisfies GpuGroupSpec);
+export const GPU_GROUP_DEFAULTS = Object.freeze({
+  max_concurrent: 1,
+  unload_llm: false,
+  free_media: false,
+} as const satisfies GpuGroupSpec);
 
 /** The settings of GPU group `name`, defaults filled in (an unconfigured name is an implicit group). */
 export function gpuGroupSettings(config: Pick<GatewayConfig, 'gpu_groups'>, name: string): Required<GpuGroupSpec> {
@@ -119,7 +123,13 @@ export function gpuGroupSettings(config: Pick<GatewayConfig, 'gpu_groups'>, name
 }
 
 /** Keys that only take effect at start-up; a reload that changes them needs a restart. */
-export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(['store_dir', 'jobs_dir', 'stats_flush_ms', 'trust_proxy', 'log_format']);
+export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze([
+  'store_dir',
+  'jobs_dir',
+  'stats_flush_ms',
+  'trust_proxy',
+  'log_format',
+]);
 
 /** Printed when the gateway starts without a config file. */
 export const howToWriteConfigHint =

@@ -20,7 +20,12 @@ export type ConfigResult = { ok: true; config: GatewayConfig } | { ok: false; pr
  * `baseDir` (config.yaml's folder) to read the workflow files `image_models` names; without
  * it they stay unread (no `workflow_json`).
  */
-export function parseConfigText(text: string, env: NodeJS.ProcessEnv, validator: ConfigValidator = createConfigValidator(), baseDir?: string): ConfigResult {
+export function parseConfigText(
+  text: string,
+  env: NodeJS.ProcessEnv,
+  validator: ConfigValidator = createConfigValidator(),
+  baseDir?: string,
+): ConfigResult {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true, logLevel: 'silent' });
   if (doc.errors.length > 0) {
     return {
@@ -36,12 +41,19 @@ export function parseConfigText(text: string, env: NodeJS.ProcessEnv, validator:
   try {
     raw = doc.toJS() ?? {};
   } catch (err) {
-    return { ok: false, problems: [...interpolationProblems, { path: '', message: `YAML: ${(err as Error).message}` }] };
+    return {
+      ok: false,
+      problems: [...interpolationProblems, { path: '', message: `YAML: ${(err as Error).message}` }],
+    };
   }
   const validation = validator.validate(raw);
-  if (interpolationProblems.length === 0) return validation.ok && baseDir !== undefined ? withWorkflowFiles(validation.config, baseDir) : validation;
+  if (interpolationProblems.length === 0)
+    return validation.ok && baseDir !== undefined ? withWorkflowFiles(validation.config, baseDir) : validation;
   // A value that could not be interpolated is left as written; do not also complain about it.
-  const shadowed = (p: ConfigProblem) => interpolationProblems.some((ip) => p.path === ip.path || p.path.startsWith(`${ip.path}.`) || p.path.startsWith(`${ip.path}[`));
+  const shadowed = (p: ConfigProblem) =>
+    interpolationProblems.some(
+      (ip) => p.path === ip.path || p.path.startsWith(`${ip.path}.`) || p.path.startsWith(`${ip.path}[`),
+    );
   const others = validation.ok ? [] : validation.problems.filter((p) => !shadowed(p));
   return { ok: false, problems: [...interpolationProblems, ...others] };
 }
@@ -67,14 +79,24 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv, validator?:
  * problems); when it does not, the embedded default fleet, unless the path was given
  * explicitly (`--config`, `LLM_GATEWAY_CONFIG`): then a missing file is a problem too.
  */
-export function loadBootConfig(path: string, env: NodeJS.ProcessEnv, opts: { explicit?: boolean } = {}): { source: 'file' | 'embedded'; result: ConfigResult } {
+export function loadBootConfig(
+  path: string,
+  env: NodeJS.ProcessEnv,
+  opts: { explicit?: boolean } = {},
+): { source: 'file' | 'embedded'; result: ConfigResult } {
   if (existsSync(path)) return { source: 'file', result: loadConfigFile(path, env) };
-  if (opts.explicit) return { source: 'file', result: { ok: false, problems: [{ path: '', message: `config file not found: ${path}` }] } };
+  if (opts.explicit)
+    return {
+      source: 'file',
+      result: { ok: false, problems: [{ path: '', message: `config file not found: ${path}` }] },
+    };
   return { source: 'embedded', result: { ok: true, config: embeddedDefaultConfig() } };
 }
 
 /** The one line start-up logs when it runs on the embedded default (no file at `path`). */
 export function noConfigFileMessage(path: string): string {
-  return `no config file at ${path}: running on built-in defaults (probing Ollama, llama.cpp, vLLM, LM Studio `
-    + `and ComfyUI on their usual 127.0.0.1 ports). ${howToWriteConfigHint}`;
+  return (
+    `no config file at ${path}: running on built-in defaults (probing Ollama, llama.cpp, vLLM, LM Studio ` +
+    `and ComfyUI on their usual 127.0.0.1 ports). ${howToWriteConfigHint}`
+  );
 }

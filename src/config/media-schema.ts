@@ -24,10 +24,22 @@ export const mediaBackendProperties = {
 } as const;
 
 /** Options only a comfyui backend reads. */
-export const COMFY_ONLY = ['stuck_after_s', 'poll_interval', 'max_wait', 'read_timeout', 'disconnect_grace', 'auto_restart', 'restart_cooldown_s'] as const;
+export const COMFY_ONLY = [
+  'stuck_after_s',
+  'poll_interval',
+  'max_wait',
+  'read_timeout',
+  'disconnect_grace',
+  'auto_restart',
+  'restart_cooldown_s',
+] as const;
 
 /** A node is named by its id; YAML reads an unquoted `61` as a number, which is accepted (and made a string). */
-const nodeRef = { type: ['string', 'integer'], minLength: 1, hint: 'must be a node id (or a unique node title)' } as const;
+const nodeRef = {
+  type: ['string', 'integer'],
+  minLength: 1,
+  hint: 'must be a node id (or a unique node title)',
+} as const;
 const inputName = { type: 'string', minLength: 1, hint: 'must be an input name of the node' } as const;
 
 const imageModelEntrySchema = {
@@ -36,8 +48,15 @@ const imageModelEntrySchema = {
   required: ['backend'],
   properties: {
     backend: { type: 'string', minLength: 1 },
-    workflow: { type: 'string', minLength: 1, hint: 'must be the path of an API-format workflow file, relative to config.yaml' },
-    workflow_json: { type: 'object', hint: 'must be a ComfyUI API-format workflow (a mapping of node id to {class_type, inputs})' },
+    workflow: {
+      type: 'string',
+      minLength: 1,
+      hint: 'must be the path of an API-format workflow file, relative to config.yaml',
+    },
+    workflow_json: {
+      type: 'object',
+      hint: 'must be a ComfyUI API-format workflow (a mapping of node id to {class_type, inputs})',
+    },
     mapping: {
       type: 'object',
       additionalProperties: {
@@ -49,7 +68,12 @@ const imageModelEntrySchema = {
     },
     fixed: {
       type: 'array',
-      items: { type: 'object', additionalProperties: false, required: ['node', 'field', 'value'], properties: { node: nodeRef, field: inputName, value: {} } },
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['node', 'field', 'value'],
+        properties: { node: nodeRef, field: inputName, value: {} },
+      },
       hint: 'must be a list of {node, field, value}',
     },
     bypass: { type: 'array', items: nodeRef, hint: 'must be a list of node ids' },
@@ -68,8 +92,9 @@ export const mediaTopLevelProperties = {
       type: 'array',
       minItems: 1,
       items: imageModelEntrySchema,
-      hint: 'must be a non-empty list of candidates, each {backend, workflow | workflow_json, '
-        + 'mapping?, fixed?, bypass?, output?, max_pixels?, max_n?}',
+      hint:
+        'must be a non-empty list of candidates, each {backend, workflow | workflow_json, ' +
+        'mapping?, fixed?, bypass?, output?, max_pixels?, max_n?}',
     },
   },
   media_park_timeout_s: { ...nonNegativeSeconds, default: DEFAULTS.media_park_timeout_s },
@@ -99,13 +124,18 @@ export type ImageModelsSource = 'file' | 'store';
  * type). Node refs written as numbers become strings (so `raw` is mutated). Defensive: `raw`
  * may be invalid in other ways, which the schema reports.
  */
-export function imageModelsProblems(raw: unknown, backends: ReadonlyMap<string, string>, source: ImageModelsSource): ConfigProblem[] {
+export function imageModelsProblems(
+  raw: unknown,
+  backends: ReadonlyMap<string, string>,
+  source: ImageModelsSource,
+): ConfigProblem[] {
   if (!isObject(raw)) return [];
   const problems: ConfigProblem[] = [];
   const comfy = [...backends].filter(([, type]) => type === 'comfyui').map(([name]) => name);
   for (const [alias, entries] of Object.entries(raw)) {
     const aliasPath = childPath('image_models', alias);
-    if (!/^\S+$/.test(alias)) problems.push({ path: aliasPath, message: 'an alias name must be non-empty and contain no whitespace' });
+    if (!/^\S+$/.test(alias))
+      problems.push({ path: aliasPath, message: 'an alias name must be non-empty and contain no whitespace' });
     if (!Array.isArray(entries)) continue;
     const seen = new Map<string, number>();
     entries.forEach((entry, i) => {
@@ -123,24 +153,49 @@ export function imageModelsProblems(raw: unknown, backends: ReadonlyMap<string, 
   return problems;
 }
 
-function backendProblem(name: string, backends: ReadonlyMap<string, string>, comfy: string[], duplicateOf: number | undefined, aliasPath: string): string | undefined {
-  if (duplicateOf !== undefined) return `backend "${name}" already has an entry in this alias (${childPath(aliasPath, duplicateOf)}); one entry per backend`;
+function backendProblem(
+  name: string,
+  backends: ReadonlyMap<string, string>,
+  comfy: string[],
+  duplicateOf: number | undefined,
+  aliasPath: string,
+): string | undefined {
+  if (duplicateOf !== undefined)
+    return `backend "${name}" already has an entry in this alias (${childPath(aliasPath, duplicateOf)}); one entry per backend`;
   const type = backends.get(name);
   const known = `known comfyui backends: ${comfy.join(', ') || 'none'}`;
   if (type === undefined) return `names no backend in backends[] (${known})`;
-  if (type !== 'comfyui') return `"${name}" is a backend of type ${type}; generation aliases run on comfyui backends (${known})`;
+  if (type !== 'comfyui')
+    return `"${name}" is a backend of type ${type}; generation aliases run on comfyui backends (${known})`;
   return undefined;
 }
 
-function workflowSourceProblems(entry: Record<string, unknown>, at: string, source: ImageModelsSource): ConfigProblem[] {
+function workflowSourceProblems(
+  entry: Record<string, unknown>,
+  at: string,
+  source: ImageModelsSource,
+): ConfigProblem[] {
   const hasFile = entry.workflow !== undefined;
   const hasJson = entry.workflow_json !== undefined;
   if (source === 'file' && hasFile === hasJson) {
-    return [{ path: at, message: hasFile ? 'give either workflow (a file) or workflow_json, not both' : 'needs a workflow: workflow (a file relative to config.yaml) or workflow_json' }];
+    return [
+      {
+        path: at,
+        message: hasFile
+          ? 'give either workflow (a file) or workflow_json, not both'
+          : 'needs a workflow: workflow (a file relative to config.yaml) or workflow_json',
+      },
+    ];
   }
   if (source === 'store' && !hasJson) {
     return hasFile
-      ? [{ path: childPath(at, 'workflow'), message: 'a stored image model cannot name a workflow file (there is no config.yaml folder to resolve it against); store the workflow itself in workflow_json' }]
+      ? [
+          {
+            path: childPath(at, 'workflow'),
+            message:
+              'a stored image model cannot name a workflow file (there is no config.yaml folder to resolve it against); store the workflow itself in workflow_json',
+          },
+        ]
       : [{ path: childPath(at, 'workflow_json'), message: 'is required (the API-format workflow)' }];
   }
   if (hasJson && isObject(entry.workflow_json)) {
@@ -155,8 +210,10 @@ function workflowSourceProblems(entry: Record<string, unknown>, at: string, sour
  * `class_type` and an object `inputs`), or undefined when it is one.
  */
 export function workflowShapeProblem(value: unknown): string | undefined {
-  if (!isObject(value)) return 'must be a ComfyUI API-format workflow: a JSON object of node id to {class_type, inputs}';
-  if (Array.isArray(value.nodes) && Array.isArray(value.links)) return "this is ComfyUI's UI format; export it with 'Export (API)'";
+  if (!isObject(value))
+    return 'must be a ComfyUI API-format workflow: a JSON object of node id to {class_type, inputs}';
+  if (Array.isArray(value.nodes) && Array.isArray(value.links))
+    return "this is ComfyUI's UI format; export it with 'Export (API)'";
   const nodes = Object.entries(value);
   if (nodes.length === 0) return 'has no nodes';
   for (const [id, node] of nodes) {
@@ -170,7 +227,10 @@ export function workflowShapeProblem(value: unknown): string | undefined {
 /** `node: 61`, `bypass: [25]`, `output: 9` → the strings ComfyUI's node ids are. */
 function normalizeNodeRefs(entry: Record<string, unknown>): void {
   const str = (v: unknown) => (typeof v === 'number' ? String(v) : v);
-  const refs = [...(isObject(entry.mapping) ? Object.values(entry.mapping) : []), ...(Array.isArray(entry.fixed) ? entry.fixed : [])];
+  const refs = [
+    ...(isObject(entry.mapping) ? Object.values(entry.mapping) : []),
+    ...(Array.isArray(entry.fixed) ? entry.fixed : []),
+  ];
   for (const ref of refs) if (isObject(ref) && typeof ref.node === 'number') ref.node = String(ref.node);
   if (Array.isArray(entry.bypass)) entry.bypass = entry.bypass.map(str);
   if (typeof entry.output === 'number') entry.output = String(entry.output);

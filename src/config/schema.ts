@@ -9,7 +9,13 @@ import { Ajv } from 'ajv';
 import { problemFromAjv, uniqueProblems } from './ajv-problems.ts';
 import { isObject as isPlainObject } from '../json.ts';
 import { BACKEND_DEFAULTS, DEFAULTS } from './defaults.ts';
-import { COMFY_ONLY, imageModelsProblems, mediaBackendProperties, mediaTopLevelProperties, type ImageModelsSource } from './media-schema.ts';
+import {
+  COMFY_ONLY,
+  imageModelsProblems,
+  mediaBackendProperties,
+  mediaTopLevelProperties,
+  type ImageModelsSource,
+} from './media-schema.ts';
 import { childPath, type ConfigProblem } from './problems.ts';
 import type { BackendSpec, GatewayConfig } from './types.ts';
 import { ruleProblems } from '../bridges/reasoning/rules.ts';
@@ -27,7 +33,11 @@ export function formatProblems(problems: readonly ConfigProblem[]): string {
 
 const nonNegativeNumber = { type: 'number', minimum: 0 } as const;
 const nonNegativeInteger = { type: 'integer', minimum: 0 } as const;
-const secret = { type: 'string', minLength: 1, hint: 'must be a non-empty string (leave the key out for none)' } as const;
+const secret = {
+  type: 'string',
+  minLength: 1,
+  hint: 'must be a non-empty string (leave the key out for none)',
+} as const;
 
 /** One model's prices, USD per million tokens (`cache_*` absent: billed at `input`). */
 const modelPricingSchema = {
@@ -35,7 +45,10 @@ const modelPricingSchema = {
   additionalProperties: false,
   required: ['input', 'output'],
   properties: {
-    input: nonNegativeNumber, output: nonNegativeNumber, cache_read: nonNegativeNumber, cache_write: nonNegativeNumber,
+    input: nonNegativeNumber,
+    output: nonNegativeNumber,
+    cache_read: nonNegativeNumber,
+    cache_write: nonNegativeNumber,
   },
   hint: 'must be {input, output, cache_read?, cache_write?} in USD per million tokens',
 } as const;
@@ -71,8 +84,9 @@ const backendSchema = {
       type: 'object',
       propertyNames: { minLength: 1 },
       additionalProperties: modelPricingSchema,
-      hint: 'must be a map of model id or glob pattern to {input, output, cache_read?, cache_write?} '
-        + '(USD per million tokens)',
+      hint:
+        'must be a map of model id or glob pattern to {input, output, cache_read?, cache_write?} ' +
+        '(USD per million tokens)',
     },
     ...mediaBackendProperties,
   },
@@ -145,10 +159,16 @@ export const configSchema = {
     allowed_hosts: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
     request_body_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.request_body_timeout_s },
     expose_backend_names: {
-      enum: ['auto', true, false], default: DEFAULTS.expose_backend_names, hint: 'must be auto, true or false',
+      enum: ['auto', true, false],
+      default: DEFAULTS.expose_backend_names,
+      hint: 'must be auto, true or false',
     },
     // each rule is checked by ruleProblems (bridges/reasoning), which knows every mechanism's params
-    reasoning_rules: { type: 'array', default: [], hint: 'must be a list of rules ({model, mechanism, backends?, params?, enabled?})' },
+    reasoning_rules: {
+      type: 'array',
+      default: [],
+      hint: 'must be a list of rules ({model, mechanism, backends?, params?, enabled?})',
+    },
     async_park_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.async_park_timeout_s },
     responses_ttl_h: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.responses_ttl_h },
     ...mediaTopLevelProperties,
@@ -156,7 +176,9 @@ export const configSchema = {
 } as const;
 
 /** Old key names still accepted, each read as its new name by `validate`; never documented. */
-const DEPRECATED_KEYS: ReadonlyMap<string, keyof GatewayConfig> = new Map([['upstream_timeout_s', 'request_timeout_s']]);
+const DEPRECATED_KEYS: ReadonlyMap<string, keyof GatewayConfig> = new Map([
+  ['upstream_timeout_s', 'request_timeout_s'],
+]);
 
 /** Every top-level key config.yaml may have. */
 export const TOP_LEVEL_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(
@@ -202,7 +224,8 @@ export function createConfigValidator(): ConfigValidator {
         if (message) problems.push({ path: 'url', message });
       }
       if (isPlainObject(raw)) problems.push(...backendKindProblems(raw, ''));
-      if (isPlainObject(raw) && raw.sampling_defaults !== undefined) problems.push(...samplingProblems(raw.sampling_defaults, 'sampling_defaults'));
+      if (isPlainObject(raw) && raw.sampling_defaults !== undefined)
+        problems.push(...samplingProblems(raw.sampling_defaults, 'sampling_defaults'));
       if (problems.length > 0) return { ok: false, problems };
       const spec = raw as unknown as BackendSpec;
       spec.url = spec.url.replace(/\/+$/, '');
@@ -252,7 +275,10 @@ function semanticProblems(raw: unknown, source: ImageModelsSource): ConfigProble
     if (typeof b.name === 'string') {
       const first = names.get(b.name);
       if (first !== undefined) {
-        problems.push({ path: childPath(childPath('backends', i), 'name'), message: `duplicate backend name "${b.name}" (also backends[${first}])` });
+        problems.push({
+          path: childPath(childPath('backends', i), 'name'),
+          message: `duplicate backend name "${b.name}" (also backends[${first}])`,
+        });
       } else names.set(b.name, i);
       if (!types.has(b.name)) types.set(b.name, String(b.type ?? BACKEND_DEFAULTS.type));
     }
@@ -261,13 +287,16 @@ function semanticProblems(raw: unknown, source: ImageModelsSource): ConfigProble
       if (message) problems.push({ path: childPath(childPath('backends', i), 'url'), message });
     }
     problems.push(...backendKindProblems(b, childPath('backends', i)));
-    if (b.sampling_defaults !== undefined) problems.push(...samplingProblems(b.sampling_defaults, childPath(childPath('backends', i), 'sampling_defaults')));
+    if (b.sampling_defaults !== undefined)
+      problems.push(...samplingProblems(b.sampling_defaults, childPath(childPath('backends', i), 'sampling_defaults')));
   });
   if (Array.isArray(raw.reasoning_rules)) problems.push(...ruleProblems(raw.reasoning_rules, 'reasoning_rules'));
   if (isPlainObject(raw.alias_defaults)) {
     for (const [alias, d] of Object.entries(raw.alias_defaults)) {
       if (isPlainObject(d) && d.sampling_defaults !== undefined) {
-        problems.push(...samplingProblems(d.sampling_defaults, childPath(childPath('alias_defaults', alias), 'sampling_defaults')));
+        problems.push(
+          ...samplingProblems(d.sampling_defaults, childPath(childPath('alias_defaults', alias), 'sampling_defaults')),
+        );
       }
     }
   }
@@ -296,10 +325,14 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
     problems.push({ path: childPath(path, 'auth_mode'), message: 'only backends of type anthropic have an auth_mode' });
   }
   if (b.auth_mode === 'subscription' && b.api_key === undefined && b.enabled !== false) {
-    problems.push({ path: childPath(path, 'api_key'), message: 'auth_mode subscription needs the token from `claude setup-token` as api_key' });
+    problems.push({
+      path: childPath(path, 'api_key'),
+      message: 'auth_mode subscription needs the token from `claude setup-token` as api_key',
+    });
   }
   for (const key of COMFY_ONLY) {
-    if (b[key] !== undefined && type !== 'comfyui') problems.push({ path: childPath(path, key), message: 'only backends of type comfyui have this option' });
+    if (b[key] !== undefined && type !== 'comfyui')
+      problems.push({ path: childPath(path, key), message: 'only backends of type comfyui have this option' });
   }
   if (b.pricing !== undefined && type === 'comfyui') {
     const message = 'only LLM backends (types openai and anthropic) are priced per token';
@@ -309,7 +342,10 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
     problems.push({ path: childPath(path, 'resident'), message: 'only backends of type openai hold models loaded' });
   }
   if (b.prompt_cache !== undefined && type !== 'openai') {
-    problems.push({ path: childPath(path, 'prompt_cache'), message: 'only backends of type openai translate cache_control (anthropic backends get it as sent)' });
+    problems.push({
+      path: childPath(path, 'prompt_cache'),
+      message: 'only backends of type openai translate cache_control (anthropic backends get it as sent)',
+    });
   }
   return problems;
 }
@@ -322,8 +358,10 @@ export function urlProblem(url: string): string | undefined {
   } catch {
     return `"${url}" is not a URL (write e.g. http://10.0.0.5:8080)`;
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `must be an http:// or https:// URL, got "${url}"`;
-  if (/\/v1\/?$/.test(parsed.pathname)) return `must not end in /v1 (the gateway adds it): write "${url.replace(/\/v1\/?$/, '')}"`;
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    return `must be an http:// or https:// URL, got "${url}"`;
+  if (/\/v1\/?$/.test(parsed.pathname))
+    return `must not end in /v1 (the gateway adds it): write "${url.replace(/\/v1\/?$/, '')}"`;
   if (parsed.search || parsed.hash) return 'must not have a query string or fragment';
   return undefined;
 }

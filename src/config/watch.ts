@@ -34,7 +34,11 @@ export interface ConfigWatcher {
  * Calls `onReload` with the parsed result each time the file at `path` settles after a change
  * (invalid content arrives as `{ok: false, problems}`; keeping the old config is the caller's job).
  */
-export function watchConfigFile(path: string, onReload: (result: ConfigResult) => void, opts: WatchConfigOptions = {}): ConfigWatcher {
+export function watchConfigFile(
+  path: string,
+  onReload: (result: ConfigResult) => void,
+  opts: WatchConfigOptions = {},
+): ConfigWatcher {
   const file = resolve(path);
   const dir = dirname(file);
   const debounceMs = opts.debounceMs ?? 200;

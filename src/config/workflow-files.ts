@@ -32,7 +32,11 @@ export function resolveWorkflowFiles(config: GatewayConfig, baseDir: string): Co
       }
       // entries naming one file share one (read-only) object: the compiler copies before it edits
       if ('workflow' in read) entry.workflow_json = read.workflow;
-      else problems.push({ path: childPath(childPath(childPath('image_models', alias), i), 'workflow'), message: read.problem });
+      else
+        problems.push({
+          path: childPath(childPath(childPath('image_models', alias), i), 'workflow'),
+          message: read.problem,
+        });
     });
   }
   return problems;
@@ -45,7 +49,9 @@ function readWorkflow(file: string): Read {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    return { problem: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}` };
+    return {
+      problem: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+    };
   }
   let value: unknown;
   try {

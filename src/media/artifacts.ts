@@ -13,15 +13,44 @@ import { JOB_ID_RE, type JobStore, type ResultKind } from './job-store.ts';
 
 /** Extension by MIME type (parameters and case ignored); anything else is `bin`. */
 const EXT_BY_MIME: Record<string, string> = {
-  'image/png': 'png', 'image/apng': 'png', 'image/jpeg': 'jpg', 'image/jpg': 'jpg', 'image/webp': 'webp',
-  'image/gif': 'gif', 'image/avif': 'avif', 'image/bmp': 'bmp', 'image/tiff': 'tiff', 'image/svg+xml': 'svg',
-  'video/mp4': 'mp4', 'video/webm': 'webm', 'video/quicktime': 'mov', 'video/x-matroska': 'mkv',
-  'audio/flac': 'flac', 'audio/x-flac': 'flac', 'audio/wav': 'wav', 'audio/x-wav': 'wav', 'audio/wave': 'wav',
-  'audio/vnd.wave': 'wav', 'audio/mpeg': 'mp3', 'audio/mp3': 'mp3', 'audio/ogg': 'ogg', 'audio/opus': 'opus',
-  'audio/aac': 'aac', 'audio/mp4': 'm4a', 'audio/webm': 'weba',
-  'model/gltf-binary': 'glb', 'model/gltf+json': 'gltf', 'model/obj': 'obj', 'model/stl': 'stl', 'model/fbx': 'fbx',
-  'application/x-fbx': 'fbx', 'model/vnd.usdz+zip': 'usdz', 'model/ply': 'ply',
-  'application/json': 'json', 'text/plain': 'txt', 'application/octet-stream': 'bin',
+  'image/png': 'png',
+  'image/apng': 'png',
+  'image/jpeg': 'jpg',
+  'image/jpg': 'jpg',
+  'image/webp': 'webp',
+  'image/gif': 'gif',
+  'image/avif': 'avif',
+  'image/bmp': 'bmp',
+  'image/tiff': 'tiff',
+  'image/svg+xml': 'svg',
+  'video/mp4': 'mp4',
+  'video/webm': 'webm',
+  'video/quicktime': 'mov',
+  'video/x-matroska': 'mkv',
+  'audio/flac': 'flac',
+  'audio/x-flac': 'flac',
+  'audio/wav': 'wav',
+  'audio/x-wav': 'wav',
+  'audio/wave': 'wav',
+  'audio/vnd.wave': 'wav',
+  'audio/mpeg': 'mp3',
+  'audio/mp3': 'mp3',
+  'audio/ogg': 'ogg',
+  'audio/opus': 'opus',
+  'audio/aac': 'aac',
+  'audio/mp4': 'm4a',
+  'audio/webm': 'weba',
+  'model/gltf-binary': 'glb',
+  'model/gltf+json': 'gltf',
+  'model/obj': 'obj',
+  'model/stl': 'stl',
+  'model/fbx': 'fbx',
+  'application/x-fbx': 'fbx',
+  'model/vnd.usdz+zip': 'usdz',
+  'model/ply': 'ply',
+  'application/json': 'json',
+  'text/plain': 'txt',
+  'application/octet-stream': 'bin',
 };
 
 /** MIME type by extension, for serving: the first MIME of `EXT_BY_MIME` with that extension. */
@@ -91,7 +120,11 @@ export interface Thumbnail {
 /** A refused name or request; `code` is for the route to map (400 for invalid_*, 404 for not_found). */
 export class ArtifactError extends Error {
   /** `param`: the option at fault, when one is (`w` / `h` for invalid_size). */
-  constructor(readonly code: 'invalid_job_id' | 'invalid_file' | 'invalid_size' | 'unsafe_path' | 'not_found' | 'not_an_image', message: string, readonly param?: string) {
+  constructor(
+    readonly code: 'invalid_job_id' | 'invalid_file' | 'invalid_size' | 'unsafe_path' | 'not_found' | 'not_an_image',
+    message: string,
+    readonly param?: string,
+  ) {
     super(message);
     this.name = 'ArtifactError';
   }
@@ -147,7 +180,8 @@ export class Artifacts {
     const h = checkSize(opts.h, 'h');
     const width = w ?? (h === undefined ? THUMB_DEFAULT_W : undefined);
     const ext = opts.format === 'jpeg' ? 'jpg' : opts.format;
-    if (ext !== 'webp' && ext !== 'png' && ext !== 'jpg') throw new ArtifactError('invalid_file', `unknown thumbnail format ${String(opts.format)}`);
+    if (ext !== 'webp' && ext !== 'png' && ext !== 'jpg')
+      throw new ArtifactError('invalid_file', `unknown thumbnail format ${String(opts.format)}`);
     const file = `${n}.${width === undefined ? '' : `w${width}`}${h === undefined ? '' : `h${h}`}.${ext}`;
     const mime = mimeOfExt(ext);
     const cached = await this.read(jobId, file);
@@ -155,7 +189,9 @@ export class Artifacts {
     const key = `${jobId}/${file}`;
     let pending = this.#thumbsInFlight.get(key);
     if (!pending) {
-      pending = this.#makeThumbnail(jobId, n, file, mime, ext, width, h).finally(() => this.#thumbsInFlight.delete(key));
+      pending = this.#makeThumbnail(jobId, n, file, mime, ext, width, h).finally(() =>
+        this.#thumbsInFlight.delete(key),
+      );
       this.#thumbsInFlight.set(key, pending);
     }
     return pending;
@@ -186,7 +222,11 @@ export class Artifacts {
       await rm(tmp, { force: true });
       throw err;
     }
-    const out: WrittenFile = { file, bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
+    const out: WrittenFile = {
+      file,
+      bytes: bytes.byteLength,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    };
     if (RASTER_EXTS.has(file.slice(file.lastIndexOf('.') + 1))) {
       try {
         const m = await (await loadSharp())(bytes).metadata();
@@ -201,15 +241,26 @@ export class Artifacts {
     return out;
   }
 
-  async #makeThumbnail(jobId: string, n: number, file: string, mime: string, ext: string, w?: number, h?: number): Promise<Thumbnail> {
+  async #makeThumbnail(
+    jobId: string,
+    n: number,
+    file: string,
+    mime: string,
+    ext: string,
+    w?: number,
+    h?: number,
+  ): Promise<Thumbnail> {
     const dir = await this.#jobDir(jobId, false);
     const names = await readdir(dir).catch(() => [] as string[]);
     const original = names.find((f) => f.startsWith(`${n}.`) && /^\d+\.[a-z0-9]{2,5}$/.test(f));
     if (original === undefined) throw new ArtifactError('not_found', `job ${jobId} has no result ${n}`);
-    if (!RASTER_EXTS.has(original.slice(original.lastIndexOf('.') + 1))) throw new ArtifactError('not_an_image', `result ${n} is not an image`);
+    if (!RASTER_EXTS.has(original.slice(original.lastIndexOf('.') + 1)))
+      throw new ArtifactError('not_an_image', `result ${n} is not an image`);
     const source = await this.read(jobId, original);
     if (!source) throw new ArtifactError('not_found', `job ${jobId} has no result ${n}`);
-    let img = (await loadSharp())(source).rotate().resize({ width: w, height: h, fit: 'inside', withoutEnlargement: true });
+    let img = (await loadSharp())(source)
+      .rotate()
+      .resize({ width: w, height: h, fit: 'inside', withoutEnlargement: true });
     if (ext === 'jpg') img = img.flatten({ background: '#ffffff' }).jpeg({ quality: 85 });
     else if (ext === 'png') img = img.png();
     else img = img.webp({ quality: 80 });
@@ -233,7 +284,8 @@ export class Artifacts {
   /** The path of a job's file after the name checks and a realpath check; undefined when it does not exist. */
   async #safePath(jobId: string, file: string): Promise<string | undefined> {
     checkJobId(jobId);
-    if (typeof file !== 'string' || !FILE_RE.test(file)) throw new ArtifactError('invalid_file', `invalid file name ${JSON.stringify(file)}`);
+    if (typeof file !== 'string' || !FILE_RE.test(file))
+      throw new ArtifactError('invalid_file', `invalid file name ${JSON.stringify(file)}`);
     const path = join(this.#root, jobId, file);
     let real: string;
     try {
@@ -253,7 +305,8 @@ export class Artifacts {
 }
 
 function checkJobId(jobId: string): string {
-  if (typeof jobId !== 'string' || !JOB_ID_RE.test(jobId)) throw new ArtifactError('invalid_job_id', `invalid job id ${JSON.stringify(jobId)}`);
+  if (typeof jobId !== 'string' || !JOB_ID_RE.test(jobId))
+    throw new ArtifactError('invalid_job_id', `invalid job id ${JSON.stringify(jobId)}`);
   return jobId;
 }
 
@@ -264,6 +317,7 @@ function checkN(n: number): number {
 
 function checkSize(v: number | undefined, name: string): number | undefined {
   if (v === undefined) return undefined;
-  if (!Number.isInteger(v) || v < 1 || v > THUMB_MAX) throw new ArtifactError('invalid_size', `${name} must be a whole number of pixels from 1 to ${THUMB_MAX}`, name);
+  if (!Number.isInteger(v) || v < 1 || v > THUMB_MAX)
+    throw new ArtifactError('invalid_size', `${name} must be a whole number of pixels from 1 to ${THUMB_MAX}`, name);
   return v;
 }

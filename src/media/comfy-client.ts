@@ -57,14 +57,27 @@ export interface ComfyHistoryEntry {
   [key: string]: unknown;
 }
 
-export interface ComfyFileRef { node: string; /** The ui key it came from: images, gifs, audio, 3d… */ key: string; filename: string; subfolder: string; type: string }
+export interface ComfyFileRef {
+  node: string;
+  /** The ui key it came from: images, gifs, audio, 3d… */ key: string;
+  filename: string;
+  subfolder: string;
+  type: string;
+}
 
-export type UploadResult = { ok: true; name: string; subfolder: string } | { ok: false; status?: number; error: string };
+export type UploadResult =
+  { ok: true; name: string; subfolder: string } | { ok: false; status?: number; error: string };
 export type SubmitResult =
-  | { ok: true; promptId: string; number: number; /** Outputs that failed validation while others were queued. */ nodeErrors?: Record<string, unknown> }
+  | {
+      ok: true;
+      promptId: string;
+      number: number;
+      /** Outputs that failed validation while others were queued. */ nodeErrors?: Record<string, unknown>;
+    }
   /** `status` 0: no answer (refused, reset, timed out). `type`: ComfyUI's `error.type` (prompt_outputs_failed_validation…). */
   | { ok: false; status: number; error: string; type?: string; nodeErrors?: Record<string, unknown> };
-export type ViewResult = { ok: true; bytes: Buffer; contentType: string } | { ok: false; status?: number; error: string };
+export type ViewResult =
+  { ok: true; bytes: Buffer; contentType: string } | { ok: false; status?: number; error: string };
 export type PlainResult = { ok: true } | { ok: false; error: string };
 export type QueueResult = { ok: true; running: string[]; pending: string[] } | { ok: false; error: string };
 
@@ -87,8 +100,13 @@ export class ComfyClient {
     ws.protocol = ws.protocol === 'https:' ? 'wss:' : 'ws:';
     ws.searchParams.set('clientId', opts.clientId);
     this.progress = new ComfyProgress({
-      url: ws.toString(), handshakeTimeoutMs: opts.readTimeoutMs, log: opts.log, headers: opts.headers,
-      minBackoffMs: opts.minBackoffMs, maxBackoffMs: opts.maxBackoffMs, previewMetadata: opts.previewMetadata,
+      url: ws.toString(),
+      handshakeTimeoutMs: opts.readTimeoutMs,
+      log: opts.log,
+      headers: opts.headers,
+      minBackoffMs: opts.minBackoffMs,
+      maxBackoffMs: opts.maxBackoffMs,
+      previewMetadata: opts.previewMetadata,
       // the box is back: take off what was left on it
       onOpen: () => void this.dropAbandoned(),
     });
@@ -137,9 +155,11 @@ export class ComfyClient {
     form.append('overwrite', 'true');
     const res = await this.call('POST', '/upload/image', form, undefined, o.signal);
     if (!res.ok) return { ok: false, error: res.error };
-    if (res.status !== 200) return { ok: false, status: res.status, error: `upload answered ${res.status}: ${res.text.slice(0, 200)}` };
+    if (res.status !== 200)
+      return { ok: false, status: res.status, error: `upload answered ${res.status}: ${res.text.slice(0, 200)}` };
     const body = parseObject(res.text);
-    if (!body || typeof body.name !== 'string') return { ok: false, status: 200, error: `upload answered without a name: ${res.text.slice(0, 200)}` };
+    if (!body || typeof body.name !== 'string')
+      return { ok: false, status: 200, error: `upload answered without a name: ${res.text.slice(0, 200)}` };
     return { ok: true, name: body.name, subfolder: typeof body.subfolder === 'string' ? body.subfolder : '' };
   }
 
@@ -168,17 +188,29 @@ export class ComfyClient {
       this.progress.forget(promptId);
       const err = json?.error as { type?: unknown; message?: unknown; details?: unknown } | string | undefined;
       const type = typeof err === 'object' && err !== null && typeof err.type === 'string' ? err.type : undefined;
-      const message = typeof err === 'object' && err !== null
-        ? [err.message, err.details].filter((s) => typeof s === 'string' && s !== '').join(': ')
-        : typeof err === 'string' ? err : res.text.slice(0, 200);
-      const nodeErrors = isObject(json?.node_errors) && Object.keys(json.node_errors).length > 0 ? json.node_errors : undefined;
-      return { ok: false, status: res.status, error: message || `POST /prompt answered ${res.status}`, ...(type ? { type } : {}), ...(nodeErrors ? { nodeErrors } : {}) };
+      const message =
+        typeof err === 'object' && err !== null
+          ? [err.message, err.details].filter((s) => typeof s === 'string' && s !== '').join(': ')
+          : typeof err === 'string'
+            ? err
+            : res.text.slice(0, 200);
+      const nodeErrors =
+        isObject(json?.node_errors) && Object.keys(json.node_errors).length > 0 ? json.node_errors : undefined;
+      return {
+        ok: false,
+        status: res.status,
+        error: message || `POST /prompt answered ${res.status}`,
+        ...(type ? { type } : {}),
+        ...(nodeErrors ? { nodeErrors } : {}),
+      };
     }
-    if (json.prompt_id !== promptId) { // an older server that picks its own id
+    if (json.prompt_id !== promptId) {
+      // an older server that picks its own id
       this.progress.forget(promptId);
       this.progress.track(json.prompt_id);
     }
-    const nodeErrors = isObject(json.node_errors) && Object.keys(json.node_errors).length > 0 ? json.node_errors : undefined;
+    const nodeErrors =
+      isObject(json.node_errors) && Object.keys(json.node_errors).length > 0 ? json.node_errors : undefined;
     return { ok: true, promptId: json.prompt_id, number: Number(json.number), ...(nodeErrors ? { nodeErrors } : {}) };
   }
 
@@ -190,7 +222,11 @@ export class ComfyClient {
 
   /** `GET /view`, read whole into a Buffer (at most `maxViewBytes`). */
   async view(file: { filename: string; subfolder?: string; type?: string }, o: CallOptions = {}): Promise<ViewResult> {
-    const q = new URLSearchParams({ filename: file.filename, subfolder: file.subfolder ?? '', type: file.type ?? 'output' });
+    const q = new URLSearchParams({
+      filename: file.filename,
+      subfolder: file.subfolder ?? '',
+      type: file.type ?? 'output',
+    });
     const limit = this.opts.maxViewBytes ?? DEFAULT_MAX_VIEW;
     let res: Dispatcher.ResponseData;
     try {
@@ -199,11 +235,20 @@ export class ComfyClient {
       return { ok: false, error: describeError(err).detail };
     }
     try {
-      if (res.statusCode !== 200) return { ok: false, status: res.statusCode, error: `view answered ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}` };
+      if (res.statusCode !== 200)
+        return {
+          ok: false,
+          status: res.statusCode,
+          error: `view answered ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`,
+        };
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > limit) {
         discard(res.body);
-        return { ok: false, status: 200, error: `file ${file.filename} is ${declared} bytes, over the ${limit} byte limit` };
+        return {
+          ok: false,
+          status: 200,
+          error: `file ${file.filename} is ${declared} bytes, over the ${limit} byte limit`,
+        };
       }
       const chunks: Buffer[] = [];
       let size = 0;
@@ -215,7 +260,11 @@ export class ComfyClient {
         }
         chunks.push(chunk as Buffer);
       }
-      return { ok: true, bytes: Buffer.concat(chunks, size), contentType: String(res.headers['content-type'] ?? 'application/octet-stream') };
+      return {
+        ok: true,
+        bytes: Buffer.concat(chunks, size),
+        contentType: String(res.headers['content-type'] ?? 'application/octet-stream'),
+      };
     } catch (err) {
       discard(res.body);
       return { ok: false, error: describeError(err).detail };
@@ -238,9 +287,14 @@ export class ComfyClient {
     if (!res.ok) return { ok: false, error: res.error };
     const json = res.status === 200 ? parseObject(res.text) : undefined;
     if (!json) return { ok: false, error: `GET /queue answered ${res.status}: ${res.text.slice(0, 200)}` };
-    const items = (v: unknown) => (Array.isArray(v) ? v.filter((i): i is unknown[] => Array.isArray(i) && typeof i[1] === 'string') : []);
+    const items = (v: unknown) =>
+      Array.isArray(v) ? v.filter((i): i is unknown[] => Array.isArray(i) && typeof i[1] === 'string') : [];
     const pending = items(json.queue_pending).sort((a, b) => Number(a[0]) - Number(b[0]));
-    return { ok: true, running: items(json.queue_running).map((i) => i[1] as string), pending: pending.map((i) => i[1] as string) };
+    return {
+      ok: true,
+      running: items(json.queue_running).map((i) => i[1] as string),
+      pending: pending.map((i) => i[1] as string),
+    };
   }
 
   /** Every file a history entry's outputs name: any list-valued ui key, any dict with a filename. */
@@ -252,7 +306,13 @@ export class ComfyClient {
         if (!Array.isArray(list)) continue;
         for (const item of list) {
           if (!isObject(item) || typeof item.filename !== 'string') continue;
-          files.push({ node, key, filename: item.filename, subfolder: typeof item.subfolder === 'string' ? item.subfolder : '', type: typeof item.type === 'string' ? item.type : 'output' });
+          files.push({
+            node,
+            key,
+            filename: item.filename,
+            subfolder: typeof item.subfolder === 'string' ? item.subfolder : '',
+            type: typeof item.type === 'string' ? item.type : 'output',
+          });
         }
       }
     }
@@ -263,13 +323,17 @@ export class ComfyClient {
 
   /** Waits for a submitted prompt's history entry (see WaitOptions); forgets the prompt's progress after. */
   waitFor(promptId: string, o: WaitOptions): Promise<WaitResult> {
-    return waitForPrompt({
-      history: (id, signal) => this.historyResult(id, signal),
-      isLost: (id, signal) => this.isLost(id, signal),
-      cancel: (id) => this.cancel(id),
-      onProgress: (id, listener) => this.onProgress(id, listener),
-      forget: (id) => this.progress.forget(id),
-    }, promptId, o);
+    return waitForPrompt(
+      {
+        history: (id, signal) => this.historyResult(id, signal),
+        isLost: (id, signal) => this.isLost(id, signal),
+        cancel: (id) => this.cancel(id),
+        onProgress: (id, listener) => this.onProgress(id, listener),
+        forget: (id) => this.progress.forget(id),
+      },
+      promptId,
+      o,
+    );
   }
 
   /**
@@ -331,14 +395,19 @@ export class ComfyClient {
   private async plain(path: string, body: unknown, signal?: AbortSignal): Promise<PlainResult> {
     const res = await this.call('POST', path, JSON.stringify(body), 'application/json', signal);
     if (!res.ok) return res;
-    return res.status === 200 ? { ok: true } : { ok: false, error: `POST ${path} answered ${res.status}: ${res.text.slice(0, 200)}` };
+    return res.status === 200
+      ? { ok: true }
+      : { ok: false, error: `POST ${path} answered ${res.status}: ${res.text.slice(0, 200)}` };
   }
 
   private requestOptions(method: 'GET' | 'POST', body?: string | FormData, contentType?: string, signal?: AbortSignal) {
     return {
       method,
       dispatcher: this.opts.dispatcher,
-      headers: { ...this.opts.headers, ...(contentType ? { 'content-type': contentType, accept: 'application/json' } : { accept: '*/*' }) },
+      headers: {
+        ...this.opts.headers,
+        ...(contentType ? { 'content-type': contentType, accept: 'application/json' } : { accept: '*/*' }),
+      },
       body,
       signal,
       headersTimeout: this.opts.readTimeoutMs,
@@ -346,7 +415,13 @@ export class ComfyClient {
     };
   }
 
-  private async call(method: 'GET' | 'POST', path: string, body?: string | FormData, contentType?: string, signal?: AbortSignal): Promise<HttpResult> {
+  private async call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: string | FormData,
+    contentType?: string,
+    signal?: AbortSignal,
+  ): Promise<HttpResult> {
     let res: HttpResult;
     try {
       const answer = await request(`${this.base}${path}`, this.requestOptions(method, body, contentType, signal));
@@ -363,7 +438,9 @@ export class ComfyClient {
 
 /** Why a call's signal stopped it, for its error text. */
 const stopReason = (signal: AbortSignal): string =>
-  ((signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError' ? 'no complete answer within the time allowed' : 'stopped (the job was cancelled)');
+  (signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError'
+    ? 'no complete answer within the time allowed'
+    : 'stopped (the job was cancelled)';
 
 /** Drops an unread body (destroy() alone emits an error nobody listens to). */
 function discard(body: Dispatcher.ResponseData['body']): void {

@@ -21,7 +21,10 @@ export interface ComfyClientsDeps {
 export class ComfyClients {
   /** The gateway's ComfyUI client id: one per process, so a restart never reads an old run's events. */
   readonly clientId = randomUUID();
-  private readonly clients = new Map<string, { url: string; readTimeoutMs: number; credential: string; client: ComfyClient }>();
+  private readonly clients = new Map<
+    string,
+    { url: string; readTimeoutMs: number; credential: string; client: ComfyClient }
+  >();
   private readonly abandoned = new Map<string, Set<string>>();
 
   constructor(private readonly deps: ComfyClientsDeps) {}
@@ -32,10 +35,16 @@ export class ComfyClients {
     const headers = credentialHeaders(backend.spec);
     const credential = JSON.stringify(headers);
     const known = this.clients.get(backend.name);
-    if (known && known.url === backend.spec.url && known.readTimeoutMs === readTimeoutMs && known.credential === credential) return known.client;
+    if (
+      known &&
+      known.url === backend.spec.url &&
+      known.readTimeoutMs === readTimeoutMs &&
+      known.credential === credential
+    )
+      return known.client;
     known?.client.close();
     let abandoned = this.abandoned.get(backend.name);
-    if (!abandoned || known?.url !== backend.spec.url) this.abandoned.set(backend.name, abandoned = new Set());
+    if (!abandoned || known?.url !== backend.spec.url) this.abandoned.set(backend.name, (abandoned = new Set()));
     const client = new ComfyClient({
       baseUrl: backend.spec.url,
       dispatcher: this.deps.dispatcherFor(backend),

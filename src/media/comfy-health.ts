@@ -69,7 +69,13 @@ export class ComfyHealth {
    * After `/system_stats` answered: the queue and, now and then, the inventory. Throws
    * ExecutorStuck. `headers`: the backend's credential, sent with every request.
    */
-  async check(spec: BackendSpec, base: string, dispatcher: Dispatcher, timeoutMs: number, headers: Record<string, string> = {}): Promise<void> {
+  async check(
+    spec: BackendSpec,
+    base: string,
+    dispatcher: Dispatcher,
+    timeoutMs: number,
+    headers: Record<string, string> = {},
+  ): Promise<void> {
     const count = (this.probes.get(spec.name) ?? 0) + 1;
     this.probes.set(spec.name, count);
     if (!this.inventories.has(spec.name) || count % OBJECT_INFO_EVERY === 0) {
@@ -84,8 +90,12 @@ export class ComfyHealth {
     }
     const queue = queueView(await getJson(`${base}/queue`, dispatcher, timeoutMs, headers));
     if (watch.dog.observe(queue, this.now())) {
-      const restart = knobs.autoRestart ? this.autoRestart(spec.name, knobs.restartCooldownMs, base, dispatcher, timeoutMs, headers) : '';
-      throw new ExecutorStuck(`exec_stuck: prompt ${queue.pending[0]} has waited at the head of the queue with nothing running for ${knobs.stuckAfterMs / 1000} s or more${restart}`);
+      const restart = knobs.autoRestart
+        ? this.autoRestart(spec.name, knobs.restartCooldownMs, base, dispatcher, timeoutMs, headers)
+        : '';
+      throw new ExecutorStuck(
+        `exec_stuck: prompt ${queue.pending[0]} has waited at the head of the queue with nothing running for ${knobs.stuckAfterMs / 1000} s or more${restart}`,
+      );
     }
   }
 
@@ -98,19 +108,34 @@ export class ComfyHealth {
   }
 
   /** Starts a reboot unless one was asked within the cooldown; says which, for the exec_stuck detail. */
-  private autoRestart(name: string, cooldownMs: number, base: string, dispatcher: Dispatcher, timeoutMs: number, headers: Record<string, string>): string {
+  private autoRestart(
+    name: string,
+    cooldownMs: number,
+    base: string,
+    dispatcher: Dispatcher,
+    timeoutMs: number,
+    headers: Record<string, string>,
+  ): string {
     const now = this.now();
     const last = this.restarts.get(name);
     if (last && now - last.at < cooldownMs) {
       return `; auto_restart: a reboot was asked ${Math.round((now - last.at) / 1000)} s ago, the next is allowed in ${Math.ceil((last.at + cooldownMs - now) / 1000)} s`;
     }
-    this.log?.warn({ backend: name }, `ComfyUI ${name}: executor stuck; asking ComfyUI-Manager to reboot it (auto_restart)`);
+    this.log?.warn(
+      { backend: name },
+      `ComfyUI ${name}: executor stuck; asking ComfyUI-Manager to reboot it (auto_restart)`,
+    );
     const attempt: RestartAttempt = {
       at: now,
       done: requestManagerReboot(base, dispatcher, timeoutMs, headers).then((outcome) => {
         attempt.outcome = outcome;
-        if (outcome.ok) this.log?.info({ backend: name, route: outcome.route }, `ComfyUI ${name}: reboot accepted (${outcome.route}: ${outcome.detail})`);
-        else this.log?.warn({ backend: name, route: outcome.route }, `ComfyUI ${name}: reboot failed: ${outcome.detail}`);
+        if (outcome.ok)
+          this.log?.info(
+            { backend: name, route: outcome.route },
+            `ComfyUI ${name}: reboot accepted (${outcome.route}: ${outcome.detail})`,
+          );
+        else
+          this.log?.warn({ backend: name, route: outcome.route }, `ComfyUI ${name}: reboot failed: ${outcome.detail}`);
         return outcome;
       }),
     };
@@ -119,9 +144,20 @@ export class ComfyHealth {
   }
 }
 
-async function getJson(url: string, dispatcher: Dispatcher, timeoutMs: number, headers: Record<string, string>): Promise<unknown> {
-  const res = await request(url, { method: 'GET', dispatcher, headers: { ...headers, accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+async function getJson(
+  url: string,
+  dispatcher: Dispatcher,
+  timeoutMs: number,
+  headers: Record<string, string>,
+): Promise<unknown> {
+  const res = await request(url, {
+    method: 'GET',
+    dispatcher,
+    headers: { ...headers, accept: 'application/json' },
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   const text = await res.body.text();
-  if (res.statusCode !== 200) throw new Error(`GET ${new URL(url).pathname} answered ${res.statusCode}: ${text.slice(0, 200)}`);
+  if (res.statusCode !== 200)
+    throw new Error(`GET ${new URL(url).pathname} answered ${res.statusCode}: ${text.slice(0, 200)}`);
   return JSON.parse(text) as unknown;
 }

@@ -106,7 +106,9 @@ export class ComfyProgress {
     t.listeners.add(listener);
     const backlog = t.backlog.splice(0);
     for (const e of backlog) this.call(listener, e);
-    return () => { this.tracked.get(promptId)?.listeners.delete(listener); };
+    return () => {
+      this.tracked.get(promptId)?.listeners.delete(listener);
+    };
   }
 
   latestPreview(promptId: string): { mime: string; bytes: Buffer } | undefined {
@@ -135,7 +137,11 @@ export class ComfyProgress {
     if (this.closed) return;
     let ws: WebSocket;
     try {
-      ws = new WebSocket(this.opts.url, { handshakeTimeout: this.opts.handshakeTimeoutMs, perMessageDeflate: false, headers: this.opts.headers });
+      ws = new WebSocket(this.opts.url, {
+        handshakeTimeout: this.opts.handshakeTimeoutMs,
+        perMessageDeflate: false,
+        headers: this.opts.headers,
+      });
     } catch (err) {
       this.opts.log?.warn({ err: (err as Error).message }, 'comfyui websocket: cannot open');
       this.scheduleReconnect();
@@ -146,18 +152,32 @@ export class ComfyProgress {
     ws.on('open', () => {
       this.opens++;
       this.backoffMs = this.opts.minBackoffMs ?? 500;
-      if (this.opts.previewMetadata !== false) ws.send(JSON.stringify({ type: 'feature_flags', data: { supports_preview_metadata: true } }));
+      if (this.opts.previewMetadata !== false)
+        ws.send(JSON.stringify({ type: 'feature_flags', data: { supports_preview_metadata: true } }));
       const pingMs = this.opts.pingMs ?? 30_000;
       clearInterval(this.pingTimer);
       this.pingTimer = setInterval(() => {
-        if (!alive) { ws.terminate(); return; }
+        if (!alive) {
+          ws.terminate();
+          return;
+        }
         alive = false;
-        try { ws.ping(); } catch { /* closing */ }
+        try {
+          ws.ping();
+        } catch {
+          /* closing */
+        }
       }, pingMs);
       this.pingTimer.unref();
-      try { this.opts.onOpen?.(); } catch { /* the hook's failure is not the socket's */ }
+      try {
+        this.opts.onOpen?.();
+      } catch {
+        /* the hook's failure is not the socket's */
+      }
     });
-    ws.on('pong', () => { alive = true; });
+    ws.on('pong', () => {
+      alive = true;
+    });
     ws.on('message', (data: RawData, isBinary: boolean) => {
       alive = true;
       try {
@@ -214,9 +234,18 @@ export class ComfyProgress {
         this.current = promptId;
         return this.emit(promptId, { kind: 'executing', node: String(data.node) });
       case 'progress':
-        return this.emit(promptId, { kind: 'progress', node: String(data.node), value: Number(data.value), max: Number(data.max) });
+        return this.emit(promptId, {
+          kind: 'progress',
+          node: String(data.node),
+          value: Number(data.value),
+          max: Number(data.max),
+        });
       case 'executed':
-        return this.emit(promptId, { kind: 'executed', node: String(data.node), output: (data.output ?? {}) as Record<string, unknown> });
+        return this.emit(promptId, {
+          kind: 'executed',
+          node: String(data.node),
+          output: (data.output ?? {}) as Record<string, unknown>,
+        });
       case 'execution_success':
         return this.emit(promptId, { kind: 'success' });
       case 'execution_error':
@@ -242,10 +271,17 @@ export class ComfyProgress {
     } else if (type === PREVIEW_IMAGE_WITH_METADATA) {
       const len = buf.readUInt32BE(4);
       if (8 + len > buf.length) return;
-      const meta = JSON.parse(buf.subarray(8, 8 + len).toString('utf8')) as { prompt_id?: unknown; image_type?: unknown };
+      const meta = JSON.parse(buf.subarray(8, 8 + len).toString('utf8')) as {
+        prompt_id?: unknown;
+        image_type?: unknown;
+      };
       const promptId = typeof meta.prompt_id === 'string' ? meta.prompt_id : this.current;
       if (promptId === undefined) return;
-      this.preview(promptId, typeof meta.image_type === 'string' ? meta.image_type : 'image/png', buf.subarray(8 + len));
+      this.preview(
+        promptId,
+        typeof meta.image_type === 'string' ? meta.image_type : 'image/png',
+        buf.subarray(8 + len),
+      );
     }
     // type 3 (progress text) and unknown types: ignored
   }

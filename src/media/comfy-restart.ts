@@ -19,18 +19,26 @@ export const MANAGER_REBOOT_ROUTES: readonly { method: 'GET' | 'POST'; path: str
   { method: 'GET', path: '/manager/reboot' },
 ]);
 
-export type RebootOutcome =
-  | { ok: true; route: string; detail: string }
-  | { ok: false; route?: string; detail: string };
+export type RebootOutcome = { ok: true; route: string; detail: string } | { ok: false; route?: string; detail: string };
 
 /** Asks the box at `base` to reboot, with the backend's credential `headers`; never throws. */
-export async function requestManagerReboot(base: string, dispatcher: Dispatcher, timeoutMs: number, headers: Record<string, string> = {}): Promise<RebootOutcome> {
+export async function requestManagerReboot(
+  base: string,
+  dispatcher: Dispatcher,
+  timeoutMs: number,
+  headers: Record<string, string> = {},
+): Promise<RebootOutcome> {
   for (const { method, path } of MANAGER_REBOOT_ROUTES) {
     const route = `${method} ${path}`;
     let status: number;
     let text: string;
     try {
-      const res = await request(`${base}${path}`, { method, dispatcher, headers, signal: AbortSignal.timeout(timeoutMs) });
+      const res = await request(`${base}${path}`, {
+        method,
+        dispatcher,
+        headers,
+        signal: AbortSignal.timeout(timeoutMs),
+      });
       status = res.statusCode;
       text = await res.body.text().catch(() => '');
     } catch (err) {
@@ -40,7 +48,12 @@ export async function requestManagerReboot(base: string, dispatcher: Dispatcher,
     }
     if (status === 404 || status === 405) continue;
     if (status >= 200 && status < 300) return { ok: true, route, detail: `answered ${status}` };
-    if (status === 403) return { ok: false, route, detail: "ComfyUI-Manager refused (403): its security_level must be 'middle' or lower to allow reboots" };
+    if (status === 403)
+      return {
+        ok: false,
+        route,
+        detail: "ComfyUI-Manager refused (403): its security_level must be 'middle' or lower to allow reboots",
+      };
     return { ok: false, route, detail: `answered ${status}: ${text.slice(0, 200)}` };
   }
   return { ok: false, detail: 'no ComfyUI-Manager reboot route answered (is ComfyUI-Manager installed?)' };

@@ -53,20 +53,29 @@ export async function waitForPrompt(watch: PromptWatch, promptId: string, o: Wai
   const queueEvery = o.queueCheckEvery ?? 5;
   let hinted = false;
   let wake: (() => void) | undefined;
-  const kick = () => { hinted = true; wake?.(); };
-  const unsubscribe = watch.onProgress(promptId, (e) => { if (e.kind === 'success' || e.kind === 'error' || e.kind === 'interrupted') kick(); });
+  const kick = () => {
+    hinted = true;
+    wake?.();
+  };
+  const unsubscribe = watch.onProgress(promptId, (e) => {
+    if (e.kind === 'success' || e.kind === 'error' || e.kind === 'interrupted') kick();
+  });
   o.signal?.addEventListener('abort', kick);
   try {
     let failingSince: number | undefined;
     let polls = 0;
     for (;;) {
-      if (o.signal?.aborted) { await watch.cancel(promptId); return { kind: 'interrupted' }; }
+      if (o.signal?.aborted) {
+        await watch.cancel(promptId);
+        return { kind: 'interrupted' };
+      }
       hinted = false;
       const h = await watch.history(promptId, pollSignal(o.signal, deadline));
       if (h.ok) {
         failingSince = undefined;
         if (h.entry) return settledResult(h.entry);
-        if (++polls % queueEvery === 0 && (await watch.isLost(promptId, pollSignal(o.signal, deadline)))) return { kind: 'lost' };
+        if (++polls % queueEvery === 0 && (await watch.isLost(promptId, pollSignal(o.signal, deadline))))
+          return { kind: 'lost' };
       } else if (!o.signal?.aborted) {
         failingSince ??= Date.now();
         if (Date.now() - failingSince >= unreachableAfter) {
@@ -77,13 +86,23 @@ export async function waitForPrompt(watch: PromptWatch, promptId: string, o: Wai
       }
       if (o.signal?.aborted) continue;
       const abandon = o.abandonIf?.();
-      if (abandon !== undefined) { await watch.cancel(promptId); return { kind: 'abandoned', reason: abandon }; }
+      if (abandon !== undefined) {
+        await watch.cancel(promptId);
+        return { kind: 'abandoned', reason: abandon };
+      }
       const left = deadline - Date.now();
-      if (left <= 0) { await watch.cancel(promptId); return { kind: 'timeout' }; }
+      if (left <= 0) {
+        await watch.cancel(promptId);
+        return { kind: 'timeout' };
+      }
       if (!hinted) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(done, Math.min(o.pollMs, left));
-          function done() { clearTimeout(timer); wake = undefined; resolve(); }
+          function done() {
+            clearTimeout(timer);
+            wake = undefined;
+            resolve();
+          }
           wake = done;
         });
       }
@@ -104,7 +123,9 @@ export function settledResult(entry: ComfyHistoryEntry): WaitResult {
   const err = messages.find((m) => Array.isArray(m) && m[0] === 'execution_error')?.[1];
   if (err) {
     const message = String(err.exception_message ?? err.exception_type ?? 'execution error');
-    return err.node_id !== undefined && err.node_id !== null ? { kind: 'failed', message, node: String(err.node_id) } : { kind: 'failed', message };
+    return err.node_id !== undefined && err.node_id !== null
+      ? { kind: 'failed', message, node: String(err.node_id) }
+      : { kind: 'failed', message };
   }
   return { kind: 'failed', message: `ComfyUI ended the prompt with status ${String(status.status_str)}` };
 }

@@ -25,7 +25,13 @@ const ZERO = 0x30;
 const NINE = 0x39;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-const isNumberChar = (c: number) => (c >= ZERO && c <= NINE) || c === MINUS || c === 0x2b /* + */ || c === 0x2e /* . */ || c === 0x65 /* e */ || c === 0x45 /* E */;
+const isNumberChar = (c: number) =>
+  (c >= ZERO && c <= NINE) ||
+  c === MINUS ||
+  c === 0x2b /* + */ ||
+  c === 0x2e /* . */ ||
+  c === 0x65 /* e */ ||
+  c === 0x45; /* E */
 
 /** Start/end pairs of the integer literals (outside strings) that are not safe JS integers. */
 function unsafeIntegers(text: string): number[] {
@@ -68,7 +74,8 @@ export function parseExactJson(text: string): unknown {
   parts.push(text.slice(at));
   try {
     return JSON.parse(parts.join(''), (_key, value: unknown) =>
-      typeof value === 'string' && value.startsWith(prefix) ? BigInt(value.slice(prefix.length)) : value);
+      typeof value === 'string' && value.startsWith(prefix) ? BigInt(value.slice(prefix.length)) : value,
+    );
   } catch (err) {
     // a rewritten text that does not parse: report JSON.parse's own error, positions of the original
     JSON.parse(text);

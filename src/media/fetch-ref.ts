@@ -120,7 +120,10 @@ function ipv6Groups(ip: string): number[] {
   let text = ip;
   const last = text.lastIndexOf(':');
   if (text.indexOf('.', last) >= 0) {
-    const [a, b, c, d] = text.slice(last + 1).split('.').map(Number);
+    const [a, b, c, d] = text
+      .slice(last + 1)
+      .split('.')
+      .map(Number);
     text = `${text.slice(0, last + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
   const [head, tail] = text.split('::');
@@ -135,7 +138,11 @@ function ipv6Groups(ip: string): number[] {
 
 /** A connection refused by the address guard (before connecting, or right after). */
 class AddressRefused extends Error {
-  constructor(readonly host: string, readonly why: string, readonly literal: boolean) {
+  constructor(
+    readonly host: string,
+    readonly why: string,
+    readonly literal: boolean,
+  ) {
     super(`${host} ${literal ? 'is' : 'resolves only to'} ${why}`);
     this.name = 'AddressRefused';
   }
@@ -144,7 +151,11 @@ class AddressRefused extends Error {
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /** A resolver with node:dns `lookup`'s all-addresses form (tests inject one). */
-export type Resolver = (hostname: string, options: LookupOptions & { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type Resolver = (
+  hostname: string,
+  options: LookupOptions & { all: true },
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 /** net.connect's `lookup`: resolve every address, keep only those the guard allows. */
 function guardedLookup(resolve: Resolver) {
@@ -199,7 +210,9 @@ export function createRefAgent(opts: { allowPrivate: boolean; resolve?: Resolver
 const agents: { open?: Agent; guarded?: Agent } = {};
 
 function defaultAgent(allowPrivate: boolean): Agent {
-  return allowPrivate ? (agents.open ??= createRefAgent({ allowPrivate: true })) : (agents.guarded ??= createRefAgent({ allowPrivate: false }));
+  return allowPrivate
+    ? (agents.open ??= createRefAgent({ allowPrivate: true }))
+    : (agents.guarded ??= createRefAgent({ allowPrivate: false }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,7 +226,8 @@ export function redactUrl(url: string | URL): string {
   } catch {
     return '(an invalid URL)';
   }
-  const text = u.protocol === 'http:' || u.protocol === 'https:' ? `${u.protocol}//${u.host}${u.pathname}` : `${u.protocol}…`;
+  const text =
+    u.protocol === 'http:' || u.protocol === 'https:' ? `${u.protocol}//${u.host}${u.pathname}` : `${u.protocol}…`;
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
 
@@ -222,14 +236,22 @@ function httpUrl(text: string, base: URL | undefined, param: string): URL {
   try {
     u = new URL(text, base);
   } catch {
-    throw new MediaInputError(400, param, 'invalid_media_value', base
-      ? `could not fetch ${param}: ${redactUrl(base)} redirects to an invalid URL`
-      : `${param} is not a valid URL`);
+    throw new MediaInputError(
+      400,
+      param,
+      'invalid_media_value',
+      base ? `could not fetch ${param}: ${redactUrl(base)} redirects to an invalid URL` : `${param} is not a valid URL`,
+    );
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw new MediaInputError(400, param, 'unsupported_url', base
-      ? `could not fetch ${param}: ${redactUrl(base)} redirects to a ${u.protocol} URL; only http and https are followed`
-      : `${param} is a ${u.protocol} URL; only http and https URLs are fetched`);
+    throw new MediaInputError(
+      400,
+      param,
+      'unsupported_url',
+      base
+        ? `could not fetch ${param}: ${redactUrl(base)} redirects to a ${u.protocol} URL; only http and https are followed`
+        : `${param} is a ${u.protocol} URL; only http and https URLs are fetched`,
+    );
   }
   return u;
 }
@@ -255,9 +277,10 @@ export async function fetchRef(url: string, opts: FetchOptions, param = 'url'): 
   const dispatcher = opts.dispatcher ?? defaultAgent(opts.allowPrivate);
   const first = httpUrl(url, undefined, param);
   const origin = first.origin;
-  const auth = first.username || first.password
-    ? `Basic ${Buffer.from(`${unescapeUserinfo(first.username)}:${unescapeUserinfo(first.password)}`).toString('base64')}`
-    : undefined;
+  const auth =
+    first.username || first.password
+      ? `Basic ${Buffer.from(`${unescapeUserinfo(first.username)}:${unescapeUserinfo(first.password)}`).toString('base64')}`
+      : undefined;
 
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
@@ -284,7 +307,12 @@ export async function fetchRef(url: string, opts: FetchOptions, param = 'url'): 
         const loc = Array.isArray(location) ? location[0] : location;
         if (!loc) throw fetchFailed(param, current, `the server answered ${res.statusCode} without a Location`);
         if (hop >= maxRedirects) {
-          throw new MediaInputError(400, param, 'too_many_redirects', `could not fetch ${param}: more than ${maxRedirects} redirects from ${redactUrl(first)}`);
+          throw new MediaInputError(
+            400,
+            param,
+            'too_many_redirects',
+            `could not fetch ${param}: more than ${maxRedirects} redirects from ${redactUrl(first)}`,
+          );
         }
         current = httpUrl(loc, current, param);
         continue;
@@ -300,12 +328,20 @@ export async function fetchRef(url: string, opts: FetchOptions, param = 'url'): 
       }
       const bytes = await readCapped(res.body, maxBytes, param, opts.budget);
       if (bytes.length === 0) throw fetchFailed(param, current, 'the server sent an empty file');
-      return { bytes, mime: sniffMime(bytes) ?? contentType(res.headers['content-type']) ?? 'application/octet-stream' };
+      return {
+        bytes,
+        mime: sniffMime(bytes) ?? contentType(res.headers['content-type']) ?? 'application/octet-stream',
+      };
     }
   } catch (err) {
     if (err instanceof MediaInputError) throw err;
     if (controller.signal.aborted && controller.signal.reason === TIMEOUT) {
-      throw new MediaInputError(400, param, 'fetch_timeout', `could not fetch ${param}: timed out after ${timeoutMs / 1000} s (${redactUrl(current)})`);
+      throw new MediaInputError(
+        400,
+        param,
+        'fetch_timeout',
+        `could not fetch ${param}: timed out after ${timeoutMs / 1000} s (${redactUrl(current)})`,
+      );
     }
     if (outer?.aborted) throw outer.reason;
     const refused = findRefusal(err);
@@ -317,7 +353,12 @@ export async function fetchRef(url: string, opts: FetchOptions, param = 'url'): 
   }
 }
 
-async function readCapped(body: Dispatcher.ResponseData['body'], maxBytes: number, param: string, budget: ByteBudget | undefined): Promise<Buffer> {
+async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes: number,
+  param: string,
+  budget: ByteBudget | undefined,
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   try {
@@ -342,8 +383,12 @@ function refuseLiteral(u: URL, param: string): void {
 }
 
 function privateAddress(param: string, u: URL, detail: string): MediaInputError {
-  return new MediaInputError(400, param, 'private_address',
-    `could not fetch ${param}: ${redactUrl(u)} is not fetched, ${detail} (fetching private addresses is turned off: ref_url_allow_private)`);
+  return new MediaInputError(
+    400,
+    param,
+    'private_address',
+    `could not fetch ${param}: ${redactUrl(u)} is not fetched, ${detail} (fetching private addresses is turned off: ref_url_allow_private)`,
+  );
 }
 
 function fetchFailed(param: string, u: URL, reason: string): MediaInputError {
@@ -364,12 +409,21 @@ function findRefusal(err: unknown): AddressRefused | undefined {
 function networkReason(err: unknown, u: URL): string {
   const code = (err as { code?: string })?.code;
   switch (code) {
-    case 'ENOTFOUND': case 'EAI_AGAIN': return `the host ${u.hostname} was not found`;
-    case 'ECONNREFUSED': return 'the connection was refused';
-    case 'ECONNRESET': case 'UND_ERR_SOCKET': return 'the connection was closed';
-    case 'UND_ERR_CONNECT_TIMEOUT': return 'connecting timed out';
-    case 'UND_ERR_HEADERS_TIMEOUT': case 'UND_ERR_BODY_TIMEOUT': return 'the server stopped answering';
-    default: return code ? `network error ${code}` : 'network error';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `the host ${u.hostname} was not found`;
+    case 'ECONNREFUSED':
+      return 'the connection was refused';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'the connection was closed';
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return 'connecting timed out';
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+      return 'the server stopped answering';
+    default:
+      return code ? `network error ${code}` : 'network error';
   }
 }
 

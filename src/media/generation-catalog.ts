@@ -39,7 +39,12 @@ export interface GenerationCatalogDeps {
 interface Compiled {
   models: Map<string, GenerationModel>;
   /** Every candidate with the key paths of its entry and of the alias's mapping (the first entry's), for validation. */
-  checks: { path: string; mappingAt: string; candidate: GenerationCandidate; last?: { info: ObjectInfo | undefined; problems: Problem[] } }[];
+  checks: {
+    path: string;
+    mappingAt: string;
+    candidate: GenerationCandidate;
+    last?: { info: ObjectInfo | undefined; problems: Problem[] };
+  }[];
   /** Problems found without any object_info (entries that are no candidate, ignored mappings). */
   structural: Problem[];
 }
@@ -88,13 +93,18 @@ export class GenerationCatalog {
    * not known yet counts as lacking them), in order, and the wanted LoRAs no candidate has.
    * Busy or down backends count too: this decides where a job may park, not where it runs now.
    */
-  withLoras(alias: string, wanted: readonly string[]): { candidates: GenerationCandidate[]; missingEverywhere: string[] } {
+  withLoras(
+    alias: string,
+    wanted: readonly string[],
+  ): { candidates: GenerationCandidate[]; missingEverywhere: string[] } {
     const model = this.get(alias);
     if (!model) return { candidates: [], missingEverywhere: [] };
     if (wanted.length === 0) return { candidates: [...model.candidates], missingEverywhere: [] };
     const installed = new Map(model.candidates.map((c) => [c.backend, new Set(this.deps.loras(c.backend) ?? [])]));
     const candidates = model.candidates.filter((c) => wanted.every((lora) => installed.get(c.backend)!.has(lora)));
-    const missingEverywhere = [...new Set(wanted)].filter((lora) => ![...installed.values()].some((set) => set.has(lora)));
+    const missingEverywhere = [...new Set(wanted)].filter(
+      (lora) => ![...installed.values()].some((set) => set.has(lora)),
+    );
     return { candidates, missingEverywhere };
   }
 
@@ -122,15 +132,27 @@ function compile(cfg: GatewayConfig): Compiled {
     entries.forEach((entry, i) => {
       const at = childPath(aliasPath, i);
       if (i > 0 && entry.mapping !== undefined && !isDeepStrictEqual(entry.mapping, mapping)) {
-        table.structural.push({ path: childPath(at, 'mapping'), message: `is ignored: the first entry's mapping (${childPath(aliasPath, 0)}.mapping) is shared by all candidates of an alias`, severity: 'warning' });
+        table.structural.push({
+          path: childPath(at, 'mapping'),
+          message: `is ignored: the first entry's mapping (${childPath(aliasPath, 0)}.mapping) is shared by all candidates of an alias`,
+          severity: 'warning',
+        });
       }
       const type = types.get(entry.backend);
       if (type !== 'comfyui') {
-        error(childPath(at, 'backend'), type === undefined ? 'names no configured backend' : `"${entry.backend}" is a backend of type ${type}; generation aliases run on comfyui backends`);
+        error(
+          childPath(at, 'backend'),
+          type === undefined
+            ? 'names no configured backend'
+            : `"${entry.backend}" is a backend of type ${type}; generation aliases run on comfyui backends`,
+        );
         return;
       }
       if (seen.has(entry.backend)) {
-        error(childPath(at, 'backend'), `backend "${entry.backend}" already has an entry in this alias; one entry per backend`);
+        error(
+          childPath(at, 'backend'),
+          `backend "${entry.backend}" already has an entry in this alias; one entry per backend`,
+        );
         return;
       }
       seen.add(entry.backend);
@@ -154,14 +176,28 @@ function validated(check: Compiled['checks'][number], info: ObjectInfo | undefin
   const problems = validateAlias(check.candidate.alias, info, check.path);
   if (check.mappingAt === check.path) return problems;
   const own = `${check.path}.mapping`;
-  return problems.map((p) => (p.path === own || p.path.startsWith(`${own}.`)
-    ? { ...p, path: `${check.mappingAt}${p.path.slice(check.path.length)}`, message: `${p.message} (in the workflow of ${check.candidate.backend}, ${check.path})` }
-    : p));
+  return problems.map((p) =>
+    p.path === own || p.path.startsWith(`${own}.`)
+      ? {
+          ...p,
+          path: `${check.mappingAt}${p.path.slice(check.path.length)}`,
+          message: `${p.message} (in the workflow of ${check.candidate.backend}, ${check.path})`,
+        }
+      : p,
+  );
 }
 
-function workflowOf(entry: ImageModelEntry, at: string, error: (path: string, message: string) => void): GenerationAlias['workflow'] | undefined {
+function workflowOf(
+  entry: ImageModelEntry,
+  at: string,
+  error: (path: string, message: string) => void,
+): GenerationAlias['workflow'] | undefined {
   if (entry.workflow_json === undefined) {
-    if (entry.workflow !== undefined) error(childPath(at, 'workflow'), `the file ${entry.workflow} was not read into workflow_json (an image model from the store must carry the workflow itself)`);
+    if (entry.workflow !== undefined)
+      error(
+        childPath(at, 'workflow'),
+        `the file ${entry.workflow} was not read into workflow_json (an image model from the store must carry the workflow itself)`,
+      );
     else error(childPath(at, 'workflow_json'), 'is required (the API-format workflow)');
     return undefined;
   }
@@ -173,7 +209,11 @@ function workflowOf(entry: ImageModelEntry, at: string, error: (path: string, me
   return entry.workflow_json;
 }
 
-function aliasOf(workflow: GenerationAlias['workflow'], mapping: ImageModelEntry['mapping'], entry: ImageModelEntry): GenerationAlias {
+function aliasOf(
+  workflow: GenerationAlias['workflow'],
+  mapping: ImageModelEntry['mapping'],
+  entry: ImageModelEntry,
+): GenerationAlias {
   return {
     workflow,
     ...(mapping !== undefined ? { mapping } : {}),

@@ -104,11 +104,18 @@ export class GpuSwitch {
 
   private start(e: GroupSwitchEvent): Promise<SwitchCall[]> {
     const settings = this.deps.groups()[e.group];
-    const action = e.to === 'media' && settings?.unload_llm ? 'unload_llm' : e.to === 'llm' && settings?.free_media ? 'free_media' : undefined;
+    const action =
+      e.to === 'media' && settings?.unload_llm
+        ? 'unload_llm'
+        : e.to === 'llm' && settings?.free_media
+          ? 'free_media'
+          : undefined;
     if (!action) return Promise.resolve([]);
     const wanted = action === 'unload_llm' ? 'openai' : 'comfyui';
     const targets = this.deps.members(e.group).filter((member) => member.type === wanted);
-    return Promise.all(targets.map((member) => (action === 'unload_llm' ? this.unloadLlm(member) : this.freeMedia(member)))).then((calls) => {
+    return Promise.all(
+      targets.map((member) => (action === 'unload_llm' ? this.unloadLlm(member) : this.freeMedia(member))),
+    ).then((calls) => {
       for (const call of calls) {
         try {
           this.logCall(e, call);
@@ -135,11 +142,23 @@ export class GpuSwitch {
   private outcome(member: GpuSwitchMember, action: SwitchCall['action'], made: string, answer: HttpAnswer): SwitchCall {
     if ('error' in answer) return { backend: member.name, action, ok: false, request: made, error: answer.error };
     const ok = answer.status >= 200 && answer.status < 300;
-    return { backend: member.name, action, ok, request: made, status: answer.status, ...(ok ? {} : { error: `HTTP ${answer.status}` }) };
+    return {
+      backend: member.name,
+      action,
+      ok,
+      request: made,
+      status: answer.status,
+      ...(ok ? {} : { error: `HTTP ${answer.status}` }),
+    };
   }
 
   /** One request with its own timeout; the body is read and dropped. Never throws. */
-  private async call(member: GpuSwitchMember, method: 'GET' | 'POST', path: string, json?: unknown): Promise<HttpAnswer> {
+  private async call(
+    member: GpuSwitchMember,
+    method: 'GET' | 'POST',
+    path: string,
+    json?: unknown,
+  ): Promise<HttpAnswer> {
     const timeoutMs = this.deps.timeoutMs ?? GPU_SWITCH_TIMEOUT_MS;
     const headers: Record<string, string> = {};
     if (member.apiKey) headers.authorization = `Bearer ${member.apiKey}`;
@@ -164,8 +183,20 @@ export class GpuSwitch {
   }
 
   private logCall(e: GroupSwitchEvent, call: SwitchCall): void {
-    const fields = { group: e.group, from: e.from, to: e.to, backend: call.backend, request: call.request, status: call.status };
-    if (call.ok) this.deps.log.info(fields, `gpu group ${e.group} switched to ${e.to}: ${call.action} on ${call.backend}`);
-    else this.deps.log.warn({ ...fields, err: call.error }, `gpu group ${e.group} switched to ${e.to}: ${call.action} on ${call.backend} failed`);
+    const fields = {
+      group: e.group,
+      from: e.from,
+      to: e.to,
+      backend: call.backend,
+      request: call.request,
+      status: call.status,
+    };
+    if (call.ok)
+      this.deps.log.info(fields, `gpu group ${e.group} switched to ${e.to}: ${call.action} on ${call.backend}`);
+    else
+      this.deps.log.warn(
+        { ...fields, err: call.error },
+        `gpu group ${e.group} switched to ${e.to}: ${call.action} on ${call.backend} failed`,
+      );
   }
 }

@@ -12,7 +12,11 @@ import { loadSharp } from './sharp-lazy.ts';
 import type { MediaFile } from './service-types.ts';
 
 const READ_HERE: Record<string, string> = {
-  'image/png': 'PNG', 'image/jpeg': 'JPEG', 'image/webp': 'WebP', 'image/gif': 'GIF', 'image/tiff': 'TIFF',
+  'image/png': 'PNG',
+  'image/jpeg': 'JPEG',
+  'image/webp': 'WebP',
+  'image/gif': 'GIF',
+  'image/tiff': 'TIFF',
 };
 
 /** Throws the 400 of the first of `params` (image slots of `files`) whose header does not parse. */
@@ -31,8 +35,12 @@ export async function requireReadableImages(files: Record<string, MediaFile>, pa
     try {
       await sharp(file.bytes).metadata();
     } catch {
-      throw new MediaInputError(400, param, 'invalid_file',
-        `${param} is not a readable image: it starts like a ${format} file, but its header is damaged.`);
+      throw new MediaInputError(
+        400,
+        param,
+        'invalid_file',
+        `${param} is not a readable image: it starts like a ${format} file, but its header is damaged.`,
+      );
     }
   }
 }

@@ -45,4 +45,9 @@ export function formatBytes(bytes: number): string {
 }
 
 export const tooLarge = (param: string, maxBytes: number): MediaInputError =>
-  new MediaInputError(413, param, 'file_too_large', `${param} is larger than the ${formatBytes(maxBytes)} a file may be.`);
+  new MediaInputError(
+    413,
+    param,
+    'file_too_large',
+    `${param} is larger than the ${formatBytes(maxBytes)} a file may be.`,
+  );

@@ -28,13 +28,24 @@ const ascii = (b: Uint8Array, at: number, text: string): boolean => {
   return true;
 };
 
-const startsWith = (b: Uint8Array, bytes: number[]): boolean => b.length >= bytes.length && bytes.every((x, i) => b[i] === x);
+const startsWith = (b: Uint8Array, bytes: number[]): boolean =>
+  b.length >= bytes.length && bytes.every((x, i) => b[i] === x);
 
 /** ISO-BMFF (`ftyp` box) brands that are not plain video. */
 const FTYP_BRANDS: Record<string, string> = {
-  'qt  ': 'video/quicktime', 'M4A ': 'audio/mp4', 'M4B ': 'audio/mp4', 'M4P ': 'audio/mp4', 'F4A ': 'audio/mp4',
-  avif: 'image/avif', avis: 'image/avif',
-  heic: 'image/heic', heix: 'image/heic', heim: 'image/heic', heis: 'image/heic', mif1: 'image/heif', msf1: 'image/heif',
+  'qt  ': 'video/quicktime',
+  'M4A ': 'audio/mp4',
+  'M4B ': 'audio/mp4',
+  'M4P ': 'audio/mp4',
+  'F4A ': 'audio/mp4',
+  avif: 'image/avif',
+  avis: 'image/avif',
+  heic: 'image/heic',
+  heix: 'image/heic',
+  heim: 'image/heic',
+  heis: 'image/heic',
+  mif1: 'image/heif',
+  msf1: 'image/heif',
 };
 
 /** BMP info-header sizes (BITMAPCOREHEADER … BITMAPV5HEADER): "BM" alone is too weak a signature. */
@@ -57,8 +68,16 @@ export function sniffMime(bytes: Uint8Array): string | undefined {
     if (ascii(b, 8, 'WAVE')) return 'audio/wav';
     return undefined;
   }
-  if (ascii(b, 0, 'BM') && b.length >= 18 && b[6] === 0 && b[7] === 0 && b[8] === 0 && b[9] === 0
-    && BMP_DIB_SIZES.has(b[14] | (b[15] << 8) | (b[16] << 16) | (b[17] << 24))) return 'image/bmp';
+  if (
+    ascii(b, 0, 'BM') &&
+    b.length >= 18 &&
+    b[6] === 0 &&
+    b[7] === 0 &&
+    b[8] === 0 &&
+    b[9] === 0 &&
+    BMP_DIB_SIZES.has(b[14] | (b[15] << 8) | (b[16] << 16) | (b[17] << 24))
+  )
+    return 'image/bmp';
   if (startsWith(b, [0x49, 0x49, 0x2a, 0x00]) || startsWith(b, [0x4d, 0x4d, 0x00, 0x2a])) return 'image/tiff';
   if (ascii(b, 0, 'fLaC')) return 'audio/flac';
   if (ascii(b, 0, 'OggS')) return 'audio/ogg';
@@ -127,8 +146,12 @@ export async function decodeMediaValue(value: unknown, param: string, opts: Fetc
   if (scheme === 'http' || scheme === 'https') return fetchRef(text, opts, param);
   if (scheme === 'data') return decodeDataUri(text, param, maxBytes, opts.budget);
   if (scheme !== undefined) {
-    throw new MediaInputError(400, param, 'unsupported_url',
-      `${param} is a ${scheme}: URL; send base64, a data: URI or an http(s) URL`);
+    throw new MediaInputError(
+      400,
+      param,
+      'unsupported_url',
+      `${param} is a ${scheme}: URL; send base64, a data: URI or an http(s) URL`,
+    );
   }
   const bytes = decodeBase64(text, param, maxBytes, opts.budget);
   return { bytes, mime: sniffMime(bytes) ?? OCTET };
@@ -137,7 +160,10 @@ export async function decodeMediaValue(value: unknown, param: string, opts: Fetc
 function decodeDataUri(text: string, param: string, maxBytes: number, budget: ByteBudget | undefined): MediaFile {
   const comma = text.indexOf(',');
   if (comma < 0) throw invalid(param, `${param} is not a valid data: URI (no comma before the data)`);
-  const meta = text.slice(5, comma).split(';').map((s) => s.trim());
+  const meta = text
+    .slice(5, comma)
+    .split(';')
+    .map((s) => s.trim());
   if (meta.length < 2 || meta[meta.length - 1].toLowerCase() !== 'base64') {
     throw invalid(param, `${param} is a data: URI that is not base64; send data:<mime>;base64,<data>`);
   }
@@ -193,23 +219,49 @@ export async function decodeFileMap(
 ): Promise<Record<string, MediaFile>> {
   if (map === undefined || map === null) return {};
   if (!isObject(map)) {
-    throw new MediaInputError(400, field, 'invalid_media_value',
-      `'${field}' must be an object of input name → file (base64, a data: URI or an http(s) URL), not ${describe(map)}`);
+    throw new MediaInputError(
+      400,
+      field,
+      'invalid_media_value',
+      `'${field}' must be an object of input name → file (base64, a data: URI or an http(s) URL), not ${describe(map)}`,
+    );
   }
   const entries = Object.entries(map);
   if (entries.length > MAX_FILE_ENTRIES) {
-    throw new MediaInputError(400, field, 'invalid_media_value', `'${field}' has ${entries.length} entries; at most ${MAX_FILE_ENTRIES} are accepted`);
+    throw new MediaInputError(
+      400,
+      field,
+      'invalid_media_value',
+      `'${field}' has ${entries.length} entries; at most ${MAX_FILE_ENTRIES} are accepted`,
+    );
   }
   if (allowedParams) {
     for (const [key] of entries) {
       if (!allowedParams.has(key)) {
-        const takes = allowedParams.size ? `its file inputs: ${[...allowedParams].sort().join(', ')}` : `it takes no ${field}`;
-        throw new MediaInputError(400, `${field}.${clip(key)}`, 'invalid_media_value', `'${clip(key)}' is not a file input of this model; ${takes}`);
+        const takes = allowedParams.size
+          ? `its file inputs: ${[...allowedParams].sort().join(', ')}`
+          : `it takes no ${field}`;
+        throw new MediaInputError(
+          400,
+          `${field}.${clip(key)}`,
+          'invalid_media_value',
+          `'${clip(key)}' is not a file input of this model; ${takes}`,
+        );
       }
     }
   }
   const totalCap = (opts.maxBytes ?? DEFAULT_MAX_BYTES) * 4;
-  const budget = byteBudget(totalCap, () => new MediaInputError(413, field, 'files_too_large', `the ${field} of this request are larger than ${formatBytes(totalCap)} together`), opts.budget);
+  const budget = byteBudget(
+    totalCap,
+    () =>
+      new MediaInputError(
+        413,
+        field,
+        'files_too_large',
+        `the ${field} of this request are larger than ${formatBytes(totalCap)} together`,
+      ),
+    opts.budget,
+  );
   const controller = new AbortController();
   const outer = opts.signal;
   const onOuterAbort = () => controller.abort(outer!.reason);
@@ -217,14 +269,16 @@ export async function decodeFileMap(
   else outer?.addEventListener('abort', onOuterAbort, { once: true });
   const each = { ...opts, budget, signal: controller.signal };
   try {
-    const files = await Promise.all(entries.map(async ([key, value]) => {
-      try {
-        return [key, await decodeMediaValue(value, `${field}.${key}`, each)] as const;
-      } catch (err) {
-        controller.abort(err);
-        throw err;
-      }
-    }));
+    const files = await Promise.all(
+      entries.map(async ([key, value]) => {
+        try {
+          return [key, await decodeMediaValue(value, `${field}.${key}`, each)] as const;
+        } catch (err) {
+          controller.abort(err);
+          throw err;
+        }
+      }),
+    );
     // fromEntries defines own properties: a `__proto__` key stays a key
     return Object.fromEntries(files);
   } finally {

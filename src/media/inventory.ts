@@ -47,7 +47,13 @@ export function inventoryOf(objectInfo: unknown): MediaInventory {
   if (typeof objectInfo !== 'object' || objectInfo === null || Array.isArray(objectInfo)) {
     throw new Error('GET /object_info did not answer with a JSON object of node classes');
   }
-  const found: Record<Kind, Set<string>> = { checkpoints: new Set(), unets: new Set(), vaes: new Set(), clips: new Set(), loras: new Set() };
+  const found: Record<Kind, Set<string>> = {
+    checkpoints: new Set(),
+    unets: new Set(),
+    vaes: new Set(),
+    clips: new Set(),
+    loras: new Set(),
+  };
   for (const info of Object.values(objectInfo as Record<string, unknown>)) {
     const input = (info as { input?: { required?: unknown; optional?: unknown } } | null)?.input;
     for (const group of [input?.required, input?.optional]) {
@@ -62,7 +68,11 @@ export function inventoryOf(objectInfo: unknown): MediaInventory {
   }
   const sorted = (s: Set<string>) => [...s].sort();
   return {
-    checkpoints: sorted(found.checkpoints), unets: sorted(found.unets), vaes: sorted(found.vaes),
-    clips: sorted(found.clips), loras: sorted(found.loras), classes: Object.keys(objectInfo).sort(),
+    checkpoints: sorted(found.checkpoints),
+    unets: sorted(found.unets),
+    vaes: sorted(found.vaes),
+    clips: sorted(found.clips),
+    loras: sorted(found.loras),
+    classes: Object.keys(objectInfo).sort(),
   };
 }

@@ -26,9 +26,17 @@ export class LiveJobs {
 
   start(id: string): LiveState {
     let settle!: (view: JobView) => void;
-    const settled = new Promise<JobView>((resolve) => { settle = resolve; });
+    const settled = new Promise<JobView>((resolve) => {
+      settle = resolve;
+    });
     const state: LiveState = {
-      position: () => null, progress: 0, node: null, listeners: new Set(), abort: new AbortController(), settled, settle,
+      position: () => null,
+      progress: 0,
+      node: null,
+      listeners: new Set(),
+      abort: new AbortController(),
+      settled,
+      settle,
     };
     this.jobs.set(id, state);
     return state;

@@ -134,17 +134,50 @@ export const RECONCILE_ERROR: JobError = {
 };
 
 interface Row {
-  id: string; owner: string; alias: string; status: JobStatus; backend: string | null; prompt_id: string | null;
-  progress: number; node: string | null; error: string | null; summary: string | null; request: string;
-  created_at: number; updated_at: number; started_at: number | null; finished_at: number | null; expires_at: number;
+  id: string;
+  owner: string;
+  alias: string;
+  status: JobStatus;
+  backend: string | null;
+  prompt_id: string | null;
+  progress: number;
+  node: string | null;
+  error: string | null;
+  summary: string | null;
+  request: string;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  expires_at: number;
 }
 
-interface ResultRow { n: number; kind: ResultKind; mime: string; file: string; bytes: number; sha256: string; width: number | null; height: number | null }
+interface ResultRow {
+  n: number;
+  kind: ResultKind;
+  mime: string;
+  file: string;
+  bytes: number;
+  sha256: string;
+  width: number | null;
+  height: number | null;
+}
 
 interface UpdateParams {
-  id: string; now: number; status: JobStatus | null; progress: number | null;
-  has_backend: number; backend: string | null; has_prompt_id: number; prompt_id: string | null;
-  has_node: number; node: string | null; has_error: number; error: string | null; has_summary: number; summary: string | null;
+  id: string;
+  now: number;
+  status: JobStatus | null;
+  progress: number | null;
+  has_backend: number;
+  backend: string | null;
+  has_prompt_id: number;
+  prompt_id: string | null;
+  has_node: number;
+  node: string | null;
+  has_error: number;
+  error: string | null;
+  has_summary: number;
+  summary: string | null;
 }
 
 const UNFINISHED = `status IN ('queued','running')`;
@@ -156,7 +189,9 @@ export class JobStore {
   readonly #get: Statement<[string, number], Row>;
   readonly #update: Statement<[UpdateParams]>;
   readonly #list = new Map<string, Statement<unknown[], Row>>();
-  readonly #addResult: Statement<[string, number, string, string, string, number, string, number | null, number | null]>;
+  readonly #addResult: Statement<
+    [string, number, string, string, string, number, string, number | null, number | null]
+  >;
   readonly #results: Statement<[string], ResultRow>;
   readonly #addInput: Statement<[string, number, string, string, string, number, string]>;
   readonly #inputs: Statement<[string], JobInput>;
@@ -172,7 +207,8 @@ export class JobStore {
 
   constructor(db: Db) {
     this.#db = db;
-    this.#insert = db.prepare(`INSERT INTO jobs (id, owner, alias, status, backend, request, created_at, updated_at, expires_at)
+    this.#insert =
+      db.prepare(`INSERT INTO jobs (id, owner, alias, status, backend, request, created_at, updated_at, expires_at)
       VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)`);
     this.#get = db.prepare('SELECT * FROM jobs WHERE id = ? AND expires_at > ?');
     // One statement, no read first: a field moves only when its flag is set, and only an
@@ -191,21 +227,32 @@ export class JobStore {
       WHERE id = @id AND ${UNFINISHED}`);
     this.#addResult = db.prepare(`INSERT INTO job_results (job_id, n, kind, mime, file, bytes, sha256, width, height)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-    this.#results = db.prepare('SELECT n, kind, mime, file, bytes, sha256, width, height FROM job_results WHERE job_id = ? ORDER BY n');
-    this.#addInput = db.prepare(`INSERT INTO job_inputs (job_id, n, param, mime, file, bytes, sha256) VALUES (?, ?, ?, ?, ?, ?, ?)`);
+    this.#results = db.prepare(
+      'SELECT n, kind, mime, file, bytes, sha256, width, height FROM job_results WHERE job_id = ? ORDER BY n',
+    );
+    this.#addInput = db.prepare(
+      `INSERT INTO job_inputs (job_id, n, param, mime, file, bytes, sha256) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
     this.#inputs = db.prepare('SELECT n, param, mime, file, bytes, sha256 FROM job_inputs WHERE job_id = ? ORDER BY n');
     this.#expired = db.prepare('SELECT id FROM jobs WHERE expires_at <= ? ORDER BY expires_at');
     this.#delete = db.prepare('DELETE FROM jobs WHERE id = ?');
-    const unfinished = db.prepare<[], { id: string; owner: string; status: JobStatus; backend: string | null; prompt_id: string | null }>(
-      `SELECT id, owner, status, backend, prompt_id FROM jobs WHERE ${UNFINISHED} ORDER BY created_at`,
-    );
+    const unfinished = db.prepare<
+      [],
+      { id: string; owner: string; status: JobStatus; backend: string | null; prompt_id: string | null }
+    >(`SELECT id, owner, status, backend, prompt_id FROM jobs WHERE ${UNFINISHED} ORDER BY created_at`);
     const failUnfinished = db.prepare<[string, number, number]>(
       `UPDATE jobs SET status = 'failed', error = ?, node = NULL, finished_at = ?, updated_at = ? WHERE ${UNFINISHED}`,
     );
     this.#reconcile = db.transaction((now: number) => {
       const rows = unfinished.all();
       failUnfinished.run(JSON.stringify(RECONCILE_ERROR), now, now);
-      return rows.map((r) => ({ id: r.id, owner: r.owner, status: r.status, backend: r.backend, promptId: r.prompt_id }));
+      return rows.map((r) => ({
+        id: r.id,
+        owner: r.owner,
+        status: r.status,
+        backend: r.backend,
+        promptId: r.prompt_id,
+      }));
     });
   }
 
@@ -214,11 +261,33 @@ export class JobStore {
     const id = job.id ?? newJobId();
     if (!JOB_ID_RE.test(id)) throw new TypeError(`invalid job id ${JSON.stringify(id)}`);
     const request = JSON.stringify(job.request, noBytes);
-    this.#insert.run(id, job.owner, job.alias, job.backend ?? null, request, job.createdAt, job.createdAt, job.expiresAt);
+    this.#insert.run(
+      id,
+      job.owner,
+      job.alias,
+      job.backend ?? null,
+      request,
+      job.createdAt,
+      job.createdAt,
+      job.expiresAt,
+    );
     return {
-      id, owner: job.owner, alias: job.alias, status: 'queued', backend: job.backend ?? null, promptId: null, progress: 0,
-      node: null, error: null, summary: null, request: JSON.parse(request) as JobRequest, createdAt: job.createdAt,
-      updatedAt: job.createdAt, startedAt: null, finishedAt: null, expiresAt: job.expiresAt,
+      id,
+      owner: job.owner,
+      alias: job.alias,
+      status: 'queued',
+      backend: job.backend ?? null,
+      promptId: null,
+      progress: 0,
+      node: null,
+      error: null,
+      summary: null,
+      request: JSON.parse(request) as JobRequest,
+      createdAt: job.createdAt,
+      updatedAt: job.createdAt,
+      startedAt: null,
+      finishedAt: null,
+      expiresAt: job.expiresAt,
     };
   }
 
@@ -237,7 +306,9 @@ export class JobStore {
       const where = ['expires_at > ?'];
       if (owner !== null) where.push('owner = ?');
       if (opts.status !== undefined) where.push('status = ?');
-      stmt = this.#db.prepare<unknown[], Row>(`SELECT * FROM jobs WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`);
+      stmt = this.#db.prepare<unknown[], Row>(
+        `SELECT * FROM jobs WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`,
+      );
       this.#list.set(key, stmt);
     }
     const args: unknown[] = [now];
@@ -254,16 +325,28 @@ export class JobStore {
   update(id: string, patch: JobPatch, now: number = Date.now()): boolean {
     const has = (k: keyof JobPatch) => (patch[k] !== undefined ? 1 : 0);
     const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
-    const progress = patch.progress === undefined || !Number.isFinite(patch.progress)
-      ? null : Math.min(100, Math.max(0, patch.progress));
-    return this.#update.run({
-      id, now, status: patch.status ?? null, progress,
-      has_backend: has('backend'), backend: patch.backend ?? null,
-      has_prompt_id: has('promptId'), prompt_id: patch.promptId ?? null,
-      has_node: has('node'), node: patch.node ?? null,
-      has_error: has('error'), error: json(patch.error),
-      has_summary: has('summary'), summary: json(patch.summary),
-    }).changes > 0;
+    const progress =
+      patch.progress === undefined || !Number.isFinite(patch.progress)
+        ? null
+        : Math.min(100, Math.max(0, patch.progress));
+    return (
+      this.#update.run({
+        id,
+        now,
+        status: patch.status ?? null,
+        progress,
+        has_backend: has('backend'),
+        backend: patch.backend ?? null,
+        has_prompt_id: has('promptId'),
+        prompt_id: patch.promptId ?? null,
+        has_node: has('node'),
+        node: patch.node ?? null,
+        has_error: has('error'),
+        error: json(patch.error),
+        has_summary: has('summary'),
+        summary: json(patch.summary),
+      }).changes > 0
+    );
   }
 
   addResult(id: string, r: JobResult): void {
@@ -272,7 +355,9 @@ export class JobStore {
 
   results(id: string): JobResult[] {
     return this.#results.all(id).map(({ width, height, ...r }) => ({
-      ...r, ...(width === null ? {} : { width }), ...(height === null ? {} : { height }),
+      ...r,
+      ...(width === null ? {} : { width }),
+      ...(height === null ? {} : { height }),
     }));
   }
 
@@ -310,8 +395,14 @@ export class JobStore {
 
 /** JSON replacer for a job's request: bytes belong in files, never in the row. */
 function noBytes(_key: string, value: unknown): unknown {
-  if (value instanceof Uint8Array || value instanceof ArrayBuffer) throw new TypeError('a job request must not hold bytes');
-  if (value !== null && typeof value === 'object' && (value as { type?: unknown }).type === 'Buffer' && Array.isArray((value as { data?: unknown }).data)) {
+  if (value instanceof Uint8Array || value instanceof ArrayBuffer)
+    throw new TypeError('a job request must not hold bytes');
+  if (
+    value !== null &&
+    typeof value === 'object' &&
+    (value as { type?: unknown }).type === 'Buffer' &&
+    Array.isArray((value as { data?: unknown }).data)
+  ) {
     throw new TypeError('a job request must not hold bytes'); // a Buffer after its own toJSON
   }
   if (typeof value === 'string' && value.length > 1024 && /^data:[^,]*;base64,/.test(value)) {
@@ -322,12 +413,21 @@ function noBytes(_key: string, value: unknown): unknown {
 
 function fromRow(row: Row): Job {
   return {
-    id: row.id, owner: row.owner, alias: row.alias, status: row.status, backend: row.backend, promptId: row.prompt_id,
-    progress: row.progress, node: row.node,
-    error: row.error === null ? null : JSON.parse(row.error) as JobError,
-    summary: row.summary === null ? null : JSON.parse(row.summary) as JobSummary,
+    id: row.id,
+    owner: row.owner,
+    alias: row.alias,
+    status: row.status,
+    backend: row.backend,
+    promptId: row.prompt_id,
+    progress: row.progress,
+    node: row.node,
+    error: row.error === null ? null : (JSON.parse(row.error) as JobError),
+    summary: row.summary === null ? null : (JSON.parse(row.summary) as JobSummary),
     request: JSON.parse(row.request) as JobRequest,
-    createdAt: row.created_at, updatedAt: row.updated_at, startedAt: row.started_at, finishedAt: row.finished_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
     expiresAt: row.expires_at,
   };
 }

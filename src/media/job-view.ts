@@ -28,10 +28,23 @@ export function jobView(job: Job, results: JobResult[], inputs: JobInput[], live
     summary,
     error: job.error,
     results: results.map((r) => ({
-      n: r.n, kind: r.kind, mime: r.mime, url: `${base}/result/${r.n}`, bytes: r.bytes, sha256: r.sha256,
-      ...(r.width !== undefined ? { width: r.width } : {}), ...(r.height !== undefined ? { height: r.height } : {}),
+      n: r.n,
+      kind: r.kind,
+      mime: r.mime,
+      url: `${base}/result/${r.n}`,
+      bytes: r.bytes,
+      sha256: r.sha256,
+      ...(r.width !== undefined ? { width: r.width } : {}),
+      ...(r.height !== undefined ? { height: r.height } : {}),
     })),
-    inputs: inputs.map((i) => ({ n: i.n, param: i.param, mime: i.mime, url: `${base}/input/${i.n}`, bytes: i.bytes, sha256: i.sha256 })),
+    inputs: inputs.map((i) => ({
+      n: i.n,
+      param: i.param,
+      mime: i.mime,
+      url: `${base}/input/${i.n}`,
+      bytes: i.bytes,
+      sha256: i.sha256,
+    })),
     preview: running && live?.preview !== undefined,
   };
 }

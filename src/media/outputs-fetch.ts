@@ -18,7 +18,10 @@ export interface FetchedOutput {
 }
 
 export async function collectOutputs(
-  client: ComfyClient, entry: ComfyHistoryEntry, outputNodes: readonly string[], signal?: AbortSignal,
+  client: ComfyClient,
+  entry: ComfyHistoryEntry,
+  outputNodes: readonly string[],
+  signal?: AbortSignal,
 ): Promise<{ ok: true; files: FetchedOutput[] } | { ok: false; error: string }> {
   const wanted = new Set(outputNodes);
   let refs = client.outputs(entry).filter((ref) => wanted.has(ref.node));
@@ -29,8 +32,8 @@ export async function collectOutputs(
     if (!viewed.ok) return { ok: false, error: `fetching ${ref.filename} failed: ${viewed.error}` };
     const declared = viewed.contentType.split(';')[0].trim().toLowerCase();
     const ext = ref.filename.includes('.') ? ref.filename.slice(ref.filename.lastIndexOf('.') + 1).toLowerCase() : '';
-    const mime = sniffMime(viewed.bytes)
-      ?? (declared && declared !== 'application/octet-stream' ? declared : mimeOfExt(ext));
+    const mime =
+      sniffMime(viewed.bytes) ?? (declared && declared !== 'application/octet-stream' ? declared : mimeOfExt(ext));
     files.push({ bytes: viewed.bytes, mime, kind: kindOf(mime), node: ref.node, filename: ref.filename });
   }
   return { ok: true, files };

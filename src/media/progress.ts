@@ -39,8 +39,12 @@ export class ProgressTracker {
     const others = ids.length - samplers.length;
     for (const id of ids) {
       const sampler = samplers.includes(id);
-      const weight = samplers.length === 0 || others === 0 ? 1 / Math.max(1, ids.length)
-        : sampler ? SAMPLER_SHARE / samplers.length : (1 - SAMPLER_SHARE) / others;
+      const weight =
+        samplers.length === 0 || others === 0
+          ? 1 / Math.max(1, ids.length)
+          : sampler
+            ? SAMPLER_SHARE / samplers.length
+            : (1 - SAMPLER_SHARE) / others;
       this.weights.set(id, weight);
     }
   }

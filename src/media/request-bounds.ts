@@ -22,8 +22,14 @@ export function aliasLimits(entries: readonly Pick<ImageModelEntry, 'max_pixels'
     return set.length ? Math.min(...set) : fallback;
   };
   return {
-    maxPixels: strictest(entries.map((e) => e.max_pixels), IMAGE_MODEL_DEFAULTS.max_pixels),
-    maxN: strictest(entries.map((e) => e.max_n), IMAGE_MODEL_DEFAULTS.max_n),
+    maxPixels: strictest(
+      entries.map((e) => e.max_pixels),
+      IMAGE_MODEL_DEFAULTS.max_pixels,
+    ),
+    maxN: strictest(
+      entries.map((e) => e.max_n),
+      IMAGE_MODEL_DEFAULTS.max_n,
+    ),
   };
 }
 
@@ -32,8 +38,11 @@ export function aliasLimits(entries: readonly Pick<ImageModelEntry, 'max_pixels'
  * (to name what it set), `mapping` the alias's.
  */
 export function checkBounds(
-  alias: string, params: Record<string, unknown>, prompt: Workflow,
-  mapping: Record<string, ResolvedEntry>, limits: GenerationLimits,
+  alias: string,
+  params: Record<string, unknown>,
+  prompt: Workflow,
+  mapping: Record<string, ResolvedEntry>,
+  limits: GenerationLimits,
 ): void {
   const value = (param: string): number | undefined => {
     const entry = Object.hasOwn(mapping, param) ? mapping[param] : undefined;
@@ -46,7 +55,10 @@ export function checkBounds(
   const named = (param: string, shorthand: string) => (Object.hasOwn(params, shorthand) ? shorthand : param);
   const width = value('width');
   const height = value('height');
-  for (const [param, v] of [['width', width], ['height', height]] as const) {
+  for (const [param, v] of [
+    ['width', width],
+    ['height', height],
+  ] as const) {
     if (v !== undefined && !(v > 0)) {
       throw refused(named(param, 'size'), `'${param}' must be a positive number of pixels, not ${v}`);
     }

@@ -87,7 +87,12 @@ const PROGRESS_SAVE_MS = 500;
 export const GPU_SETTLE_MS = 15_000;
 
 /** Runs the job; `emit` tells its listeners (running, progress, preview) as it goes. */
-export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, emit: (event: JobEvent) => void): Promise<RunEnd> {
+export async function runJob(
+  deps: RunnerDeps,
+  plan: JobPlan,
+  live: LiveState,
+  emit: (event: JobEvent) => void,
+): Promise<RunEnd> {
   const signal = live.abort.signal;
   const tried = new Set<string>();
   let executionFailures = 0;
@@ -96,15 +101,26 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
   /** Each box the job left, and why: shown in the job's summary. */
   const failovers: Array<JobError & { backend: string }> = [];
   for (;;) {
-    const candidates = (): Candidate[] => plan.candidates()
-      .filter((c) => !tried.has(c.backend))
-      .map((c) => ({ backend: c.backend, model: plan.alias }));
+    const candidates = (): Candidate[] =>
+      plan
+        .candidates()
+        .filter((c) => !tried.has(c.backend))
+        .map((c) => ({ backend: c.backend, model: plan.alias }));
     // every acquire parks as long as the first may: a failover after max_wait is no reason to give up at once
     const ticket = {
-      alias: plan.alias, candidates: candidates(), parkMs: plan.parkMs, signal, refresh: candidates, user: plan.user,
+      alias: plan.alias,
+      candidates: candidates(),
+      parkMs: plan.parkMs,
+      signal,
+      refresh: candidates,
+      user: plan.user,
     };
     if (ticket.candidates.length === 0) {
-      return { status: 'failed', error: lastError ?? { code: 'no_backend', message: `no ComfyUI backend serves ${plan.alias}` }, backend: lastBackend };
+      return {
+        status: 'failed',
+        error: lastError ?? { code: 'no_backend', message: `no ComfyUI backend serves ${plan.alias}` },
+        backend: lastBackend,
+      };
     }
     let lease: Lease;
     live.position = () => deps.scheduler.queuePosition(ticket)?.position ?? null;
@@ -113,7 +129,12 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
     } catch (err) {
       if (signal.aborted) return { status: 'cancelled', backend: lastBackend };
       const reason = err instanceof SchedulerRejection ? err : undefined;
-      const why = reason && plan.explainRefusal?.(ticket.candidates.map((c) => c.backend), reason);
+      const why =
+        reason &&
+        plan.explainRefusal?.(
+          ticket.candidates.map((c) => c.backend),
+          reason,
+        );
       const error = lastError ?? { code: reason?.reason ?? 'scheduler', message: why || (err as Error).message };
       return { status: 'failed', error, backend: lastBackend };
     } finally {
@@ -125,7 +146,10 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
       outcome = await attempt(deps, plan, live, lease.backend, emit, failovers);
     } catch (err) {
       deps.log.error({ err, job: plan.id, backend: lease.backend }, 'media job attempt threw');
-      outcome = { kind: 'fatal', error: { code: 'internal_error', message: 'the gateway failed while running this job' } };
+      outcome = {
+        kind: 'fatal',
+        error: { code: 'internal_error', message: 'the gateway failed while running this job' },
+      };
     } finally {
       lease.release();
     }
@@ -139,7 +163,11 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
       return { status: 'failed', error: outcome.error, backend: lease.backend };
     }
     deps.log.warn({ job: plan.id, backend: lease.backend, error: outcome.error }, 'media job failing over');
-    deps.store.update(plan.id, { status: 'queued', backend: null, promptId: null, node: null, progress: 0 }, deps.now());
+    deps.store.update(
+      plan.id,
+      { status: 'queued', backend: null, promptId: null, node: null, progress: 0 },
+      deps.now(),
+    );
     live.progress = 0;
     live.node = null;
     live.step = undefined;
@@ -148,13 +176,18 @@ export async function runJob(deps: RunnerDeps, plan: JobPlan, live: LiveState, e
 
 /** One run on one box. Never throws for anything the box does. */
 async function attempt(
-  deps: RunnerDeps, plan: JobPlan, live: LiveState, backendName: string, emit: (event: JobEvent) => void,
+  deps: RunnerDeps,
+  plan: JobPlan,
+  live: LiveState,
+  backendName: string,
+  emit: (event: JobEvent) => void,
   failovers: ReadonlyArray<JobError & { backend: string }>,
 ): Promise<Attempt> {
   const signal = live.abort.signal;
   const backend = deps.registry.get(backendName);
   const candidate = plan.candidates().find((c) => c.backend === backendName);
-  if (!backend || !candidate) return { kind: 'failover', error: { code: 'backend_gone', message: `${backendName} left the fleet` } };
+  if (!backend || !candidate)
+    return { kind: 'failover', error: { code: 'backend_gone', message: `${backendName} left the fleet` } };
   if (signal.aborted) return { kind: 'cancelled' };
   const knobs = comfyKnobs(backend.spec);
   deps.store.update(plan.id, { status: 'running', backend: backendName }, deps.now());
@@ -163,14 +196,28 @@ async function attempt(
   const compiled = compileFor(plan, candidate, deps.objectInfo(backendName));
   if (!compiled.ok) {
     const { error } = compiled;
-    return { kind: 'failover', error: { code: error.status === 400 ? 'invalid_for_backend' : 'alias_misconfigured', message: `${backendName}: ${error.message}` } };
+    return {
+      kind: 'failover',
+      error: {
+        code: error.status === 400 ? 'invalid_for_backend' : 'alias_misconfigured',
+        message: `${backendName}: ${error.message}`,
+      },
+    };
   }
-  deps.store.update(plan.id, {
-    summary: {
-      seed: compiled.seed ?? null, removed: compiled.removed, bypassed: compiled.bypassed, outputs: compiled.outputs, notes: compiled.notes,
-      ...(failovers.length ? { failovers } : {}),
+  deps.store.update(
+    plan.id,
+    {
+      summary: {
+        seed: compiled.seed ?? null,
+        removed: compiled.removed,
+        bypassed: compiled.bypassed,
+        outputs: compiled.outputs,
+        notes: compiled.notes,
+        ...(failovers.length ? { failovers } : {}),
+      },
     },
-  }, deps.now());
+    deps.now(),
+  );
 
   await gpuSettled(deps, backendName, signal);
   if (signal.aborted) return { kind: 'cancelled' };
@@ -186,13 +233,19 @@ async function attempt(
       if (signal.aborted) return { kind: 'cancelled' };
       const planned = upload.placeholder ? undefined : plan.files[upload.param];
       if (!upload.placeholder && !planned) throw new Error(`no file for ${upload.param}`);
-      const file = planned ? { bytes: await planned.read(), mime: planned.mime } : { bytes: Buffer.from(placeholderPng()), mime: 'image/png' };
+      const file = planned
+        ? { bytes: await planned.read(), mime: planned.mime }
+        : { bytes: Buffer.from(placeholderPng()), mime: 'image/png' };
       // counted before it is sent: an upload stopped halfway may have left the file on the box
       if (!upload.placeholder) uploaded.push(upload.name);
       const sent = await client.upload(upload.name, file.bytes, file.mime, { signal: within(knobs.maxWaitMs) });
       if (signal.aborted) return { kind: 'cancelled' };
       // never run on whatever the box has under that name
-      if (!sent.ok) return { kind: 'failover', error: { code: 'upload_failed', message: `${backendName}: uploading ${upload.param} failed: ${sent.error}` } };
+      if (!sent.ok)
+        return {
+          kind: 'failover',
+          error: { code: 'upload_failed', message: `${backendName}: uploading ${upload.param} failed: ${sent.error}` },
+        };
     }
     if (signal.aborted) return { kind: 'cancelled' };
     const outcome = await runPrompt(deps, plan, live, backendName, knobs, client, compiled, emit, within);
@@ -205,27 +258,38 @@ async function attempt(
 
 /** Submits the compiled prompt, follows it to its end, keeps its files. */
 async function runPrompt(
-  deps: RunnerDeps, plan: JobPlan, live: LiveState, backendName: string, knobs: ComfyKnobs, client: ComfyClient,
-  compiled: Extract<CompileResult, { ok: true }>, emit: (event: JobEvent) => void, within: (ms: number) => AbortSignal,
+  deps: RunnerDeps,
+  plan: JobPlan,
+  live: LiveState,
+  backendName: string,
+  knobs: ComfyKnobs,
+  client: ComfyClient,
+  compiled: Extract<CompileResult, { ok: true }>,
+  emit: (event: JobEvent) => void,
+  within: (ms: number) => AbortSignal,
 ): Promise<{ attempt: Attempt; unreachable?: boolean }> {
   const signal = live.abort.signal;
   const promptId = randomUUID();
   deps.store.update(plan.id, { promptId }, deps.now()); // before submitting: a crash can then still interrupt it
   let savedAt = 0;
-  const tracker = new ProgressTracker(compiled.prompt, (p) => {
-    live.progress = p.progress;
-    live.node = p.node;
-    live.step = p.step;
-    emit({ type: 'progress', progress: p.progress, node: p.node, ...(p.step ? { step: p.step } : {}) });
-    const now = deps.now();
-    if (now - savedAt >= PROGRESS_SAVE_MS) {
-      savedAt = now;
-      deps.store.update(plan.id, { progress: p.progress, node: p.node }, now);
-    }
-  }, (preview) => {
-    live.preview = preview;
-    emit({ type: 'preview', url: `/v1/jobs/${plan.id}/preview` });
-  });
+  const tracker = new ProgressTracker(
+    compiled.prompt,
+    (p) => {
+      live.progress = p.progress;
+      live.node = p.node;
+      live.step = p.step;
+      emit({ type: 'progress', progress: p.progress, node: p.node, ...(p.step ? { step: p.step } : {}) });
+      const now = deps.now();
+      if (now - savedAt >= PROGRESS_SAVE_MS) {
+        savedAt = now;
+        deps.store.update(plan.id, { progress: p.progress, node: p.node }, now);
+      }
+    },
+    (preview) => {
+      live.preview = preview;
+      emit({ type: 'preview', url: `/v1/jobs/${plan.id}/preview` });
+    },
+  );
   const unsubscribe = client.onProgress(promptId, (event) => tracker.observe(event));
   const started = deps.now();
   try {
@@ -235,11 +299,17 @@ async function runPrompt(
     if (!submitted.ok) {
       if (submitted.status === 0 || submitted.status >= 500) deps.probe(backendName);
       const code = submitted.status === 400 ? 'prompt_refused' : 'submit_failed';
-      const attempt: Attempt = { kind: 'failover', error: { code, message: `${backendName}: ${submitted.error}${nodeErrorsText(submitted.nodeErrors)}` } };
+      const attempt: Attempt = {
+        kind: 'failover',
+        error: { code, message: `${backendName}: ${submitted.error}${nodeErrorsText(submitted.nodeErrors)}` },
+      };
       return { attempt, unreachable: submitted.status === 0 };
     }
     const waited = await client.waitFor(promptId, {
-      pollMs: knobs.pollMs, maxWaitMs: knobs.maxWaitMs, signal, unreachableAfterMs: knobs.disconnectGraceMs,
+      pollMs: knobs.pollMs,
+      maxWaitMs: knobs.maxWaitMs,
+      signal,
+      unreachableAfterMs: knobs.disconnectGraceMs,
       // the watchdog found the executor stuck: the prompt would wait there until max_wait
       abandonIf: () => (deps.registry.get(backendName)?.error?.kind === 'exec_stuck' ? 'exec_stuck' : undefined),
     });
@@ -247,21 +317,71 @@ async function runPrompt(
       case 'interrupted':
         // not our cancel: someone stopped it on the box (ComfyUI's own Cancel button)
         if (signal.aborted) return { attempt: { kind: 'cancelled' } };
-        return { attempt: { kind: 'failover', error: { code: 'interrupted', message: `${backendName} interrupted the prompt (not this gateway)` } } };
+        return {
+          attempt: {
+            kind: 'failover',
+            error: { code: 'interrupted', message: `${backendName} interrupted the prompt (not this gateway)` },
+          },
+        };
       case 'timeout':
-        return { attempt: { kind: 'failover', error: { code: 'max_wait', message: `${backendName} did not finish within ${knobs.maxWaitMs / 1000} s (interrupted)` } } };
+        return {
+          attempt: {
+            kind: 'failover',
+            error: {
+              code: 'max_wait',
+              message: `${backendName} did not finish within ${knobs.maxWaitMs / 1000} s (interrupted)`,
+            },
+          },
+        };
       case 'unreachable':
         deps.probe(backendName);
-        return { attempt: { kind: 'failover', error: { code: 'unreachable', message: `${backendName} stopped answering: ${waited.error}` } }, unreachable: true };
+        return {
+          attempt: {
+            kind: 'failover',
+            error: { code: 'unreachable', message: `${backendName} stopped answering: ${waited.error}` },
+          },
+          unreachable: true,
+        };
       case 'abandoned':
-        return { attempt: { kind: 'failover', error: { code: waited.reason, message: `${backendName} was marked ${waited.reason}; the prompt was taken off it` } } };
+        return {
+          attempt: {
+            kind: 'failover',
+            error: {
+              code: waited.reason,
+              message: `${backendName} was marked ${waited.reason}; the prompt was taken off it`,
+            },
+          },
+        };
       case 'lost':
         deps.probe(backendName);
-        return { attempt: { kind: 'failover', error: { code: 'lost', message: `${backendName} no longer knows the prompt (restarted?)` } } };
+        return {
+          attempt: {
+            kind: 'failover',
+            error: { code: 'lost', message: `${backendName} no longer knows the prompt (restarted?)` },
+          },
+        };
       case 'failed':
-        return { attempt: { kind: 'failover', execution: true, error: { code: 'execution_error', message: `${backendName}: ${waited.message}` } } };
+        return {
+          attempt: {
+            kind: 'failover',
+            execution: true,
+            error: { code: 'execution_error', message: `${backendName}: ${waited.message}` },
+          },
+        };
       case 'done':
-        return { attempt: await keepResults(deps, plan, client, backendName, waited.entry, compiled, started, signal, within(knobs.maxWaitMs)) };
+        return {
+          attempt: await keepResults(
+            deps,
+            plan,
+            client,
+            backendName,
+            waited.entry,
+            compiled,
+            started,
+            signal,
+            within(knobs.maxWaitMs),
+          ),
+        };
     }
   } finally {
     unsubscribe();
@@ -270,13 +390,25 @@ async function runPrompt(
 }
 
 async function keepResults(
-  deps: RunnerDeps, plan: JobPlan, client: ComfyClient, backendName: string, entry: ComfyHistoryEntry,
-  compiled: Extract<CompileResult, { ok: true }>, started: number, signal: AbortSignal, fetchSignal: AbortSignal,
+  deps: RunnerDeps,
+  plan: JobPlan,
+  client: ComfyClient,
+  backendName: string,
+  entry: ComfyHistoryEntry,
+  compiled: Extract<CompileResult, { ok: true }>,
+  started: number,
+  signal: AbortSignal,
+  fetchSignal: AbortSignal,
 ): Promise<Attempt> {
   const files = await collectOutputs(client, entry, compiled.outputs, fetchSignal);
   if (signal.aborted) return { kind: 'cancelled' };
-  if (!files.ok) return { kind: 'failover', error: { code: 'fetch_failed', message: `${backendName}: ${files.error}` } };
-  if (files.files.length === 0) return { kind: 'fatal', error: { code: 'no_output', message: `the workflow finished on ${backendName} without an output file` } };
+  if (!files.ok)
+    return { kind: 'failover', error: { code: 'fetch_failed', message: `${backendName}: ${files.error}` } };
+  if (files.files.length === 0)
+    return {
+      kind: 'fatal',
+      error: { code: 'no_output', message: `the workflow finished on ${backendName} without an output file` },
+    };
   for (const [n, file] of files.files.entries()) {
     const written = await deps.artifacts.write(plan.id, n, file.bytes, file.mime);
     deps.store.addResult(plan.id, { n, kind: file.kind, mime: file.mime, ...written });
@@ -307,15 +439,20 @@ async function gpuSettled(deps: RunnerDeps, backend: string, signal: AbortSignal
   let onAbort: (() => void) | undefined;
   const bound = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
-      deps.log.warn({ backend }, `the GPU group of ${backend} did not finish switching within ${GPU_SETTLE_MS / 1000} s; going on`);
+      deps.log.warn(
+        { backend },
+        `the GPU group of ${backend} did not finish switching within ${GPU_SETTLE_MS / 1000} s; going on`,
+      );
       resolve();
     }, GPU_SETTLE_MS);
     onAbort = resolve;
     signal.addEventListener('abort', onAbort, { once: true });
   });
-  const switched = Promise.resolve().then(() => settledFor(backend)).catch((err: unknown) => {
-    deps.log.warn({ err, backend }, 'waiting for a GPU group switch failed');
-  });
+  const switched = Promise.resolve()
+    .then(() => settledFor(backend))
+    .catch((err: unknown) => {
+      deps.log.warn({ err, backend }, 'waiting for a GPU group switch failed');
+    });
   try {
     await Promise.race([switched, bound]);
   } finally {

@@ -69,7 +69,8 @@ export class MediaJobs implements MediaService {
     this.views = {
       catalog: deps.catalog,
       objectInfo: deps.objectInfo,
-      routable: (backends) => deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend),
+      routable: (backends) =>
+        deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend),
       explainDown: (backends, alias, caller) =>
         explainBackends(deps, backends, { reason: 'no_backend' }, mediaSubject(alias, caller)),
     };
@@ -116,10 +117,13 @@ export class MediaJobs implements MediaService {
   }
 
   async submit(caller: MediaCaller, submitted: GenerationSubmit): Promise<JobView> {
-    if (this.closed) throw new GatewayError({ status: 503, code: 'shutting_down', message: 'the gateway is shutting down' });
+    if (this.closed)
+      throw new GatewayError({ status: 503, code: 'shutting_down', message: 'the gateway is shutting down' });
     // the prompt is a workflow param like any other (mapped to the positive text)
-    const request = submitted.prompt === undefined || Object.hasOwn(submitted.params, 'prompt')
-      ? submitted : { ...submitted, params: { prompt: submitted.prompt, ...submitted.params } };
+    const request =
+      submitted.prompt === undefined || Object.hasOwn(submitted.params, 'prompt')
+        ? submitted
+        : { ...submitted, params: { prompt: submitted.prompt, ...submitted.params } };
     const candidates = allowedCandidates(this.views, caller, request.alias, request.params);
     const id = newJobId();
     const accepted = acceptRequest(this.views, request, candidates, id, caller);
@@ -127,14 +131,27 @@ export class MediaJobs implements MediaService {
     const cfg = this.deps.config();
     const createdAt = this.now();
     const inputs = Object.entries(accepted.files).map(([param, f], n) => ({
-      n, param, file: f, sha256: createHash('sha256').update(f.bytes).digest('hex'),
+      n,
+      param,
+      file: f,
+      sha256: createHash('sha256').update(f.bytes).digest('hex'),
     }));
     const job = this.store.create({
-      id, owner: caller.owner, alias: request.alias, createdAt, expiresAt: createdAt + cfg.job_ttl_h * 3_600_000,
+      id,
+      owner: caller.owner,
+      alias: request.alias,
+      createdAt,
+      expiresAt: createdAt + cfg.job_ttl_h * 3_600_000,
       request: {
         ...(request.prompt !== undefined ? { prompt: request.prompt } : {}),
         params: storableParams(accepted.params),
-        inputs: inputs.map((i) => ({ param: i.param, name: `in-${i.n}.${extOf(i.file.mime)}`, sha256: i.sha256, mime: i.file.mime, bytes: i.file.bytes.length })),
+        inputs: inputs.map((i) => ({
+          param: i.param,
+          name: `in-${i.n}.${extOf(i.file.mime)}`,
+          sha256: i.sha256,
+          mime: i.file.mime,
+          bytes: i.file.bytes.length,
+        })),
       },
     });
     const live = this.live.start(id);
@@ -148,8 +165,19 @@ export class MediaJobs implements MediaService {
     try {
       for (const input of inputs) {
         const written = await this.artifacts.writeInput(id, input.n, input.file.bytes, input.file.mime);
-        this.store.addInput(id, { n: input.n, param: input.param, mime: input.file.mime, file: written.file, bytes: written.bytes, sha256: written.sha256 });
-        kept[input.param] = { mime: input.file.mime, ext: input.file.ext, read: () => this.readInput(id, written.file) };
+        this.store.addInput(id, {
+          n: input.n,
+          param: input.param,
+          mime: input.file.mime,
+          file: written.file,
+          bytes: written.bytes,
+          sha256: written.sha256,
+        });
+        kept[input.param] = {
+          mime: input.file.mime,
+          ext: input.file.ext,
+          read: () => this.readInput(id, written.file),
+        };
       }
     } catch (err) {
       this.deps.log.error({ err, job: id }, 'keeping a job input failed');
@@ -158,8 +186,14 @@ export class MediaJobs implements MediaService {
     try {
       if (accepted.seed !== undefined) this.store.update(id, { summary: { seed: accepted.seed } }, this.now());
       const plan = {
-        id, alias: request.alias, params: accepted.params, files: kept, candidates: accepted.candidates,
-        seedDraw: accepted.seedDraw, parkMs: cfg.media_park_timeout_s * 1000, user: caller.ticketUser,
+        id,
+        alias: request.alias,
+        params: accepted.params,
+        files: kept,
+        candidates: accepted.candidates,
+        seedDraw: accepted.seedDraw,
+        parkMs: cfg.media_park_timeout_s * 1000,
+        user: caller.ticketUser,
         explainRefusal: (backends: string[], rejection: SchedulerRejection) => {
           const subject = { ...mediaSubject(request.alias, caller), parkS: cfg.media_park_timeout_s };
           return explainBackends(this.deps, backends, rejection, subject)?.message;
@@ -169,7 +203,11 @@ export class MediaJobs implements MediaService {
       void runJob(runDeps, plan, live, (event) => this.live.emit(id, event))
         .catch((err): RunEnd => {
           this.deps.log.error({ err, job: id }, 'media job run threw');
-          return { status: 'failed', backend: null, error: { code: 'internal_error', message: 'the gateway failed while running this job' } };
+          return {
+            status: 'failed',
+            backend: null,
+            error: { code: 'internal_error', message: 'the gateway failed while running this job' },
+          };
         })
         .then((end) => this.finish(job, live, caller, request, end, createdAt));
     } catch (err) {
@@ -190,7 +228,10 @@ export class MediaJobs implements MediaService {
       const onAbort = () => reject(signal.reason ?? new Error('aborted'));
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
-      void state.settled.then((view) => { signal.removeEventListener('abort', onAbort); resolve(view); });
+      void state.settled.then((view) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(view);
+      });
     });
   }
 
@@ -207,7 +248,11 @@ export class MediaJobs implements MediaService {
     const job = this.owned(id, caller);
     if (!job) return undefined;
     if (JOB_TERMINAL_STATUSES.has(job.status)) return this.viewOf(job);
-    this.store.update(id, { status: 'cancelled', error: { code: 'cancelled', message: 'cancelled by the caller' } }, this.now());
+    this.store.update(
+      id,
+      { status: 'cancelled', error: { code: 'cancelled', message: 'cancelled by the caller' } },
+      this.now(),
+    );
     const state = this.live.get(id);
     if (state) {
       state.abort.abort();
@@ -222,13 +267,19 @@ export class MediaJobs implements MediaService {
     const state = this.live.get(id);
     if (!state || JOB_TERMINAL_STATUSES.has(job.status)) {
       const view = this.viewOf(job);
-      if (JOB_TERMINAL_STATUSES.has(view.status)) listener({ type: view.status as 'done' | 'failed' | 'cancelled', job: view });
+      if (JOB_TERMINAL_STATUSES.has(view.status))
+        listener({ type: view.status as 'done' | 'failed' | 'cancelled', job: view });
       return () => {};
     }
     if (job.status === 'queued') listener({ type: 'queued', position: state.position() });
     else {
       listener({ type: 'running', backend: job.backend ?? '' });
-      listener({ type: 'progress', progress: Math.max(state.progress, job.progress), node: state.node, ...(state.step ? { step: state.step } : {}) });
+      listener({
+        type: 'progress',
+        progress: Math.max(state.progress, job.progress),
+        node: state.node,
+        ...(state.step ? { step: state.step } : {}),
+      });
     }
     let lastPosition = job.status === 'queued' ? state.position() : null;
     const positions = setInterval(() => {
@@ -288,13 +339,22 @@ export class MediaJobs implements MediaService {
     return this.usable(alias, caller) ? this.deps.catalog.loras(alias) : undefined;
   }
 
-  aliases(caller: MediaCaller): { id: string; backends: string[]; kind: JobView['results'][number]['kind'] | 'unknown' }[] {
-    return this.deps.catalog.names().filter((name) => this.usable(name, caller)).map((name) => {
-      const model = this.deps.catalog.get(name)!;
-      const first = model.candidates[0]?.alias;
-      const outputClass = first?.output !== undefined ? first.workflow[first.output]?.class_type : undefined;
-      return { id: name, backends: model.candidates.map((c) => c.backend), kind: outputClass ? outputKind(outputClass) : 'unknown' };
-    });
+  aliases(
+    caller: MediaCaller,
+  ): { id: string; backends: string[]; kind: JobView['results'][number]['kind'] | 'unknown' }[] {
+    return this.deps.catalog
+      .names()
+      .filter((name) => this.usable(name, caller))
+      .map((name) => {
+        const model = this.deps.catalog.get(name)!;
+        const first = model.candidates[0]?.alias;
+        const outputClass = first?.output !== undefined ? first.workflow[first.output]?.class_type : undefined;
+        return {
+          id: name,
+          backends: model.candidates.map((c) => c.backend),
+          kind: outputClass ? outputKind(outputClass) : 'unknown',
+        };
+      });
   }
 
   /** Jobs still running in this process (for /health and the console). */
@@ -332,30 +392,56 @@ export class MediaJobs implements MediaService {
    * everyone following the job hears its end (the view as far as the store still tells it).
    */
   private finish(
-    job: Job, live: LiveState, caller: MediaCaller, request: GenerationSubmit, run: RunEnd, startedAt: number,
+    job: Job,
+    live: LiveState,
+    caller: MediaCaller,
+    request: GenerationSubmit,
+    run: RunEnd,
+    startedAt: number,
   ): void {
     const now = this.now();
     // what a box wrote reaches the job's owner without the box's folders
-    const end: RunEnd = run.status !== 'failed' ? run
-      : { ...run, error: { ...run.error, message: withoutBoxPaths(run.error.message) } };
+    const end: RunEnd =
+      run.status !== 'failed' ? run : { ...run, error: { ...run.error, message: withoutBoxPaths(run.error.message) } };
     let final: Job = job;
     try {
       if (end.status === 'failed') this.store.update(job.id, { status: 'failed', error: end.error, node: null }, now);
-      else if (end.status === 'cancelled') this.store.update(job.id, { status: 'cancelled', error: { code: 'cancelled', message: 'cancelled' }, node: null }, now);
+      else if (end.status === 'cancelled')
+        this.store.update(
+          job.id,
+          { status: 'cancelled', error: { code: 'cancelled', message: 'cancelled' }, node: null },
+          now,
+        );
       else this.store.update(job.id, { status: 'done', node: null }, now);
       final = this.store.get(job.id, now) ?? job;
     } catch (err) {
       // the store closed under a run that outlived the gateway: the next start reconciles it
       this.deps.log.warn({ err, job: job.id }, 'finishing a media job failed');
-      final = { ...job, status: end.status, error: end.status === 'failed' ? end.error : end.status === 'cancelled' ? { code: 'cancelled', message: 'cancelled' } : null };
+      final = {
+        ...job,
+        status: end.status,
+        error:
+          end.status === 'failed'
+            ? end.error
+            : end.status === 'cancelled'
+              ? { code: 'cancelled', message: 'cancelled' }
+              : null,
+      };
     }
     try {
       this.deps.recordOutcome({
-        requestId: request.requestId, endpoint: request.endpoint, source: caller.source, userId: caller.userId,
-        requestedModel: request.alias, backend: end.backend, model: request.alias,
+        requestId: request.requestId,
+        endpoint: request.endpoint,
+        source: caller.source,
+        userId: caller.userId,
+        requestedModel: request.alias,
+        backend: end.backend,
+        model: request.alias,
         status: loggedStatus(final.status, end.backend),
         reason: final.status === 'done' ? null : (final.error?.code ?? final.status),
-        startedAt, durationMs: now - startedAt, ttftMs: null,
+        startedAt,
+        durationMs: now - startedAt,
+        ttftMs: null,
       });
     } catch (err) {
       this.deps.log.warn({ err, job: job.id }, 'logging a finished media job failed');

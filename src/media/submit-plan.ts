@@ -8,8 +8,15 @@
 import { filterAllowed } from '../auth/allow.ts';
 import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
 import {
-  compile, effectiveMapping, fileKindsOf, fileParamsOf, isImageLoaderClass, isLoraParam,
-  type ObjectInfo, type ResolvedEntry, type Workflow,
+  compile,
+  effectiveMapping,
+  fileKindsOf,
+  fileParamsOf,
+  isImageLoaderClass,
+  isLoraParam,
+  type ObjectInfo,
+  type ResolvedEntry,
+  type Workflow,
 } from './compiler/index.ts';
 import { extOf } from './artifacts.ts';
 import { requireKind } from './input-files.ts';
@@ -44,32 +51,59 @@ export interface AcceptedPlan {
 }
 
 /** The candidates of `alias` this caller may use, with the LoRAs asked for; throws 404 / 400. */
-export function allowedCandidates(views: PlanViews, caller: MediaCaller, alias: string, params: Record<string, unknown>): GenerationCandidate[] {
+export function allowedCandidates(
+  views: PlanViews,
+  caller: MediaCaller,
+  alias: string,
+  params: Record<string, unknown>,
+): GenerationCandidate[] {
   const model = views.catalog.get(alias);
   if (!model) throw modelNotFound(alias);
-  const permitted = new Set(filterAllowed(caller.allow, {
-    requested: alias, alias, candidates: model.candidates.map((c) => ({ backend: c.backend, model: alias })),
-  }).map((c) => c.backend));
+  const permitted = new Set(
+    filterAllowed(caller.allow, {
+      requested: alias,
+      alias,
+      candidates: model.candidates.map((c) => ({ backend: c.backend, model: alias })),
+    }).map((c) => c.backend),
+  );
   if (permitted.size === 0) throw modelNotFound(alias);
   const wanted = requestedLoras(params);
   const { candidates, missingEverywhere } = views.catalog.withLoras(alias, wanted);
   if (missingEverywhere.length > 0) {
-    throw badRequest(`LoRA '${missingEverywhere[0]}' is not installed on any backend of ${alias}`, loraParam(params, missingEverywhere[0]), 'lora_not_found');
+    throw badRequest(
+      `LoRA '${missingEverywhere[0]}' is not installed on any backend of ${alias}`,
+      loraParam(params, missingEverywhere[0]),
+      'lora_not_found',
+    );
   }
   const usable = candidates.filter((c) => permitted.has(c.backend));
   if (usable.length === 0) {
-    throw badRequest(`no backend you may use for ${alias} has every LoRA asked for (${wanted.join(', ')})`, 'lora_1', 'lora_not_found');
+    throw badRequest(
+      `no backend you may use for ${alias} has every LoRA asked for (${wanted.join(', ')})`,
+      'lora_1',
+      'lora_not_found',
+    );
   }
   return usable;
 }
 
 /** Accepts the request for `candidates` (throws a GatewayError), or says what it will run with. */
 export function acceptRequest(
-  views: PlanViews, request: GenerationSubmit, candidates: GenerationCandidate[], jobId: string, caller?: MediaCaller,
+  views: PlanViews,
+  request: GenerationSubmit,
+  candidates: GenerationCandidate[],
+  jobId: string,
+  caller?: MediaCaller,
 ): AcceptedPlan {
   const order = views.routable(candidates.map((c) => c.backend));
   if (order.length === 0) {
-    const why = caller && views.explainDown?.(candidates.map((c) => c.backend), request.alias, caller);
+    const why =
+      caller &&
+      views.explainDown?.(
+        candidates.map((c) => c.backend),
+        request.alias,
+        caller,
+      );
     const message = why?.message ?? `no ComfyUI backend for ${request.alias} is up right now`;
     throw new GatewayError({ status: 503, code: 'no_backend', message, retryAfter: 5, candidates: why?.candidates });
   }
@@ -91,13 +125,21 @@ export function acceptRequest(
     const { error } = compiled;
     const param = requestParam(params, error.param ?? null);
     if (error.status === 400) throw badRequest(error.message, param, 'invalid_parameter');
-    throw new GatewayError({ status: 500, code: 'alias_misconfigured', type: 'api_error', message: `${request.alias} is misconfigured: ${error.message}` });
+    throw new GatewayError({
+      status: 500,
+      code: 'alias_misconfigured',
+      type: 'api_error',
+      message: `${request.alias} is misconfigured: ${error.message}`,
+    });
   }
   const limits = views.catalog.get(request.alias)?.limits ?? aliasLimits([]);
   checkBounds(request.alias, params, compiled.prompt, mapping, limits);
   const names = new Set(candidates.map((c) => c.backend));
   return {
-    candidates: () => views.catalog.withLoras(request.alias, requestedLoras(request.params)).candidates.filter((c) => names.has(c.backend)),
+    candidates: () =>
+      views.catalog
+        .withLoras(request.alias, requestedLoras(request.params))
+        .candidates.filter((c) => names.has(c.backend)),
     params,
     files,
     imageParams: Object.keys(files).filter((param) => kinds.get(param) === 'image'),
@@ -122,18 +164,29 @@ export function fileParams(views: PlanViews, caller: MediaCaller, alias: string)
 
 /** Named files (each onto an input that loads a file) plus the positional ones (images in slot order, then the mask slot). */
 function placeFiles(
-  mapping: Record<string, ResolvedEntry>, workflow: Workflow, objectInfo: ObjectInfo | undefined, request: GenerationSubmit,
+  mapping: Record<string, ResolvedEntry>,
+  workflow: Workflow,
+  objectInfo: ObjectInfo | undefined,
+  request: GenerationSubmit,
 ): Record<string, MediaFile & { ext: string }> {
   const out: Record<string, MediaFile & { ext: string }> = {};
   const takesFiles = fileParamsOf(mapping, workflow, objectInfo);
   for (const [param, file] of Object.entries(request.files)) {
     if (!Object.hasOwn(mapping, param)) {
       const known = Object.keys(mapping).sort().join(', ') || 'none';
-      throw badRequest(`'${param}' is not an input of ${request.alias}; it takes: ${known}`, param, 'invalid_parameter');
+      throw badRequest(
+        `'${param}' is not an input of ${request.alias}; it takes: ${known}`,
+        param,
+        'invalid_parameter',
+      );
     }
     if (!takesFiles.has(param)) {
       const inputs = [...takesFiles].sort().join(', ') || 'none';
-      throw badRequest(`'${param}' is not a file input of ${request.alias} (send it in params); its file inputs: ${inputs}`, param, 'invalid_parameter');
+      throw badRequest(
+        `'${param}' is not a file input of ${request.alias} (send it in params); its file inputs: ${inputs}`,
+        param,
+        'invalid_parameter',
+      );
     }
     out[param] = withExt(file);
   }
@@ -151,9 +204,15 @@ function placeFiles(
   }
   const imageSlots = free.filter((s) => !s.mask);
   if (positional.images.length > imageSlots.length) {
-    throw badRequest(`${request.alias} takes ${imageSlots.length} image${imageSlots.length === 1 ? '' : 's'}, ${positional.images.length} were sent`, 'image', 'invalid_parameter');
+    throw badRequest(
+      `${request.alias} takes ${imageSlots.length} image${imageSlots.length === 1 ? '' : 's'}, ${positional.images.length} were sent`,
+      'image',
+      'invalid_parameter',
+    );
   }
-  positional.images.forEach((image, i) => { out[imageSlots[i].param] = withExt(image); });
+  positional.images.forEach((image, i) => {
+    out[imageSlots[i].param] = withExt(image);
+  });
   return out;
 }
 

@@ -35,9 +35,13 @@ export class ExecutorWatchdog {
 
 /** The prompt ids of a `GET /queue` body (`[number, prompt_id, prompt, extra, outputs]` entries). */
 export function queueView(body: unknown): QueueView {
-  const ids = (list: unknown) => (Array.isArray(list) ? list.map((e) => (Array.isArray(e) ? e[1] : undefined)).filter((id): id is string => typeof id === 'string') : []);
+  const ids = (list: unknown) =>
+    Array.isArray(list)
+      ? list.map((e) => (Array.isArray(e) ? e[1] : undefined)).filter((id): id is string => typeof id === 'string')
+      : [];
   const q = (body ?? {}) as { queue_running?: unknown; queue_pending?: unknown };
-  const pending = (Array.isArray(q.queue_pending) ? [...q.queue_pending] : [])
-    .sort((a, b) => (Array.isArray(a) && Array.isArray(b) ? Number(a[0]) - Number(b[0]) : 0));
+  const pending = (Array.isArray(q.queue_pending) ? [...q.queue_pending] : []).sort((a, b) =>
+    Array.isArray(a) && Array.isArray(b) ? Number(a[0]) - Number(b[0]) : 0,
+  );
   return { running: ids(q.queue_running), pending: ids(pending) };
 }

@@ -15,7 +15,11 @@
  */
 import type { GatewayError } from '../errors.ts';
 import {
-  SchedulerRejection, type Candidate, type Scheduler, type SchedulerSnapshot, type Ticket,
+  SchedulerRejection,
+  type Candidate,
+  type Scheduler,
+  type SchedulerSnapshot,
+  type Ticket,
 } from '../scheduler/index.ts';
 import { rejectionError } from '../upstream/refusals.ts';
 
@@ -33,7 +37,10 @@ export interface AdmissionLimits {
 
 /** Pure: why the scheduler would refuse one more run on `usable` (available candidates), if it would. */
 export function backgroundRefusal(
-  snapshot: SchedulerSnapshot, usable: readonly Candidate[], limits: AdmissionLimits, pending: number,
+  snapshot: SchedulerSnapshot,
+  usable: readonly Candidate[],
+  limits: AdmissionLimits,
+  pending: number,
 ): SchedulerRejection | undefined {
   if (!usable.length) return new SchedulerRejection('no_backend', 'no available backend serves the model');
   const free = freeSlots(snapshot, usable);
@@ -74,7 +81,10 @@ export class BackgroundAdmission {
   /** Slots or places promised to admitted runs whose call has not reached the scheduler yet. */
   private promised = 0;
 
-  constructor(private readonly slots: SlotsView, private readonly limits: () => AdmissionLimits) {}
+  constructor(
+    private readonly slots: SlotsView,
+    private readonly limits: () => AdmissionLimits,
+  ) {}
 
   /** Runs admitted whose call the scheduler has not seen yet. */
   get pending(): number {

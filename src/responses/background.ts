@@ -71,7 +71,12 @@ export class BackgroundResponses {
     this.unarrived.set(job.id, job.release ?? noop);
     void this.run(job, run).catch((err: unknown) => {
       this.deps.log.warn({ err, response: job.id }, 'background response failed');
-      this.finish(job, run, 'failed', failed(job.queued, 'server_error', 'The background run failed; see the gateway log.'));
+      this.finish(
+        job,
+        run,
+        'failed',
+        failed(job.queued, 'server_error', 'The background run failed; see the gateway log.'),
+      );
     });
   }
 
@@ -124,7 +129,11 @@ export class BackgroundResponses {
     try {
       res = await request(`${this.deps.selfUrl()}/v1/responses`, {
         method: 'POST',
-        headers: Object.assign({ 'content-type': 'application/json' }, job.headers, this.deps.internalHeaders(job.id, job.createdAt)),
+        headers: Object.assign(
+          { 'content-type': 'application/json' },
+          job.headers,
+          this.deps.internalHeaders(job.id, job.createdAt),
+        ),
         body: JSON.stringify(body),
         signal: run.abort.signal,
         dispatcher: this.deps.dispatcher,
@@ -155,7 +164,15 @@ export class BackgroundResponses {
           const seen = payload && this.learn(ev.event, payload);
           if (seen) latest = seen;
           const next = statusOf(ev.event);
-          if (next !== status && status === 'queued') this.deps.repo.update(job.id, 'in_progress', Object.assign({}, latest, { status: 'in_progress' }), job.history, null, this.deps.now());
+          if (next !== status && status === 'queued')
+            this.deps.repo.update(
+              job.id,
+              'in_progress',
+              Object.assign({}, latest, { status: 'in_progress' }),
+              job.history,
+              null,
+              this.deps.now(),
+            );
           status = next;
         }
       }
@@ -217,7 +234,10 @@ function failed(response: Record<string, unknown>, code: string, message: string
 function errorOf(text: string, status: number): { code: string; message: string } {
   try {
     const parsed = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-    if (typeof parsed.error?.message === 'string') return { code: String(parsed.error.code ?? status), message: parsed.error.message };
-  } catch { /* not JSON */ }
+    if (typeof parsed.error?.message === 'string')
+      return { code: String(parsed.error.code ?? status), message: parsed.error.message };
+  } catch {
+    /* not JSON */
+  }
   return { code: String(status), message: text.slice(0, 500) || `HTTP ${status}` };
 }

@@ -12,7 +12,11 @@ export class InternalCalls {
   private readonly secret = randomBytes(32).toString('hex');
 
   headers(id: string, createdAt: number): Record<string, string> {
-    return { 'x-gateway-internal': this.secret, 'x-gateway-response-id': id, 'x-gateway-created-at': String(createdAt) };
+    return {
+      'x-gateway-internal': this.secret,
+      'x-gateway-response-id': id,
+      'x-gateway-created-at': String(createdAt),
+    };
   }
 
   /** The id and creation time a genuine loopback call carries; undefined for anyone else. */
@@ -30,8 +34,13 @@ export class InternalCalls {
 /** The gateway's own base URL from its listening address (a wildcard address is reached on loopback). */
 export function selfUrl(address: AddressInfo | string | null): string {
   if (!address || typeof address === 'string') throw new Error('the gateway is not listening on TCP');
-  const host = address.address === '0.0.0.0' ? '127.0.0.1'
-    : address.address === '::' ? '[::1]'
-    : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const host =
+    address.address === '0.0.0.0'
+      ? '127.0.0.1'
+      : address.address === '::'
+        ? '[::1]'
+        : address.family === 'IPv6'
+          ? `[${address.address}]`
+          : address.address;
   return `http://${host}:${address.port}`;
 }

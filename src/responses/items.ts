@@ -8,7 +8,11 @@ export function inputItems(input: unknown): unknown[] {
 }
 
 /** The history after a turn: the earlier turns, this input, this output. */
-export function historyAfter(before: readonly unknown[], input: unknown, response: Record<string, unknown> | undefined): unknown[] {
+export function historyAfter(
+  before: readonly unknown[],
+  input: unknown,
+  response: Record<string, unknown> | undefined,
+): unknown[] {
   const output = Array.isArray(response?.output) ? response.output : [];
   return [...before, ...inputItems(input), ...output];
 }

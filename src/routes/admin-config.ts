@@ -58,7 +58,8 @@ export async function adminConfigRoutes(app: FastifyInstance, opts: AdminConfigO
   app.put<{ Params: { key: string }; Body: { value: unknown } }>(
     '/admin/api/settings/:key',
     { schema: { body: settingBody }, bodyLimit: SETTINGS_BODY_LIMIT },
-    async (req, reply) => answer(reply, config.setSetting(req.params.key, req.body.value), () => config.settingView(req.params.key)),
+    async (req, reply) =>
+      answer(reply, config.setSetting(req.params.key, req.body.value), () => config.settingView(req.params.key)),
   );
 
   app.delete<{ Params: { key: string } }>('/admin/api/settings/:key', async (req, reply) => {
@@ -72,19 +73,27 @@ export async function adminConfigRoutes(app: FastifyInstance, opts: AdminConfigO
   });
 
   // adding: a name already in the fleet is refused
-  app.post<{ Body: Record<string, unknown> }>('/admin/api/backends', { schema: { body: backendBody } }, async (req, reply) => {
-    const result = config.saveBackend(req.body, { create: true });
-    if (result.ok) reply.code(201);
-    return answer(reply, result, () => config.backendView(String(req.body.name)));
-  });
+  app.post<{ Body: Record<string, unknown> }>(
+    '/admin/api/backends',
+    { schema: { body: backendBody } },
+    async (req, reply) => {
+      const result = config.saveBackend(req.body, { create: true });
+      if (result.ok) reply.code(201);
+      return answer(reply, result, () => config.backendView(String(req.body.name)));
+    },
+  );
 
   // editing (or adding under that name); a different `name` in the body renames
-  app.put<NameParams & { Body: Record<string, unknown> }>('/admin/api/backends/:name', { schema: { body: backendBody } }, async (req, reply) => {
-    const body = { ...req.body, name: req.body.name ?? req.params.name };
-    const known = config.backendView(req.params.name) !== undefined;
-    const result = config.saveBackend(body, known ? { replace: req.params.name } : {});
-    return answer(reply, result, () => config.backendView(String(body.name)));
-  });
+  app.put<NameParams & { Body: Record<string, unknown> }>(
+    '/admin/api/backends/:name',
+    { schema: { body: backendBody } },
+    async (req, reply) => {
+      const body = { ...req.body, name: req.body.name ?? req.params.name };
+      const known = config.backendView(req.params.name) !== undefined;
+      const result = config.saveBackend(body, known ? { replace: req.params.name } : {});
+      return answer(reply, result, () => config.backendView(String(body.name)));
+    },
+  );
 
   app.delete<NameParams>('/admin/api/backends/:name', async (req, reply) => {
     return answer(reply, config.removeBackend(req.params.name), () => config.backendView(req.params.name));
@@ -94,9 +103,15 @@ export async function adminConfigRoutes(app: FastifyInstance, opts: AdminConfigO
     return answer(reply, config.resetBackend(req.params.name), () => config.backendView(req.params.name));
   });
 
-  app.post<NameParams & { Body: { on: boolean } }>('/admin/api/backends/:name/drain', { schema: { body: drainBody } }, async (req, reply) => {
-    return answer(reply, config.drainBackend(req.params.name, req.body.on), () => config.backendView(req.params.name));
-  });
+  app.post<NameParams & { Body: { on: boolean } }>(
+    '/admin/api/backends/:name/drain',
+    { schema: { body: drainBody } },
+    async (req, reply) => {
+      return answer(reply, config.drainBackend(req.params.name, req.body.on), () =>
+        config.backendView(req.params.name),
+      );
+    },
+  );
 
   // discovery dry run; ?replace=<name> uses that backend's stored key when the body's is blank
   app.post<{ Body: Record<string, unknown>; Querystring: { replace?: unknown } }>(
@@ -116,7 +131,12 @@ function answer(reply: FastifyReply, result: Result, view: () => unknown) {
   if (result.ok) return { ok: true, ...(result.note ? { note: result.note } : {}), data: view() ?? null };
   if (result.notFound) {
     const message = result.problems[0]?.message ?? 'not found';
-    throw new GatewayError({ status: 404, code: 'not_found', param: 'name', message: message[0].toUpperCase() + message.slice(1) + '.' });
+    throw new GatewayError({
+      status: 404,
+      code: 'not_found',
+      param: 'name',
+      message: message[0].toUpperCase() + message.slice(1) + '.',
+    });
   }
   return sendProblems(reply, result.problems);
 }
@@ -127,7 +147,12 @@ export function sendProblems(reply: FastifyReply, problems: readonly { path: str
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})` : '';
   reply.header('x-request-id', reply.request.id);
   return reply.code(400).send({
-    error: { message: `${first.path || 'value'}: ${first.message}${more}`, type: 'invalid_request_error', param: first.path || null, code: 'invalid_config' },
+    error: {
+      message: `${first.path || 'value'}: ${first.message}${more}`,
+      type: 'invalid_request_error',
+      param: first.path || null,
+      code: 'invalid_config',
+    },
     problems,
   });
 }

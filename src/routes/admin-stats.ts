@@ -45,7 +45,10 @@ export async function adminStatsRoutes(app: FastifyInstance, opts: AdminStatsOpt
     const q = singleStrings(req.query, STATS_KEYS);
     const group = (q.group ?? 'backend') as AggregateGroup;
     if (!GROUPS.includes(group)) throw badRequest(`\`group\` must be one of ${GROUPS.join(', ')}.`, 'group');
-    return { group, data: callLog.aggregate(group, { since: optionalTime(q.since, 'since'), until: optionalTime(q.until, 'until') }) };
+    return {
+      group,
+      data: callLog.aggregate(group, { since: optionalTime(q.since, 'since'), until: optionalTime(q.until, 'until') }),
+    };
   });
 
   const { paidBudget } = opts;
@@ -76,7 +79,8 @@ function singleStrings<K extends string>(query: unknown, known: readonly K[]): P
 function optionalInt(value: string | undefined, name: string, min: number, max: number): number | undefined {
   if (value === undefined || value === '') return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw badRequest(`\`${name}\` must be an integer from ${min} to ${max}.`, name);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw badRequest(`\`${name}\` must be an integer from ${min} to ${max}.`, name);
   return n;
 }
 

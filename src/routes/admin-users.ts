@@ -7,7 +7,14 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
-  createUserBody, ipAliasesBody, parseUserId, patchUserBody, rotateBody, strictAjv, UsersService, type UsersServiceDeps,
+  createUserBody,
+  ipAliasesBody,
+  parseUserId,
+  patchUserBody,
+  rotateBody,
+  strictAjv,
+  UsersService,
+  type UsersServiceDeps,
 } from '../admin/users-service.ts';
 import type { NewUser, UserPatch } from '../store/users-repo.ts';
 
@@ -61,5 +68,6 @@ export async function adminUsersRoutes(app: FastifyInstance, opts: AdminUsersOpt
   app.get('/admin/api/ip-aliases', async () => service.ipAliases());
 
   app.put<{ Body: Record<string, string> }>('/admin/api/ip-aliases', { schema: { body: ipAliasesBody } }, async (req) =>
-    service.replaceIpAliases(req.body));
+    service.replaceIpAliases(req.body),
+  );
 }

@@ -33,7 +33,8 @@ export function anthropicModel(entry: ListingEntry) {
 
 export function anthropicModelPage(entries: readonly ListingEntry[], query: Record<string, unknown>) {
   const limit = query.limit === undefined ? 20 : Number(query.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw badRequest('limit: must be an integer from 1 to 1000', 'limit');
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+    throw badRequest('limit: must be an integer from 1 to 1000', 'limit');
   const ids = entries.map((e) => e.model.id);
   let start = 0;
   let end = entries.length;

@@ -8,7 +8,10 @@ import { GatewayError } from '../errors.ts';
 import type { BridgeError } from '../bridges/anthropic/types.ts';
 
 class DetailedRefusal extends GatewayError {
-  constructor(problem: BridgeError, private readonly errorCode: string) {
+  constructor(
+    problem: BridgeError,
+    private readonly errorCode: string,
+  ) {
     super({ status: problem.status, code: errorCode, param: problem.param ?? null, message: problem.message });
   }
 

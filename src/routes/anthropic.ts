@@ -45,16 +45,21 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
   });
 
   // answered at once, without a key: Claude Code checks the base URL is there
-  app.get('/', async () => ({ status: 'ok', service: 'llm-gateway', endpoints: ['/v1/messages', '/v1/chat/completions', '/v1/models'] }));
+  app.get('/', async () => ({
+    status: 'ok',
+    service: 'llm-gateway',
+    endpoints: ['/v1/messages', '/v1/chat/completions', '/v1/models'],
+  }));
 
   /** The call's candidates under the caller's allow-list; translating backends only if the body translates. */
   const resolveFor = (ctx: CallerContext, model: string, translates: () => boolean) => (): Resolution | undefined => {
     const resolved = catalog.resolve(model, 'messages');
     if (!resolved) return undefined;
     const allowed = filterAllowed(ctx.caller.allow, resolved);
-    const candidates = allowed.some((c) => opts.backendType(c.backend) !== 'anthropic') && !translates()
-      ? allowed.filter((c) => opts.backendType(c.backend) === 'anthropic')
-      : allowed;
+    const candidates =
+      allowed.some((c) => opts.backendType(c.backend) !== 'anthropic') && !translates()
+        ? allowed.filter((c) => opts.backendType(c.backend) === 'anthropic')
+        : allowed;
     return { requested: resolved.requested, alias: resolved.alias, candidates };
   };
 
@@ -62,8 +67,12 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
     runProxiedCall(opts, 'messages', req, reply, (ctx, body, model) => {
       const alias = catalog.resolve(model, 'messages')?.alias;
       const surface = new MessagesSurface({
-        query: queryOf(req.url), body, rawBody: req.rawBody, requested: model,
-        transformFor: (want) => opts.transforms.forCall('chat', alias, { want, saidAuto: false, stripGatewayField: false }),
+        query: queryOf(req.url),
+        body,
+        rawBody: req.rawBody,
+        requested: model,
+        transformFor: (want) =>
+          opts.transforms.forCall('chat', alias, { want, saidAuto: false, stripGatewayField: false }),
       });
       const problem = () => surface.translationProblem();
       const candidatesNow = resolveFor(ctx, model, () => !problem());
@@ -79,20 +88,28 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
       }
       // kept for its anthropic backends, all down now: refused as a chat backend refuses it, when the
       // SDK recovers from that (a thread: resent without it, which the chat backends then serve)
-      if (!opts.routable(resolution.candidates).length
-        && resolution.candidates.length < filterAllowed(ctx.caller.allow, catalog.resolve(model, 'messages')!).length) {
+      if (
+        !opts.routable(resolution.candidates).length &&
+        resolution.candidates.length < filterAllowed(ctx.caller.allow, catalog.resolve(model, 'messages')!).length
+      ) {
         const p = problem();
         if (p?.errorCode) throw translationRefusal(p);
       }
       return { surface, resolution, refreshCandidates: () => candidatesNow()?.candidates ?? [] };
-    }));
+    }),
+  );
 
   app.post('/v1/messages/count_tokens', { bodyLimit: JSON_BODY_LIMIT }, async (req, reply) => {
     const ctx = callers.identify(req);
     const body = req.body as Record<string, unknown> | null;
     const model = body && typeof body === 'object' && !Array.isArray(body) ? body.model : undefined;
     if (typeof model !== 'string' || model === '') {
-      throw new GatewayError({ status: 400, code: 'invalid_request', param: 'model', message: 'model: Field required' });
+      throw new GatewayError({
+        status: 400,
+        code: 'invalid_request',
+        param: 'model',
+        message: 'model: Field required',
+      });
     }
     const resolved = catalog.resolve(model, 'messages');
     const candidates = resolved ? filterAllowed(ctx.caller.allow, resolved) : [];

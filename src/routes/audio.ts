@@ -36,37 +36,64 @@ export async function audioRoutes(app: FastifyInstance, opts: AudioRoutesOptions
   useRawJsonBodies(app, JSON_BODY_LIMIT);
   await app.register(multipart, {
     // two files, so that a second one is told apart (400) rather than hitting busboy's limit
-    limits: { fileSize: AUDIO_FILE_LIMIT, files: 2, fields: FORM_FIELDS, fieldSize: FORM_FIELD_LIMIT, parts: FORM_FIELDS + 2 },
+    limits: {
+      fileSize: AUDIO_FILE_LIMIT,
+      files: 2,
+      fields: FORM_FIELDS,
+      fieldSize: FORM_FIELD_LIMIT,
+      parts: FORM_FIELDS + 2,
+    },
   });
 
   app.post('/v1/audio/speech', { bodyLimit: JSON_BODY_LIMIT }, (req: FastifyRequest, reply: FastifyReply) =>
     runProxiedCall(opts, 'speech', req, reply, (ctx, body, model) => {
       if (typeof body.input !== 'string') {
-        throw badRequest(body.input === undefined ? 'You must provide an input parameter.' : '`input` must be a string.', 'input', 'invalid_input');
+        throw badRequest(
+          body.input === undefined ? 'You must provide an input parameter.' : '`input` must be a string.',
+          'input',
+          'invalid_input',
+        );
       }
       const gated = gateOpenAIModel(catalog, model, ctx.caller.allow);
       const defaults = opts.config().alias_defaults;
       const alias = gated.resolution.alias ?? gated.resolution.requested;
       const defaultVoice = Object.hasOwn(defaults, alias) ? defaults[alias].voice : undefined;
       return {
-        surface: new SpeechSurface({ path: '/v1/audio/speech', query: queryOf(req.url), body, rawBody: req.rawBody, defaultVoice }),
+        surface: new SpeechSurface({
+          path: '/v1/audio/speech',
+          query: queryOf(req.url),
+          body,
+          rawBody: req.rawBody,
+          defaultVoice,
+        }),
         resolution: gated.resolution,
         refreshCandidates: gated.refreshCandidates,
       };
-    }));
+    }),
+  );
 
   // the audio is held in memory (it is sent again on failover): it counts against the gateway's upload budget
   const budget = reserveUpload(uploadBudgetOf(app, opts.config));
-  for (const [endpoint, path] of [['transcriptions', '/v1/audio/transcriptions'], ['translations', '/v1/audio/translations']] as const) {
+  for (const [endpoint, path] of [
+    ['transcriptions', '/v1/audio/transcriptions'],
+    ['translations', '/v1/audio/translations'],
+  ] as const) {
     app.post(path, { preParsing: budget }, async (req: FastifyRequest, reply: FastifyReply) => {
       // an unknown caller's upload is not read: runProxiedCall refuses (and records) it
       if (isAuthenticated(opts, req)) await readAudioForm(req, uploadHoldOf(req));
       return runProxiedCall(opts, endpoint, req, reply, (ctx, _fields, model) => {
         const form = formOf(req);
-        if (!form.parts.some((p) => p.file)) throw badRequest('You must provide a file in the `file` part.', 'file', 'missing_file');
+        if (!form.parts.some((p) => p.file))
+          throw badRequest('You must provide a file in the `file` part.', 'file', 'missing_file');
         const gated = gateOpenAIModel(catalog, model, ctx.caller.allow);
         return {
-          surface: new TranscriptionSurface({ endpoint, path, query: queryOf(req.url), parts: form.parts, fields: form.fields }),
+          surface: new TranscriptionSurface({
+            endpoint,
+            path,
+            query: queryOf(req.url),
+            parts: form.parts,
+            fields: form.fields,
+          }),
           resolution: gated.resolution,
           refreshCandidates: gated.refreshCandidates,
         };
@@ -103,15 +130,25 @@ function formOf(req: FastifyRequest): AudioForm {
  */
 async function readAudioForm(req: FastifyRequest, hold: UploadHold | undefined): Promise<void> {
   if (!req.isMultipart()) {
-    throw new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'Send the audio as multipart/form-data, the file in the `file` part.' });
+    throw new GatewayError({
+      status: 415,
+      code: 'unsupported_media_type',
+      message: 'Send the audio as multipart/form-data, the file in the `file` part.',
+    });
   }
   const parts: FormPart[] = [];
   const fields: Record<string, unknown> = {};
   try {
     for await (const part of req.parts()) {
       if (part.type === 'file') {
-        if (part.fieldname !== 'file') throw badRequest(`Send the audio in the \`file\` part, not in \`${part.fieldname}\`.`, 'file', 'invalid_file');
-        if (parts.some((p) => p.file)) throw badRequest('Send one audio file only, in the `file` part.', 'file', 'invalid_file');
+        if (part.fieldname !== 'file')
+          throw badRequest(
+            `Send the audio in the \`file\` part, not in \`${part.fieldname}\`.`,
+            'file',
+            'invalid_file',
+          );
+        if (parts.some((p) => p.file))
+          throw badRequest('Send one audio file only, in the `file` part.', 'file', 'invalid_file');
         const data = await meteredBuffer(part.file, hold);
         if (part.file.truncated) throw AUDIO_FORM_ERRORS.fileTooLarge(undefined);
         // a file part may come without a filename (busboy takes a typed part as a file): it goes on named `file`
@@ -120,11 +157,18 @@ async function readAudioForm(req: FastifyRequest, hold: UploadHold | undefined):
         continue;
       }
       if (part.valueTruncated || part.fieldnameTruncated) {
-        throw new GatewayError({ status: 413, code: 'request_too_large', param: part.fieldname, message: `The form field \`${part.fieldname}\` is larger than ${FORM_FIELD_LIMIT / 1024} KiB.` });
+        throw new GatewayError({
+          status: 413,
+          code: 'request_too_large',
+          param: part.fieldname,
+          message: `The form field \`${part.fieldname}\` is larger than ${FORM_FIELD_LIMIT / 1024} KiB.`,
+        });
       }
       const json = part.mimetype === 'application/json';
       const value = json || typeof part.value !== 'string' ? JSON.stringify(part.value) : part.value;
-      parts.push(json ? { name: part.fieldname, value, contentType: 'application/json' } : { name: part.fieldname, value });
+      parts.push(
+        json ? { name: part.fieldname, value, contentType: 'application/json' } : { name: part.fieldname, value },
+      );
       const name = part.fieldname;
       if (name.endsWith('[]')) fields[name] = [...((fields[name] as unknown[] | undefined) ?? []), part.value];
       else if (!Object.hasOwn(fields, name)) fields[name] = part.value;
@@ -147,7 +191,13 @@ async function meteredBuffer(file: AsyncIterable<Buffer>, hold: UploadHold | und
 }
 
 const AUDIO_FORM_ERRORS: FormErrorText = {
-  fileTooLarge: () => new GatewayError({ status: 413, code: 'file_too_large', param: 'file', message: `The audio file is larger than ${AUDIO_FILE_LIMIT / (1024 * 1024)} MiB.` }),
+  fileTooLarge: () =>
+    new GatewayError({
+      status: 413,
+      code: 'file_too_large',
+      param: 'file',
+      message: `The audio file is larger than ${AUDIO_FILE_LIMIT / (1024 * 1024)} MiB.`,
+    }),
   tooManyFiles: () => badRequest('Send one audio file only, in the `file` part.', 'file', 'invalid_file'),
   fields: FORM_FIELDS,
 };

@@ -84,8 +84,11 @@ export class Callers {
     if (user) {
       const admission = this.deps.admit(user, now, paid.hasUnpaid);
       if (!admission.ok) {
-        throw quotaError(admission.message, admission.retryAfterSec,
-          admission.kind === 'day' ? RefusalReason.quotaDay : RefusalReason.quotaMonth);
+        throw quotaError(
+          admission.message,
+          admission.retryAfterSec,
+          admission.kind === 'day' ? RefusalReason.quotaDay : RefusalReason.quotaMonth,
+        );
       }
       done = admission.done;
     }

@@ -12,7 +12,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 
 const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
-  gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress,
+  gzip: createGunzip,
+  'x-gzip': createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
 };
 
 /** fastify's own default, for a request no route matched. */
@@ -22,10 +25,13 @@ type Payload = Readable & { receivedEncodedLength?: number };
 
 /** A fastify preParsing hook: the payload as is, or a decoding stream in its place. */
 export function decodeRequestBody(
-  req: FastifyRequest, _reply: FastifyReply, payload: Payload, done: (err: Error | null, stream?: Payload) => void,
+  req: FastifyRequest,
+  _reply: FastifyReply,
+  payload: Payload,
+  done: (err: Error | null, stream?: Payload) => void,
 ): void {
   const header = req.headers['content-encoding'];
-  const encoding = (Array.isArray(header) ? header.join(',') : header ?? '').trim().toLowerCase();
+  const encoding = (Array.isArray(header) ? header.join(',') : (header ?? '')).trim().toLowerCase();
   const length = req.headers['content-length'];
   const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
   if (encoding === '' || encoding === 'identity' || !hasBody) {
@@ -74,11 +80,16 @@ function wrapErrors(stream: Payload): Payload {
   const emit = stream.emit.bind(stream);
   stream.emit = ((event: string, ...args: unknown[]) => {
     if (event === 'error' && !(args[0] instanceof GatewayError)) {
-      return emit('error', new GatewayError({
-        status: 400, code: 'invalid_body_encoding',
-        message: 'The request body could not be decoded as its Content-Encoding says '
-          + `(${(args[0] as Error)?.message ?? 'bad data'}).`,
-      }));
+      return emit(
+        'error',
+        new GatewayError({
+          status: 400,
+          code: 'invalid_body_encoding',
+          message:
+            'The request body could not be decoded as its Content-Encoding says ' +
+            `(${(args[0] as Error)?.message ?? 'bad data'}).`,
+        }),
+      );
     }
     return emit(event, ...args);
   }) as typeof stream.emit;
@@ -87,10 +98,11 @@ function wrapErrors(stream: Payload): Payload {
 
 function unsupportedEncoding(encoding: string, known: boolean): GatewayError {
   return new GatewayError({
-    status: 415, code: 'unsupported_content_encoding',
+    status: 415,
+    code: 'unsupported_content_encoding',
     message: known
       ? `A multipart upload cannot be sent with Content-Encoding: ${encoding}; send it uncompressed.`
-      : `Content-Encoding: ${encoding.slice(0, 60)} is not supported; `
-        + 'send the body uncompressed, or as gzip, deflate or br.',
+      : `Content-Encoding: ${encoding.slice(0, 60)} is not supported; ` +
+        'send the body uncompressed, or as gzip, deflate or br.',
   });
 }

@@ -15,19 +15,35 @@ export function toGatewayError(err: FastifyError | Error): GatewayError {
   const e = err as FastifyError;
   const status = e.statusCode ?? 500;
   if (e.validation?.length) return schemaError(e.validation[0]);
-  if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || err instanceof SyntaxError) {
+  if (
+    e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+    e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+    err instanceof SyntaxError
+  ) {
     return invalidJson(e.message);
   }
   if (status === 413) {
-    return new GatewayError({ status: 413, code: 'request_too_large', message: 'The request body is larger than this endpoint accepts.' });
+    return new GatewayError({
+      status: 413,
+      code: 'request_too_large',
+      message: 'The request body is larger than this endpoint accepts.',
+    });
   }
   if (status === 415) {
-    return new GatewayError({ status: 415, code: 'unsupported_media_type', message: `Unsupported Content-Type; send application/json.` });
+    return new GatewayError({
+      status: 415,
+      code: 'unsupported_media_type',
+      message: `Unsupported Content-Type; send application/json.`,
+    });
   }
   if (status >= 400 && status < 500) {
     return new GatewayError({ status, code: e.code ?? 'invalid_request', message: e.message });
   }
-  return new GatewayError({ status: 500, code: 'internal_error', message: 'The gateway failed to handle the request; see its log.' });
+  return new GatewayError({
+    status: 500,
+    code: 'internal_error',
+    message: 'The gateway failed to handle the request; see its log.',
+  });
 }
 
 /** Renders every error in the shape of the surface it happened on. */
@@ -42,7 +58,15 @@ export function installErrorHandlers(app: FastifyInstance): void {
     sendError(reply, gerr, req.url);
   });
   app.setNotFoundHandler((req, reply) => {
-    sendError(reply, new GatewayError({ status: 404, code: 'not_found', message: `Unknown route: ${req.method} ${req.url.split('?')[0]}` }), req.url);
+    sendError(
+      reply,
+      new GatewayError({
+        status: 404,
+        code: 'not_found',
+        message: `Unknown route: ${req.method} ${req.url.split('?')[0]}`,
+      }),
+      req.url,
+    );
   });
 }
 
@@ -84,12 +108,12 @@ export function clientErrorHandler(this: FastifyInstance, err: ConnectionError, 
     const head = requestHead(err.rawPacket);
     const body = JSON.stringify(renderErrorBody(gerr, head.target, head.headers));
     socket.write(
-      `HTTP/1.1 ${gerr.status} ${STATUS_CODES[gerr.status]}\r\n`
-      + 'content-type: application/json; charset=utf-8\r\n'
-      + `content-length: ${Buffer.byteLength(body)}\r\n`
-      + 'connection: close\r\n\r\n'
-      // an answer to HEAD has no content (the client would read it as the next answer)
-      + (head.method === 'HEAD' ? '' : body),
+      `HTTP/1.1 ${gerr.status} ${STATUS_CODES[gerr.status]}\r\n` +
+        'content-type: application/json; charset=utf-8\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\n` +
+        'connection: close\r\n\r\n' +
+        // an answer to HEAD has no content (the client would read it as the next answer)
+        (head.method === 'HEAD' ? '' : body),
     );
   }
   socket.destroy(err);
@@ -98,14 +122,19 @@ export function clientErrorHandler(this: FastifyInstance, err: ConnectionError, 
 function clientGatewayError(err: ConnectionError): GatewayError {
   if (err.code === 'HPE_HEADER_OVERFLOW') {
     return new GatewayError({
-      status: 431, code: 'request_headers_too_large',
+      status: 431,
+      code: 'request_headers_too_large',
       message: `The request headers are larger than the gateway accepts (${Math.round(maxHeaderSize / 1024)} KiB in all).`,
     });
   }
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     return new GatewayError({ status: 408, code: 'request_timeout', message: 'The request was not received in time.' });
   }
-  return new GatewayError({ status: 400, code: 'malformed_request', message: 'The gateway could not parse this HTTP request.' });
+  return new GatewayError({
+    status: 400,
+    code: 'malformed_request',
+    message: 'The gateway could not parse this HTTP request.',
+  });
 }
 
 /**
@@ -118,7 +147,8 @@ function requestHead(raw: unknown): { method: string; target: string; headers?: 
   const line = /^([A-Z]+) (\S+) HTTP\//.exec(text);
   const version = /\r\nanthropic-version:[ \t]*([^\r\n]*)/i.exec(text);
   return {
-    method: line?.[1] ?? '', target: line?.[2] ?? '',
+    method: line?.[1] ?? '',
+    target: line?.[2] ?? '',
     ...(version ? { headers: { 'anthropic-version': version[1] } } : {}),
   };
 }

@@ -25,7 +25,11 @@ export function formError(err: unknown, text: FormErrorText, param?: string): un
       return text.tooManyFiles();
     case 'FST_PARTS_LIMIT':
     case 'FST_FIELDS_LIMIT':
-      return new GatewayError({ status: 413, code: 'request_too_large', message: `The form has more than ${text.fields} fields.` });
+      return new GatewayError({
+        status: 413,
+        code: 'request_too_large',
+        message: `The form has more than ${text.fields} fields.`,
+      });
     case 'FST_PROTO_VIOLATION':
       return badRequest('A form field has a reserved name.', null, 'invalid_form');
     case 'FST_INVALID_JSON_FIELD_ERROR':
@@ -33,6 +37,10 @@ export function formError(err: unknown, text: FormErrorText, param?: string): un
     case 'FST_MP_PREMATURE_CLOSE':
       return err;
     default:
-      return badRequest(`The multipart form could not be read: ${(err as Error).message ?? 'malformed'}.`, null, 'invalid_form');
+      return badRequest(
+        `The multipart form could not be read: ${(err as Error).message ?? 'malformed'}.`,
+        null,
+        'invalid_form',
+      );
   }
 }

@@ -25,14 +25,19 @@ export interface HealthView {
   /** A ComfyUI backend's inventory, as last read. */
   mediaInventory(backend: string): MediaInventory | undefined;
   /** Generation aliases: their candidates, the problems found checking them, jobs running now. */
-  media(): { aliases: Record<string, string[]>; problems: { path: string; message: string; severity: string }[]; running: number };
+  media(): {
+    aliases: Record<string, string[]>;
+    problems: { path: string; message: string; severity: string }[];
+    running: number;
+  };
   configSource: string;
   /** Problems of the last rejected reload (the previous config stays in force). */
   reloadProblems(): ConfigProblem[];
   startedAt: number;
 }
 
-const OPEN_WARNING = 'OPEN: no master key and no users; anyone who can reach this port may use it. Set api_key or create an admin user.';
+const OPEN_WARNING =
+  'OPEN: no master key and no users; anyone who can reach this port may use it. Set api_key or create an admin user.';
 
 function enabledCounts(view: HealthView) {
   const list = view.backends().filter((b) => b.spec.enabled);
@@ -72,33 +77,40 @@ export function healthSummary(view: HealthView) {
 export function fullHealth(view: HealthView) {
   const sched = view.slots();
   const slots = new Map(sched.backends.map((b) => [b.name, b]));
-  const backends = Object.fromEntries(view.backends().map((b) => {
-    const s = slots.get(b.name);
-    return [b.name, {
-      type: b.spec.type,
-      host: b.spec.host ?? null,
-      enabled: b.spec.enabled,
-      healthy: b.healthy,
-      error: b.error ?? null,
-      out: outReason(b, Date.now()) ?? null,
-      models: b.models.length,
-      inflight: s?.inflight ?? 0,
-      max_concurrent: b.cap,
-      paid: b.spec.paid,
-      speed: s?.speed ?? null,
-      // learnt from every completed call (issue 19); per model too
-      ...speedFigures(s?.service),
-      speed_by_model: Object.fromEntries(Object.entries(s?.serviceByModel ?? {}).map(([m, f]) => [m, speedFigures(f)])),
-      // seconds a load of that model added to a call here, by model (learnt from calls that needed one)
-      swap_s: s?.swapSeconds ?? {},
-      last_type_key: s?.lastTypeKey ?? null,
-      discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
-      residency: residencyView(view.residency(b.name)),
-      ...(b.spec.type === 'comfyui' ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
-      // where each model's prices come from: config, discovered, built-in or none
-      ...(b.spec.type !== 'comfyui' ? { pricing: pricingReport(b.spec, b.models) } : {}),
-    }];
-  }));
+  const backends = Object.fromEntries(
+    view.backends().map((b) => {
+      const s = slots.get(b.name);
+      return [
+        b.name,
+        {
+          type: b.spec.type,
+          host: b.spec.host ?? null,
+          enabled: b.spec.enabled,
+          healthy: b.healthy,
+          error: b.error ?? null,
+          out: outReason(b, Date.now()) ?? null,
+          models: b.models.length,
+          inflight: s?.inflight ?? 0,
+          max_concurrent: b.cap,
+          paid: b.spec.paid,
+          speed: s?.speed ?? null,
+          // learnt from every completed call (issue 19); per model too
+          ...speedFigures(s?.service),
+          speed_by_model: Object.fromEntries(
+            Object.entries(s?.serviceByModel ?? {}).map(([m, f]) => [m, speedFigures(f)]),
+          ),
+          // seconds a load of that model added to a call here, by model (learnt from calls that needed one)
+          swap_s: s?.swapSeconds ?? {},
+          last_type_key: s?.lastTypeKey ?? null,
+          discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
+          residency: residencyView(view.residency(b.name)),
+          ...(b.spec.type === 'comfyui' ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
+          // where each model's prices come from: config, discovered, built-in or none
+          ...(b.spec.type !== 'comfyui' ? { pricing: pricingReport(b.spec, b.models) } : {}),
+        },
+      ];
+    }),
+  );
   return {
     status: enabledCounts(view).status,
     detail: 'full',
@@ -111,7 +123,10 @@ export function fullHealth(view: HealthView) {
       by_alias: sched.parkedByAlias,
       // eta_s: the scheduler's predicted wait for a slot (and its model loaded), null when it has none
       waiters: sched.parked.map((w) => ({
-        alias: w.alias, age_s: w.ageMs / 1000, remaining_s: w.remainingMs / 1000, eta_s: w.etaS ?? null,
+        alias: w.alias,
+        age_s: w.ageMs / 1000,
+        remaining_s: w.remainingMs / 1000,
+        eta_s: w.etaS ?? null,
       })),
     },
     alias_collisions: view.aliasCollisions(),
@@ -133,7 +148,14 @@ function speedFigures(f: ServiceFiguresSnapshot | undefined) {
 /** How many of each model file a ComfyUI box offers (null before its first /object_info). */
 function inventoryCounts(inv: MediaInventory | undefined) {
   if (!inv) return null;
-  return { checkpoints: inv.checkpoints.length, unets: inv.unets.length, vaes: inv.vaes.length, clips: inv.clips.length, loras: inv.loras.length, node_classes: inv.classes.length };
+  return {
+    checkpoints: inv.checkpoints.length,
+    unets: inv.unets.length,
+    vaes: inv.vaes.length,
+    clips: inv.clips.length,
+    loras: inv.loras.length,
+    node_classes: inv.classes.length,
+  };
 }
 
 /** Loaded models with where the gateway learnt it (`probe` | `call`) and since when; null before a read. */
@@ -141,7 +163,11 @@ function residencyView(r: BackendResidency | undefined) {
   if (!r) return null;
   const iso = (ms: number) => new Date(ms).toISOString();
   return {
-    kind: r.kind, mode: r.mode, known: r.known, capacity: r.capacity, read_at: r.readAt === null ? null : iso(r.readAt),
+    kind: r.kind,
+    mode: r.mode,
+    known: r.known,
+    capacity: r.capacity,
+    read_at: r.readAt === null ? null : iso(r.readAt),
     models: r.models.map((m) => ({ model: m.model, source: m.source, since: iso(m.since) })),
   };
 }

@@ -48,7 +48,11 @@ export function mediaCaller(ctx: CallerContext, ip: string): MediaCaller {
   const anonymous = caller.kind === 'anonymous';
   const owner = caller.kind === 'user' && caller.user ? `user:${caller.user.id}` : anonymous ? `ip:${ip}` : 'master';
   return {
-    owner, admin: anonymous ? false : caller.isAdmin, allow: caller.allow, source: ctx.source, userId: ctx.userId,
+    owner,
+    admin: anonymous ? false : caller.isAdmin,
+    allow: caller.allow,
+    source: ctx.source,
+    userId: ctx.userId,
     ticketUser: ticketUserOf(caller),
   };
 }
@@ -72,7 +76,11 @@ export class MediaRequest {
    */
   release: () => void = () => {};
 
-  constructor(private readonly deps: MediaRouteDeps, readonly endpoint: string, private readonly req: FastifyRequest) {}
+  constructor(
+    private readonly deps: MediaRouteDeps,
+    readonly endpoint: string,
+    private readonly req: FastifyRequest,
+  ) {}
 
   /**
    * Authenticates (401 otherwise) and admits the job against the caller's quotas (429), holding
@@ -93,9 +101,18 @@ export class MediaRequest {
     if ((err as { recorded?: unknown }).recorded === true) return err;
     const who = this.ctx ?? this.deps.callers.anonymous(this.req);
     this.deps.recordOutcome({
-      requestId: String(this.req.id), endpoint: this.endpoint, requestedModel: this.model, backend: null, model: null,
-      status: err.status, reason: err.reason, startedAt: this.startedAt, durationMs: Date.now() - this.startedAt, ttftMs: null,
-      source: who.source, userId: who.userId,
+      requestId: String(this.req.id),
+      endpoint: this.endpoint,
+      requestedModel: this.model,
+      backend: null,
+      model: null,
+      status: err.status,
+      reason: err.reason,
+      startedAt: this.startedAt,
+      durationMs: Date.now() - this.startedAt,
+      ttftMs: null,
+      source: who.source,
+      userId: who.userId,
     });
     return err;
   }
@@ -103,7 +120,11 @@ export class MediaRequest {
 
 /** Runs a media request; a GatewayError thrown before the job exists is logged as a refusal. */
 export async function withRefusals<T>(
-  deps: MediaRouteDeps, endpoint: string, req: FastifyRequest, reply: FastifyReply, run: (r: MediaRequest) => Promise<T>,
+  deps: MediaRouteDeps,
+  endpoint: string,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  run: (r: MediaRequest) => Promise<T>,
 ): Promise<T> {
   const r = new MediaRequest(deps, endpoint, req);
   try {
@@ -132,18 +153,39 @@ export function mediaInputOptions(config: GatewayConfig, caller: MediaCaller, bu
  */
 export function requestFileBudget(param: string, hold?: UploadHold): ByteBudget {
   const gateway: ByteBudget | undefined = hold && { take: (bytes) => hold.count(bytes) };
-  return byteBudget(MEDIA_REQUEST_FILES_LIMIT, () => new MediaInputError(413, param, 'files_too_large',
-    `The files of this request are larger than ${formatBytes(MEDIA_REQUEST_FILES_LIMIT)} together.`), gateway);
+  return byteBudget(
+    MEDIA_REQUEST_FILES_LIMIT,
+    () =>
+      new MediaInputError(
+        413,
+        param,
+        'files_too_large',
+        `The files of this request are larger than ${formatBytes(MEDIA_REQUEST_FILES_LIMIT)} together.`,
+      ),
+    gateway,
+  );
 }
 
 /** Records an upload the gateway's budget refused (503 / 413, before any caller is known) as a refusal. */
-export function uploadRefusal(deps: MediaRouteDeps, endpoint: string): (req: FastifyRequest, err: GatewayError) => void {
+export function uploadRefusal(
+  deps: MediaRouteDeps,
+  endpoint: string,
+): (req: FastifyRequest, err: GatewayError) => void {
   return (req, err) => {
     const who = deps.callers.anonymous(req);
     deps.recordOutcome({
-      requestId: String(req.id), endpoint, requestedModel: null, backend: null, model: null,
-      status: err.status, reason: err.reason, startedAt: Date.now(), durationMs: 0, ttftMs: null,
-      source: who.source, userId: who.userId,
+      requestId: String(req.id),
+      endpoint,
+      requestedModel: null,
+      backend: null,
+      model: null,
+      status: err.status,
+      reason: err.reason,
+      startedAt: Date.now(),
+      durationMs: 0,
+      ttftMs: null,
+      source: who.source,
+      userId: who.userId,
     });
   };
 }
@@ -163,7 +205,11 @@ export function clientGone(reply: FastifyReply): { signal: AbortSignal; dispose:
 
 /** The client left while its synchronous generation ran: nothing can be answered (the job goes on). */
 export const clientClosed = (): GatewayError =>
-  new GatewayError({ status: 499, code: 'client_closed', message: 'The client closed the connection before the generation finished.' });
+  new GatewayError({
+    status: 499,
+    code: 'client_closed',
+    message: 'The client closed the connection before the generation finished.',
+  });
 
 /** A synchronous generation's wait: the settled job, or clientClosed once the client hung up (the job goes on). */
 export async function settledForClient(media: MediaService, jobId: string, reply: FastifyReply): Promise<JobView> {
@@ -179,7 +225,12 @@ export async function settledForClient(media: MediaService, jobId: string, reply
 }
 
 /** Job error codes that are the scheduler's refusal (every box busy or down), not a failure of the generation. */
-export const SCHEDULER_REFUSALS: ReadonlySet<string> = new Set(['no_backend', 'parking_off', 'queue_full', 'park_timeout']);
+export const SCHEDULER_REFUSALS: ReadonlySet<string> = new Set([
+  'no_backend',
+  'parking_off',
+  'queue_full',
+  'park_timeout',
+]);
 /** Retry-After (seconds) of a generation the scheduler refused. */
 const REFUSAL_RETRY_AFTER_S = 5;
 
@@ -194,11 +245,18 @@ const REFUSAL_RETRY_AFTER_S = 5;
  */
 export function unfinishedJobError(job: JobView): GatewayError {
   if (job.status === 'cancelled') {
-    return new GatewayError({ status: 409, code: 'generation_cancelled', message: `The generation was cancelled (job ${job.id}).` });
+    return new GatewayError({
+      status: 409,
+      code: 'generation_cancelled',
+      message: `The generation was cancelled (job ${job.id}).`,
+    });
   }
   if (job.error && SCHEDULER_REFUSALS.has(job.error.code)) {
     return new GatewayError({
-      status: 503, code: job.error.code, type: 'api_error', retryAfter: REFUSAL_RETRY_AFTER_S,
+      status: 503,
+      code: job.error.code,
+      type: 'api_error',
+      retryAfter: REFUSAL_RETRY_AFTER_S,
       message: `No ComfyUI backend could take the generation (job ${job.id}): ${job.error.message}`,
     });
   }

@@ -28,9 +28,16 @@ import type { GenerationSubmit, JobResultView, MediaCaller, MediaFile } from '..
 import { formError, type FormErrorText } from './form-errors.ts';
 import { reserveUpload, uploadBudgetOf, uploadHoldOf, type UploadHold } from './media-upload-budget.ts';
 import {
-  MEDIA_FILE_LIMIT, MEDIA_JSON_BODY_LIMIT, mediaInputOptions, requestFileBudget, settledForClient, unfinishedJobError,
-  uploadRefusal, withRefusals,
-  type MediaRequest, type MediaRouteDeps,
+  MEDIA_FILE_LIMIT,
+  MEDIA_JSON_BODY_LIMIT,
+  mediaInputOptions,
+  requestFileBudget,
+  settledForClient,
+  unfinishedJobError,
+  uploadRefusal,
+  withRefusals,
+  type MediaRequest,
+  type MediaRouteDeps,
 } from './media-caller.ts';
 
 const GENERATIONS = '/v1/images/generations';
@@ -39,7 +46,15 @@ const EDITS = '/v1/images/edits';
 /** OpenAI knobs that mean nothing on a ComfyUI workflow: accepted and dropped. */
 const IGNORED = new Set(['quality', 'style', 'background', 'moderation', 'user', 'input_fidelity', 'partial_images']);
 /** The envelope: read here, never a workflow param. */
-const ENVELOPE = new Set(['model', 'prompt', 'response_format', 'output_format', 'output_compression', 'stream', 'ref_images']);
+const ENVELOPE = new Set([
+  'model',
+  'prompt',
+  'response_format',
+  'output_format',
+  'output_compression',
+  'stream',
+  'ref_images',
+]);
 const OUTPUT_FORMATS = { png: 'image/png', webp: 'image/webp', jpeg: 'image/jpeg' } as const;
 type OutputFormat = keyof typeof OUTPUT_FORMATS;
 
@@ -54,7 +69,13 @@ export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDe
   registerExactJsonParser(app);
   await app.register(multipart, {
     // one file more than allowed, so that a file too many is told apart (400) rather than truncated
-    limits: { fileSize: MEDIA_FILE_LIMIT, files: MAX_IMAGES + 2, fields: FORM_FIELDS, fieldSize: FORM_FIELD_LIMIT, parts: FORM_FIELDS + MAX_IMAGES + 2 },
+    limits: {
+      fileSize: MEDIA_FILE_LIMIT,
+      files: MAX_IMAGES + 2,
+      fields: FORM_FIELDS,
+      fieldSize: FORM_FIELD_LIMIT,
+      parts: FORM_FIELDS + MAX_IMAGES + 2,
+    },
   });
 
   const budget = uploadBudgetOf(app, deps.config);
@@ -65,13 +86,15 @@ export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDe
     withRefusals(deps, GENERATIONS, req, reply, async (r) => {
       const caller = r.identify();
       const body = req.body;
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.');
+      if (typeof body !== 'object' || body === null || Array.isArray(body))
+        throw badRequest('The request body must be a JSON object.');
       const fields = body as Record<string, unknown>;
       return generate(deps, r, caller, req, reply, fields, async () => {
         const images = await refImages(fields.ref_images, deps, caller, uploadHoldOf(req));
         return images.length ? { images } : undefined;
       });
-    }));
+    }),
+  );
 
   const editLimit = MEDIA_FILE_LIMIT * (MAX_IMAGES + 1) + FORM_FIELDS * FORM_FIELD_LIMIT;
   app.post(EDITS, { bodyLimit: editLimit, preParsing: editsBudget }, (req, reply) =>
@@ -82,23 +105,40 @@ export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDe
       if (form.images.length === 0) {
         throw badRequest('You must provide an image in the `image` (or `image[]`) part.', 'image', 'missing_image');
       }
-      return generate(deps, r, caller, req, reply, form.fields, async () => ({ images: form.images, ...(form.mask ? { mask: form.mask } : {}) }));
-    }));
+      return generate(deps, r, caller, req, reply, form.fields, async () => ({
+        images: form.images,
+        ...(form.mask ? { mask: form.mask } : {}),
+      }));
+    }),
+  );
 }
 
 /** The shared part: envelope → files (only once the envelope passed: no fetch for a refused request) → submit → wait → OpenAI's answer. */
 async function generate(
-  deps: MediaRouteDeps, r: MediaRequest, caller: MediaCaller, req: FastifyRequest, reply: FastifyReply,
-  fields: Record<string, unknown>, readPositional: () => Promise<GenerationSubmit['positional']>,
+  deps: MediaRouteDeps,
+  r: MediaRequest,
+  caller: MediaCaller,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  fields: Record<string, unknown>,
+  readPositional: () => Promise<GenerationSubmit['positional']>,
 ): Promise<unknown> {
   const media = deps.media();
   if (fields.stream === true || fields.stream === 'true') {
-    throw badRequest('Streaming image generation is not supported here; leave `stream` out.', 'stream', 'unsupported_parameter');
+    throw badRequest(
+      'Streaming image generation is not supported here; leave `stream` out.',
+      'stream',
+      'unsupported_parameter',
+    );
   }
   const model = generationModel(fields.model, () => media.aliases(caller));
   r.model = model;
   if (typeof fields.prompt !== 'string') {
-    throw badRequest(fields.prompt === undefined ? 'You must provide a prompt.' : '`prompt` must be a string.', 'prompt', fields.prompt === undefined ? 'missing_prompt' : 'invalid_prompt');
+    throw badRequest(
+      fields.prompt === undefined ? 'You must provide a prompt.' : '`prompt` must be a string.',
+      'prompt',
+      fields.prompt === undefined ? 'missing_prompt' : 'invalid_prompt',
+    );
   }
   const format = responseFormat(fields.response_format);
   const output = outputFormat(fields.output_format, fields.output_compression);
@@ -111,7 +151,14 @@ async function generate(
   const positional = await readPositional();
 
   const job = await media.submit(caller, {
-    alias: model, prompt: fields.prompt, params, files: {}, positional, endpoint: r.endpoint, requestId: String(req.id), release: r.release,
+    alias: model,
+    prompt: fields.prompt,
+    params,
+    files: {},
+    positional,
+    endpoint: r.endpoint,
+    requestId: String(req.id),
+    release: r.release,
   });
   r.jobId = job.id;
   // the job keeps its own copy of the files: the request's go now, not after a wait of minutes
@@ -140,11 +187,15 @@ function generationModel(model: unknown, usable: () => { id: string }[]): string
     const aliases = usable();
     if (aliases.length === 1) return aliases[0].id;
     throw badRequest(
-      aliases.length === 0 ? 'You must provide a model parameter (no image model is configured for you).' : `You must provide a model parameter: one of ${aliases.map((a) => a.id).join(', ')}.`,
-      'model', 'missing_model',
+      aliases.length === 0
+        ? 'You must provide a model parameter (no image model is configured for you).'
+        : `You must provide a model parameter: one of ${aliases.map((a) => a.id).join(', ')}.`,
+      'model',
+      'missing_model',
     );
   }
-  if (typeof model !== 'string' || model === '') throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
+  if (typeof model !== 'string' || model === '')
+    throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
   return model;
 }
 
@@ -164,16 +215,26 @@ function outputFormat(format: unknown, compression: unknown): OutputWish | undef
   let c: number | undefined;
   if (compression !== undefined && compression !== null) {
     if (typeof compression !== 'number' || !Number.isInteger(compression) || compression < 0 || compression > 100) {
-      throw badRequest('`output_compression` must be an integer from 0 to 100.', 'output_compression', 'invalid_output_compression');
+      throw badRequest(
+        '`output_compression` must be an integer from 0 to 100.',
+        'output_compression',
+        'invalid_output_compression',
+      );
     }
     c = compression;
   }
   if (format === undefined || format === null) {
-    if (c !== undefined) throw badRequest('`output_compression` needs an `output_format` (webp or jpeg).', 'output_compression', 'invalid_output_compression');
+    if (c !== undefined)
+      throw badRequest(
+        '`output_compression` needs an `output_format` (webp or jpeg).',
+        'output_compression',
+        'invalid_output_compression',
+      );
     return undefined;
   }
   const f = format === 'jpg' ? 'jpeg' : format;
-  if (typeof f !== 'string' || !Object.hasOwn(OUTPUT_FORMATS, f)) throw badRequest("`output_format` must be 'png', 'webp' or 'jpeg'.", 'output_format', 'invalid_output_format');
+  if (typeof f !== 'string' || !Object.hasOwn(OUTPUT_FORMATS, f))
+    throw badRequest("`output_format` must be 'png', 'webp' or 'jpeg'.", 'output_format', 'invalid_output_format');
   return { format: f as OutputFormat, compression: c };
 }
 
@@ -181,7 +242,8 @@ function outputFormat(format: unknown, compression: unknown): OutputWish | undef
 function checkConvenience(params: Record<string, unknown>): void {
   if (Object.hasOwn(params, 'n')) {
     const n = params.n;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_N) throw badRequest(`\`n\` must be an integer from 1 to ${MAX_N}.`, 'n', 'invalid_n');
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_N)
+      throw badRequest(`\`n\` must be an integer from 1 to ${MAX_N}.`, 'n', 'invalid_n');
   }
   if (Object.hasOwn(params, 'size')) {
     const size = params.size;
@@ -194,12 +256,21 @@ function checkConvenience(params: Record<string, unknown>): void {
 
 /** LocalAI's `ref_images`: a list of base64 / data URI / URL values, placed onto the image slots in order. */
 async function refImages(
-  value: unknown, deps: MediaRouteDeps, caller: MediaCaller, hold?: UploadHold,
+  value: unknown,
+  deps: MediaRouteDeps,
+  caller: MediaCaller,
+  hold?: UploadHold,
 ): Promise<MediaFile[]> {
   if (value === undefined || value === null) return [];
   const list = typeof value === 'string' ? [value] : value;
-  if (!Array.isArray(list)) throw badRequest('`ref_images` must be a list of base64 strings, data URIs or URLs.', 'ref_images', 'invalid_ref_images');
-  if (list.length > MAX_IMAGES) throw badRequest(`\`ref_images\` may hold at most ${MAX_IMAGES} images.`, 'ref_images', 'invalid_ref_images');
+  if (!Array.isArray(list))
+    throw badRequest(
+      '`ref_images` must be a list of base64 strings, data URIs or URLs.',
+      'ref_images',
+      'invalid_ref_images',
+    );
+  if (list.length > MAX_IMAGES)
+    throw badRequest(`\`ref_images\` may hold at most ${MAX_IMAGES} images.`, 'ref_images', 'invalid_ref_images');
   // one budget for the whole list: 16 files at the per-file cap would be a gigabyte
   const opts = mediaInputOptions(deps.config(), caller, requestFileBudget('ref_images', hold));
   const files: MediaFile[] = [];
@@ -222,17 +293,31 @@ function resultUrl(req: FastifyRequest, result: JobResultView, output?: OutputWi
 }
 
 /** A result's bytes, converted with sharp when another image format (or a compression) was asked for. */
-async function resultBytes(deps: MediaRouteDeps, caller: MediaCaller, id: string, result: JobResultView, output?: OutputWish): Promise<Buffer> {
+async function resultBytes(
+  deps: MediaRouteDeps,
+  caller: MediaCaller,
+  id: string,
+  result: JobResultView,
+  output?: OutputWish,
+): Promise<Buffer> {
   const file = await deps.media().result(id, result.n, caller);
-  if (!file) throw new GatewayError({ status: 500, code: 'result_missing', message: `Result ${result.n} of job ${id} is missing.` });
+  if (!file)
+    throw new GatewayError({
+      status: 500,
+      code: 'result_missing',
+      message: `Result ${result.n} of job ${id} is missing.`,
+    });
   if (!output || result.kind !== 'image') return file.bytes;
   if (file.mime === OUTPUT_FORMATS[output.format] && output.compression === undefined) return file.bytes;
   const quality = Math.max(1, output.compression ?? 90);
   const img = (await loadSharp())(file.bytes);
   switch (output.format) {
-    case 'png': return img.png().toBuffer();
-    case 'webp': return img.webp({ quality }).toBuffer();
-    case 'jpeg': return img.flatten({ background: '#ffffff' }).jpeg({ quality }).toBuffer();
+    case 'png':
+      return img.png().toBuffer();
+    case 'webp':
+      return img.webp({ quality }).toBuffer();
+    case 'jpeg':
+      return img.flatten({ background: '#ffffff' }).jpeg({ quality }).toBuffer();
   }
 }
 
@@ -253,7 +338,11 @@ interface ImageForm {
  */
 async function readImageForm(req: FastifyRequest, spoolAt: string, hold: UploadHold | undefined): Promise<ImageForm> {
   if (!req.isMultipart()) {
-    throw new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'Send the edit as multipart/form-data, the image in the `image` part.' });
+    throw new GatewayError({
+      status: 415,
+      code: 'unsupported_media_type',
+      message: 'Send the edit as multipart/form-data, the image in the `image` part.',
+    });
   }
   const form: ImageForm = { images: [], fields: {} };
   const budget = requestFileBudget('image');
@@ -265,7 +354,11 @@ async function readImageForm(req: FastifyRequest, spoolAt: string, hold: UploadH
         const name = part.fieldname;
         if (part.type === 'file') {
           if (name !== 'image' && name !== 'image[]' && name !== 'mask') {
-            throw badRequest(`Unknown file part \`${name}\`: send images in \`image\` (or \`image[]\`) and the mask in \`mask\`.`, name, 'unknown_file');
+            throw badRequest(
+              `Unknown file part \`${name}\`: send images in \`image\` (or \`image[]\`) and the mask in \`mask\`.`,
+              name,
+              'unknown_file',
+            );
           }
           if (name === 'mask' && spooled.some((s) => s.name === 'mask')) {
             throw badRequest('Send one mask only.', 'mask', 'invalid_file');
@@ -274,10 +367,14 @@ async function readImageForm(req: FastifyRequest, spoolAt: string, hold: UploadH
             throw badRequest(`Send at most ${MAX_IMAGES} images.`, 'image', 'invalid_file');
           }
           // to disk as it arrives, every chunk counted against the request's and the gateway's budgets
-          const file = await spool.save(part.file, (bytes) => {
-            budget.take(bytes);
-            hold?.take(bytes);
-          }).catch((err: unknown) => { throw formError(err, IMAGE_FORM_ERRORS, name); });
+          const file = await spool
+            .save(part.file, (bytes) => {
+              budget.take(bytes);
+              hold?.take(bytes);
+            })
+            .catch((err: unknown) => {
+              throw formError(err, IMAGE_FORM_ERRORS, name);
+            });
           if (part.file.truncated) throw IMAGE_FORM_ERRORS.fileTooLarge(name === 'mask' ? 'mask' : 'image');
           if (file.bytes === 0) {
             throw badRequest(`The file in \`${name}\` is empty.`, name === 'mask' ? 'mask' : 'image', 'invalid_file');
@@ -286,7 +383,12 @@ async function readImageForm(req: FastifyRequest, spoolAt: string, hold: UploadH
           continue;
         }
         if (part.valueTruncated || part.fieldnameTruncated) {
-          throw new GatewayError({ status: 413, code: 'request_too_large', param: name, message: `The form field \`${name}\` is larger than ${FORM_FIELD_LIMIT / 1024} KiB.` });
+          throw new GatewayError({
+            status: 413,
+            code: 'request_too_large',
+            param: name,
+            message: `The form field \`${name}\` is larger than ${FORM_FIELD_LIMIT / 1024} KiB.`,
+          });
         }
         const key = name.endsWith('[]') ? name.slice(0, -2) : name;
         const value = TEXT_FIELDS.has(key) ? part.value : fieldValue(part.value);
@@ -330,9 +432,13 @@ function fieldValue(value: unknown): unknown {
 }
 
 const IMAGE_FORM_ERRORS: FormErrorText = {
-  fileTooLarge: (param) => new GatewayError({
-    status: 413, code: 'file_too_large', param: param ?? 'image', message: `${param ?? 'A file'} is larger than the ${MEDIA_FILE_LIMIT / (1024 * 1024)} MiB a file may be.`,
-  }),
+  fileTooLarge: (param) =>
+    new GatewayError({
+      status: 413,
+      code: 'file_too_large',
+      param: param ?? 'image',
+      message: `${param ?? 'A file'} is larger than the ${MEDIA_FILE_LIMIT / (1024 * 1024)} MiB a file may be.`,
+    }),
   tooManyFiles: () => badRequest(`Send at most ${MAX_IMAGES} images and one mask.`, 'image', 'invalid_file'),
   fields: FORM_FIELDS,
 };

@@ -24,7 +24,13 @@ const EVENTS_BUFFER_BYTES = 1024 * 1024;
 const PREVIEW_MAX_AGE = 0;
 
 export const jobNotFound = (): GatewayError =>
-  new GatewayError({ status: 404, code: 'job_not_found', type: 'not_found_error', param: 'id', message: 'No such job (or it is not yours).' });
+  new GatewayError({
+    status: 404,
+    code: 'job_not_found',
+    type: 'not_found_error',
+    param: 'id',
+    message: 'No such job (or it is not yours).',
+  });
 
 export async function mediaJobsRoutes(app: FastifyInstance, deps: MediaRouteDeps): Promise<void> {
   const callerOf = (req: FastifyRequest): MediaCaller => mediaCaller(deps.callers.identify(req), req.ip);
@@ -87,7 +93,13 @@ export async function mediaJobsRoutes(app: FastifyInstance, deps: MediaRouteDeps
     const media = deps.media();
     if (!media.view(id, caller)) throw jobNotFound();
     const file = media.preview(id, caller);
-    if (!file) throw new GatewayError({ status: 404, code: 'preview_not_found', type: 'not_found_error', message: 'This job has no preview (yet, or any more).' });
+    if (!file)
+      throw new GatewayError({
+        status: 404,
+        code: 'preview_not_found',
+        type: 'not_found_error',
+        message: 'This job has no preview (yet, or any more).',
+      });
     return sendFile(reply, file, PREVIEW_MAX_AGE);
   });
 
@@ -115,17 +127,24 @@ function fileNumber(req: FastifyRequest): number {
 }
 
 const fileNotFound = (what: string, n: unknown): GatewayError =>
-  new GatewayError({ status: 404, code: `${what}_not_found`, type: 'not_found_error', message: `This job has no ${what} ${String(n).slice(0, 8)}.` });
+  new GatewayError({
+    status: 404,
+    code: `${what}_not_found`,
+    type: 'not_found_error',
+    message: `This job has no ${what} ${String(n).slice(0, 8)}.`,
+  });
 
 /** `?format=webp|png|jpeg&w=&h=`: a thumbnail (format defaults to webp when only a size is given); none of them: the file itself. */
 function thumbOptions(q: Record<string, unknown>): ThumbOptions | undefined {
   if (q.format === undefined && q.w === undefined && q.h === undefined) return undefined;
   const format = q.format ?? 'webp';
-  if (typeof format !== 'string' || !THUMB_FORMATS.has(format)) throw badRequest("`format` must be 'webp', 'png' or 'jpeg'.", 'format', 'invalid_format');
+  if (typeof format !== 'string' || !THUMB_FORMATS.has(format))
+    throw badRequest("`format` must be 'webp', 'png' or 'jpeg'.", 'format', 'invalid_format');
   const size = (name: 'w' | 'h'): number | undefined => {
     const v = q[name];
     if (v === undefined) return undefined;
-    if (typeof v !== 'string' || !SIZE_RE.test(v) || Number(v) > THUMB_MAX) throw badRequest(`\`${name}\` must be an integer from 1 to ${THUMB_MAX}.`, name, `invalid_${name}`);
+    if (typeof v !== 'string' || !SIZE_RE.test(v) || Number(v) > THUMB_MAX)
+      throw badRequest(`\`${name}\` must be an integer from 1 to ${THUMB_MAX}.`, name, `invalid_${name}`);
     return Number(v);
   };
   const w = size('w');
@@ -143,7 +162,13 @@ function maxAge(expiresAt: number): number {
  * `: keep-alive` comment after `stream_keepalive_s` of silence, the end after a terminal
  * event; the subscription ends when the client goes.
  */
-function followEvents(deps: MediaRouteDeps, req: FastifyRequest, reply: FastifyReply, caller: MediaCaller, id: string): FastifyReply {
+function followEvents(
+  deps: MediaRouteDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  caller: MediaCaller,
+  id: string,
+): FastifyReply {
   // subscribe may call the listener at once (the current state; a finished job's end): hold
   // those until it is known that the job is the caller's, i.e. that the answer is no 404
   const early: JobEvent[] = [];

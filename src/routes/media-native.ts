@@ -20,8 +20,14 @@ import { registerExactJsonParser } from '../media/exact-json.ts';
 import { decodeFileMap } from '../media/input-files.ts';
 import type { MediaCaller, MediaFile } from '../media/service-types.ts';
 import {
-  MEDIA_JSON_BODY_LIMIT, mediaCaller, mediaInputOptions, requestFileBudget, settledForClient, uploadRefusal,
-  withRefusals, type MediaRouteDeps,
+  MEDIA_JSON_BODY_LIMIT,
+  mediaCaller,
+  mediaInputOptions,
+  requestFileBudget,
+  settledForClient,
+  uploadRefusal,
+  withRefusals,
+  type MediaRouteDeps,
 } from './media-caller.ts';
 import { reserveUpload, uploadBudgetOf, uploadHoldOf, type UploadHold } from './media-upload-budget.ts';
 
@@ -36,24 +42,35 @@ export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDe
     withRefusals(deps, GENERATIONS, req, reply, async (r) => {
       const caller = r.identify();
       const body = req.body;
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('The request body must be a JSON object.');
+      if (typeof body !== 'object' || body === null || Array.isArray(body))
+        throw badRequest('The request body must be a JSON object.');
       const b = body as Record<string, unknown>;
       for (const key of Object.keys(b)) {
-        if (!KEYS.has(key)) throw badRequest(`Unknown field '${key}' (workflow parameters go in \`params\`).`, key, 'unknown_field');
+        if (!KEYS.has(key))
+          throw badRequest(`Unknown field '${key}' (workflow parameters go in \`params\`).`, key, 'unknown_field');
       }
-      if (b.model === undefined || b.model === null) throw badRequest('You must provide a model parameter.', 'model', 'missing_model');
-      if (typeof b.model !== 'string' || b.model === '') throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
+      if (b.model === undefined || b.model === null)
+        throw badRequest('You must provide a model parameter.', 'model', 'missing_model');
+      if (typeof b.model !== 'string' || b.model === '')
+        throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
       r.model = b.model;
-      if (b.prompt !== undefined && b.prompt !== null && typeof b.prompt !== 'string') throw badRequest('`prompt` must be a string.', 'prompt', 'invalid_prompt');
+      if (b.prompt !== undefined && b.prompt !== null && typeof b.prompt !== 'string')
+        throw badRequest('`prompt` must be a string.', 'prompt', 'invalid_prompt');
       const mode = b.mode ?? 'sync';
-      if (mode !== 'sync' && mode !== 'async') throw badRequest("`mode` must be 'sync' or 'async'.", 'mode', 'invalid_mode');
+      if (mode !== 'sync' && mode !== 'async')
+        throw badRequest("`mode` must be 'sync' or 'async'.", 'mode', 'invalid_mode');
       const params = objectField(b.params, 'params');
       const media = deps.media();
       const files = await readFiles(deps, caller, b.model, b.images, b.files, uploadHoldOf(req));
 
       const job = await media.submit(caller, {
-        alias: b.model, ...(typeof b.prompt === 'string' ? { prompt: b.prompt } : {}), params, files,
-        endpoint: GENERATIONS, requestId: String(req.id), release: r.release,
+        alias: b.model,
+        ...(typeof b.prompt === 'string' ? { prompt: b.prompt } : {}),
+        params,
+        files,
+        endpoint: GENERATIONS,
+        requestId: String(req.id),
+        release: r.release,
       });
       r.jobId = job.id;
       // the job keeps its own copy of the files: the request's go now, not after a wait of minutes
@@ -61,11 +78,15 @@ export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDe
       delete b.files;
       uploadHoldOf(req)?.release();
       if (mode === 'async') {
-        return reply.code(202).header('location', `/v1/jobs/${job.id}`).send({ job_id: job.id, ...job });
+        return reply
+          .code(202)
+          .header('location', `/v1/jobs/${job.id}`)
+          .send({ job_id: job.id, ...job });
       }
       // the job carries its own status and error: a failed, cancelled or unplaced one is answered too
       return settledForClient(media, job.id, reply);
-    }));
+    }),
+  );
 
   app.get('/v1/generations/:alias/loras', async (req) => {
     const caller = mediaCaller(deps.callers.identify(req), req.ip);
@@ -78,13 +99,17 @@ export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDe
 
 export const generationNotFound = (alias: string): GatewayError =>
   new GatewayError({
-    status: 404, code: 'model_not_found', type: 'not_found_error', param: 'model',
+    status: 404,
+    code: 'model_not_found',
+    type: 'not_found_error',
+    param: 'model',
     message: `The generation model \`${alias}\` does not exist or you do not have access to it.`,
   });
 
 function objectField(value: unknown, name: string): Record<string, unknown> {
   if (value === undefined || value === null) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw badRequest(`\`${name}\` must be an object.`, name, `invalid_${name}`);
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw badRequest(`\`${name}\` must be an object.`, name, `invalid_${name}`);
   return value as Record<string, unknown>;
 }
 
@@ -94,14 +119,19 @@ function objectField(value: unknown, name: string): Record<string, unknown> {
  * caller may not use is the service's 404 already here. One byte budget for both maps.
  */
 async function readFiles(
-  deps: MediaRouteDeps, caller: MediaCaller, alias: string, images: unknown, files: unknown,
+  deps: MediaRouteDeps,
+  caller: MediaCaller,
+  alias: string,
+  images: unknown,
+  files: unknown,
   hold: UploadHold | undefined,
 ): Promise<Record<string, MediaFile>> {
   const imageMap = objectField(images, 'images');
   const fileMap = objectField(files, 'files');
   if (Object.keys(imageMap).length === 0 && Object.keys(fileMap).length === 0) return {};
   for (const key of Object.keys(fileMap)) {
-    if (Object.hasOwn(imageMap, key)) throw badRequest(`\`${key}\` is given in both \`images\` and \`files\`.`, `files.${key}`, 'duplicate_file');
+    if (Object.hasOwn(imageMap, key))
+      throw badRequest(`\`${key}\` is given in both \`images\` and \`files\`.`, `files.${key}`, 'duplicate_file');
   }
   const media = deps.media();
   const allowed = media.fileParams ? media.fileParams(alias, caller) : undefined;

@@ -54,21 +54,32 @@ export function uploadBudgetOf(app: FastifyInstance, config: () => GatewayConfig
   return budget;
 }
 
-const busy = (budget: UploadBudget): GatewayError => new GatewayError({
-  status: 503, code: 'uploads_busy', type: 'api_error', retryAfter: UPLOAD_RETRY_AFTER_S,
-  message: `Other uploads hold the gateway's upload budget (${formatBytes(budget.total)} at once, `
-    + 'max_upload_bytes_inflight); retry shortly.',
-});
+const busy = (budget: UploadBudget): GatewayError =>
+  new GatewayError({
+    status: 503,
+    code: 'uploads_busy',
+    type: 'api_error',
+    retryAfter: UPLOAD_RETRY_AFTER_S,
+    message:
+      `Other uploads hold the gateway's upload budget (${formatBytes(budget.total)} at once, ` +
+      'max_upload_bytes_inflight); retry shortly.',
+  });
 
-const requestOver = (): GatewayError => new GatewayError({
-  status: 499, code: 'client_closed', message: 'The request ended before its files were read.',
-});
+const requestOver = (): GatewayError =>
+  new GatewayError({
+    status: 499,
+    code: 'client_closed',
+    message: 'The request ended before its files were read.',
+  });
 
-const tooLarge = (budget: UploadBudget): GatewayError => new GatewayError({
-  status: 413, code: 'request_too_large',
-  message: `The request is larger than the ${formatBytes(budget.total)} the gateway receives at once `
-    + '(max_upload_bytes_inflight).',
-});
+const tooLarge = (budget: UploadBudget): GatewayError =>
+  new GatewayError({
+    status: 413,
+    code: 'request_too_large',
+    message:
+      `The request is larger than the ${formatBytes(budget.total)} the gateway receives at once ` +
+      '(max_upload_bytes_inflight).',
+  });
 
 /**
  * What one request holds of the budget. Taken up front from its Content-Length, or — without
@@ -78,7 +89,10 @@ export class UploadHold {
   private held = 0;
   private ended = false;
 
-  constructor(private readonly budget: UploadBudget, private readonly upfront: boolean) {}
+  constructor(
+    private readonly budget: UploadBudget,
+    private readonly upfront: boolean,
+  ) {}
 
   /** Counts `bytes` more of the body (a no-op when its whole length was taken up front). */
   take(bytes: number): void {
@@ -137,7 +151,8 @@ export function uploadHoldOf(req: FastifyRequest): UploadHold | undefined {
  * `refused` hears of each 503 / 413 it answers (for the call log).
  */
 export function reserveUpload(
-  budget: UploadBudget, refused?: (req: FastifyRequest, err: GatewayError) => void,
+  budget: UploadBudget,
+  refused?: (req: FastifyRequest, err: GatewayError) => void,
 ): preParsingHookHandler {
   return (req, reply, payload, done) => {
     const declared = Number(req.headers['content-length']);
@@ -194,8 +209,11 @@ function drainUnread(req: FastifyRequest): void {
 }
 
 function refuse(
-  req: FastifyRequest, reply: FastifyReply, err: GatewayError,
-  refused: ((req: FastifyRequest, err: GatewayError) => void) | undefined, done: (err: Error | null) => void,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  err: GatewayError,
+  refused: ((req: FastifyRequest, err: GatewayError) => void) | undefined,
+  done: (err: Error | null) => void,
 ): void {
   refused?.(req, err);
   // nothing of the body is kept: Node discards it once the answer is sent, so the client, still

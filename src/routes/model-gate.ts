@@ -19,18 +19,27 @@ export interface GatedModel {
 export function gateOpenAIModel(catalog: ModelCatalogView, model: string, allow: readonly string[]): GatedModel {
   const candidatesNow = (): Resolution | undefined => {
     const resolved = catalog.resolve(model, 'openai');
-    return resolved ? { requested: resolved.requested, alias: resolved.alias, candidates: filterAllowed(allow, resolved) } : undefined;
+    return resolved
+      ? { requested: resolved.requested, alias: resolved.alias, candidates: filterAllowed(allow, resolved) }
+      : undefined;
   };
   const resolution = candidatesNow();
   if (!resolution?.candidates.length) throw messagesOnlyError(catalog, model, allow) ?? modelNotFound(model);
   return { resolution, refreshCandidates: () => candidatesNow()?.candidates ?? [] };
 }
 
-function messagesOnlyError(catalog: ModelCatalogView, model: string, allow: readonly string[]): GatewayError | undefined {
+function messagesOnlyError(
+  catalog: ModelCatalogView,
+  model: string,
+  allow: readonly string[],
+): GatewayError | undefined {
   const there = catalog.resolve(model, 'messages');
   if (!there || !filterAllowed(allow, there).length) return undefined;
   return new GatewayError({
-    status: 404, code: 'model_not_found', reason: 'messages_only', param: 'model',
+    status: 404,
+    code: 'model_not_found',
+    reason: 'messages_only',
+    param: 'model',
     message: `The model \`${model}\` is served only through the Anthropic Messages API: send it to POST /v1/messages.`,
   });
 }

@@ -60,9 +60,10 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
   app.get('/v1/models', async (req) => {
     const ctx = callers.identify(req);
     const type = listingType((req.query as Record<string, unknown>).type);
-    if (wantsAnthropicShape(req)) return anthropicModelPage(type === 'image' ? [] : visibleModels(ctx), req.query as Record<string, unknown>);
+    if (wantsAnthropicShape(req))
+      return anthropicModelPage(type === 'image' ? [] : visibleModels(ctx), req.query as Record<string, unknown>);
     const chat = type === 'image' ? [] : visibleModels(ctx).map((e) => e.model);
-    const images = type === 'chat' ? [] : opts.imageModels?.(req, ctx) ?? [];
+    const images = type === 'chat' ? [] : (opts.imageModels?.(req, ctx) ?? []);
     return { object: 'list', data: [...chat, ...images] };
   });
 
@@ -79,8 +80,14 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
   const proxied = (endpoint: OpenAIEndpoint, path: string) => (req: FastifyRequest, reply: FastifyReply) =>
     runProxiedCall(opts, endpoint, req, reply, (ctx, body, model) => {
       const gated = gateOpenAIModel(catalog, model, ctx.caller.allow);
-      const transform = endpoint === 'embeddings' ? undefined
-        : opts.transforms.forCall(endpoint === 'chat' ? 'chat' : 'completions', gated.resolution.alias, switchRequest(body, endpoint === 'chat' ? 'chat' : 'completions'));
+      const transform =
+        endpoint === 'embeddings'
+          ? undefined
+          : opts.transforms.forCall(
+              endpoint === 'chat' ? 'chat' : 'completions',
+              gated.resolution.alias,
+              switchRequest(body, endpoint === 'chat' ? 'chat' : 'completions'),
+            );
       return {
         surface: new OpenAISurface({ endpoint, path, query: queryOf(req.url), body, rawBody: req.rawBody, transform }),
         resolution: gated.resolution,
@@ -89,7 +96,11 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
     });
 
   const post = { bodyLimit: JSON_BODY_LIMIT };
-  for (const [endpoint, path] of [['chat', '/v1/chat/completions'], ['completions', '/v1/completions'], ['embeddings', '/v1/embeddings']] as const) {
+  for (const [endpoint, path] of [
+    ['chat', '/v1/chat/completions'],
+    ['completions', '/v1/completions'],
+    ['embeddings', '/v1/embeddings'],
+  ] as const) {
     app.post(path, post, proxied(endpoint, path));
   }
 }

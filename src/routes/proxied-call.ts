@@ -30,28 +30,48 @@ export interface ProxiedCallDeps {
  * a thrown GatewayError. `history`: the stored earlier items a Responses call is sent with, which
  * count in its prompt size and conversation seed.
  */
-export type PrepareCall = (ctx: CallerContext, body: Record<string, unknown>, model: string) =>
-  Omit<ProxyCall, 'req' | 'reply' | 'caller' | 'promptTokens' | 'conversationKey'>
-  & { answered?: () => void; history?: readonly unknown[] };
+export type PrepareCall = (
+  ctx: CallerContext,
+  body: Record<string, unknown>,
+  model: string,
+) => Omit<ProxyCall, 'req' | 'reply' | 'caller' | 'promptTokens' | 'conversationKey'> & {
+  answered?: () => void;
+  history?: readonly unknown[];
+};
 
 export async function runProxiedCall(
-  deps: ProxiedCallDeps, endpoint: string, req: FastifyRequest, reply: FastifyReply, prepare: PrepareCall,
+  deps: ProxiedCallDeps,
+  endpoint: string,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  prepare: PrepareCall,
 ): Promise<FastifyReply> {
   const startedAt = Date.now();
   // every outcome of this call goes through here: the first is its row, a second one is a bug to hear about
-  const outcome = new OutcomeOnce(deps.recordOutcome, (first, again) => req.log.warn(
-    { reqId: first.requestId, first: `${first.status} ${first.reason}`, again: `${again.status} ${again.reason}` },
-    'a call reported a second outcome; the first stands',
-  ));
+  const outcome = new OutcomeOnce(deps.recordOutcome, (first, again) =>
+    req.log.warn(
+      { reqId: first.requestId, first: `${first.status} ${first.reason}`, again: `${again.status} ${again.reason}` },
+      'a call reported a second outcome; the first stands',
+    ),
+  );
   let ctx: CallerContext | undefined;
   let requested: string | null = null;
   let dispatched = false;
   const record = (status: number, reason: string | null) => {
     const who = ctx ?? deps.callers.anonymous(req);
     outcome.settle({
-      requestId: String(req.id), endpoint, requestedModel: requested, backend: null, model: null,
-      status, reason, startedAt, durationMs: Date.now() - startedAt, ttftMs: null,
-      source: who.source, userId: who.userId,
+      requestId: String(req.id),
+      endpoint,
+      requestedModel: requested,
+      backend: null,
+      model: null,
+      status,
+      reason,
+      startedAt,
+      durationMs: Date.now() - startedAt,
+      ttftMs: null,
+      source: who.source,
+      userId: who.userId,
     });
   };
   try {
@@ -61,8 +81,10 @@ export async function runProxiedCall(
       throw badRequest('The request body must be a JSON object.');
     }
     const model = (body as { model?: unknown }).model;
-    if (model === undefined || model === null) throw badRequest('You must provide a model parameter.', 'model', 'missing_model');
-    if (typeof model !== 'string' || model === '') throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
+    if (model === undefined || model === null)
+      throw badRequest('You must provide a model parameter.', 'model', 'missing_model');
+    if (typeof model !== 'string' || model === '')
+      throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
     requested = model;
     const fields = body as Record<string, unknown>;
     const call = prepare(ctx, fields, model);
@@ -73,14 +95,23 @@ export async function runProxiedCall(
       dispatched = true;
       // written out, not spread (the hot path's rule)
       await deps.proxy.handle({
-        surface: call.surface, resolution: call.resolution, refreshCandidates: call.refreshCandidates, parkSeconds: call.parkSeconds,
-        req, reply,
+        surface: call.surface,
+        resolution: call.resolution,
+        refreshCandidates: call.refreshCandidates,
+        parkSeconds: call.parkSeconds,
+        req,
+        reply,
         caller: { source: ctx.source, userId: ctx.userId, ticketUser, paidAllowed: deps.callers.paidAllowed(ctx) },
         promptTokens: promptTokenEstimate(endpoint, fields, call.history),
-        conversationKey: surface && (() => conversationKey({
-          sessionId: sessionIdOf(req.headers['x-session-id']), user: ticketUser.key, model,
-          seed: () => conversationSeed(surface, fields, call.history),
-        })),
+        conversationKey:
+          surface &&
+          (() =>
+            conversationKey({
+              sessionId: sessionIdOf(req.headers['x-session-id']),
+              user: ticketUser.key,
+              model,
+              seed: () => conversationSeed(surface, fields, call.history),
+            })),
         report: (o) => outcome.settle(o),
       });
       if (!outcome.settled) {

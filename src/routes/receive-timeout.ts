@@ -35,7 +35,10 @@ export function armReceiveTimeout(server: Server, idleMs: () => number): void {
  * timer (a stall answers 408 and closes); one that has arrived turns it off.
  */
 export function watchRequestReceipt(
-  req: FastifyRequest, reply: FastifyReply, idleMs: number, render: (err: GatewayError) => string,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  idleMs: number,
+  render: (err: GatewayError) => string,
 ): void {
   const socket = req.raw.socket as Socket | null;
   // fastify's inject has a socket of its own making, without timers
@@ -56,8 +59,10 @@ export function watchRequestReceipt(
     }
     const body = render(receiveTimedOut(idleMs));
     res.writeHead(408, {
-      'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body),
-      connection: 'close', 'x-request-id': String(req.id),
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+      'x-request-id': String(req.id),
     });
     res.end(body, () => socket.destroy());
   });
@@ -65,8 +70,10 @@ export function watchRequestReceipt(
 
 function receiveTimedOut(idleMs: number): GatewayError {
   return new GatewayError({
-    status: 408, code: 'request_timeout',
-    message: `The request stalled: nothing arrived for ${Math.round(idleMs / 1000)} s `
-      + 'before it was complete (request_body_timeout_s).',
+    status: 408,
+    code: 'request_timeout',
+    message:
+      `The request stalled: nothing arrived for ${Math.round(idleMs / 1000)} s ` +
+      'before it was complete (request_body_timeout_s).',
   });
 }

@@ -32,7 +32,9 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 export function requestGuards(deps: RequestGuardDeps) {
   return function guard(req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
     const settings = deps.settings();
-    watchRequestReceipt(req, reply, settings.receiveIdleMs, (err) => JSON.stringify(renderErrorBody(err, req.url, req.headers)));
+    watchRequestReceipt(req, reply, settings.receiveIdleMs, (err) =>
+      JSON.stringify(renderErrorBody(err, req.url, req.headers)),
+    );
     if (deps.isOpen()) {
       done(judgedByItsOwnRule(req.url) ? undefined : openGatewayRefusal(req, deps.own, settings));
       return;
@@ -72,8 +74,17 @@ function carriesApiBody(req: FastifyRequest): boolean {
 function recordRefusal(deps: RequestGuardDeps, req: FastifyRequest, err: GatewayError, startedAt: number): void {
   const who = deps.anonymous(req);
   deps.recordOutcome({
-    requestId: String(req.id), endpoint: req.routeOptions.url ?? req.url.split('?')[0], requestedModel: null,
-    backend: null, model: null, status: err.status, reason: err.reason, startedAt,
-    durationMs: Date.now() - startedAt, ttftMs: null, source: who.source, userId: who.userId,
+    requestId: String(req.id),
+    endpoint: req.routeOptions.url ?? req.url.split('?')[0],
+    requestedModel: null,
+    backend: null,
+    model: null,
+    status: err.status,
+    reason: err.reason,
+    startedAt,
+    durationMs: Date.now() - startedAt,
+    ttftMs: null,
+    source: who.source,
+    userId: who.userId,
   });
 }

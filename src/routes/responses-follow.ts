@@ -13,15 +13,30 @@ const SEQUENCE = /"sequence_number"\s*:\s*(\d+)/;
 /** Most bytes kept waiting for a follower that does not read. */
 const FOLLOWER_BUFFER_BYTES = 8 * 1024 * 1024;
 
-export function followStored(reply: FastifyReply, row: StoredResponse, background: BackgroundResponses, startingAfter: number): FastifyReply {
+export function followStored(
+  reply: FastifyReply,
+  row: StoredResponse,
+  background: BackgroundResponses,
+  startingAfter: number,
+): FastifyReply {
   if (!row.background) {
-    throw new GatewayError({ status: 400, code: 'invalid_request', param: 'stream', message: 'Only responses created with background=true can be streamed after they were created.' });
+    throw new GatewayError({
+      status: 400,
+      code: 'invalid_request',
+      param: 'stream',
+      message: 'Only responses created with background=true can be streamed after they were created.',
+    });
   }
   const after = Number.isFinite(startingAfter) ? startingAfter : -1;
   const wanted = (frame: string) => after < 0 || Number(SEQUENCE.exec(frame)?.[1] ?? Infinity) > after;
   const res = reply.raw;
   reply.hijack();
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', 'x-request-id': String(reply.request.id) });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no',
+    'x-request-id': String(reply.request.id),
+  });
   const write = (frame: string | null) => {
     if (res.destroyed || res.writableEnded) return;
     if (frame === null) res.end();

@@ -31,7 +31,11 @@ export function nativePath(id: string, suffix: '' | '/input_items' | '/cancel', 
 
 /** The native origin of `id` when the caller may see it (the owner, or an admin). */
 export function visibleNative(
-  repo: ResponsesRepo, id: string, owner: string, isAdmin: boolean, now: number,
+  repo: ResponsesRepo,
+  id: string,
+  owner: string,
+  isAdmin: boolean,
+  now: number,
 ): NativeOrigin | undefined {
   const origin = repo.nativeOrigin(id, now);
   return origin && (origin.owner === owner || isAdmin) ? origin : undefined;
@@ -39,10 +43,16 @@ export function visibleNative(
 
 /** Sends the read to the backend that holds the response and relays its answer. */
 export async function relayNative(
-  reply: FastifyReply, readBack: NativeReadBack, origin: NativeOrigin, method: ReadBackMethod, path: string, id: string,
+  reply: FastifyReply,
+  readBack: NativeReadBack,
+  origin: NativeOrigin,
+  method: ReadBackMethod,
+  path: string,
+  id: string,
 ): Promise<FastifyReply> {
   const answer = await readBack.send(origin.backend, method, path, id);
-  return reply.code(answer.status)
+  return reply
+    .code(answer.status)
     .header('content-type', answer.contentType)
     .header('x-request-id', reply.request.id)
     .send(answer.body);
@@ -55,9 +65,12 @@ export function chainedTo(gated: GatedModel, origin: NativeOrigin, model: string
   const candidates = only(gated.resolution.candidates);
   if (!candidates.length) {
     throw new GatewayError({
-      status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
-      message: `Previous response with id '${previous}' is held by a backend that does not serve \`${model}\`; `
-        + 'continue it with the model that made it.',
+      status: 400,
+      code: 'previous_response_not_found',
+      param: 'previous_response_id',
+      message:
+        `Previous response with id '${previous}' is held by a backend that does not serve \`${model}\`; ` +
+        'continue it with the model that made it.',
     });
   }
   return { resolution: { ...gated.resolution, candidates }, refreshCandidates: () => only(gated.refreshCandidates()) };

@@ -67,18 +67,35 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const startBackground = !internal && body && typeof body === 'object' && body.background === true;
     return runProxiedCall(opts, 'responses', req, reply, (ctx, parsed, model) => {
       const gated = nativeChainGate(ctx, parsed, model, gateOpenAIModel(catalog, model, ctx.caller.allow));
-      const history = historyOf(ctx, parsed, gated.resolution.candidates.some((c) => opts.isNative(c.backend)));
+      const history = historyOf(
+        ctx,
+        parsed,
+        gated.resolution.candidates.some((c) => opts.isNative(c.backend)),
+      );
       const id = internal?.id ?? newResponseId();
       const createdAt = internal?.createdAt ?? Math.floor(opts.now() / 1000);
       const transform = opts.transformFor(ctx, parsed, gated.resolution.alias);
       const owner = ownerOf(ctx);
       const surface = new ResponsesSurface({
-        query: queryOf(req.url), body: parsed, rawBody: req.rawBody, requested: model, id, createdAt, history, transform,
+        query: queryOf(req.url),
+        body: parsed,
+        rawBody: req.rawBody,
+        requested: model,
+        id,
+        createdAt,
+        history,
+        transform,
         resolveItem: (itemId) => opts.recentItems.get(owner, itemId),
       });
       const nativeOnly = gated.resolution.candidates.every((c) => opts.isNative(c.backend));
       const problem = nativeOnly ? undefined : surface.translationProblem();
-      if (problem) throw new GatewayError({ status: problem.status, code: 'invalid_request', param: problem.param ?? null, message: problem.message });
+      if (problem)
+        throw new GatewayError({
+          status: problem.status,
+          code: 'invalid_request',
+          param: problem.param ?? null,
+          message: problem.message,
+        });
       if (startBackground) {
         // refused now, as the run's own call would be, rather than told `queued` and failed at once:
         // over the quota (held until the run's call is admitted itself), or by the scheduler
@@ -97,7 +114,10 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       }
       if (internal) background.arrived(internal.id);
       return {
-        surface, resolution: gated.resolution, refreshCandidates: gated.refreshCandidates, history,
+        surface,
+        resolution: gated.resolution,
+        refreshCandidates: gated.refreshCandidates,
+        history,
         parkSeconds: internal ? opts.settings().asyncParkS : undefined,
         answered: () => {
           const final = surface.finalResponse();
@@ -105,7 +125,20 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
           if (!final || surface.answeredNatively()) return;
           opts.recentItems.remember(owner, final);
           if (internal || parsed.store !== true) return;
-          repo.insert({ id, owner, status: statusOf(final), background: false, response: final, history: historyAfter(history ?? [], parsed.input, final), events: null, createdAt, expiresAt: opts.now() + opts.settings().ttlMs }, opts.now());
+          repo.insert(
+            {
+              id,
+              owner,
+              status: statusOf(final),
+              background: false,
+              response: final,
+              history: historyAfter(history ?? [], parsed.input, final),
+              events: null,
+              createdAt,
+              expiresAt: opts.now() + opts.settings().ttlMs,
+            },
+            opts.now(),
+          );
         },
       };
     }).catch((err: unknown) => {
@@ -119,13 +152,34 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const queued = queuedResponse(job.id, job.createdAt, job.model, job.parsed);
     const now = opts.now();
     try {
-      repo.insert({ id: job.id, owner: ownerOf(job.ctx), status: 'queued', background: true, response: queued, history: job.history, events: null, createdAt: job.createdAt, expiresAt: now + opts.settings().ttlMs }, now);
+      repo.insert(
+        {
+          id: job.id,
+          owner: ownerOf(job.ctx),
+          status: 'queued',
+          background: true,
+          response: queued,
+          history: job.history,
+          events: null,
+          createdAt: job.createdAt,
+          expiresAt: now + opts.settings().ttlMs,
+        },
+        now,
+      );
     } catch (err) {
       job.release();
       throw err;
     }
     const { release } = job;
-    background.start({ id: job.id, createdAt: job.createdAt, body: job.parsed, headers: passOn(req, job.ctx), history: job.history, queued, release });
+    background.start({
+      id: job.id,
+      createdAt: job.createdAt,
+      body: job.parsed,
+      headers: passOn(req, job.ctx),
+      history: job.history,
+      queued,
+      release,
+    });
     if (job.parsed.stream === true) return followStored(reply, repo.get(job.id, now)!, background, -1);
     return reply.header('x-request-id', req.id).send(queued);
   };
@@ -146,7 +200,9 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const { native } = locate(ctx, id);
     if (native) return relayNative(reply, opts.readBack, native, 'GET', nativePath(id, '/input_items', req.url), id);
     throw new GatewayError({
-      status: 404, code: 'not_found', param: 'id',
+      status: 404,
+      code: 'not_found',
+      param: 'id',
       message: `The gateway lists input items only of responses a native backend stored ('${id}' is its own).`,
     });
   });
@@ -156,7 +212,12 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const id = (req.params as { id: string }).id;
     const { row, native } = locate(ctx, id);
     if (native) return relayNative(reply, opts.readBack, native, 'POST', nativePath(id, '/cancel', req.url), id);
-    if (!row.background) throw new GatewayError({ status: 400, code: 'invalid_request', message: 'Only responses created with background=true can be cancelled.' });
+    if (!row.background)
+      throw new GatewayError({
+        status: 400,
+        code: 'invalid_request',
+        message: 'Only responses created with background=true can be cancelled.',
+      });
     background.cancel(row.id, row.response, row.history);
     return repo.get(row.id, opts.now())?.response ?? row.response;
   });
@@ -184,7 +245,10 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
 
   /** A create continuing a native backend's response goes to that backend (it holds the conversation). */
   function nativeChainGate(
-    ctx: CallerContext, body: Record<string, unknown>, model: string, gated: GatedModel,
+    ctx: CallerContext,
+    body: Record<string, unknown>,
+    model: string,
+    gated: GatedModel,
   ): GatedModel {
     const previous = body.previous_response_id;
     if (typeof previous !== 'string' || repo.get(previous, opts.now())) return gated;
@@ -196,10 +260,20 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   }
 
   /** The stored turns before this one, when the request continues a conversation. */
-  function historyOf(ctx: CallerContext, body: Record<string, unknown>, nativeCandidates: boolean): unknown[] | undefined {
+  function historyOf(
+    ctx: CallerContext,
+    body: Record<string, unknown>,
+    nativeCandidates: boolean,
+  ): unknown[] | undefined {
     const previous = body.previous_response_id;
     if (previous === undefined || previous === null) return undefined;
-    if (typeof previous !== 'string') throw new GatewayError({ status: 400, code: 'invalid_request', param: 'previous_response_id', message: '`previous_response_id` must be a string.' });
+    if (typeof previous !== 'string')
+      throw new GatewayError({
+        status: 400,
+        code: 'invalid_request',
+        param: 'previous_response_id',
+        message: '`previous_response_id` must be a string.',
+      });
     const row = repo.get(previous, opts.now());
     if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return row.history;
     // a native backend may know it (its own stored response): passed on as it came
@@ -237,14 +311,22 @@ export function ownerOf(ctx: CallerContext): string {
 
 function previousNotFound(previous: string): GatewayError {
   return new GatewayError({
-    status: 400, code: 'previous_response_not_found', param: 'previous_response_id',
-    message: `Previous response with id '${previous}' not found. The gateway keeps responses created with store: true `
-      + 'or background: true for responses_ttl_h hours.',
+    status: 400,
+    code: 'previous_response_not_found',
+    param: 'previous_response_id',
+    message:
+      `Previous response with id '${previous}' not found. The gateway keeps responses created with store: true ` +
+      'or background: true for responses_ttl_h hours.',
   });
 }
 
 function responseNotFound(id: string): GatewayError {
-  return new GatewayError({ status: 404, code: 'not_found', param: 'id', message: `Response with id '${id}' not found.` });
+  return new GatewayError({
+    status: 404,
+    code: 'not_found',
+    param: 'id',
+    message: `Response with id '${id}' not found.`,
+  });
 }
 
 /** A stored response's status; one the client never saw finish (the stream broke or they left) failed. */

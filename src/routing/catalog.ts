@@ -10,7 +10,13 @@ import { buildModelListing, type ListingEntry } from './model-listing.ts';
 /** The refusal explainer reads the catalog's disabled candidates; the Gateway builds it with the catalog. */
 export { refusalExplainer } from './refusal-explainer.ts';
 import {
-  aliasCollisions, resolveDisabled, resolveModel, SURFACE_TYPES, type AliasCollision, type Resolution, type Surface,
+  aliasCollisions,
+  resolveDisabled,
+  resolveModel,
+  SURFACE_TYPES,
+  type AliasCollision,
+  type Resolution,
+  type Surface,
 } from './resolve.ts';
 
 export interface ModelCatalogView {
@@ -23,7 +29,10 @@ export class ModelCatalog implements ModelCatalogView {
   /** The compiled alias table and the config table it was compiled from. */
   private compiled?: { from: GatewayConfig['virtual_models']; table: AliasTable };
 
-  constructor(private readonly registry: BackendRegistry, private readonly config: () => GatewayConfig) {}
+  constructor(
+    private readonly registry: BackendRegistry,
+    private readonly config: () => GatewayConfig,
+  ) {}
 
   /** The fleet or the aliases changed: listings are rebuilt on their next read. */
   invalidate(): void {

@@ -30,7 +30,11 @@ export function buildModelListing(
   backends: readonly BackendState[],
   /** The exact alias names (glob patterns are never listed). */
   aliases: readonly string[],
-  opts: { modelPrefix: boolean; surfaceTypes: readonly string[]; resolveAlias: (alias: string) => { backend: string; model: string }[] },
+  opts: {
+    modelPrefix: boolean;
+    surfaceTypes: readonly string[];
+    resolveAlias: (alias: string) => { backend: string; model: string }[];
+  },
 ): ListingEntry[] {
   const byId = new Map<string, ListingEntry>();
   const add = (e: ListingEntry) => {
@@ -49,8 +53,10 @@ export function buildModelListing(
       const model = { object: 'model' as const, created: m.created ?? 0, owned_by: m.owned_by ?? b.name };
       const candidates = [{ backend: b.name, model: m.id }];
       const displayName = m.display_name;
-      if (opts.modelPrefix) add({ model: { id: `${b.name}/${m.id}`, ...model }, alias: false, candidates, displayName });
-      if (b.spec.local || !opts.modelPrefix) add({ model: { id: m.id, ...model }, alias: false, candidates: [...candidates], displayName });
+      if (opts.modelPrefix)
+        add({ model: { id: `${b.name}/${m.id}`, ...model }, alias: false, candidates, displayName });
+      if (b.spec.local || !opts.modelPrefix)
+        add({ model: { id: m.id, ...model }, alias: false, candidates: [...candidates], displayName });
     }
   }
   return [...byId.values()];

@@ -94,7 +94,10 @@ export interface RefusalSubject {
 
 /** Each backend's reason, worded for the caller; undefined when none of them is known. */
 export function explainBackends(
-  sources: FleetSources, backends: readonly string[], verdict: RefusalVerdict, subject: RefusalSubject,
+  sources: FleetSources,
+  backends: readonly string[],
+  verdict: RefusalVerdict,
+  subject: RefusalSubject,
 ): RefusalExplanation | undefined {
   const cfg = sources.config();
   const now = sources.registry.now();
@@ -112,10 +115,14 @@ export function explainBackends(
 /** The candidates' sentence, with what the scheduler's verdict adds. */
 function withVerdict(reason: RejectReason, text: string, alias: string): string {
   switch (reason) {
-    case 'parking_off': return `${text} Parking is off for \`${alias}\`; retry shortly.`;
-    case 'queue_full': return `Too many calls are waiting for a backend; retry shortly. ${text}`;
-    case 'park_timeout': return `${text} Retry shortly.`;
-    default: return text;
+    case 'parking_off':
+      return `${text} Parking is off for \`${alias}\`; retry shortly.`;
+    case 'queue_full':
+      return `Too many calls are waiting for a backend; retry shortly. ${text}`;
+    case 'park_timeout':
+      return `${text} Retry shortly.`;
+    default:
+      return text;
   }
 }
 

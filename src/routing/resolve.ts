@@ -46,7 +46,10 @@ export function resolveModel(
  * never for routing. Undefined when no disabled backend serves `requested`.
  */
 export function resolveDisabled(
-  requested: string, fleet: FleetView, aliases: AliasTable, surface: Surface,
+  requested: string,
+  fleet: FleetView,
+  aliases: AliasTable,
+  surface: Surface,
 ): Resolution | undefined {
   return resolveAmong(requested, fleet, aliases, (name) => reachable(fleet, name, surface, false));
 }
@@ -58,7 +61,10 @@ function reachable(fleet: FleetView, name: string, surface: Surface, enabled: bo
 }
 
 function resolveAmong(
-  requested: string, fleet: FleetView, aliases: AliasTable, usable: (backend: string) => boolean,
+  requested: string,
+  fleet: FleetView,
+  aliases: AliasTable,
+  usable: (backend: string) => boolean,
 ): Resolution | undefined {
   const exact = exactAlias(aliases, requested);
   if (exact) return aliasResolution(requested, exact, fleet, aliases, usable);
@@ -68,13 +74,20 @@ function resolveAmong(
   return pattern && aliasResolution(requested, pattern, fleet, aliases, usable);
 }
 
-function aliasResolution(requested: string, match: AliasMatch, fleet: FleetView, aliases: AliasTable, usable: (backend: string) => boolean): Resolution | undefined {
+function aliasResolution(
+  requested: string,
+  match: AliasMatch,
+  fleet: FleetView,
+  aliases: AliasTable,
+  usable: (backend: string) => boolean,
+): Resolution | undefined {
   const target = viaAliases(match, aliases);
-  const candidates = typeof target === 'string'
-    ? resolveTarget(target, fleet).filter((c) => usable(c.backend))
-    : Object.entries(target)
-      .filter(([backend, model]) => usable(backend) && fleet.get(backend)!.modelsById.has(model))
-      .map(([backend, model]) => ({ backend, model }));
+  const candidates =
+    typeof target === 'string'
+      ? resolveTarget(target, fleet).filter((c) => usable(c.backend))
+      : Object.entries(target)
+          .filter(([backend, model]) => usable(backend) && fleet.get(backend)!.modelsById.has(model))
+          .map(([backend, model]) => ({ backend, model }));
   return candidates.length ? { requested, alias: match.alias, candidates } : undefined;
 }
 
@@ -122,8 +135,12 @@ export function aliasCollisions(aliases: AliasTable, fleet: FleetView): AliasCol
     const target = aliases.exact[alias];
     const reached = new Set(
       typeof target === 'string'
-        ? resolveTarget(target, fleet).filter((c) => c.model === alias).map((c) => c.backend)
-        : Object.entries(target).filter(([, m]) => m === alias).map(([b]) => b),
+        ? resolveTarget(target, fleet)
+            .filter((c) => c.model === alias)
+            .map((c) => c.backend)
+        : Object.entries(target)
+            .filter(([, m]) => m === alias)
+            .map(([b]) => b),
     );
     out.push({
       alias,

@@ -18,7 +18,9 @@ export type WaitEstimate = (backend: string, typeKey: string, ahead: number) => 
  * ahead of it there (`aheadOn`). Undefined when none of its backends is routable.
  */
 export function waiterEta(
-  waiter: Waiter, aheadOn: (backend: string) => number, estimate: WaitEstimate,
+  waiter: Waiter,
+  aheadOn: (backend: string) => number,
+  estimate: WaitEstimate,
 ): number | undefined {
   let best: number | undefined;
   for (const [backend, typeKeys] of waiter.typeKeysByBackend) {
@@ -33,7 +35,9 @@ export function waiterEta(
  * older calls seen so far is the number ahead there (its queue is in arrival order too).
  */
 export function parkedEtas(
-  parked: Iterable<Waiter>, estimate: WaitEstimate, limit = SNAPSHOT_ETA_LIMIT,
+  parked: Iterable<Waiter>,
+  estimate: WaitEstimate,
+  limit = SNAPSHOT_ETA_LIMIT,
 ): Map<Waiter, number> {
   const etas = new Map<Waiter, number>();
   const seen = new Map<string, number>();

@@ -61,9 +61,10 @@ function validCap(cap: number): number {
  * service time of that model there, else of the backend; else DEFAULT_ESTIMATE_SECONDS.
  */
 export function serviceEstimate(slots: BackendSlots, typeKey: string): number {
-  const seconds = slots.spec.kind === 'media'
-    ? slots.jobSeconds?.get(typeKey)
-    : slots.serviceByModel?.get(typeKey)?.serviceSeconds ?? slots.service?.serviceSeconds;
+  const seconds =
+    slots.spec.kind === 'media'
+      ? slots.jobSeconds?.get(typeKey)
+      : (slots.serviceByModel?.get(typeKey)?.serviceSeconds ?? slots.service?.serviceSeconds);
   return seconds !== undefined && Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_ESTIMATE_SECONDS;
 }
 

@@ -25,7 +25,10 @@ export class FleetScore {
   /** What the boxes hold; undefined = residency unknown everywhere. */
   fleet: FleetView | undefined;
 
-  constructor(private readonly sources: ScoreSources, fleet?: FleetView) {
+  constructor(
+    private readonly sources: ScoreSources,
+    fleet?: FleetView,
+  ) {
     this.fleet = fleet;
   }
 
@@ -36,8 +39,8 @@ export class FleetScore {
   rank(candidates: readonly Candidate[], promptTokens: number | undefined): Ranked[] {
     const { routable, queuedOn } = this.sources;
     const usable = candidates.filter((candidate) => routable(candidate.backend) !== undefined);
-    const media = this.sources.mediaBackends() > 0 && usable.length > 1
-      && sortMediaCandidates(usable, (b) => routable(b)!);
+    const media =
+      this.sources.mediaBackends() > 0 && usable.length > 1 && sortMediaCandidates(usable, (b) => routable(b)!);
     const ranked = usable.map((candidate): Ranked => {
       const slots = routable(candidate.backend)!;
       const residency = this.residencyOf(slots, candidate.model);
@@ -101,7 +104,9 @@ export class FleetScore {
  * its prediction is within `marginS` seconds of the best other's; else undefined.
  */
 export function stickyPick(
-  stickTo: string | undefined, unpaid: readonly Ranked[], marginS: number,
+  stickTo: string | undefined,
+  unpaid: readonly Ranked[],
+  marginS: number,
 ): Ranked | undefined {
   if (stickTo === undefined) return undefined;
   let own: Ranked | undefined;

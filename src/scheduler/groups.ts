@@ -162,7 +162,7 @@ export function designateInGroup(
     const vt = fair.virtualTime(key);
     if (vt > bestVt) continue;
     const overdue = mine.oldest !== undefined && now - mine.oldest.waiter.enqueuedAt > affinityMaxWaitMs;
-    const choice = overdue ? mine.oldest : mine.sameModel ?? mine.oldest;
+    const choice = overdue ? mine.oldest : (mine.sameModel ?? mine.oldest);
     if (!choice) continue;
     const affine = choice === mine.sameModel;
     if (!best || vt < bestVt || (affine !== bestAffine ? affine : choice.waiter.seq < best.waiter.seq)) {

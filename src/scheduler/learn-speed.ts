@@ -33,7 +33,10 @@ function modelFigures(slots: BackendSlots, model: string): ServiceFigures {
 
 /** A load's swap residual learnt for its model; what its load took (the residual, else the learnt figure). */
 function learnLoad(
-  slots: BackendSlots, sample: SpeedSample, model: ServiceFigures | undefined, backend: ServiceFigures,
+  slots: BackendSlots,
+  sample: SpeedSample,
+  model: ServiceFigures | undefined,
+  backend: ServiceFigures,
 ): number | undefined {
   if (sample.busyAtDispatch) return undefined;
   const extra = swapResidual(sample, model, backend);

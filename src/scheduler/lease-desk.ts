@@ -28,7 +28,12 @@ export interface LeaseDeskContext {
  * charges the user what it held, frees the slot (and the group's) and hands it to a waiter.
  */
 export function grantLease(
-  ctx: LeaseDeskContext, slots: BackendSlots, typeKey: string, waitedMs: number, user: TicketUser, route?: string,
+  ctx: LeaseDeskContext,
+  slots: BackendSlots,
+  typeKey: string,
+  waitedMs: number,
+  user: TicketUser,
+  route?: string,
 ): Lease {
   // fair share: the lease counts in flight for its user and is charged an estimate now
   const estimate = serviceEstimate(slots, typeKey);

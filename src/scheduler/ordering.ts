@@ -59,7 +59,9 @@ function mediaRankOf(slots: BackendSlots, typeKey: string): MediaRankable {
  */
 export function sortMediaCandidates(usable: Candidate[], slotsOf: (backend: string) => BackendSlots): boolean {
   for (const candidate of usable) if (kindOf(slotsOf(candidate.backend)) !== 'media') return false;
-  usable.sort((a, b) => compareMediaBackends(mediaRankOf(slotsOf(a.backend), a.model), mediaRankOf(slotsOf(b.backend), b.model)));
+  usable.sort((a, b) =>
+    compareMediaBackends(mediaRankOf(slotsOf(a.backend), a.model), mediaRankOf(slotsOf(b.backend), b.model)),
+  );
   return true;
 }
 

@@ -54,7 +54,9 @@ export interface ParkingRules {
 
 /** Splits a ticket's candidates by `rules`; `isPaid` is false for a backend not (yet) known. */
 export function planParking(
-  candidates: readonly Candidate[], isPaid: (backend: string) => boolean, rules: ParkingRules,
+  candidates: readonly Candidate[],
+  isPaid: (backend: string) => boolean,
+  rules: ParkingRules,
 ): ParkingPlan {
   const plan: ParkingPlan = { queues: [], heldUnpaid: [], heldPaid: [] };
   const first: Candidate[] = [];
@@ -128,12 +130,24 @@ export class ParkingLot {
     return new Promise<Lease>((resolve, reject) => {
       const enqueuedAt = clock.now();
       const call: ParkedCall = {
-        seq: this.nextSeq++, alias: ticket.alias, user: userOf(ticket.user),
-        enqueuedAt, deadline: enqueuedAt + ticket.parkMs,
-        typeKeysByBackend: typeKeysByBackend(plan.queues), refresh: ticket.refresh,
-        resolve, reject, settled: false, timer: undefined,
-        ticket, paidOpen: request.paidOpen, paidRoute: request.paidRoute, sticky: request.sticky,
-        heldUnpaid: plan.heldUnpaid, heldPaid: plan.heldPaid, widenTimers: [],
+        seq: this.nextSeq++,
+        alias: ticket.alias,
+        user: userOf(ticket.user),
+        enqueuedAt,
+        deadline: enqueuedAt + ticket.parkMs,
+        typeKeysByBackend: typeKeysByBackend(plan.queues),
+        refresh: ticket.refresh,
+        resolve,
+        reject,
+        settled: false,
+        timer: undefined,
+        ticket,
+        paidOpen: request.paidOpen,
+        paidRoute: request.paidRoute,
+        sticky: request.sticky,
+        heldUnpaid: plan.heldUnpaid,
+        heldPaid: plan.heldPaid,
+        widenTimers: [],
       };
       call.timer = clock.setTimeout(() => {
         const ahead = aheadByBackend(call, waiters.values(), this.ctx.groupOf);
@@ -180,10 +194,12 @@ export class ParkingLot {
     // the margin, but never more than half the wait: a sticky box that overruns its prediction is left in time
     const stickMs = Math.min(this.ctx.affinityMaxWaitMs(), ticket.parkMs / 2);
     if (call.heldUnpaid.length > 0) {
-      call.widenTimers.push(clock.setTimeout(() => {
-        this.widen(call, takeHeld(call, 'unpaid'));
-        if (!(spillMs > 0)) this.openPaid(call, NO_LOCAL_SLOT_ROUTE);
-      }, stickMs));
+      call.widenTimers.push(
+        clock.setTimeout(() => {
+          this.widen(call, takeHeld(call, 'unpaid'));
+          if (!(spillMs > 0)) this.openPaid(call, NO_LOCAL_SLOT_ROUTE);
+        }, stickMs),
+      );
     }
     if (call.heldPaid.length > 0 && spillMs > 0 && spillMs < ticket.parkMs) this.armSpill(call, spillMs, spillMs);
   }

@@ -119,7 +119,10 @@ export function prefillSeconds(slots: BackendSlots, model: string, promptTokens:
  * cap's slots. Not resident: the box drains first (llama-swap finishes its calls before a swap).
  */
 export function slotWaitSeconds(
-  slots: BackendSlots, model: string, resident: boolean | undefined, queued: number,
+  slots: BackendSlots,
+  model: string,
+  resident: boolean | undefined,
+  queued: number,
 ): number {
   const cap = slots.spec.cap;
   const service = serviceSeconds(slots, model) ?? DEFAULT_SERVICE_S;
@@ -148,7 +151,11 @@ export function predict(
   // a call that starts now shares the box with the calls running there
   const prefill = prefillSeconds(slots, model, promptTokens) * (freeNow ? sharingSlowdown(slots.inflight) : 1);
   return {
-    slotWait, swap, prefill, total: slotWait + swap + prefill, freeNow,
+    slotWait,
+    swap,
+    prefill,
+    total: slotWait + swap + prefill,
+    freeNow,
     unmeasured: slots.service?.serviceSeconds === undefined,
     affinity: resident === undefined && slots.lastTypeKey === model,
     queued,

@@ -36,7 +36,10 @@ function competitorTest(waiter: Waiter, groupOf: GroupOf): (other: Waiter) => bo
  * O(parked × backends).
  */
 export function positionOf(
-  waiter: Waiter, parked: Iterable<Waiter>, groupOf: GroupOf, virtualTime: (user: string) => number = () => 0,
+  waiter: Waiter,
+  parked: Iterable<Waiter>,
+  groupOf: GroupOf,
+  virtualTime: (user: string) => number = () => 0,
 ): number {
   const competes = competitorTest(waiter, groupOf);
   const mine = waiter.user.key;

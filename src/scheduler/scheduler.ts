@@ -58,17 +58,19 @@ export class Scheduler {
   private readonly score: FleetScore;
   private readonly desk: LeaseDeskContext;
 
-
   constructor(opts: SchedulerOptions) {
     this.clock = opts.clock;
     this.maxParked = opts.maxParked;
     this.affinityMaxWaitMs = opts.affinityMaxWaitMs;
     this.onGroupSwitch = opts.onGroupSwitch;
-    this.score = new FleetScore({
-      routable: (name) => this.routable(name),
-      queuedOn: (name) => this.waiters.queuedOn(name),
-      mediaBackends: () => this.mediaBackends,
-    }, opts.fleet);
+    this.score = new FleetScore(
+      {
+        routable: (name) => this.routable(name),
+        queuedOn: (name) => this.waiters.queuedOn(name),
+        mediaBackends: () => this.mediaBackends,
+      },
+      opts.fleet,
+    );
     this.parking = new ParkingLot({
       clock: this.clock,
       waiters: this.waiters,
@@ -183,8 +185,12 @@ export class Scheduler {
     const stickyLease = sticky?.prediction.freeNow ? this.takeFreeSlot([sticky], user, 'sticky') : null;
     if (stickyLease) return Promise.resolve(stickyLease);
     // the conversation's box frees soon enough while another is free now: wait for it alone (parking.ts)
-    const stickyOnly = sticky !== undefined && !sticky.prediction.freeNow && ticket.parkMs > 0
-      && this.waiters.size < this.maxParked && unpaid.some((r) => r.prediction.freeNow);
+    const stickyOnly =
+      sticky !== undefined &&
+      !sticky.prediction.freeNow &&
+      ticket.parkMs > 0 &&
+      this.waiters.size < this.maxParked &&
+      unpaid.some((r) => r.prediction.freeNow);
     const lease = stickyOnly ? null : this.takeFreeSlot(unpaid, user);
     if (lease) return Promise.resolve(lease);
     // also without a paid candidate now: the gate decides whether paid ones a refresh brings are waited on
@@ -210,7 +216,10 @@ export class Scheduler {
    * candidates follow the spill rule of `ticket` (absent: paid when no unpaid one is free).
    */
   tryAcquireNow(candidates: Candidate[], exclude: ReadonlySet<string>, ticket?: FailoverTicket): Lease | null {
-    const ranked = this.score.rank(candidates.filter((c) => !exclude.has(c.backend)), ticket?.promptTokens);
+    const ranked = this.score.rank(
+      candidates.filter((c) => !exclude.has(c.backend)),
+      ticket?.promptTokens,
+    );
     const firstPaid = ranked.findIndex((r) => r.paid);
     const unpaid = firstPaid < 0 ? ranked : ranked.slice(0, firstPaid);
     const user = userOf(ticket?.user);
@@ -324,7 +333,10 @@ export class Scheduler {
       const now = this.clock.now();
       const runnable = this.score.runnableOn(slots);
       const pick = this.waiters.designate(slots.spec.name, {
-        lastTypeKey: slots.lastTypeKey, now, affinityMaxWaitMs: this.affinityMaxWaitMs, runnable,
+        lastTypeKey: slots.lastTypeKey,
+        now,
+        affinityMaxWaitMs: this.affinityMaxWaitMs,
+        runnable,
       });
       if (!pick) return;
       this.grantParked(pick.waiter as ParkedCall, slots, pick.typeKey, now);

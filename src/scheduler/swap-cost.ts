@@ -52,7 +52,9 @@ function rateOf(key: 'prefillRate' | 'decodeRate', model?: ServiceFigures, backe
  * a box that held its model; undefined when a non-stream answer's decode cannot be told.
  */
 export function unloadedSeconds(
-  sample: SpeedSample, model?: ServiceFigures, backend?: ServiceFigures,
+  sample: SpeedSample,
+  model?: ServiceFigures,
+  backend?: ServiceFigures,
 ): number | undefined {
   const t = sample.timings;
   let prefill = 0;
@@ -74,7 +76,9 @@ export function unloadedSeconds(
  * or cannot be told.
  */
 export function swapResidual(
-  sample: SpeedSample, model?: ServiceFigures, backend?: ServiceFigures,
+  sample: SpeedSample,
+  model?: ServiceFigures,
+  backend?: ServiceFigures,
 ): number | undefined {
   if (!sample.neededLoad || sample.busyAtDispatch || !countsAsCall(sample)) return undefined;
   const observed = sample.firstTokenSeconds ?? sample.seconds;

@@ -45,7 +45,10 @@ export class BodyCompressor {
     return new Promise((resolve, reject) => {
       this.waiting.push({ bodies, resolve, reject });
       const copies = bodies.map((b) => b && new Uint8Array(b)); // buffers of their own, to transfer
-      worker.postMessage(copies, copies.flatMap((c) => (c ? [c.buffer] : [])));
+      worker.postMessage(
+        copies,
+        copies.flatMap((c) => (c ? [c.buffer] : [])),
+      );
     });
   }
 
@@ -82,9 +85,15 @@ export class BodyCompressor {
 
 /** Async zlib on this thread: the fallback. */
 function gzipHere(bodies: Bodies): Promise<Bodies> {
-  return Promise.all(bodies.map((b) => b && new Promise<Buffer>((resolve, reject) => {
-    gzip(b, { level: LEVEL }, (err, gz) => (err ? reject(err) : resolve(gz)));
-  })));
+  return Promise.all(
+    bodies.map(
+      (b) =>
+        b &&
+        new Promise<Buffer>((resolve, reject) => {
+          gzip(b, { level: LEVEL }, (err, gz) => (err ? reject(err) : resolve(gz)));
+        }),
+    ),
+  );
 }
 
 /** A string or bytes capped at `cap` (the marker stays within it); null for anything else. */

@@ -16,8 +16,22 @@
  * reported, at most once a minute (docs/decisions.md, "The call log counts each call once").
  */
 import {
-  callRow, CallsRepo, matchesFilter, newestFirst, recentLimit, rollupCall, storedCall, type AggregateGroup, type AggregateRow,
-  type CallQuery, type CallRow, type CallWrite, type DaySpend, type DayUsage, type Pruned, type StoredBodies,
+  callRow,
+  CallsRepo,
+  matchesFilter,
+  newestFirst,
+  recentLimit,
+  rollupCall,
+  storedCall,
+  type AggregateGroup,
+  type AggregateRow,
+  type CallQuery,
+  type CallRow,
+  type CallWrite,
+  type DaySpend,
+  type DayUsage,
+  type Pruned,
+  type StoredBodies,
 } from '../store/calls-repo.ts';
 import { BodyCompressor, capBody, gzipBodySync, unpackBody, type CappedBody } from './bodies.ts';
 import { CallsRollup, type CallSummary, type RollupStep } from './calls-rollup.ts';
@@ -127,7 +141,9 @@ export class CallLog {
   }
 
   /** Applies reloaded retention, capture and logging settings (the flush interval needs a restart). */
-  reconfigure(patch: Partial<Pick<CallLogOptions, 'retentionDays' | 'captureBodies' | 'bodyRetentionDays' | 'logCalls'>>): void {
+  reconfigure(
+    patch: Partial<Pick<CallLogOptions, 'retentionDays' | 'captureBodies' | 'bodyRetentionDays' | 'logCalls'>>,
+  ): void {
     this.opts = { ...this.opts, ...patch };
   }
 
@@ -136,7 +152,8 @@ export class CallLog {
    * minute ended). False when no row comes of it: after close, or a request id on record already.
    */
   record(rec: CallRecord): boolean {
-    if (this.closed) { // after close (shutdown order)
+    if (this.closed) {
+      // after close (shutdown order)
       this.dropped++;
       return false;
     }
@@ -196,7 +213,13 @@ export class CallLog {
     if (this.closed) return;
     for (const t of this.timers) clearInterval(t);
     this.queueFolded(this.refusals.takeAll());
-    for (const e of this.queue) if (e.compressing) this.settle(e, e.compressing, e.compressing.map((s) => s && gzipBodySync(s.kept)));
+    for (const e of this.queue)
+      if (e.compressing)
+        this.settle(
+          e,
+          e.compressing,
+          e.compressing.map((s) => s && gzipBodySync(s.kept)),
+        );
     try {
       this.writeReady(Infinity);
     } catch (err) {
@@ -212,7 +235,8 @@ export class CallLog {
     this.queueEndedRefusals();
     const queued: CallRow[] = [];
     for (const e of this.queue) {
-      if (e.row && matchesFilter(e.row, filter)) queued.push(callRow(e.row, e.bodies !== null || e.compressing !== null));
+      if (e.row && matchesFilter(e.row, filter))
+        queued.push(callRow(e.row, e.bodies !== null || e.compressing !== null));
     }
     const stored = this.repo.recent(filter);
     return queued.length === 0 ? stored : [...queued, ...stored].sort(newestFirst).slice(0, recentLimit(filter));
@@ -293,11 +317,15 @@ export class CallLog {
   /** Gzips an entry's bodies off this thread (bodies.ts); a failure stores the row without them. */
   private compress(entry: Queued, sides: Sides): void {
     entry.compressing = sides;
-    const done: Promise<void> = this.compressor.compress(sides.map((s) => s && s.kept))
-      .then((gz) => this.settle(entry, sides, gz), (err: unknown) => {
-        this.settle(entry, sides, null);
-        this.report(err, 'flush');
-      })
+    const done: Promise<void> = this.compressor
+      .compress(sides.map((s) => s && s.kept))
+      .then(
+        (gz) => this.settle(entry, sides, gz),
+        (err: unknown) => {
+          this.settle(entry, sides, null);
+          this.report(err, 'flush');
+        },
+      )
       .finally(() => this.compressions.delete(done));
     this.compressions.add(done);
   }
@@ -306,7 +334,12 @@ export class CallLog {
   private settle(entry: Queued, sides: Sides, gz: (Buffer | null)[] | null): void {
     if (entry.compressing !== sides) return;
     entry.compressing = null;
-    entry.bodies = gz && { request: gz[0], response: gz[1], request_bytes: sides[0]?.bytes ?? null, response_bytes: sides[1]?.bytes ?? null };
+    entry.bodies = gz && {
+      request: gz[0],
+      response: gz[1],
+      request_bytes: sides[0]?.bytes ?? null,
+      response_bytes: sides[1]?.bytes ?? null,
+    };
   }
 
   /** Folded refusals handed over (dropped if logging was turned off meanwhile: they count for no quota). */

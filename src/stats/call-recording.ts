@@ -30,10 +30,11 @@ export function openCallLog(cfg: GatewayConfig, log: Logger): CallLog {
     flushMs: cfg.stats_flush_ms,
     ...callLogSettings(cfg),
     onError: (err, during) => log.error({ err }, `call log ${during} failed`),
-    onDuplicate: (rec, total) => log.warn(
-      { reqId: rec.request_id, status: rec.status, reason: rec.reason, total },
-      'a request id was recorded again: no second row (reported at most once a minute)',
-    ),
+    onDuplicate: (rec, total) =>
+      log.warn(
+        { reqId: rec.request_id, status: rec.status, reason: rec.reason, total },
+        'a request id was recorded again: no second row (reported at most once a minute)',
+      ),
   });
 }
 

@@ -72,7 +72,9 @@ const RATIO = 1.02;
 const LN_RATIO = Math.log(RATIO);
 
 export function bucketOf(ms: number): number {
-  return ms < EXACT_BELOW ? Math.max(0, Math.floor(ms)) : EXACT_BELOW + Math.floor(Math.log(ms / EXACT_BELOW) / LN_RATIO);
+  return ms < EXACT_BELOW
+    ? Math.max(0, Math.floor(ms))
+    : EXACT_BELOW + Math.floor(Math.log(ms / EXACT_BELOW) / LN_RATIO);
 }
 
 /** The value a bucket stands for: itself below 128 ms, else its geometric middle. */
@@ -168,8 +170,18 @@ function addTo(tier: Tier, period: number, c: RollupCall): void {
   let cell = cells.get(key);
   if (!cell) {
     cell = {
-      backend: c.backend, model: c.model, source: c.source, calls: 0, errors: 0, prompt: 0, completion: 0, cached: 0,
-      written: 0, cost: 0, dur: new Hist(), ttft: new Hist(),
+      backend: c.backend,
+      model: c.model,
+      source: c.source,
+      calls: 0,
+      errors: 0,
+      prompt: 0,
+      completion: 0,
+      cached: 0,
+      written: 0,
+      cost: 0,
+      dur: new Hist(),
+      ttft: new Hist(),
     };
     cells.set(key, cell);
   }
@@ -187,7 +199,15 @@ function addTo(tier: Tier, period: number, c: RollupCall): void {
 
 /** A group being summed. */
 class Acc {
-  calls = 0; errors = 0; prompt = 0; completion = 0; cached = 0; written = 0; reporting = 0; unreported = 0; cost = 0;
+  calls = 0;
+  errors = 0;
+  prompt = 0;
+  completion = 0;
+  cached = 0;
+  written = 0;
+  reporting = 0;
+  unreported = 0;
+  cost = 0;
   readonly dur = new Merged();
   readonly ttft = new Merged();
 
@@ -211,11 +231,21 @@ class Acc {
     const [p50, p95] = this.dur.percentiles([50, 95]);
     const [t50, t95] = this.ttft.percentiles([50, 95]);
     return {
-      key: this.key, calls: this.calls, errors: this.errors, prompt_tokens: this.prompt, completion_tokens: this.completion,
-      cached_tokens: this.cached, cache_write_tokens: this.written, reporting_prompt_tokens: this.reporting,
-      unreported_prompt_tokens: this.unreported, cost_usd: this.cost,
+      key: this.key,
+      calls: this.calls,
+      errors: this.errors,
+      prompt_tokens: this.prompt,
+      completion_tokens: this.completion,
+      cached_tokens: this.cached,
+      cache_write_tokens: this.written,
+      reporting_prompt_tokens: this.reporting,
+      unreported_prompt_tokens: this.unreported,
+      cost_usd: this.cost,
       hit_rate: this.reporting > 0 ? this.cached / this.reporting : null,
-      p50_ms: p50, p95_ms: p95, ttft_p50_ms: t50, ttft_p95_ms: t95,
+      p50_ms: p50,
+      p95_ms: p95,
+      ttft_p50_ms: t50,
+      ttft_p95_ms: t95,
     };
   }
 }
@@ -279,9 +309,10 @@ export class CallsRollup {
     const groups = { backend: new Map<string, Acc>(), model: new Map<string, Acc>(), source: new Map<string, Acc>() };
     const series: SeriesPoint[] = [];
     const seen = new Set<string>();
-    const periods = to - from <= tier.size
-      ? Array.from({ length: to - from }, (_, i) => from + i)
-      : [...tier.keys()].filter((p) => p >= from && p < to).sort((a, b) => a - b);
+    const periods =
+      to - from <= tier.size
+        ? Array.from({ length: to - from }, (_, i) => from + i)
+        : [...tier.keys()].filter((p) => p >= from && p < to).sort((a, b) => a - b);
     const points = new Map<number, Acc>();
     for (const period of periods) {
       const cells = tier.get(period);
@@ -301,12 +332,25 @@ export class CallsRollup {
     for (let p = from; p < to; p++) {
       const t = p * size;
       const stats = (points.get(p) ?? new Acc('')).stats();
-      series.push({ ...stats, key: new Date(t).toISOString().slice(0, step === 'hour' ? 16 : 10).replace('T', ' '), t });
+      series.push({
+        ...stats,
+        key: new Date(t)
+          .toISOString()
+          .slice(0, step === 'hour' ? 16 : 10)
+          .replace('T', ' '),
+        t,
+      });
     }
     const list = (m: Map<string, Acc>) => [...m.values()].map((a) => a.stats()).sort(byCalls);
     return {
-      since: from * size, until: to * size, step, total: total.stats(),
-      backend: list(groups.backend), model: list(groups.model), source: list(groups.source), series,
+      since: from * size,
+      until: to * size,
+      step,
+      total: total.stats(),
+      backend: list(groups.backend),
+      model: list(groups.model),
+      source: list(groups.source),
+      series,
       silentBackends: [...seen].filter((b) => !this.cacheReporting.has(b)).sort(),
     };
   }

@@ -68,7 +68,6 @@ export function effectiveCost(rec: { cost_usd: number; upstream_cost_usd: number
   return Number.isFinite(rec.cost_usd) && rec.cost_usd > 0 ? rec.cost_usd : 0;
 }
 
-
 function count(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
 }

@@ -35,42 +35,56 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   readonly contentType: string = this.registry.contentType;
 
-  private readonly requests = this.counter('llm_gateway_requests_total',
+  private readonly requests = this.counter(
+    'llm_gateway_requests_total',
     'Calls handled, refused ones included (backend "(refused)").',
-    ['endpoint', 'backend', 'status']);
-  private readonly duration = this.histogram('llm_gateway_request_duration_seconds',
+    ['endpoint', 'backend', 'status'],
+  );
+  private readonly duration = this.histogram(
+    'llm_gateway_request_duration_seconds',
     'Time from request to the last byte of the response.',
-    ['endpoint', 'backend']);
-  private readonly ttft = this.histogram('llm_gateway_ttft_seconds',
+    ['endpoint', 'backend'],
+  );
+  private readonly ttft = this.histogram(
+    'llm_gateway_ttft_seconds',
     'Time to the first byte of the response body (includes parking and model loads).',
-    ['backend']);
-  private readonly tokens = this.counter('llm_gateway_tokens_total',
+    ['backend'],
+  );
+  private readonly tokens = this.counter(
+    'llm_gateway_tokens_total',
     'Tokens processed; direction "in" includes cached prompt tokens.',
-    ['backend', 'direction']);
-  private readonly estimatedTokens = this.counter('llm_gateway_estimated_tokens_total',
+    ['backend', 'direction'],
+  );
+  private readonly estimatedTokens = this.counter(
+    'llm_gateway_estimated_tokens_total',
     'The part of llm_gateway_tokens_total the gateway estimated because the backend reported no usage.',
-    ['backend', 'direction']);
-  private readonly cacheTokens = this.counter('llm_gateway_cache_tokens_total',
+    ['backend', 'direction'],
+  );
+  private readonly cacheTokens = this.counter(
+    'llm_gateway_cache_tokens_total',
     'Prompt tokens read from ("read") or written to ("write") the provider prompt cache.',
-    ['backend', 'kind']);
-  private readonly cost = this.counter('llm_gateway_cost_usd_total',
+    ['backend', 'kind'],
+  );
+  private readonly cost = this.counter(
+    'llm_gateway_cost_usd_total',
     'USD spent: upstream-reported cost where available, else computed from pricing.',
-    ['backend']);
-  private readonly inflight = this.gauge('llm_gateway_backend_inflight',
-    'Calls in flight per backend.',
-    ['backend']);
-  private readonly cap = this.gauge('llm_gateway_backend_cap',
-    'In-flight cap per backend (0 = unlimited).',
-    ['backend']);
-  private readonly up = this.gauge('llm_gateway_backend_up',
-    '1 when the backend is healthy, else 0.',
-    ['backend']);
-  private readonly parked = this.gauge('llm_gateway_parked_calls',
+    ['backend'],
+  );
+  private readonly inflight = this.gauge('llm_gateway_backend_inflight', 'Calls in flight per backend.', ['backend']);
+  private readonly cap = this.gauge('llm_gateway_backend_cap', 'In-flight cap per backend (0 = unlimited).', [
+    'backend',
+  ]);
+  private readonly up = this.gauge('llm_gateway_backend_up', '1 when the backend is healthy, else 0.', ['backend']);
+  private readonly parked = this.gauge(
+    'llm_gateway_parked_calls',
     'Calls parked waiting for a slot, per requested alias or model.',
-    ['alias']);
-  private readonly discoveryErrors = this.counter('llm_gateway_discovery_errors_total',
+    ['alias'],
+  );
+  private readonly discoveryErrors = this.counter(
+    'llm_gateway_discovery_errors_total',
     'Failed discovery or health polls per backend and error kind.',
-    ['backend', 'kind']);
+    ['backend', 'kind'],
+  );
 
   private counter<L extends string>(name: string, help: string, labelNames: readonly L[]) {
     return new Counter({ name, help, labelNames, registers: [this.registry] });

@@ -110,8 +110,9 @@ export class PaidGate {
     const resetAt = startOfNextUtcMonth(now);
     return {
       retryAfterSec: secondsUntil(resetAt, now),
-      message: `The gateway's monthly budget for paid backends is spent ($${spent.toFixed(4)} of $${budget.toFixed(2)},`
-        + ` paid_budget_usd_month) and this model has no unpaid backend; it resets at ${iso(resetAt)}.`,
+      message:
+        `The gateway's monthly budget for paid backends is spent ($${spent.toFixed(4)} of $${budget.toFixed(2)},` +
+        ` paid_budget_usd_month) and this model has no unpaid backend; it resets at ${iso(resetAt)}.`,
     };
   }
 

@@ -37,9 +37,7 @@ export interface QuotaUser {
   quota_cost_month: number | null;
 }
 
-export type QuotaVerdict =
-  | { ok: true }
-  | { ok: false; kind: 'day' | 'month'; retryAfterSec: number; message: string };
+export type QuotaVerdict = { ok: true } | { ok: false; kind: 'day' | 'month'; retryAfterSec: number; message: string };
 
 /** An admitted call's `done()` (idempotent) ends its count as running once it is on record. */
 export type Admission = { ok: true; done: () => void } | Extract<QuotaVerdict, { ok: false }>;
@@ -67,7 +65,12 @@ export function countsTowardQuota(rec: Pick<CallRecord, 'backend' | 'status' | '
  */
 export function dayUsageOf(rec: CallRecord): DayUsage | null {
   if (!Number.isInteger(rec.user_id) || !Number.isFinite(rec.ts) || !countsTowardQuota(rec)) return null;
-  return { user_id: rec.user_id!, day: utcDayNumber(Math.max(0, Math.round(rec.ts))), requests: callCount(rec), cost: effectiveCost(rec) };
+  return {
+    user_id: rec.user_id!,
+    day: utcDayNumber(Math.max(0, Math.round(rec.ts))),
+    requests: callCount(rec),
+    cost: effectiveCost(rec),
+  };
 }
 
 /** Float sums of many small costs drift; a spend within this of the budget counts as reaching it. */
@@ -80,7 +83,11 @@ export const COST_EPSILON_USD = 1e-9;
  * only keeps it off the paid ones).
  */
 export function checkQuota(
-  user: QuotaUser, log: Pick<QuotaGate, 'requestsSince' | 'costSince'>, now: number, running = 0, hasUnpaid = false,
+  user: QuotaUser,
+  log: Pick<QuotaGate, 'requestsSince' | 'costSince'>,
+  now: number,
+  running = 0,
+  hasUnpaid = false,
 ): QuotaVerdict {
   const perDay = user.quota_req_day;
   if (isLimit(perDay)) {

@@ -21,7 +21,10 @@ export class RequestIds {
   private readonly issued: RecentIds;
 
   /** `recorded(id)`: whether the call log has a row of that id among its recent ones. */
-  constructor(private readonly recorded: (id: string) => boolean, capacity = ISSUED_IDS) {
+  constructor(
+    private readonly recorded: (id: string) => boolean,
+    capacity = ISSUED_IDS,
+  ) {
     this.issued = new RecentIds(capacity);
   }
 

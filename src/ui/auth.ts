@@ -34,13 +34,19 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
     const wait = throttle.retryAfter(address, Date.now());
     if (wait > 0) {
       reply.header('retry-after', String(wait));
-      return loginPage(ctx, reply, req, { status: 429, errors: { key: `Too many failed attempts from this address: try again in ${wait} s.` } });
+      return loginPage(ctx, reply, req, {
+        status: 429,
+        errors: { key: `Too many failed attempts from this address: try again in ${wait} s.` },
+      });
     }
     const key = typeof req.body?.key === 'string' ? req.body.key.trim() : '';
     const who = key ? adminBehind(ctx, key) : undefined;
     if (!who) {
       throttle.failed(address, Date.now());
-      return loginPage(ctx, reply, req, { status: 401, errors: { key: key ? 'This is not an admin key of this gateway.' : 'Enter an admin key.' } });
+      return loginPage(ctx, reply, req, {
+        status: 401,
+        errors: { key: key ? 'This is not an admin key of this gateway.' : 'Enter an admin key.' },
+      });
     }
     startSession(ctx, req, reply, who.who, who.name);
     return reply.redirect(safeNext(req.body?.next), 303);
@@ -57,9 +63,17 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
       const message = gateway.authenticator.isOpen()
         ? 'This gateway is open, but the first admin user can only be created from its own host, at http://127.0.0.1:<port>/ui or http://localhost:<port>/ui.'
         : 'The gateway already has a master key or users: log in instead.';
-      return renderPage(reply, 'error', { title: 'Not open', status: gateway.authenticator.isOpen() ? 403 : 409, message });
+      return renderPage(reply, 'error', {
+        title: 'Not open',
+        status: gateway.authenticator.isOpen() ? 403 : 409,
+        message,
+      });
     }
-    const { user, key } = gateway.usersService.create({ name: 'admin', role: 'admin', note: 'created from the console' });
+    const { user, key } = gateway.usersService.create({
+      name: 'admin',
+      role: 'admin',
+      note: 'created from the console',
+    });
     startSession(ctx, req, reply, { kind: 'user', userId: user.id, keyDigest: gateway.users.digestOf(key) }, user.name);
     setViewer(req, { name: user.name, open: false });
     return renderPage(reply, 'key-once', { title: 'Admin user created', userName: user.name, key });
@@ -86,7 +100,8 @@ export function stillViewing(ctx: UiContext, req: FastifyRequest): boolean {
 }
 
 function currentViewer(ctx: UiContext, req: FastifyRequest): Viewer | undefined {
-  if (ctx.gateway.authenticator.isOpen()) return isLocalRequest(req.ip, req.headers) ? { name: 'open gateway', open: true } : undefined;
+  if (ctx.gateway.authenticator.isOpen())
+    return isLocalRequest(req.ip, req.headers) ? { name: 'open gateway', open: true } : undefined;
   const id = sessionIdOf(req);
   const session = ctx.sessions.get(id, Date.now());
   if (!session || !stillAdmin(ctx, session)) {
@@ -117,7 +132,10 @@ function adminBehind(ctx: UiContext, key: string): { who: SessionWho; name: stri
     const caller = ctx.gateway.authenticator.authenticate({ authorization: `Bearer ${key}` });
     if (caller.kind === 'master') return { who: { kind: 'master', keyDigest: keyDigest(key) }, name: 'master key' };
     if (caller.kind === 'user' && caller.isAdmin && caller.user) {
-      return { who: { kind: 'user', userId: caller.user.id, keyDigest: ctx.gateway.users.digestOf(key) }, name: caller.user.name };
+      return {
+        who: { kind: 'user', userId: caller.user.id, keyDigest: ctx.gateway.users.digestOf(key) },
+        name: caller.user.name,
+      };
     }
   } catch {
     // a wrong or disabled key: the same answer as a non-admin one
@@ -129,7 +147,11 @@ function startSession(ctx: UiContext, req: FastifyRequest, reply: FastifyReply, 
   ctx.sessions.delete(sessionIdOf(req)); // a new login never keeps an old id
   const session = ctx.sessions.create(who, name, Date.now());
   reply.setCookie(SESSION_COOKIE, session.id, {
-    path: '/ui', httpOnly: true, sameSite: 'strict', secure: 'auto', signed: true,
+    path: '/ui',
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: 'auto',
+    signed: true,
     maxAge: SESSION_TTL_MS / 1000,
   });
 }
@@ -146,11 +168,17 @@ function safeNext(next: unknown): string {
   return typeof next === 'string' && /^\/ui(?:[/?#]|$)/.test(next) && !next.startsWith('//') ? next : '/ui';
 }
 
-function loginPage(ctx: UiContext, reply: FastifyReply, req: FastifyRequest, data: { status?: number; errors?: Record<string, string> }): Promise<FastifyReply> {
+function loginPage(
+  ctx: UiContext,
+  reply: FastifyReply,
+  req: FastifyRequest,
+  data: { status?: number; errors?: Record<string, string> },
+): Promise<FastifyReply> {
   const query = req.query as Record<string, string | undefined>;
   const open = ctx.gateway.authenticator.isOpen();
   return renderPage(reply, 'login', {
-    title: 'Log in', next: safeNext(query.next ?? (req.body as { next?: unknown } | undefined)?.next),
+    title: 'Log in',
+    next: safeNext(query.next ?? (req.body as { next?: unknown } | undefined)?.next),
     bye: query.bye === '1',
     // open, but this request is not a local one: the console (like the admin API) stays shut
     openRemote: open && !isLoopbackIp(req.ip),

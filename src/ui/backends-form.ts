@@ -27,7 +27,7 @@ export interface ReadBackend {
 }
 
 export function typeOf(value: unknown): BackendType {
-  return (ALL_TYPES as readonly unknown[]).includes(value) ? value as BackendType : 'openai';
+  return (ALL_TYPES as readonly unknown[]).includes(value) ? (value as BackendType) : 'openai';
 }
 
 export function emptyForm(type: BackendType = 'openai'): BackendForm {
@@ -74,13 +74,22 @@ export function readBackendForm(body: FormBody): ReadBackend {
   const key = one(body, 'api_key').trim();
   const clear = checked(body, 'api_key_clear');
   form.api_key_clear = clear;
-  if (key && clear) problems.push({ path: 'api_key', message: 'either type a new key or clear the one in force, not both' });
-  if (key) { input.api_key = key; typedKey = true; }
-  else if (clear) input.api_key = { clear: true };
+  if (key && clear)
+    problems.push({ path: 'api_key', message: 'either type a new key or clear the one in force, not both' });
+  if (key) {
+    input.api_key = key;
+    typedKey = true;
+  } else if (clear) input.api_key = { clear: true };
   return { form, input, problems, typedKey };
 }
 
-function readField(f: FieldMeta, body: FormBody, form: BackendForm, input: Record<string, unknown>, problems: ConfigProblem[]): void {
+function readField(
+  f: FieldMeta,
+  body: FormBody,
+  form: BackendForm,
+  input: Record<string, unknown>,
+  problems: ConfigProblem[],
+): void {
   if (f.kind === 'secret') return;
   if (f.kind === 'check') {
     const on = checked(body, f.key);
@@ -91,18 +100,31 @@ function readField(f: FieldMeta, body: FormBody, form: BackendForm, input: Recor
   const raw = one(body, f.key);
   form[f.key] = raw;
   const text = raw.trim();
-  if (f.key === 'name' || f.key === 'url') { input[f.key] = text; return; }
-  if (f.key === 'type') { input.type = text || 'openai'; form.type = text || 'openai'; return; }
+  if (f.key === 'name' || f.key === 'url') {
+    input[f.key] = text;
+    return;
+  }
+  if (f.key === 'type') {
+    input.type = text || 'openai';
+    form.type = text || 'openai';
+    return;
+  }
   if (!text) return;
   if (f.kind === 'number') input[f.key] = parseNumber(text);
   else if (f.kind === 'lines') {
-    const list = text.split(/[\n,]/).map((s) => s.trim()).filter(Boolean);
+    const list = text
+      .split(/[\n,]/)
+      .map((s) => s.trim())
+      .filter(Boolean);
     if (list.length) input[f.key] = list;
   } else if (f.kind === 'json') {
     try {
       input[f.key] = JSON.parse(text);
     } catch (err) {
-      problems.push({ path: f.key, message: `is not valid JSON (${(err as Error).message.replace(/^JSON\.parse: /, '')})` });
+      problems.push({
+        path: f.key,
+        message: `is not valid JSON (${(err as Error).message.replace(/^JSON\.parse: /, '')})`,
+      });
       input[f.key] = text; // refused by the validator too: nothing can be saved
     }
   } else input[f.key] = text;
@@ -113,15 +135,21 @@ function readField(f: FieldMeta, body: FormBody, form: BackendForm, input: Recor
  * goes to that field; one about the rest of the configuration (an alias naming the old name)
  * to `_form`, with its path. Our own reading problems win over the validator's for a field.
  */
-export function errorsOf(problems: readonly ConfigProblem[], own: readonly ConfigProblem[] = []): Record<string, string> {
+export function errorsOf(
+  problems: readonly ConfigProblem[],
+  own: readonly ConfigProblem[] = [],
+): Record<string, string> {
   const errors: Record<string, string[]> = {};
-  const add = (field: string, message: string) => { (errors[field] ??= []).includes(message) || errors[field].push(message); };
+  const add = (field: string, message: string) => {
+    (errors[field] ??= []).includes(message) || errors[field].push(message);
+  };
   const ownFields = new Set(own.map((p) => fieldOf(p.path)));
   for (const p of own) add(fieldOf(p.path) ?? '_form', p.message);
   for (const p of problems) {
     const field = fieldOf(p.path);
     if (field && ownFields.has(field)) continue;
-    if (field) add(field, p.path === field ? p.message : `${p.path.slice(field.length).replace(/^\./, '')}: ${p.message}`);
+    if (field)
+      add(field, p.path === field ? p.message : `${p.path.slice(field.length).replace(/^\./, '')}: ${p.message}`);
     else add('_form', p.path ? `${p.path}: ${p.message}` : p.message);
   }
   return Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, v.join('; ')]));
@@ -130,7 +158,13 @@ export function errorsOf(problems: readonly ConfigProblem[], own: readonly Confi
 /** Our own reading problems, then the service's on the other fields (a field we could not read has only ours). */
 export function withOwn(own: readonly ConfigProblem[], problems: readonly ConfigProblem[]): ConfigProblem[] {
   const ownFields = new Set(own.flatMap((p) => fieldOf(p.path) ?? []));
-  return [...own, ...problems.filter((p) => { const field = fieldOf(p.path); return field === undefined || !ownFields.has(field); })];
+  return [
+    ...own,
+    ...problems.filter((p) => {
+      const field = fieldOf(p.path);
+      return field === undefined || !ownFields.has(field);
+    }),
+  ];
 }
 
 function fieldOf(path: string): string | undefined {

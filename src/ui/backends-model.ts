@@ -119,7 +119,8 @@ export const PRICE_PREVIEW = 50;
 
 export function rowPrices(report: PricingReport): RowPrices {
   const order = ['config', 'discovered', 'built-in', 'none'] as const;
-  const counts = order.filter((s) => report.sources[s] > 0)
+  const counts = order
+    .filter((s) => report.sources[s] > 0)
     .map((source) => ({ source, models: report.sources[source] }));
   const all = Object.entries(report.models);
   const models = all.slice(0, PRICE_PREVIEW).map(([id, view]) => ({ id, ...view }));
@@ -136,12 +137,28 @@ export function stateOf(b: BackendView): BackendState {
 /** One backend's row; `slots`: its scheduler snapshot, for what was learnt of its speed. */
 export function backendRow(b: BackendView, slots?: BackendSlotsSnapshot): BackendRow {
   const row: BackendRow = {
-    name: b.name, type: b.type, state: stateOf(b), drained: b.draining && b.inflight === 0,
-    source: b.source, overrides: b.fileSpec ? differingKeys(b.spec, b.fileSpec) : [],
-    enabled: b.enabled, draining: b.draining, models: b.models, modelIds: b.modelIds.slice(0, MODEL_PREVIEW),
-    inflight: b.inflight, cap: b.cap, paid: b.paid, url: b.spec.url,
+    name: b.name,
+    type: b.type,
+    state: stateOf(b),
+    drained: b.draining && b.inflight === 0,
+    source: b.source,
+    overrides: b.fileSpec ? differingKeys(b.spec, b.fileSpec) : [],
+    enabled: b.enabled,
+    draining: b.draining,
+    models: b.models,
+    modelIds: b.modelIds.slice(0, MODEL_PREVIEW),
+    inflight: b.inflight,
+    cap: b.cap,
+    paid: b.paid,
+    url: b.spec.url,
   };
-  if (b.error && !b.healthy) row.error = { kind: b.error.kind, detail: b.error.detail, since: b.error.since, ...(b.error.status !== undefined ? { status: b.error.status } : {}) };
+  if (b.error && !b.healthy)
+    row.error = {
+      kind: b.error.kind,
+      detail: b.error.detail,
+      since: b.error.since,
+      ...(b.error.status !== undefined ? { status: b.error.status } : {}),
+    };
   if (b.inventory) row.inventory = b.inventory;
   if (b.spec.host) row.host = b.spec.host;
   if (b.group) row.group = b.group;
@@ -154,7 +171,9 @@ export function backendRow(b: BackendView, slots?: BackendSlotsSnapshot): Backen
 
 /** The list; `slots`: the scheduler's snapshot of the backends, for what was learnt of their speed. */
 export function backendsModel(
-  views: readonly BackendView[], now = Date.now(), slots: readonly BackendSlotsSnapshot[] = [],
+  views: readonly BackendView[],
+  now = Date.now(),
+  slots: readonly BackendSlotsSnapshot[] = [],
 ): BackendsModel {
   const byName = new Map(slots.map((s) => [s.name, s]));
   const rows = views.map((v) => backendRow(v, byName.get(v.name)));
@@ -179,7 +198,10 @@ export function differingKeys(a: MaskedBackendSpec, b: MaskedBackendSpec): strin
 export class Flash {
   private readonly notes = new Map<string, { text: string; at: number }>();
 
-  constructor(private readonly ttlMs = 120_000, private readonly max = 200) {}
+  constructor(
+    private readonly ttlMs = 120_000,
+    private readonly max = 200,
+  ) {}
 
   put(text: string, now = Date.now()): string {
     for (const [id, n] of this.notes) if (now - n.at > this.ttlMs || this.notes.size >= this.max) this.notes.delete(id);

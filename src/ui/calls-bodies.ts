@@ -21,21 +21,21 @@ export type BodyView =
   | { kind: 'none' }
   | { kind: 'binary'; bytes: number; stored: number; truncatedFrom: number | null }
   | {
-    kind: 'json' | 'text' | 'sse';
-    /** The text shown (pretty JSON, or as stored). */
-    text: string;
-    /** Bytes of the body as the call had it (before the cap). */
-    bytes: number;
-    lines: number;
-    /** The body was longer than the cap: its size then. */
-    truncatedFrom: number | null;
-    collapsed: boolean;
-    events?: SseEvent[];
-    /** Events past `MAX_EVENTS`. */
-    moreEvents?: number;
-    /** What a chat/messages stream said, put together from its deltas (null when it says nothing). */
-    streamed?: string | null;
-  };
+      kind: 'json' | 'text' | 'sse';
+      /** The text shown (pretty JSON, or as stored). */
+      text: string;
+      /** Bytes of the body as the call had it (before the cap). */
+      bytes: number;
+      lines: number;
+      /** The body was longer than the cap: its size then. */
+      truncatedFrom: number | null;
+      collapsed: boolean;
+      events?: SseEvent[];
+      /** Events past `MAX_EVENTS`. */
+      moreEvents?: number;
+      /** What a chat/messages stream said, put together from its deltas (null when it says nothing). */
+      streamed?: string | null;
+    };
 
 const MARKER = /\n…\[truncated by llm-gateway: body was (\d+) bytes\]$/;
 
@@ -50,9 +50,16 @@ export function bodyView(body: Buffer | null, bytesBefore: number | null): BodyV
   }
   const bytes = bytesBefore ?? truncatedFrom ?? body.length;
   if (looksBinary(text)) return { kind: 'binary', bytes, stored: body.length, truncatedFrom };
-  const shown = (kind: 'json' | 'text' | 'sse', t: string, extra: Partial<BodyView> = {}): BodyView => ({
-    kind, text: t, bytes, lines: countLines(t), truncatedFrom, collapsed: t.length > COLLAPSE_CHARS, ...extra,
-  } as BodyView);
+  const shown = (kind: 'json' | 'text' | 'sse', t: string, extra: Partial<BodyView> = {}): BodyView =>
+    ({
+      kind,
+      text: t,
+      bytes,
+      lines: countLines(t),
+      truncatedFrom,
+      collapsed: t.length > COLLAPSE_CHARS,
+      ...extra,
+    }) as BodyView;
   const trimmed = text.trimStart();
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
     try {
@@ -64,7 +71,9 @@ export function bodyView(body: Buffer | null, bytesBefore: number | null): BodyV
   if (/^(?:event|data|id|retry):|^:/m.test(trimmed.slice(0, 200)) && /^(?:event|data):/m.test(text)) {
     const all = parseSse(text);
     return shown('sse', text, {
-      events: all.slice(0, MAX_EVENTS), moreEvents: Math.max(0, all.length - MAX_EVENTS), streamed: streamedText(all),
+      events: all.slice(0, MAX_EVENTS),
+      moreEvents: Math.max(0, all.length - MAX_EVENTS),
+      streamed: streamedText(all),
       collapsed: true,
     });
   }
@@ -88,7 +97,9 @@ export function parseSse(text: string): SseEvent[] {
     if (event === null && data.length === 0) continue;
     const joined = data.join('\n');
     const parsed = tryJson(joined);
-    events.push(parsed === undefined ? { event, data: joined, json: false } : { event, data: JSON.stringify(parsed), json: true });
+    events.push(
+      parsed === undefined ? { event, data: joined, json: false } : { event, data: JSON.stringify(parsed), json: true },
+    );
   }
   return events;
 }
@@ -119,7 +130,8 @@ function deltaText(v: Record<string, unknown>): unknown {
     const delta = c.delta as Record<string, unknown> | undefined;
     return delta && typeof delta.content === 'string' ? delta.content : c.text;
   }
-  if (v.type === 'content_block_delta' && v.delta && typeof v.delta === 'object') return (v.delta as Record<string, unknown>).text;
+  if (v.type === 'content_block_delta' && v.delta && typeof v.delta === 'object')
+    return (v.delta as Record<string, unknown>).text;
   if (v.type === 'response.output_text.delta') return v.delta;
   return undefined;
 }

@@ -19,7 +19,15 @@ export interface CallsInput {
   beforeId: string;
 }
 
-export const CALLS_FIELDS = ['status', 'backend', 'model', 'source', 'since', 'until', 'beforeId'] as const satisfies readonly (keyof CallsInput)[];
+export const CALLS_FIELDS = [
+  'status',
+  'backend',
+  'model',
+  'source',
+  'since',
+  'until',
+  'beforeId',
+] as const satisfies readonly (keyof CallsInput)[];
 
 export interface ParsedCalls {
   input: CallsInput;
@@ -75,7 +83,14 @@ export function parseUtcTime(text: string): number | undefined {
     const t = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(sec));
     // Date.UTC rolls 2026-02-30 over into March: refuse what does not read back the same
     const back = new Date(t);
-    if (back.getUTCDate() !== Number(d) || back.getUTCMonth() !== Number(mo) - 1 || Number(h) > 23 || Number(mi) > 59 || Number(sec) > 59) return undefined;
+    if (
+      back.getUTCDate() !== Number(d) ||
+      back.getUTCMonth() !== Number(mo) - 1 ||
+      Number(h) > 23 ||
+      Number(mi) > 59 ||
+      Number(sec) > 59
+    )
+      return undefined;
     return t;
   }
   if (/^\d{4}-\d{2}-\d{2}T.+(Z|[+-]\d{2}:?\d{2})$/.test(s)) {

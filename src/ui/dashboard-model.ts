@@ -10,7 +10,13 @@ import type { JobView, MediaCaller } from '../media/service-types.ts';
 import type { Gateway } from '../gateway.ts';
 
 /** The console reads every job (admin view). */
-export const CONSOLE_CALLER: MediaCaller = Object.freeze({ owner: 'console', admin: true, allow: [], source: 'console', userId: null });
+export const CONSOLE_CALLER: MediaCaller = Object.freeze({
+  owner: 'console',
+  admin: true,
+  allow: [],
+  source: 'console',
+  userId: null,
+});
 
 export interface BackendCard {
   name: string;

@@ -24,7 +24,10 @@ export function bytes(n: number | null | undefined): string {
   const units = ['KiB', 'MiB', 'GiB'];
   let v = n / 1024;
   let u = 0;
-  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
   return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
 }
 
@@ -41,7 +44,6 @@ export function percent(part: number, whole: number): number {
   return whole > 0 ? Math.min(100, Math.max(0, Math.round((part / whole) * 100))) : 0;
 }
 
-
 /** JSON with 2-space indents in which a bigint is written as its digits (the prompt's big seeds stay exact). */
 export function prettyJson(value: unknown, indent = 2, depth = 0): string {
   if (typeof value === 'bigint') return value.toString();
@@ -52,7 +54,8 @@ export function prettyJson(value: unknown, indent = 2, depth = 0): string {
   if (Array.isArray(value)) {
     if (value.length === 0) return '[]';
     // links and short lists on one line, as ComfyUI writes them
-    if (value.every((v) => v === null || typeof v !== 'object')) return `[${value.map((v) => prettyJson(v, 0)).join(', ')}]`;
+    if (value.every((v) => v === null || typeof v !== 'object'))
+      return `[${value.map((v) => prettyJson(v, 0)).join(', ')}]`;
     return `[${value.map((v) => `${pad}${prettyJson(v, indent, depth + 1)}`).join(',')}${end}]`;
   }
   const entries = Object.entries(value).filter(([, v]) => v !== undefined);

@@ -43,8 +43,15 @@ function pageEvent(ctx: UiContext, id: string, event: JobEvent, withSummary: boo
   switch (event.type) {
     case 'preview':
       return { type: 'preview', url: `/ui/jobs/${id}/preview` };
-    case 'done': case 'failed': case 'cancelled':
-      return { type: event.type, status: event.job.status, progress: event.job.progress, parts: jobParts(ctx, event.job) };
+    case 'done':
+    case 'failed':
+    case 'cancelled':
+      return {
+        type: event.type,
+        status: event.job.status,
+        progress: event.job.progress,
+        parts: jobParts(ctx, event.job),
+      };
     case 'progress': {
       if (!withSummary) return { ...event };
       const view = ctx.gateway.media.view(id, CONSOLE_CALLER);
@@ -55,9 +62,19 @@ function pageEvent(ctx: UiContext, id: string, event: JobEvent, withSummary: boo
   }
 }
 
-export function followJobEvents(ctx: UiContext, streams: JobStreams, req: FastifyRequest, reply: FastifyReply, id: string): FastifyReply | void {
+export function followJobEvents(
+  ctx: UiContext,
+  streams: JobStreams,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  id: string,
+): FastifyReply | void {
   if (streams.open >= streams.max) {
-    return reply.code(503).send({ error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' } });
+    return reply
+      .code(503)
+      .send({
+        error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' },
+      });
   }
   // subscribe may call back at once (the current state, a finished job's end): hold those
   // until the answer is known to be a stream and not a 404
@@ -109,8 +126,11 @@ export function followJobEvents(ctx: UiContext, streams: JobStreams, req: Fastif
   reply.hijack();
   res = reply.raw;
   res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no',
-    connection: 'keep-alive', 'x-content-type-options': 'nosniff',
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-accel-buffering': 'no',
+    connection: 'keep-alive',
+    'x-content-type-options': 'nosniff',
   });
   streams.open++;
   streams.live.add(res);

@@ -36,7 +36,11 @@ export interface FilterInput {
 }
 
 /** Reads `?status=&model=&limit=`: the filters to apply (defaults where a value is refused) and field errors. */
-export function parseFilters(query: Record<string, unknown>): { filters: JobFilters; input: FilterInput; errors: Record<string, string> } {
+export function parseFilters(query: Record<string, unknown>): {
+  filters: JobFilters;
+  input: FilterInput;
+  errors: Record<string, string>;
+} {
   const text = (v: unknown): string => (typeof v === 'string' ? v.trim() : Array.isArray(v) ? '' : '');
   const input: FilterInput = { status: text(query.status), model: text(query.model), limit: text(query.limit) };
   const errors: Record<string, string> = {};
@@ -85,7 +89,8 @@ export function jobsListModel(gateway: Gateway, filters: JobFilters, now = Date.
 
 /** Media requests the gateway refused before any job existed (auth, validation, unknown alias, quota). */
 export function refusedMedia(gateway: Gateway): CallRow[] {
-  return gateway.callLog.recent({ backend: '(refused)', limit: REFUSED_SCAN })
+  return gateway.callLog
+    .recent({ backend: '(refused)', limit: REFUSED_SCAN })
     .filter((r) => isMediaEndpoint(r.endpoint))
     .slice(0, REFUSED_SHOWN);
 }
@@ -131,18 +136,24 @@ const KNOWN_SUMMARY = new Set(['seed', 'removed', 'bypassed', 'notes', 'outputs'
 
 export function jobDetailModel(gateway: Gateway, job: JobView, now = Date.now()): JobDetailModel {
   const s = job.summary ?? {};
-  const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : prettyJson(x, 0))) : []);
+  const strings = (v: unknown): string[] =>
+    Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : prettyJson(x, 0))) : [];
   const failovers = Array.isArray(s.failovers)
     ? (s.failovers as unknown[]).map((f): FailoverRow => {
-      const o = (f ?? {}) as Record<string, unknown>;
-      return { backend: String(o.backend ?? '?'), code: String(o.code ?? ''), message: String(o.message ?? '') };
-    })
+        const o = (f ?? {}) as Record<string, unknown>;
+        return { backend: String(o.backend ?? '?'), code: String(o.code ?? ''), message: String(o.message ?? '') };
+      })
     : [];
   const model = gateway.generations.get(job.model);
   const candidates = (model?.candidates ?? []).filter((c) => job.backend === null || c.backend === job.backend);
-  const pins = candidates.flatMap((c) => (c.alias.fixed ?? []).map((p): PinRow => ({
-    backend: c.backend, node: p.node, field: p.field, value: short(prettyJson(p.value, 0)),
-  })));
+  const pins = candidates.flatMap((c) =>
+    (c.alias.fixed ?? []).map((p): PinRow => ({
+      backend: c.backend,
+      node: p.node,
+      field: p.field,
+      value: short(prettyJson(p.value, 0)),
+    })),
+  );
   const ms = (sec: number | null) => (sec === null ? null : sec * 1000);
   const started = ms(job.started_at);
   const finished = ms(job.finished_at);
@@ -155,7 +166,9 @@ export function jobDetailModel(gateway: Gateway, job: JobView, now = Date.now())
     notes: strings(s.notes),
     outputs: strings(s.outputs),
     failovers,
-    extra: Object.entries(s).filter(([k]) => !KNOWN_SUMMARY.has(k)).map(([k, v]) => [k, short(prettyJson(v, 0))]),
+    extra: Object.entries(s)
+      .filter(([k]) => !KNOWN_SUMMARY.has(k))
+      .map(([k, v]) => [k, short(prettyJson(v, 0))]),
     pins,
     params: Object.entries(job.params)
       .filter(([k, v]) => !(k === 'prompt' && v === job.prompt)) // shown as the prompt

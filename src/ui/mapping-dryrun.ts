@@ -12,18 +12,38 @@ import { sortedIds } from '../media/compiler/graph.ts';
 import { nodeLabel } from './mapping-model.ts';
 import type { SampleState } from './mapping-form.ts';
 
-export interface NodeRef { id: string; label: string }
-export interface InputChange { node: string; label: string; field: string; before: string; after: string }
+export interface NodeRef {
+  id: string;
+  label: string;
+}
+export interface InputChange {
+  node: string;
+  label: string;
+  field: string;
+  before: string;
+  after: string;
+}
 
 export type DryRun =
   | {
-    ok: true; backend: string; seed?: string; outputs: NodeRef[]; removed: NodeRef[]; bypassed: NodeRef[]; changes: InputChange[];
-    uploads: { param: string; node: string; name: string; placeholder: boolean }[]; notes: string[]; promptJson: string; objectInfo: boolean;
-  }
+      ok: true;
+      backend: string;
+      seed?: string;
+      outputs: NodeRef[];
+      removed: NodeRef[];
+      bypassed: NodeRef[];
+      changes: InputChange[];
+      uploads: { param: string; node: string; name: string; placeholder: boolean }[];
+      notes: string[];
+      promptJson: string;
+      objectInfo: boolean;
+    }
   | { ok: false; backend: string; status: number; message: string; param?: string };
 
 /** The request a dry run sends: the sample values, then the extra JSON (which wins); a refusal names the form field. */
-export function sampleRequest(sample: SampleState): { ok: true; params: Record<string, unknown> } | { ok: false; field: string; message: string } {
+export function sampleRequest(
+  sample: SampleState,
+): { ok: true; params: Record<string, unknown> } | { ok: false; field: string; message: string } {
   const params: Record<string, unknown> = { ...sample.values };
   if (sample.extra.trim() !== '') {
     let extra: unknown;
@@ -32,28 +52,53 @@ export function sampleRequest(sample: SampleState): { ok: true; params: Record<s
     } catch (err) {
       return { ok: false, field: 's-extra', message: `Not JSON: ${(err as Error).message}` };
     }
-    if (typeof extra !== 'object' || extra === null || Array.isArray(extra)) return { ok: false, field: 's-extra', message: 'Must be a JSON object of parameters, like {"lora_1": "x.safetensors"}.' };
+    if (typeof extra !== 'object' || extra === null || Array.isArray(extra))
+      return {
+        ok: false,
+        field: 's-extra',
+        message: 'Must be a JSON object of parameters, like {"lora_1": "x.safetensors"}.',
+      };
     Object.assign(params, extra);
   }
   return { ok: true, params };
 }
 
-export function dryRun(candidate: GenerationCandidate, params: Record<string, unknown>, images: string[], objectInfo: ObjectInfo | undefined): DryRun {
+export function dryRun(
+  candidate: GenerationCandidate,
+  params: Record<string, unknown>,
+  images: string[],
+  objectInfo: ObjectInfo | undefined,
+): DryRun {
   const backend = candidate.backend;
   const result = compile(params, candidate.alias, {
-    jobId: 'dryrun', objectInfo, images: Object.fromEntries(images.map((p) => [p, { ext: 'png' }])),
+    jobId: 'dryrun',
+    objectInfo,
+    images: Object.fromEntries(images.map((p) => [p, { ext: 'png' }])),
   });
-  if (!result.ok) return { ok: false, backend, status: result.error.status, message: result.error.message, ...(result.error.param ? { param: result.error.param } : {}) };
+  if (!result.ok)
+    return {
+      ok: false,
+      backend,
+      status: result.error.status,
+      message: result.error.message,
+      ...(result.error.param ? { param: result.error.param } : {}),
+    };
   const original = candidate.alias.workflow;
   const ref = (id: string) => ({ id, label: nodeLabel(id, original[id]) });
   return {
-    ok: true, backend,
+    ok: true,
+    backend,
     ...(result.seed !== undefined ? { seed: result.seed } : {}),
     outputs: result.outputs.map(ref),
     removed: result.removed.map(ref),
     bypassed: result.bypassed.map(ref),
     changes: inputChanges(original, result.prompt),
-    uploads: result.uploads.map((u) => ({ param: u.param, node: u.node, name: u.name, placeholder: u.placeholder === true })),
+    uploads: result.uploads.map((u) => ({
+      param: u.param,
+      node: u.node,
+      name: u.name,
+      placeholder: u.placeholder === true,
+    })),
     notes: result.notes,
     promptJson: prettyJson(result.prompt),
     objectInfo: objectInfo !== undefined,
@@ -81,4 +126,3 @@ function shown(value: unknown): string {
   const text = prettyJson(value, 0);
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
-

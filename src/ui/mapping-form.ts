@@ -13,7 +13,15 @@ import { isDeepStrictEqual } from 'node:util';
 import { workflowShapeProblem } from '../config/media-schema.ts';
 import { childPath } from '../config/problems.ts';
 import type { ImageModelEntry } from '../config/types.ts';
-import { effectiveMapping, suggestMapping, type Mapping, type ObjectInfo, type OnEmpty, type Pin, type Workflow } from '../media/compiler/index.ts';
+import {
+  effectiveMapping,
+  suggestMapping,
+  type Mapping,
+  type ObjectInfo,
+  type OnEmpty,
+  type Pin,
+  type Workflow,
+} from '../media/compiler/index.ts';
 import { resolveNode } from '../media/compiler/graph.ts';
 import { classInfo, inputDecl } from '../media/compiler/object-info.ts';
 import { coerceValue } from '../media/compiler/values.ts';
@@ -81,7 +89,8 @@ export type ParsedWorkflow = { ok: true; workflow: Workflow } | { ok: false; mes
 
 /** A pasted or uploaded workflow: JSON, and ComfyUI's API format (the UI format is refused with its export hint). */
 export function parseWorkflow(text: string): ParsedWorkflow {
-  if (text.trim() === '') return { ok: false, message: 'Paste a workflow in the API format, or choose its .json file.' };
+  if (text.trim() === '')
+    return { ok: false, message: 'Paste a workflow in the API format, or choose its .json file.' };
   let value: unknown;
   try {
     value = parseExactJson(text); // a baked-in seed beyond 2^53 stays exact
@@ -91,7 +100,12 @@ export function parseWorkflow(text: string): ParsedWorkflow {
   const problem = workflowShapeProblem(value);
   if (problem) {
     const ui = /UI format/.test(problem);
-    return { ok: false, message: ui ? `This is ComfyUI's UI format (the editor's save file). In ComfyUI use Workflow → Export (API) and paste that file.` : `This is not a ComfyUI API workflow: ${problem}.` };
+    return {
+      ok: false,
+      message: ui
+        ? `This is ComfyUI's UI format (the editor's save file). In ComfyUI use Workflow → Export (API) and paste that file.`
+        : `This is not a ComfyUI API workflow: ${problem}.`,
+    };
   }
   return { ok: true, workflow: value as Workflow };
 }
@@ -111,7 +125,12 @@ export function readState(body: FormBody, comfyBackends: readonly string[]): Edi
   for (let k = 0; k < count(body, 'm_count'); k++) {
     const param = one(body, `m${k}_param`).trim();
     if (param === '') continue; // a cleared name removes the row
-    mapping.push({ param, node: one(body, `m${k}_node`), field: one(body, `m${k}_field`), mode: modeOf(one(body, `m${k}_mode`)) });
+    mapping.push({
+      param,
+      node: one(body, `m${k}_node`),
+      field: one(body, `m${k}_field`),
+      mode: modeOf(one(body, `m${k}_mode`)),
+    });
   }
   const posted = new Map<string, BackendState>();
   for (let bi = 0; bi < count(body, 'b_count'); bi++) {
@@ -124,7 +143,14 @@ export function readState(body: FormBody, comfyBackends: readonly string[]): Edi
       pins.push({ node, field: one(body, `b${bi}_p${j}_field`), value: one(body, `b${bi}_p${j}_value`) });
     }
     const order = Number.parseInt(one(body, `b${bi}_order`), 10);
-    posted.set(name, { name, use: one(body, `b${bi}_use`) === 'on', order: Number.isFinite(order) ? order : bi + 1, pins, bypass: one(body, `b${bi}_bypass`), output: one(body, `b${bi}_output`) });
+    posted.set(name, {
+      name,
+      use: one(body, `b${bi}_use`) === 'on',
+      order: Number.isFinite(order) ? order : bi + 1,
+      pins,
+      bypass: one(body, `b${bi}_bypass`),
+      output: one(body, `b${bi}_output`),
+    });
   }
   const backends = comfyBackends.map((name, i) => posted.get(name) ?? blankBackend(name, i + 1, false));
   const values: Record<string, string> = {};
@@ -148,10 +174,28 @@ function blankBackend(name: string, order: number, use: boolean): BackendState {
 }
 
 /** A workflow just pasted: the compiler's suggested mapping, the chosen backends, nothing pinned. */
-export function stateForNew(alias: string, workflowText: string, workflow: Workflow, chosen: readonly string[], comfyBackends: readonly string[]): EditorState {
-  const mapping = Object.entries(suggestMapping(workflow)).map(([param, e]) => ({ param, node: e.node, field: e.field, mode: '' as const }));
+export function stateForNew(
+  alias: string,
+  workflowText: string,
+  workflow: Workflow,
+  chosen: readonly string[],
+  comfyBackends: readonly string[],
+): EditorState {
+  const mapping = Object.entries(suggestMapping(workflow)).map(([param, e]) => ({
+    param,
+    node: e.node,
+    field: e.field,
+    mode: '' as const,
+  }));
   const backends = comfyBackends.map((name, i) => blankBackend(name, i + 1, chosen.includes(name)));
-  return { original: '', alias, workflowText, mapping, backends, sample: { backend: chosen[0] ?? comfyBackends[0] ?? '', values: {}, images: [], extra: '' } };
+  return {
+    original: '',
+    alias,
+    workflowText,
+    mapping,
+    backends,
+    sample: { backend: chosen[0] ?? comfyBackends[0] ?? '', values: {}, images: [], extra: '' },
+  };
 }
 
 /**
@@ -160,33 +204,59 @@ export function stateForNew(alias: string, workflowText: string, workflow: Workf
  * bypass and output. `warnings` says what the editor cannot keep (entries for backends that
  * are not comfyui backends of the fleet, candidates with a workflow of their own).
  */
-export function stateFromEntries(alias: string, entries: readonly ImageModelEntry[], comfyBackends: readonly string[], infoOf: (backend: string) => ObjectInfo | undefined): { state: EditorState; warnings: string[] } {
+export function stateFromEntries(
+  alias: string,
+  entries: readonly ImageModelEntry[],
+  comfyBackends: readonly string[],
+  infoOf: (backend: string) => ObjectInfo | undefined,
+): { state: EditorState; warnings: string[] } {
   const first = entries[0];
   const workflow = first?.workflow_json ?? {};
   const explicit = first?.mapping ?? {};
   const eff = effectiveMapping({ workflow, mapping: explicit }, first ? infoOf(first.backend) : undefined);
   const resolved: Mapping = eff.ok ? eff.mapping : explicit;
-  const mapping: MappingRow[] = Object.entries(resolved).map(([param, e]) => ({ param, node: e.node, field: e.field, mode: modeOf(e.on_empty ?? '') }));
+  const mapping: MappingRow[] = Object.entries(resolved).map(([param, e]) => ({
+    param,
+    node: e.node,
+    field: e.field,
+    mode: modeOf(e.on_empty ?? ''),
+  }));
   const warnings: string[] = [];
   const backends = comfyBackends.map((name, i) => {
     const at = entries.findIndex((e) => e.backend === name);
     if (at < 0) return blankBackend(name, entries.length + i + 1, false);
     const entry = entries[at];
     if (at > 0 && !isDeepStrictEqual(entry.workflow_json, first.workflow_json)) {
-      warnings.push(`The entry for ${name} has a workflow of its own; the editor shows the first entry's, and saving gives every backend that one.`);
+      warnings.push(
+        `The entry for ${name} has a workflow of its own; the editor shows the first entry's, and saving gives every backend that one.`,
+      );
     }
     return {
-      name, use: true, order: at + 1,
-      pins: (entry.fixed ?? []).map((p) => ({ node: resolveNode(workflow, p.node) ?? p.node, field: p.field, value: valueText(p.value) })),
+      name,
+      use: true,
+      order: at + 1,
+      pins: (entry.fixed ?? []).map((p) => ({
+        node: resolveNode(workflow, p.node) ?? p.node,
+        field: p.field,
+        value: valueText(p.value),
+      })),
       bypass: (entry.bypass ?? []).join(', '),
-      output: entry.output === undefined ? '' : resolveNode(workflow, entry.output) ?? entry.output,
+      output: entry.output === undefined ? '' : (resolveNode(workflow, entry.output) ?? entry.output),
     };
   });
   for (const e of entries) {
-    if (!comfyBackends.includes(e.backend)) warnings.push(`The entry for "${e.backend}" names no comfyui backend of the fleet; saving drops it.`);
+    if (!comfyBackends.includes(e.backend))
+      warnings.push(`The entry for "${e.backend}" names no comfyui backend of the fleet; saving drops it.`);
   }
   return {
-    state: { original: alias, alias, workflowText: prettyJson(workflow), mapping, backends, sample: { backend: first?.backend ?? '', values: {}, images: [], extra: '' } },
+    state: {
+      original: alias,
+      alias,
+      workflowText: prettyJson(workflow),
+      mapping,
+      backends,
+      sample: { backend: first?.backend ?? '', values: {}, images: [], extra: '' },
+    },
     warnings,
   };
 }
@@ -200,7 +270,11 @@ export function valueText(value: unknown): string {
 
 /** The backends the alias runs on, in candidate order (the order field, then the fleet's). */
 export function usedBackends(state: EditorState): number[] {
-  return state.backends.map((b, i) => ({ b, i })).filter(({ b }) => b.use).sort((x, y) => x.b.order - y.b.order || x.i - y.i).map(({ i }) => i);
+  return state.backends
+    .map((b, i) => ({ b, i }))
+    .filter(({ b }) => b.use)
+    .sort((x, y) => x.b.order - y.b.order || x.i - y.i)
+    .map(({ i }) => i);
 }
 
 /** Row-level refusals no configuration key can express: two rows naming one parameter. */
@@ -209,7 +283,8 @@ export function rowProblems(state: EditorState): Record<string, string> {
   const seen = new Map<string, number>();
   state.mapping.forEach((row, k) => {
     const other = seen.get(row.param);
-    if (other !== undefined) errors[`m${k}-param`] = `Row ${other + 1} already maps '${row.param}': one row per parameter.`;
+    if (other !== undefined)
+      errors[`m${k}-param`] = `Row ${other + 1} already maps '${row.param}': one row per parameter.`;
     else seen.set(row.param, k);
   });
   return errors;
@@ -221,9 +296,14 @@ export function rowProblems(state: EditorState): Record<string, string> {
  * compiler types them for that backend (kept as typed when they do not fit, so validation
  * names them).
  */
-export function entriesOf(state: EditorState, workflow: Workflow, infoOf: (backend: string) => ObjectInfo | undefined): { entries: ImageModelEntry[]; index: EntryIndex } {
+export function entriesOf(
+  state: EditorState,
+  workflow: Workflow,
+  infoOf: (backend: string) => ObjectInfo | undefined,
+): { entries: ImageModelEntry[]; index: EntryIndex } {
   const mapping: Mapping = {};
-  for (const row of state.mapping) mapping[row.param] = { node: row.node, field: row.field, ...(row.mode ? { on_empty: row.mode } : {}) };
+  for (const row of state.mapping)
+    mapping[row.param] = { node: row.node, field: row.field, ...(row.mode ? { on_empty: row.mode } : {}) };
   const entries: ImageModelEntry[] = [];
   const index: EntryIndex = { backendAt: [], pinAt: [] };
   for (const bi of usedBackends(state)) {
@@ -264,9 +344,15 @@ export interface PlacedProblem {
 }
 
 /** Each problem of `image_models.<alias>…` with the form field it is about; messages joined per field for inline display. */
-export function placeProblems(problems: readonly { path: string; message: string; severity?: 'error' | 'warning' }[], state: EditorState, index: EntryIndex): { placed: PlacedProblem[]; errors: Record<string, string> } {
+export function placeProblems(
+  problems: readonly { path: string; message: string; severity?: 'error' | 'warning' }[],
+  state: EditorState,
+  index: EntryIndex,
+): { placed: PlacedProblem[]; errors: Record<string, string> } {
   const aliasPath = childPath('image_models', state.alias);
-  const params = state.mapping.map((row, k) => ({ k, param: row.param })).sort((a, b) => b.param.length - a.param.length);
+  const params = state.mapping
+    .map((row, k) => ({ k, param: row.param }))
+    .sort((a, b) => b.param.length - a.param.length);
   const fieldOf = (path: string): string | undefined => {
     if (path === aliasPath) return 'alias';
     for (let i = 0; i < index.backendAt.length; i++) {
@@ -310,6 +396,13 @@ export function placeProblems(problems: readonly { path: string; message: string
     if (field && severity === 'error') inline.set(field, [...(inline.get(field) ?? []), p.message]);
   }
   // next to a field: the first two, the rest are in the summary (a workflow of 30 uninstalled classes is one line each there)
-  const errors = Object.fromEntries([...inline].map(([field, list]) => [field, list.length <= MAX_INLINE ? list.join(' ') : `${list.slice(0, MAX_INLINE).join(' ')} …and ${list.length - MAX_INLINE} more (see the list above).`]));
+  const errors = Object.fromEntries(
+    [...inline].map(([field, list]) => [
+      field,
+      list.length <= MAX_INLINE
+        ? list.join(' ')
+        : `${list.slice(0, MAX_INLINE).join(' ')} …and ${list.length - MAX_INLINE} more (see the list above).`,
+    ]),
+  );
   return { placed, errors };
 }

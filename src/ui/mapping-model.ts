@@ -7,7 +7,15 @@
  * knows of each backend.
  */
 import type { Problem, ObjectInfo, Workflow, WorkflowNode } from '../media/compiler/index.ts';
-import { effectiveMapping, isImageLoaderClass, isLink, loraSlots, outputKind, outputNodes, suggestMapping } from '../media/compiler/index.ts';
+import {
+  effectiveMapping,
+  isImageLoaderClass,
+  isLink,
+  loraSlots,
+  outputKind,
+  outputNodes,
+  suggestMapping,
+} from '../media/compiler/index.ts';
 import { sortedIds } from '../media/compiler/graph.ts';
 import { childPath } from '../config/problems.ts';
 import { classInfo, inputDecls, type InputDecl } from '../media/compiler/object-info.ts';
@@ -23,21 +31,80 @@ export interface FleetBackend {
   loras?: number;
 }
 
-export interface NodeOption { id: string; label: string }
-export interface FieldOption { name: string; hint: string }
-/** A `<template>` of field options: `scope` is `m` (the shared mapping) or `b<index>` (a backend's pins). */
-export interface FieldSet { scope: string; node: string; options: FieldOption[] }
-/** A `<template>` with a backend's choices for one combo input. */
-export interface ChoiceSet { scope: string; node: string; field: string; choices: string[] }
-
-export interface RowView { k: number; param: string; node: string; field: string; mode: string; fields: FieldOption[]; hint: string; image: boolean; suggested: boolean }
-export interface PinView { j: number; node: string; field: string; value: string; fields: FieldOption[]; hint: string; choices?: string[] }
-export interface BackendEditView {
-  bi: number; name: string; use: boolean; order: number; healthy: boolean; enabled: boolean; known: boolean; classes: number; loras?: number;
-  pins: PinView[]; bypass: string; output: string; outputs: NodeOption[]; defaultOutputs: string;
+export interface NodeOption {
+  id: string;
+  label: string;
 }
-export interface LoraSlotView { node: string; label: string; field: string; current: string; free: boolean; pinnedOn: string[] }
-export interface SampleParam { k: number; name: string; value: string; image: boolean; checked: boolean; hint: string }
+export interface FieldOption {
+  name: string;
+  hint: string;
+}
+/** A `<template>` of field options: `scope` is `m` (the shared mapping) or `b<index>` (a backend's pins). */
+export interface FieldSet {
+  scope: string;
+  node: string;
+  options: FieldOption[];
+}
+/** A `<template>` with a backend's choices for one combo input. */
+export interface ChoiceSet {
+  scope: string;
+  node: string;
+  field: string;
+  choices: string[];
+}
+
+export interface RowView {
+  k: number;
+  param: string;
+  node: string;
+  field: string;
+  mode: string;
+  fields: FieldOption[];
+  hint: string;
+  image: boolean;
+  suggested: boolean;
+}
+export interface PinView {
+  j: number;
+  node: string;
+  field: string;
+  value: string;
+  fields: FieldOption[];
+  hint: string;
+  choices?: string[];
+}
+export interface BackendEditView {
+  bi: number;
+  name: string;
+  use: boolean;
+  order: number;
+  healthy: boolean;
+  enabled: boolean;
+  known: boolean;
+  classes: number;
+  loras?: number;
+  pins: PinView[];
+  bypass: string;
+  output: string;
+  outputs: NodeOption[];
+  defaultOutputs: string;
+}
+export interface LoraSlotView {
+  node: string;
+  label: string;
+  field: string;
+  current: string;
+  free: boolean;
+  pinnedOn: string[];
+}
+export interface SampleParam {
+  k: number;
+  name: string;
+  value: string;
+  image: boolean;
+  checked: boolean;
+  hint: string;
+}
 export interface EditorModel {
   nodes: NodeOption[];
   rows: RowView[];
@@ -68,12 +135,20 @@ export function editorModel(state: EditorState, workflow: Workflow, fleet: reado
   };
 
   const suggested = suggestMapping(workflow);
-  const rows: RowView[] = [...state.mapping, ...Array.from({ length: BLANK_ROWS }, () => ({ param: '', node: '', field: '', mode: '' as const }))].map((row, k) => {
+  const rows: RowView[] = [
+    ...state.mapping,
+    ...Array.from({ length: BLANK_ROWS }, () => ({ param: '', node: '', field: '', mode: '' as const })),
+  ].map((row, k) => {
     const node = nodeOf(row.node);
     const fields = fieldsFor(row.node, node && sharedInfo(node.class_type), row.field);
     const s = row.param ? suggested[row.param] : undefined;
     return {
-      k, param: row.param, node: row.node, field: row.field, mode: row.mode, fields,
+      k,
+      param: row.param,
+      node: row.node,
+      field: row.field,
+      mode: row.mode,
+      fields,
       hint: fields.find((f) => f.name === row.field)?.hint ?? '',
       image: node !== undefined && isImageLoaderClass(node.class_type),
       suggested: s !== undefined && s.node === row.node && s.field === row.field,
@@ -82,7 +157,12 @@ export function editorModel(state: EditorState, workflow: Workflow, fleet: reado
 
   const fieldSets: FieldSet[] = [];
   const choiceSets: ChoiceSet[] = [];
-  for (const id of ids) fieldSets.push({ scope: 'm', node: id, options: fieldOptions(workflow[id], sharedInfo(workflow[id].class_type), '') });
+  for (const id of ids)
+    fieldSets.push({
+      scope: 'm',
+      node: id,
+      options: fieldOptions(workflow[id], sharedInfo(workflow[id].class_type), ''),
+    });
 
   const backends = state.backends.map((b, bi): BackendEditView => {
     const fb = fleet.find((f) => f.name === b.name);
@@ -92,46 +172,103 @@ export function editorModel(state: EditorState, workflow: Workflow, fleet: reado
       fieldSets.push({ scope, node: id, options: fieldOptions(workflow[id], info, '') });
       const cls = classInfo(info, workflow[id].class_type);
       for (const d of cls ? inputDecls(cls) : []) {
-        if (d.kind === 'COMBO' && (d.choices?.length ?? 0) > 0) choiceSets.push({ scope, node: id, field: d.name, choices: d.choices!.map(String) });
+        if (d.kind === 'COMBO' && (d.choices?.length ?? 0) > 0)
+          choiceSets.push({ scope, node: id, field: d.name, choices: d.choices!.map(String) });
       }
     }
-    const pins = [...b.pins, ...Array.from({ length: BLANK_PINS }, () => ({ node: '', field: '', value: '' }))].map((p, j): PinView => {
-      const fields = fieldsFor(p.node, info, p.field);
-      const choices = choiceSets.find((c) => c.scope === scope && c.node === p.node && c.field === p.field)?.choices;
-      return { j, node: p.node, field: p.field, value: p.value, fields, hint: fields.find((f) => f.name === p.field)?.hint ?? '', ...(choices ? { choices } : {}) };
-    });
+    const pins = [...b.pins, ...Array.from({ length: BLANK_PINS }, () => ({ node: '', field: '', value: '' }))].map(
+      (p, j): PinView => {
+        const fields = fieldsFor(p.node, info, p.field);
+        const choices = choiceSets.find((c) => c.scope === scope && c.node === p.node && c.field === p.field)?.choices;
+        return {
+          j,
+          node: p.node,
+          field: p.field,
+          value: p.value,
+          fields,
+          hint: fields.find((f) => f.name === p.field)?.hint ?? '',
+          ...(choices ? { choices } : {}),
+        };
+      },
+    );
     const outs = outputNodes(workflow, info);
-    const outputs = outs.map((id) => ({ id, label: `${nodeLabel(id, workflow[id])} (${outputKind(workflow[id].class_type)})` }));
-    if (b.output !== '' && !outs.includes(b.output)) outputs.push({ id: b.output, label: nodeOf(b.output) ? `${nodeLabel(b.output, workflow[b.output])} (not an output node)` : `${b.output} (no such node)` });
+    const outputs = outs.map((id) => ({
+      id,
+      label: `${nodeLabel(id, workflow[id])} (${outputKind(workflow[id].class_type)})`,
+    }));
+    if (b.output !== '' && !outs.includes(b.output))
+      outputs.push({
+        id: b.output,
+        label: nodeOf(b.output)
+          ? `${nodeLabel(b.output, workflow[b.output])} (not an output node)`
+          : `${b.output} (no such node)`,
+      });
     return {
-      bi, name: b.name, use: b.use, order: b.order, healthy: fb?.healthy ?? false, enabled: fb?.enabled ?? false,
-      known: info !== undefined, classes: info ? Object.keys(info).length : 0, ...(fb?.loras !== undefined ? { loras: fb.loras } : {}),
-      pins, bypass: b.bypass, output: b.output, outputs, defaultOutputs: outs.join(', ') || 'none',
+      bi,
+      name: b.name,
+      use: b.use,
+      order: b.order,
+      healthy: fb?.healthy ?? false,
+      enabled: fb?.enabled ?? false,
+      known: info !== undefined,
+      classes: info ? Object.keys(info).length : 0,
+      ...(fb?.loras !== undefined ? { loras: fb.loras } : {}),
+      pins,
+      bypass: b.bypass,
+      output: b.output,
+      outputs,
+      defaultOutputs: outs.join(', ') || 'none',
     };
   });
 
-  const pinnedOn = (node: string, field: string) => state.backends.filter((b) => b.use && b.pins.some((p) => p.node === node && p.field === field)).map((b) => b.name);
+  const pinnedOn = (node: string, field: string) =>
+    state.backends.filter((b) => b.use && b.pins.some((p) => p.node === node && p.field === field)).map((b) => b.name);
   const slots = loraSlots(workflow).map((s) => ({
-    node: s.node, label: nodeLabel(s.node, workflow[s.node]), field: s.nameField, current: valueText(s.current) || '(empty)',
-    free: s.free && pinnedOn(s.node, s.nameField).length === 0, pinnedOn: pinnedOn(s.node, s.nameField),
+    node: s.node,
+    label: nodeLabel(s.node, workflow[s.node]),
+    field: s.nameField,
+    current: valueText(s.current) || '(empty)',
+    free: s.free && pinnedOn(s.node, s.nameField).length === 0,
+    pinnedOn: pinnedOn(s.node, s.nameField),
   }));
 
-  return { nodes, rows, backends, loraSlots: slots, sample: sampleOf(state, workflow, used, infoOf, fieldsFor), fieldSets, choiceSets, modes: ON_EMPTY_MODES };
+  return {
+    nodes,
+    rows,
+    backends,
+    loraSlots: slots,
+    sample: sampleOf(state, workflow, used, infoOf, fieldsFor),
+    fieldSets,
+    choiceSets,
+    modes: ON_EMPTY_MODES,
+  };
 }
 
-function sampleOf(state: EditorState, workflow: Workflow, used: string[], infoOf: (n: string) => ObjectInfo | undefined, fieldsFor: (id: string, info: ObjectInfo | undefined, f: string) => FieldOption[]): EditorModel['sample'] {
-  const backend = used.includes(state.sample.backend) ? state.sample.backend : used[0] ?? '';
+function sampleOf(
+  state: EditorState,
+  workflow: Workflow,
+  used: string[],
+  infoOf: (n: string) => ObjectInfo | undefined,
+  fieldsFor: (id: string, info: ObjectInfo | undefined, f: string) => FieldOption[],
+): EditorModel['sample'] {
+  const backend = used.includes(state.sample.backend) ? state.sample.backend : (used[0] ?? '');
   const explicit = Object.fromEntries(state.mapping.map((r) => [r.param, { node: r.node, field: r.field }]));
   const eff = effectiveMapping({ workflow, mapping: explicit }, infoOf(backend));
   const mapping = eff.ok ? eff.mapping : explicit;
-  const params = Object.keys(mapping).sort().map((name, k) => {
-    const { node, field } = mapping[name];
-    const n = Object.hasOwn(workflow, node) ? workflow[node] : undefined;
-    return {
-      k, name, value: state.sample.values[name] ?? '', image: n !== undefined && isImageLoaderClass(n.class_type), checked: state.sample.images.includes(name),
-      hint: `${node}.${field}${n ? ` · ${fieldsFor(node, infoOf(backend), field).find((f) => f.name === field)?.hint ?? ''}` : ''}`,
-    };
-  });
+  const params = Object.keys(mapping)
+    .sort()
+    .map((name, k) => {
+      const { node, field } = mapping[name];
+      const n = Object.hasOwn(workflow, node) ? workflow[node] : undefined;
+      return {
+        k,
+        name,
+        value: state.sample.values[name] ?? '',
+        image: n !== undefined && isImageLoaderClass(n.class_type),
+        checked: state.sample.images.includes(name),
+        hint: `${node}.${field}${n ? ` · ${fieldsFor(node, infoOf(backend), field).find((f) => f.name === field)?.hint ?? ''}` : ''}`,
+      };
+    });
   return { backend, backends: used, params, extra: state.sample.extra };
 }
 
@@ -158,11 +295,17 @@ export function fieldOptions(node: WorkflowNode, info: ObjectInfo | undefined, c
   }
   for (const [name, now] of Object.entries(node.inputs)) {
     if (seen.has(name) || isLink(now)) continue;
-    out.push({ name, hint: `now ${short(now)}${info ? ` · ${node.class_type} is not in this object_info` : ' · no object_info yet'}` });
+    out.push({
+      name,
+      hint: `now ${short(now)}${info ? ` · ${node.class_type} is not in this object_info` : ' · no object_info yet'}`,
+    });
   }
   if (current !== '' && !out.some((f) => f.name === current)) {
     const now = node.inputs[current];
-    out.unshift({ name: current, hint: isLink(now) ? `linked from node ${now[0]}: set it on that node` : `not an input of ${node.class_type}` });
+    out.unshift({
+      name: current,
+      hint: isLink(now) ? `linked from node ${now[0]}: set it on that node` : `not an input of ${node.class_type}`,
+    });
   }
   return out;
 }
@@ -170,7 +313,8 @@ export function fieldOptions(node: WorkflowNode, info: ObjectInfo | undefined, c
 function declHint(d: InputDecl, now: unknown): string {
   const parts: string[] = [d.kind === 'COMBO' ? `choice of ${d.choices?.length ?? 0}` : d.type];
   if (d.kind === 'INT' || d.kind === 'FLOAT') {
-    for (const key of ['min', 'max', 'step'] as const) if (typeof d.options[key] === 'number') parts.push(`${key} ${num(d.options[key] as number)}`);
+    for (const key of ['min', 'max', 'step'] as const)
+      if (typeof d.options[key] === 'number') parts.push(`${key} ${num(d.options[key] as number)}`);
   }
   if (d.options.default !== undefined && d.kind !== 'STRING') parts.push(`default ${short(d.options.default)}`);
   if (!d.required) parts.push('optional');
@@ -222,22 +366,33 @@ export interface ListInputs {
 export function listModel(input: ListInputs): ListModel {
   const rows = Object.entries(input.models).map(([name, entries]): AliasRow => {
     const at = childPath('image_models', name);
-    const own = input.problems.filter((p) => p.path === at || p.path.startsWith(`${at}.`) || p.path.startsWith(`${at}[`));
+    const own = input.problems.filter(
+      (p) => p.path === at || p.path.startsWith(`${at}.`) || p.path.startsWith(`${at}[`),
+    );
     const candidates = input.candidates(name) ?? [];
     const kinds = new Set<string>();
     const first = candidates[0];
     if (first) {
       const wf = first.alias.workflow;
-      const outs = first.alias.output !== undefined ? [first.alias.output] : outputNodes(wf, input.infoOf(first.backend));
+      const outs =
+        first.alias.output !== undefined ? [first.alias.output] : outputNodes(wf, input.infoOf(first.backend));
       for (const id of outs) if (Object.hasOwn(wf, id)) kinds.add(outputKind(wf[id].class_type));
     }
     return {
-      name, href: `/ui/mapping/${encodeURIComponent(name)}`,
+      name,
+      href: `/ui/mapping/${encodeURIComponent(name)}`,
       candidates: candidates.map((c) => c.backend),
       dropped: entries.map((e) => e.backend).filter((b) => !candidates.some((c) => c.backend === b)),
-      kinds: [...kinds], errors: own.filter((p) => p.severity === 'error'), warnings: own.filter((p) => p.severity !== 'error'),
+      kinds: [...kinds],
+      errors: own.filter((p) => p.severity === 'error'),
+      warnings: own.filter((p) => p.severity !== 'error'),
     };
   });
   const file = input.fileValue && typeof input.fileValue === 'object' ? Object.keys(input.fileValue) : [];
-  return { rows, source: input.source, overridden: input.overridden, hiddenFromFile: file.filter((n) => !Object.hasOwn(input.models, n)) };
+  return {
+    rows,
+    source: input.source,
+    overridden: input.overridden,
+    hiddenFromFile: file.filter((n) => !Object.hasOwn(input.models, n)),
+  };
 }

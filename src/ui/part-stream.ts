@@ -44,11 +44,17 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
   const streams = new Set<ServerResponse>();
   const parts = sharedParts(opts.parts, tickMs);
   // endless streams would keep the server from closing
-  app.addHook('preClose', async () => { for (const res of streams) res.destroy(); });
+  app.addHook('preClose', async () => {
+    for (const res of streams) res.destroy();
+  });
 
   app.get(opts.path, async (req, reply) => {
     if (streams.size >= opts.max) {
-      return reply.code(503).send({ error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' } });
+      return reply
+        .code(503)
+        .send({
+          error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' },
+        });
     }
     const first = parts(); // throws as an ordinary 500, before anything is held
     reply.hijack();
@@ -64,7 +70,12 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
     res.once('close', stop);
     if (res.destroyed || res.closed) return; // gone before its close handler was in place
     streams.add(res);
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'keep-alive' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      connection: 'keep-alive',
+    });
     const last = new Map<string, string>();
     let idle = 0;
     const send = (parts: Record<string, string>) => {
@@ -76,7 +87,10 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
         wrote = true;
       }
       idle = wrote ? 0 : idle + tickMs;
-      if (idle >= keepaliveMs) { res.write(': keep-alive\n\n'); idle = 0; }
+      if (idle >= keepaliveMs) {
+        res.write(': keep-alive\n\n');
+        idle = 0;
+      }
     };
     const tick = () => {
       if (stopped) return;
@@ -108,7 +122,11 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
 }
 
 /** `build`, called at most once per `maxAgeMs` whoever asks (a tick's readers share one result). */
-export function sharedParts(build: () => Record<string, string>, maxAgeMs: number, now: () => number = Date.now): () => Record<string, string> {
+export function sharedParts(
+  build: () => Record<string, string>,
+  maxAgeMs: number,
+  now: () => number = Date.now,
+): () => Record<string, string> {
   let cached: { at: number; parts: Record<string, string> } | undefined;
   return () => {
     const t = now();

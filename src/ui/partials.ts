@@ -7,7 +7,12 @@ import { Eta } from 'eta';
 import { fmt } from './format.ts';
 import { VIEWS_DIR } from './paths.ts';
 
-const eta = new Eta({ views: VIEWS_DIR, autoEscape: true, cache: process.env.NODE_ENV !== 'development', useWith: false });
+const eta = new Eta({
+  views: VIEWS_DIR,
+  autoEscape: true,
+  cache: process.env.NODE_ENV !== 'development',
+  useWith: false,
+});
 
 export function renderPartial(name: string, data: Record<string, unknown>): string {
   return eta.render(`partials/${name}`, { ...data, fmt });

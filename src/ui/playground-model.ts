@@ -43,11 +43,20 @@ export function playgroundAliases(gateway: Gateway): AliasInfo[] {
   return gateway.generations.names().map((name, i) => {
     const model = gateway.generations.get(name)!;
     const first = model.candidates[0];
-    return { name, key: `a${i}`, backends: model.candidates.map((c) => c.backend), ...aliasShape(gateway, first.backend, first.alias) };
+    return {
+      name,
+      key: `a${i}`,
+      backends: model.candidates.map((c) => c.backend),
+      ...aliasShape(gateway, first.backend, first.alias),
+    };
   });
 }
 
-function aliasShape(gateway: Gateway, backend: string, alias: GenerationAlias): Omit<AliasInfo, 'name' | 'key' | 'backends'> {
+function aliasShape(
+  gateway: Gateway,
+  backend: string,
+  alias: GenerationAlias,
+): Omit<AliasInfo, 'name' | 'key' | 'backends'> {
   const info = gateway.comfy.objectInfo(backend);
   const hit = cache.get(alias);
   if (hit && hit.info === info) return hit.value;
@@ -73,7 +82,11 @@ function aliasShape(gateway: Gateway, backend: string, alias: GenerationAlias): 
     if (param === 'prompt') continue; // the prompt box
     const value = node.inputs[entry.field];
     const json = value === undefined || isLink(value) ? '' : writeJson(value);
-    params.push({ name: param, json: json.length > 200 ? '' : json, hint: json.length > 60 ? `${json.slice(0, 60)}…` : json });
+    params.push({
+      name: param,
+      json: json.length > 200 ? '' : json,
+      hint: json.length > 60 ? `${json.slice(0, 60)}…` : json,
+    });
   }
   params.sort((a, b) => a.name.localeCompare(b.name));
   const value = { params, slots, pinned: (alias.fixed ?? []).map((p) => `${p.node}.${p.field}`) };
@@ -107,15 +120,33 @@ export function validRequestId(value: unknown): value is string {
 }
 
 /** The call-log row of one request (newest calls only, through the time index), for its cost. */
-export function callSummary(gateway: Gateway, requestId: string, since: number | undefined, now = Date.now()): CallSummary {
-  const from = since !== undefined && Number.isFinite(since) ? Math.max(since - 5_000, now - LOOKBACK_MS) : now - LOOKBACK_MS;
-  const row: CallRow | undefined = gateway.callLog.recent({ since: from, limit: 1_000 }).find((r) => r.request_id === requestId);
+export function callSummary(
+  gateway: Gateway,
+  requestId: string,
+  since: number | undefined,
+  now = Date.now(),
+): CallSummary {
+  const from =
+    since !== undefined && Number.isFinite(since) ? Math.max(since - 5_000, now - LOOKBACK_MS) : now - LOOKBACK_MS;
+  const row: CallRow | undefined = gateway.callLog
+    .recent({ since: from, limit: 1_000 })
+    .find((r) => r.request_id === requestId);
   if (!row) return { found: false };
   const spent = row.paid ? (row.upstream_cost_usd ?? row.cost_usd) : 0;
   return {
-    found: true, id: row.id, backend: row.backend, model: row.model, status: row.status,
-    prompt_tokens: row.prompt_tokens, completion_tokens: row.completion_tokens, cached_tokens: row.cached_tokens,
-    cost_usd: spent, cost: row.paid ? fmt.usd(spent) : '$0 (free backend)', paid: row.paid, usage_estimated: row.usage_estimated,
-    duration: fmt.duration(row.duration_ms), reasoning: row.reasoning,
+    found: true,
+    id: row.id,
+    backend: row.backend,
+    model: row.model,
+    status: row.status,
+    prompt_tokens: row.prompt_tokens,
+    completion_tokens: row.completion_tokens,
+    cached_tokens: row.cached_tokens,
+    cost_usd: spent,
+    cost: row.paid ? fmt.usd(spent) : '$0 (free backend)',
+    paid: row.paid,
+    usage_estimated: row.usage_estimated,
+    duration: fmt.duration(row.duration_ms),
+    reasoning: row.reasoning,
   };
 }

@@ -43,14 +43,29 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
       engine: { eta: new Eta({ autoEscape: true, cache: process.env.NODE_ENV !== 'development', useWith: false }) },
       templates: VIEWS_DIR,
     });
-    await ui.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/ui/assets/', decorateReply: false, maxAge: 3_600_000, index: false });
-    await ui.register(fastifyStatic, { root: UPLOT_DIR, prefix: '/ui/vendor/uplot/', decorateReply: false, maxAge: 86_400_000, index: false, allowedPath: (path) => /^\/uPlot\.(iife\.min\.js|min\.css)$/.test(path) });
+    await ui.register(fastifyStatic, {
+      root: PUBLIC_DIR,
+      prefix: '/ui/assets/',
+      decorateReply: false,
+      maxAge: 3_600_000,
+      index: false,
+    });
+    await ui.register(fastifyStatic, {
+      root: UPLOT_DIR,
+      prefix: '/ui/vendor/uplot/',
+      decorateReply: false,
+      maxAge: 86_400_000,
+      index: false,
+      allowedPath: (path) => /^\/uPlot\.(iife\.min\.js|min\.css)$/.test(path),
+    });
 
     ui.addHook('onRequest', async (req, reply) => securityHeaders(req, reply));
     // every change is a POST with the form's (or the page's) CSRF token; checked once the body is parsed
     ui.addHook('preValidation', async (req, reply) => {
       if (req.method !== 'GET' && req.method !== 'HEAD' && !isAsset(req.url)) {
-        await new Promise<void>((resolve, reject) => ui.csrfProtection(req, reply, (err?: Error) => (err ? reject(err) : resolve())));
+        await new Promise<void>((resolve, reject) =>
+          ui.csrfProtection(req, reply, (err?: Error) => (err ? reject(err) : resolve())),
+        );
       }
     });
     ui.setErrorHandler((err, req, reply) => renderError(req, reply, err));
@@ -62,7 +77,9 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
       });
       for (const register of TAB_MODULES) await register(tabs, ctx);
       // an unknown console page: a page, not the API's JSON 404
-      tabs.get('/ui/*', async (req, reply) => renderError(req, reply, Object.assign(new Error('There is no such page.'), { statusCode: 404 })));
+      tabs.get('/ui/*', async (req, reply) =>
+        renderError(req, reply, Object.assign(new Error('There is no such page.'), { statusCode: 404 })),
+      );
     });
   });
 }
@@ -80,9 +97,11 @@ function isAsset(url: string): boolean {
 
 /** No framing, no inline script, nothing from elsewhere; pages are never cached. */
 function securityHeaders(req: FastifyRequest, reply: FastifyReply): void {
-  reply.header('content-security-policy',
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; connect-src 'self'; "
-    + "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+  reply.header(
+    'content-security-policy',
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; connect-src 'self'; " +
+      "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  );
   reply.header('x-frame-options', 'DENY');
   reply.header('x-content-type-options', 'nosniff');
   reply.header('referrer-policy', 'same-origin');

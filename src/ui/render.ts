@@ -32,7 +32,10 @@ export function viewerOf(req: FastifyRequest): Viewer | undefined {
 
 export async function renderPage(reply: FastifyReply, template: string, data: PageData): Promise<FastifyReply> {
   const html = await renderHtml(reply, template, data);
-  return reply.code(data.status ?? 200).type('text/html; charset=utf-8').send(html);
+  return reply
+    .code(data.status ?? 200)
+    .type('text/html; charset=utf-8')
+    .send(html);
 }
 
 /** The page's HTML: `views/<template>.eta` inside the layout, with what every page gets (what renderPage sends). */
@@ -50,9 +53,14 @@ export async function renderError(req: FastifyRequest, reply: FastifyReply, err:
   const csrfFailed = typeof e.code === 'string' && e.code.startsWith('FST_CSRF');
   const message = csrfFailed
     ? 'This form has expired or did not come from this console (CSRF check failed). Reload the page and try again.'
-    : status >= 500 ? 'Something went wrong on the gateway; the log has the details.' : (e.message ?? 'Request refused.');
+    : status >= 500
+      ? 'Something went wrong on the gateway; the log has the details.'
+      : (e.message ?? 'Request refused.');
   if (status >= 500) req.log.error({ err }, 'console request failed');
-  if (wantsJson(req)) return reply.code(status).send({ error: { message, type: 'invalid_request_error', param: null, code: e.code ?? 'error' } });
+  if (wantsJson(req))
+    return reply
+      .code(status)
+      .send({ error: { message, type: 'invalid_request_error', param: null, code: e.code ?? 'error' } });
   try {
     return await renderPage(reply, 'error', { title: `Error ${status}`, status, message });
   } catch {

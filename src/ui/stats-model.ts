@@ -19,7 +19,11 @@ export const MAX_CUSTOM_DAYS = 400;
 /** Rows listed per group; the rest are summed into one "others" row. */
 export const GROUP_ROWS = 15;
 
-export interface StatsInput { range: string; since: string; until: string }
+export interface StatsInput {
+  range: string;
+  since: string;
+  until: string;
+}
 
 export interface StatsRange {
   id: RangeId;
@@ -28,7 +32,10 @@ export interface StatsRange {
   step: RollupStep;
 }
 
-export function parseStatsQuery(query: unknown, now: number): { input: StatsInput; range: StatsRange; errors: Record<string, string> } {
+export function parseStatsQuery(
+  query: unknown,
+  now: number,
+): { input: StatsInput; range: StatsRange; errors: Record<string, string> } {
   const raw = (query && typeof query === 'object' ? query : {}) as Record<string, unknown>;
   const str = (k: string) => (typeof raw[k] === 'string' ? (raw[k] as string).trim() : '');
   const input: StatsInput = { range: str('range') || '7d', since: str('since'), until: str('until') };
@@ -59,9 +66,11 @@ export function parseStatsQuery(query: unknown, now: number): { input: StatsInpu
   const lastDay = day(input.until, 'until', today);
   if (since !== undefined && lastDay !== undefined && !errors.since && !errors.until) {
     if (since > lastDay) errors.until = 'Must not be before "From".';
-    else if ((lastDay - since) / DAY_MS + 1 > MAX_CUSTOM_DAYS) errors.until = `At most ${MAX_CUSTOM_DAYS} days at a time.`;
+    else if ((lastDay - since) / DAY_MS + 1 > MAX_CUSTOM_DAYS)
+      errors.until = `At most ${MAX_CUSTOM_DAYS} days at a time.`;
   }
-  if (Object.keys(errors).length || since === undefined || lastDay === undefined) return { input, range: preset('7d'), errors };
+  if (Object.keys(errors).length || since === undefined || lastDay === undefined)
+    return { input, range: preset('7d'), errors };
   return { input, range: { id: 'custom', since, until: lastDay + DAY_MS, step: 'day' }, errors };
 }
 
@@ -89,7 +98,14 @@ export interface GroupTable {
   title: string;
   rows: GroupLine[];
   /** The rows past `GROUP_ROWS`, summed (no percentiles: they do not add up). */
-  others: { count: number; calls: number; errors: number; prompt_tokens: number; completion_tokens: number; cost_usd: number } | null;
+  others: {
+    count: number;
+    calls: number;
+    errors: number;
+    prompt_tokens: number;
+    completion_tokens: number;
+    cost_usd: number;
+  } | null;
 }
 
 export interface StatsView {
@@ -145,12 +161,28 @@ export function statsView(s: CallSummary): StatsView {
     const rest = rows.slice(GROUP_ROWS);
     const max = Math.max(1, ...top.map((r) => r.calls));
     return {
-      id, title,
-      rows: top.map((r) => ({ ...r, bar: round1((r.calls / max) * 100), share: total.calls ? round1((r.calls / total.calls) * 100) : 0, cache: cacheParts(r) })),
-      others: rest.length === 0 ? null : rest.reduce((o, r) => ({
-        count: o.count + 1, calls: o.calls + r.calls, errors: o.errors + r.errors, prompt_tokens: o.prompt_tokens + r.prompt_tokens,
-        completion_tokens: o.completion_tokens + r.completion_tokens, cost_usd: o.cost_usd + r.cost_usd,
-      }), { count: 0, calls: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 }),
+      id,
+      title,
+      rows: top.map((r) => ({
+        ...r,
+        bar: round1((r.calls / max) * 100),
+        share: total.calls ? round1((r.calls / total.calls) * 100) : 0,
+        cache: cacheParts(r),
+      })),
+      others:
+        rest.length === 0
+          ? null
+          : rest.reduce(
+              (o, r) => ({
+                count: o.count + 1,
+                calls: o.calls + r.calls,
+                errors: o.errors + r.errors,
+                prompt_tokens: o.prompt_tokens + r.prompt_tokens,
+                completion_tokens: o.completion_tokens + r.completion_tokens,
+                cost_usd: o.cost_usd + r.cost_usd,
+              }),
+              { count: 0, calls: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 },
+            ),
     };
   };
   const series = s.series;
@@ -158,7 +190,11 @@ export function statsView(s: CallSummary): StatsView {
     total,
     errorRate: total.calls ? round1((total.errors / total.calls) * 100) : 0,
     cache: { parts: cacheParts(total), hitRate: total.hit_rate, silentBackends: s.silentBackends },
-    groups: [table('backend', 'Per backend', s.backend), table('model', 'Per model', s.model), table('source', 'Per source', s.source)],
+    groups: [
+      table('backend', 'Per backend', s.backend),
+      table('model', 'Per model', s.model),
+      table('source', 'Per source', s.source),
+    ],
     periods: series.filter((p) => p.calls > 0).reverse(),
     chart: {
       step: s.step,

@@ -16,7 +16,10 @@ import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest }
 import { usageFromAnthropic } from './usage.ts';
 
 export class AnthropicPassthrough implements AttemptSurface {
-  constructor(private readonly call: MessagesCall, private readonly backend: BackendSpec) {}
+  constructor(
+    private readonly call: MessagesCall,
+    private readonly backend: BackendSpec,
+  ) {}
 
   upstreamRequest(model: string): UpstreamRequest {
     const { body, rawBody, query } = this.call;

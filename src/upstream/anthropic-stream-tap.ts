@@ -26,7 +26,10 @@ export class AnthropicStreamTap implements StreamTranslator {
   private contentChunks = 0;
   private error?: { detail: string; delivered: boolean };
 
-  constructor(private readonly now: () => number, private readonly promptTokenEstimate: number) {}
+  constructor(
+    private readonly now: () => number,
+    private readonly promptTokenEstimate: number,
+  ) {}
 
   onEvent(ev: SseEvent): Buffer | null {
     if (ev.incomplete) return null; // half an event cut off by the end of the stream
@@ -69,8 +72,13 @@ export class AnthropicStreamTap implements StreamTranslator {
   summary(): StreamSummary {
     const reported = this.usage ? usageFromAnthropic({ usage: this.usage }) : undefined;
     return streamSummary({
-      usage: reported ?? estimatedUsage(this.promptTokenEstimate, this.contentChunks), usageSource: reported ? 'reported' : 'estimated',
-      contentChunks: this.contentChunks, sawDone: this.ended, firstTokenAt: this.firstTokenAt, finishReason: this.stopReason, model: this.model,
+      usage: reported ?? estimatedUsage(this.promptTokenEstimate, this.contentChunks),
+      usageSource: reported ? 'reported' : 'estimated',
+      contentChunks: this.contentChunks,
+      sawDone: this.ended,
+      firstTokenAt: this.firstTokenAt,
+      finishReason: this.stopReason,
+      model: this.model,
     });
   }
 
@@ -92,5 +100,3 @@ export class AnthropicStreamTap implements StreamTranslator {
     }
   }
 }
-
-

@@ -18,7 +18,14 @@ import { editTopLevel } from './raw-json.ts';
 import { upstreamRequestHeaders } from './headers.ts';
 import { openAIErrorEvent } from './openai-surface.ts';
 import type { SseEvent } from './sse.ts';
-import type { AttemptSurface, CallSurface, StreamError, StreamTranslator, SurfaceAnswer, UpstreamRequest } from './surface.ts';
+import type {
+  AttemptSurface,
+  CallSurface,
+  StreamError,
+  StreamTranslator,
+  SurfaceAnswer,
+  UpstreamRequest,
+} from './surface.ts';
 import { estimateTokens, usageFromOpenAI, type Usage } from './usage.ts';
 
 export type AudioEndpoint = 'speech' | 'transcriptions' | 'translations';
@@ -109,7 +116,8 @@ export class SpeechSurface extends AudioSurfaceBase {
 export function speechBody(call: SpeechCall, model: string): string {
   const edits = new Map<string, string>();
   if (call.body.model !== model) edits.set('model', JSON.stringify(model));
-  if (call.defaultVoice !== undefined && !hasVoice(call.body.voice)) edits.set('voice', JSON.stringify(call.defaultVoice));
+  if (call.defaultVoice !== undefined && !hasVoice(call.body.voice))
+    edits.set('voice', JSON.stringify(call.defaultVoice));
   return edits.size ? editTopLevel(call.rawBody, edits) : call.rawBody;
 }
 
@@ -185,7 +193,7 @@ export function multipartBody(parts: readonly FormPart[], boundary: string, mode
       continue;
     }
     if (part.contentType) head += `\r\nContent-Type: ${part.contentType}`;
-    const value = part.name === 'model' ? model : part.value ?? '';
+    const value = part.name === 'model' ? model : (part.value ?? '');
     chunks.push(Buffer.from(`${head}\r\n\r\n${value}\r\n`, 'utf8'));
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`, 'utf8'));
@@ -201,9 +209,13 @@ function escapeName(name: string): string {
 
 /** What the call inspector keeps of a form: its fields, and of the file only its name, type and size. */
 function formSummary(parts: readonly FormPart[]): string {
-  return JSON.stringify(parts.map((p) => p.file
-    ? { name: p.name, filename: p.file.filename, content_type: p.file.contentType, bytes: p.file.data.length }
-    : { name: p.name, value: p.value }));
+  return JSON.stringify(
+    parts.map((p) =>
+      p.file
+        ? { name: p.name, filename: p.file.filename, content_type: p.file.contentType, bytes: p.file.data.length }
+        : { name: p.name, value: p.value },
+    ),
+  );
 }
 
 // ------------------------------------------------------------------------------- stream tap
@@ -231,7 +243,12 @@ export function createAudioStreamTap(now: () => number, promptTokenEstimate: num
       firstAt ??= now();
       // deltas are mostly base64 audio: parse only events that may say something
       const data = ev.data;
-      if (data.includes('"usage"') || data.includes('.done"') || data.includes('"error"') || ev.event?.endsWith('.done')) {
+      if (
+        data.includes('"usage"') ||
+        data.includes('.done"') ||
+        data.includes('"error"') ||
+        ev.event?.endsWith('.done')
+      ) {
         const parsed = parseObject(data);
         if (parsed) {
           usage = usageFromOpenAI(parsed) ?? usage;
@@ -262,7 +279,9 @@ export function createAudioStreamTap(now: () => number, promptTokenEstimate: num
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -46,7 +46,10 @@ export function bodyDeadlines(cfg: GatewayConfig): { idleTimeoutMs: number; clie
 
 /** An SSE answer relayed event by event to the client's stream `sse`. */
 export async function relaySse(
-  call: BodyRelayCall, sse: SseResponse, wire: AttemptSurface, errorEvent: (error: StreamError) => string,
+  call: BodyRelayCall,
+  sse: SseResponse,
+  wire: AttemptSurface,
+  errorEvent: (error: StreamError) => string,
 ): Promise<AttemptEnd> {
   const { served, cfg } = call;
   const result = await relayStream({
@@ -68,19 +71,25 @@ export async function relaySse(
     status: statusOf(result.kind),
     reason: result.kind === 'complete' ? null : result.kind,
     ttftMs: summary.firstTokenAt !== undefined ? summary.firstTokenAt - call.startedAt : null,
-    usage: summary.usage, usageEstimated: summary.usageSource === 'estimated',
+    usage: summary.usage,
+    usageEstimated: summary.usageSource === 'estimated',
     responseBody: result.captured,
   };
   if (result.kind === 'upstream_failed') return { health: 'failure', error: result.error, outcome };
   if (result.kind === 'client_stalled') return { health: 'none', outcome };
   // every complete stream teaches speed; decode is timed from its first token, never a park
-  const speed = result.kind === 'complete' && summary.firstTokenAt !== undefined
-    ? speedSample({
-      status: 200, usage: summary.usage, timings: summary.timings,
-      model: served.model, seconds: (call.now() - call.attemptStartedAt) / 1000,
-      firstTokenSeconds: (summary.firstTokenAt - call.attemptStartedAt) / 1000, dispatch: call.dispatch,
-    })
-    : undefined;
+  const speed =
+    result.kind === 'complete' && summary.firstTokenAt !== undefined
+      ? speedSample({
+          status: 200,
+          usage: summary.usage,
+          timings: summary.timings,
+          model: served.model,
+          seconds: (call.now() - call.attemptStartedAt) / 1000,
+          firstTokenSeconds: (summary.firstTokenAt - call.attemptStartedAt) / 1000,
+          dispatch: call.dispatch,
+        })
+      : undefined;
   return { health: 'ok', speed, outcome };
 }
 
@@ -91,7 +100,11 @@ export async function pipeRawBody(call: BodyRelayCall, reply: FastifyReply): Pro
     upstream: call.response,
     reply,
     headers: withGatewayHeaders(
-      rawHead(call.response.headers), served.backend, call.requestId, served.reasoning, served.route,
+      rawHead(call.response.headers),
+      served.backend,
+      call.requestId,
+      served.reasoning,
+      served.route,
     ),
     onFirstByte: call.onFirstByte,
     ...bodyDeadlines(cfg),
@@ -100,7 +113,9 @@ export async function pipeRawBody(call: BodyRelayCall, reply: FastifyReply): Pro
   });
   if (result.kind === 'failover') return call.noAnswer(result.error);
   const outcome: OutcomeFields = {
-    backend: served.backend, model: served.model, reasoning: served.reasoning,
+    backend: served.backend,
+    model: served.model,
+    reasoning: served.reasoning,
     status: statusOf(result.kind),
     reason: result.kind === 'complete' ? null : result.kind,
     ttftMs: result.firstByteAt !== undefined ? result.firstByteAt - call.startedAt : null,

@@ -27,7 +27,13 @@ const NOTHING: BodyEdits = Object.freeze({});
 export const NO_TRANSFORM: BodyTransform = { edits: () => NOTHING };
 
 /** `text` (the JSON of `parsed`) with the transform's edits for this attempt. */
-export function transformText(text: string, parsed: Record<string, unknown>, transform: BodyTransform, backend: BackendSpec, model: string): { text: string; reasoning?: string } {
+export function transformText(
+  text: string,
+  parsed: Record<string, unknown>,
+  transform: BodyTransform,
+  backend: BackendSpec,
+  model: string,
+): { text: string; reasoning?: string } {
   const { edits, reasoning } = transform.edits(parsed, backend, model);
   return { text: edits?.size ? editTopLevel(text, edits) : text, reasoning };
 }

@@ -15,14 +15,22 @@ export interface CallBody {
  * The body sent upstream: the client's bytes, with only the real model id and (streams) the
  * usage request edited in; every other byte as it came (big integers, key order, escapes).
  */
-export function upstreamBody(call: CallBody, model: string, stream: boolean, extra?: ReadonlyMap<string, string | null>): string {
+export function upstreamBody(
+  call: CallBody,
+  model: string,
+  stream: boolean,
+  extra?: ReadonlyMap<string, string | null>,
+): string {
   const edits = new Map<string, string | null>(extra);
   if (call.body.model !== model) edits.set('model', JSON.stringify(model));
   if (stream) {
     const opts = call.body.stream_options;
     const isObject = typeof opts === 'object' && opts !== null && !Array.isArray(opts);
     if (!isObject || (opts as { include_usage?: unknown }).include_usage !== true) {
-      edits.set('stream_options', isObject ? withIncludeUsage(call.rawBody, opts as Record<string, unknown>) : '{"include_usage":true}');
+      edits.set(
+        'stream_options',
+        isObject ? withIncludeUsage(call.rawBody, opts as Record<string, unknown>) : '{"include_usage":true}',
+      );
     }
   }
   return edits.size ? editTopLevel(call.rawBody, edits) : call.rawBody;
@@ -44,8 +52,17 @@ export function asErrorEvent(status: number, text: string): unknown {
   try {
     const parsed = JSON.parse(text);
     if (parsed && typeof parsed === 'object' && 'error' in parsed) return parsed;
-  } catch { /* not JSON: wrapped below */ }
-  return { error: { message: text.slice(0, 2000) || `HTTP ${status}`, type: 'upstream_error', param: null, code: String(status) } };
+  } catch {
+    /* not JSON: wrapped below */
+  }
+  return {
+    error: {
+      message: text.slice(0, 2000) || `HTTP ${status}`,
+      type: 'upstream_error',
+      param: null,
+      code: String(status),
+    },
+  };
 }
 
 export function scrubSecret(text: string, secret: string | undefined): string {

@@ -15,14 +15,24 @@ export function spillAfterMs(cfg: Pick<GatewayConfig, 'alias_defaults' | 'spill_
 
 /** The ticket of a failover's wait: `was`'s terms on the candidates left; its sticky box only if not tried yet. */
 export function failoverTicket(
-  was: Ticket, candidates: Candidate[], parkMs: number, signal: AbortSignalLike,
-  refresh: (() => Candidate[]) | undefined, tried: ReadonlySet<string>,
+  was: Ticket,
+  candidates: Candidate[],
+  parkMs: number,
+  signal: AbortSignalLike,
+  refresh: (() => Candidate[]) | undefined,
+  tried: ReadonlySet<string>,
 ): Ticket {
   // written out, not spread (the hot path's rule)
   return {
-    alias: was.alias, candidates, parkMs, signal, refresh,
-    promptTokens: was.promptTokens, user: was.user,
+    alias: was.alias,
+    candidates,
+    parkMs,
+    signal,
+    refresh,
+    promptTokens: was.promptTokens,
+    user: was.user,
     stickTo: was.stickTo && !tried.has(was.stickTo) ? was.stickTo : undefined,
-    spillAfterMs: was.spillAfterMs, paidAllowed: was.paidAllowed,
+    spillAfterMs: was.spillAfterMs,
+    paidAllowed: was.paidAllowed,
   };
 }

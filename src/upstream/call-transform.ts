@@ -6,7 +6,13 @@
  */
 import type { AliasDefaults, BackendSpec, GatewayConfig } from '../config/types.ts';
 import { reasoningEdits } from '../bridges/reasoning/apply.ts';
-import { compileRules, DEFAULT_REASONING_RULES, matchRule, type CompiledRules, type ReasoningRule } from '../bridges/reasoning/rules.ts';
+import {
+  compileRules,
+  DEFAULT_REASONING_RULES,
+  matchRule,
+  type CompiledRules,
+  type ReasoningRule,
+} from '../bridges/reasoning/rules.ts';
 import { readReasoningSwitch, withAliasDefault, type ReasoningWant } from '../bridges/reasoning/switch.ts';
 import { badRequest } from '../errors.ts';
 import { samplingEdits } from '../bridges/sampling.ts';
@@ -22,7 +28,10 @@ export interface SwitchRequest {
 }
 
 /** The switch a body asks for; a spelling the gateway does not know is the client's 400. */
-export function switchRequest(body: Record<string, unknown>, kind: 'chat' | 'completions' | 'responses'): SwitchRequest {
+export function switchRequest(
+  body: Record<string, unknown>,
+  kind: 'chat' | 'completions' | 'responses',
+): SwitchRequest {
   const read = readReasoningSwitch(body, kind);
   if (read.invalid) throw badRequest(read.invalid.message, read.invalid.param, 'invalid_reasoning');
   return { want: read.want, saidAuto: read.clientSaidAuto, stripGatewayField: read.stripGatewayField };
@@ -59,8 +68,10 @@ export class TransformFactory {
   constructor(private readonly config: () => GatewayConfig) {}
 
   forCall(kind: 'chat' | 'completions', alias: string | undefined, request: SwitchRequest): BodyTransform {
-    const defaults: AliasDefaults | undefined = alias !== undefined && Object.hasOwn(this.config().alias_defaults, alias)
-      ? this.config().alias_defaults[alias] : undefined;
+    const defaults: AliasDefaults | undefined =
+      alias !== undefined && Object.hasOwn(this.config().alias_defaults, alias)
+        ? this.config().alias_defaults[alias]
+        : undefined;
     const want = withAliasDefault(request.want, request.saidAuto, defaults?.reasoning);
     return new CallTransform(kind, want, request.stripGatewayField, defaults?.sampling_defaults, this.rules());
   }

@@ -27,13 +27,12 @@ export type HealthEffect = 'ok' | 'failure' | 'unreachable' | 'auth' | 'none';
 export type StatusVerdict =
   | { action: 'pass-through' }
   | {
-    action: 'failover';
-    error: Omit<BackendError, 'since'>;
-    health: HealthEffect;
-    /** The answer may reach the client as it was, if no other candidate does better. */
-    relayable: boolean;
-  };
-
+      action: 'failover';
+      error: Omit<BackendError, 'since'>;
+      health: HealthEffect;
+      /** The answer may reach the client as it was, if no other candidate does better. */
+      relayable: boolean;
+    };
 
 export function classifyStatus(status: number, text: string): StatusVerdict {
   const error = { kind: kindForStatus(status), status, detail: text.slice(0, 300) };

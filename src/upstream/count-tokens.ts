@@ -28,7 +28,9 @@ export class TokenCounter {
   constructor(private readonly deps: CountTokensDeps) {}
 
   async count(call: MessagesCall, candidates: readonly Candidate[], headers: IncomingHttpHeaders): Promise<TokenCount> {
-    const healthy = candidates.map((c) => ({ c, b: this.deps.registry.get(c.backend) })).find(({ b }) => b?.healthy && b.spec.enabled);
+    const healthy = candidates
+      .map((c) => ({ c, b: this.deps.registry.get(c.backend) }))
+      .find(({ b }) => b?.healthy && b.spec.enabled);
     const backend = healthy?.b;
     if (!backend || backend.spec.type !== 'anthropic') {
       return { kind: 'estimated', backend: backend?.name ?? null, inputTokens: estimateInputTokens(call.body) };
@@ -50,7 +52,13 @@ export class TokenCounter {
       case 'upstream-status':
         // the gateway's own credential refused: not the client's business, so estimate instead
         if (result.status === 401 || result.status === 403) break;
-        return { kind: 'counted', backend: backend.name, status: result.status, headers: result.headers, body: scrubSecret(result.text, backend.spec.api_key) };
+        return {
+          kind: 'counted',
+          backend: backend.name,
+          status: result.status,
+          headers: result.headers,
+          body: scrubSecret(result.text, backend.spec.api_key),
+        };
     }
     // unreachable, broken or refusing the gateway's key: an estimate is better than no answer
     return { kind: 'estimated', backend: backend.name, inputTokens: estimateInputTokens(call.body) };

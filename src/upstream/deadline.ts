@@ -32,7 +32,9 @@ class CallAbort implements AbortSignalLike {
       try {
         listener();
       } catch (err) {
-        queueMicrotask(() => { throw err; });
+        queueMicrotask(() => {
+          throw err;
+        });
       }
     }
   }

@@ -108,7 +108,10 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
  * the silence between chunks.
  */
 async function readWhole(
-  body: AsyncIterable<unknown>, idle: UpstreamIdleWatch, read: { started: boolean }, onFirstByte?: () => void,
+  body: AsyncIterable<unknown>,
+  idle: UpstreamIdleWatch,
+  read: { started: boolean },
+  onFirstByte?: () => void,
 ): Promise<Buffer> {
   const parts: Buffer[] = [];
   try {
@@ -130,7 +133,9 @@ async function readWhole(
 function parseObject(raw: Buffer): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(raw.toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -7,7 +7,11 @@
 
 /** `headers` (a fresh object) with the gateway's own added. */
 export function withGatewayHeaders(
-  headers: Record<string, string | string[]>, backend: string, requestId: string, reasoning?: string, route?: string,
+  headers: Record<string, string | string[]>,
+  backend: string,
+  requestId: string,
+  reasoning?: string,
+  route?: string,
 ): Record<string, string | string[]> {
   headers['x-gateway-backend'] = backend;
   headers['x-request-id'] = requestId;
@@ -17,7 +21,10 @@ export function withGatewayHeaders(
 }
 
 export function gatewayHeaders(
-  backend: string, requestId: string, reasoning?: string, route?: string,
+  backend: string,
+  requestId: string,
+  reasoning?: string,
+  route?: string,
 ): Record<string, string> {
   const headers: Record<string, string> = { 'x-gateway-backend': backend, 'x-request-id': requestId };
   if (reasoning !== undefined) headers['x-reasoning-control'] = reasoning;

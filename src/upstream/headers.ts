@@ -2,25 +2,53 @@ import type { IncomingHttpHeaders } from 'node:http';
 
 /** Hop-by-hop headers (RFC 9110 §7.6.1) plus ones the gateway recomputes or must not forward. */
 const DROPPED_REQUEST_HEADERS = new Set([
-  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+  'expect',
   // client credentials never reach a backend; the backend's own are added instead
-  'authorization', 'x-api-key', 'cookie',
+  'authorization',
+  'x-api-key',
+  'cookie',
   // nor do the client's own account selectors (OpenAI organization/project, Azure's key
   // header): the backend's credentials decide which account pays, and a stray org id makes
   // OpenAI refuse the backend's key
-  'openai-organization', 'openai-project', 'api-key',
+  'openai-organization',
+  'openai-project',
+  'api-key',
   // the relay parses SSE and JSON, so ask for identity encoding
   'accept-encoding',
   // the gateway's own attribution header stays here, and so do its internal markers
-  'x-source', 'x-gateway-internal', 'x-gateway-response-id', 'x-gateway-created-at',
+  'x-source',
+  'x-gateway-internal',
+  'x-gateway-response-id',
+  'x-gateway-created-at',
 ]);
 
 const DROPPED_RESPONSE_HEADERS = new Set([
-  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'transfer-encoding', 'upgrade', 'content-length', 'set-cookie', 'date', 'server',
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'set-cookie',
+  'date',
+  'server',
   // whose account answered is the gateway operator's business, not the client's
-  'anthropic-organization-id', 'openai-organization', 'openai-project',
+  'anthropic-organization-id',
+  'openai-organization',
+  'openai-project',
 ]);
 
 /** Request headers to send upstream: the client's, minus hop-by-hop and credentials, plus the backend's. */
@@ -41,7 +69,9 @@ export function upstreamRequestHeaders(
 }
 
 /** Response headers to pass back to the client from an upstream answer. */
-export function clientResponseHeaders(upstream: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+export function clientResponseHeaders(
+  upstream: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   const connectionListed = listedInConnection(upstream.connection);
   for (const [name, value] of Object.entries(upstream)) {
@@ -57,5 +87,10 @@ const NONE: ReadonlySet<string> = new Set();
 function listedInConnection(value: string | string[] | undefined): ReadonlySet<string> {
   if (!value) return NONE;
   const text = Array.isArray(value) ? value.join(',') : value;
-  return new Set(text.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
+  return new Set(
+    text
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
 }

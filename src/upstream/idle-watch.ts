@@ -22,7 +22,10 @@ export class UpstreamIdleWatch {
   /** The deadline passed and the body was destroyed for it. */
   expired = false;
 
-  constructor(private readonly body: { destroy(err?: Error): unknown }, private readonly idleMs: number) {}
+  constructor(
+    private readonly body: { destroy(err?: Error): unknown },
+    private readonly idleMs: number,
+  ) {}
 
   /** Starts counting (at the first body byte); 0 ms = no deadline. */
   start(): void {

@@ -80,11 +80,20 @@ export class TranslatedMessages implements AttemptSurface {
     const usage = usageFromOpenAI(parsed) ?? usageFromLlamaCppTimings(parsed.timings);
     const made = chatToMessage(parsed, { model: this.requested, stopSequences: this.stopSequences });
     if (made.ok) return { body: JSON.stringify(made.message), usage };
-    return { status: made.error.status, body: JSON.stringify({ type: 'error', error: { type: 'api_error', message: made.error.message } }), usage };
+    return {
+      status: made.error.status,
+      body: JSON.stringify({ type: 'error', error: { type: 'api_error', message: made.error.message } }),
+      usage,
+    };
   }
 
   streamTranslator(now: () => number): StreamTranslator {
-    return new ChatToMessagesStream({ model: this.requested, promptTokenEstimate: this.promptEstimate(), now, stopSequences: this.stopSequences });
+    return new ChatToMessagesStream({
+      model: this.requested,
+      promptTokenEstimate: this.promptEstimate(),
+      now,
+      stopSequences: this.stopSequences,
+    });
   }
 
   upstreamErrorBody(status: number, text: string): string {

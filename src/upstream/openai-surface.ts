@@ -16,7 +16,14 @@ import { NO_TRANSFORM, type BodyTransform } from './body-transform.ts';
 import { upstreamRequestHeaders } from './headers.ts';
 import { ThinkTagsTap } from './think-tags-tap.ts';
 import { ThinkTagsRelabel } from '../bridges/reasoning/think-tags.ts';
-import type { AttemptSurface, CallSurface, StreamError, StreamTranslator, SurfaceAnswer, UpstreamRequest } from './surface.ts';
+import type {
+  AttemptSurface,
+  CallSurface,
+  StreamError,
+  StreamTranslator,
+  SurfaceAnswer,
+  UpstreamRequest,
+} from './surface.ts';
 import { usageFromOpenAI, type Usage } from './usage.ts';
 
 export type OpenAIEndpoint = 'chat' | 'completions' | 'embeddings';
@@ -63,13 +70,18 @@ export class OpenAISurface implements CallSurface, AttemptSurface {
   upstreamRequest(model: string): UpstreamRequest {
     const transform = this.call.transform ?? NO_TRANSFORM;
     const { edits, reasoning } = this.backend ? transform.edits(this.call.body, this.backend, model) : {};
-    return { path: this.call.path + this.call.query, body: upstreamBody(this.call, model, this.stream, edits), reasoning };
+    return {
+      path: this.call.path + this.call.query,
+      body: upstreamBody(this.call, model, this.stream, edits),
+      reasoning,
+    };
   }
 
   answer(raw: Buffer, parsed: Record<string, unknown>): SurfaceAnswer {
     if (this.endpoint !== 'embeddings') {
       const answer = jsonAnswer(raw, parsed);
-      if (this.thinkTags() && new ThinkTagsRelabel().relabelMessage(parsed)) answer.body = Buffer.from(JSON.stringify(parsed));
+      if (this.thinkTags() && new ThinkTagsRelabel().relabelMessage(parsed))
+        answer.body = Buffer.from(JSON.stringify(parsed));
       return answer;
     }
     return embeddingsAnswer(raw, parsed, this.call.body.encoding_format as EmbeddingEncoding | undefined);
@@ -77,7 +89,11 @@ export class OpenAISurface implements CallSurface, AttemptSurface {
 
   streamTranslator(now: () => number): StreamTranslator {
     const options = this.call.body.stream_options as { include_usage?: unknown } | undefined;
-    const tap = createUsageTap({ clientWantsUsage: options?.include_usage === true, promptTokenEstimate: estimatePromptTokens(this.call.body), now });
+    const tap = createUsageTap({
+      clientWantsUsage: options?.include_usage === true,
+      promptTokenEstimate: estimatePromptTokens(this.call.body),
+      now,
+    });
     return this.thinkTags() ? new ThinkTagsTap(tap) : tap;
   }
 
@@ -110,8 +126,11 @@ function embeddingsAnswer(raw: Buffer, parsed: Record<string, unknown>, encoding
 
 /** An OpenAI-shaped error as the stream's last `data:` event (the SDKs raise it). */
 export function openAIErrorEvent(error: StreamError): string {
-  const body = error.kind === 'refused' ? error.error.toOpenAI()
-    : error.kind === 'upstream' ? asErrorEvent(error.status, error.text)
-    : { error: { message: error.message, type: 'upstream_error', param: null, code: 'stream_interrupted' } };
+  const body =
+    error.kind === 'refused'
+      ? error.error.toOpenAI()
+      : error.kind === 'upstream'
+        ? asErrorEvent(error.status, error.text)
+        : { error: { message: error.message, type: 'upstream_error', param: null, code: 'stream_interrupted' } };
   return formatSseData(JSON.stringify(body));
 }

@@ -7,7 +7,12 @@ import { parkSeconds } from '../routing/aliases.ts';
 import type { ConversationAffinity } from '../routing/conversation-affinity.ts';
 import type { Resolution } from '../routing/resolve.ts';
 import {
-  SchedulerRejection, type Candidate, type Lease, type Scheduler, type Ticket, type TicketUser,
+  SchedulerRejection,
+  type Candidate,
+  type Lease,
+  type Scheduler,
+  type Ticket,
+  type TicketUser,
 } from '../scheduler/index.ts';
 import { classifyStatus } from './classify.ts';
 import { UpstreamSignal } from './deadline.ts';
@@ -15,7 +20,13 @@ import { redactBackendText } from '../backends/secret-scrub.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders } from './headers.ts';
 import type { CallOutcome } from './outcome.ts';
-import { answerForCaller, exhaustedError, rejectionError, type AttemptFailure, type UpstreamAnswer } from './refusals.ts';
+import {
+  answerForCaller,
+  exhaustedError,
+  rejectionError,
+  type AttemptFailure,
+  type UpstreamAnswer,
+} from './refusals.ts';
 import type { RefusalDeps } from './refusals.ts';
 import { withGatewayHeaders } from './gateway-headers.ts';
 import type { AttemptEnd, OutcomeFields } from './attempt-end.ts';
@@ -55,7 +66,9 @@ export interface ProxyCall {
   reply: FastifyReply;
   /** Who is calling: the call log's attribution, and the user the scheduler charges (routes/ticket-user.ts). */
   caller: {
-    source: string; userId: number | null; ticketUser: TicketUser;
+    source: string;
+    userId: number | null;
+    ticketUser: TicketUser;
     /** Whether the caller may spend on paid backends now (budget, cost quota); absent = yes. */
     paidAllowed?: () => boolean;
   };
@@ -72,7 +85,10 @@ export interface ProxyCall {
 }
 
 /** What every outcome of a call shares, known when it starts. */
-type OutcomeBase = Pick<CallOutcome, 'requestId' | 'endpoint' | 'requestedModel' | 'startedAt' | 'source' | 'userId' | 'requestBody'>;
+type OutcomeBase = Pick<
+  CallOutcome,
+  'requestId' | 'endpoint' | 'requestedModel' | 'startedAt' | 'source' | 'userId' | 'requestBody'
+>;
 
 /** One call on its way through the gateway, across all of its attempts. */
 interface CallState {
@@ -113,7 +129,11 @@ export class UpstreamProxy {
   async handle(call: ProxyCall): Promise<void> {
     const state = this.begin(call);
     const surface = call.surface;
-    const keepalive = state.sse && new StreamKeepalive(state.sse, state.cfg.stream_keepalive_s * 1000, () => surface.keepaliveFrame(this.keepaliveText(state)));
+    const keepalive =
+      state.sse &&
+      new StreamKeepalive(state.sse, state.cfg.stream_keepalive_s * 1000, () =>
+        surface.keepaliveFrame(this.keepaliveText(state)),
+      );
     try {
       await this.run(state);
     } finally {
@@ -136,20 +156,33 @@ export class UpstreamProxy {
     const affinityOn = cfg.affinity_ttl_s > 0 && deps.affinity !== undefined && fixed.length > 1;
     const conversation = affinityOn ? call.conversationKey?.() : undefined;
     return {
-      call, cfg, alias, upstream,
+      call,
+      cfg,
+      alias,
+      upstream,
       sse: surface.stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
       base: {
-        requestId: String(call.req.id), endpoint: surface.endpoint, requestedModel: call.resolution.requested, startedAt,
-        source: call.caller.source, userId: call.caller.userId,
+        requestId: String(call.req.id),
+        endpoint: surface.endpoint,
+        requestedModel: call.resolution.requested,
+        startedAt,
+        source: call.caller.source,
+        userId: call.caller.userId,
         requestBody: cfg.capture_bodies ? surface.rawBody : undefined,
       },
       parkDeadline: startedAt + parkMs,
       candidates,
       ticket: {
-        alias, candidates: fixed, parkMs, signal: upstream.signal, refresh: refresh && candidates,
-        promptTokens: call.promptTokens, user: call.caller.ticketUser,
+        alias,
+        candidates: fixed,
+        parkMs,
+        signal: upstream.signal,
+        refresh: refresh && candidates,
+        promptTokens: call.promptTokens,
+        user: call.caller.ticketUser,
         stickTo: conversation === undefined ? undefined : deps.affinity!.backendFor(conversation, startedAt),
-        spillAfterMs: spillAfterMs(cfg, alias), paidAllowed: call.caller.paidAllowed,
+        spillAfterMs: spillAfterMs(cfg, alias),
+        paidAllowed: call.caller.paidAllowed,
       },
       conversation,
     };
@@ -177,9 +210,16 @@ export class UpstreamProxy {
       this.settle(state, lease, end);
       if (!end.failover) return;
       last = {
-        backend: lease.backend, error: end.error!, health: end.health, answer: end.answer, badAnswer: end.badAnswer,
+        backend: lease.backend,
+        error: end.error!,
+        health: end.health,
+        answer: end.answer,
+        badAnswer: end.badAnswer,
       };
-      this.deps.log.warn({ backend: last.backend, reqId: state.call.req.id, error: last.error }, 'upstream attempt failed; trying the next candidate');
+      this.deps.log.warn(
+        { backend: last.backend, reqId: state.call.req.id, error: last.error },
+        'upstream attempt failed; trying the next candidate',
+      );
       lease = state.upstream.clientGone ? null : await this.nextLease(state, tried);
     }
     if (state.upstream.clientGone) {
@@ -188,7 +228,12 @@ export class UpstreamProxy {
     }
     if (last?.answer) {
       this.sendUpstreamAnswer(state, last.backend, answerForCaller(last.answer, this.deps, state.call.req));
-      this.report(state, { backend: last.backend, status: last.answer.status, reason: 'upstream_error', responseBody: state.cfg.capture_bodies ? last.answer.text : undefined });
+      this.report(state, {
+        backend: last.backend,
+        status: last.answer.status,
+        reason: 'upstream_error',
+        responseBody: state.cfg.capture_bodies ? last.answer.text : undefined,
+      });
       return;
     }
     this.refuse(state, exhaustedError(last, this.deps.refusals?.seesNames(state.call.req)), last?.backend ?? null);
@@ -241,9 +286,13 @@ export class UpstreamProxy {
     const deadline = state.upstream;
     const attemptStartedAt = deps.now();
     try {
-      if (state.sse) deadline.arm(cfg.first_byte_timeout_s * 1000, `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`);
-      else deadline.arm(cfg.request_timeout_s * 1000,
-        `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
+      if (state.sse)
+        deadline.arm(
+          cfg.first_byte_timeout_s * 1000,
+          `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`,
+        );
+      else
+        deadline.arm(cfg.request_timeout_s * 1000, `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
       const wire = call.surface.attempt(backend.spec);
       const request = wire.upstreamRequest(lease.model, backend.modelsById.get(lease.model)?.context_length);
       const dispatch = deps.onDispatch?.(backend.name, lease.model);
@@ -268,10 +317,31 @@ export class UpstreamProxy {
         case 'upstream-status': {
           const text = redactBackendText(result.text, backend.spec);
           const verdict = classifyStatus(result.status, text);
-          const answer = { status: result.status, headers: result.headers, text, clientBody: wire.upstreamErrorBody(result.status, text) };
-          if (verdict.action === 'failover') return { health: verdict.health, error: verdict.error, failover: true, answer: verdict.relayable ? answer : undefined };
+          const answer = {
+            status: result.status,
+            headers: result.headers,
+            text,
+            clientBody: wire.upstreamErrorBody(result.status, text),
+          };
+          if (verdict.action === 'failover')
+            return {
+              health: verdict.health,
+              error: verdict.error,
+              failover: true,
+              answer: verdict.relayable ? answer : undefined,
+            };
           this.sendUpstreamAnswer(state, backend.name, answer);
-          return { health: 'ok', outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status: answer.status, reason: 'upstream_error', responseBody: cfg.capture_bodies ? answer.text : undefined } };
+          return {
+            health: 'ok',
+            outcome: {
+              backend: served.backend,
+              model: served.model,
+              reasoning: served.reasoning,
+              status: answer.status,
+              reason: 'upstream_error',
+              responseBody: cfg.capture_bodies ? answer.text : undefined,
+            },
+          };
         }
         case 'ok-json': {
           const { body, usage, status = 200 } = wire.answer(result.raw, result.json);
@@ -279,12 +349,29 @@ export class UpstreamProxy {
           const reason = status === 200 ? null : 'untranslatable_answer';
           const seconds = (deps.now() - attemptStartedAt) / 1000;
           const speed = jsonSpeedSample(status, usage, result.json, served.model, seconds, dispatch);
-          return { health: 'ok', speed, outcome: { backend: served.backend, model: served.model, reasoning: served.reasoning, status, reason, usage, responseBody: cfg.capture_bodies ? result.raw : undefined } };
+          return {
+            health: 'ok',
+            speed,
+            outcome: {
+              backend: served.backend,
+              model: served.model,
+              reasoning: served.reasoning,
+              status,
+              reason,
+              usage,
+              responseBody: cfg.capture_bodies ? result.raw : undefined,
+            },
+          };
         }
         case 'ok-stream':
         case 'ok-raw': {
           const body = {
-            cfg, requestId: String(call.req.id), startedAt: state.base.startedAt, attemptStartedAt, dispatch, served,
+            cfg,
+            requestId: String(call.req.id),
+            startedAt: state.base.startedAt,
+            attemptStartedAt,
+            dispatch,
+            served,
             response: result.response,
             onFirstByte: () => deadline.clear(),
             noAnswer: (error: AttemptFailure['error']) => this.noAnswer(state, error),
@@ -334,8 +421,12 @@ export class UpstreamProxy {
     if (end.speed) scheduler.recordSpeed(backend, end.speed);
     if (state.conversation !== undefined) {
       learnAffinity(this.deps.affinity!, {
-        key: state.conversation, backend, end, clientGone: state.upstream.clientGone,
-        now: this.deps.now(), ttlMs: state.cfg.affinity_ttl_s * 1000,
+        key: state.conversation,
+        backend,
+        end,
+        clientGone: state.upstream.clientGone,
+        now: this.deps.now(),
+        ttlMs: state.cfg.affinity_ttl_s * 1000,
       });
     }
     if (end.outcome) this.report(state, end.outcome);
@@ -350,14 +441,23 @@ export class UpstreamProxy {
 
   private sendUpstreamAnswer(state: CallState, backend: string, answer: UpstreamAnswer): void {
     if (state.sse?.headWritten) {
-      state.sse.endWithEvent(state.call.surface.errorEvent({ kind: 'upstream', status: answer.status, text: answer.text }));
+      state.sse.endWithEvent(
+        state.call.surface.errorEvent({ kind: 'upstream', status: answer.status, text: answer.text }),
+      );
       return;
     }
     this.sendJson(state, backend, answer.status, answer.headers, answer.clientBody);
   }
 
   /** A JSON answer; as one last event when a keep-alive already opened the client's stream. */
-  private sendJson(state: CallState, backend: string, status: number, headers: UpstreamHeaders, body: Buffer | string, reasoning?: string): void {
+  private sendJson(
+    state: CallState,
+    backend: string,
+    status: number,
+    headers: UpstreamHeaders,
+    body: Buffer | string,
+    reasoning?: string,
+  ): void {
     if (state.sse?.headWritten) {
       state.sse.endWithEvent(formatSseData(Buffer.isBuffer(body) ? body.toString('utf8') : body));
       return;
@@ -372,11 +472,24 @@ export class UpstreamProxy {
     // written out, not spread: spreading objects of varying shapes is slow on this path
     const base = state.base;
     (state.call.report ?? this.deps.onOutcome)({
-      requestId: base.requestId, endpoint: base.endpoint, source: base.source, userId: base.userId,
-      requestedModel: base.requestedModel, startedAt: base.startedAt, durationMs: this.deps.now() - base.startedAt,
-      backend: fields.backend ?? null, model: fields.model ?? null, status: fields.status, reason: fields.reason,
-      ttftMs: fields.ttftMs ?? null, usage: fields.usage, usageEstimated: fields.usageEstimated, reasoning: fields.reasoning,
-      requestBody: base.requestBody, responseBody: fields.responseBody, route: fields.route ?? state.route,
+      requestId: base.requestId,
+      endpoint: base.endpoint,
+      source: base.source,
+      userId: base.userId,
+      requestedModel: base.requestedModel,
+      startedAt: base.startedAt,
+      durationMs: this.deps.now() - base.startedAt,
+      backend: fields.backend ?? null,
+      model: fields.model ?? null,
+      status: fields.status,
+      reason: fields.reason,
+      ttftMs: fields.ttftMs ?? null,
+      usage: fields.usage,
+      usageEstimated: fields.usageEstimated,
+      reasoning: fields.reasoning,
+      requestBody: base.requestBody,
+      responseBody: fields.responseBody,
+      route: fields.route ?? state.route,
     });
   }
 

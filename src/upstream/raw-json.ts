@@ -32,7 +32,7 @@ const CR = 0x0d;
  * run of backslashes is escaped. Linear: each backslash run is looked at once, from its quote.
  */
 export function stringEnd(text: string, open: number): number {
-  for (let from = open + 1; ; ) {
+  for (let from = open + 1; ;) {
     const quote = text.indexOf('"', from);
     if (quote < 0) return -1;
     let b = quote - 1;
@@ -211,7 +211,12 @@ export function editTopLevel(text: string, edits: ReadonlyMap<string, string | n
     // Removal. After a kept member: from the end of the previous value (so its comma goes too)
     // to the end of this one. Before any kept member: from this name to the next name.
     if (lastKept >= 0) splices.push({ start: members[k - 1].valueEnd, end: m.valueEnd, insert: '' });
-    else splices.push({ start: m.keyStart, end: k + 1 < members.length ? members[k + 1].keyStart : m.valueEnd, insert: '' });
+    else
+      splices.push({
+        start: m.keyStart,
+        end: k + 1 < members.length ? members[k + 1].keyStart : m.valueEnd,
+        insert: '',
+      });
   }
 
   const added: string[] = [];

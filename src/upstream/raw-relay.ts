@@ -118,4 +118,3 @@ export async function relayRaw(opts: RawRelayOptions): Promise<RawRelayResult> {
     return result({ kind: 'upstream_failed' as const, error });
   }
 }
-

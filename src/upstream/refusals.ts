@@ -35,7 +35,10 @@ export interface RefusalDeps {
 export function rejectionError(err: SchedulerRejection, alias: string, explained?: RefusalExplanation): GatewayError {
   if (err.reason === 'paid_budget') {
     return new GatewayError({
-      status: 429, code: 'paid_budget_reached', type: 'insufficient_quota', reason: err.reason,
+      status: 429,
+      code: 'paid_budget_reached',
+      type: 'insufficient_quota',
+      reason: err.reason,
       message: `Only paid backends serve \`${alias}\`, and the paid budget allows no more calls to them now.`,
     });
   }
@@ -79,31 +82,38 @@ export function exhaustedError(failure: AttemptFailure | undefined, names = true
       status: 502,
       code: 'upstream_auth_failed',
       reason: 'upstream_auth',
-      message: `${backend} refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); `
-        + "your key is fine. The gateway's operator must fix that backend's api_key.",
+      message:
+        `${backend} refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); ` +
+        "your key is fine. The gateway's operator must fix that backend's api_key.",
     });
   }
   if (error?.kind === 'timeout') {
     return new GatewayError({
-      status: 504, code: 'upstream_timeout', type: 'timeout_error',
+      status: 504,
+      code: 'upstream_timeout',
+      type: 'timeout_error',
       message: `The backend did not answer in time (${detail(error.detail, ownDeadline(error.detail))}).`,
     });
   }
   if (failure?.badAnswer || error?.status === 200) {
     return new GatewayError({
-      status: 502, code: 'upstream_bad_response',
+      status: 502,
+      code: 'upstream_bad_response',
       message: `${backend} ${detail(error?.detail, `answered ${error?.status ?? 200} with a body the gateway could not read`)}`,
     });
   }
   if (error?.status === 503 || error?.status === 502) {
     return new GatewayError({
-      status: 503, code: 'backend_unavailable', retryAfter: 2,
+      status: 503,
+      code: 'backend_unavailable',
+      retryAfter: 2,
       message: `No backend could take the call: ${detail(error.detail, `the backend answered HTTP ${error.status}`)}`,
     });
   }
   const unreached = error?.kind === 'unreachable' ? 'the connection to the backend failed' : 'the attempt failed';
   return new GatewayError({
-    status: 502, code: 'upstream_unreachable',
+    status: 502,
+    code: 'upstream_unreachable',
     message: `No backend could be reached: ${detail(error?.detail, names ? 'unknown error' : unreached)}`,
   });
 }

@@ -49,8 +49,8 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const tap = opts.translator;
   // a bridge ends the stream in its own words, or closes what it opened (an Anthropic content
   // block) before the surface's error event
-  const interrupted = (message: string) => tap.failureFrames?.(message)
-    ?? (tap.abortFrames?.() ?? '') + opts.errorEvent({ kind: 'interrupted', message });
+  const interrupted = (message: string) =>
+    tap.failureFrames?.(message) ?? (tap.abortFrames?.() ?? '') + opts.errorEvent({ kind: 'interrupted', message });
   let sawFirstByte = false;
   const captured: Buffer[] = [];
   let capturedBytes = 0;
@@ -126,7 +126,13 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     }
     const error = describeError(err);
     if (!sse.dataWritten) return result({ kind: 'failover' as const, error: beforeFirstEvent(error, sawFirstByte) });
-    sse.endWithEvent(interrupted(error.kind === 'timeout' ? 'the backend stopped sending (stream idle timeout)' : `the backend broke the stream: ${error.detail}`));
+    sse.endWithEvent(
+      interrupted(
+        error.kind === 'timeout'
+          ? 'the backend stopped sending (stream idle timeout)'
+          : `the backend broke the stream: ${error.detail}`,
+      ),
+    );
     return result({ kind: 'upstream_failed' as const, error });
   }
 }

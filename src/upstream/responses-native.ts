@@ -19,14 +19,20 @@ export class NativeResponses implements AttemptSurface {
   private tap?: ResponsesStreamTap;
   private answered?: Record<string, unknown>;
 
-  constructor(private readonly call: ResponsesCall, private readonly backend: BackendSpec) {}
+  constructor(
+    private readonly call: ResponsesCall,
+    private readonly backend: BackendSpec,
+  ) {}
 
   upstreamRequest(model: string): UpstreamRequest {
     const { body, rawBody, query, history } = this.call;
     const edits = new Map<string, string | null>();
     if (body.model !== model) edits.set('model', JSON.stringify(model));
     if (history?.length) {
-      const input = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input as unknown[] | undefined) ?? [];
+      const input =
+        typeof body.input === 'string'
+          ? [{ role: 'user', content: body.input }]
+          : ((body.input as unknown[] | undefined) ?? []);
       edits.set('input', JSON.stringify([...history, ...input]));
       edits.set('previous_response_id', null);
     }
@@ -43,7 +49,13 @@ export class NativeResponses implements AttemptSurface {
   }
 
   streamTranslator(now: () => number): StreamTranslator {
-    this.tap = new ResponsesStreamTap(now, estimatePromptTokens({ prompt: typeof this.call.body.input === 'string' ? this.call.body.input : JSON.stringify(this.call.body.input ?? '') }));
+    this.tap = new ResponsesStreamTap(
+      now,
+      estimatePromptTokens({
+        prompt:
+          typeof this.call.body.input === 'string' ? this.call.body.input : JSON.stringify(this.call.body.input ?? ''),
+      }),
+    );
     return this.tap;
   }
 

@@ -36,24 +36,30 @@ export class NativeReadBack {
     const backend = this.deps.registry.get(backendName);
     if (!backend) {
       throw new GatewayError({
-        status: 404, code: 'not_found', param: 'id',
+        status: 404,
+        code: 'not_found',
+        param: 'id',
         message: `Response with id '${responseId}' not found: the backend that stored it is no longer configured.`,
       });
     }
     let res: Dispatcher.ResponseData;
     try {
       res = await this.deps.dispatcherFor(backend).request({
-        path: backend.basePath + path, method,
+        path: backend.basePath + path,
+        method,
         headers: {
-          accept: 'application/json, text/event-stream', ...credentialHeaders(backend.spec),
+          accept: 'application/json, text/event-stream',
+          ...credentialHeaders(backend.spec),
           ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
         },
         body: method === 'POST' ? '{}' : undefined,
-        headersTimeout: this.deps.headMs(), bodyTimeout: this.deps.idleMs(),
+        headersTimeout: this.deps.headMs(),
+        bodyTimeout: this.deps.idleMs(),
       });
     } catch (err) {
       throw new GatewayError({
-        status: 502, code: 'backend_unreachable',
+        status: 502,
+        code: 'backend_unreachable',
         message: `The backend that stored response '${responseId}' did not answer: ${(err as Error).message}`,
       });
     }

@@ -24,7 +24,10 @@ export class ResponsesStreamTap implements StreamTranslator {
   private contentChunks = 0;
   private error?: { detail: string; delivered: boolean };
 
-  constructor(private readonly now: () => number, private readonly promptTokenEstimate: number) {}
+  constructor(
+    private readonly now: () => number,
+    private readonly promptTokenEstimate: number,
+  ) {}
 
   onEvent(ev: SseEvent): Buffer | null {
     if (ev.incomplete) return null;
@@ -36,7 +39,8 @@ export class ResponsesStreamTap implements StreamTranslator {
       this.ended = true;
       const response = parse(ev.data)?.response;
       if (isObject(response)) this.final = response;
-      if (type === 'response.failed') this.error = { detail: describe((this.final?.error as Json | undefined) ?? {}), delivered: true };
+      if (type === 'response.failed')
+        this.error = { detail: describe((this.final?.error as Json | undefined) ?? {}), delivered: true };
     } else if (type === 'error') {
       this.error = { detail: describe(parse(ev.data) ?? {}), delivered: this.emitted };
       if (!this.emitted) return null;
@@ -57,8 +61,11 @@ export class ResponsesStreamTap implements StreamTranslator {
   summary(): StreamSummary {
     const reported = this.final ? usageFromOpenAI(this.final) : undefined;
     return streamSummary({
-      usage: reported ?? estimatedUsage(this.promptTokenEstimate, this.contentChunks), usageSource: reported ? 'reported' : 'estimated',
-      contentChunks: this.contentChunks, sawDone: this.ended, firstTokenAt: this.firstTokenAt,
+      usage: reported ?? estimatedUsage(this.promptTokenEstimate, this.contentChunks),
+      usageSource: reported ? 'reported' : 'estimated',
+      contentChunks: this.contentChunks,
+      sawDone: this.ended,
+      firstTokenAt: this.firstTokenAt,
       finishReason: typeof this.final?.status === 'string' ? this.final.status : undefined,
       model: typeof this.final?.model === 'string' ? this.final.model : undefined,
     });
@@ -68,5 +75,3 @@ export class ResponsesStreamTap implements StreamTranslator {
 function describe(error: Json): string {
   return `${String(error.code ?? error.type ?? 'error')}: ${String(error.message ?? 'the backend reported an error')}`;
 }
-
-

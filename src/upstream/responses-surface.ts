@@ -54,7 +54,8 @@ export class ResponsesSurface implements CallSurface {
   }
 
   attempt(backend: BackendSpec): AttemptSurface {
-    const wire = backend.responses === 'native' ? new NativeResponses(this.call, backend) : this.translation().on(backend);
+    const wire =
+      backend.responses === 'native' ? new NativeResponses(this.call, backend) : this.translation().on(backend);
     this.last = wire;
     return wire;
   }
@@ -76,10 +77,12 @@ export class ResponsesSurface implements CallSurface {
 
   /** A refusal or break outside a translator's own sequence: the Responses stream's `error` event. */
   errorEvent(error: StreamError): string {
-    const { code, message } = error.kind === 'refused'
-      ? { code: error.error.code, message: error.error.message }
-      : error.kind === 'upstream' ? { code: String(error.status), message: upstreamMessage(error.text) }
-      : { code: 'stream_interrupted', message: error.message };
+    const { code, message } =
+      error.kind === 'refused'
+        ? { code: error.error.code, message: error.error.message }
+        : error.kind === 'upstream'
+          ? { code: String(error.status), message: upstreamMessage(error.text) }
+          : { code: 'stream_interrupted', message: error.message };
     return formatSseEvent('error', JSON.stringify({ type: 'error', code, message, param: null, sequence_number: 0 }));
   }
 
@@ -97,6 +100,8 @@ function upstreamMessage(text: string): string {
   try {
     const parsed = JSON.parse(text) as { error?: { message?: unknown } };
     if (typeof parsed?.error?.message === 'string') return parsed.error.message;
-  } catch { /* not JSON */ }
+  } catch {
+    /* not JSON */
+  }
   return text.slice(0, 2000);
 }

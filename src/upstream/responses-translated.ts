@@ -27,7 +27,12 @@ export class TranslatedResponses implements AttemptSurface {
   private answered?: Record<string, unknown>;
 
   constructor(private readonly call: ResponsesCall) {
-    const translated = responsesToChat(call.body, { model: call.requested, stream: call.body.stream === true, history: call.history, resolveItem: call.resolveItem });
+    const translated = responsesToChat(call.body, {
+      model: call.requested,
+      stream: call.body.stream === true,
+      history: call.history,
+      resolveItem: call.resolveItem,
+    });
     if (translated.ok) this.chat = translated.chat;
     else this.problem = translated.error;
   }
@@ -56,14 +61,29 @@ export class TranslatedResponses implements AttemptSurface {
     const usage = usageFromOpenAI(parsed) ?? usageFromLlamaCppTimings(parsed.timings);
     const made = chatToResponse(parsed, this.responseOpts());
     if (!made.ok) {
-      return { status: made.error.status, body: JSON.stringify({ error: { message: made.error.message, type: 'upstream_error', param: null, code: made.error.code ?? 'untranslatable_answer' } }), usage };
+      return {
+        status: made.error.status,
+        body: JSON.stringify({
+          error: {
+            message: made.error.message,
+            type: 'upstream_error',
+            param: null,
+            code: made.error.code ?? 'untranslatable_answer',
+          },
+        }),
+        usage,
+      };
     }
     this.answered = made.response;
     return { body: JSON.stringify(made.response), usage };
   }
 
   streamTranslator(now: () => number): StreamTranslator {
-    this.stream = new ChatToResponsesStream({ ...this.responseOpts(), now, promptTokenEstimate: estimatePromptTokens(this.chat ?? {}) });
+    this.stream = new ChatToResponsesStream({
+      ...this.responseOpts(),
+      now,
+      promptTokenEstimate: estimatePromptTokens(this.chat ?? {}),
+    });
     return this.stream;
   }
 

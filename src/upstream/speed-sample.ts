@@ -47,7 +47,11 @@ export function speedSample(fields: SpeedFields): SpeedSample {
 
 /** The sample of a non-stream answer: `json` is the backend's own body (llama.cpp puts `timings` on it). */
 export function jsonSpeedSample(
-  status: number, usage: Usage | undefined, json: Record<string, unknown>, model: string, seconds: number,
+  status: number,
+  usage: Usage | undefined,
+  json: Record<string, unknown>,
+  model: string,
+  seconds: number,
   dispatch?: DispatchFacts,
 ): SpeedSample {
   return speedSample({ status, usage, timings: llamaCppTimings(json.timings), model, seconds, dispatch });

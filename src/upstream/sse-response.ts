@@ -30,7 +30,10 @@ export class SseResponse {
   /** Writes so far (data or comment): the keep-alive compares it between ticks (no timer work per write). */
   writes = 0;
 
-  constructor(private readonly reply: FastifyReply, private readonly baseHeaders: Record<string, string>) {}
+  constructor(
+    private readonly reply: FastifyReply,
+    private readonly baseHeaders: Record<string, string>,
+  ) {}
 
   get raw(): ServerResponse {
     return this.reply.raw;
@@ -112,7 +115,11 @@ export class StreamKeepalive {
   private seenWrites = 0;
 
   /** `frame()` gives the whole keep-alive text (an SSE comment saying what the call waits for). */
-  constructor(private readonly sse: SseResponse, intervalMs: number, private readonly frame: () => string) {
+  constructor(
+    private readonly sse: SseResponse,
+    intervalMs: number,
+    private readonly frame: () => string,
+  ) {
     if (!(intervalMs > 0)) return;
     this.timer = setInterval(() => this.tick(), intervalMs);
   }

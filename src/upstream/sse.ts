@@ -125,7 +125,13 @@ export class SseSplitter {
     if (valueStart < end && buf[valueStart] === SPACE) valueStart += 1;
     const value = valueStart < end ? buf.toString('utf8', valueStart, end) : '';
     // `data` is by far the most common field: recognise it from its bytes, without decoding
-    if (colon - start === 4 && buf[start] === 0x64 && buf[start + 1] === 0x61 && buf[start + 2] === 0x74 && buf[start + 3] === 0x61) {
+    if (
+      colon - start === 4 &&
+      buf[start] === 0x64 &&
+      buf[start + 1] === 0x61 &&
+      buf[start + 2] === 0x74 &&
+      buf[start + 3] === 0x61
+    ) {
       this.data = this.data === undefined ? value : `${this.data}\n${value}`;
       return;
     }

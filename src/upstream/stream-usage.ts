@@ -174,8 +174,12 @@ export function createUsageTap(opts: UsageTapOptions): UsageTap {
   }
 
   return {
-    onEvent, beforeDone, summary,
-    get ended() { return sawDone; },
+    onEvent,
+    beforeDone,
+    summary,
+    get ended() {
+      return sawDone;
+    },
     finishedWithoutMarker: () => finishReason !== undefined,
   };
 }
@@ -219,8 +223,13 @@ function scanSignals(data: string, pattern: RegExp): number {
 
 /** A StreamSummary from what a tap or a bridge learned (the fields absent stay absent). */
 export function streamSummary(fields: {
-  usage: Usage; usageSource: UsageSource; contentChunks: number; sawDone: boolean;
-  firstTokenAt?: number; finishReason?: string; model?: string;
+  usage: Usage;
+  usageSource: UsageSource;
+  contentChunks: number;
+  sawDone: boolean;
+  firstTokenAt?: number;
+  finishReason?: string;
+  model?: string;
 }): StreamSummary {
   const result: StreamSummary = {
     usage: fields.usage,

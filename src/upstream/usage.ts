@@ -41,8 +41,11 @@ export function usageFromOpenAI(obj: unknown): Usage | undefined {
   const prompt = tokenCount(u.prompt_tokens) ?? tokenCount(u.input_tokens);
   const completion = tokenCount(u.completion_tokens) ?? tokenCount(u.output_tokens);
   if (prompt === undefined && completion === undefined) return undefined;
-  const details = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details
-    : isObject(u.input_tokens_details) ? u.input_tokens_details : undefined;
+  const details = isObject(u.prompt_tokens_details)
+    ? u.prompt_tokens_details
+    : isObject(u.input_tokens_details)
+      ? u.input_tokens_details
+      : undefined;
   const usage: Usage = {
     prompt_tokens: prompt ?? 0,
     completion_tokens: completion ?? 0,
@@ -54,7 +57,12 @@ export function usageFromOpenAI(obj: unknown): Usage | undefined {
   const written = tokenCount(details?.cache_write_tokens) ?? tokenCount(u.cache_creation_input_tokens);
   const within = (n: number | undefined, room: number) => (n === undefined ? undefined : Math.min(n, room));
   const cachedWithin = within(cached, usage.prompt_tokens);
-  return withOptional(usage, cachedWithin, within(written, usage.prompt_tokens - (cachedWithin ?? 0)), tokenCount(u.cost));
+  return withOptional(
+    usage,
+    cachedWithin,
+    within(written, usage.prompt_tokens - (cachedWithin ?? 0)),
+    tokenCount(u.cost),
+  );
 }
 
 /**
@@ -64,7 +72,11 @@ export function usageFromOpenAI(obj: unknown): Usage | undefined {
  */
 export function usageFromAnthropic(obj: unknown): Usage | undefined {
   if (!isObject(obj)) return undefined;
-  const u = isObject(obj.usage) ? obj.usage : isObject(obj.message) && isObject(obj.message.usage) ? obj.message.usage : undefined;
+  const u = isObject(obj.usage)
+    ? obj.usage
+    : isObject(obj.message) && isObject(obj.message.usage)
+      ? obj.message.usage
+      : undefined;
   if (!u) return undefined;
   const input = tokenCount(u.input_tokens);
   const output = tokenCount(u.output_tokens);
@@ -73,7 +85,11 @@ export function usageFromAnthropic(obj: unknown): Usage | undefined {
   const cacheWrite = tokenCount(u.cache_creation_input_tokens);
   const prompt = (input ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
   const completion = output ?? 0;
-  return withOptional({ prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }, cacheRead, cacheWrite);
+  return withOptional(
+    { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+    cacheRead,
+    cacheWrite,
+  );
 }
 
 /** A rough token count for text nobody counted: about four characters per token, at least 1 when non-empty. */

@@ -27,30 +27,48 @@ export interface AnthropicErrorReply {
 /** The error `type` the real API uses for a status (its errors page; other 4xx are invalid_request_error). */
 export function errorTypeFor(status: number): string {
   switch (status) {
-    case 400: return 'invalid_request_error';
-    case 401: return 'authentication_error';
-    case 402: return 'billing_error';
-    case 403: return 'permission_error';
-    case 404: return 'not_found_error';
-    case 413: return 'request_too_large';
-    case 429: return 'rate_limit_error';
-    case 504: return 'timeout_error';
-    case 529: return 'overloaded_error';
-    default: return status >= 500 ? 'api_error' : 'invalid_request_error';
+    case 400:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 402:
+      return 'billing_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 504:
+      return 'timeout_error';
+    case 529:
+      return 'overloaded_error';
+    default:
+      return status >= 500 ? 'api_error' : 'invalid_request_error';
   }
 }
 
 /** A message in the real API's style for a bare status (errorStatus, modelsStatus). */
 function messageFor(status: number): string {
   switch (status) {
-    case 401: return 'invalid x-api-key';
-    case 403: return 'Your API key does not have permission to use the specified resource.';
-    case 404: return 'Not Found';
-    case 413: return 'Request exceeds the maximum allowed number of bytes.';
-    case 429: return 'Number of request tokens has exceeded your per-minute rate limit';
-    case 500: return 'Internal server error';
-    case 529: return 'Overloaded';
-    default: return 'fake upstream error';
+    case 401:
+      return 'invalid x-api-key';
+    case 403:
+      return 'Your API key does not have permission to use the specified resource.';
+    case 404:
+      return 'Not Found';
+    case 413:
+      return 'Request exceeds the maximum allowed number of bytes.';
+    case 429:
+      return 'Number of request tokens has exceeded your per-minute rate limit';
+    case 500:
+      return 'Internal server error';
+    case 529:
+      return 'Overloaded';
+    default:
+      return 'fake upstream error';
   }
 }
 
@@ -66,7 +84,8 @@ export function statusError(status: number, retryAfter?: string): AnthropicError
 
 /** The body of an error answer (and of a mid-stream `event: error`, which has no request_id). */
 export function errorBody(
-  reply: Pick<AnthropicErrorReply, 'type' | 'message' | 'details'>, requestId?: string,
+  reply: Pick<AnthropicErrorReply, 'type' | 'message' | 'details'>,
+  requestId?: string,
 ): object {
   const error = { type: reply.type, message: reply.message, ...(reply.details ? { details: reply.details } : {}) };
   return { type: 'error', error, ...(requestId ? { request_id: requestId } : {}) };
@@ -77,7 +96,7 @@ export const OVERLOADED_EVENT = { type: 'error', error: { type: 'overloaded_erro
 
 function header(headers: Record<string, string | string[] | undefined>, name: string): string {
   const v = headers[name];
-  return Array.isArray(v) ? v.join(',') : v ?? '';
+  return Array.isArray(v) ? v.join(',') : (v ?? '');
 }
 
 /**
@@ -85,30 +104,46 @@ function header(headers: Record<string, string | string[] | undefined>, name: st
  * sends an API key); `Authorization: Bearer <oauthToken>` only with the oauth beta, as the real
  * API answers any other bearer with "OAuth authentication is currently not supported.".
  */
-export function authRefusal(headers: Record<string, string | string[] | undefined>, apiKey: string, oauthToken: string): AnthropicErrorReply | undefined {
+export function authRefusal(
+  headers: Record<string, string | string[] | undefined>,
+  apiKey: string,
+  oauthToken: string,
+): AnthropicErrorReply | undefined {
   const key = header(headers, 'x-api-key');
   if (key !== '') return key === apiKey ? undefined : anthropicError(401, 'invalid x-api-key');
   const auth = header(headers, 'authorization');
   if (auth === '') return anthropicError(401, 'x-api-key header is required');
   const bearer = /^Bearer\s+(.+)$/i.exec(auth)?.[1]?.trim() ?? '';
   if (bearer !== '' && bearer === apiKey) return undefined;
-  const betas = header(headers, 'anthropic-beta').split(',').map((b) => b.trim());
+  const betas = header(headers, 'anthropic-beta')
+    .split(',')
+    .map((b) => b.trim());
   if (!betas.includes(OAUTH_BETA)) return anthropicError(401, 'OAuth authentication is currently not supported.');
   return bearer === oauthToken ? undefined : anthropicError(401, 'Invalid bearer token');
 }
 
 /** Every /v1 call needs the version header (checked after auth, as the real API does). */
-export function versionRefusal(headers: Record<string, string | string[] | undefined>): AnthropicErrorReply | undefined {
-  return header(headers, 'anthropic-version') === '' ? anthropicError(400, 'anthropic-version: header is required') : undefined;
+export function versionRefusal(
+  headers: Record<string, string | string[] | undefined>,
+): AnthropicErrorReply | undefined {
+  return header(headers, 'anthropic-version') === ''
+    ? anthropicError(400, 'anthropic-version: header is required')
+    : undefined;
 }
 
 const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The real API validates with pydantic and names the first bad field: "max_tokens: Field required". */
-export function messagesBodyRefusal(body: unknown, parsed: boolean, countTokensCall: boolean): AnthropicErrorReply | undefined {
-  if (!parsed || !isObject(body)) return anthropicError(400, 'There was an error parsing the body: the request body is not a JSON object');
+export function messagesBodyRefusal(
+  body: unknown,
+  parsed: boolean,
+  countTokensCall: boolean,
+): AnthropicErrorReply | undefined {
+  if (!parsed || !isObject(body))
+    return anthropicError(400, 'There was an error parsing the body: the request body is not a JSON object');
   if (!countTokensCall && body.max_tokens === undefined) return anthropicError(400, 'max_tokens: Field required');
-  if (countTokensCall && body.max_tokens !== undefined) return anthropicError(400, 'max_tokens: Extra inputs are not permitted');
+  if (countTokensCall && body.max_tokens !== undefined)
+    return anthropicError(400, 'max_tokens: Extra inputs are not permitted');
   if (!countTokensCall && (typeof body.max_tokens !== 'number' || !Number.isInteger(body.max_tokens))) {
     return anthropicError(400, 'max_tokens: Input should be a valid integer');
   }

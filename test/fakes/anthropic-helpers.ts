@@ -12,12 +12,26 @@ export function sdk(fake: AnthropicFake, opts: ClientOptions = {}): Anthropic {
 
 /** The default headers of a raw call: the API key and the version. */
 export function rawHeaders(extra: Record<string, string> = {}): Record<string, string> {
-  return { 'content-type': 'application/json', 'x-api-key': ANTHROPIC_FAKE_API_KEY, 'anthropic-version': VERSION, ...extra };
+  return {
+    'content-type': 'application/json',
+    'x-api-key': ANTHROPIC_FAKE_API_KEY,
+    'anthropic-version': VERSION,
+    ...extra,
+  };
 }
 
 /** A raw POST, headers replaced wholesale when given. */
-export function rawPost(fake: AnthropicFake, path: string, body: unknown, headers: Record<string, string> = rawHeaders()): Promise<Response> {
-  return fetch(`${fake.url}${path}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+export function rawPost(
+  fake: AnthropicFake,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = rawHeaders(),
+): Promise<Response> {
+  return fetch(`${fake.url}${path}`, {
+    method: 'POST',
+    headers,
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 }
 
 /** A minimal valid messages body for the fake's first model. */
@@ -25,7 +39,10 @@ export function messagesBody(fake: AnthropicFake, extra: Record<string, unknown>
   return { model: fake.models[0], max_tokens: 1024, messages: [{ role: 'user', content: 'hello' }], ...extra };
 }
 
-export async function withAnthropic(opts: StartAnthropicFakeOptions, fn: (f: AnthropicFake) => Promise<void>): Promise<void> {
+export async function withAnthropic(
+  opts: StartAnthropicFakeOptions,
+  fn: (f: AnthropicFake) => Promise<void>,
+): Promise<void> {
   const fake = await startAnthropicFake(opts);
   try {
     await fn(fake);

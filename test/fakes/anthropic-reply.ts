@@ -37,20 +37,23 @@ const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object'
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
-  return content.map((b) => {
-    if (!isObject(b)) return '';
-    if (b.type === 'text') return String(b.text ?? '');
-    if (b.type === 'tool_use') return `${b.name ?? ''} ${JSON.stringify(b.input ?? {})}`;
-    if (b.type === 'tool_result') return contentText(b.content);
-    if (b.type === 'thinking') return String(b.thinking ?? '');
-    return JSON.stringify(b);
-  }).join('\n');
+  return content
+    .map((b) => {
+      if (!isObject(b)) return '';
+      if (b.type === 'text') return String(b.text ?? '');
+      if (b.type === 'tool_use') return `${b.name ?? ''} ${JSON.stringify(b.input ?? {})}`;
+      if (b.type === 'tool_result') return contentText(b.content);
+      if (b.type === 'thinking') return String(b.thinking ?? '');
+      return JSON.stringify(b);
+    })
+    .join('\n');
 }
 
 /** A deterministic input-token count that grows with the system prompt, the messages and the tools. */
 export function inputTokensOf(body: any): number {
   const parts = [contentText(body?.system)];
-  for (const m of Array.isArray(body?.messages) ? body.messages : []) parts.push(`${m?.role ?? ''}: ${contentText(m?.content)}`);
+  for (const m of Array.isArray(body?.messages) ? body.messages : [])
+    parts.push(`${m?.role ?? ''}: ${contentText(m?.content)}`);
   for (const t of Array.isArray(body?.tools) ? body.tools : []) parts.push(JSON.stringify(t));
   return countTokens(parts.join('\n'));
 }
@@ -113,14 +116,18 @@ export function planAnthropicReply(body: any, knobs: AnthropicKnobs): AnthropicP
   let stopSequence: string | null = null;
 
   if (thinkingOn(body)) {
-    const pieces = contentWords(n).map((w) => w.replace('tok', 'thought')).slice(0, budget);
+    const pieces = contentWords(n)
+      .map((w) => w.replace('tok', 'thought'))
+      .slice(0, budget);
     if (pieces.length < n) stopReason = 'max_tokens';
     budget -= pieces.length;
     blocks.push({ type: 'thinking', pieces, signature: signatureOf(pieces.join('')) });
   }
   if (stopReason === 'end_turn') {
     const words = contentWords(n);
-    const stops = Array.isArray(body?.stop_sequences) ? body.stop_sequences.filter((s: unknown): s is string => typeof s === 'string') : [];
+    const stops = Array.isArray(body?.stop_sequences)
+      ? body.stop_sequences.filter((s: unknown): s is string => typeof s === 'string')
+      : [];
     const stopped = cutAtStop(words, stops);
     let pieces = words;
     if (stopped && stopped.pieces.length <= budget) {
@@ -135,8 +142,10 @@ export function planAnthropicReply(body: any, knobs: AnthropicKnobs): AnthropicP
     if (pieces.length > 0) blocks.push({ type: 'text', pieces });
   }
   const tools: any[] = Array.isArray(body?.tools) ? body.tools : [];
-  const toolWanted = knobs.toolUse !== undefined && tools.some((t) => t?.name === knobs.toolUse)
-    && !(knobs.toolUseOnce && lastUserHasToolResult(body));
+  const toolWanted =
+    knobs.toolUse !== undefined &&
+    tools.some((t) => t?.name === knobs.toolUse) &&
+    !(knobs.toolUseOnce && lastUserHasToolResult(body));
   if (stopReason === 'end_turn' && toolWanted) {
     const json = JSON.stringify(knobs.toolInput);
     const pieces = splitEven(json, Math.max(1, Math.min(n, json.length)));
@@ -211,8 +220,14 @@ export function streamEvents(plan: AnthropicPlan): PlannedEvent[] {
   push({
     type: 'message_start',
     message: {
-      model: plan.model, id: plan.id, type: 'message', role: 'assistant', content: [],
-      stop_reason: null, stop_sequence: null, usage: fullUsage(plan, Math.min(1, plan.outputTokens)),
+      model: plan.model,
+      id: plan.id,
+      type: 'message',
+      role: 'assistant',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: fullUsage(plan, Math.min(1, plan.outputTokens)),
     },
   });
   plan.blocks.forEach((b, index) => {

@@ -10,14 +10,34 @@
 import { listenFake } from './listen.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
-  anthropicError, authRefusal, errorBody, messagesBodyRefusal, modelNotFound, newRequestId, OVERLOADED_EVENT,
-  statusError, versionRefusal, type AnthropicErrorReply,
+  anthropicError,
+  authRefusal,
+  errorBody,
+  messagesBodyRefusal,
+  modelNotFound,
+  newRequestId,
+  OVERLOADED_EVENT,
+  statusError,
+  versionRefusal,
+  type AnthropicErrorReply,
 } from './anthropic-errors.ts';
 import { DEFAULT_ANTHROPIC_MODELS, modelInfo, modelsPage } from './anthropic-models.ts';
-import { assembledMessage, inputTokensOf, planAnthropicReply, sseEvent, streamEvents, type AnthropicPlan } from './anthropic-reply.ts';
 import {
-  ANTHROPIC_FAKE_API_KEY, ANTHROPIC_FAKE_OAUTH_TOKEN, DEFAULT_ANTHROPIC_KNOBS, type AnthropicFake, type AnthropicKnobs,
-  type RecordedAnthropicRequest, type StartAnthropicFakeOptions,
+  assembledMessage,
+  inputTokensOf,
+  planAnthropicReply,
+  sseEvent,
+  streamEvents,
+  type AnthropicPlan,
+} from './anthropic-reply.ts';
+import {
+  ANTHROPIC_FAKE_API_KEY,
+  ANTHROPIC_FAKE_OAUTH_TOKEN,
+  DEFAULT_ANTHROPIC_KNOBS,
+  type AnthropicFake,
+  type AnthropicKnobs,
+  type RecordedAnthropicRequest,
+  type StartAnthropicFakeOptions,
 } from './anthropic-types.ts';
 import { readBody, sleep, untilAborted, write } from './server.ts';
 import { FakeThreads } from './anthropic-threads.ts';
@@ -26,7 +46,13 @@ const SSE_HEAD = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Co
 const JSON_TYPE = { 'Content-Type': 'application/json' };
 
 /** Answers JSON with the request's id in the `request-id` header, as every real response has. */
-function sendJson(res: ServerResponse, requestId: string, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function sendJson(
+  res: ServerResponse,
+  requestId: string,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   if (res.destroyed || res.headersSent) return;
   res.writeHead(status, { ...JSON_TYPE, 'request-id': requestId, ...headers });
   res.end(JSON.stringify(body));
@@ -60,7 +86,12 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
     return undefined;
   }
 
-  async function streamReply(res: ServerResponse, requestId: string, plan: AnthropicPlan, signal: AbortSignal): Promise<void> {
+  async function streamReply(
+    res: ServerResponse,
+    requestId: string,
+    plan: AnthropicPlan,
+    signal: AbortSignal,
+  ): Promise<void> {
     const { tokensPerSecond, dropAfterEvents: drop, overloadedMidStream: overload } = knobs;
     const events = streamEvents(plan);
     const totalDeltas = events.filter((e) => e.delta).length;
@@ -69,7 +100,10 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
     res.flushHeaders();
     let deltas = 0;
     for (let i = 0; i < events.length; i++) {
-      if (drop >= 0 && i >= Math.min(drop, events.length)) { res.socket?.destroy(); return; }
+      if (drop >= 0 && i >= Math.min(drop, events.length)) {
+        res.socket?.destroy();
+        return;
+      }
       const e = events[i]!;
       if (e.delta && tokensPerSecond > 0) await sleep(1000 / tokensPerSecond, signal);
       if (signal.aborted) return;
@@ -82,12 +116,20 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
         return;
       }
     }
-    if (drop >= 0 && drop >= events.length) { res.socket?.destroy(); return; }
+    if (drop >= 0 && drop >= events.length) {
+      res.socket?.destroy();
+      return;
+    }
     res.end();
   }
 
   async function serveMessages(
-    raw: any, parsed: boolean, betas: string, res: ServerResponse, requestId: string, signal: AbortSignal,
+    raw: any,
+    parsed: boolean,
+    betas: string,
+    res: ServerResponse,
+    requestId: string,
+    signal: AbortSignal,
   ): Promise<void> {
     await sleep(knobs.latencyMs, signal);
     if (signal.aborted) return;
@@ -107,7 +149,10 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
     const plan = planAnthropicReply(body, knobs);
     thread?.hold(assembledMessage(plan) as { id: string; role: string; content: unknown });
     if (streaming) return streamReply(res, requestId, plan, signal);
-    if (knobs.dropAfterEvents >= 0) { res.socket?.destroy(); return; }
+    if (knobs.dropAfterEvents >= 0) {
+      res.socket?.destroy();
+      return;
+    }
     if (knobs.overloadedMidStream >= 0) return sendError(res, requestId, statusError(529));
     if (knobs.tokensPerSecond > 0) await sleep((plan.outputTokens * 1000) / knobs.tokensPerSecond, signal);
     if (signal.aborted) return;
@@ -121,7 +166,13 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
   }
 
   /** Everything but POST /v1/messages; undefined when the path is unknown. */
-  function otherReply(method: string, path: string, query: URLSearchParams, body: any, parsed: boolean): { body: unknown } | AnthropicErrorReply | undefined {
+  function otherReply(
+    method: string,
+    path: string,
+    query: URLSearchParams,
+    body: any,
+    parsed: boolean,
+  ): { body: unknown } | AnthropicErrorReply | undefined {
     if (method === 'GET' && path === '/v1/models') {
       if (knobs.modelsStatus > 0) return statusError(knobs.modelsStatus);
       const page = modelsPage(models, query);
@@ -142,31 +193,53 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (knobs.refuse) { req.socket.resetAndDestroy(); return; }
+    if (knobs.refuse) {
+      req.socket.resetAndDestroy();
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://fake.invalid');
     const path = url.pathname;
     const method = req.method ?? 'GET';
     const requestId = newRequestId();
     const record: RecordedAnthropicRequest = {
-      method, path, query: url.search.slice(1), headers: { ...req.headers }, rawBody: '', body: undefined, startedAt: Date.now(),
+      method,
+      path,
+      query: url.search.slice(1),
+      headers: { ...req.headers },
+      rawBody: '',
+      body: undefined,
+      startedAt: Date.now(),
     };
     requests.push(record);
     const abort = new AbortController();
-    res.on('close', () => { record.endedAt = Date.now(); abort.abort(); });
+    res.on('close', () => {
+      record.endedAt = Date.now();
+      abort.abort();
+    });
     const isMessages = method === 'POST' && path === '/v1/messages';
     if (isMessages) {
       inflight++;
       maxInflight = Math.max(maxInflight, inflight);
-      res.once('close', () => { inflight--; });
+      res.once('close', () => {
+        inflight--;
+      });
     }
 
     let raw: string;
-    try { raw = await readBody(req); } catch { return; }
+    try {
+      raw = await readBody(req);
+    } catch {
+      return;
+    }
     record.rawBody = raw;
     let body: any;
     let parsed = raw.length > 0;
     if (parsed) {
-      try { body = JSON.parse(raw); } catch { parsed = false; }
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        parsed = false;
+      }
     }
     record.body = body;
 
@@ -181,8 +254,12 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
   }
 
   const listener = await listenFake({
-    label: 'fake anthropic', port: opts.port, refuse: () => knobs.refuse, handle,
-    crashed: (res, err) => sendError(res, newRequestId(), anthropicError(500, `fake anthropic crashed: ${String(err)}`)),
+    label: 'fake anthropic',
+    port: opts.port,
+    refuse: () => knobs.refuse,
+    handle,
+    crashed: (res, err) =>
+      sendError(res, newRequestId(), anthropicError(500, `fake anthropic crashed: ${String(err)}`)),
   });
   const port = listener.port;
 
@@ -196,8 +273,12 @@ export async function startAnthropicFake(opts: StartAnthropicFakeOptions = {}): 
       if ('errorCount' in patch || 'errorStatus' in patch) errorsSent = 0;
     },
     requests,
-    get inflight() { return inflight; },
-    get maxInflight() { return maxInflight; },
+    get inflight() {
+      return inflight;
+    },
+    get maxInflight() {
+      return maxInflight;
+    },
     close: () => listener.close(),
   };
 }

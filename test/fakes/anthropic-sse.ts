@@ -22,7 +22,10 @@ export function parseAnthropicSse(body: string): ParsedAnthropicSse {
   chunks.forEach((text, index) => {
     if (text === '' && index === chunks.length - 1) return;
     const m = /^event: ([^\n]+)\ndata: ([^\n]+)$/.exec(text);
-    if (!m) { strayLines.push({ index, text }); return; }
+    if (!m) {
+      strayLines.push({ index, text });
+      return;
+    }
     try {
       events.push({ event: m[1]!, data: JSON.parse(m[2]!) });
     } catch {

@@ -26,8 +26,10 @@ export interface ThreadTurn {
   hold(reply: { id: string; role: string; content: unknown }): void;
 }
 
-const refusal = (message: string, errorCode: string): AnthropicErrorReply =>
-  ({ ...anthropicError(400, message), details: { error_code: errorCode } });
+const refusal = (message: string, errorCode: string): AnthropicErrorReply => ({
+  ...anthropicError(400, message),
+  details: { error_code: errorCode },
+});
 
 export class FakeThreads {
   private readonly held = new Map<string, HeldThread>();
@@ -36,7 +38,12 @@ export class FakeThreads {
   turn(body: any, betas: string): ThreadTurn | AnthropicErrorReply | undefined {
     const thread = body?.thread;
     if (thread === undefined || thread === null) return undefined;
-    if (!betas.split(',').map((b) => b.trim()).includes(THREADS_BETA)) {
+    if (
+      !betas
+        .split(',')
+        .map((b) => b.trim())
+        .includes(THREADS_BETA)
+    ) {
       return anthropicError(400, 'thread: Extra inputs are not permitted');
     }
     if (thread.type === 'create') return this.start(body, [], body.system, body.tools);
@@ -48,8 +55,10 @@ export class FakeThreads {
       return refusal(`thread: the message '${id}' was continued already`, 'thread_already_continued');
     }
     if (body.system !== undefined || body.tools !== undefined) {
-      return anthropicError(400,
-        'thread: `system` and `tools` are set when the thread is created; a continue cannot repeat them');
+      return anthropicError(
+        400,
+        'thread: `system` and `tools` are set when the thread is created; a continue cannot repeat them',
+      );
     }
     before.continued = true;
     return this.start(body, before.messages, before.system, before.tools);
@@ -59,7 +68,10 @@ export class FakeThreads {
     const messages = [...earlier, ...(Array.isArray(body.messages) ? body.messages : [])];
     const { thread: _thread, ...rest } = body;
     const expanded = {
-      ...rest, messages, ...(system !== undefined ? { system } : {}), ...(tools !== undefined ? { tools } : {}),
+      ...rest,
+      messages,
+      ...(system !== undefined ? { system } : {}),
+      ...(tools !== undefined ? { tools } : {}),
     };
     return {
       body: expanded,

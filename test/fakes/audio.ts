@@ -80,7 +80,11 @@ export function speechAudio(input: string, voice: string = FAKE_DEFAULT_VOICE, f
 }
 
 /** The transcript the fakes "hear" in `audio`: words derived from its bytes. */
-export function transcriptText(audio: Buffer, route: 'transcriptions' | 'translations' = 'transcriptions', language = 'en'): string {
+export function transcriptText(
+  audio: Buffer,
+  route: 'transcriptions' | 'translations' = 'transcriptions',
+  language = 'en',
+): string {
   const hash = createHash('sha256').update(audio).digest('hex');
   const words = ['the', 'quick', 'brown', 'fox', 'jumps', 'over', 'a', 'lazy', 'dog', 'and', 'sings'];
   const picked = Array.from({ length: 8 }, (_, i) => words[parseInt(hash.slice(i * 2, i * 2 + 2), 16) % words.length]);
@@ -101,13 +105,28 @@ export interface AudioContext {
   served(label: string): void;
 }
 
-export async function serveAudio(ctx: AudioContext, route: AudioRoute, req: IncomingMessage, res: ServerResponse, record: RecordedRequest, signal: AbortSignal): Promise<void> {
+export async function serveAudio(
+  ctx: AudioContext,
+  route: AudioRoute,
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: RecordedRequest,
+  signal: AbortSignal,
+): Promise<void> {
   let raw: Buffer;
-  try { raw = await readBytes(req); } catch { return; }
+  try {
+    raw = await readBytes(req);
+  } catch {
+    return;
+  }
   const gated = ctx.gate(req);
   if (route === 'speech') {
     let body: any;
-    try { body = raw.length ? JSON.parse(raw.toString('utf8')) : undefined; } catch { body = raw.toString('utf8'); }
+    try {
+      body = raw.length ? JSON.parse(raw.toString('utf8')) : undefined;
+    } catch {
+      body = raw.toString('utf8');
+    }
     record.body = body;
     if (gated) return ctx.send(res, gated);
     if (typeof body !== 'object' || body === null) return ctx.send(res, badJson(ctx.kind));
@@ -115,7 +134,9 @@ export async function serveAudio(ctx: AudioContext, route: AudioRoute, req: Inco
   }
   let form: FormData;
   try {
-    form = await new Response(raw, { headers: { 'content-type': String(req.headers['content-type'] ?? '') } }).formData();
+    form = await new Response(raw, {
+      headers: { 'content-type': String(req.headers['content-type'] ?? '') },
+    }).formData();
   } catch (err) {
     record.body = raw.toString('latin1');
     return ctx.send(res, gated ?? kindError(ctx.kind, 400, `invalid multipart body: ${String(err)}`));
@@ -131,7 +152,8 @@ async function serveSpeech(ctx: AudioContext, body: any, res: ServerResponse, si
   if (signal.aborted) return;
   const model = String(body.model ?? '');
   const refusal = ctx.refusal(model);
-  if (typeof body.input !== 'string') return ctx.send(res, refusal ?? kindError(ctx.kind, 400, 'input: Field required'));
+  if (typeof body.input !== 'string')
+    return ctx.send(res, refusal ?? kindError(ctx.kind, 400, 'input: Field required'));
   if (refusal) return ctx.send(res, refusal);
   const format = typeof body.response_format === 'string' ? body.response_format : 'mp3';
   const contentType = SPEECH_CONTENT_TYPES[format];
@@ -147,18 +169,37 @@ async function serveSpeech(ctx: AudioContext, body: any, res: ServerResponse, si
   }
   const chunks = split(audio, Math.max(1, knobs.chunkCount));
   if (sse) {
-    const frames = chunks.map((c) => `data: ${JSON.stringify({ type: 'speech.audio.delta', audio: c.toString('base64') })}\n\n`);
+    const frames = chunks.map(
+      (c) => `data: ${JSON.stringify({ type: 'speech.audio.delta', audio: c.toString('base64') })}\n\n`,
+    );
     const inputTokens = Math.max(1, Math.round(body.input.length / 4));
-    const usage = { input_tokens: inputTokens, output_tokens: chunks.length, total_tokens: inputTokens + chunks.length };
+    const usage = {
+      input_tokens: inputTokens,
+      output_tokens: chunks.length,
+      total_tokens: inputTokens + chunks.length,
+    };
     const done = `data: ${JSON.stringify({ type: 'speech.audio.done', usage })}\n\n`;
-    return paced(ctx, res, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' }, frames.map((f) => Buffer.from(f)), Buffer.from(done), signal);
+    return paced(
+      ctx,
+      res,
+      { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' },
+      frames.map((f) => Buffer.from(f)),
+      Buffer.from(done),
+      signal,
+    );
   }
   const head: Record<string, string> = { 'Content-Type': contentType };
   if (knobs.audioContentLength) head['Content-Length'] = String(audio.length);
   return paced(ctx, res, head, chunks, undefined, signal);
 }
 
-async function serveTranscription(ctx: AudioContext, route: 'transcriptions' | 'translations', form: FormData, res: ServerResponse, signal: AbortSignal): Promise<void> {
+async function serveTranscription(
+  ctx: AudioContext,
+  route: 'transcriptions' | 'translations',
+  form: FormData,
+  res: ServerResponse,
+  signal: AbortSignal,
+): Promise<void> {
   const { knobs } = ctx;
   await sleep(knobs.latencyMs, signal);
   if (signal.aborted) return;
@@ -173,7 +214,12 @@ async function serveTranscription(ctx: AudioContext, route: 'transcriptions' | '
   ctx.served((file as File).name ?? '');
   const format = String(form.get('response_format') ?? 'json');
   const words = text.split(' ');
-  const usage = { type: 'tokens', input_tokens: Math.ceil(audio.length / 1000), output_tokens: words.length, total_tokens: Math.ceil(audio.length / 1000) + words.length };
+  const usage = {
+    type: 'tokens',
+    input_tokens: Math.ceil(audio.length / 1000),
+    output_tokens: words.length,
+    total_tokens: Math.ceil(audio.length / 1000) + words.length,
+  };
 
   if (knobs.headThenSilence) {
     res.writeHead(200, { 'Content-Type': 'application/json' });
@@ -186,15 +232,29 @@ async function serveTranscription(ctx: AudioContext, route: 'transcriptions' | '
       // vLLM streams chat-style `transcription.chunk` objects and ends with [DONE]
       const created = Math.floor(Date.now() / 1000);
       const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-        Buffer.from(`data: ${JSON.stringify({ id: `trsc-${created}`, object: 'transcription.chunk', created, model, choices: [{ delta, ...extra }] })}\n\n`);
+        Buffer.from(
+          `data: ${JSON.stringify({ id: `trsc-${created}`, object: 'transcription.chunk', created, model, choices: [{ delta, ...extra }] })}\n\n`,
+        );
       const frames = words.map((w, i) => chunk({ content: i ? ` ${w}` : w }));
-      return paced(ctx, res, sseHead, [...frames, chunk({}, { finish_reason: 'stop', stop_reason: null })], Buffer.from('data: [DONE]\n\n'), signal);
+      return paced(
+        ctx,
+        res,
+        sseHead,
+        [...frames, chunk({}, { finish_reason: 'stop', stop_reason: null })],
+        Buffer.from('data: [DONE]\n\n'),
+        signal,
+      );
     }
-    const frames = words.map((w, i) => Buffer.from(`data: ${JSON.stringify({ type: 'transcript.text.delta', delta: i ? ` ${w}` : w })}\n\n`));
+    const frames = words.map((w, i) =>
+      Buffer.from(`data: ${JSON.stringify({ type: 'transcript.text.delta', delta: i ? ` ${w}` : w })}\n\n`),
+    );
     const done = Buffer.from(`data: ${JSON.stringify({ type: 'transcript.text.done', text, usage })}\n\n`);
     return paced(ctx, res, sseHead, frames, done, signal);
   }
-  if (knobs.dropAfterChunks >= 0) { res.socket?.destroy(); return; }
+  if (knobs.dropAfterChunks >= 0) {
+    res.socket?.destroy();
+    return;
+  }
   if (knobs.stallAfterChunks >= 0) return untilAborted(signal);
   if (knobs.tokensPerSecond > 0) await sleep((knobs.chunkCount * 1000) / knobs.tokensPerSecond, signal);
   if (signal.aborted) return;
@@ -203,13 +263,26 @@ async function serveTranscription(ctx: AudioContext, route: 'transcriptions' | '
     case 'text':
       return ctx.send(res, { status: 200, body: `${text}\n` });
     case 'srt':
-      return ctx.send(res, { status: 200, body: `1\n00:00:00,000 --> 00:00:${String(Math.min(59, Math.ceil(duration))).padStart(2, '0')},000\n${text}\n\n` });
+      return ctx.send(res, {
+        status: 200,
+        body: `1\n00:00:00,000 --> 00:00:${String(Math.min(59, Math.ceil(duration))).padStart(2, '0')},000\n${text}\n\n`,
+      });
     case 'vtt':
-      return ctx.send(res, { status: 200, body: `WEBVTT\n\n00:00:00.000 --> 00:00:${String(Math.min(59, Math.ceil(duration))).padStart(2, '0')}.000\n${text}\n\n` });
+      return ctx.send(res, {
+        status: 200,
+        body: `WEBVTT\n\n00:00:00.000 --> 00:00:${String(Math.min(59, Math.ceil(duration))).padStart(2, '0')}.000\n${text}\n\n`,
+      });
     case 'verbose_json':
       return ctx.send(res, {
         status: 200,
-        body: { task: route === 'translations' ? 'translate' : 'transcribe', language, duration, text, segments: [{ id: 0, start: 0, end: duration, text }], usage },
+        body: {
+          task: route === 'translations' ? 'translate' : 'transcribe',
+          language,
+          duration,
+          text,
+          segments: [{ id: 0, start: 0, end: duration, text }],
+          usage,
+        },
       });
     case 'json':
       return ctx.send(res, { status: 200, body: { text, usage } });
@@ -219,14 +292,27 @@ async function serveTranscription(ctx: AudioContext, route: 'transcriptions' | '
 }
 
 /** Writes `chunks` paced like a token stream, obeying prefill, drop and stall; `tail` after the last. */
-async function paced(ctx: AudioContext, res: ServerResponse, head: Record<string, string>, chunks: Buffer[], tail: Buffer | undefined, signal: AbortSignal): Promise<void> {
+async function paced(
+  ctx: AudioContext,
+  res: ServerResponse,
+  head: Record<string, string>,
+  chunks: Buffer[],
+  tail: Buffer | undefined,
+  signal: AbortSignal,
+): Promise<void> {
   const { tokensPerSecond, dropAfterChunks: drop, stallAfterChunks: stall, prefillMs } = ctx.knobs;
   res.writeHead(200, head);
   res.flushHeaders();
   if (prefillMs > 0) await sleep(prefillMs, signal);
   const cut = async (sent: number): Promise<boolean> => {
-    if (drop >= 0 && sent >= Math.min(drop, chunks.length)) { res.socket?.destroy(); return true; }
-    if (stall >= 0 && sent >= Math.min(stall, chunks.length)) { await untilAborted(signal); return true; }
+    if (drop >= 0 && sent >= Math.min(drop, chunks.length)) {
+      res.socket?.destroy();
+      return true;
+    }
+    if (stall >= 0 && sent >= Math.min(stall, chunks.length)) {
+      await untilAborted(signal);
+      return true;
+    }
     return false;
   };
   for (let i = 0; i < chunks.length; i++) {
@@ -245,7 +331,13 @@ async function recordForm(form: FormData): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = { parts: [...form.keys()] };
   for (const [name, value] of form.entries()) {
     if (typeof value !== 'string') {
-      if (!out.file) out.file = { filename: value.name, type: value.type, size: value.size, data: Buffer.from(await value.arrayBuffer()) };
+      if (!out.file)
+        out.file = {
+          filename: value.name,
+          type: value.type,
+          size: value.size,
+          data: Buffer.from(await value.arrayBuffer()),
+        };
       continue;
     }
     if (name.endsWith('[]')) out[name] = [...((out[name] as string[] | undefined) ?? []), value];
@@ -270,7 +362,11 @@ async function readBytes(req: IncomingMessage): Promise<Buffer> {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const done = () => { clearTimeout(timer); signal.removeEventListener('abort', done); resolve(); };
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
     const timer = setTimeout(done, ms);
     signal.addEventListener('abort', done, { once: true });
   });
@@ -285,7 +381,10 @@ function untilAborted(signal: AbortSignal): Promise<void> {
 function write(res: ServerResponse, data: Buffer, signal: AbortSignal): Promise<void> {
   if (res.destroyed || res.writableEnded || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const done = () => { signal.removeEventListener('abort', done); resolve(); };
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
     signal.addEventListener('abort', done, { once: true });
     res.write(data, () => done());
   });

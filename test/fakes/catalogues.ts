@@ -39,17 +39,50 @@ function stableInt(text: string, min: number, max: number): number {
 
 function llamaCppSamplingParams(): Record<string, unknown> {
   return {
-    n_predict: -1, seed: 4294967295, temperature: 0.8, dynatemp_range: 0, dynatemp_exponent: 1,
-    top_k: 40, top_p: 0.95, min_p: 0.05, top_n_sigma: -1, xtc_probability: 0, xtc_threshold: 0.1,
-    typical_p: 1, repeat_last_n: 64, repeat_penalty: 1, presence_penalty: 0, frequency_penalty: 0,
-    dry_multiplier: 0, dry_base: 1.75, dry_allowed_length: 2, dry_penalty_last_n: 4096,
-    dry_sequence_breakers: ['\n', ':', '"', '*'], mirostat: 0, mirostat_tau: 5, mirostat_eta: 0.1,
-    stop: [], max_tokens: -1, n_keep: 0, n_discard: 0, ignore_eos: false, stream: true, n_probs: 0,
-    min_keep: 0, grammar: '', chat_format: 'Content-only', reasoning_format: 'none',
-    reasoning_in_content: false, generation_prompt: '',
+    n_predict: -1,
+    seed: 4294967295,
+    temperature: 0.8,
+    dynatemp_range: 0,
+    dynatemp_exponent: 1,
+    top_k: 40,
+    top_p: 0.95,
+    min_p: 0.05,
+    top_n_sigma: -1,
+    xtc_probability: 0,
+    xtc_threshold: 0.1,
+    typical_p: 1,
+    repeat_last_n: 64,
+    repeat_penalty: 1,
+    presence_penalty: 0,
+    frequency_penalty: 0,
+    dry_multiplier: 0,
+    dry_base: 1.75,
+    dry_allowed_length: 2,
+    dry_penalty_last_n: 4096,
+    dry_sequence_breakers: ['\n', ':', '"', '*'],
+    mirostat: 0,
+    mirostat_tau: 5,
+    mirostat_eta: 0.1,
+    stop: [],
+    max_tokens: -1,
+    n_keep: 0,
+    n_discard: 0,
+    ignore_eos: false,
+    stream: true,
+    n_probs: 0,
+    min_keep: 0,
+    grammar: '',
+    chat_format: 'Content-only',
+    reasoning_format: 'none',
+    reasoning_in_content: false,
+    generation_prompt: '',
     samplers: ['penalties', 'dry', 'top_k', 'typ_p', 'top_p', 'min_p', 'xtc', 'temperature'],
-    'speculative.n_max': 16, 'speculative.n_min': 0, 'speculative.p_min': 0.75,
-    timings_per_token: false, post_sampling_probs: false, lora: [],
+    'speculative.n_max': 16,
+    'speculative.n_min': 0,
+    'speculative.p_min': 0.75,
+    timings_per_token: false,
+    post_sampling_probs: false,
+    lora: [],
   };
 }
 
@@ -64,7 +97,13 @@ function llamaCppSlot(id: number, processing: boolean): Record<string, unknown> 
     is_processing: processing,
     params: llamaCppSamplingParams(),
     prompt: '',
-    next_token: { has_next_token: processing, has_new_line: false, n_remain: -1, n_decoded: processing ? 1 : 0, stopping_word: '' },
+    next_token: {
+      has_next_token: processing,
+      has_new_line: false,
+      n_remain: -1,
+      n_decoded: processing ? 1 : 0,
+      stopping_word: '',
+    },
   };
 }
 
@@ -92,9 +131,24 @@ export function llamaCppProps(s: CatalogueState): Record<string, unknown> {
 export function llamaCppModels(s: CatalogueState): Record<string, unknown> {
   return {
     models: s.models.map((id) => ({
-      name: id, model: id, modified_at: '', size: '', digest: '', type: 'model', description: '',
-      tags: [''], capabilities: ['completion'], parameters: '',
-      details: { parent_model: '', format: 'gguf', family: '', families: [''], parameter_size: '', quantization_level: '' },
+      name: id,
+      model: id,
+      modified_at: '',
+      size: '',
+      digest: '',
+      type: 'model',
+      description: '',
+      tags: [''],
+      capabilities: ['completion'],
+      parameters: '',
+      details: {
+        parent_model: '',
+        format: 'gguf',
+        family: '',
+        families: [''],
+        parameter_size: '',
+        quantization_level: '',
+      },
     })),
     object: 'list',
     data: s.models.map((id) => ({
@@ -103,7 +157,14 @@ export function llamaCppModels(s: CatalogueState): Record<string, unknown> {
       architecture: { input_modalities: ['text'], output_modalities: ['text'] },
       created: s.created,
       owned_by: 'llamacpp',
-      meta: { vocab_type: 2, n_vocab: 128256, n_ctx_train: 131072, n_embd: 4096, n_params: 8030261312, size: 4912898304 },
+      meta: {
+        vocab_type: 2,
+        n_vocab: 128256,
+        n_ctx_train: 131072,
+        n_embd: 4096,
+        n_params: 8030261312,
+        size: 4912898304,
+      },
     })),
   };
 }
@@ -111,7 +172,11 @@ export function llamaCppModels(s: CatalogueState): Record<string, unknown> {
 // ---------------------------------------------------------------- llama-swap
 
 function displayName(id: string): string {
-  return id.split(/[-_:/]/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join(' ');
+  return id
+    .split(/[-_:/]/)
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join(' ');
 }
 
 /** llama-swap GET /v1/models (current api.go shape). */
@@ -161,20 +226,22 @@ export function vllmModels(s: CatalogueState): Record<string, unknown> {
       root: id,
       parent: null,
       max_model_len: 32768,
-      permission: [{
-        id: `modelperm-${sha256Hex(id).slice(0, 32)}`,
-        object: 'model_permission',
-        created: s.created,
-        allow_create_engine: false,
-        allow_sampling: true,
-        allow_logprobs: true,
-        allow_search_indices: false,
-        allow_view: true,
-        allow_fine_tuning: false,
-        organization: '*',
-        group: null,
-        is_blocking: false,
-      }],
+      permission: [
+        {
+          id: `modelperm-${sha256Hex(id).slice(0, 32)}`,
+          object: 'model_permission',
+          created: s.created,
+          allow_create_engine: false,
+          allow_sampling: true,
+          allow_logprobs: true,
+          allow_search_indices: false,
+          allow_view: true,
+          allow_fine_tuning: false,
+          organization: '*',
+          group: null,
+          is_blocking: false,
+        },
+      ],
     })),
   };
 }
@@ -182,7 +249,12 @@ export function vllmModels(s: CatalogueState): Record<string, unknown> {
 // ---------------------------------------------------------------- Ollama
 
 function ollamaDetails(name: string): Record<string, unknown> {
-  const family = name.split(':')[0]!.split('/').pop()!.replace(/[\d.]+$/, '') || 'llama';
+  const family =
+    name
+      .split(':')[0]!
+      .split('/')
+      .pop()!
+      .replace(/[\d.]+$/, '') || 'llama';
   return {
     parent_model: '',
     format: 'gguf',
@@ -202,7 +274,12 @@ export function ollamaTags(s: CatalogueState): Record<string, unknown> {
   const modified = new Date(s.created * 1000).toISOString();
   return {
     models: s.models.map((name) => ({
-      name, model: name, modified_at: modified, size: ollamaSize(name), digest: sha256Hex(name), details: ollamaDetails(name),
+      name,
+      model: name,
+      modified_at: modified,
+      size: ollamaSize(name),
+      digest: sha256Hex(name),
+      details: ollamaDetails(name),
     })),
   };
 }
@@ -212,8 +289,14 @@ export function ollamaPs(s: CatalogueState): Record<string, unknown> {
   const expires = new Date(s.created * 1000 + 5 * 60_000).toISOString();
   return {
     models: s.running.map(({ model: name }) => ({
-      name, model: name, size: ollamaSize(name), digest: sha256Hex(name), details: ollamaDetails(name),
-      expires_at: expires, size_vram: ollamaSize(name), context_length: 4096,
+      name,
+      model: name,
+      size: ollamaSize(name),
+      digest: sha256Hex(name),
+      details: ollamaDetails(name),
+      expires_at: expires,
+      size_vram: ollamaSize(name),
+      context_length: 4096,
     })),
   };
 }
@@ -228,7 +311,10 @@ function ollamaOwner(name: string): string {
 
 /** Ollama GET /v1/models. */
 export function ollamaOpenAiModels(s: CatalogueState): Record<string, unknown> {
-  return { object: 'list', data: s.models.map((id) => ({ id, object: 'model', created: s.created, owned_by: ollamaOwner(id) })) };
+  return {
+    object: 'list',
+    data: s.models.map((id) => ({ id, object: 'model', created: s.created, owned_by: ollamaOwner(id) })),
+  };
 }
 
 // ---------------------------------------------------------------- OpenRouter
@@ -246,11 +332,36 @@ export interface OpenRouterModelSpec {
 }
 
 const OPENROUTER_KNOWN: Record<string, Omit<OpenRouterModelSpec, 'id'>> = {
-  'acme/chat-large': { prompt: '0.000003', completion: '0.000015', cacheRead: '0.0000003', input: ['text', 'image'], output: ['text'], contextLength: 200000 },
-  'acme/chat-mini': { prompt: '0.00000015', completion: '0.0000006', input: ['text'], output: ['text'], contextLength: 128000 },
-  'acme/painter-image': { prompt: '0.0000003', completion: '0.0000025', input: ['image', 'text'], output: ['image', 'text'], contextLength: 32768 },
+  'acme/chat-large': {
+    prompt: '0.000003',
+    completion: '0.000015',
+    cacheRead: '0.0000003',
+    input: ['text', 'image'],
+    output: ['text'],
+    contextLength: 200000,
+  },
+  'acme/chat-mini': {
+    prompt: '0.00000015',
+    completion: '0.0000006',
+    input: ['text'],
+    output: ['text'],
+    contextLength: 128000,
+  },
+  'acme/painter-image': {
+    prompt: '0.0000003',
+    completion: '0.0000025',
+    input: ['image', 'text'],
+    output: ['image', 'text'],
+    contextLength: 32768,
+  },
   'acme/tiny-chat:free': { prompt: '0', completion: '0', input: ['text'], output: ['text'], contextLength: 32768 },
-  'acme/jingle-audio': { prompt: '0', completion: '0', input: ['text'], output: ['text', 'audio'], contextLength: 65536 },
+  'acme/jingle-audio': {
+    prompt: '0',
+    completion: '0',
+    input: ['text'],
+    output: ['text', 'audio'],
+    contextLength: 65536,
+  },
 };
 
 /** The fake's data for an OpenRouter id: known ids from the table, others derived from the name. */
@@ -289,7 +400,11 @@ export function openRouterModels(s: CatalogueState): Record<string, unknown> {
           tokenizer: 'Other',
           instruct_type: null,
         },
-        pricing: { prompt: m.prompt, completion: m.completion, ...(m.cacheRead ? { input_cache_read: m.cacheRead } : {}) },
+        pricing: {
+          prompt: m.prompt,
+          completion: m.completion,
+          ...(m.cacheRead ? { input_cache_read: m.cacheRead } : {}),
+        },
         top_provider: { context_length: m.contextLength, max_completion_tokens: 8192, is_moderated: false },
         per_request_limits: null,
         supported_parameters: ['max_tokens', 'stop', 'temperature', 'tool_choice', 'tools', 'top_p'],
@@ -361,11 +476,17 @@ export function togetherModels(s: CatalogueState): unknown[] {
 /** The model list body of `kind` (the endpoint under its OpenAI prefix). */
 export function modelList(kind: FakeKind, s: CatalogueState): unknown {
   switch (kind) {
-    case 'llamacpp': return llamaCppModels(s);
-    case 'llamaswap': return llamaSwapModels(s);
-    case 'vllm': return vllmModels(s);
-    case 'ollama': return ollamaOpenAiModels(s);
-    case 'openrouter': return openRouterModels(s);
-    case 'together': return togetherModels(s);
+    case 'llamacpp':
+      return llamaCppModels(s);
+    case 'llamaswap':
+      return llamaSwapModels(s);
+    case 'vllm':
+      return vllmModels(s);
+    case 'ollama':
+      return ollamaOpenAiModels(s);
+    case 'openrouter':
+      return openRouterModels(s);
+    case 'together':
+      return togetherModels(s);
   }
 }

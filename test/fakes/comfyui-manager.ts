@@ -17,7 +17,12 @@ const SIMPLE_FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipa
  * What the Manager does with `method path` (the `/api` prefix stripped): reboot, answer, or
  * nothing (undefined: not a Manager route, the server answers it).
  */
-export function managerRoute(flavour: ManagerFlavour, method: string, path: string, contentType: string | undefined): 'reboot' | { status: number; body: string } | undefined {
+export function managerRoute(
+  flavour: ManagerFlavour,
+  method: string,
+  path: string,
+  contentType: string | undefined,
+): 'reboot' | { status: number; body: string } | undefined {
   const route = flavour === 'v4' ? '/v2/manager/reboot' : flavour === 'none' ? undefined : '/manager/reboot';
   if (route === undefined || path !== route) return undefined;
   const wanted = flavour === 'old' ? 'GET' : 'POST';

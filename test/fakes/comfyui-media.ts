@@ -60,7 +60,13 @@ export function fakePng(seed: string, opts: { size?: number; text?: Record<strin
   }
   const ihdr = Buffer.concat([u32(size), u32(size), Buffer.from([8, 2, 0, 0, 0])]);
   const texts = Object.entries(opts.text ?? {}).map(([k, v]) => pngChunk('tEXt', Buffer.from(`${k}\0${v}`, 'latin1')));
-  return Buffer.concat([PNG_SIGNATURE, pngChunk('IHDR', ihdr), ...texts, pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    pngChunk('IHDR', ihdr),
+    ...texts,
+    pngChunk('IDAT', deflateSync(raw)),
+    pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 function box(type: string, payload: Buffer): Buffer {
@@ -70,25 +76,59 @@ function box(type: string, payload: Buffer): Buffer {
 export type MediaKind = 'png' | 'mp4' | 'webm' | 'flac' | 'mp3' | 'opus' | 'glb';
 
 export const MEDIA_TYPES: Record<MediaKind, string> = {
-  png: 'image/png', mp4: 'video/mp4', webm: 'video/webm', flac: 'audio/flac', mp3: 'audio/mpeg', opus: 'audio/ogg', glb: 'model/gltf-binary',
+  png: 'image/png',
+  mp4: 'video/mp4',
+  webm: 'video/webm',
+  flac: 'audio/flac',
+  mp3: 'audio/mpeg',
+  opus: 'audio/ogg',
+  glb: 'model/gltf-binary',
 };
 
 /** A file of `kind` derived from `seed` (PNG: a real image; the others: right magic, hash payload). */
 export function fakeMedia(kind: MediaKind, seed: string, text?: Record<string, string>): Buffer {
   const h = digest(seed);
   switch (kind) {
-    case 'png': return fakePng(seed, { text });
-    case 'mp4': return Buffer.concat([
-      box('ftyp', Buffer.concat([Buffer.from('isom', 'latin1'), u32(0x200), Buffer.from('isomiso2avc1mp41', 'latin1')])),
-      box('free', Buffer.alloc(0)),
-      box('mdat', h),
-    ]);
-    case 'webm': return Buffer.concat([Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01, 0x42, 0x82, 0x84]), Buffer.from('webm', 'latin1'), h]);
-    case 'flac': return Buffer.concat([Buffer.from('fLaC', 'latin1'), Buffer.from([0x80, 0x00, 0x00, 0x22]), h, Buffer.alloc(2)]);
-    case 'mp3': return Buffer.concat([Buffer.from('ID3', 'latin1'), Buffer.from([4, 0, 0, 0, 0, 0, 0]), Buffer.from([0xff, 0xfb, 0x90, 0x64]), h]);
-    case 'opus': return Buffer.concat([Buffer.from('OggS', 'latin1'), Buffer.from([0, 2]), Buffer.alloc(20), Buffer.from('OpusHead', 'latin1'), h]);
+    case 'png':
+      return fakePng(seed, { text });
+    case 'mp4':
+      return Buffer.concat([
+        box(
+          'ftyp',
+          Buffer.concat([Buffer.from('isom', 'latin1'), u32(0x200), Buffer.from('isomiso2avc1mp41', 'latin1')]),
+        ),
+        box('free', Buffer.alloc(0)),
+        box('mdat', h),
+      ]);
+    case 'webm':
+      return Buffer.concat([
+        Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x9f, 0x42, 0x86, 0x81, 0x01, 0x42, 0x82, 0x84]),
+        Buffer.from('webm', 'latin1'),
+        h,
+      ]);
+    case 'flac':
+      return Buffer.concat([Buffer.from('fLaC', 'latin1'), Buffer.from([0x80, 0x00, 0x00, 0x22]), h, Buffer.alloc(2)]);
+    case 'mp3':
+      return Buffer.concat([
+        Buffer.from('ID3', 'latin1'),
+        Buffer.from([4, 0, 0, 0, 0, 0, 0]),
+        Buffer.from([0xff, 0xfb, 0x90, 0x64]),
+        h,
+      ]);
+    case 'opus':
+      return Buffer.concat([
+        Buffer.from('OggS', 'latin1'),
+        Buffer.from([0, 2]),
+        Buffer.alloc(20),
+        Buffer.from('OpusHead', 'latin1'),
+        h,
+      ]);
     case 'glb': {
-      let json = JSON.stringify({ asset: { version: '2.0', generator: `comfyui-fake ${h.toString('hex').slice(0, 16)}` }, scenes: [{ nodes: [] }], scene: 0 });
+      let json = JSON.stringify({
+        asset: { version: '2.0', generator: `comfyui-fake ${h.toString('hex').slice(0, 16)}` },
+        scenes: [{ nodes: [] }],
+        scene: 0,
+      });
       while (json.length % 4 !== 0) json += ' ';
       const chunk = Buffer.concat([u32le(json.length), Buffer.from('JSON', 'latin1'), Buffer.from(json, 'latin1')]);
       return Buffer.concat([Buffer.from('glTF', 'latin1'), u32le(2), u32le(12 + chunk.length), chunk]);
@@ -105,8 +145,18 @@ function u32le(n: number): Buffer {
 export function contentTypeOf(filename: string): string {
   const ext = filename.split('.').pop()?.toLowerCase() ?? '';
   const byExt: Record<string, string> = {
-    png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif',
-    mp4: 'video/mp4', webm: 'video/webm', flac: 'audio/flac', mp3: 'audio/mpeg', opus: 'audio/ogg', wav: 'audio/wav', glb: 'model/gltf-binary',
+    png: 'image/png',
+    jpg: 'image/jpeg',
+    jpeg: 'image/jpeg',
+    webp: 'image/webp',
+    gif: 'image/gif',
+    mp4: 'video/mp4',
+    webm: 'video/webm',
+    flac: 'audio/flac',
+    mp3: 'audio/mpeg',
+    opus: 'audio/ogg',
+    wav: 'audio/wav',
+    glb: 'model/gltf-binary',
   };
   return byExt[ext] ?? 'application/octet-stream';
 }

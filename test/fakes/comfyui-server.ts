@@ -21,11 +21,22 @@ import { parseMultipart } from './comfyui-multipart.ts';
 import { managerRoute } from './comfyui-manager.ts';
 import { byNodeId, validatePrompt, type ComfyErrorBody } from './comfyui-validate.ts';
 import {
-  DEFAULT_COMFY_KNOBS, type ComfyFake, type ComfyKnobs, type ComfyPromptRecord, type RecordedComfyRequest, type StartComfyFakeOptions,
+  DEFAULT_COMFY_KNOBS,
+  type ComfyFake,
+  type ComfyKnobs,
+  type ComfyPromptRecord,
+  type RecordedComfyRequest,
+  type StartComfyFakeOptions,
 } from './comfyui-types.ts';
 
 /** What GET /features answers (the 0.27.0 capture, `extension.manager` emptied by the fixture). */
-export const COMFY_FEATURES = { supports_preview_metadata: true, max_upload_size: 104857600, node_replacements: true, assets: false, extension: { manager: {} } };
+export const COMFY_FEATURES = {
+  supports_preview_metadata: true,
+  max_upload_size: 104857600,
+  node_replacements: true,
+  assets: false,
+  extension: { manager: {} },
+};
 
 export const COMFY_VERSION = '0.27.0';
 
@@ -37,23 +48,40 @@ const SENSITIVE = ['auth_token_comfy_org', 'api_key_comfy_org'];
 const GiB = 1024 ** 3;
 
 /** The output an output class writes: ui key, file kind, default prefix, folder type. */
-interface OutputKind { key: string; media: MediaKind; prefix: string; type: 'output' | 'temp'; animated?: boolean }
+interface OutputKind {
+  key: string;
+  media: MediaKind;
+  prefix: string;
+  type: 'output' | 'temp';
+  animated?: boolean;
+}
 
 function outputKindOf(classType: string): OutputKind {
   switch (classType) {
-    case 'PreviewImage': case 'MaskPreview': return { key: 'images', media: 'png', prefix: 'ComfyUI', type: 'temp' };
-    case 'SaveAudio': return { key: 'audio', media: 'flac', prefix: 'audio/ComfyUI', type: 'output' };
-    case 'SaveAudioMP3': return { key: 'audio', media: 'mp3', prefix: 'audio/ComfyUI', type: 'output' };
-    case 'SaveAudioOpus': return { key: 'audio', media: 'opus', prefix: 'audio/ComfyUI', type: 'output' };
-    case 'PreviewAudio': return { key: 'audio', media: 'flac', prefix: 'ComfyUI', type: 'temp' };
-    case 'SaveVideo': return { key: 'images', media: 'mp4', prefix: 'video/ComfyUI', type: 'output', animated: true };
-    case 'SaveWEBM': return { key: 'images', media: 'webm', prefix: 'ComfyUI', type: 'output', animated: true };
-    case 'SaveGLB': return { key: '3d', media: 'glb', prefix: 'mesh/ComfyUI', type: 'output' };
-    default: return { key: 'images', media: 'png', prefix: 'ComfyUI', type: 'output' };
+    case 'PreviewImage':
+    case 'MaskPreview':
+      return { key: 'images', media: 'png', prefix: 'ComfyUI', type: 'temp' };
+    case 'SaveAudio':
+      return { key: 'audio', media: 'flac', prefix: 'audio/ComfyUI', type: 'output' };
+    case 'SaveAudioMP3':
+      return { key: 'audio', media: 'mp3', prefix: 'audio/ComfyUI', type: 'output' };
+    case 'SaveAudioOpus':
+      return { key: 'audio', media: 'opus', prefix: 'audio/ComfyUI', type: 'output' };
+    case 'PreviewAudio':
+      return { key: 'audio', media: 'flac', prefix: 'ComfyUI', type: 'temp' };
+    case 'SaveVideo':
+      return { key: 'images', media: 'mp4', prefix: 'video/ComfyUI', type: 'output', animated: true };
+    case 'SaveWEBM':
+      return { key: 'images', media: 'webm', prefix: 'ComfyUI', type: 'output', animated: true };
+    case 'SaveGLB':
+      return { key: '3d', media: 'glb', prefix: 'mesh/ComfyUI', type: 'output' };
+    default:
+      return { key: 'images', media: 'png', prefix: 'ComfyUI', type: 'output' };
   }
 }
 
-const fileKey = (type: string, subfolder: string, filename: string) => `${type}/${subfolder ? `${subfolder}/` : ''}${filename}`;
+const fileKey = (type: string, subfolder: string, filename: string) =>
+  `${type}/${subfolder ? `${subfolder}/` : ''}${filename}`;
 
 function sanitizeExtra(extra: Record<string, unknown>): Record<string, unknown> {
   const out = { ...extra };
@@ -64,7 +92,11 @@ function sanitizeExtra(extra: Record<string, unknown>): Record<string, unknown> 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return new Promise((r) => setImmediate(r));
   return new Promise((resolve) => {
-    const done = () => { clearTimeout(timer); signal.removeEventListener('abort', done); resolve(); };
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
     const timer = setTimeout(done, ms);
     signal.addEventListener('abort', done, { once: true });
   });
@@ -86,11 +118,17 @@ function signaturesOf(prompt: Record<string, any>, extra: (node: any) => string)
     if (visiting.has(id) || !prompt[id]) return `missing:${id}`;
     visiting.add(id);
     const node = prompt[id];
-    const inputs = Object.keys(node.inputs ?? {}).sort().map((k) => {
-      const v = node.inputs[k];
-      return Array.isArray(v) && v.length === 2 && typeof v[1] === 'number' ? [k, ['#link', sig(String(v[0])), v[1]]] : [k, v];
-    });
-    const s = createHash('sha256').update(JSON.stringify([node.class_type, inputs, extra(node)])).digest('hex');
+    const inputs = Object.keys(node.inputs ?? {})
+      .sort()
+      .map((k) => {
+        const v = node.inputs[k];
+        return Array.isArray(v) && v.length === 2 && typeof v[1] === 'number'
+          ? [k, ['#link', sig(String(v[0])), v[1]]]
+          : [k, v];
+      });
+    const s = createHash('sha256')
+      .update(JSON.stringify([node.class_type, inputs, extra(node)]))
+      .digest('hex');
     visiting.delete(id);
     sigs.set(id, s);
     return s;
@@ -124,14 +162,22 @@ function downstreamOf(prompt: Record<string, any>, id: string | undefined): Set<
     grew = false;
     for (const [nid, node] of Object.entries(prompt)) {
       if (out.has(nid)) continue;
-      const linked = Object.values(node?.inputs ?? {}).some((v) => Array.isArray(v) && v.length === 2 && out.has(String(v[0])));
-      if (linked) { out.add(nid); grew = true; }
+      const linked = Object.values(node?.inputs ?? {}).some(
+        (v) => Array.isArray(v) && v.length === 2 && out.has(String(v[0])),
+      );
+      if (linked) {
+        out.add(nid);
+        grew = true;
+      }
     }
   }
   return out;
 }
 
-type Outcome = { kind: 'success' } | { kind: 'error'; data: Record<string, unknown> } | { kind: 'interrupted'; data: Record<string, unknown> };
+type Outcome =
+  | { kind: 'success' }
+  | { kind: 'error'; data: Record<string, unknown> }
+  | { kind: 'interrupted'; data: Record<string, unknown> };
 
 /** Starts the fake ComfyUI on 127.0.0.1. */
 export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<ComfyFake> {
@@ -145,7 +191,9 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
   files.set(fileKey('input', '', 'example.png'), fakePng('example.png', { size: 16 }));
 
   let pending: ComfyPromptRecord[] = [];
-  let running: { record: ComfyPromptRecord; abort: AbortController; reason?: 'interrupt' | 'dropped'; lastNode?: string } | undefined;
+  let running:
+    | { record: ComfyPromptRecord; abort: AbortController; reason?: 'interrupt' | 'dropped'; lastNode?: string }
+    | undefined;
   const history = new Map<string, Record<string, unknown>>();
   const cache = new Map<string, { ui?: Record<string, unknown> }>();
   const counters = new Map<string, number>();
@@ -167,7 +215,10 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
   /** send_sync: to the socket of `sid`, or to everyone when `sid` is null. */
   function send(sid: string | null, type: string, data: unknown): void {
     const text = JSON.stringify({ type, data });
-    if (sid === null) { for (const ws of sockets.values()) sendRaw(ws, text); return; }
+    if (sid === null) {
+      for (const ws of sockets.values()) sendRaw(ws, text);
+      return;
+    }
     const ws = sockets.get(sid);
     if (ws) sendRaw(ws, text);
   }
@@ -191,12 +242,20 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
           if (msg.data?.supports_preview_metadata === true) previewMetadata.add(ws);
           sendRaw(ws, JSON.stringify({ type: 'feature_flags', data: COMFY_FEATURES }));
         }
-      } catch { /* ignored, as ComfyUI logs and goes on */ }
+      } catch {
+        /* ignored, as ComfyUI logs and goes on */
+      }
     });
-    ws.on('close', () => { if (sockets.get(sid) === ws) sockets.delete(sid); });
+    ws.on('close', () => {
+      if (sockets.get(sid) === ws) sockets.delete(sid);
+    });
     ws.on('error', () => {});
-    sendRaw(ws, JSON.stringify({ type: 'status', data: { status: { exec_info: { queue_remaining: queueRemaining() } }, sid } }));
-    if (running && running.record.clientId === sid && running.lastNode) send(sid, 'executing', { node: running.lastNode });
+    sendRaw(
+      ws,
+      JSON.stringify({ type: 'status', data: { status: { exec_info: { queue_remaining: queueRemaining() } }, sid } }),
+    );
+    if (running && running.record.clientId === sid && running.lastNode)
+      send(sid, 'executing', { node: running.lastNode });
   });
 
   // ---- execution ---------------------------------------------------------------------------------
@@ -213,16 +272,25 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     record.status = 'running';
     record.startedAt = Date.now();
     broadcastStatus();
-    void execute(running).catch(() => {}).finally(() => {
-      if (running?.record === record) running = undefined;
-      setImmediate(pump);
-    });
+    void execute(running)
+      .catch(() => {})
+      .finally(() => {
+        if (running?.record === record) running = undefined;
+        setImmediate(pump);
+      });
   }
 
-  function outputFile(classType: string, node: any, seed: string, promptJson: string): { ui: Record<string, unknown>; } {
+  function outputFile(classType: string, node: any, seed: string, promptJson: string): { ui: Record<string, unknown> } {
     const kind = outputKindOf(classType);
-    let prefix = typeof node.inputs?.filename_prefix === 'string' && node.inputs.filename_prefix !== '' ? node.inputs.filename_prefix : kind.prefix;
-    if (kind.type === 'temp') prefix = `${prefix}_temp_${seed.replace(/[^a-f]/g, '').padEnd(5, 'a').slice(0, 5)}`;
+    let prefix =
+      typeof node.inputs?.filename_prefix === 'string' && node.inputs.filename_prefix !== ''
+        ? node.inputs.filename_prefix
+        : kind.prefix;
+    if (kind.type === 'temp')
+      prefix = `${prefix}_temp_${seed
+        .replace(/[^a-f]/g, '')
+        .padEnd(5, 'a')
+        .slice(0, 5)}`;
     const slash = prefix.lastIndexOf('/');
     const subfolder = slash >= 0 ? prefix.slice(0, slash) : '';
     const base = slash >= 0 ? prefix.slice(slash + 1) : prefix;
@@ -230,7 +298,10 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     const counter = (counters.get(counterKey) ?? 0) + 1;
     counters.set(counterKey, counter);
     const filename = `${base}_${String(counter).padStart(5, '0')}_.${kind.media}`;
-    files.set(fileKey(kind.type, subfolder, filename), fakeMedia(kind.media, seed, kind.media === 'png' ? { prompt: promptJson } : undefined));
+    files.set(
+      fileKey(kind.type, subfolder, filename),
+      fakeMedia(kind.media, seed, kind.media === 'png' ? { prompt: promptJson } : undefined),
+    );
     const ui: Record<string, unknown> = { [kind.key]: [{ filename, subfolder, type: kind.type }] };
     if (kind.animated) ui.animated = [true];
     return { ui };
@@ -241,7 +312,16 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     const targets = sid === null ? [...sockets.values()] : sockets.has(sid) ? [sockets.get(sid)!] : [];
     for (const ws of targets) {
       if (previewMetadata.has(ws)) {
-        const meta = Buffer.from(JSON.stringify({ node_id: nodeId, prompt_id: promptId, display_node_id: nodeId, parent_node_id: null, real_node_id: nodeId, image_type: 'image/png' }));
+        const meta = Buffer.from(
+          JSON.stringify({
+            node_id: nodeId,
+            prompt_id: promptId,
+            display_node_id: nodeId,
+            parent_node_id: null,
+            real_node_id: nodeId,
+            image_type: 'image/png',
+          }),
+        );
         const head = Buffer.alloc(8);
         head.writeUInt32BE(4, 0);
         head.writeUInt32BE(meta.length, 4);
@@ -267,15 +347,21 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
       if (clientId !== null || broadcast) send(clientId, event, full);
     };
     /** executing / executed: only to a prompt's own client. */
-    const toClient = (type: string, data: Record<string, unknown>) => { if (clientId !== null && !dropped()) send(clientId, type, data); };
+    const toClient = (type: string, data: Record<string, unknown>) => {
+      if (clientId !== null && !dropped()) send(clientId, type, data);
+    };
     /** progress / progress_state: to the client, or to everyone when the prompt has none. */
-    const progressOut = (type: string, data: Record<string, unknown>) => { if (!dropped()) send(clientId, type, data); };
+    const progressOut = (type: string, data: Record<string, unknown>) => {
+      if (!dropped()) send(clientId, type, data);
+    };
 
     addMessage('execution_start', { prompt_id: promptId });
     // LoadImage's IS_CHANGED is the file's hash: a replaced upload runs again.
     const sigs = signaturesOf(prompt, (node) => {
       if (node.class_type !== 'LoadImage') return '';
-      const data = files.get(fileKey('input', '', String(node.inputs?.image ?? '').replace(/\s*\[(input|output|temp)\]$/, '')));
+      const data = files.get(
+        fileKey('input', '', String(node.inputs?.image ?? '').replace(/\s*\[(input|output|temp)\]$/, '')),
+      );
       return data ? createHash('sha256').update(data).digest('hex') : 'missing';
     });
     const order = executionOrder(prompt, record.outputs);
@@ -289,7 +375,16 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     const executed: string[] = [];
     const nodeStates: Record<string, Record<string, unknown>> = {};
     const state = (id: string, value: number, max: number, st: 'running' | 'finished' | 'error') => {
-      nodeStates[id] = { value, max, state: st, node_id: id, prompt_id: promptId, display_node_id: id, parent_node_id: null, real_node_id: id };
+      nodeStates[id] = {
+        value,
+        max,
+        state: st,
+        node_id: id,
+        prompt_id: promptId,
+        display_node_id: id,
+        parent_node_id: null,
+        real_node_id: id,
+      };
       progressOut('progress_state', { prompt_id: promptId, nodes: structuredClone(nodeStates) });
     };
     const cachedSet = new Set(cachedIds);
@@ -301,34 +396,62 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
       const info = objectInfo[classType];
       if (cachedSet.has(id)) {
         const ui = cache.get(sigs.get(id)!)?.ui;
-        if (ui) { uiOutputs[id] = ui; toClient('executed', { node: id, display_node: id, output: ui, prompt_id: promptId }); }
+        if (ui) {
+          uiOutputs[id] = ui;
+          toClient('executed', { node: id, display_node: id, output: ui, prompt_id: promptId });
+        }
         executed.push(id);
         continue;
       }
       const interrupted = () => abort.signal.aborted;
-      const interruptedAt = (): Outcome => ({ kind: 'interrupted', data: { prompt_id: promptId, node_id: id, node_type: classType, executed: [...executed] } });
-      if (interrupted()) { outcome = interruptedAt(); break; }
+      const interruptedAt = (): Outcome => ({
+        kind: 'interrupted',
+        data: { prompt_id: promptId, node_id: id, node_type: classType, executed: [...executed] },
+      });
+      if (interrupted()) {
+        outcome = interruptedAt();
+        break;
+      }
       run.lastNode = id;
       state(id, 0, 1, 'running');
       toClient('executing', { node: id, display_node: id, prompt_id: promptId });
       const fail = (type: string, message: string, frames: string[]): Outcome => {
         state(id, 0, 1, 'error');
-        const currentInputs = Object.fromEntries(Object.entries(node.inputs ?? {}).filter(([, v]) => !Array.isArray(v)).map(([k, v]) => [k, [v]]));
+        const currentInputs = Object.fromEntries(
+          Object.entries(node.inputs ?? {})
+            .filter(([, v]) => !Array.isArray(v))
+            .map(([k, v]) => [k, [v]]),
+        );
         return {
           kind: 'error',
           data: {
-            prompt_id: promptId, node_id: id, node_type: classType, executed: [...executed],
-            exception_message: message, exception_type: type,
-            traceback: [`  File "/ComfyUI/execution.py", line 496, in execute\n    output_data, output_ui, has_subgraph, has_pending_tasks = await get_output_data(prompt_id, unique_id, obj, input_data_all, execution_block_cb=execution_block_cb, pre_execute_cb=pre_execute_cb, hidden_inputs=hidden_inputs)\n`, ...frames],
-            current_inputs: currentInputs, current_outputs: executed.filter((e) => e !== id),
+            prompt_id: promptId,
+            node_id: id,
+            node_type: classType,
+            executed: [...executed],
+            exception_message: message,
+            exception_type: type,
+            traceback: [
+              `  File "/ComfyUI/execution.py", line 496, in execute\n    output_data, output_ui, has_subgraph, has_pending_tasks = await get_output_data(prompt_id, unique_id, obj, input_data_all, execution_block_cb=execution_block_cb, pre_execute_cb=pre_execute_cb, hidden_inputs=hidden_inputs)\n`,
+              ...frames,
+            ],
+            current_inputs: currentInputs,
+            current_outputs: executed.filter((e) => e !== id),
           },
         };
       };
-      if (knobs.failNode === id) { outcome = fail('RuntimeError', knobs.failMessage ?? `fake ComfyUI: node ${id} failed (knob failNode)`, [`  File "/ComfyUI/nodes.py", line 1, in ${classType}\n    raise RuntimeError()\n`]); break; }
+      if (knobs.failNode === id) {
+        outcome = fail('RuntimeError', knobs.failMessage ?? `fake ComfyUI: node ${id} failed (knob failNode)`, [
+          `  File "/ComfyUI/nodes.py", line 1, in ${classType}\n    raise RuntimeError()\n`,
+        ]);
+        break;
+      }
       if (classType === 'LoadImage') {
         const name = String(node.inputs?.image ?? '').replace(/\s*\[(input|output|temp)\]$/, '');
         if (!files.has(fileKey('input', '', name)) && !files.has(`input/${name}`)) {
-          outcome = fail('FileNotFoundError', `[Errno 2] No such file or directory: '/ComfyUI/input/${name}'`, [`  File "/ComfyUI/nodes.py", line 1657, in load_image\n    img = node_helpers.pillow(Image.open, image_path)\n`]);
+          outcome = fail('FileNotFoundError', `[Errno 2] No such file or directory: '/ComfyUI/input/${name}'`, [
+            `  File "/ComfyUI/nodes.py", line 1657, in load_image\n    img = node_helpers.pillow(Image.open, image_path)\n`,
+          ]);
           break;
         }
       }
@@ -342,10 +465,16 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
           state(id, step, steps, 'running');
           if (knobs.previews && !dropped()) sendPreview(clientId, promptId, id, `${sigs.get(id)}:${step}`);
         }
-        if (interrupted()) { outcome = interruptedAt(); break; }
+        if (interrupted()) {
+          outcome = interruptedAt();
+          break;
+        }
       } else {
         await sleep(knobs.nodeMs, abort.signal);
-        if (interrupted()) { outcome = interruptedAt(); break; }
+        if (interrupted()) {
+          outcome = interruptedAt();
+          break;
+        }
       }
       let ui: Record<string, unknown> | undefined;
       if (info?.output_node === true) {
@@ -368,8 +497,17 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     history.set(promptId, {
       prompt: [record.number, promptId, prompt, sanitizeExtra(record.extraData), record.outputs],
       outputs: uiOutputs,
-      status: { status_str: outcome.kind === 'success' ? 'success' : 'error', completed: outcome.kind === 'success', messages },
-      meta: Object.fromEntries(Object.keys(uiOutputs).map((id) => [id, { node_id: id, display_node: id, parent_node: null, real_node_id: id }])),
+      status: {
+        status_str: outcome.kind === 'success' ? 'success' : 'error',
+        completed: outcome.kind === 'success',
+        messages,
+      },
+      meta: Object.fromEntries(
+        Object.keys(uiOutputs).map((id) => [
+          id,
+          { node_id: id, display_node: id, parent_node: null, real_node_id: id },
+        ]),
+      ),
     });
     running = undefined;
     toClient('executing', { node: null, prompt_id: promptId });
@@ -378,7 +516,12 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
 
   /** Drops every socket, the queue, the running prompt (no history entry) and the history. */
   function dropAll(): void {
-    if (running) { running.reason = 'dropped'; running.record.status = 'dropped'; running.abort.abort(); running = undefined; }
+    if (running) {
+      running.reason = 'dropped';
+      running.record.status = 'dropped';
+      running.abort.abort();
+      running = undefined;
+    }
     for (const p of pending) p.status = 'dropped';
     pending = [];
     history.clear();
@@ -392,7 +535,10 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
   function json(res: ServerResponse, status: number, body: unknown): void {
     if (res.destroyed) return;
     const payload = JSON.stringify(body);
-    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(payload) });
+    res.writeHead(status, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(payload),
+    });
     res.end(payload);
   }
   function text(res: ServerResponse, status: number, body: string): void {
@@ -401,14 +547,22 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     res.end(body);
   }
   /** aiohttp's `web.Response(status=200)`: an empty body. */
-  const empty = (res: ServerResponse) => { if (!res.destroyed) { res.writeHead(200, { 'Content-Length': 0 }); res.end(); } };
+  const empty = (res: ServerResponse) => {
+    if (!res.destroyed) {
+      res.writeHead(200, { 'Content-Length': 0 });
+      res.end();
+    }
+  };
   const notFound = (res: ServerResponse) => text(res, 404, '404: Not Found');
 
   function servedObjectInfo(): ObjectInfo {
     const load = objectInfo.LoadImage?.input?.required?.image;
     if (!Array.isArray(load) || !Array.isArray(load[0])) return objectInfo;
     const copy = { ...objectInfo, LoadImage: structuredClone(objectInfo.LoadImage) };
-    const inputs = [...files.keys()].filter((k) => k.startsWith('input/')).map((k) => k.slice('input/'.length)).sort();
+    const inputs = [...files.keys()]
+      .filter((k) => k.startsWith('input/'))
+      .map((k) => k.slice('input/'.length))
+      .sort();
     copy.LoadImage!.input.required.image[0] = inputs;
     return copy;
   }
@@ -437,33 +591,65 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
 
   function submitPrompt(body: any, headers: IncomingMessage['headers'], res: ServerResponse): void {
     if (typeof body !== 'object' || body === null || !('prompt' in body)) {
-      return promptError(res, { type: 'no_prompt', message: 'No prompt provided', details: 'No prompt provided', extra_info: {} });
+      return promptError(res, {
+        type: 'no_prompt',
+        message: 'No prompt provided',
+        details: 'No prompt provided',
+        extra_info: {},
+      });
     }
     let promptId: string;
     if (body.prompt_id === undefined || body.prompt_id === null) promptId = randomUUID();
     else if (typeof body.prompt_id === 'string' && UUID_RE.test(body.prompt_id)) promptId = body.prompt_id;
-    else return promptError(res, { type: 'invalid_prompt_id', message: 'Invalid prompt_id format', details: `prompt_id must be a canonical lowercase UUID, got: ${String(body.prompt_id)}`, extra_info: {} });
+    else
+      return promptError(res, {
+        type: 'invalid_prompt_id',
+        message: 'Invalid prompt_id format',
+        details: `prompt_id must be a canonical lowercase UUID, got: ${String(body.prompt_id)}`,
+        extra_info: {},
+      });
     const prompt = body.prompt;
     if (typeof prompt !== 'object' || prompt === null || Array.isArray(prompt)) {
-      return promptError(res, { type: 'invalid_prompt', message: 'Invalid prompt', details: 'prompt must be an object', extra_info: {} });
+      return promptError(res, {
+        type: 'invalid_prompt',
+        message: 'Invalid prompt',
+        details: 'prompt must be an object',
+        extra_info: {},
+      });
     }
     let num: number;
     if (typeof body.number === 'number') num = body.number;
-    else { num = body.front === true ? -number : number; number++; }
-    const extraData: Record<string, unknown> = typeof body.extra_data === 'object' && body.extra_data !== null ? { ...body.extra_data } : {};
+    else {
+      num = body.front === true ? -number : number;
+      number++;
+    }
+    const extraData: Record<string, unknown> =
+      typeof body.extra_data === 'object' && body.extra_data !== null ? { ...body.extra_data } : {};
     if (typeof body.client_id === 'string') extraData.client_id = body.client_id;
     const usage = headers['comfy-usage-source'];
     if (typeof usage === 'string') extraData.comfy_usage_source = usage;
-    const targets = Array.isArray(body.partial_execution_targets) ? body.partial_execution_targets.map(String) : undefined;
+    const targets = Array.isArray(body.partial_execution_targets)
+      ? body.partial_execution_targets.map(String)
+      : undefined;
     const v = validatePrompt(prompt, {
-      objectInfo, inputFiles: inputFileNames(), validateCombos: knobs.validateCombos,
-      skipUploadCheck: knobs.missingUpload === 'execution', legacyMissingNode: knobs.legacyMissingNode, targets,
+      objectInfo,
+      inputFiles: inputFileNames(),
+      validateCombos: knobs.validateCombos,
+      skipUploadCheck: knobs.missingUpload === 'execution',
+      legacyMissingNode: knobs.legacyMissingNode,
+      targets,
     });
     if (!v.ok) return promptError(res, v.error, v.nodeErrors);
     extraData.create_time = Date.now();
     const record: ComfyPromptRecord = {
-      id: promptId, number: num, clientId: typeof body.client_id === 'string' ? body.client_id : null, prompt, extraData,
-      outputs: v.outputs, status: 'pending', submittedAt: Date.now(),
+      id: promptId,
+      number: num,
+      clientId: typeof body.client_id === 'string' ? body.client_id : null,
+      prompt,
+      extraData,
+      outputs: v.outputs,
+      status: 'pending',
+      submittedAt: Date.now(),
     };
     prompts.push(record);
     pending.push(record);
@@ -503,13 +689,20 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     if (!filename) return notFound(res);
     let type = query.get('type') || 'output';
     const annotated = /\s*\[(input|output|temp)\]$/.exec(filename);
-    if (annotated) { type = annotated[1]!; filename = filename.slice(0, annotated.index); }
+    if (annotated) {
+      type = annotated[1]!;
+      filename = filename.slice(0, annotated.index);
+    }
     if (filename.startsWith('/') || filename.includes('..')) return text(res, 400, '400: Bad Request');
     const subfolder = (query.get('subfolder') ?? '').replace(/^\/+|\/+$/g, '');
     if (subfolder.split('/').includes('..')) return text(res, 403, '403: Forbidden');
     const data = files.get(fileKey(type, subfolder, filename));
     if (!data) return notFound(res);
-    res.writeHead(200, { 'Content-Type': contentTypeOf(filename), 'Content-Length': data.length, 'Content-Disposition': `filename="${filename}"` });
+    res.writeHead(200, {
+      'Content-Type': contentTypeOf(filename),
+      'Content-Length': data.length,
+      'Content-Disposition': `filename="${filename}"`,
+    });
     res.end(data);
   }
 
@@ -517,19 +710,34 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     const busy = running !== undefined;
     return {
       system: {
-        os: 'linux', ram_total: 64 * GiB, ram_free: 41 * GiB, comfyui_version: COMFY_VERSION, required_frontend_version: '1.45.20',
-        python_version: '3.12.3 (main, Feb  4 2026, 14:48:35) [GCC 13.3.0]', pytorch_version: '2.9.1+cu128', embedded_python: false,
-        deploy_environment: 'local-git', argv: ['main.py', '--listen', '0.0.0.0', '--port', '8188'],
+        os: 'linux',
+        ram_total: 64 * GiB,
+        ram_free: 41 * GiB,
+        comfyui_version: COMFY_VERSION,
+        required_frontend_version: '1.45.20',
+        python_version: '3.12.3 (main, Feb  4 2026, 14:48:35) [GCC 13.3.0]',
+        pytorch_version: '2.9.1+cu128',
+        embedded_python: false,
+        deploy_environment: 'local-git',
+        argv: ['main.py', '--listen', '0.0.0.0', '--port', '8188'],
       },
-      devices: [{
-        name: 'cuda:0 NVIDIA GeForce RTX 3090 : cudaMallocAsync', type: 'cuda', index: 0,
-        vram_total: 24 * GiB, vram_free: (busy ? 6 : 22) * GiB, torch_vram_total: (busy ? 17 : 1) * GiB, torch_vram_free: GiB / 2,
-      }],
+      devices: [
+        {
+          name: 'cuda:0 NVIDIA GeForce RTX 3090 : cudaMallocAsync',
+          type: 'cuda',
+          index: 0,
+          vram_total: 24 * GiB,
+          vram_free: (busy ? 6 : 22) * GiB,
+          torch_vram_total: (busy ? 17 : 1) * GiB,
+          torch_vram_free: GiB / 2,
+        },
+      ],
     };
   }
 
   function interrupt(body: any): void {
-    const target = typeof body === 'object' && body !== null && typeof body.prompt_id === 'string' ? body.prompt_id : undefined;
+    const target =
+      typeof body === 'object' && body !== null && typeof body.prompt_id === 'string' ? body.prompt_id : undefined;
     if (!running) return;
     if (target !== undefined && running.record.id !== target) return;
     interruptCount++;
@@ -538,7 +746,10 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (knobs.refuse) { req.socket.resetAndDestroy(); return; }
+    if (knobs.refuse) {
+      req.socket.resetAndDestroy();
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://fake.invalid');
     const method = req.method ?? 'GET';
     const raw = await readRaw(req);
@@ -546,17 +757,40 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     let body: unknown;
     if (raw.length > 0) {
       const form = parseMultipart(raw, ctype);
-      if (form) body = { fields: form.fields, files: Object.fromEntries(Object.entries(form.files).map(([k, f]) => [k, { filename: f.filename, size: f.data.length }])) };
-      else { try { body = JSON.parse(raw.toString('utf8')); } catch { body = raw.toString('utf8'); } }
+      if (form)
+        body = {
+          fields: form.fields,
+          files: Object.fromEntries(
+            Object.entries(form.files).map(([k, f]) => [k, { filename: f.filename, size: f.data.length }]),
+          ),
+        };
+      else {
+        try {
+          body = JSON.parse(raw.toString('utf8'));
+        } catch {
+          body = raw.toString('utf8');
+        }
+      }
     }
-    requests.push({ method, path: url.pathname, query: Object.fromEntries(url.searchParams), headers: { ...req.headers }, body, rawBody: raw });
+    requests.push({
+      method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers: { ...req.headers },
+      body,
+      rawBody: raw,
+    });
     if (knobs.latencyMs > 0) await sleep(knobs.latencyMs, new AbortController().signal);
     if (knobs.restarting || down === '503') return text(res, 503, '503 Service Unavailable');
     const path = url.pathname.startsWith('/api/') ? url.pathname.slice(4) : url.pathname;
     const q = url.searchParams;
     const manager = managerRoute(knobs.manager, method, path, ctype);
     // a reboot re-executes the process (a fresh executor): the connection drops, no answer
-    if (manager === 'reboot') { knobs.stuck = false; void restart(); return; }
+    if (manager === 'reboot') {
+      knobs.stuck = false;
+      void restart();
+      return;
+    }
     if (manager) return text(res, manager.status, manager.body);
 
     if (method === 'GET' || method === 'HEAD') {
@@ -569,7 +803,11 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
       if (path === '/system_stats') return json(res, 200, systemStats());
       if (path === '/features') return json(res, 200, COMFY_FEATURES);
       if (path === '/prompt') return json(res, 200, { exec_info: { queue_remaining: queueRemaining() } });
-      if (path === '/queue') return json(res, 200, { queue_running: running ? [queueItem(running.record)] : [], queue_pending: pending.map(queueItem) });
+      if (path === '/queue')
+        return json(res, 200, {
+          queue_running: running ? [queueItem(running.record)] : [],
+          queue_pending: pending.map(queueItem),
+        });
       if (path === '/history') return json(res, 200, historyWindow(q));
       if (path.startsWith('/history/')) {
         const id = decodeURIComponent(path.slice('/history/'.length));
@@ -580,20 +818,33 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
       if (path === '/models') return json(res, 200, Object.keys(FAKE_MODELS));
       if (path.startsWith('/models/')) {
         const folder = decodeURIComponent(path.slice('/models/'.length)) as keyof typeof FAKE_MODELS;
-        return Object.hasOwn(FAKE_MODELS, folder) ? json(res, 200, FAKE_MODELS[folder].filter((m) => m !== 'None')) : notFound(res);
+        return Object.hasOwn(FAKE_MODELS, folder)
+          ? json(
+              res,
+              200,
+              FAKE_MODELS[folder].filter((m) => m !== 'None'),
+            )
+          : notFound(res);
       }
       return notFound(res);
     }
     if (method === 'POST') {
       const b = body as any;
       switch (path) {
-        case '/prompt': return submitPrompt(b, req.headers, res);
-        case '/upload/image': case '/upload/mask':
+        case '/prompt':
+          return submitPrompt(b, req.headers, res);
+        case '/upload/image':
+        case '/upload/mask':
           if (knobs.uploadMs > 0) await sleep(knobs.uploadMs, new AbortController().signal);
           return upload(raw, ctype, res);
-        case '/interrupt': interrupt(b); return empty(res);
+        case '/interrupt':
+          interrupt(b);
+          return empty(res);
         case '/queue': {
-          if (b?.clear === true) { for (const p of pending) p.status = 'deleted'; pending = []; }
+          if (b?.clear === true) {
+            for (const p of pending) p.status = 'deleted';
+            pending = [];
+          }
           if (Array.isArray(b?.delete)) {
             const ids = new Set(b.delete.map(String));
             for (const p of pending) if (ids.has(p.id)) p.status = 'deleted';
@@ -611,7 +862,8 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
           if (b?.free_memory === true) cache.clear();
           return empty(res);
         }
-        default: return notFound(res);
+        default:
+          return notFound(res);
       }
     }
     return text(res, 405, '405: Method Not Allowed');
@@ -626,23 +878,47 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     });
   });
   server.on('connection', (socket: Socket) => {
-    if (knobs.refuse) { socket.resetAndDestroy(); return; }
+    if (knobs.refuse) {
+      socket.resetAndDestroy();
+      return;
+    }
     httpSockets.add(socket);
     socket.once('close', () => httpSockets.delete(socket));
   });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const url = new URL(req.url ?? '/', 'http://fake.invalid');
-    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), headers: { ...req.headers }, body: undefined, rawBody: Buffer.alloc(0), ws: true });
-    if (knobs.refuse) { socket.resetAndDestroy(); return; }
-    if (knobs.restarting || down === '503') { socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'); return; }
-    if (url.pathname !== '/ws' && url.pathname !== '/api/ws') { socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'); return; }
+    requests.push({
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers: { ...req.headers },
+      body: undefined,
+      rawBody: Buffer.alloc(0),
+      ws: true,
+    });
+    if (knobs.refuse) {
+      socket.resetAndDestroy();
+      return;
+    }
+    if (knobs.restarting || down === '503') {
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    if (url.pathname !== '/ws' && url.pathname !== '/api/ws') {
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   });
 
-  const listen = (port: number) => new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => { server.off('error', reject); resolve(); });
-  });
+  const listen = (port: number) =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
   await listen(opts.port ?? 0);
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('fake comfyui: no TCP address');
@@ -653,7 +929,11 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     const mode = o.mode ?? 'refused';
     down = mode;
     dropAll();
-    if (mode === 'refused') await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+    if (mode === 'refused')
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
     await new Promise((r) => setTimeout(r, o.downMs ?? 200));
     if (closed) return;
     if (mode === 'refused') await listen(port);
@@ -691,4 +971,3 @@ export async function startComfyFake(opts: StartComfyFakeOptions = {}): Promise<
     },
   };
 }
-

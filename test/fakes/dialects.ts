@@ -47,7 +47,9 @@ function alnum(n: number): string {
 }
 
 function hex(n: number): string {
-  return randomBytes(Math.ceil(n / 2)).toString('hex').slice(0, n);
+  return randomBytes(Math.ceil(n / 2))
+    .toString('hex')
+    .slice(0, n);
 }
 
 function baseUsage(prompt: number, completion: number): TokenUsage {

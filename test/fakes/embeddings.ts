@@ -42,7 +42,10 @@ export function embeddingsReply(kind: FakeKind, model: string, input: unknown, e
   const usage = { prompt_tokens: promptTokens, total_tokens: promptTokens };
   if (kind === 'vllm') {
     return {
-      id: `embd-${createHash('sha256').update(String(Date.now()) + texts.join()).digest('hex').slice(0, 32)}`,
+      id: `embd-${createHash('sha256')
+        .update(String(Date.now()) + texts.join())
+        .digest('hex')
+        .slice(0, 32)}`,
       object: 'list',
       created: Math.floor(Date.now() / 1000),
       model,

@@ -14,13 +14,20 @@ export interface FakeReply {
 /** llama.cpp's error `type` for a status (server-common.h error_type names). */
 function llamaCppType(status: number): string {
   switch (status) {
-    case 400: return 'invalid_request_error';
-    case 401: return 'authentication_error';
-    case 403: return 'permission_error';
-    case 404: return 'not_found_error';
-    case 501: return 'not_supported_error';
-    case 503: return 'unavailable_error';
-    default: return 'server_error';
+    case 400:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 501:
+      return 'not_supported_error';
+    case 503:
+      return 'unavailable_error';
+    default:
+      return 'server_error';
   }
 }
 
@@ -68,7 +75,13 @@ export function knobError(kind: FakeKind, status: number): FakeReply {
   if (kind === 'openrouter' && status === 429) {
     return {
       status,
-      body: { error: { message: 'Rate limit exceeded: free-models-per-min.', code: 429, metadata: { headers: { 'X-RateLimit-Limit': '20' } } } },
+      body: {
+        error: {
+          message: 'Rate limit exceeded: free-models-per-min.',
+          code: 429,
+          metadata: { headers: { 'X-RateLimit-Limit': '20' } },
+        },
+      },
     };
   }
   return kindError(kind, status, status === 429 ? 'Rate limit exceeded' : 'fake upstream error');
@@ -77,17 +90,23 @@ export function knobError(kind: FakeKind, status: number): FakeReply {
 /** 401 for a missing or wrong API key. */
 export function unauthorized(kind: FakeKind): FakeReply {
   switch (kind) {
-    case 'llamacpp': return kindError(kind, 401, 'Invalid API Key');
-    case 'llamaswap': return kindError(kind, 401, 'unauthorized: invalid or missing API key');
-    case 'vllm': return { status: 401, body: { error: 'Unauthorized' } };
-    case 'ollama': return kindError(kind, 401, 'unauthorized');
-    case 'openrouter': return { status: 401, body: { error: { message: 'No auth credentials found', code: 401 } } };
+    case 'llamacpp':
+      return kindError(kind, 401, 'Invalid API Key');
+    case 'llamaswap':
+      return kindError(kind, 401, 'unauthorized: invalid or missing API key');
+    case 'vllm':
+      return { status: 401, body: { error: 'Unauthorized' } };
+    case 'ollama':
+      return kindError(kind, 401, 'unauthorized');
+    case 'openrouter':
+      return { status: 401, body: { error: { message: 'No auth credentials found', code: 401 } } };
     case 'together':
       return {
         status: 401,
         body: {
           error: {
-            message: 'Invalid API key provided. You can find your API key at https://api.together.xyz/settings/api-keys.',
+            message:
+              'Invalid API key provided. You can find your API key at https://api.together.xyz/settings/api-keys.',
             type: 'invalid_request_error',
             param: null,
             code: 'invalid_api_key',
@@ -100,11 +119,16 @@ export function unauthorized(kind: FakeKind): FakeReply {
 /** 404 for a model the server does not serve. */
 export function modelNotFound(kind: FakeKind, model: string): FakeReply {
   switch (kind) {
-    case 'llamacpp': return kindError(kind, 404, `model '${model}' not found`);
-    case 'llamaswap': return kindError(kind, 404, `could not find real modelID for ${model}`);
-    case 'vllm': return kindError(kind, 404, `The model \`${model}\` does not exist.`);
-    case 'ollama': return kindError(kind, 404, `model "${model}" not found, try pulling it first`);
-    case 'openrouter': return kindError(kind, 404, `${model} is not a valid model ID`);
+    case 'llamacpp':
+      return kindError(kind, 404, `model '${model}' not found`);
+    case 'llamaswap':
+      return kindError(kind, 404, `could not find real modelID for ${model}`);
+    case 'vllm':
+      return kindError(kind, 404, `The model \`${model}\` does not exist.`);
+    case 'ollama':
+      return kindError(kind, 404, `model "${model}" not found, try pulling it first`);
+    case 'openrouter':
+      return kindError(kind, 404, `${model} is not a valid model ID`);
     case 'together':
       return {
         status: 404,
@@ -148,12 +172,17 @@ export function unableToStartProcess(): FakeReply {
 /** An unknown path, the way each server's router says it. */
 export function pathNotFound(kind: FakeKind): FakeReply {
   switch (kind) {
-    case 'llamacpp': return kindError(kind, 404, 'File Not Found');
+    case 'llamacpp':
+      return kindError(kind, 404, 'File Not Found');
     case 'llamaswap':
-    case 'ollama': return { status: 404, body: '404 page not found' };
-    case 'vllm': return { status: 404, body: { detail: 'Not Found' } };
-    case 'openrouter': return kindError(kind, 404, 'Not Found');
-    case 'together': return kindError(kind, 404, 'Not Found');
+    case 'ollama':
+      return { status: 404, body: '404 page not found' };
+    case 'vllm':
+      return { status: 404, body: { detail: 'Not Found' } };
+    case 'openrouter':
+      return kindError(kind, 404, 'Not Found');
+    case 'together':
+      return kindError(kind, 404, 'Not Found');
   }
 }
 

@@ -4,7 +4,12 @@ import { parseSse, startFake, type FakeBackend, type FakeKind, type FakeKnobs } 
 
 export const CHAT = '/v1/chat/completions';
 
-export function post(fake: FakeBackend, path: string, body: unknown, init: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+export function post(
+  fake: FakeBackend,
+  path: string,
+  body: unknown,
+  init: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Response> {
   return fetch(`${fake.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...init.headers },
@@ -34,7 +39,12 @@ export async function until(cond: () => boolean): Promise<void> {
 export const contentOf = (chunks: any[]) => chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
 export const countContentChunks = (raw: string) => (raw.match(/tok\d+/g) ?? []).length;
 
-export async function withFake(kind: FakeKind, knobs: Partial<FakeKnobs>, fn: (f: FakeBackend) => Promise<void>, apiKey?: string): Promise<void> {
+export async function withFake(
+  kind: FakeKind,
+  knobs: Partial<FakeKnobs>,
+  fn: (f: FakeBackend) => Promise<void>,
+  apiKey?: string,
+): Promise<void> {
   const fake = await startFake(kind, { knobs, apiKey });
   try {
     await fn(fake);

@@ -26,14 +26,27 @@ export { DEFAULT_MODELS, openRouterSpec, togetherSpec } from './catalogues.ts';
 export { TOOL_ARGUMENTS, TOOL_NAME, contentWords } from './replies.ts';
 export { embeddingVector, toBase64Float32, EMBEDDING_DIMENSIONS } from './embeddings.ts';
 export { parseSse, type ParsedSse } from './sse.ts';
-export { AUDIO_ROUTES, FAKE_DEFAULT_VOICE, SPEECH_CONTENT_TYPES, speechAudio, transcriptText, type AudioRoute } from './audio.ts';
+export {
+  AUDIO_ROUTES,
+  FAKE_DEFAULT_VOICE,
+  SPEECH_CONTENT_TYPES,
+  speechAudio,
+  transcriptText,
+  type AudioRoute,
+} from './audio.ts';
 export { assertSameShape, jsonType } from './shape.ts';
 
 // The Anthropic Messages API fake (anthropic-server.ts): /v1/models, /v1/messages, count_tokens.
 export { startAnthropicFake } from './anthropic-server.ts';
 export {
-  ANTHROPIC_FAKE_API_KEY, ANTHROPIC_FAKE_OAUTH_TOKEN, DEFAULT_ANTHROPIC_KNOBS, OAUTH_BETA,
-  type AnthropicFake, type AnthropicKnobs, type RecordedAnthropicRequest, type StartAnthropicFakeOptions,
+  ANTHROPIC_FAKE_API_KEY,
+  ANTHROPIC_FAKE_OAUTH_TOKEN,
+  DEFAULT_ANTHROPIC_KNOBS,
+  OAUTH_BETA,
+  type AnthropicFake,
+  type AnthropicKnobs,
+  type RecordedAnthropicRequest,
+  type StartAnthropicFakeOptions,
 } from './anthropic-types.ts';
 export { DEFAULT_ANTHROPIC_MODELS } from './anthropic-models.ts';
 export { parseAnthropicSse, type AnthropicSseEvent, type ParsedAnthropicSse } from './anthropic-sse.ts';

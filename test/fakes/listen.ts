@@ -28,22 +28,29 @@ export async function listenFake(opts: {
     });
   });
   server.on('connection', (socket: Socket) => {
-    if (opts.refuse()) { socket.resetAndDestroy(); return; }
+    if (opts.refuse()) {
+      socket.resetAndDestroy();
+      return;
+    }
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, '127.0.0.1', () => { server.off('error', reject); resolve(); });
+    server.listen(opts.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error(`${opts.label}: no TCP address`);
   return {
     port: address.port,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-      for (const s of sockets) s.destroy();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        for (const s of sockets) s.destroy();
+      }),
   };
 }

@@ -12,7 +12,11 @@ export interface ReplayBackend {
   close(): Promise<void>;
 }
 
-export async function startReplay(model: string, sseBody: Buffer, opts: { chunkBytes?: number } = {}): Promise<ReplayBackend> {
+export async function startReplay(
+  model: string,
+  sseBody: Buffer,
+  opts: { chunkBytes?: number } = {},
+): Promise<ReplayBackend> {
   const requests: any[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -20,12 +24,22 @@ export async function startReplay(model: string, sseBody: Buffer, opts: { chunkB
     req.on('end', async () => {
       if (req.method === 'GET' && req.url === '/v1/models') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', data: [{ id: model, object: 'model', created: 1727308800, owned_by: 'system' }] }));
+        res.end(
+          JSON.stringify({
+            object: 'list',
+            data: [{ id: model, object: 'model', created: 1727308800, owned_by: 'system' }],
+          }),
+        );
         return;
       }
-      if (req.method !== 'POST') { // like OpenAI's API: any other route (the gateway's residency probes) is a 404
+      if (req.method !== 'POST') {
+        // like OpenAI's API: any other route (the gateway's residency probes) is a 404
         res.writeHead(404, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `Invalid URL (${req.method} ${req.url})`, type: 'invalid_request_error' } }));
+        res.end(
+          JSON.stringify({
+            error: { message: `Invalid URL (${req.method} ${req.url})`, type: 'invalid_request_error' },
+          }),
+        );
         return;
       }
       requests.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
@@ -43,6 +57,10 @@ export async function startReplay(model: string, sseBody: Buffer, opts: { chunkB
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -67,7 +67,8 @@ export interface PlanInput {
 export function splitEven(text: string, n: number): string[] {
   if (n <= 0) return [];
   const out: string[] = [];
-  for (let i = 0; i < n; i++) out.push(text.slice(Math.floor((i * text.length) / n), Math.floor(((i + 1) * text.length) / n)));
+  for (let i = 0; i < n; i++)
+    out.push(text.slice(Math.floor((i * text.length) / n), Math.floor(((i + 1) * text.length) / n)));
   return out;
 }
 
@@ -103,7 +104,13 @@ export function completionTokens(plan: Pick<ReplyPlan, 'reasoning' | 'pieces' | 
 /** Decides the content of one reply. Reasoning comes out of the max_tokens budget first, as on real servers. */
 export function planReply(input: PlanInput): ReplyPlan {
   const { dialect, chunkCount } = input;
-  const base = { dialect, id: dialect.newId(input.what), created: Math.floor(Date.now() / 1000), model: input.model, promptTokens: input.promptTokens };
+  const base = {
+    dialect,
+    id: dialect.newId(input.what),
+    created: Math.floor(Date.now() / 1000),
+    model: input.model,
+    promptTokens: input.promptTokens,
+  };
   const limit = input.maxTokens !== undefined && input.maxTokens >= 0 ? input.maxTokens : Infinity;
   const wantReasoning = input.what === 'chat' ? Math.max(0, input.reasoningChunks ?? 0) : 0;
   const reasoning = contentWords(Math.min(wantReasoning, limit)).map((w) => w.replace('tok', 'reason'));
@@ -151,7 +158,13 @@ function top(plan: ReplyPlan, object: string, choices: object[]): Record<string,
 
 function chatChoice(plan: ReplyPlan, delta: object, finish: string | null): object {
   const d = plan.dialect;
-  return { index: 0, delta, ...(d.choiceLogprobs ? { logprobs: null } : {}), finish_reason: finish, ...d.extraChoice(finish) };
+  return {
+    index: 0,
+    delta,
+    ...(d.choiceLogprobs ? { logprobs: null } : {}),
+    finish_reason: finish,
+    ...d.extraChoice(finish),
+  };
 }
 
 function withTimings(chunks: object[], plan: ReplyPlan): object[] {
@@ -182,7 +195,9 @@ export function chatChunks(plan: ReplyPlan, includeUsage: boolean): ChunkSequenc
   const chunk = (delta: object) => top(plan, object, [chatChoice(plan, delta, null)]);
   const refusal = d.refusal ? { refusal: null } : {};
   // Ollama and OpenRouter send content "" beside the reasoning; the others only the reasoning field.
-  const reasoning = plan.reasoning.map((p) => chunk({ ...role, ...(d.roleInEveryDelta ? { content: '' } : {}), [d.reasoningField]: p }));
+  const reasoning = plan.reasoning.map((p) =>
+    chunk({ ...role, ...(d.roleInEveryDelta ? { content: '' } : {}), [d.reasoningField]: p }),
+  );
   let lead: object;
   let content: object[];
   if (plan.tools) {
@@ -212,7 +227,11 @@ function assistantMessage(plan: ReplyPlan): Record<string, unknown> {
       role: 'assistant',
       content: null,
       ...reasoning,
-      tool_calls: plan.tools.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.pieces.join('') } })),
+      tool_calls: plan.tools.map((t) => ({
+        id: t.id,
+        type: 'function',
+        function: { name: t.name, arguments: t.pieces.join('') },
+      })),
       ...refusal,
     };
   }
@@ -229,7 +248,11 @@ export function chatCompletion(plan: ReplyPlan): object {
     finish_reason: plan.finishReason,
     ...d.extraChoice(plan.finishReason),
   };
-  return { ...top(plan, 'chat.completion', [choice]), usage: usageOf(plan), ...(d.timings ? { timings: plan.timings } : {}) };
+  return {
+    ...top(plan, 'chat.completion', [choice]),
+    usage: usageOf(plan),
+    ...(d.timings ? { timings: plan.timings } : {}),
+  };
 }
 
 function textChoice(text: string, finish: string | null): object {

@@ -31,19 +31,41 @@ export function storedInputItems(input: unknown): Record<string, unknown>[] {
 export function finishedResponse(body: any, id: string, contextItems: number, text?: string): Record<string, unknown> {
   const said = text ?? `seen ${contextItems} items`;
   return {
-    id, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'completed', background: false,
-    error: null, incomplete_details: null, instructions: body.instructions ?? null,
-    max_output_tokens: body.max_output_tokens ?? null, model: body.model, parallel_tool_calls: true,
-    previous_response_id: body.previous_response_id ?? null, reasoning: { effort: null, summary: null },
-    store: body.store !== false, temperature: 1, text: { format: { type: 'text' } },
-    tool_choice: 'auto', tools: body.tools ?? [], top_p: 1, truncation: 'disabled', metadata: body.metadata ?? {},
-    output: [{
-      id: newItemId('msg'), type: 'message', status: 'completed', role: 'assistant',
-      content: [{ type: 'output_text', text: said, annotations: [] }],
-    }],
+    id,
+    object: 'response',
+    created_at: Math.floor(Date.now() / 1000),
+    status: 'completed',
+    background: false,
+    error: null,
+    incomplete_details: null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    model: body.model,
+    parallel_tool_calls: true,
+    previous_response_id: body.previous_response_id ?? null,
+    reasoning: { effort: null, summary: null },
+    store: body.store !== false,
+    temperature: 1,
+    text: { format: { type: 'text' } },
+    tool_choice: 'auto',
+    tools: body.tools ?? [],
+    top_p: 1,
+    truncation: 'disabled',
+    metadata: body.metadata ?? {},
+    output: [
+      {
+        id: newItemId('msg'),
+        type: 'message',
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: said, annotations: [] }],
+      },
+    ],
     usage: {
-      input_tokens: 10 * contextItems, input_tokens_details: { cached_tokens: 0 },
-      output_tokens: said.split(' ').length, output_tokens_details: { reasoning_tokens: 0 },
+      input_tokens: 10 * contextItems,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: said.split(' ').length,
+      output_tokens_details: { reasoning_tokens: 0 },
       total_tokens: 10 * contextItems + said.split(' ').length,
     },
   };
@@ -76,8 +98,9 @@ export function streamEvents(final: Record<string, any>): { event: string; data:
 export function inputItemsPage(items: readonly Record<string, unknown>[], query: URLSearchParams) {
   const limit = query.has('limit') ? Number(query.get('limit')) : 20;
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-    const message = `Invalid 'limit': integer below minimum value. Expected a value >= 1 and <= 100, `
-      + `but got ${query.get('limit')} instead.`;
+    const message =
+      `Invalid 'limit': integer below minimum value. Expected a value >= 1 and <= 100, ` +
+      `but got ${query.get('limit')} instead.`;
     return openaiError(400, message, 'limit', 'integer_below_min_value');
   }
   const ordered = query.get('order') === 'asc' ? [...items] : [...items].reverse();
@@ -87,7 +110,10 @@ export function inputItemsPage(items: readonly Record<string, unknown>[], query:
   return {
     status: 200,
     body: {
-      object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null,
+      object: 'list',
+      data,
+      first_id: data[0]?.id ?? null,
+      last_id: data.at(-1)?.id ?? null,
       has_more: start + data.length < ordered.length,
     },
   };

@@ -8,7 +8,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenFake } from './listen.ts';
 import {
-  finishedResponse, inputItemsPage, newResponseId, openaiError, responseNotFound, storedInputItems, streamEvents,
+  finishedResponse,
+  inputItemsPage,
+  newResponseId,
+  openaiError,
+  responseNotFound,
+  storedInputItems,
+  streamEvents,
 } from './responses-native-reply.ts';
 import { readBody, sleep } from './server.ts';
 
@@ -96,7 +102,11 @@ export async function startNativeResponsesFake(
     const url = new URL(req.url ?? '/', 'http://fake.invalid');
     const raw = await readBody(req);
     let body: any;
-    try { body = raw ? JSON.parse(raw) : undefined; } catch { body = undefined; }
+    try {
+      body = raw ? JSON.parse(raw) : undefined;
+    } catch {
+      body = undefined;
+    }
     const method = req.method ?? 'GET';
     requests.push({ method, path: url.pathname, query: url.search.slice(1), headers: { ...req.headers }, body });
     if (opts.apiKey && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
@@ -109,20 +119,27 @@ export async function startNativeResponsesFake(
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     if (method === 'POST' && url.pathname === '/v1/responses') return create(body, res, abort.signal);
-    const answer = readBack(method, url.pathname, url.searchParams)
-      ?? openaiError(404, `Invalid URL (${method} ${url.pathname})`);
+    const answer =
+      readBack(method, url.pathname, url.searchParams) ?? openaiError(404, `Invalid URL (${method} ${url.pathname})`);
     json(res, answer.status, answer.body);
   }
 
   const listener = await listenFake({
-    label: 'fake native responses', refuse: () => false, handle,
+    label: 'fake native responses',
+    refuse: () => false,
+    handle,
     crashed: (res, err) => json(res, 500, openaiError(500, `fake crashed: ${String(err)}`).body),
   });
   return {
     url: `http://127.0.0.1:${listener.port}`,
-    requests, stored,
-    setEventDelay: (ms) => { eventDelayMs = ms; },
-    setNextId: (id) => { nextId = id; },
+    requests,
+    stored,
+    setEventDelay: (ms) => {
+      eventDelayMs = ms;
+    },
+    setNextId: (id) => {
+      nextId = id;
+    },
     close: () => listener.close(),
   };
 }

@@ -5,21 +5,50 @@
 import { listenFake } from './listen.ts';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
-  DEFAULT_MODELS, llamaCppProps, llamaCppSlots, llamaSwapRunning, modelList, ollamaPs, ollamaTags,
-  togetherIsDedicatedOnly, type CatalogueState,
+  DEFAULT_MODELS,
+  llamaCppProps,
+  llamaCppSlots,
+  llamaSwapRunning,
+  modelList,
+  ollamaPs,
+  ollamaTags,
+  togetherIsDedicatedOnly,
+  type CatalogueState,
 } from './catalogues.ts';
 import { audioRouteOf, serveAudio, type AudioContext } from './audio.ts';
 import { DIALECTS, type Dialect } from './dialects.ts';
 import { embeddingsReply } from './embeddings.ts';
 import {
-  badJson, knobError, loadingModel, modelNotFound, pathNotFound, togetherNonServerless, unableToStartProcess,
-  unauthorized, type FakeReply,
+  badJson,
+  knobError,
+  loadingModel,
+  modelNotFound,
+  pathNotFound,
+  togetherNonServerless,
+  unableToStartProcess,
+  unauthorized,
+  type FakeReply,
 } from './errors.ts';
 import {
-  chatChunks, chatCompletion, completionTokens, countTokens, planReply, textChunks, textCompletion, type ChunkSequence, type ReplyPlan,
+  chatChunks,
+  chatCompletion,
+  completionTokens,
+  countTokens,
+  planReply,
+  textChunks,
+  textCompletion,
+  type ChunkSequence,
+  type ReplyPlan,
 } from './replies.ts';
 import { SSE_DONE, sseData } from './sse.ts';
-import { DEFAULT_KNOBS, type FakeBackend, type FakeKind, type FakeKnobs, type RecordedRequest, type StartFakeOptions } from './types.ts';
+import {
+  DEFAULT_KNOBS,
+  type FakeBackend,
+  type FakeKind,
+  type FakeKnobs,
+  type RecordedRequest,
+  type StartFakeOptions,
+} from './types.ts';
 
 type Generation = 'chat' | 'text' | 'embeddings';
 
@@ -40,11 +69,16 @@ function generationOf(kind: FakeKind, method: string, path: string): Generation 
 /** Paths the real server serves without an API key even when one is configured. */
 function isPublicPath(kind: FakeKind, path: string): boolean {
   switch (kind) {
-    case 'llamacpp': return ['/health', '/v1/health', '/models', '/v1/models', '/api/tags'].includes(path);
-    case 'vllm': return !path.startsWith('/v1');
-    case 'llamaswap': return path === '/health';
-    case 'openrouter': return path === '/api/v1/models';
-    default: return false;
+    case 'llamacpp':
+      return ['/health', '/v1/health', '/models', '/v1/models', '/api/tags'].includes(path);
+    case 'vllm':
+      return !path.startsWith('/v1');
+    case 'llamaswap':
+      return path === '/health';
+    case 'openrouter':
+      return path === '/api/v1/models';
+    default:
+      return false;
   }
 }
 
@@ -73,7 +107,8 @@ function lastIsToolResult(body: any): boolean {
 }
 
 function promptTokensOf(body: any): number {
-  if (Array.isArray(body?.messages)) return countTokens(body.messages.map((m: any) => messageText(m?.content)).join('\n'));
+  if (Array.isArray(body?.messages))
+    return countTokens(body.messages.map((m: any) => messageText(m?.content)).join('\n'));
   const prompt = body?.prompt;
   return countTokens(Array.isArray(prompt) ? prompt.join('\n') : typeof prompt === 'string' ? prompt : '');
 }
@@ -87,7 +122,10 @@ function send(res: ServerResponse, reply: FakeReply): void {
   if (res.destroyed) return;
   const text = typeof reply.body === 'string';
   const payload = text ? (reply.body as string) : JSON.stringify(reply.body);
-  res.writeHead(reply.status, { 'Content-Type': text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8', ...reply.headers });
+  res.writeHead(reply.status, {
+    'Content-Type': text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8',
+    ...reply.headers,
+  });
   res.end(payload);
 }
 
@@ -111,7 +149,9 @@ function halfBodyThenSilence(res: ServerResponse, body: unknown, signal: AbortSi
 
 /** The headThenSilence answer: a 200 head, then nothing until the client goes away or close(). */
 function headThenSilence(res: ServerResponse, streaming: boolean, signal: AbortSignal): Promise<void> {
-  const type = streaming ? { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' } : { 'Content-Type': 'application/json; charset=utf-8' };
+  const type = streaming
+    ? { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' }
+    : { 'Content-Type': 'application/json; charset=utf-8' };
   res.writeHead(200, type);
   res.flushHeaders();
   return untilAborted(signal);
@@ -121,7 +161,11 @@ function headThenSilence(res: ServerResponse, streaming: boolean, signal: AbortS
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const done = () => { clearTimeout(timer); signal.removeEventListener('abort', done); resolve(); };
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
     const timer = setTimeout(done, ms);
     signal.addEventListener('abort', done, { once: true });
   });
@@ -136,7 +180,10 @@ export function untilAborted(signal: AbortSignal): Promise<void> {
 export function write(res: ServerResponse, data: string, signal: AbortSignal): Promise<void> {
   if (res.destroyed || res.writableEnded || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
-    const done = () => { signal.removeEventListener('abort', done); resolve(); };
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
     signal.addEventListener('abort', done, { once: true });
     res.write(data, () => done());
   });
@@ -158,7 +205,8 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
   const slots = opts.slots ?? 4;
   const requests: RecordedRequest[] = [];
   const servedOrder: string[] = [];
-  let running: CatalogueState['running'] = kind === 'llamaswap' || kind === 'ollama' ? [{ model: models[0]!, state: 'ready' }] : [];
+  let running: CatalogueState['running'] =
+    kind === 'llamaswap' || kind === 'ollama' ? [{ model: models[0]!, state: 'ready' }] : [];
   let loadingSince = Date.now();
   let inflight = 0;
   let maxInflight = 0;
@@ -172,7 +220,10 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
   function statusReply(method: string, path: string): FakeReply | undefined {
     if (method !== 'GET' && method !== 'HEAD') {
       // as llama-swap: POST /api/models/unload unloads; /unload is GET only (POST is a 405)
-      if (kind === 'llamaswap' && path === '/api/models/unload') { running = []; return { status: 200, body: { msg: 'ok' } }; }
+      if (kind === 'llamaswap' && path === '/api/models/unload') {
+        running = [];
+        return { status: 200, body: { msg: 'ok' } };
+      }
       if (kind === 'llamaswap' && path === '/unload') return { status: 405, body: 'Method Not Allowed' };
       return undefined;
     }
@@ -188,7 +239,10 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
       case 'llamaswap':
         if (path === '/health') return ok('OK');
         if (path === '/running') return ok(llamaSwapRunning(catalogueState()));
-        if (path === '/unload') { running = []; return ok('OK'); }
+        if (path === '/unload') {
+          running = [];
+          return ok('OK');
+        }
         return undefined;
       case 'vllm':
         if (path === '/health') return ok('');
@@ -219,15 +273,25 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     if (!models.includes(model)) return modelNotFound(kind, model);
     if (knobs.errorStatus > 0 && (knobs.errorCount <= 0 || errorsSent < knobs.errorCount)) {
       if (knobs.errorCount > 0) errorsSent++;
-      const error = knobs.errorBody === undefined ? knobError(kind, knobs.errorStatus) : { status: knobs.errorStatus, body: knobs.errorBody };
-      return knobs.retryAfter === undefined ? error : { ...error, headers: { ...error.headers, 'Retry-After': knobs.retryAfter } };
+      const error =
+        knobs.errorBody === undefined
+          ? knobError(kind, knobs.errorStatus)
+          : { status: knobs.errorStatus, body: knobs.errorBody };
+      return knobs.retryAfter === undefined
+        ? error
+        : { ...error, headers: { ...error.headers, 'Retry-After': knobs.retryAfter } };
     }
     if (kind === 'llamaswap' && knobs.unableToStart) return unableToStartProcess();
     if (kind === 'together' && togetherIsDedicatedOnly(model)) return togetherNonServerless(model);
     return undefined;
   }
 
-  async function streamReply(res: ServerResponse, seq: ChunkSequence, started: () => void, signal: AbortSignal): Promise<void> {
+  async function streamReply(
+    res: ServerResponse,
+    seq: ChunkSequence,
+    started: () => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     const { tokensPerSecond, dropAfterChunks: drop, stallAfterChunks: stall } = knobs;
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
     res.flushHeaders();
@@ -235,8 +299,14 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     if (knobs.prefillMs > 0) await sleep(knobs.prefillMs, signal);
     for (const c of seq.lead) await write(res, sseData(c), signal);
     const cut = async (sent: number): Promise<boolean> => {
-      if (drop >= 0 && sent >= Math.min(drop, seq.content.length)) { res.socket?.destroy(); return true; }
-      if (stall >= 0 && sent >= Math.min(stall, seq.content.length)) { await untilAborted(signal); return true; }
+      if (drop >= 0 && sent >= Math.min(drop, seq.content.length)) {
+        res.socket?.destroy();
+        return true;
+      }
+      if (stall >= 0 && sent >= Math.min(stall, seq.content.length)) {
+        await untilAborted(signal);
+        return true;
+      }
       return false;
     };
     for (let i = 0; i < seq.content.length; i++) {
@@ -253,8 +323,16 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
 
   async function serveGeneration(what: Generation, body: any, res: ServerResponse, signal: AbortSignal): Promise<void> {
     let startedOnce = false;
-    const started = () => { if (!startedOnce) { startedOnce = true; servedOrder.push(servedLabel(body)); } };
-    const reply = (r: FakeReply) => { started(); send(res, r); };
+    const started = () => {
+      if (!startedOnce) {
+        startedOnce = true;
+        servedOrder.push(servedLabel(body));
+      }
+    };
+    const reply = (r: FakeReply) => {
+      started();
+      send(res, r);
+    };
 
     await sleep(knobs.latencyMs, signal);
     if (signal.aborted) return;
@@ -265,11 +343,20 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     if (signal.aborted) return;
 
     const streaming = body?.stream === true && what !== 'embeddings';
-    if (knobs.headThenSilence) { started(); return headThenSilence(res, streaming, signal); }
-    if (!streaming && knobs.dropAfterChunks >= 0) { res.socket?.destroy(); return; }
+    if (knobs.headThenSilence) {
+      started();
+      return headThenSilence(res, streaming, signal);
+    }
+    if (!streaming && knobs.dropAfterChunks >= 0) {
+      res.socket?.destroy();
+      return;
+    }
     if (!streaming && knobs.stallAfterChunks >= 0) return untilAborted(signal);
     const answer = (json: unknown) => {
-      if (knobs.halfBodyThenSilence) { started(); return halfBodyThenSilence(res, json, signal); }
+      if (knobs.halfBodyThenSilence) {
+        started();
+        return halfBodyThenSilence(res, json, signal);
+      }
       if (!knobs.garbageJson) return reply({ status: 200, body: json });
       started();
       sendGarbled(res, json);
@@ -277,7 +364,9 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
     if (what === 'embeddings') return answer(embeddingsReply(kind, model, body?.input, body?.encoding_format));
 
     const plan: ReplyPlan = planReply({
-      dialect, what, model,
+      dialect,
+      what,
+      model,
       promptTokens: promptTokensOf(body),
       chunkCount: knobs.chunkCount,
       maxTokens: maxTokensOf(body),
@@ -289,7 +378,9 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
       tokensPerSecond: knobs.tokensPerSecond,
     });
     if (streaming) {
-      const includeUsage = knobs.includeUsage && (body?.stream_options?.include_usage === true || (kind === 'openrouter' && body?.usage?.include === true));
+      const includeUsage =
+        knobs.includeUsage &&
+        (body?.stream_options?.include_usage === true || (kind === 'openrouter' && body?.usage?.include === true));
       const seq = what === 'chat' ? chatChunks(plan, includeUsage) : textChunks(plan, includeUsage);
       return streamReply(res, seq, started, signal);
     }
@@ -300,44 +391,76 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
 
   /** The audio endpoints' view of this fake (audio.ts). */
   const audioContext: AudioContext = {
-    kind, knobs, send,
+    kind,
+    knobs,
+    send,
     gate: (req) => {
       if (opts.apiKey !== undefined && req.headers.authorization !== `Bearer ${opts.apiKey}`) return unauthorized(kind);
       return isLoading() ? loadingModel() : undefined;
     },
     refusal: (model) => generationRefusal(model),
-    served: (label) => { servedOrder.push(label); },
+    served: (label) => {
+      servedOrder.push(label);
+    },
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (knobs.refuse) { req.socket.resetAndDestroy(); return; }
+    if (knobs.refuse) {
+      req.socket.resetAndDestroy();
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://fake.invalid');
     const path = url.pathname;
     const method = req.method ?? 'GET';
-    const record: RecordedRequest = { method, path, query: url.search.slice(1), headers: { ...req.headers }, body: undefined, startedAt: Date.now() };
+    const record: RecordedRequest = {
+      method,
+      path,
+      query: url.search.slice(1),
+      headers: { ...req.headers },
+      body: undefined,
+      startedAt: Date.now(),
+    };
     requests.push(record);
     const abort = new AbortController();
-    res.on('close', () => { record.endedAt = Date.now(); abort.abort(); });
+    res.on('close', () => {
+      record.endedAt = Date.now();
+      abort.abort();
+    });
 
     const what = generationOf(kind, method, path);
     const audio = audioRouteOf(kind, apiPrefix(kind), method, path);
     if (what || audio) {
       inflight++;
       maxInflight = Math.max(maxInflight, inflight);
-      res.once('close', () => { inflight--; });
+      res.once('close', () => {
+        inflight--;
+      });
     }
 
     if (audio) return serveAudio(audioContext, audio, req, res, record, abort.signal);
     let raw: string;
-    try { raw = await readBody(req); } catch { return; }
+    try {
+      raw = await readBody(req);
+    } catch {
+      return;
+    }
     let body: any;
     let parsed = true;
     if (raw.length > 0) {
-      try { body = JSON.parse(raw); } catch { body = raw; parsed = false; }
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        body = raw;
+        parsed = false;
+      }
     }
     record.body = body;
 
-    if (opts.apiKey !== undefined && !isPublicPath(kind, path) && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
+    if (
+      opts.apiKey !== undefined &&
+      !isPublicPath(kind, path) &&
+      req.headers.authorization !== `Bearer ${opts.apiKey}`
+    ) {
       return send(res, unauthorized(kind));
     }
     if (isLoading()) return send(res, loadingModel());
@@ -349,7 +472,10 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
   }
 
   const listener = await listenFake({
-    label: 'fake backend', port: opts.port, refuse: () => knobs.refuse, handle,
+    label: 'fake backend',
+    port: opts.port,
+    refuse: () => knobs.refuse,
+    handle,
     crashed: (res, err) => send(res, { status: 500, body: `fake ${kind} crashed: ${String(err)}` }),
   });
   const port = listener.port;
@@ -367,8 +493,12 @@ export async function startFake(kind: FakeKind, opts: StartFakeOptions = {}): Pr
       if ('errorCount' in patch || 'errorStatus' in patch) errorsSent = 0;
     },
     requests,
-    get inflight() { return inflight; },
-    get maxInflight() { return maxInflight; },
+    get inflight() {
+      return inflight;
+    },
+    get maxInflight() {
+      return maxInflight;
+    },
     servedOrder,
     close: () => listener.close(),
   };

@@ -21,7 +21,12 @@ export interface ShapeOptions {
 }
 
 /** The path and reason of the first difference, or undefined when the shapes agree. */
-export function firstShapeDifference(actual: unknown, fixture: unknown, path = '$', opts: ShapeOptions = {}): string | undefined {
+export function firstShapeDifference(
+  actual: unknown,
+  fixture: unknown,
+  path = '$',
+  opts: ShapeOptions = {},
+): string | undefined {
   if (opts.ignore?.includes(path)) return undefined;
   const want = jsonType(fixture);
   const got = jsonType(actual);
@@ -50,5 +55,11 @@ export function firstShapeDifference(actual: unknown, fixture: unknown, path = '
 /** Throws an AssertionError naming the path of the first difference between the shapes. */
 export function assertSameShape(actual: unknown, fixture: unknown, path = '$', opts: ShapeOptions = {}): void {
   const diff = firstShapeDifference(actual, fixture, path, opts);
-  if (diff) throw new AssertionError({ message: `shape differs at ${diff}`, actual, expected: fixture, operator: 'assertSameShape' });
+  if (diff)
+    throw new AssertionError({
+      message: `shape differs at ${diff}`,
+      actual,
+      expected: fixture,
+      operator: 'assertSameShape',
+    });
 }

@@ -12,7 +12,11 @@ export function adminApi(base: () => string, defaultKey: string) {
     const headers: Record<string, string> = {};
     if (key) headers.authorization = `Bearer ${key}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(base() + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(base() + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.text();
     return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
   };
@@ -20,9 +24,10 @@ export function adminApi(base: () => string, defaultKey: string) {
 
 /** A one-message chat completion with `key`. */
 export function chatCall(base: () => string, key: string) {
-  return (model: string, stream = false): Promise<Response> => fetch(`${base()}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
-  });
+  return (model: string, stream = false): Promise<Response> =>
+    fetch(`${base()}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
+    });
 }

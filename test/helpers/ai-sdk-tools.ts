@@ -16,7 +16,12 @@ export interface WeatherLoop {
 }
 
 export async function weatherToolLoop(model: LanguageModel, fake: FakeBackend): Promise<WeatherLoop> {
-  fake.setKnobs({ toolCall: true, toolCallOnce: true, toolCallName: 'get_weather', toolCallArguments: '{"city":"Oslo"}' });
+  fake.setKnobs({
+    toolCall: true,
+    toolCallOnce: true,
+    toolCallName: 'get_weather',
+    toolCallArguments: '{"city":"Oslo"}',
+  });
   try {
     let ran = '';
     const result = await generateText({
@@ -26,7 +31,11 @@ export async function weatherToolLoop(model: LanguageModel, fake: FakeBackend): 
       tools: {
         get_weather: tool({
           description: 'Weather of a city',
-          inputSchema: jsonSchema<{ city: string }>({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+          inputSchema: jsonSchema<{ city: string }>({
+            type: 'object',
+            properties: { city: { type: 'string' } },
+            required: ['city'],
+          }),
           execute: async ({ city }) => {
             ran = city;
             return `sunny in ${city}`;

@@ -31,7 +31,8 @@ export function assertValidOrder(frames: AnthropicFrame[], opts: { complete: boo
   frames.forEach((frame, i) => {
     const at = `frame ${i} (${frame.event})`;
     if (i > 0) assert.notEqual(frame.event, 'message_start', `${at}: one message_start`);
-    if (frame.event !== 'ping' && frame.event !== 'error' && frame.event !== 'message_start') assert.ok(!sawDelta || frame.event === 'message_stop', `${at}: after message_delta only message_stop`);
+    if (frame.event !== 'ping' && frame.event !== 'error' && frame.event !== 'message_start')
+      assert.ok(!sawDelta || frame.event === 'message_stop', `${at}: after message_delta only message_stop`);
     switch (frame.event) {
       case 'content_block_start':
         assert.equal(open, undefined, `${at}: the previous block was stopped`);
@@ -42,7 +43,11 @@ export function assertValidOrder(frames: AnthropicFrame[], opts: { complete: boo
       case 'content_block_delta':
         assert.ok(open, `${at}: a delta needs an open block`);
         assert.equal(frame.data.index, open.index, `${at}: into the open block`);
-        assert.equal(DELTA_BLOCK[frame.data.delta.type], open.type, `${at}: a ${frame.data.delta.type} belongs in a ${DELTA_BLOCK[frame.data.delta.type]} block`);
+        assert.equal(
+          DELTA_BLOCK[frame.data.delta.type],
+          open.type,
+          `${at}: a ${frame.data.delta.type} belongs in a ${DELTA_BLOCK[frame.data.delta.type]} block`,
+        );
         break;
       case 'content_block_stop':
         assert.ok(open, `${at}: a stop needs an open block`);
@@ -60,7 +65,8 @@ export function assertValidOrder(frames: AnthropicFrame[], opts: { complete: boo
       case 'error':
         assert.equal(i, frames.length - 1, `${at}: an error ends the stream`);
         break;
-      case 'ping': case 'message_start':
+      case 'ping':
+      case 'message_start':
         break;
       default:
         assert.fail(`${at}: unknown event`);
@@ -84,7 +90,15 @@ export function blocksOf(frames: AnthropicFrame[]): Block[] {
   const blocks: Block[] = [];
   for (const { event, data } of frames) {
     if (event === 'content_block_start') {
-      blocks[data.index] = { type: data.content_block.type, text: '', thinking: '', json: '', signatures: [], start: data.content_block, deltas: 0 };
+      blocks[data.index] = {
+        type: data.content_block.type,
+        text: '',
+        thinking: '',
+        json: '',
+        signatures: [],
+        start: data.content_block,
+        deltas: 0,
+      };
     } else if (event === 'content_block_delta') {
       const block = blocks[data.index];
       block.deltas += 1;
@@ -106,7 +120,10 @@ export async function sdkFinalMessage(body: string): Promise<Anthropic.Message> 
     maxRetries: 0,
     fetch: async () => new Response(body, { headers: { 'content-type': 'text/event-stream' } }),
   });
-  const stream = client.messages.stream({ model: 'local-model', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+  const stream = client.messages.stream({
+    model: 'local-model',
+    max_tokens: 100,
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   return stream.finalMessage();
 }
-

@@ -14,9 +14,20 @@ export interface BackgroundRig {
 export async function startBackgroundRig(master: string, extra: Partial<GatewayConfig> = {}): Promise<BackgroundRig> {
   const local = await startFake('llamacpp', { models: ['qwen3-8b'] });
   const gw = await startGateway([{ name: 'local', url: local.url, max_concurrent: 1 }], {
-    api_key: master, park_timeout_s: 0.2, async_park_timeout_s: 30, virtual_models: { r: { local: 'qwen3-8b' } },
+    api_key: master,
+    park_timeout_s: 0.2,
+    async_park_timeout_s: 30,
+    virtual_models: { r: { local: 'qwen3-8b' } },
     ...extra,
   });
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: master, maxRetries: 0, timeout: 10_000 });
-  return { local, gw, client, close: async () => { await gw.close(); await local.close(); } };
+  return {
+    local,
+    gw,
+    client,
+    close: async () => {
+      await gw.close();
+      await local.close();
+    },
+  };
 }

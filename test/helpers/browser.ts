@@ -9,8 +9,12 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
-if (!present && process.env.CI === 'true') throw new Error(`chromium not found at ${CHROMIUM}: the console's browser tests cannot run`);
-if (!present) console.warn(`\n!!! chromium not found at ${CHROMIUM}: SKIPPING the console's browser tests (apt-get install -y chromium) !!!\n`);
+if (!present && process.env.CI === 'true')
+  throw new Error(`chromium not found at ${CHROMIUM}: the console's browser tests cannot run`);
+if (!present)
+  console.warn(
+    `\n!!! chromium not found at ${CHROMIUM}: SKIPPING the console's browser tests (apt-get install -y chromium) !!!\n`,
+  );
 
 export const skipWithoutChromium: string | false = present ? false : `no chromium at ${CHROMIUM}`;
 
@@ -29,7 +33,10 @@ export const VIEWPORTS = {
   phone: { width: 390, height: 844 },
 } as const;
 
-export async function newContext(browser: Browser, opts: { viewport?: keyof typeof VIEWPORTS; scheme?: 'light' | 'dark' } = {}): Promise<BrowserContext> {
+export async function newContext(
+  browser: Browser,
+  opts: { viewport?: keyof typeof VIEWPORTS; scheme?: 'light' | 'dark' } = {},
+): Promise<BrowserContext> {
   return browser.newContext({ viewport: VIEWPORTS[opts.viewport ?? 'desktop'], colorScheme: opts.scheme ?? 'light' });
 }
 

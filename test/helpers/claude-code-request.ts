@@ -49,10 +49,48 @@ const BETAS_DEFAULT = [
 ];
 
 const WORDS = [
-  'gateway', 'widget', 'harness', 'ledger', 'relay', 'bucket', 'sample', 'record', 'window', 'queue',
-  'fixture', 'probe', 'cursor', 'packet', 'marker', 'signal', 'batch', 'column', 'token', 'shard',
-  'the', 'a', 'each', 'when', 'then', 'only', 'never', 'always', 'before', 'after', 'with', 'from',
-  'checks', 'writes', 'reads', 'keeps', 'drops', 'moves', 'counts', 'lists', 'waits', 'returns',
+  'gateway',
+  'widget',
+  'harness',
+  'ledger',
+  'relay',
+  'bucket',
+  'sample',
+  'record',
+  'window',
+  'queue',
+  'fixture',
+  'probe',
+  'cursor',
+  'packet',
+  'marker',
+  'signal',
+  'batch',
+  'column',
+  'token',
+  'shard',
+  'the',
+  'a',
+  'each',
+  'when',
+  'then',
+  'only',
+  'never',
+  'always',
+  'before',
+  'after',
+  'with',
+  'from',
+  'checks',
+  'writes',
+  'reads',
+  'keeps',
+  'drops',
+  'moves',
+  'counts',
+  'lists',
+  'waits',
+  'returns',
 ];
 
 /** Deterministic made-up prose of exactly `len` characters. */
@@ -75,7 +113,12 @@ function filler(len: number, seed: number): string {
       inSentence = 0;
     } else out += ' ';
   }
-  return len === 1 ? '.' : out.slice(0, len - 1).trimEnd().padEnd(len - 1, 'x') + '.';
+  return len === 1
+    ? '.'
+    : out
+        .slice(0, len - 1)
+        .trimEnd()
+        .padEnd(len - 1, 'x') + '.';
 }
 
 type Json = Record<string, unknown>;
@@ -88,10 +131,17 @@ const str = (d: number, extra: Json = {}): Json => ({ description: filler(d, pro
 const num = (d: number): Json => ({ description: filler(d, propSeed++), type: 'number' });
 const bool = (d: number): Json => ({ description: filler(d, propSeed++), type: 'boolean' });
 const int = (d: number, extra: Json = {}): Json => ({ description: filler(d, propSeed++), type: 'integer', ...extra });
-const en = (d: number, values: string[]): Json => ({ description: filler(d, propSeed++), type: 'string', enum: values });
+const en = (d: number, values: string[]): Json => ({
+  description: filler(d, propSeed++),
+  type: 'string',
+  enum: values,
+});
 const strArr = (d: number): Json => ({ description: filler(d, propSeed++), type: 'array', items: { type: 'string' } });
 const freeObj = (d: number): Json => ({
-  description: filler(d, propSeed++), type: 'object', propertyNames: { type: 'string' }, additionalProperties: {},
+  description: filler(d, propSeed++),
+  type: 'object',
+  propertyNames: { type: 'string' },
+  additionalProperties: {},
 });
 
 function schema(properties: Json, required?: string[]): Json {
@@ -102,62 +152,179 @@ function schema(properties: Json, required?: string[]): Json {
 
 /** [made-up name, JSON.stringify size of the real tool in that slot, schema]. */
 const TOOL_SPECS: Array<[string, number, () => Json]> = [
-  ['Delegate', 2507, () => schema({
-    description: str(42), prompt: str(33), profile: str(50), tier: en(254, ['small', 'medium', 'large', 'xl']),
-    background: bool(88), sandbox: en(221, ['copy', 'remote']),
-  }, ['description', 'prompt'])],
-  ['Shell', 2690, () => schema({
-    cmd: str(22), timeout: num(45), label: str(757), background: bool(50), unsafe: bool(90),
-  }, ['cmd'])],
-  ['TimerAdd', 4053, () => schema({ schedule: str(260), prompt: str(90), repeat: bool(240), persist: bool(200) }, ['schedule', 'prompt'])],
+  [
+    'Delegate',
+    2507,
+    () =>
+      schema(
+        {
+          description: str(42),
+          prompt: str(33),
+          profile: str(50),
+          tier: en(254, ['small', 'medium', 'large', 'xl']),
+          background: bool(88),
+          sandbox: en(221, ['copy', 'remote']),
+        },
+        ['description', 'prompt'],
+      ),
+  ],
+  [
+    'Shell',
+    2690,
+    () =>
+      schema(
+        {
+          cmd: str(22),
+          timeout: num(45),
+          label: str(757),
+          background: bool(50),
+          unsafe: bool(90),
+        },
+        ['cmd'],
+      ),
+  ],
+  [
+    'TimerAdd',
+    4053,
+    () =>
+      schema({ schedule: str(260), prompt: str(90), repeat: bool(240), persist: bool(200) }, ['schedule', 'prompt']),
+  ],
   ['TimerRemove', 427, () => schema({ id: str(40) }, ['id'])],
   ['TimerList', 277, () => schema({})],
-  ['Patch', 966, () => schema({ path: str(40), find: str(30), replace: str(60), all: bool(50) }, ['path', 'find', 'replace'])],
+  [
+    'Patch',
+    966,
+    () => schema({ path: str(40), find: str(30), replace: str(60), all: bool(50) }, ['path', 'find', 'replace']),
+  ],
   ['SandboxEnter', 3761, () => schema({ name: str(280), path: str(200) })],
   ['SandboxLeave', 2511, () => schema({ action: en(190, ['keep', 'remove']), discard: bool(170) }, ['action'])],
-  ['CellEdit', 1627, () => schema({
-    notebook: str(110), cell: str(140), source: str(30), kind: en(90, ['code', 'markdown']),
-    mode: en(120, ['replace', 'insert', 'delete']),
-  }, ['notebook', 'source'])],
-  ['ViewFile', 1640, () => schema({
-    path: str(34), start: int(88, { minimum: 0, maximum: MAX_SAFE }), count: int(89, { exclusiveMinimum: 0, maximum: MAX_SAFE }),
-    range: str(118),
-  }, ['path'])],
-  ['FileReport', 1838, () => schema({
-    severity: en(30, ['low', 'medium', 'high', 'xhigh', 'max']),
-    items: {
-      description: filler(60, propSeed++), maxItems: 32, type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          file: str(48), line: int(37, { minimum: -MAX_SAFE, maximum: MAX_SAFE }), summary: str(36), scenario: str(42),
-          verdict: en(57, ['CONFIRMED', 'PLAUSIBLE']), outcome: en(78, ['fixed', 'skipped', 'no_change_needed']),
+  [
+    'CellEdit',
+    1627,
+    () =>
+      schema(
+        {
+          notebook: str(110),
+          cell: str(140),
+          source: str(30),
+          kind: en(90, ['code', 'markdown']),
+          mode: en(120, ['replace', 'insert', 'delete']),
         },
-        required: ['file', 'summary', 'scenario'],
-        additionalProperties: false,
-      },
-    },
-  }, ['items'])],
-  ['WakeLater', 3718, () => schema({ delay: num(250), reason: str(160), prompt: str(180) }, ['delay', 'reason', 'prompt'])],
+        ['notebook', 'source'],
+      ),
+  ],
+  [
+    'ViewFile',
+    1640,
+    () =>
+      schema(
+        {
+          path: str(34),
+          start: int(88, { minimum: 0, maximum: MAX_SAFE }),
+          count: int(89, { exclusiveMinimum: 0, maximum: MAX_SAFE }),
+          range: str(118),
+        },
+        ['path'],
+      ),
+  ],
+  [
+    'FileReport',
+    1838,
+    () =>
+      schema(
+        {
+          severity: en(30, ['low', 'medium', 'high', 'xhigh', 'max']),
+          items: {
+            description: filler(60, propSeed++),
+            maxItems: 32,
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                file: str(48),
+                line: int(37, { minimum: -MAX_SAFE, maximum: MAX_SAFE }),
+                summary: str(36),
+                scenario: str(42),
+                verdict: en(57, ['CONFIRMED', 'PLAUSIBLE']),
+                outcome: en(78, ['fixed', 'skipped', 'no_change_needed']),
+              },
+              required: ['file', 'summary', 'scenario'],
+              additionalProperties: false,
+            },
+          },
+        },
+        ['items'],
+      ),
+  ],
+  [
+    'WakeLater',
+    3718,
+    () => schema({ delay: num(250), reason: str(160), prompt: str(180) }, ['delay', 'reason', 'prompt']),
+  ],
   ['Notify', 1169, () => schema({ to: str(120), summary: str(90), message: str(70) }, ['to', 'message'])],
   ['Playbook', 2112, () => schema({ playbook: str(80), args: str(50) }, ['playbook'])],
-  ['TicketNew', 2816, () => schema({ subject: str(26), details: str(21), progressLabel: str(81), extra: freeObj(40) }, ['subject', 'details'])],
+  [
+    'TicketNew',
+    2816,
+    () =>
+      schema({ subject: str(26), details: str(21), progressLabel: str(81), extra: freeObj(40) }, [
+        'subject',
+        'details',
+      ]),
+  ],
   ['TicketShow', 1018, () => schema({ ticketId: str(30) }, ['ticketId'])],
   ['TicketList', 1189, () => schema({})],
-  ['JobOutput', 1552, () => schema({ job_id: str(40), wait: bool(60), timeout: num(70) }, ['job_id', 'wait', 'timeout'])],
+  [
+    'JobOutput',
+    1552,
+    () => schema({ job_id: str(40), wait: bool(60), timeout: num(70) }, ['job_id', 'wait', 'timeout']),
+  ],
   ['JobCancel', 537, () => schema({ job_id: str(40), shell_ref: str(60) })],
-  ['TicketChange', 3514, () => schema({
-    ticketId: str(28), subject: str(24), details: str(28), progressLabel: str(81),
-    state: { description: filler(23, propSeed++), anyOf: [{ type: 'string', enum: ['pending', 'in_progress', 'completed'] }, { type: 'string', const: 'deleted' }] },
-    blocks: strArr(30), blockedBy: strArr(29), assignee: str(22), extra: freeObj(69),
-  }, ['ticketId'])],
+  [
+    'TicketChange',
+    3514,
+    () =>
+      schema(
+        {
+          ticketId: str(28),
+          subject: str(24),
+          details: str(28),
+          progressLabel: str(81),
+          state: {
+            description: filler(23, propSeed++),
+            anyOf: [
+              { type: 'string', enum: ['pending', 'in_progress', 'completed'] },
+              { type: 'string', const: 'deleted' },
+            ],
+          },
+          blocks: strArr(30),
+          blockedBy: strArr(29),
+          assignee: str(22),
+          extra: freeObj(69),
+        },
+        ['ticketId'],
+      ),
+  ],
   ['UrlGet', 747, () => schema({ url: str(30, { format: 'uri' }), question: str(40) }, ['url', 'question'])],
-  ['NetLookup', 840, () => schema({ query: str(30, { minLength: 2 }), allow: strArr(60), deny: strArr(60) }, ['query'])],
-  ['Pipeline', 21010, () => schema({
-    script: str(207, { maxLength: 524288 }), name: str(105), description: str(68), title: str(62),
-    args: { description: filler(280, propSeed++) }, scriptPath: str(329),
-    resumeFrom: str(251, { pattern: '^wf_[a-z0-9-]{6,}$' }),
-  })],
+  [
+    'NetLookup',
+    840,
+    () => schema({ query: str(30, { minLength: 2 }), allow: strArr(60), deny: strArr(60) }, ['query']),
+  ],
+  [
+    'Pipeline',
+    21010,
+    () =>
+      schema({
+        script: str(207, { maxLength: 524288 }),
+        name: str(105),
+        description: str(68),
+        title: str(62),
+        args: { description: filler(280, propSeed++) },
+        scriptPath: str(329),
+        resumeFrom: str(251, { pattern: '^wf_[a-z0-9-]{6,}$' }),
+      }),
+  ],
   ['SaveFile', 639, () => schema({ path: str(40), content: str(30) }, ['path', 'content'])],
 ];
 
@@ -187,7 +354,9 @@ function profileMessage(target: number): Json {
   const head = 'Helper profiles the Delegate tool can start:\n';
   const lines: string[] = [];
   for (let i = 0; i < 40; i++) {
-    lines.push(`- profile-${i}: ${filler(90 + ((i * 37) % 120), 500 + i)} (Tools: ${i % 3 === 0 ? '*' : 'ViewFile, Shell'})`);
+    lines.push(
+      `- profile-${i}: ${filler(90 + ((i * 37) % 120), 500 + i)} (Tools: ${i % 3 === 0 ? '*' : 'ViewFile, Shell'})`,
+    );
   }
   const full = head + lines.join('\n');
   let len = target;
@@ -235,7 +404,10 @@ export function claudeCodeShapedRequest(opts?: { model?: string; stream?: boolea
     fitted(436, 7, (t) => ({
       role: 'user',
       content: [
-        { type: 'text', text: `<reminder>\nContext for this session:\n# date\nThe date is 2030-01-01.\n\n${t}\n</reminder>\n\n` },
+        {
+          type: 'text',
+          text: `<reminder>\nContext for this session:\n# date\nThe date is 2030-01-01.\n\n${t}\n</reminder>\n\n`,
+        },
         { type: 'text', text: 'say hi', cache_control: { type: 'ephemeral' } },
       ],
     })),

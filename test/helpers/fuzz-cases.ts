@@ -31,15 +31,38 @@ export class IdPool {
     const plainId = typeof b.id === 'string' || typeof b.id === 'number' ? String(b.id) : '';
     const id = typeof b.job_id === 'string' ? b.job_id : plainId;
     if (!id) return;
-    const list = path.startsWith('/v1/responses') ? this.responses
-      : path.startsWith('/v1/generations') || path.startsWith('/v1/jobs') ? this.jobs
-        : path.startsWith('/admin/api/users') ? this.users : undefined;
+    const list = path.startsWith('/v1/responses')
+      ? this.responses
+      : path.startsWith('/v1/generations') || path.startsWith('/v1/jobs')
+        ? this.jobs
+        : path.startsWith('/admin/api/users')
+          ? this.users
+          : undefined;
     if (list && list.length < 200 && !list.includes(id)) list.push(id);
   }
 }
 
-const ODD_IDS = ['x', 'resp_nope', '..%2F..%2Fhealth', '%00', `resp_${'a'.repeat(300)}`, '%E2%82', '0', '-1', '1e9',
-  'null', '%20', 'job_%22%3E', '1', '2', '9007199254740993', '%F0%9F%92%A5', 'a.b', "'", '%2e%2e'];
+const ODD_IDS = [
+  'x',
+  'resp_nope',
+  '..%2F..%2Fhealth',
+  '%00',
+  `resp_${'a'.repeat(300)}`,
+  '%E2%82',
+  '0',
+  '-1',
+  '1e9',
+  'null',
+  '%20',
+  'job_%22%3E',
+  '1',
+  '2',
+  '9007199254740993',
+  '%F0%9F%92%A5',
+  'a.b',
+  "'",
+  '%2e%2e',
+];
 
 const anyModel = (rng: Rng, family: readonly string[]) =>
   chance(rng, 0.85) ? pick(rng, family) : pick(rng, ODD_MODELS);
@@ -60,84 +83,330 @@ interface Route {
 const idOf = (rng: Rng, real: string[]) =>
   real.length && chance(rng, 0.6) ? encodeURIComponent(pick(rng, real)) : pick(rng, ODD_IDS);
 const fixed = (p: string) => () => p;
-const ADMIN_PATHS = ['/admin/api/users', '/admin/api/ip-aliases', '/admin/api/calls', '/admin/api/stats',
-  '/admin/api/settings', '/admin/api/backends', '/admin/api/backends/test'];
-const SETTINGS = ['park_timeout_s', 'request_timeout_s', 'cors_origins', 'retention_days', 'nope', 'max_parked',
-  'log_calls', 'stream_idle_timeout_s', 'client_stall_timeout_s', 'expose_backend_names', 'allowed_hosts'];
-const UI_PATHS = ['/ui', '/ui/', '/ui/aliases', '/ui/aliases/new', '/ui/aliases/edit?alias=l', '/ui/login',
+const ADMIN_PATHS = [
+  '/admin/api/users',
+  '/admin/api/ip-aliases',
+  '/admin/api/calls',
+  '/admin/api/stats',
+  '/admin/api/settings',
+  '/admin/api/backends',
+  '/admin/api/backends/test',
+];
+const SETTINGS = [
+  'park_timeout_s',
+  'request_timeout_s',
+  'cors_origins',
+  'retention_days',
+  'nope',
+  'max_parked',
+  'log_calls',
+  'stream_idle_timeout_s',
+  'client_stall_timeout_s',
+  'expose_backend_names',
+  'allowed_hosts',
+];
+const UI_PATHS = [
+  '/ui',
+  '/ui/',
+  '/ui/aliases',
+  '/ui/aliases/new',
+  '/ui/aliases/edit?alias=l',
+  '/ui/login',
   '/ui/backends',
-  '/ui/backends/new', '/ui/backends/local/edit', '/ui/mapping', '/ui/mapping/l', '/ui/reasoning', '/ui/playground',
-  '/ui/playground/call?model=l', '/ui/calls', '/ui/calls/1', '/ui/calls/x', '/ui/jobs', '/ui/jobs/x', '/ui/stats',
-  '/ui/server', '/ui/users', '/ui/users/new', '/ui/users/1', '/ui/users/x', '/ui/nope', '/ui/assets/../../x'];
-const UI_POSTS = ['/ui/aliases/save', '/ui/aliases/remove', '/ui/login', '/ui/logout', '/ui/bootstrap', '/ui/backends',
-  '/ui/backends/test', '/ui/backends/nope/enabled', '/ui/backends/local/drain', '/ui/mapping', '/ui/mapping/register',
-  '/ui/reasoning/save', '/ui/reasoning/move', '/ui/jobs/x/cancel', '/ui/server/park_timeout_s', '/ui/users',
-  '/ui/users/ip-aliases', '/ui/users/1/enabled', '/ui/users/x/rotate'];
+  '/ui/backends/new',
+  '/ui/backends/local/edit',
+  '/ui/mapping',
+  '/ui/mapping/l',
+  '/ui/reasoning',
+  '/ui/playground',
+  '/ui/playground/call?model=l',
+  '/ui/calls',
+  '/ui/calls/1',
+  '/ui/calls/x',
+  '/ui/jobs',
+  '/ui/jobs/x',
+  '/ui/stats',
+  '/ui/server',
+  '/ui/users',
+  '/ui/users/new',
+  '/ui/users/1',
+  '/ui/users/x',
+  '/ui/nope',
+  '/ui/assets/../../x',
+];
+const UI_POSTS = [
+  '/ui/aliases/save',
+  '/ui/aliases/remove',
+  '/ui/login',
+  '/ui/logout',
+  '/ui/bootstrap',
+  '/ui/backends',
+  '/ui/backends/test',
+  '/ui/backends/nope/enabled',
+  '/ui/backends/local/drain',
+  '/ui/mapping',
+  '/ui/mapping/register',
+  '/ui/reasoning/save',
+  '/ui/reasoning/move',
+  '/ui/jobs/x/cancel',
+  '/ui/server/park_timeout_s',
+  '/ui/users',
+  '/ui/users/ip-aliases',
+  '/ui/users/1/enabled',
+  '/ui/users/x/rotate',
+];
 
 const ROUTES: Route[] = [
-  { method: 'POST', path: fixed('/v1/chat/completions'), weight: 10, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.chat), messages: msgs(), max_tokens: 8, stream: chance(r, 0.4) }) },
-  { method: 'POST', path: fixed('/v1/completions'), weight: 4, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.chat), prompt: 'hi', max_tokens: 8, stream: chance(r, 0.3) }) },
-  { method: 'POST', path: fixed('/v1/embeddings'), weight: 4, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.chat), input: pick(r, ['hi', ['a', 'b'], [1, 2, 3]]) }) },
-  { method: 'POST', path: fixed('/v1/responses'), weight: 10, body: (r) => ({
-    model: anyModel(r, [...FUZZ_MODELS.native, ...FUZZ_MODELS.chat]), input: 'hi', stream: chance(r, 0.3),
-    ...(chance(r, 0.25) ? { background: true } : {}), ...(chance(r, 0.2) ? { store: false } : {}) }) },
-  { method: 'GET', path: (r, ids) => `/v1/responses/${idOf(r, ids.responses)}${chance(r, 0.2) ? '?stream=true' : ''}`,
-    weight: 4 },
+  {
+    method: 'POST',
+    path: fixed('/v1/chat/completions'),
+    weight: 10,
+    body: (r) => ({
+      model: anyModel(r, FUZZ_MODELS.chat),
+      messages: msgs(),
+      max_tokens: 8,
+      stream: chance(r, 0.4),
+    }),
+  },
+  {
+    method: 'POST',
+    path: fixed('/v1/completions'),
+    weight: 4,
+    body: (r) => ({
+      model: anyModel(r, FUZZ_MODELS.chat),
+      prompt: 'hi',
+      max_tokens: 8,
+      stream: chance(r, 0.3),
+    }),
+  },
+  {
+    method: 'POST',
+    path: fixed('/v1/embeddings'),
+    weight: 4,
+    body: (r) => ({
+      model: anyModel(r, FUZZ_MODELS.chat),
+      input: pick(r, ['hi', ['a', 'b'], [1, 2, 3]]),
+    }),
+  },
+  {
+    method: 'POST',
+    path: fixed('/v1/responses'),
+    weight: 10,
+    body: (r) => ({
+      model: anyModel(r, [...FUZZ_MODELS.native, ...FUZZ_MODELS.chat]),
+      input: 'hi',
+      stream: chance(r, 0.3),
+      ...(chance(r, 0.25) ? { background: true } : {}),
+      ...(chance(r, 0.2) ? { store: false } : {}),
+    }),
+  },
+  {
+    method: 'GET',
+    path: (r, ids) => `/v1/responses/${idOf(r, ids.responses)}${chance(r, 0.2) ? '?stream=true' : ''}`,
+    weight: 4,
+  },
   { method: 'DELETE', path: (r, ids) => `/v1/responses/${idOf(r, ids.responses)}`, weight: 2 },
-  { method: 'GET', path: (r, ids) => `/v1/responses/${idOf(r, ids.responses)}/input_items?${pick(r,
-    ['', 'limit=0', 'limit=-1', 'limit=1e9', 'order=x', 'after=zz', 'limit=abc&limit=2'])}`, weight: 2 },
+  {
+    method: 'GET',
+    path: (r, ids) =>
+      `/v1/responses/${idOf(r, ids.responses)}/input_items?${pick(r, [
+        '',
+        'limit=0',
+        'limit=-1',
+        'limit=1e9',
+        'order=x',
+        'after=zz',
+        'limit=abc&limit=2',
+      ])}`,
+    weight: 2,
+  },
   { method: 'POST', path: (r, ids) => `/v1/responses/${idOf(r, ids.responses)}/cancel`, weight: 2 },
-  { method: 'POST', path: fixed('/v1/messages'), weight: 10, body: (r) => ({
-    model: anyModel(r, [...FUZZ_MODELS.anthropic, ...FUZZ_MODELS.chat]), max_tokens: 8, messages: msgs(),
-    stream: chance(r, 0.3),
-    ...(chance(r, 0.15) ? { thread: { type: 'continue', previous_message_id: 'msg_x' } } : {}) }) },
-  { method: 'POST', path: fixed('/v1/messages/count_tokens'), weight: 3, body: (r) => ({
-    model: anyModel(r, [...FUZZ_MODELS.anthropic, ...FUZZ_MODELS.chat]), messages: msgs() }) },
-  { method: 'GET', path: (r) => pick(r, ['/v1/models', '/v1/models?limit=2', '/v1/models?after_id=x&limit=-3',
-    '/v1/models/l', '/v1/models/c', '/v1/models/nope', '/v1/models/acme%2FQwen3-8B-Instruct', '/v1/models/%00',
-    '/v1/models?limit=1e99', '/v1/models/sd15']), weight: 5 },
-  { method: 'POST', path: fixed('/v1/audio/speech'), weight: 3, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.audio), input: 'hi', voice: 'alloy',
-    response_format: pick(r, ['mp3', 'wav', 'x']) }) },
-  { method: 'POST', path: (r) => pick(r, ['/v1/audio/transcriptions', '/v1/audio/translations']), weight: 4,
+  {
+    method: 'POST',
+    path: fixed('/v1/messages'),
+    weight: 10,
+    body: (r) => ({
+      model: anyModel(r, [...FUZZ_MODELS.anthropic, ...FUZZ_MODELS.chat]),
+      max_tokens: 8,
+      messages: msgs(),
+      stream: chance(r, 0.3),
+      ...(chance(r, 0.15) ? { thread: { type: 'continue', previous_message_id: 'msg_x' } } : {}),
+    }),
+  },
+  {
+    method: 'POST',
+    path: fixed('/v1/messages/count_tokens'),
+    weight: 3,
+    body: (r) => ({
+      model: anyModel(r, [...FUZZ_MODELS.anthropic, ...FUZZ_MODELS.chat]),
+      messages: msgs(),
+    }),
+  },
+  {
+    method: 'GET',
+    path: (r) =>
+      pick(r, [
+        '/v1/models',
+        '/v1/models?limit=2',
+        '/v1/models?after_id=x&limit=-3',
+        '/v1/models/l',
+        '/v1/models/c',
+        '/v1/models/nope',
+        '/v1/models/acme%2FQwen3-8B-Instruct',
+        '/v1/models/%00',
+        '/v1/models?limit=1e99',
+        '/v1/models/sd15',
+      ]),
+    weight: 5,
+  },
+  {
+    method: 'POST',
+    path: fixed('/v1/audio/speech'),
+    weight: 3,
+    body: (r) => ({
+      model: anyModel(r, FUZZ_MODELS.audio),
+      input: 'hi',
+      voice: 'alloy',
+      response_format: pick(r, ['mp3', 'wav', 'x']),
+    }),
+  },
+  {
+    method: 'POST',
+    path: (r) => pick(r, ['/v1/audio/transcriptions', '/v1/audio/translations']),
+    weight: 4,
     multipart: (r) => ({
       fields: { model: anyModel(r, FUZZ_MODELS.audio), response_format: pick(r, ['json', 'text', 'x']) },
-      files: ['file'] }) },
-  { method: 'POST', path: fixed('/v1/images/generations'), weight: 4, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', n: 1,
-    size: pick(r, ['64x64', '1x1', '99999x99999', 'x']) }) },
-  { method: 'POST', path: fixed('/v1/images/edits'), weight: 4, multipart: (r) => ({
-    fields: { model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', n: pick(r, ['1', '0', '-1', 'x', '1e9']) },
-    files: pick(r, [['image'], ['image', 'mask'], ['image[]', 'image[]'], [], ['mask'], ['nope']]) }) },
-  { method: 'POST', path: fixed('/v1/generations'), weight: 3, body: (r) => ({
-    model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', params: { seed: 1 },
-    mode: pick(r, ['async', 'sync', 'x']) }) },
+      files: ['file'],
+    }),
+  },
+  {
+    method: 'POST',
+    path: fixed('/v1/images/generations'),
+    weight: 4,
+    body: (r) => ({
+      model: anyModel(r, FUZZ_MODELS.image),
+      prompt: 'a cat',
+      n: 1,
+      size: pick(r, ['64x64', '1x1', '99999x99999', 'x']),
+    }),
+  },
+  {
+    method: 'POST',
+    path: fixed('/v1/images/edits'),
+    weight: 4,
+    multipart: (r) => ({
+      fields: { model: anyModel(r, FUZZ_MODELS.image), prompt: 'a cat', n: pick(r, ['1', '0', '-1', 'x', '1e9']) },
+      files: pick(r, [['image'], ['image', 'mask'], ['image[]', 'image[]'], [], ['mask'], ['nope']]),
+    }),
+  },
+  {
+    method: 'POST',
+    path: fixed('/v1/generations'),
+    weight: 3,
+    body: (r) => ({
+      model: anyModel(r, FUZZ_MODELS.image),
+      prompt: 'a cat',
+      params: { seed: 1 },
+      mode: pick(r, ['async', 'sync', 'x']),
+    }),
+  },
   { method: 'GET', path: (r) => `/v1/generations/${pick(r, ['sd15', 'nope', '%00', 'inpaint'])}/loras`, weight: 1 },
-  { method: 'GET', path: (r, ids) => pick(r, ['/v1/jobs', '/v1/jobs?limit=x', '/v1/jobs?status=zz',
-    `/v1/jobs/${idOf(r, ids.jobs)}`, `/v1/jobs/${idOf(r, ids.jobs)}/result/${pick(r, ['0', '1', '-1', 'x', '99'])}`,
-    `/v1/jobs/${idOf(r, ids.jobs)}/input/${pick(r, ['0', 'x'])}`, `/v1/jobs/${idOf(r, ids.jobs)}/preview`,
-    `/v1/jobs/${idOf(r, ids.jobs)}/events`]), weight: 5 },
+  {
+    method: 'GET',
+    path: (r, ids) =>
+      pick(r, [
+        '/v1/jobs',
+        '/v1/jobs?limit=x',
+        '/v1/jobs?status=zz',
+        `/v1/jobs/${idOf(r, ids.jobs)}`,
+        `/v1/jobs/${idOf(r, ids.jobs)}/result/${pick(r, ['0', '1', '-1', 'x', '99'])}`,
+        `/v1/jobs/${idOf(r, ids.jobs)}/input/${pick(r, ['0', 'x'])}`,
+        `/v1/jobs/${idOf(r, ids.jobs)}/preview`,
+        `/v1/jobs/${idOf(r, ids.jobs)}/events`,
+      ]),
+    weight: 5,
+  },
   { method: 'POST', path: (r, ids) => `/v1/jobs/${idOf(r, ids.jobs)}/cancel`, weight: 2 },
-  { method: 'GET', path: (r) => pick(r, ['/health', '/health?verbose=1', '/health?x=%zz', '/health?format=prometheus',
-    '/metrics', '/metrics?x=1', '/', '/nope', '/v1', '/v1/', '/v2/chat/completions', '//v1/models',
-    '/v1/models/../health',
-    '/%2e%2e/health', '/v1/chat/completions']), weight: 5 },
-  { method: 'GET', path: (r, ids) => `${pick(r, ADMIN_PATHS)}${pick(r, ['', '?limit=x', '?limit=-1', '?since=zz',
-    '?group=nope', '?status=abc'])}`.replace('/test', chance(r, 0.5) ? '' : `/${idOf(r, ids.users)}`), weight: 4 },
-  { method: 'POST', path: (r) => pick(r, ['/admin/api/users', '/admin/api/backends', '/admin/api/backends/test',
-    '/admin/api/users/1/rotate', '/admin/api/users/x/rotate', '/admin/api/backends/nope/reset',
-    '/admin/api/backends/local/reset', '/admin/api/backends/nope/drain']), weight: 3,
-  body: (r) => ({ name: pick(r, ['u', 'nope', 'local']), url: pick(r, ['http://127.0.0.1:1', 'ftp://x', 'x']),
-    type: pick(r, ['openai', 'x']), quota_usd_day: 1 }) },
-  { method: 'PUT', path: (r) => pick(r, [`/admin/api/settings/${pick(r, SETTINGS)}`, '/admin/api/ip-aliases',
-    '/admin/api/backends/nope']), weight: 2, body: (r) => ({ value: oddValue(r) }) },
-  { method: 'PATCH', path: (r, ids) => `/admin/api/users/${idOf(r, ids.users)}`, weight: 2,
-    body: (r) => ({ enabled: oddValue(r), quota_usd_day: oddValue(r) }) },
-  { method: 'DELETE', path: (r, ids) => pick(r, [`/admin/api/users/${idOf(r, ids.users)}`, '/admin/api/settings/nope',
-    `/admin/api/settings/${pick(r, SETTINGS)}`, '/admin/api/backends/nope']), weight: 1 },
+  {
+    method: 'GET',
+    path: (r) =>
+      pick(r, [
+        '/health',
+        '/health?verbose=1',
+        '/health?x=%zz',
+        '/health?format=prometheus',
+        '/metrics',
+        '/metrics?x=1',
+        '/',
+        '/nope',
+        '/v1',
+        '/v1/',
+        '/v2/chat/completions',
+        '//v1/models',
+        '/v1/models/../health',
+        '/%2e%2e/health',
+        '/v1/chat/completions',
+      ]),
+    weight: 5,
+  },
+  {
+    method: 'GET',
+    path: (r, ids) =>
+      `${pick(r, ADMIN_PATHS)}${pick(r, [
+        '',
+        '?limit=x',
+        '?limit=-1',
+        '?since=zz',
+        '?group=nope',
+        '?status=abc',
+      ])}`.replace('/test', chance(r, 0.5) ? '' : `/${idOf(r, ids.users)}`),
+    weight: 4,
+  },
+  {
+    method: 'POST',
+    path: (r) =>
+      pick(r, [
+        '/admin/api/users',
+        '/admin/api/backends',
+        '/admin/api/backends/test',
+        '/admin/api/users/1/rotate',
+        '/admin/api/users/x/rotate',
+        '/admin/api/backends/nope/reset',
+        '/admin/api/backends/local/reset',
+        '/admin/api/backends/nope/drain',
+      ]),
+    weight: 3,
+    body: (r) => ({
+      name: pick(r, ['u', 'nope', 'local']),
+      url: pick(r, ['http://127.0.0.1:1', 'ftp://x', 'x']),
+      type: pick(r, ['openai', 'x']),
+      quota_usd_day: 1,
+    }),
+  },
+  {
+    method: 'PUT',
+    path: (r) =>
+      pick(r, [`/admin/api/settings/${pick(r, SETTINGS)}`, '/admin/api/ip-aliases', '/admin/api/backends/nope']),
+    weight: 2,
+    body: (r) => ({ value: oddValue(r) }),
+  },
+  {
+    method: 'PATCH',
+    path: (r, ids) => `/admin/api/users/${idOf(r, ids.users)}`,
+    weight: 2,
+    body: (r) => ({ enabled: oddValue(r), quota_usd_day: oddValue(r) }),
+  },
+  {
+    method: 'DELETE',
+    path: (r, ids) =>
+      pick(r, [
+        `/admin/api/users/${idOf(r, ids.users)}`,
+        '/admin/api/settings/nope',
+        `/admin/api/settings/${pick(r, SETTINGS)}`,
+        '/admin/api/backends/nope',
+      ]),
+    weight: 1,
+  },
   { method: 'GET', path: (r) => pick(r, UI_PATHS), weight: 4 },
   { method: 'POST', path: (r) => pick(r, UI_POSTS), weight: 3, form: true },
 ];
@@ -165,15 +434,26 @@ function multipart(rng: Rng, spec: FormSpec): { body: Buffer; type: string } {
   for (const name of spec.files) {
     const filename = pick(rng, ['a.png', 'a.wav', '', '../../x.png', 'a"b.png', 'x'.repeat(400)]);
     const type = pick(rng, ['image/png', 'audio/wav', 'application/octet-stream', 'text/plain', '']);
-    const bytes = pick(rng, [Buffer.from('RIFF....WAVEfmt '), Buffer.from('\x89PNG\r\n\x1a\n'), Buffer.alloc(0),
-      Buffer.alloc(int(rng, 1, 200_000), 7)]);
+    const bytes = pick(rng, [
+      Buffer.from('RIFF....WAVEfmt '),
+      Buffer.from('\x89PNG\r\n\x1a\n'),
+      Buffer.alloc(0),
+      Buffer.alloc(int(rng, 1, 200_000), 7),
+    ]);
     const disposition = filename === '' ? `name="${name}"` : `name="${name}"; filename="${filename}"`;
-    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; ${disposition}\r\n` +
-      `${type ? `Content-Type: ${type}\r\n` : ''}\r\n`), bytes, Buffer.from('\r\n'));
+    parts.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; ${disposition}\r\n` +
+          `${type ? `Content-Type: ${type}\r\n` : ''}\r\n`,
+      ),
+      bytes,
+      Buffer.from('\r\n'),
+    );
   }
   if (!chance(rng, 0.1)) parts.push(Buffer.from(`--${boundary}--\r\n`));
-  const type = chance(rng, 0.1) ? pick(rng, ['multipart/form-data', `multipart/form-data; boundary="${boundary}x"`,
-    'multipart/mixed; boundary=x']) : `multipart/form-data; boundary=${boundary}`;
+  const type = chance(rng, 0.1)
+    ? pick(rng, ['multipart/form-data', `multipart/form-data; boundary="${boundary}x"`, 'multipart/mixed; boundary=x'])
+    : `multipart/form-data; boundary=${boundary}`;
   return { body: Buffer.concat(parts), type };
 }
 
@@ -187,15 +467,24 @@ function jsonBody(rng: Rng, base: Body): Buffer {
 function authHeaders(rng: Rng, gateway: FuzzGateway): Record<string, string> {
   const key = gateway.keys.length ? pick(rng, gateway.keys) : 'sk-anything';
   switch (int(rng, 0, 11)) {
-    case 0: return {};
-    case 1: return { authorization: 'Bearer' };
-    case 2: return { authorization: `bearer ${key}` };
-    case 3: return { authorization: `Basic ${Buffer.from(`x:${key}`).toString('base64')}` };
-    case 4: return { 'x-api-key': key };
-    case 5: return { authorization: `Bearer ${key} ${key}` };
-    case 6: return { authorization: 'Bearer wrong-key', 'x-api-key': key };
-    case 7: return { authorization: `Bearer ${'k'.repeat(8000)}` };
-    default: return { authorization: `Bearer ${key}` };
+    case 0:
+      return {};
+    case 1:
+      return { authorization: 'Bearer' };
+    case 2:
+      return { authorization: `bearer ${key}` };
+    case 3:
+      return { authorization: `Basic ${Buffer.from(`x:${key}`).toString('base64')}` };
+    case 4:
+      return { 'x-api-key': key };
+    case 5:
+      return { authorization: `Bearer ${key} ${key}` };
+    case 6:
+      return { authorization: 'Bearer wrong-key', 'x-api-key': key };
+    case 7:
+      return { authorization: `Bearer ${'k'.repeat(8000)}` };
+    default:
+      return { authorization: `Bearer ${key}` };
   }
 }
 
@@ -226,9 +515,16 @@ function encode(rng: Rng, body: Buffer, headers: Record<string, string>): Buffer
   return body;
 }
 
-const CONTENT_TYPES = ['text/plain', 'application/json; charset=latin1', 'application/x-www-form-urlencoded',
-  'multipart/form-data', 'application/json, text/html', 'application/vnd.api+json', 'application/json;',
-  'x'.repeat(500)];
+const CONTENT_TYPES = [
+  'text/plain',
+  'application/json; charset=latin1',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data',
+  'application/json, text/html',
+  'application/vnd.api+json',
+  'application/json;',
+  'x'.repeat(500),
+];
 
 export function fuzzCase(rng: Rng, gateways: FuzzGateway[], ids: IdPool): FuzzCase {
   const gateway = pick(rng, gateways);
@@ -266,9 +562,15 @@ export function slotCase(rng: Rng, gateways: FuzzGateway[]): FuzzCase {
   const [path, body] = pick(rng, [
     ['/v1/chat/completions', { model: pick(rng, FUZZ_MODELS.chat), messages: msgs(), max_tokens: 64, stream }],
     ['/v1/messages', { model: pick(rng, [...FUZZ_MODELS.anthropic, 'l']), max_tokens: 64, messages: msgs(), stream }],
-    ['/v1/responses', {
-      model: pick(rng, ['n', 'l']), input: 'hi', stream, ...(chance(rng, 0.2) ? { background: true } : {}),
-    }],
+    [
+      '/v1/responses',
+      {
+        model: pick(rng, ['n', 'l']),
+        input: 'hi',
+        stream,
+        ...(chance(rng, 0.2) ? { background: true } : {}),
+      },
+    ],
     ['/v1/images/generations', { model: 'sd15', prompt: 'a cat', n: 1 }],
   ] as const);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -276,7 +578,12 @@ export function slotCase(rng: Rng, gateways: FuzzGateway[]): FuzzCase {
   if (chance(rng, 0.3)) headers['x-request-id'] = `burst-${int(rng, 0, 30)}`;
   const hangUpAfterMs = chance(rng, 0.35) ? int(rng, 0, 300) : undefined;
   return {
-    gateway, method: 'POST', path, headers, body: Buffer.from(JSON.stringify(body)), hangUpAfterMs,
+    gateway,
+    method: 'POST',
+    path,
+    headers,
+    body: Buffer.from(JSON.stringify(body)),
+    hangUpAfterMs,
     label: `${gateway.name} burst POST ${path}`,
   };
 }

@@ -8,7 +8,11 @@ import { startComfyFake } from '../fakes/comfyui-server.ts';
 import { fakeObjectInfo } from '../fakes/comfyui-nodes.ts';
 import type { ComfyFake } from '../fakes/comfyui-types.ts';
 import {
-  ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake, type AnthropicFake, type FakeBackend,
+  ANTHROPIC_FAKE_API_KEY,
+  startAnthropicFake,
+  startFake,
+  type AnthropicFake,
+  type FakeBackend,
 } from '../fakes/index.ts';
 import { startNativeResponsesFake, type NativeResponsesFake } from '../fakes/responses-native.ts';
 import { startGateway, type BackendInput, type TestGateway } from './gateway.ts';

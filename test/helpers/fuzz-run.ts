@@ -44,11 +44,19 @@ interface Answer {
 
 /** Spells of trouble on the `l` backend: errors (fail over, relay), cut streams, a stall (the idle deadline). */
 const TROUBLE: Partial<FakeKnobs>[] = [
-  { errorStatus: 500, errorCount: 6 }, { errorStatus: 503, errorCount: 0, retryAfter: '1' }, { dropAfterChunks: 2 },
-  { stallAfterChunks: 1 }, { errorStatus: 401, errorCount: 3 }, { errorStatus: 429, errorCount: 4 },
+  { errorStatus: 500, errorCount: 6 },
+  { errorStatus: 503, errorCount: 0, retryAfter: '1' },
+  { dropAfterChunks: 2 },
+  { stallAfterChunks: 1 },
+  { errorStatus: 401, errorCount: 3 },
+  { errorStatus: 429, errorCount: 4 },
 ];
 const CALM: Partial<FakeKnobs> = {
-  errorStatus: 0, errorCount: 0, retryAfter: undefined, dropAfterChunks: -1, stallAfterChunks: -1,
+  errorStatus: 0,
+  errorCount: 0,
+  retryAfter: undefined,
+  dropAfterChunks: -1,
+  stallAfterChunks: -1,
 };
 
 /** Codes of the answers to requests node's HTTP parser refused (routes/error-handler.ts, clientError). */
@@ -59,16 +67,27 @@ const ANSWER_TIMEOUT_MS = 15_000;
 function send(c: FuzzCase): Promise<Answer> {
   const url = new URL(c.gateway.gw.url);
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: url.hostname, port: url.port, method: c.method, path: c.path, headers: c.headers,
-      setHost: !('host' in c.headers), agent: false, timeout: ANSWER_TIMEOUT_MS,
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-      res.on('aborted', () => reject(new Error('answer aborted')));
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: c.method,
+        path: c.path,
+        headers: c.headers,
+        setHost: !('host' in c.headers),
+        agent: false,
+        timeout: ANSWER_TIMEOUT_MS,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
+        res.on('error', reject);
+        res.on('aborted', () => reject(new Error('answer aborted')));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     if (c.hangUpAfterMs !== undefined) setTimeout(() => req.destroy(new Error('hung up')), c.hangUpAfterMs).unref();
     req.on('error', reject);
@@ -100,10 +119,19 @@ function sendTruncated(c: FuzzCase): Promise<string> {
 }
 
 const isObject = (v: unknown): v is Record<string, any> => !!v && typeof v === 'object' && !Array.isArray(v);
-const isOpenAIError = (v: unknown) => isObject(v) && isObject(v.error) && typeof v.error.message === 'string' &&
-  typeof v.error.type === 'string' && 'param' in v.error && 'code' in v.error;
-const isAnthropicError = (v: unknown) => isObject(v) && v.type === 'error' && isObject(v.error) &&
-  typeof v.error.type === 'string' && typeof v.error.message === 'string';
+const isOpenAIError = (v: unknown) =>
+  isObject(v) &&
+  isObject(v.error) &&
+  typeof v.error.message === 'string' &&
+  typeof v.error.type === 'string' &&
+  'param' in v.error &&
+  'code' in v.error;
+const isAnthropicError = (v: unknown) =>
+  isObject(v) &&
+  v.type === 'error' &&
+  isObject(v.error) &&
+  typeof v.error.type === 'string' &&
+  typeof v.error.message === 'string';
 
 /** Which error shapes a case's answer may take. */
 function expectedShapes(c: FuzzCase): ('openai' | 'anthropic')[] {
@@ -116,7 +144,10 @@ function expectedShapes(c: FuzzCase): ('openai' | 'anthropic')[] {
 
 function checkAnswer(c: FuzzCase, a: Answer, report: FuzzReport): void {
   const finding = (kind: string, detail: string): FuzzFinding => ({
-    kind, label: c.label, detail: `${detail}\n      ${describe(c)}`, request: replayable(c),
+    kind,
+    label: c.label,
+    detail: `${detail}\n      ${describe(c)}`,
+    request: replayable(c),
   });
   const text = a.body.toString('utf8').slice(0, 400);
   const relayed = a.headers['x-gateway-backend'] !== undefined && !text.includes('"internal_error"');
@@ -131,7 +162,9 @@ function checkAnswer(c: FuzzCase, a: Answer, report: FuzzReport): void {
   const type = String(a.headers['content-type'] ?? '');
   if (a.body.length === 0) return report.defects.push(finding('empty error body', `${a.status}`)) as unknown as void;
   let parsed: unknown;
-  try { parsed = JSON.parse(a.body.toString('utf8')); } catch {
+  try {
+    parsed = JSON.parse(a.body.toString('utf8'));
+  } catch {
     return void report.defects.push(finding('error body not JSON', `${a.status} ${type} ${text}`));
   }
   const shapes = expectedShapes(c);
@@ -148,12 +181,18 @@ function checkAnswer(c: FuzzCase, a: Answer, report: FuzzReport): void {
 }
 
 const replayable = (c: FuzzCase): FuzzFinding['request'] => ({
-  gateway: c.gateway.name, method: c.method, path: c.path, headers: c.headers, body: c.body?.toString('base64'),
+  gateway: c.gateway.name,
+  method: c.method,
+  path: c.path,
+  headers: c.headers,
+  body: c.body?.toString('base64'),
 });
 
 /** The case's headers and the start of its body, for a defect's report. */
 export function describe(c: FuzzCase): string {
-  const headers = Object.entries(c.headers).map(([k, v]) => `${k}: ${v.slice(0, 60)}`).join('; ');
+  const headers = Object.entries(c.headers)
+    .map(([k, v]) => `${k}: ${v.slice(0, 60)}`)
+    .join('; ');
   const start = JSON.stringify(c.body?.subarray(0, 160).toString('latin1') ?? '');
   return `[${headers}] body ${c.body?.length ?? 0} B: ${start}`;
 }
@@ -179,10 +218,12 @@ async function finalChecks(gateways: FuzzGateway[], report: FuzzReport): Promise
     }
     const db = new Database(join(g.gw.storeDir, 'stats.db'), { readonly: true, fileMustExist: true });
     try {
-      const repeated = db.prepare(
-        'SELECT request_id, COUNT(*) AS n FROM calls WHERE request_id IS NOT NULL'
-          + ' GROUP BY request_id HAVING n > 1 LIMIT 5',
-      ).all() as { request_id: string; n: number }[];
+      const repeated = db
+        .prepare(
+          'SELECT request_id, COUNT(*) AS n FROM calls WHERE request_id IS NOT NULL' +
+            ' GROUP BY request_id HAVING n > 1 LIMIT 5',
+        )
+        .all() as { request_id: string; n: number }[];
       report.rows[g.name] = (db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n;
       for (const r of repeated) {
         report.defects.push({ kind: 'call log: duplicate rows', label: g.name, detail: `${r.request_id} ×${r.n}` });
@@ -204,11 +245,19 @@ export interface FuzzOptions {
 export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const started = Date.now();
   const report: FuzzReport = {
-    cases: 0, statuses: {}, defects: [], notes: [], ms: 0, rows: {}, ids: { responses: 0, jobs: 0, users: 0 },
+    cases: 0,
+    statuses: {},
+    defects: [],
+    notes: [],
+    ms: 0,
+    rows: {},
+    ids: { responses: 0, jobs: 0, users: 0 },
   };
   const processFinding = (kind: string) => (err: unknown) =>
     report.defects.push({
-      kind, label: 'process', detail: err instanceof Error ? err.stack ?? err.message : String(err),
+      kind,
+      label: 'process',
+      detail: err instanceof Error ? (err.stack ?? err.message) : String(err),
     });
   const onRejection = processFinding('unhandled rejection');
   const onException = processFinding('uncaught exception');
@@ -224,7 +273,8 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
         const n = next++;
         if (n % 400 === 200) rig.local.setKnobs(pick(rng, TROUBLE));
         if (n % 400 === 300) rig.local.setKnobs(CALM);
-        if (n % 150 === 149) { // a burst: more calls at once than the backends take, some hung up
+        if (n % 150 === 149) {
+          // a burst: more calls at once than the backends take, some hung up
           const burst = Array.from({ length: 24 }, () => slotCase(rng, rig.gateways));
           await Promise.all(burst.map((c) => runCase(c, ids, report)));
           report.cases += burst.length;
@@ -278,6 +328,10 @@ async function runCase(c: FuzzCase, ids: IdPool, report: FuzzReport): Promise<vo
   report.statuses[answer.status] = (report.statuses[answer.status] ?? 0) + 1;
   checkAnswer(c, answer, report);
   if (answer.status < 300 && String(answer.headers['content-type'] ?? '').includes('json')) {
-    try { ids.remember(c.path, JSON.parse(answer.body.toString('utf8'))); } catch { /* not JSON after all */ }
+    try {
+      ids.remember(c.path, JSON.parse(answer.body.toString('utf8')));
+    } catch {
+      /* not JSON after all */
+    }
   }
 }

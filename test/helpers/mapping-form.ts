@@ -5,10 +5,28 @@
  */
 export type FormFields = Record<string, string | string[]>;
 
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#x27': "'", '#96': '`', '#x60': '`', '#61': '=', '#x3D': '=' };
+const ENTITIES: Record<string, string> = {
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  '#39': "'",
+  '#x27': "'",
+  '#96': '`',
+  '#x60': '`',
+  '#61': '=',
+  '#x3D': '=',
+};
 
 export function decodeHtml(text: string): string {
-  return text.replace(/&(#?\w+);/g, (m, name: string) => ENTITIES[name] ?? (name.startsWith('#') ? String.fromCodePoint(Number(name.startsWith('#x') ? `0x${name.slice(2)}` : name.slice(1))) : m));
+  return text.replace(
+    /&(#?\w+);/g,
+    (m, name: string) =>
+      ENTITIES[name] ??
+      (name.startsWith('#')
+        ? String.fromCodePoint(Number(name.startsWith('#x') ? `0x${name.slice(2)}` : name.slice(1)))
+        : m),
+  );
 }
 
 function attr(tag: string, name: string): string | undefined {
@@ -53,13 +71,21 @@ export function selectOptions(html: string, name: string): { values: string[]; s
   const m = new RegExp(`<select\\b[^>]*name="${name}"[^>]*>([\\s\\S]*?)</select>`).exec(html);
   if (!m) return { values: [] };
   const options = [...m[1].matchAll(/<option\b([^>]*)>/g)].map((o) => `<o ${o[1]}>`);
-  return { values: options.map((o) => attr(o, 'value') ?? ''), selected: options.map((o) => (attr(o, 'selected') !== undefined ? attr(o, 'value') : undefined)).find((v) => v !== undefined) };
+  return {
+    values: options.map((o) => attr(o, 'value') ?? ''),
+    selected: options
+      .map((o) => (attr(o, 'selected') !== undefined ? attr(o, 'value') : undefined))
+      .find((v) => v !== undefined),
+  };
 }
 
 /** The mapping rows of an editor page: param → {node, field, mode} and their row index. */
 export function mappingRows(fields: FormFields): Map<string, { k: number; node: string; field: string; mode: string }> {
   const rows = new Map<string, { k: number; node: string; field: string; mode: string }>();
-  const one = (key: string) => { const v = fields[key]; return Array.isArray(v) ? v[0] : v ?? ''; };
+  const one = (key: string) => {
+    const v = fields[key];
+    return Array.isArray(v) ? v[0] : (v ?? '');
+  };
   for (let k = 0; k < Number(one('m_count')); k++) {
     const param = one(`m${k}_param`);
     if (param) rows.set(param, { k, node: one(`m${k}_node`), field: one(`m${k}_field`), mode: one(`m${k}_mode`) });

@@ -34,11 +34,15 @@ export interface MediaRig {
  */
 export function editObjectInfo(): ObjectInfo {
   return {
-    ...structuredClone(objectInfo()) as ObjectInfo,
+    ...(structuredClone(objectInfo()) as ObjectInfo),
     ...structuredClone(FAKE_CUSTOM_NODE_INFO),
     Flux2Scheduler: comfyNodeInfo('Flux2Scheduler', {
       category: 'sampling/custom_sampling/schedulers',
-      required: { steps: ['INT', { default: 20, min: 1, max: 4096 }], width: ['INT', { default: 1024, min: 16, max: 16384 }], height: ['INT', { default: 1024, min: 16, max: 16384 }] },
+      required: {
+        steps: ['INT', { default: 20, min: 1, max: 4096 }],
+        width: ['INT', { default: 1024, min: 16, max: 16384 }],
+        height: ['INT', { default: 1024, min: 16, max: 16384 }],
+      },
       output: ['SIGMAS'],
     }),
   };
@@ -53,19 +57,30 @@ export function imageModels(): GatewayConfig['image_models'] {
   };
 }
 
-export async function startMediaRig(opts: {
-  knobs?: Partial<ComfyKnobs>;
-  editKnobs?: Partial<ComfyKnobs>;
-  overrides?: Partial<GatewayConfig>;
-} = {}): Promise<MediaRig> {
+export async function startMediaRig(
+  opts: {
+    knobs?: Partial<ComfyKnobs>;
+    editKnobs?: Partial<ComfyKnobs>;
+    overrides?: Partial<GatewayConfig>;
+  } = {},
+): Promise<MediaRig> {
   const comfy = await startComfyFake({ objectInfo: fakeObjectInfo(), knobs: opts.knobs });
-  const edit = await startComfyFake({ objectInfo: editObjectInfo(), knobs: { validateCombos: false, ...opts.editKnobs } });
+  const edit = await startComfyFake({
+    objectInfo: editObjectInfo(),
+    knobs: { validateCombos: false, ...opts.editKnobs },
+  });
   const gw = await startGateway(
-    [{ name: 'comfy', url: comfy.url, type: 'comfyui', ...FAST_COMFY }, { name: 'edit', url: edit.url, type: 'comfyui', ...FAST_COMFY }],
+    [
+      { name: 'comfy', url: comfy.url, type: 'comfyui', ...FAST_COMFY },
+      { name: 'edit', url: edit.url, type: 'comfyui', ...FAST_COMFY },
+    ],
     { api_key: MASTER, image_models: imageModels(), ...opts.overrides },
   );
   return {
-    gw, comfy, edit, url: gw.url,
+    gw,
+    comfy,
+    edit,
+    url: gw.url,
     close: async () => {
       await gw.close();
       await comfy.close();
@@ -79,7 +94,9 @@ export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 /** A user made through the admin API; returns its key. */
 export async function createUser(url: string, name: string, body: Record<string, unknown> = {}): Promise<string> {
   const res = await fetch(`${url}/admin/api/users`, {
-    method: 'POST', headers: { ...bearer(MASTER), 'content-type': 'application/json' }, body: JSON.stringify({ name, ...body }),
+    method: 'POST',
+    headers: { ...bearer(MASTER), 'content-type': 'application/json' },
+    body: JSON.stringify({ name, ...body }),
   });
   if (res.status !== 201) throw new Error(`creating user ${name}: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { key: string }).key;
@@ -92,26 +109,48 @@ export interface JsonAnswer<T = any> {
 }
 
 /** A JSON call; `body` a string is sent as is (exact big integers). */
-export async function call<T = any>(url: string, method: string, path: string, key: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<JsonAnswer<T>> {
+export async function call<T = any>(
+  url: string,
+  method: string,
+  path: string,
+  key: string | undefined,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<JsonAnswer<T>> {
   const res = await fetch(`${url}${path}`, {
     method,
-    headers: { ...(key ? bearer(key) : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    headers: {
+      ...(key ? bearer(key) : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await res.text();
   let parsed: unknown = text;
-  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
   return { status: res.status, headers: res.headers, body: parsed as T };
 }
 
 /** Polls `GET /v1/jobs/{id}` until `until(view)`; returns that view. */
-export async function pollJob(url: string, id: string, key: string, until: (v: JobView) => boolean, timeoutMs = 10_000): Promise<JobView> {
+export async function pollJob(
+  url: string,
+  id: string,
+  key: string,
+  until: (v: JobView) => boolean,
+  timeoutMs = 10_000,
+): Promise<JobView> {
   const start = Date.now();
   for (;;) {
     const r = await call<JobView>(url, 'GET', `/v1/jobs/${id}`, key);
     if (r.status !== 200) throw new Error(`GET /v1/jobs/${id}: ${r.status} ${JSON.stringify(r.body)}`);
     if (until(r.body)) return r.body;
-    if (Date.now() - start > timeoutMs) throw new Error(`job ${id} stayed ${r.body.status} (${JSON.stringify(r.body)})`);
+    if (Date.now() - start > timeoutMs)
+      throw new Error(`job ${id} stayed ${r.body.status} (${JSON.stringify(r.body)})`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -125,7 +164,10 @@ export interface SseFrame {
 }
 
 /** Reads an SSE response to its end (or `timeoutMs`), frame by frame. */
-export async function readSse(res: Response, timeoutMs = 10_000): Promise<{ frames: SseFrame[]; events: JobEvent[]; ended: boolean }> {
+export async function readSse(
+  res: Response,
+  timeoutMs = 10_000,
+): Promise<{ frames: SseFrame[]; events: JobEvent[]; ended: boolean }> {
   const frames: SseFrame[] = [];
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
@@ -135,7 +177,10 @@ export async function readSse(res: Response, timeoutMs = 10_000): Promise<{ fram
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) { ended = true; break; }
+      if (done) {
+        ended = true;
+        break;
+      }
       buffer += decoder.decode(value, { stream: true });
       let at: number;
       while ((at = buffer.indexOf('\n\n')) >= 0) {
@@ -171,7 +216,9 @@ export const maskPng = fakePng('mask', { size: 16 });
 export function uploadsOf(fake: ComfyFake, bytes: Buffer): string[] {
   return fake.requests
     .filter((r) => r.method === 'POST' && /\/upload\/(image|mask)$/.test(r.path) && r.rawBody.includes(bytes))
-    .flatMap((r) => Object.values((r.body as { files?: Record<string, { filename: string }> }).files ?? {}).map((f) => f.filename));
+    .flatMap((r) =>
+      Object.values((r.body as { files?: Record<string, { filename: string }> }).files ?? {}).map((f) => f.filename),
+    );
 }
 
 /** The uploads being spooled under the rig's jobs folder now (none when the folder is absent). */

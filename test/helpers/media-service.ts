@@ -21,9 +21,20 @@ export function sd15Models(backends: string[], alias = 'sd15'): GatewayConfig['i
 /** Fast knobs for a comfyui backend in tests. */
 export const FAST_COMFY = { poll_interval: 0.05, disconnect_grace: 0.5, max_wait: 30 } as const;
 
-export async function submitText(gw: TestGateway, alias: string, params: Record<string, unknown> = {}, who = caller(), prompt = 'a lighthouse'): Promise<JobView> {
+export async function submitText(
+  gw: TestGateway,
+  alias: string,
+  params: Record<string, unknown> = {},
+  who = caller(),
+  prompt = 'a lighthouse',
+): Promise<JobView> {
   const request: GenerationSubmit = {
-    alias, prompt, params, files: {}, endpoint: '/v1/generations', requestId: `t-${Math.random()}`,
+    alias,
+    prompt,
+    params,
+    files: {},
+    endpoint: '/v1/generations',
+    requestId: `t-${Math.random()}`,
   };
   return gw.gateway.media.submit(who, request);
 }

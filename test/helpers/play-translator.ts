@@ -24,7 +24,11 @@ export function feed(t: StreamTranslatorLike, events: string[]): string {
  * translator's end marker (as the relay does) and collects the output. The translator is made
  * with a clock that reads the index of the event being handled.
  */
-export function play<T extends StreamTranslatorLike>(input: string, sizes: () => number, make: (clock: () => number) => T): { output: string; t: T } {
+export function play<T extends StreamTranslatorLike>(
+  input: string,
+  sizes: () => number,
+  make: (clock: () => number) => T,
+): { output: string; t: T } {
   let eventIndex = -1;
   const t = make(() => eventIndex);
   const bytes = Buffer.from(input);

@@ -26,13 +26,23 @@ export interface PlaygroundRig {
 export async function startPlaygroundRig(overrides: Partial<GatewayConfig> = {}): Promise<PlaygroundRig> {
   const llm = await startFake('vllm', { knobs: { tokensPerSecond: 40, chunkCount: 24 } });
   const tts = await startFake('llamaswap', { models: ['kokoro'] });
-  const comfy = await startComfyFake({ objectInfo: fakeObjectInfo(), knobs: { stepMs: 60, steps: 20, previews: true } });
+  const comfy = await startComfyFake({
+    objectInfo: fakeObjectInfo(),
+    knobs: { stepMs: 60, steps: 20, previews: true },
+  });
   const gw = await startGateway(
-    [{ name: 'gpu-box', url: llm.url }, { name: 'tts-box', url: tts.url }, { name: 'comfy', url: comfy.url, type: 'comfyui', ...FAST_COMFY }],
+    [
+      { name: 'gpu-box', url: llm.url },
+      { name: 'tts-box', url: tts.url },
+      { name: 'comfy', url: comfy.url, type: 'comfyui', ...FAST_COMFY },
+    ],
     { api_key: PLAYGROUND_KEY, image_models: sd15Models(['comfy']), ...overrides },
   );
   return {
-    gw, llm, tts, comfy,
+    gw,
+    llm,
+    tts,
+    comfy,
     close: async () => {
       await gw.close();
       await Promise.all([llm.close(), tts.close(), comfy.close()]);

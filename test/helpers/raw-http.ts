@@ -12,22 +12,34 @@ export interface RawAnswer {
 }
 
 export function rawRequest(
-  baseUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: string | Buffer,
+  baseUrl: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string | Buffer,
 ): Promise<RawAnswer> {
   const url = new URL(path, baseUrl);
   return new Promise((resolve, reject) => {
-    const req = request({
-      host: url.hostname, port: url.port, method, path: `${url.pathname}${url.search}`, headers,
-      setHost: !('host' in headers), agent: false,
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: <T>() => JSON.parse(text) as T });
-      });
-      res.on('error', reject);
-    });
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method,
+        path: `${url.pathname}${url.search}`,
+        headers,
+        setHost: !('host' in headers),
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: <T>() => JSON.parse(text) as T });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -49,7 +49,12 @@ export function assertValidSequence(frames: ResponsesFrame[], opts: { complete: 
     assert.equal(d.sequence_number, i, `${at}: sequence numbers count up from 0 without a gap`);
     if (FINAL.has(frame.event)) {
       assert.equal(i, frames.length - 1, `${at}: the final event is last`);
-      assert.equal(d.response.status, { 'response.completed': 'completed', 'response.incomplete': 'incomplete', 'response.failed': 'failed' }[frame.event]);
+      assert.equal(
+        d.response.status,
+        { 'response.completed': 'completed', 'response.incomplete': 'incomplete', 'response.failed': 'failed' }[
+          frame.event
+        ],
+      );
       if (frame.event !== 'response.failed') assert.equal(open, undefined, `${at}: every item is done before the end`);
       assert.equal(d.response.output.length, next, `${at}: the final Response holds every item`);
       return;
@@ -75,7 +80,11 @@ export function assertValidSequence(frames: ResponsesFrame[], opts: { complete: 
       open = undefined;
       return;
     }
-    assert.equal(ITEM_EVENTS[frame.event], open.type, `${at}: belongs in a ${ITEM_EVENTS[frame.event] ?? '?'} item, the open one is ${open.type}`);
+    assert.equal(
+      ITEM_EVENTS[frame.event],
+      open.type,
+      `${at}: belongs in a ${ITEM_EVENTS[frame.event] ?? '?'} item, the open one is ${open.type}`,
+    );
     assert.equal(d.item_id, open.id, `${at}: names the open item`);
     assert.equal(d.output_index, open.index, `${at}: at the open item's index`);
     const partIndex = d.content_index ?? d.summary_index;
@@ -89,7 +98,11 @@ export function assertValidSequence(frames: ResponsesFrame[], opts: { complete: 
       assert.equal(partIndex, open.part, `${at}: into the open part`);
     }
   });
-  if (opts.complete) assert.ok(['response.completed', 'response.incomplete'].includes(frames.at(-1)!.event), 'a complete stream ends with completed or incomplete');
+  if (opts.complete)
+    assert.ok(
+      ['response.completed', 'response.incomplete'].includes(frames.at(-1)!.event),
+      'a complete stream ends with completed or incomplete',
+    );
 }
 
 export interface StreamedItem {
@@ -108,15 +121,32 @@ export function itemsOf(frames: ResponsesFrame[]): StreamedItem[] {
   const items: StreamedItem[] = [];
   for (const { event, data } of frames) {
     if (event === 'response.output_item.added') {
-      items[data.output_index] = { type: data.item.type, added: data.item, text: '', refusal: '', summary: '', args: '', deltas: 0 };
+      items[data.output_index] = {
+        type: data.item.type,
+        added: data.item,
+        text: '',
+        refusal: '',
+        summary: '',
+        args: '',
+        deltas: 0,
+      };
       continue;
     }
     const item = items[data.output_index];
     if (event === 'response.output_item.done') item.done = data.item;
-    else if (event === 'response.output_text.delta') { item.text += data.delta; item.deltas += 1; }
-    else if (event === 'response.refusal.delta') { item.refusal += data.delta; item.deltas += 1; }
-    else if (event === 'response.reasoning_summary_text.delta') { item.summary += data.delta; item.deltas += 1; }
-    else if (event === 'response.function_call_arguments.delta') { item.args += data.delta; item.deltas += 1; }
+    else if (event === 'response.output_text.delta') {
+      item.text += data.delta;
+      item.deltas += 1;
+    } else if (event === 'response.refusal.delta') {
+      item.refusal += data.delta;
+      item.deltas += 1;
+    } else if (event === 'response.reasoning_summary_text.delta') {
+      item.summary += data.delta;
+      item.deltas += 1;
+    } else if (event === 'response.function_call_arguments.delta') {
+      item.args += data.delta;
+      item.deltas += 1;
+    }
   }
   return items;
 }

@@ -69,8 +69,12 @@ export function schedulerHarness(fleet: FleetBackend[], opts: { maxParked?: numb
           };
     scheduler
       .acquire({
-        alias: more.alias ?? name, candidates: candidates(...asks), parkMs: more.parkMs ?? PARK_MS,
-        signal: more.signal, refresh, user: more.user,
+        alias: more.alias ?? name,
+        candidates: candidates(...asks),
+        parkMs: more.parkMs ?? PARK_MS,
+        signal: more.signal,
+        refresh,
+        user: more.user,
       })
       .then(
         (lease) => void (tracked.lease = lease),

@@ -55,7 +55,9 @@ export function scoreHarness(opts: { maxParked?: number } = {}) {
   const measure = (name: string, seconds: number, tokensPerS = 50) => {
     const tokens = Math.round(tokensPerS * seconds);
     scheduler.recordSpeed(name, {
-      status: 200, outputTokens: tokens, seconds,
+      status: 200,
+      outputTokens: tokens,
+      seconds,
       timings: { predictedN: tokens, predictedMs: seconds * 1000, promptN: 1000, promptMs: 1000 },
     });
   };

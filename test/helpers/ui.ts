@@ -9,14 +9,21 @@ import type { TestGateway } from './gateway.ts';
  * fetch, except that a `host` header is really sent (fetch always sends the URL's own): a page
  * that rebinds its name to 127.0.0.1 reaches the gateway with `Host: evil.example`.
  */
-export async function fetchAs(url: string, init: { method?: string; headers?: Record<string, string>; body?: string | URLSearchParams } = {}): Promise<Response> {
+export async function fetchAs(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string | URLSearchParams } = {},
+): Promise<Response> {
   const headers = init.headers ?? {};
   if (!Object.keys(headers).some((k) => k.toLowerCase() === 'host')) return fetch(url, { ...init, redirect: 'manual' });
   const res = await request(url, { method: (init.method ?? 'GET') as 'GET', headers, body: init.body?.toString() });
   const out = new Headers();
-  for (const [k, v] of Object.entries(res.headers)) for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.append(k, one);
+  for (const [k, v] of Object.entries(res.headers))
+    for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.append(k, one);
   const bytes = Buffer.from(await res.body.arrayBuffer());
-  return new Response(res.statusCode === 204 || res.statusCode === 304 ? null : bytes, { status: res.statusCode, headers: out });
+  return new Response(res.statusCode === 204 || res.statusCode === 304 ? null : bytes, {
+    status: res.statusCode,
+    headers: out,
+  });
 }
 
 export class UiClient {
@@ -40,7 +47,8 @@ export class UiClient {
     const type = res.headers.get('content-type') ?? '';
     if (type.startsWith('text/html')) {
       const html = await res.clone().text();
-      const token = /name="csrf-token" content="([^"]+)"/.exec(html)?.[1] ?? /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
+      const token =
+        /name="csrf-token" content="([^"]+)"/.exec(html)?.[1] ?? /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
       if (token) this.csrf = token;
     }
     return res;
@@ -53,7 +61,11 @@ export class UiClient {
   }
 
   /** A form POST carrying the CSRF token (unless `csrf` is given, '' for none); `headers` are sent as well. */
-  async post(path: string, fields: Record<string, string | string[]>, opts: { csrf?: string; headers?: Record<string, string> } = {}): Promise<Response> {
+  async post(
+    path: string,
+    fields: Record<string, string | string[]>,
+    opts: { csrf?: string; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
     const body = new URLSearchParams();
     const token = opts.csrf ?? this.csrf;
     const own = fields._csrf;
@@ -61,7 +73,8 @@ export class UiClient {
     if (token !== '' && !hasOwn) body.append('_csrf', token);
     for (const [k, v] of Object.entries(fields)) for (const one of Array.isArray(v) ? v : [v]) body.append(k, one);
     const res = await fetchAs(`${this.base}${path}`, {
-      method: 'POST', body,
+      method: 'POST',
+      body,
       headers: { cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded', ...opts.headers },
     });
     this.keep(res);

@@ -19,15 +19,25 @@ export interface AnthropicErrorBody {
  */
 export function anthropicErrorType(status: number): string {
   switch (status) {
-    case 401: return 'authentication_error';
-    case 402: return 'billing_error';
-    case 403: return 'permission_error';
-    case 404: return 'not_found_error';
-    case 413: return 'request_too_large';
-    case 429: return 'rate_limit_error';
-    case 503: case 529: return 'overloaded_error';
-    case 504: return 'timeout_error';
-    default: return status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error';
+    case 401:
+      return 'authentication_error';
+    case 402:
+      return 'billing_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+    case 529:
+      return 'overloaded_error';
+    case 504:
+      return 'timeout_error';
+    default:
+      return status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error';
   }
 }
 
@@ -48,13 +58,20 @@ export function anthropicErrorFromUpstream(status: number, text: string): Anthro
     parsed = undefined;
   }
   if (isAnthropicError(parsed)) return parsed;
-  const message = (parsed === undefined ? text.trim() : messageOf(parsed) ?? text.trim()) || `the backend answered with status ${status}`;
+  const message =
+    (parsed === undefined ? text.trim() : (messageOf(parsed) ?? text.trim())) ||
+    `the backend answered with status ${status}`;
   return { type: 'error', error: { type: anthropicErrorType(status), message: clip(message) } };
 }
 
 function isAnthropicError(value: unknown): value is AnthropicErrorBody {
-  return isObject(value) && value.type === 'error' && isObject(value.error)
-    && typeof value.error.type === 'string' && typeof value.error.message === 'string';
+  return (
+    isObject(value) &&
+    value.type === 'error' &&
+    isObject(value.error) &&
+    typeof value.error.type === 'string' &&
+    typeof value.error.message === 'string'
+  );
 }
 
 function messageOf(body: unknown): string | undefined {

@@ -29,11 +29,15 @@ function readThinking(thinking: unknown): ReasoningIntent | undefined {
     case 'enabled': {
       const budget = thinking.budget_tokens;
       if (budget === undefined || budget === null) return { mode: 'on' };
-      if (!Number.isInteger(budget) || (budget as number) < 1) throw invalid('thinking.budget_tokens', 'must be a positive integer');
+      if (!Number.isInteger(budget) || (budget as number) < 1)
+        throw invalid('thinking.budget_tokens', 'must be a positive integer');
       return { mode: 'on', budgetTokens: budget as number };
     }
     default:
-      throw invalid('thinking.type', `must be one of "enabled", "adaptive", "disabled" (got ${JSON.stringify(thinking.type)})`);
+      throw invalid(
+        'thinking.type',
+        `must be one of "enabled", "adaptive", "disabled" (got ${JSON.stringify(thinking.type)})`,
+      );
   }
 }
 

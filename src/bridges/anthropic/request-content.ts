@@ -10,8 +10,7 @@
 import { invalid, isObject, type Json } from './types.ts';
 
 export type ChatPart =
-  | { type: 'text'; text: string; cache_control?: unknown }
-  | { type: 'image_url'; image_url: { url: string } };
+  { type: 'text'; text: string; cache_control?: unknown } | { type: 'image_url'; image_url: { url: string } };
 
 export interface ContentContext {
   /** Carry `cache_control` onto chat content parts. */
@@ -46,7 +45,10 @@ export function blocksOf(content: unknown, path: string): Json[] {
 /** The 400 for a block this role cannot hold, or that no chat backend can take. */
 export function unsupportedBlock(type: string, path: string, where: string): Error {
   if (SERVER_TOOL_BLOCKS.has(type)) {
-    return invalid(`${path}.type`, `"${type}" blocks belong to Anthropic server tools, which a chat-completions backend cannot run`);
+    return invalid(
+      `${path}.type`,
+      `"${type}" blocks belong to Anthropic server tools, which a chat-completions backend cannot run`,
+    );
   }
   return invalid(`${path}.type`, `content block type "${type}" is not supported in ${where}`);
 }
@@ -75,7 +77,10 @@ export function imagePart(block: Json, path: string): ChatPart {
     if (typeof source.url !== 'string') throw invalid(`${path}.source.url`, 'must be a string');
     return { type: 'image_url', image_url: { url: source.url } };
   }
-  throw invalid(`${path}.source.type`, `image source type ${JSON.stringify(source.type)} is not supported (use "base64" or "url")`);
+  throw invalid(
+    `${path}.source.type`,
+    `image source type ${JSON.stringify(source.type)} is not supported (use "base64" or "url")`,
+  );
 }
 
 /**
@@ -101,12 +106,17 @@ export function documentParts(block: Json, path: string, ctx: ContentContext): C
     });
     return parts;
   }
-  throw invalid(`${path}.source.type`, `"document" blocks with a ${JSON.stringify(source.type)} source are not supported by a chat-completions backend (only text documents are)`);
+  throw invalid(
+    `${path}.source.type`,
+    `"document" blocks with a ${JSON.stringify(source.type)} source are not supported by a chat-completions backend (only text documents are)`,
+  );
 }
 
 /** A search result as the text the model would have been shown: title, source, then its text blocks. */
 export function searchResultPart(block: Json, path: string, ctx: ContentContext): ChatPart {
-  const texts = blocksOf(block.content ?? [], `${path}.content`).map((inner, i) => readText(inner, `${path}.content.${i}`));
+  const texts = blocksOf(block.content ?? [], `${path}.content`).map((inner, i) =>
+    readText(inner, `${path}.content.${i}`),
+  );
   const title = typeof block.title === 'string' ? block.title : '';
   const source = typeof block.source === 'string' ? ` (${block.source})` : '';
   return textPart(`${title}${source}\n${texts.join('\n')}`.trim(), block, ctx);

@@ -11,8 +11,17 @@
  * Anthropic, and chat templates either ignore past reasoning or want it in their own field.
  */
 import {
-  asContent, blocksOf, documentParts, imagePart, joinedText, readText, searchResultPart, textPart, unsupportedBlock,
-  type ChatPart, type ContentContext,
+  asContent,
+  blocksOf,
+  documentParts,
+  imagePart,
+  joinedText,
+  readText,
+  searchResultPart,
+  textPart,
+  unsupportedBlock,
+  type ChatPart,
+  type ContentContext,
 } from './request-content.ts';
 import { invalid, isObject, type Json } from './types.ts';
 
@@ -38,7 +47,8 @@ export function systemMessage(system: unknown, ctx: ContentContext): ChatMessage
 
 function systemContent(content: unknown, path: string, ctx: ContentContext): string | ChatPart[] {
   const parts = blocksOf(content, path).map((block, i) => {
-    if (block.type !== 'text') throw invalid(`${path}.${i}.type`, `system content must be text blocks (got "${String(block.type)}")`);
+    if (block.type !== 'text')
+      throw invalid(`${path}.${i}.type`, `system content must be text blocks (got "${String(block.type)}")`);
     return textPart(readText(block, `${path}.${i}`), block, ctx);
   });
   return joinedText(parts, SYSTEM_SEPARATOR);
@@ -79,18 +89,29 @@ function userTurn(content: unknown, path: string, ctx: ContentContext): ChatMess
   blocksOf(content, path).forEach((block, i) => {
     const at = `${path}.${i}`;
     switch (block.type) {
-      case 'text': parts.push(textPart(readText(block, at), block, ctx)); break;
-      case 'image': parts.push(imagePart(block, at)); break;
-      case 'document': parts.push(...documentParts(block, at, ctx)); break;
-      case 'search_result': parts.push(searchResultPart(block, at, ctx)); break;
+      case 'text':
+        parts.push(textPart(readText(block, at), block, ctx));
+        break;
+      case 'image':
+        parts.push(imagePart(block, at));
+        break;
+      case 'document':
+        parts.push(...documentParts(block, at, ctx));
+        break;
+      case 'search_result':
+        parts.push(searchResultPart(block, at, ctx));
+        break;
       case 'tool_result': {
         const result = toolResult(block, at, ctx);
         toolMessages.push(result.message);
         toolImages.push(...result.images);
         break;
       }
-      case 'thinking': case 'redacted_thinking': break;
-      default: throw unsupportedBlock(String(block.type), at, 'a user message');
+      case 'thinking':
+      case 'redacted_thinking':
+        break;
+      default:
+        throw unsupportedBlock(String(block.type), at, 'a user message');
     }
   });
   // images a tool returned cannot sit in a tool message: the user message after the results carries them
@@ -106,23 +127,35 @@ function userTurn(content: unknown, path: string, ctx: ContentContext): ChatMess
  * returned images, which follow in the next user message.
  */
 function toolResult(block: Json, path: string, ctx: ContentContext): { message: ChatMessage; images: ChatPart[] } {
-  if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '') throw invalid(`${path}.tool_use_id`, 'Field required');
+  if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '')
+    throw invalid(`${path}.tool_use_id`, 'Field required');
   const texts: ChatPart[] = [];
   const images: ChatPart[] = [];
   const content = block.content ?? [];
   blocksOf(content, `${path}.content`).forEach((inner, i) => {
     const at = `${path}.content.${i}`;
     switch (inner.type) {
-      case 'text': texts.push(textPart(readText(inner, at), inner, ctx)); break;
-      case 'image': images.push(imagePart(inner, at)); break;
+      case 'text':
+        texts.push(textPart(readText(inner, at), inner, ctx));
+        break;
+      case 'image':
+        images.push(imagePart(inner, at));
+        break;
       case 'document':
         for (const part of documentParts(inner, at, ctx)) (part.type === 'text' ? texts : images).push(part);
         break;
-      case 'search_result': texts.push(searchResultPart(inner, at, ctx)); break;
-      default: throw unsupportedBlock(String(inner.type), at, 'a tool_result');
+      case 'search_result':
+        texts.push(searchResultPart(inner, at, ctx));
+        break;
+      default:
+        throw unsupportedBlock(String(inner.type), at, 'a tool_result');
     }
   });
-  if (images.length) texts.push({ type: 'text', text: `[${images.length} image${images.length === 1 ? '' : 's'} from this result follow in the next user message]` });
+  if (images.length)
+    texts.push({
+      type: 'text',
+      text: `[${images.length} image${images.length === 1 ? '' : 's'} from this result follow in the next user message]`,
+    });
   if (block.is_error === true) {
     const first = texts[0];
     if (first && first.type === 'text') first.text = TOOL_ERROR_PREFIX + first.text;
@@ -146,13 +179,21 @@ function assistantTurn(content: unknown, path: string, ctx: ContentContext): Cha
   blocksOf(content, path).forEach((block, i) => {
     const at = `${path}.${i}`;
     switch (block.type) {
-      case 'text': parts.push(textPart(readText(block, at), block, ctx)); break;
-      case 'tool_use': toolCalls.push(toolCall(block, at)); break;
-      case 'thinking': case 'redacted_thinking': break;
-      default: throw unsupportedBlock(String(block.type), at, 'an assistant message');
+      case 'text':
+        parts.push(textPart(readText(block, at), block, ctx));
+        break;
+      case 'tool_use':
+        toolCalls.push(toolCall(block, at));
+        break;
+      case 'thinking':
+      case 'redacted_thinking':
+        break;
+      default:
+        throw unsupportedBlock(String(block.type), at, 'an assistant message');
     }
   });
-  if (toolCalls.length) return { role: 'assistant', content: parts.length ? asContent(parts) : null, tool_calls: toolCalls };
+  if (toolCalls.length)
+    return { role: 'assistant', content: parts.length ? asContent(parts) : null, tool_calls: toolCalls };
   if (parts.length) return { role: 'assistant', content: asContent(parts) };
   return undefined;
 }

@@ -39,13 +39,18 @@ function functionTools(tools: unknown): Json[] {
     if (!isObject(tool)) throw invalid(path, 'must be a tool object');
     if (tool.type !== undefined && tool.type !== null && tool.type !== 'custom') {
       const name = typeof tool.name === 'string' ? `"${tool.name}" ` : '';
-      throw invalid(`${path}.type`, `the Anthropic tool ${name}(${JSON.stringify(tool.type)}) runs on Anthropic's side or needs its built-in schema; a chat-completions backend cannot provide it — define it as a custom tool with an input_schema instead`);
+      throw invalid(
+        `${path}.type`,
+        `the Anthropic tool ${name}(${JSON.stringify(tool.type)}) runs on Anthropic's side or needs its built-in schema; a chat-completions backend cannot provide it — define it as a custom tool with an input_schema instead`,
+      );
     }
     if (typeof tool.name !== 'string' || tool.name === '') throw invalid(`${path}.name`, 'Field required');
     if (seen.has(tool.name)) throw invalid(`${path}.name`, `tool names must be unique ("${tool.name}" appears twice)`);
     seen.add(tool.name);
-    if (!isObject(tool.input_schema)) throw invalid(`${path}.input_schema`, 'Field required (an object holding a JSON schema)');
-    if (tool.description !== undefined && typeof tool.description !== 'string') throw invalid(`${path}.description`, 'must be a string');
+    if (!isObject(tool.input_schema))
+      throw invalid(`${path}.input_schema`, 'Field required (an object holding a JSON schema)');
+    if (tool.description !== undefined && typeof tool.description !== 'string')
+      throw invalid(`${path}.description`, 'must be a string');
     const fn: Json = { name: tool.name };
     if (tool.description !== undefined && tool.description !== '') fn.description = tool.description;
     fn.parameters = tool.input_schema;
@@ -57,14 +62,20 @@ function functionTools(tools: unknown): Json[] {
 /** auto → "auto", any → "required", tool → that function, none → "none". */
 function chatToolChoice(choice: Json, names: unknown[]): unknown {
   switch (choice.type) {
-    case 'auto': return 'auto';
-    case 'any': return 'required';
-    case 'none': return 'none';
+    case 'auto':
+      return 'auto';
+    case 'any':
+      return 'required';
+    case 'none':
+      return 'none';
     case 'tool':
       if (typeof choice.name !== 'string' || choice.name === '') throw invalid('tool_choice.name', 'Field required');
       if (!names.includes(choice.name)) throw invalid('tool_choice.name', `no tool named "${choice.name}" in tools`);
       return { type: 'function', function: { name: choice.name } };
     default:
-      throw invalid('tool_choice.type', `must be one of "auto", "any", "tool", "none" (got ${JSON.stringify(choice.type)})`);
+      throw invalid(
+        'tool_choice.type',
+        `must be one of "auto", "any", "tool", "none" (got ${JSON.stringify(choice.type)})`,
+      );
   }
 }

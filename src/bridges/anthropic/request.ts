@@ -18,8 +18,7 @@ import { BridgeFailure, invalid, isObject, type BridgeError, type Json, type Rea
 export type { BridgeError, ReasoningIntent } from './types.ts';
 
 export type MessagesToChat =
-  | { ok: true; chat: Record<string, unknown>; reasoning?: ReasoningIntent }
-  | { ok: false; error: BridgeError };
+  { ok: true; chat: Record<string, unknown>; reasoning?: ReasoningIntent } | { ok: false; error: BridgeError };
 
 export interface MessagesToChatOptions {
   /** The backend's own model id. */
@@ -43,7 +42,8 @@ function translate(body: Json, opts: MessagesToChatOptions): MessagesToChat {
   refuseThread(body.thread);
   const maxTokens = body.max_tokens;
   if (maxTokens === undefined || maxTokens === null) throw invalid('max_tokens', 'Field required');
-  if (!Number.isInteger(maxTokens) || (maxTokens as number) < 1) throw invalid('max_tokens', 'must be a positive integer');
+  if (!Number.isInteger(maxTokens) || (maxTokens as number) < 1)
+    throw invalid('max_tokens', 'must be a positive integer');
 
   const messages = conversation(body.messages, ctx);
   const system = systemMessage(body.system, ctx);
@@ -80,8 +80,9 @@ function translate(body: Json, opts: MessagesToChatOptions): MessagesToChat {
  */
 function refuseThread(thread: unknown): void {
   if (thread === undefined || thread === null) return;
-  const message = 'thread: message threads are not supported for this model (its backend speaks chat completions '
-    + 'and holds no conversation); send the full conversation without `thread`.';
+  const message =
+    'thread: message threads are not supported for this model (its backend speaks chat completions ' +
+    'and holds no conversation); send the full conversation without `thread`.';
   throw new BridgeFailure(400, message, 'thread', 'thread_unsupported_request');
 }
 

@@ -27,7 +27,8 @@ const NO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 
 
 export function chatToMessage(chat: Record<string, unknown>, opts: ChatToMessageOptions): ChatToMessage {
   const choice = Array.isArray(chat.choices) ? chat.choices[0] : undefined;
-  if (!isObject(choice) || !isObject(choice.message)) return badGateway('the backend answered without a message (no choices[0].message)');
+  if (!isObject(choice) || !isObject(choice.message))
+    return badGateway('the backend answered without a message (no choices[0].message)');
   const message = choice.message;
   const content: Json[] = [];
 
@@ -40,14 +41,16 @@ export function chatToMessage(chat: Record<string, unknown>, opts: ChatToMessage
   const calls = toolCallsOf(message);
   for (const call of calls) {
     const input = parseArguments(call.arguments);
-    if (input === undefined) return badGateway(`the backend's call of tool "${call.name}" has arguments that are not a JSON object`);
+    if (input === undefined)
+      return badGateway(`the backend's call of tool "${call.name}" has arguments that are not a JSON object`);
     content.push({ type: 'tool_use', id: toolUseId(call.id), name: call.name, input });
   }
 
   const matched = reportedStopSequence(choice, chat, opts.stopSequences);
-  const stop = refusal !== undefined && textOf(message.content) === undefined
-    ? { stop_reason: 'refusal', stop_sequence: null }
-    : stopInfo(choice.finish_reason, matched, calls.length > 0);
+  const stop =
+    refusal !== undefined && textOf(message.content) === undefined
+      ? { stop_reason: 'refusal', stop_sequence: null }
+      : stopInfo(choice.finish_reason, matched, calls.length > 0);
   const usage = usageFromOpenAI(chat) ?? usageFromLlamaCppTimings(chat.timings) ?? NO_USAGE;
   return {
     ok: true,
@@ -92,7 +95,11 @@ function toolCallsOf(message: Json): Call[] {
   if (Array.isArray(message.tool_calls)) {
     for (const call of message.tool_calls) {
       if (!isObject(call) || !isObject(call.function)) continue;
-      calls.push({ id: call.id, name: typeof call.function.name === 'string' ? call.function.name : '', arguments: call.function.arguments });
+      calls.push({
+        id: call.id,
+        name: typeof call.function.name === 'string' ? call.function.name : '',
+        arguments: call.function.arguments,
+      });
     }
   } else if (isObject(message.function_call)) {
     const fn = message.function_call;

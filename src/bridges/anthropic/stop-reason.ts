@@ -18,7 +18,11 @@ export interface StopInfo {
 }
 
 /** The client's stop sequence that the backend reports having matched, if it reports one. */
-export function reportedStopSequence(choice: Json, chunk: Json, stopSequences: readonly string[] | undefined): string | undefined {
+export function reportedStopSequence(
+  choice: Json,
+  chunk: Json,
+  stopSequences: readonly string[] | undefined,
+): string | undefined {
   if (!stopSequences || stopSequences.length === 0) return undefined;
   const verbose = isObject(chunk.__verbose) ? chunk.__verbose : undefined;
   for (const candidate of [choice.stop_reason, choice.stopping_word, chunk.stopping_word, verbose?.stopping_word]) {
@@ -37,7 +41,8 @@ export function reportedStopSequence(choice: Json, chunk: Json, stopSequences: r
 export function stopInfo(finishReason: unknown, matchedSequence: string | undefined, hasToolUse: boolean): StopInfo {
   if (finishReason === 'length') return { stop_reason: 'max_tokens', stop_sequence: null };
   if (finishReason === 'content_filter') return { stop_reason: 'refusal', stop_sequence: null };
-  if (finishReason === 'tool_calls' || finishReason === 'function_call' || hasToolUse) return { stop_reason: 'tool_use', stop_sequence: null };
+  if (finishReason === 'tool_calls' || finishReason === 'function_call' || hasToolUse)
+    return { stop_reason: 'tool_use', stop_sequence: null };
   if (matchedSequence !== undefined) return { stop_reason: 'stop_sequence', stop_sequence: matchedSequence };
   return { stop_reason: 'end_turn', stop_sequence: null };
 }

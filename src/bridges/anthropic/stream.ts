@@ -155,19 +155,21 @@ export class ChatToMessagesStream implements StreamTranslator {
     const prompt = this.opts.promptTokenEstimate;
     // like the real API: the input is known up front, the output count starts at one token
     const usage = messageUsage({ prompt_tokens: prompt, completion_tokens: 1, total_tokens: prompt + 1 });
-    out.push(anthropicEvent('message_start', {
-      type: 'message_start',
-      message: {
-        id: messageId(chunk?.id),
-        type: 'message',
-        role: 'assistant',
-        model: this.opts.model,
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage,
-      },
-    }));
+    out.push(
+      anthropicEvent('message_start', {
+        type: 'message_start',
+        message: {
+          id: messageId(chunk?.id),
+          type: 'message',
+          role: 'assistant',
+          model: this.opts.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage,
+        },
+      }),
+    );
   }
 
   private onChoice(choice: Json, chunk: Json, out: string[]): void {
@@ -190,7 +192,11 @@ export class ChatToMessagesStream implements StreamTranslator {
   private append(kind: 'thinking' | 'text', fragment: string, out: string[]): void {
     if (this.open !== kind) {
       this.closeOpen(out);
-      this.openBlock(kind, kind === 'thinking' ? { type: 'thinking', thinking: '', signature: '' } : { type: 'text', text: '' }, out);
+      this.openBlock(
+        kind,
+        kind === 'thinking' ? { type: 'thinking', thinking: '', signature: '' } : { type: 'text', text: '' },
+        out,
+      );
     }
     out.push(deltaFrame(this.openIndex, kind === 'thinking' ? 'thinking_delta' : 'text_delta', fragment));
   }
@@ -207,7 +213,13 @@ export class ChatToMessagesStream implements StreamTranslator {
     this.open = kind;
     this.openIndex = this.blockCount;
     this.blockCount += 1;
-    out.push(anthropicEvent('content_block_start', { type: 'content_block_start', index: this.openIndex, content_block: block }));
+    out.push(
+      anthropicEvent('content_block_start', {
+        type: 'content_block_start',
+        index: this.openIndex,
+        content_block: block,
+      }),
+    );
   }
 
   private closeOpen(out: string[]): void {
@@ -233,11 +245,13 @@ export class ChatToMessagesStream implements StreamTranslator {
   private finish(out: string[]): void {
     this.closeBlocks(out);
     const stop = stopInfo(this.reader.finishReason, this.matchedSequence, this.toolBlocks > 0);
-    out.push(anthropicEvent('message_delta', {
-      type: 'message_delta',
-      delta: { stop_reason: stop.stop_reason, stop_sequence: stop.stop_sequence },
-      usage: anthropicUsage(this.reader.bestUsage().usage),
-    }));
+    out.push(
+      anthropicEvent('message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: stop.stop_reason, stop_sequence: stop.stop_sequence },
+        usage: anthropicUsage(this.reader.bestUsage().usage),
+      }),
+    );
     out.push(MESSAGE_STOP_FRAME);
     this.closed = true;
   }

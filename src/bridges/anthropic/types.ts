@@ -22,9 +22,7 @@ export interface BridgeError {
  * OpenRouter's `reasoning`, ...), so another module applies it per backend.
  */
 export type ReasoningIntent =
-  | { mode: 'on'; budgetTokens?: number }
-  | { mode: 'off' }
-  | { mode: 'effort'; effort: string };
+  { mode: 'on'; budgetTokens?: number } | { mode: 'off' } | { mode: 'effort'; effort: string };
 
 export type Json = Record<string, unknown>;
 

@@ -11,7 +11,6 @@ import { isObject } from '../../json.ts';
 
 type Json = Record<string, unknown>;
 
-
 /** `text` with `token` after it, a space between; unchanged if it already ends with the token. */
 export function withToken(text: string, token: string): string {
   if (text.trimEnd().endsWith(token)) return text;

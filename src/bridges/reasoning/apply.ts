@@ -31,7 +31,6 @@ const DEFAULT_NOTHINK_TOKEN = '/nothink';
 /** OpenAI's effort levels, least to most; used to clamp a level to what a model takes. */
 const EFFORT_ORDER = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 
-
 function str(params: Params, key: string): string | undefined {
   const v = params[key];
   return typeof v === 'string' && v !== '' ? v : undefined;
@@ -114,7 +113,8 @@ function mechanismEdits(
     case 'reasoning_effort': {
       const level = effortLevel(want, params);
       edits.set('reasoning_effort', JSON.stringify(level));
-      if (params.template_kwarg === true) edits.set('chat_template_kwargs', kwargsWith(body, 'reasoning_effort', level));
+      if (params.template_kwarg === true)
+        edits.set('chat_template_kwargs', kwargsWith(body, 'reasoning_effort', level));
       return edits;
     }
 
@@ -137,7 +137,10 @@ function mechanismEdits(
       // a completions prompt is free text: there is no assistant turn to prefill
       if (kind !== 'chat') return undefined;
       if (want.value === 'on') return edits;
-      const messages = messagesWithPrefill(body.messages, typeof params.text === 'string' && params.text !== '' ? params.text : DEFAULT_THINK_PREFILL);
+      const messages = messagesWithPrefill(
+        body.messages,
+        typeof params.text === 'string' && params.text !== '' ? params.text : DEFAULT_THINK_PREFILL,
+      );
       if (!messages) return undefined;
       edits.set('messages', JSON.stringify(messages));
       // vLLM (and transformers) continue a final assistant turn only when told to

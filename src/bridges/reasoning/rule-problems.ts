@@ -11,10 +11,13 @@ const RULE_KEYS = new Set(['model', 'backends', 'mechanism', 'params', 'enabled'
 
 type ParamCheck = (value: unknown) => string | undefined;
 
-const nonEmptyString: ParamCheck = (v) => (typeof v === 'string' && v.trim() !== '' ? undefined : `must be a non-empty string, got ${describeValue(v)}`);
+const nonEmptyString: ParamCheck = (v) =>
+  typeof v === 'string' && v.trim() !== '' ? undefined : `must be a non-empty string, got ${describeValue(v)}`;
 const anyString: ParamCheck = (v) => (typeof v === 'string' ? undefined : `must be a string, got ${describeValue(v)}`);
-const boolean: ParamCheck = (v) => (typeof v === 'boolean' ? undefined : `must be true or false, got ${describeValue(v)}`);
-const mapping: ParamCheck = (v) => (isObject(v) ? undefined : `must be a mapping (the reasoning object sent to OpenRouter), got ${describeValue(v)}`);
+const boolean: ParamCheck = (v) =>
+  typeof v === 'boolean' ? undefined : `must be true or false, got ${describeValue(v)}`;
+const mapping: ParamCheck = (v) =>
+  isObject(v) ? undefined : `must be a mapping (the reasoning object sent to OpenRouter), got ${describeValue(v)}`;
 const stringList: ParamCheck = (v) =>
   Array.isArray(v) && v.length > 0 && v.every((s) => typeof s === 'string' && s.trim() !== '')
     ? undefined
@@ -26,45 +29,73 @@ const PARAMS: Record<ReasoningMechanism, Record<string, ParamCheck>> = {
   reasoning_effort: { off: nonEmptyString, on: nonEmptyString, efforts: stringList, template_kwarg: boolean },
   nothink_token: { token: nonEmptyString, on_token: nonEmptyString },
   // the prefill text may be anything the model should see, even whitespace; not empty, though
-  prefill: { text: (v) => anyString(v) ?? (v === '' ? 'must not be empty' : undefined), continue_final_message: boolean },
+  prefill: {
+    text: (v) => anyString(v) ?? (v === '' ? 'must not be empty' : undefined),
+    continue_final_message: boolean,
+  },
   openrouter_reasoning: { off: mapping, on: mapping },
   none: {},
 };
-
 
 function isMechanism(value: unknown): value is ReasoningMechanism {
   return typeof value === 'string' && (REASONING_MECHANISMS as readonly string[]).includes(value);
 }
 
 function oneRuleProblems(raw: unknown, path: string): KeyPathProblem[] {
-  if (!isObject(raw)) return [{ path, message: `must be a mapping with model and mechanism, got ${describeValue(raw)}` }];
+  if (!isObject(raw))
+    return [{ path, message: `must be a mapping with model and mechanism, got ${describeValue(raw)}` }];
   const problems: KeyPathProblem[] = [];
   for (const key of Object.keys(raw)) {
-    if (!RULE_KEYS.has(key)) problems.push({ path: keyPath(path, key), message: `unknown key (a rule has ${[...RULE_KEYS].join(', ')})` });
+    if (!RULE_KEYS.has(key))
+      problems.push({ path: keyPath(path, key), message: `unknown key (a rule has ${[...RULE_KEYS].join(', ')})` });
   }
 
-  if (raw.model === undefined) problems.push({ path: keyPath(path, 'model'), message: 'is required (a glob over the backend\'s model id, e.g. "*qwen3*")' });
-  else if (typeof raw.model !== 'string' || raw.model.trim() === '') problems.push({ path: keyPath(path, 'model'), message: `must be a non-empty glob string, got ${describeValue(raw.model)}` });
+  if (raw.model === undefined)
+    problems.push({
+      path: keyPath(path, 'model'),
+      message: 'is required (a glob over the backend\'s model id, e.g. "*qwen3*")',
+    });
+  else if (typeof raw.model !== 'string' || raw.model.trim() === '')
+    problems.push({
+      path: keyPath(path, 'model'),
+      message: `must be a non-empty glob string, got ${describeValue(raw.model)}`,
+    });
 
   if (raw.backends !== undefined) {
     if (!Array.isArray(raw.backends)) {
-      problems.push({ path: keyPath(path, 'backends'), message: `must be a list of backend names (leave it out for all), got ${describeValue(raw.backends)}` });
+      problems.push({
+        path: keyPath(path, 'backends'),
+        message: `must be a list of backend names (leave it out for all), got ${describeValue(raw.backends)}`,
+      });
     } else {
       raw.backends.forEach((b, i) => {
-        if (typeof b !== 'string' || b.trim() === '') problems.push({ path: keyPath(keyPath(path, 'backends'), i), message: `must be a backend name, got ${describeValue(b)}` });
+        if (typeof b !== 'string' || b.trim() === '')
+          problems.push({
+            path: keyPath(keyPath(path, 'backends'), i),
+            message: `must be a backend name, got ${describeValue(b)}`,
+          });
       });
     }
   }
 
   if (raw.enabled !== undefined && typeof raw.enabled !== 'boolean') {
-    problems.push({ path: keyPath(path, 'enabled'), message: `must be true or false, got ${describeValue(raw.enabled)}` });
+    problems.push({
+      path: keyPath(path, 'enabled'),
+      message: `must be true or false, got ${describeValue(raw.enabled)}`,
+    });
   }
 
   const mechanism = raw.mechanism;
   if (mechanism === undefined) {
-    problems.push({ path: keyPath(path, 'mechanism'), message: `is required (one of ${REASONING_MECHANISMS.join(', ')})` });
+    problems.push({
+      path: keyPath(path, 'mechanism'),
+      message: `is required (one of ${REASONING_MECHANISMS.join(', ')})`,
+    });
   } else if (!isMechanism(mechanism)) {
-    problems.push({ path: keyPath(path, 'mechanism'), message: `must be one of ${REASONING_MECHANISMS.join(', ')}, got ${describeValue(mechanism)}` });
+    problems.push({
+      path: keyPath(path, 'mechanism'),
+      message: `must be one of ${REASONING_MECHANISMS.join(', ')}, got ${describeValue(mechanism)}`,
+    });
   }
 
   if (raw.params !== undefined) {
@@ -89,7 +120,10 @@ function oneRuleProblems(raw: unknown, path: string): KeyPathProblem[] {
         for (const key of ['off', 'on'] as const) {
           const level = raw.params[key];
           if (typeof level === 'string' && !efforts.includes(level)) {
-            problems.push({ path: keyPath(paramsPath, key), message: `"${level}" is not in efforts (${efforts.join(', ')})` });
+            problems.push({
+              path: keyPath(paramsPath, key),
+              message: `"${level}" is not in efforts (${efforts.join(', ')})`,
+            });
           }
         }
       }

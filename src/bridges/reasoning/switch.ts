@@ -41,12 +41,16 @@ export interface ReasoningSwitch {
 /** Levels that mean "no reasoning" in OpenAI's vocabulary. */
 const OFF_EFFORTS = new Set(['none', 'minimal']);
 
-
 /** An effort string as a want, or a problem for `param`. */
-function fromEffort(effort: unknown, param: string): { want?: ReasoningWant; invalid?: { message: string; param: string } } {
+function fromEffort(
+  effort: unknown,
+  param: string,
+): { want?: ReasoningWant; invalid?: { message: string; param: string } } {
   if (effort === undefined || effort === null) return {};
   if (typeof effort !== 'string' || effort.trim() === '') {
-    return { invalid: { param, message: `${param} must be a non-empty string such as "none", "low", "medium" or "high"` } };
+    return {
+      invalid: { param, message: `${param} must be a non-empty string such as "none", "low", "medium" or "high"` },
+    };
   }
   const level = effort.trim().toLowerCase();
   return { want: OFF_EFFORTS.has(level) ? { value: 'off' } : { value: 'on', effort: level } };
@@ -70,7 +74,11 @@ export function readReasoningSwitch(body: Record<string, unknown>, kind: SwitchK
       if (effort.invalid) return { invalid: effort.invalid, stripGatewayField: true, clientSaidAuto: false };
       // `reasoning: "on"` with `reasoning_effort: "none"` is contradictory; "on" wins, without a level
       const level = effort.want?.value === 'on' ? effort.want.effort : undefined;
-      return { want: level ? { value: 'on', effort: level } : { value: 'on' }, stripGatewayField: true, clientSaidAuto: false };
+      return {
+        want: level ? { value: 'on', effort: level } : { value: 'on' },
+        stripGatewayField: true,
+        clientSaidAuto: false,
+      };
     }
     return {
       invalid: { param: 'reasoning', message: `reasoning must be "off", "on" or "auto" (got ${JSON.stringify(raw)})` },
@@ -83,10 +91,11 @@ export function readReasoningSwitch(body: Record<string, unknown>, kind: SwitchK
     // chat / completions: OpenRouter's field, the client's own business
     if (kind !== 'responses') return { stripGatewayField: false, clientSaidAuto: true };
     const fromObject = fromEffort(raw.effort, 'reasoning.effort');
-    if (fromObject.invalid || fromObject.want) return { ...fromObject, stripGatewayField: false, clientSaidAuto: false };
+    if (fromObject.invalid || fromObject.want)
+      return { ...fromObject, stripGatewayField: false, clientSaidAuto: false };
     // `{ summary: "auto" }` alone says nothing about whether to think: fall through to reasoning_effort
   } else if (raw !== undefined && raw !== null) {
-    const wanted = kind === 'responses' ? 'an object with "effort"' : 'an object (OpenRouter\'s)';
+    const wanted = kind === 'responses' ? 'an object with "effort"' : "an object (OpenRouter's)";
     return {
       invalid: { param: 'reasoning', message: `reasoning must be "off", "on", "auto" or ${wanted}` },
       stripGatewayField: false,

@@ -18,7 +18,6 @@ type Json = Record<string, unknown>;
 const OPEN = '<think>';
 const CLOSE = '</think>';
 
-
 function nonEmpty(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }

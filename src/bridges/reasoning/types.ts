@@ -15,7 +15,8 @@
 export type ReasoningWant = { value: 'on' | 'off'; effort?: string; budgetTokens?: number };
 
 /** How a backend's model is told to think or not; see `apply.ts` for what each one writes. */
-export type ReasoningMechanism = 'enable_thinking' | 'reasoning_effort' | 'nothink_token' | 'prefill' | 'openrouter_reasoning' | 'none';
+export type ReasoningMechanism =
+  'enable_thinking' | 'reasoning_effort' | 'nothink_token' | 'prefill' | 'openrouter_reasoning' | 'none';
 
 /** Every mechanism, in the order the docs list them (validation messages name them in this order). */
 export const REASONING_MECHANISMS: readonly ReasoningMechanism[] = Object.freeze([

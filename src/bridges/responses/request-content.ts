@@ -10,8 +10,7 @@
 import { invalid, isObject, unsupported, type Json } from './types.ts';
 
 export type ChatPart =
-  | { type: 'text'; text: string }
-  | { type: 'image_url'; image_url: { url: string; detail?: string } };
+  { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
 
 /** Text-like parts: what the model wrote or read as text, whichever role carries it. */
 const TEXT_PARTS = new Set(['input_text', 'output_text', 'text', 'summary_text', 'reasoning_text']);
@@ -25,7 +24,8 @@ export function partsOf(content: unknown, path: string): Json[] {
   if (!Array.isArray(content)) throw invalid(path, 'must be a string or an array of content parts', 'invalid_type');
   content.forEach((part, j) => {
     if (!isObject(part)) throw invalid(`${path}[${j}]`, 'must be a content part object', 'invalid_type');
-    if (typeof part.type !== 'string') throw invalid(`${path}[${j}].type`, 'Field required', 'missing_required_parameter');
+    if (typeof part.type !== 'string')
+      throw invalid(`${path}[${j}].type`, 'Field required', 'missing_required_parameter');
   });
   return content as Json[];
 }
@@ -61,12 +61,14 @@ export function userContent(content: unknown, path: string): string | ChatPart[]
  */
 export function textContent(content: unknown, path: string, role: string): string {
   const separator = role === 'assistant' ? '' : '\n';
-  return partsOf(content, path).map((part, j) => {
-    const at = `${path}[${j}]`;
-    const text = textOf(part, at);
-    if (text === undefined) throw unsupportedPart(part, at, `a ${role} message`);
-    return text;
-  }).join(separator);
+  return partsOf(content, path)
+    .map((part, j) => {
+      const at = `${path}[${j}]`;
+      const text = textOf(part, at);
+      if (text === undefined) throw unsupportedPart(part, at, `a ${role} message`);
+      return text;
+    })
+    .join(separator);
 }
 
 /** A `function_call_output`'s `output`: its text, and the images it returned (which a tool message cannot carry). */
@@ -87,13 +89,21 @@ export function toolOutput(output: unknown, path: string): { text: string; image
 /** `input_image` as an `image_url` part; `original` detail (full resolution) is chat's `high`. */
 function imagePart(part: Json, path: string): ChatPart {
   if (part.file_id !== undefined && part.file_id !== null) {
-    throw unsupported(`${path}.file_id`, 'images uploaded to the OpenAI Files API cannot be read through this gateway; send the image as `image_url` (a URL or a data URI)');
+    throw unsupported(
+      `${path}.file_id`,
+      'images uploaded to the OpenAI Files API cannot be read through this gateway; send the image as `image_url` (a URL or a data URI)',
+    );
   }
-  if (typeof part.image_url !== 'string' || part.image_url === '') throw invalid(`${path}.image_url`, 'Field required (a URL or a data URI)', 'missing_required_parameter');
+  if (typeof part.image_url !== 'string' || part.image_url === '')
+    throw invalid(`${path}.image_url`, 'Field required (a URL or a data URI)', 'missing_required_parameter');
   const image: { url: string; detail?: string } = { url: part.image_url };
   const detail = part.detail;
   if (detail !== undefined && detail !== null) {
-    if (typeof detail !== 'string' || !DETAILS.has(detail)) throw invalid(`${path}.detail`, `must be one of "low", "high", "auto", "original" (got ${JSON.stringify(detail)})`);
+    if (typeof detail !== 'string' || !DETAILS.has(detail))
+      throw invalid(
+        `${path}.detail`,
+        `must be one of "low", "high", "auto", "original" (got ${JSON.stringify(detail)})`,
+      );
     image.detail = detail === 'original' ? 'high' : detail;
   }
   return { type: 'image_url', image_url: image };
@@ -102,9 +112,16 @@ function imagePart(part: Json, path: string): ChatPart {
 function unsupportedPart(part: Json, path: string, where: string): Error {
   const type = String(part.type);
   if (type === 'input_file') {
-    return unsupported(`${path}.type`, 'files (`input_file`) need OpenAI\'s own document reader, which a chat-completions backend does not have; send the text as `input_text` instead');
+    return unsupported(
+      `${path}.type`,
+      "files (`input_file`) need OpenAI's own document reader, which a chat-completions backend does not have; send the text as `input_text` instead",
+    );
   }
-  if (type === 'input_audio') return unsupported(`${path}.type`, 'audio input is not supported by a chat-completions backend behind this gateway');
+  if (type === 'input_audio')
+    return unsupported(
+      `${path}.type`,
+      'audio input is not supported by a chat-completions backend behind this gateway',
+    );
   if (type === 'input_image') return invalid(`${path}.type`, `images are not allowed in ${where}`);
   return invalid(`${path}.type`, `content part type "${type}" is not supported in ${where}`);
 }

@@ -32,11 +32,29 @@ export interface ConversationSource {
 
 /** Item types of OpenAI's built-in tools: a chat backend can neither have made them nor continue them. */
 const BUILT_IN_ITEMS = new Set([
-  'file_search_call', 'web_search_call', 'computer_call', 'computer_call_output', 'image_generation_call',
-  'code_interpreter_call', 'local_shell_call', 'local_shell_call_output', 'shell_call', 'shell_call_output',
-  'apply_patch_call', 'apply_patch_call_output', 'mcp_list_tools', 'mcp_approval_request', 'mcp_approval_response',
-  'mcp_call', 'custom_tool_call', 'custom_tool_call_output', 'tool_search_call', 'tool_search_output',
-  'additional_tools', 'program', 'program_output',
+  'file_search_call',
+  'web_search_call',
+  'computer_call',
+  'computer_call_output',
+  'image_generation_call',
+  'code_interpreter_call',
+  'local_shell_call',
+  'local_shell_call_output',
+  'shell_call',
+  'shell_call_output',
+  'apply_patch_call',
+  'apply_patch_call_output',
+  'mcp_list_tools',
+  'mcp_approval_request',
+  'mcp_approval_response',
+  'mcp_call',
+  'custom_tool_call',
+  'custom_tool_call_output',
+  'tool_search_call',
+  'tool_search_output',
+  'additional_tools',
+  'program',
+  'program_output',
 ]);
 
 /** Context compaction items hold OpenAI's encrypted summary of earlier turns: nothing a backend can read. */
@@ -51,7 +69,11 @@ export function conversation(source: ConversationSource): ChatMessage[] {
       builder.add(typeof item === 'string' ? { role: 'user', content: item } : item, `history[${i}]`);
     } catch (err) {
       // the client never sent these items in this request: name the field that brought them in
-      if (err instanceof BridgeFailure) throw invalid('previous_response_id', `an item stored with the previous response cannot be used (${err.error.message})`);
+      if (err instanceof BridgeFailure)
+        throw invalid(
+          'previous_response_id',
+          `an item stored with the previous response cannot be used (${err.error.message})`,
+        );
       throw err;
     }
   });
@@ -82,17 +104,31 @@ class ConversationBuilder {
     if (typeof item.id === 'string' && item.id !== '') this.seen.set(item.id, item);
     const type = item.type ?? (item.role !== undefined ? 'message' : undefined);
     switch (type) {
-      case 'message': this.message(item, path); break;
-      case 'function_call': this.functionCall(item, path); break;
-      case 'function_call_output': this.functionCallOutput(item, path); break;
-      case 'reasoning': break;
-      case undefined: throw invalid(`${path}.type`, 'Field required', 'missing_required_parameter');
+      case 'message':
+        this.message(item, path);
+        break;
+      case 'function_call':
+        this.functionCall(item, path);
+        break;
+      case 'function_call_output':
+        this.functionCallOutput(item, path);
+        break;
+      case 'reasoning':
+        break;
+      case undefined:
+        throw invalid(`${path}.type`, 'Field required', 'missing_required_parameter');
       default:
         if (typeof type === 'string' && BUILT_IN_ITEMS.has(type)) {
-          throw unsupported(`${path}.type`, `"${type}" items belong to a tool OpenAI runs itself, which the chat-completions backend behind this gateway cannot continue`);
+          throw unsupported(
+            `${path}.type`,
+            `"${type}" items belong to a tool OpenAI runs itself, which the chat-completions backend behind this gateway cannot continue`,
+          );
         }
         if (typeof type === 'string' && OPAQUE_ITEMS.has(type)) {
-          throw unsupported(`${path}.type`, `"${type}" items hold state only OpenAI can read; the chat-completions backend behind this gateway cannot use them`);
+          throw unsupported(
+            `${path}.type`,
+            `"${type}" items hold state only OpenAI can read; the chat-completions backend behind this gateway cannot use them`,
+          );
         }
         throw invalid(`${path}.type`, `unknown input item type ${JSON.stringify(type)}`);
     }
@@ -105,11 +141,16 @@ class ConversationBuilder {
 
   private resolve(ref: Json, path: string): Json | undefined {
     const id = ref.id;
-    if (typeof id !== 'string' || id === '') throw invalid(`${path}.id`, 'Field required', 'missing_required_parameter');
+    if (typeof id !== 'string' || id === '')
+      throw invalid(`${path}.id`, 'Field required', 'missing_required_parameter');
     const found = this.seen.get(id) ?? this.resolveItem?.(id);
     if (isObject(found) && found.type !== 'item_reference') return found;
     if (id.startsWith('rs_')) return undefined;
-    throw invalid(`${path}.id`, `no stored item "${id}": only items of responses this gateway stored (store: true) can be referenced; send the item itself instead (the AI SDK does with providerOptions.openai.store = false)`, 'item_not_found');
+    throw invalid(
+      `${path}.id`,
+      `no stored item "${id}": only items of responses this gateway stored (store: true) can be referenced; send the item itself instead (the AI SDK does with providerOptions.openai.store = false)`,
+      'item_not_found',
+    );
   }
 
   private push(message: ChatMessage, assistantOpen: boolean): void {
@@ -119,7 +160,8 @@ class ConversationBuilder {
   }
 
   private message(item: Json, path: string): void {
-    if (item.content === undefined || item.content === null) throw invalid(`${path}.content`, 'Field required', 'missing_required_parameter');
+    if (item.content === undefined || item.content === null)
+      throw invalid(`${path}.content`, 'Field required', 'missing_required_parameter');
     const at = `${path}.content`;
     switch (item.role) {
       case 'user':
@@ -128,14 +170,19 @@ class ConversationBuilder {
       case 'assistant':
         this.push({ role: 'assistant', content: textContent(item.content, at, 'assistant') }, true);
         break;
-      case 'system': case 'developer':
+      case 'system':
+      case 'developer':
         // chat completions has no developer role on most backends: it is the system prompt's job
         this.push({ role: 'system', content: textContent(item.content, at, item.role) }, false);
         break;
-      case undefined: case null:
+      case undefined:
+      case null:
         throw invalid(`${path}.role`, 'Field required', 'missing_required_parameter');
       default:
-        throw invalid(`${path}.role`, `must be "user", "assistant", "system" or "developer" (got ${JSON.stringify(item.role)})`);
+        throw invalid(
+          `${path}.role`,
+          `must be "user", "assistant", "system" or "developer" (got ${JSON.stringify(item.role)})`,
+        );
     }
   }
 
@@ -144,7 +191,12 @@ class ConversationBuilder {
     const name = requiredString(item.name, `${path}.name`);
     let args = item.arguments;
     if (isObject(args)) args = JSON.stringify(args);
-    if (typeof args !== 'string') throw invalid(`${path}.arguments`, 'must be a string holding JSON', args === undefined ? 'missing_required_parameter' : 'invalid_type');
+    if (typeof args !== 'string')
+      throw invalid(
+        `${path}.arguments`,
+        'must be a string holding JSON',
+        args === undefined ? 'missing_required_parameter' : 'invalid_type',
+      );
     const call = { id: callId, type: 'function', function: { name, arguments: args } };
     const last = this.messages[this.messages.length - 1];
     if (this.assistantOpen && last && last.role === 'assistant') {
@@ -159,7 +211,9 @@ class ConversationBuilder {
   private functionCallOutput(item: Json, path: string): void {
     const callId = requiredString(item.call_id, `${path}.call_id`);
     const { text, images } = toolOutput(item.output, `${path}.output`);
-    const note = images.length ? `[${images.length} image${images.length === 1 ? '' : 's'} from this result follow in the next user message]` : '';
+    const note = images.length
+      ? `[${images.length} image${images.length === 1 ? '' : 's'} from this result follow in the next user message]`
+      : '';
     this.push({ role: 'tool', tool_call_id: callId, content: note ? (text ? `${text}\n${note}` : note) : text }, false);
     this.toolImages.push(...images);
   }
@@ -175,7 +229,8 @@ class ConversationBuilder {
 }
 
 function requiredString(value: unknown, path: string): string {
-  if (value === undefined || value === null || value === '') throw invalid(path, 'Field required', 'missing_required_parameter');
+  if (value === undefined || value === null || value === '')
+    throw invalid(path, 'Field required', 'missing_required_parameter');
   if (typeof value !== 'string') throw invalid(path, 'must be a string', 'invalid_type');
   return value;
 }

@@ -48,18 +48,24 @@ function functionTools(tools: unknown): Json[] {
     if (!isObject(tool)) throw invalid(path, 'must be a tool object', 'invalid_type');
     if (typeof tool.type !== 'string') throw invalid(`${path}.type`, 'Field required', 'missing_required_parameter');
     if (tool.type !== 'function') {
-      throw unsupported(`${path}.type`, `the "${tool.type}" tool is run by OpenAI or needs a protocol the model was trained on; the chat-completions backend behind this gateway cannot provide it — define it as a function tool (type "function") and run it yourself`);
+      throw unsupported(
+        `${path}.type`,
+        `the "${tool.type}" tool is run by OpenAI or needs a protocol the model was trained on; the chat-completions backend behind this gateway cannot provide it — define it as a function tool (type "function") and run it yourself`,
+      );
     }
-    if (typeof tool.name !== 'string' || tool.name === '') throw invalid(`${path}.name`, 'Field required', 'missing_required_parameter');
+    if (typeof tool.name !== 'string' || tool.name === '')
+      throw invalid(`${path}.name`, 'Field required', 'missing_required_parameter');
     if (seen.has(tool.name)) throw invalid(`${path}.name`, `tool names must be unique ("${tool.name}" appears twice)`);
     seen.add(tool.name);
     const fn: Json = { name: tool.name };
     if (tool.description !== undefined && tool.description !== null) {
-      if (typeof tool.description !== 'string') throw invalid(`${path}.description`, 'must be a string', 'invalid_type');
+      if (typeof tool.description !== 'string')
+        throw invalid(`${path}.description`, 'must be a string', 'invalid_type');
       if (tool.description !== '') fn.description = tool.description;
     }
     if (tool.parameters !== undefined && tool.parameters !== null) {
-      if (!isObject(tool.parameters)) throw invalid(`${path}.parameters`, 'must be an object holding a JSON schema', 'invalid_type');
+      if (!isObject(tool.parameters))
+        throw invalid(`${path}.parameters`, 'must be an object holding a JSON schema', 'invalid_type');
       fn.parameters = tool.parameters;
     }
     if (tool.strict !== undefined && tool.strict !== null) {
@@ -83,23 +89,32 @@ function chatToolChoice(choice: unknown, names: string[]): { choice: unknown; al
       return { choice: { type: 'function', function: { name: knownName(choice.name, 'tool_choice.name', names) } } };
     case 'allowed_tools':
       return allowedTools(choice, names);
-    case undefined: case null:
+    case undefined:
+    case null:
       throw invalid('tool_choice.type', 'Field required', 'missing_required_parameter');
     default:
-      throw unsupported('tool_choice.type', `the "${String(choice.type)}" tool cannot be run by the chat-completions backend behind this gateway; only function tools can be chosen`);
+      throw unsupported(
+        'tool_choice.type',
+        `the "${String(choice.type)}" tool cannot be run by the chat-completions backend behind this gateway; only function tools can be chosen`,
+      );
   }
 }
 
 /** `{type:"allowed_tools", mode, tools:[{type:"function", name}, …]}`: those tools only, `mode` as the choice. */
 function allowedTools(choice: Json, names: string[]): { choice: unknown; allowed: Set<string> } {
   const mode = choice.mode;
-  if (mode !== 'auto' && mode !== 'required') throw invalid('tool_choice.mode', `must be "auto" or "required" (got ${JSON.stringify(mode)})`);
+  if (mode !== 'auto' && mode !== 'required')
+    throw invalid('tool_choice.mode', `must be "auto" or "required" (got ${JSON.stringify(mode)})`);
   if (!Array.isArray(choice.tools)) throw invalid('tool_choice.tools', 'must be an array of tools', 'invalid_type');
   const allowed = new Set<string>();
   choice.tools.forEach((tool, i) => {
     const path = `tool_choice.tools[${i}]`;
     if (!isObject(tool)) throw invalid(path, 'must be a tool object', 'invalid_type');
-    if (tool.type !== 'function') throw unsupported(`${path}.type`, `the "${String(tool.type)}" tool cannot be run by the chat-completions backend behind this gateway; only function tools can be allowed`);
+    if (tool.type !== 'function')
+      throw unsupported(
+        `${path}.type`,
+        `the "${String(tool.type)}" tool cannot be run by the chat-completions backend behind this gateway; only function tools can be allowed`,
+      );
     allowed.add(knownName(tool.name, `${path}.name`, names));
   });
   return { choice: mode, allowed };

@@ -49,7 +49,8 @@ function translate(body: Json, opts: ResponsesToChatOptions): Json {
 
   const maxTokens = body.max_output_tokens;
   if (maxTokens !== undefined && maxTokens !== null) {
-    if (!Number.isInteger(maxTokens) || (maxTokens as number) < 1) throw invalid('max_output_tokens', 'must be a positive integer');
+    if (!Number.isInteger(maxTokens) || (maxTokens as number) < 1)
+      throw invalid('max_output_tokens', 'must be a positive integer');
     chat.max_tokens = maxTokens;
   }
   copyNumber(body, chat, 'temperature');
@@ -77,10 +78,16 @@ function translate(body: Json, opts: ResponsesToChatOptions): Json {
 /** Fields whose whole content lives at OpenAI: without it the answer would be to another question. */
 function refuseUnreachable(body: Json): void {
   if (body.prompt !== undefined && body.prompt !== null) {
-    throw unsupported('prompt', 'stored prompt templates live at OpenAI and cannot be used through this gateway; send the prompt as `instructions` and `input`');
+    throw unsupported(
+      'prompt',
+      'stored prompt templates live at OpenAI and cannot be used through this gateway; send the prompt as `instructions` and `input`',
+    );
   }
   if (body.conversation !== undefined && body.conversation !== null) {
-    throw unsupported('conversation', 'OpenAI conversations cannot be used through this gateway; continue a conversation with `previous_response_id` (of a response stored with `store: true`) or send its items in `input`');
+    throw unsupported(
+      'conversation',
+      'OpenAI conversations cannot be used through this gateway; continue a conversation with `previous_response_id` (of a response stored with `store: true`) or send its items in `input`',
+    );
   }
 }
 
@@ -111,20 +118,31 @@ function responseFormat(text: unknown): Json | undefined {
     case 'json_object':
       return { type: 'json_object' };
     case 'json_schema': {
-      if (typeof format.name !== 'string' || format.name === '') throw invalid('text.format.name', 'Field required', 'missing_required_parameter');
-      if (!isObject(format.schema)) throw invalid('text.format.schema', 'Field required (an object holding a JSON schema)', 'missing_required_parameter');
+      if (typeof format.name !== 'string' || format.name === '')
+        throw invalid('text.format.name', 'Field required', 'missing_required_parameter');
+      if (!isObject(format.schema))
+        throw invalid(
+          'text.format.schema',
+          'Field required (an object holding a JSON schema)',
+          'missing_required_parameter',
+        );
       const schema: Json = { name: format.name, schema: format.schema };
       if (format.strict !== undefined && format.strict !== null) {
-        if (typeof format.strict !== 'boolean') throw invalid('text.format.strict', 'must be a boolean', 'invalid_type');
+        if (typeof format.strict !== 'boolean')
+          throw invalid('text.format.strict', 'must be a boolean', 'invalid_type');
         schema.strict = format.strict;
       }
       if (format.description !== undefined && format.description !== null) {
-        if (typeof format.description !== 'string') throw invalid('text.format.description', 'must be a string', 'invalid_type');
+        if (typeof format.description !== 'string')
+          throw invalid('text.format.description', 'must be a string', 'invalid_type');
         schema.description = format.description;
       }
       return { type: 'json_schema', json_schema: schema };
     }
     default:
-      throw invalid('text.format.type', `must be "text", "json_object" or "json_schema" (got ${JSON.stringify(format.type)})`);
+      throw invalid(
+        'text.format.type',
+        `must be "text", "json_object" or "json_schema" (got ${JSON.stringify(format.type)})`,
+      );
   }
 }

@@ -34,9 +34,13 @@ export interface ResponseState {
 }
 
 /** What a chat `finish_reason` makes of the Response: cut short by the token limit or a filter is `incomplete`. */
-export function finishStatus(finishReason: unknown): { status: 'completed' | 'incomplete'; incompleteDetails: Json | null } {
+export function finishStatus(finishReason: unknown): {
+  status: 'completed' | 'incomplete';
+  incompleteDetails: Json | null;
+} {
   if (finishReason === 'length') return { status: 'incomplete', incompleteDetails: { reason: 'max_output_tokens' } };
-  if (finishReason === 'content_filter') return { status: 'incomplete', incompleteDetails: { reason: 'content_filter' } };
+  if (finishReason === 'content_filter')
+    return { status: 'incomplete', incompleteDetails: { reason: 'content_filter' } };
   return { status: 'completed', incompleteDetails: null };
 }
 
@@ -131,7 +135,8 @@ export function outputText(response: Record<string, unknown>): string {
   let text = '';
   for (const item of output) {
     if (!isObject(item) || item.type !== 'message' || !Array.isArray(item.content)) continue;
-    for (const part of item.content) if (isObject(part) && part.type === 'output_text' && typeof part.text === 'string') text += part.text;
+    for (const part of item.content)
+      if (isObject(part) && part.type === 'output_text' && typeof part.text === 'string') text += part.text;
   }
   return text;
 }

@@ -12,8 +12,17 @@ import { usageFromLlamaCppTimings } from '../../backends/llama-cpp.ts';
 import { usageFromOpenAI, type Usage } from '../../upstream/usage.ts';
 import { newCallId, newFunctionCallId, newMessageId, newReasoningId } from './ids.ts';
 import {
-  finishStatus, functionCallItem, messageItem, outputTextPart, reasoningItem, reasoningTokensOf, refusalPart,
-  responseObject, responsesUsage, summaryTextPart, type ResponseOpts,
+  finishStatus,
+  functionCallItem,
+  messageItem,
+  outputTextPart,
+  reasoningItem,
+  reasoningTokensOf,
+  refusalPart,
+  responseObject,
+  responsesUsage,
+  summaryTextPart,
+  type ResponseOpts,
 } from './response-object.ts';
 import { isObject, type BridgeError, type Json } from './types.ts';
 
@@ -27,7 +36,14 @@ const NO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 
 export function chatToResponse(chat: Record<string, unknown>, opts: ResponseOpts): ChatToResponse {
   const choice = Array.isArray(chat.choices) ? chat.choices[0] : undefined;
   if (!isObject(choice) || !isObject(choice.message)) {
-    return { ok: false, error: { status: 502, message: 'the backend answered without a message (no choices[0].message)', code: 'untranslatable_answer' } };
+    return {
+      ok: false,
+      error: {
+        status: 502,
+        message: 'the backend answered without a message (no choices[0].message)',
+        code: 'untranslatable_answer',
+      },
+    };
   }
   const message = choice.message;
   const finish = finishStatus(choice.finish_reason);
@@ -79,7 +95,8 @@ interface Call {
 function toolCallsOf(message: Json): Call[] {
   const raw: Json[] = [];
   if (Array.isArray(message.tool_calls)) {
-    for (const call of message.tool_calls) if (isObject(call) && isObject(call.function)) raw.push({ ...call.function, id: call.id });
+    for (const call of message.tool_calls)
+      if (isObject(call) && isObject(call.function)) raw.push({ ...call.function, id: call.id });
   } else if (isObject(message.function_call)) {
     raw.push(message.function_call);
   }

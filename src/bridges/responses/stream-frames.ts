@@ -26,7 +26,14 @@ const TYPE: Record<DeltaKind, string> = {
  * The delta event of `kind` for the item `itemId` at `outputIndex` (content part or summary
  * part `partIndex`), fields in the order of the real API's events.
  */
-export function deltaFrame(kind: DeltaKind, itemId: string, outputIndex: number, partIndex: number, delta: string, sequence: number): string {
+export function deltaFrame(
+  kind: DeltaKind,
+  itemId: string,
+  outputIndex: number,
+  partIndex: number,
+  delta: string,
+  sequence: number,
+): string {
   const head = `event: ${TYPE[kind]}\ndata: {"type":"${TYPE[kind]}",`;
   const text = JSON.stringify(delta);
   switch (kind) {

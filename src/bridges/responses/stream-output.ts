@@ -11,7 +11,14 @@
  * Every event gets the next `sequence_number`: there is one counter per stream, owned here.
  */
 import { newFunctionCallId, newMessageId, newReasoningId } from './ids.ts';
-import { functionCallItem, messageItem, outputTextPart, reasoningItem, refusalPart, summaryTextPart } from './response-object.ts';
+import {
+  functionCallItem,
+  messageItem,
+  outputTextPart,
+  reasoningItem,
+  refusalPart,
+  summaryTextPart,
+} from './response-object.ts';
 import { deltaFrame, responsesEvent } from './stream-frames.ts';
 import type { Json } from './types.ts';
 
@@ -53,7 +60,11 @@ export class StreamOutput {
     if (open?.kind !== 'reasoning') {
       open = this.openItem('reasoning', newReasoningId(), (id) => reasoningItem(id, []), out);
       (open.item.summary as Json[]).push(summaryTextPart(''));
-      this.event('response.reasoning_summary_part.added', { item_id: open.id, output_index: open.index, part: summaryTextPart(''), summary_index: 0 }, out);
+      this.event(
+        'response.reasoning_summary_part.added',
+        { item_id: open.id, output_index: open.index, part: summaryTextPart(''), summary_index: 0 },
+        out,
+      );
     }
     const part = (open.item.summary as Json[])[0];
     part.text += fragment;
@@ -63,24 +74,43 @@ export class StreamOutput {
   /** Text or refusal into the open message item (a new one if another kind of item is open). */
   content(kind: PartKind, fragment: string, out: string[]): void {
     let open = this.open;
-    if (open?.kind !== 'message') open = this.openItem('message', newMessageId(), (id) => messageItem(id, 'in_progress', []), out);
+    if (open?.kind !== 'message')
+      open = this.openItem('message', newMessageId(), (id) => messageItem(id, 'in_progress', []), out);
     const parts = open.item.content as Json[];
     if (open.part !== kind) {
       this.closePart(open, out);
       open.part = kind;
       open.partIndex = parts.length;
       parts.push(kind === 'output_text' ? outputTextPart('') : refusalPart(''));
-      this.event('response.content_part.added', { content_index: open.partIndex, item_id: open.id, output_index: open.index, part: emptyPart(kind) }, out);
+      this.event(
+        'response.content_part.added',
+        { content_index: open.partIndex, item_id: open.id, output_index: open.index, part: emptyPart(kind) },
+        out,
+      );
     }
     const part = parts[open.partIndex];
     if (kind === 'output_text') part.text += fragment;
     else part.refusal += fragment;
-    out.push(deltaFrame(kind === 'output_text' ? 'text' : 'refusal', open.id, open.index, open.partIndex, fragment, this.sequence++));
+    out.push(
+      deltaFrame(
+        kind === 'output_text' ? 'text' : 'refusal',
+        open.id,
+        open.index,
+        open.partIndex,
+        fragment,
+        this.sequence++,
+      ),
+    );
   }
 
   /** A function_call item for a call whose name is known; its arguments follow with `arguments`. */
   functionCall(callId: string, name: string, out: string[]): void {
-    this.openItem('function_call', newFunctionCallId(), (id) => functionCallItem(id, 'in_progress', callId, name, ''), out);
+    this.openItem(
+      'function_call',
+      newFunctionCallId(),
+      (id) => functionCallItem(id, 'in_progress', callId, name, ''),
+      out,
+    );
   }
 
   /** An arguments fragment for the open function_call item. */
@@ -101,13 +131,25 @@ export class StreamOutput {
     const { item, id, index } = open;
     if (open.kind === 'reasoning') {
       const part = (item.summary as Json[])[0];
-      this.event('response.reasoning_summary_text.done', { item_id: id, output_index: index, summary_index: 0, text: part.text }, out);
-      this.event('response.reasoning_summary_part.done', { item_id: id, output_index: index, part: { ...part }, summary_index: 0 }, out);
+      this.event(
+        'response.reasoning_summary_text.done',
+        { item_id: id, output_index: index, summary_index: 0, text: part.text },
+        out,
+      );
+      this.event(
+        'response.reasoning_summary_part.done',
+        { item_id: id, output_index: index, part: { ...part }, summary_index: 0 },
+        out,
+      );
     } else if (open.kind === 'message') {
       this.closePart(open, out);
       item.status = status;
     } else {
-      this.event('response.function_call_arguments.done', { arguments: item.arguments, item_id: id, name: item.name, output_index: index }, out);
+      this.event(
+        'response.function_call_arguments.done',
+        { arguments: item.arguments, item_id: id, name: item.name, output_index: index },
+        out,
+      );
       item.status = status;
     }
     this.event('response.output_item.done', { item, output_index: index }, out);
@@ -127,7 +169,8 @@ export class StreamOutput {
     if (open.part === undefined) return;
     const part = (open.item.content as Json[])[open.partIndex];
     const at = { content_index: open.partIndex, item_id: open.id };
-    if (open.part === 'output_text') this.event('response.output_text.done', { ...at, logprobs: [], output_index: open.index, text: part.text }, out);
+    if (open.part === 'output_text')
+      this.event('response.output_text.done', { ...at, logprobs: [], output_index: open.index, text: part.text }, out);
     else this.event('response.refusal.done', { ...at, output_index: open.index, refusal: part.refusal }, out);
     this.event('response.content_part.done', { ...at, output_index: open.index, part }, out);
     open.part = undefined;

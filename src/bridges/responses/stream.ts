@@ -27,7 +27,14 @@ import type { StreamSummary } from '../../upstream/stream-usage.ts';
 import type { StreamTranslator } from '../../upstream/surface.ts';
 import { ChatStreamReader, inStreamErrorStatus, type PendingCall } from '../chat-stream-reader.ts';
 import { newCallId } from './ids.ts';
-import { finishStatus, reasoningTokensOf, responseObject, responsesUsage, type ResponseOpts, type ResponseState } from './response-object.ts';
+import {
+  finishStatus,
+  reasoningTokensOf,
+  responseObject,
+  responsesUsage,
+  type ResponseOpts,
+  type ResponseState,
+} from './response-object.ts';
 import { StreamOutput } from './stream-output.ts';
 import { isObject, type Json } from './types.ts';
 
@@ -61,7 +68,11 @@ export class ChatToResponsesStream implements StreamTranslator {
 
   constructor(opts: ChatToResponsesStreamOptions) {
     this.opts = opts;
-    this.reader = new ChatStreamReader({ now: opts.now, promptTokenEstimate: opts.promptTokenEstimate, refusals: true });
+    this.reader = new ChatStreamReader({
+      now: opts.now,
+      promptTokenEstimate: opts.promptTokenEstimate,
+      refusals: true,
+    });
   }
 
   get ended(): boolean {
@@ -153,7 +164,8 @@ export class ChatToResponsesStream implements StreamTranslator {
     const error = this.failedWith ?? (this.failure && { code: this.failure.code, message: this.failure.message });
     // a failed answer reports usage only if the backend counted it: an estimate would bill a guess
     const counted = this.reader.reported ?? this.reader.fromTimings;
-    if (error) return { status: 'failed', error, output, usage: counted ? responsesUsage(counted, this.reasoningTokens) : null };
+    if (error)
+      return { status: 'failed', error, output, usage: counted ? responsesUsage(counted, this.reasoningTokens) : null };
     return { status: 'in_progress', output, usage: null };
   }
 
@@ -227,15 +239,23 @@ export class ChatToResponsesStream implements StreamTranslator {
     this.closeItems(out);
     this.closed = true;
     const response = this.responseNow();
-    this.output.event(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response }, out);
+    this.output.event(
+      response.status === 'incomplete' ? 'response.incomplete' : 'response.completed',
+      { response },
+      out,
+    );
   }
 
   /** `{"error": {"message", "code"|"status"|"type"}}` from the backend: its status (500 when none) and message. */
   private fail(error: unknown): void {
     const e = isObject(error) ? error : {};
     const status = inStreamErrorStatus(error);
-    const message = typeof e.message === 'string' && e.message !== '' ? e.message
-      : typeof error === 'string' && error !== '' ? error : `the backend reported an error in the stream (${status})`;
+    const message =
+      typeof e.message === 'string' && e.message !== ''
+        ? e.message
+        : typeof error === 'string' && error !== ''
+          ? error
+          : `the backend reported an error in the stream (${status})`;
     const rateLimited = status === 429 || e.code === 'rate_limit_exceeded' || e.type === 'rate_limit_exceeded';
     this.failure = { status, code: rateLimited ? 'rate_limit_exceeded' : 'server_error', message };
   }

@@ -11,13 +11,29 @@
 import { bypassNode, removeWithDependents, resolveNode, sortedIds, type GraphEdit } from './graph.ts';
 import { applyLoras, isLoraParam, isStrengthParam, loraRequests, pinKey } from './loras.ts';
 import {
-  classInfo, fileKindOf, inputDecl, isFileInput, isImageLoaderClass, type FileKind, type InputDecl,
+  classInfo,
+  fileKindOf,
+  inputDecl,
+  isFileInput,
+  isImageLoaderClass,
+  type FileKind,
+  type InputDecl,
 } from './object-info.ts';
 import { outputNodes } from './outputs.ts';
 import { PLACEHOLDER_IMAGE_NAME } from './placeholder.ts';
 import { suggestMapping } from './suggest.ts';
 import { coerceValue, isScalar, writeJson } from './values.ts';
-import type { CompileContext, CompileError, CompileRequest, CompileResult, GenerationAlias, ObjectInfo, OnEmpty, Upload, Workflow } from './types.ts';
+import type {
+  CompileContext,
+  CompileError,
+  CompileRequest,
+  CompileResult,
+  GenerationAlias,
+  ObjectInfo,
+  OnEmpty,
+  Upload,
+  Workflow,
+} from './types.ts';
 
 export interface ResolvedEntry {
   node: string;
@@ -31,7 +47,10 @@ type Failed = { ok: false; error: CompileError };
  * The mapping a request goes through: the suggestions, minus those on a field an explicit
  * entry also maps, overridden by the explicit entries; node refs resolved to ids.
  */
-export function effectiveMapping(alias: GenerationAlias, objectInfo?: ObjectInfo): { ok: true; mapping: Record<string, ResolvedEntry> } | Failed {
+export function effectiveMapping(
+  alias: GenerationAlias,
+  objectInfo?: ObjectInfo,
+): { ok: true; mapping: Record<string, ResolvedEntry> } | Failed {
   const explicit: Record<string, ResolvedEntry> = {};
   for (const [param, entry] of Object.entries(alias.mapping ?? {})) {
     const node = resolveNode(alias.workflow, entry.node);
@@ -50,7 +69,11 @@ export function effectiveMapping(alias: GenerationAlias, objectInfo?: ObjectInfo
  * The params of `mapping` a request may send a file for: those whose node and field take a
  * file (isFileInput, with the field's object_info declaration when known).
  */
-export function fileParamsOf(mapping: Record<string, ResolvedEntry>, workflow: Workflow, objectInfo?: ObjectInfo): Set<string> {
+export function fileParamsOf(
+  mapping: Record<string, ResolvedEntry>,
+  workflow: Workflow,
+  objectInfo?: ObjectInfo,
+): Set<string> {
   const out = new Set<string>();
   for (const [param, { node, field }] of Object.entries(mapping)) {
     const classType = workflow[node]?.class_type;
@@ -63,7 +86,9 @@ export function fileParamsOf(mapping: Record<string, ResolvedEntry>, workflow: W
 
 /** The kind of media each file param of `mapping` loads (fileKindOf), where its node tells. */
 export function fileKindsOf(
-  mapping: Record<string, ResolvedEntry>, workflow: Workflow, objectInfo?: ObjectInfo,
+  mapping: Record<string, ResolvedEntry>,
+  workflow: Workflow,
+  objectInfo?: ObjectInfo,
 ): Map<string, FileKind> {
   const out = new Map<string, FileKind>();
   for (const [param, { node, field }] of Object.entries(mapping)) {
@@ -89,7 +114,8 @@ export function compile(request: CompileRequest, alias: GenerationAlias, ctx: Co
     const node = resolveNode(prompt, pin.node);
     if (!node) return aliasFault(`fixed[${i}].node`, `no node '${pin.node}' in the workflow`);
     const coerced = coerceValue(pin.value, decl(node, pin.field), prompt[node].inputs[pin.field]);
-    if (!coerced.ok) return aliasFault(`fixed[${i}].value`, `${prompt[node].class_type}.${pin.field} ${coerced.message}`);
+    if (!coerced.ok)
+      return aliasFault(`fixed[${i}].value`, `${prompt[node].class_type}.${pin.field} ${coerced.message}`);
     prompt[node].inputs[pin.field] = coerced.value;
     pinned.add(pinKey(node, pin.field));
   }
@@ -102,7 +128,9 @@ export function compile(request: CompileRequest, alias: GenerationAlias, ctx: Co
   if (!params.ok) return params;
   const loras = loraRequests(params.values);
   if (!loras.ok) return loras;
-  const values = Object.fromEntries(Object.entries(params.values).filter(([k]) => !isLoraParam(k) && !isStrengthParam(k)));
+  const values = Object.fromEntries(
+    Object.entries(params.values).filter(([k]) => !isLoraParam(k) && !isStrengthParam(k)),
+  );
   const unknown = Object.keys(values).filter((k) => !Object.hasOwn(mapping, k));
   if (unknown.length > 0) {
     const known = Object.keys(mapping).sort().join(', ') || 'none';
@@ -166,7 +194,10 @@ export function compile(request: CompileRequest, alias: GenerationAlias, ctx: Co
   for (const slot of disabled) {
     removeWithDependents(edit, [slot.node]);
     if (survivors().length === 0) {
-      return badRequest(slot.param, `'${slot.param}' is needed by this model's output (${wanted.join(', ')}): send an image`);
+      return badRequest(
+        slot.param,
+        `'${slot.param}' is needed by this model's output (${wanted.join(', ')}): send an image`,
+      );
     }
   }
   for (const [i, ref] of (alias.bypass ?? []).entries()) {
@@ -175,7 +206,11 @@ export function compile(request: CompileRequest, alias: GenerationAlias, ctx: Co
     bypassNode(edit, node);
   }
   for (const node of filled.unusedCoreNodes) bypassNode(edit, node);
-  if (survivors().length === 0) return aliasFault('bypass', `bypassing ${edit.bypassed.join(', ')} removes every output node (${wanted.join(', ')})`);
+  if (survivors().length === 0)
+    return aliasFault(
+      'bypass',
+      `bypassing ${edit.bypassed.join(', ')} removes every output node (${wanted.join(', ')})`,
+    );
 
   return {
     ok: true,
@@ -194,7 +229,10 @@ export function compile(request: CompileRequest, alias: GenerationAlias, ctx: Co
  * Drops absent values, refuses lists and objects (a two-element list would be read as a link),
  * and expands the convenience keys: `size` ("1024x768") → width/height, `n` → batch.
  */
-function normalizeParams(request: CompileRequest, mapping: Record<string, ResolvedEntry>): { ok: true; values: Record<string, unknown> } | Failed {
+function normalizeParams(
+  request: CompileRequest,
+  mapping: Record<string, ResolvedEntry>,
+): { ok: true; values: Record<string, unknown> } | Failed {
   const values: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(request)) {
     if (value === undefined || value === null) continue;
@@ -207,7 +245,8 @@ function normalizeParams(request: CompileRequest, mapping: Record<string, Resolv
     if (size !== 'auto') {
       const m = typeof size === 'string' ? /^\s*(\d+)\s*[x×]\s*(\d+)\s*$/.exec(size) : null;
       if (!m) return badRequest('size', `'size' must look like 1024x768`);
-      if (Object.hasOwn(values, 'width') || Object.hasOwn(values, 'height')) return badRequest('size', 'give either size or width/height, not both');
+      if (Object.hasOwn(values, 'width') || Object.hasOwn(values, 'height'))
+        return badRequest('size', 'give either size or width/height, not both');
       values.width = Number(m[1]);
       values.height = Number(m[2]);
     }
@@ -215,7 +254,8 @@ function normalizeParams(request: CompileRequest, mapping: Record<string, Resolv
   if (Object.hasOwn(values, 'n')) {
     const n = values.n;
     delete values.n;
-    if (Object.hasOwn(values, 'batch') && String(values.batch) !== String(n)) return badRequest('n', 'give either n or batch, not both');
+    if (Object.hasOwn(values, 'batch') && String(values.batch) !== String(n))
+      return badRequest('n', 'give either n or batch, not both');
     values.batch = n;
   }
   // one image per request is what a workflow without a batch size makes: n=1 asks for exactly that
@@ -229,7 +269,10 @@ function normalizeParams(request: CompileRequest, mapping: Record<string, Resolv
 /** A seed within the input's bounds and within 2^53 (so it is exact as a number everywhere). */
 function randomSeed(random: () => number, decl: InputDecl | undefined): number {
   const min = typeof decl?.options.min === 'number' ? Math.max(0, decl.options.min) : 0;
-  const max = typeof decl?.options.max === 'number' ? Math.min(Number.MAX_SAFE_INTEGER, decl.options.max) : Number.MAX_SAFE_INTEGER;
+  const max =
+    typeof decl?.options.max === 'number'
+      ? Math.min(Number.MAX_SAFE_INTEGER, decl.options.max)
+      : Number.MAX_SAFE_INTEGER;
   return min + Math.floor(random() * (max - min + 1));
 }
 

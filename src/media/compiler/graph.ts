@@ -131,7 +131,9 @@ function passThroughSource(edit: GraphEdit, id: string, consumer: Consumer): Lin
     if (inputs.every((i) => i.type !== undefined)) return undefined;
   }
   if (inputs.length === 1) {
-    edit.notes.add(`bypass of ${id} (${node.class_type}): types unknown, its only linked input (${inputs[0].name}) is passed through`);
+    edit.notes.add(
+      `bypass of ${id} (${node.class_type}): types unknown, its only linked input (${inputs[0].name}) is passed through`,
+    );
     return inputs[0].link;
   }
   return undefined;

@@ -51,7 +51,12 @@ export function pinKey(node: string, field: string): string {
 }
 
 function isFreeCoreName(value: unknown): boolean {
-  return value === undefined || value === '' || value === 'None' || (typeof value === 'string' && /^placeholder/i.test(value));
+  return (
+    value === undefined ||
+    value === '' ||
+    value === 'None' ||
+    (typeof value === 'string' && /^placeholder/i.test(value))
+  );
 }
 
 /** Every LoRA slot of a workflow, in fill order, with whether a request may fill it. */
@@ -64,13 +69,21 @@ export function loraSlots(workflow: Workflow, pinned: ReadonlySet<string> = new 
       for (const nameField of names) {
         const current = node.inputs[nameField];
         const strengthField = nameField.replace('lora_', 'strength_');
-        const free = (current === 'None' || current === '' || current === undefined) && !pinned.has(pinKey(id, nameField));
+        const free =
+          (current === 'None' || current === '' || current === undefined) && !pinned.has(pinKey(id, nameField));
         slots.push({ node: id, classType: node.class_type, nameField, strengthFields: [strengthField], current, free });
       }
     } else if (Object.hasOwn(CORE_LOADERS, node.class_type)) {
       const current = node.inputs.lora_name;
       const free = isFreeCoreName(current) && !pinned.has(pinKey(id, 'lora_name'));
-      slots.push({ node: id, classType: node.class_type, nameField: 'lora_name', strengthFields: CORE_LOADERS[node.class_type], current, free });
+      slots.push({
+        node: id,
+        classType: node.class_type,
+        nameField: 'lora_name',
+        strengthFields: CORE_LOADERS[node.class_type],
+        current,
+        free,
+      });
     }
   }
   return slots;
@@ -78,7 +91,8 @@ export function loraSlots(workflow: Workflow, pinned: ReadonlySet<string> = new 
 
 /** LoRA nodes upstream first: by how many LoRA nodes feed each one's `model`, then by id. */
 function chainOrder(workflow: Workflow): string[] {
-  const isLora = (id: string) => workflow[id] && (workflow[id].class_type === RGTHREE_STACK || Object.hasOwn(CORE_LOADERS, workflow[id].class_type));
+  const isLora = (id: string) =>
+    workflow[id] && (workflow[id].class_type === RGTHREE_STACK || Object.hasOwn(CORE_LOADERS, workflow[id].class_type));
   const depth = (id: string, seen: Set<string>): number => {
     const model = workflow[id].inputs.model;
     if (!isLink(model) || !isLora(model[0]) || seen.has(model[0])) return 0;
@@ -91,7 +105,9 @@ function chainOrder(workflow: Workflow): string[] {
 }
 
 /** `lora_N` / `strength_N` out of a request, or the 400 for a malformed one. */
-export function loraRequests(request: Record<string, unknown>): { ok: true; loras: LoraRequest[] } | { ok: false; error: CompileError } {
+export function loraRequests(
+  request: Record<string, unknown>,
+): { ok: true; loras: LoraRequest[] } | { ok: false; error: CompileError } {
   const byIndex = new Map<number, LoraRequest>();
   const strengths = new Map<number, unknown>();
   for (const [key, value] of Object.entries(request)) {
@@ -100,7 +116,8 @@ export function loraRequests(request: Record<string, unknown>): { ok: true; lora
       if (typeof value !== 'string') return fail(key, `${key} must be a LoRA file name`);
       const index = Number(key.slice('lora_'.length));
       byIndex.set(index, { index, name: value });
-    } else if (isStrengthParam(key) && value !== undefined && value !== null) strengths.set(Number(key.slice('strength_'.length)), value);
+    } else if (isStrengthParam(key) && value !== undefined && value !== null)
+      strengths.set(Number(key.slice('strength_'.length)), value);
   }
   for (const [index, value] of strengths) {
     const lora = byIndex.get(index);
@@ -123,27 +140,35 @@ export function applyLoras(
   const free = loraSlots(prompt, pinned).filter((s) => s.free);
   if (loras.length > free.length) {
     const first = loras[free.length];
-    return fail(`lora_${first.index}`, `this model takes at most ${free.length} LoRA${free.length === 1 ? '' : 's'}; ${loras.length} were given`);
+    return fail(
+      `lora_${first.index}`,
+      `this model takes at most ${free.length} LoRA${free.length === 1 ? '' : 's'}; ${loras.length} were given`,
+    );
   }
   const installed = objectInfo ? installedLoras(objectInfo) : [];
   for (const [i, lora] of loras.entries()) {
     const slot = free[i];
-    if (installed.length > 0 && !installed.includes(lora.name)) return fail(`lora_${lora.index}`, `LoRA '${lora.name}' is not installed on this server`);
+    if (installed.length > 0 && !installed.includes(lora.name))
+      return fail(`lora_${lora.index}`, `LoRA '${lora.name}' is not installed on this server`);
     prompt[slot.node].inputs[slot.nameField] = lora.name;
     if (lora.strength === undefined) continue;
     const strength = coerceValue(lora.strength, undefined, 1);
-    if (!strength.ok || typeof strength.value !== 'number') return fail(`strength_${lora.index}`, `strength_${lora.index} must be a number`);
+    if (!strength.ok || typeof strength.value !== 'number')
+      return fail(`strength_${lora.index}`, `strength_${lora.index} must be a number`);
     for (const field of slot.strengthFields) {
-      if (pinned.has(pinKey(slot.node, field))) return fail(`strength_${lora.index}`, `the strength of this LoRA slot is fixed for this model`);
+      if (pinned.has(pinKey(slot.node, field)))
+        return fail(`strength_${lora.index}`, `the strength of this LoRA slot is fixed for this model`);
       prompt[slot.node].inputs[field] = strength.value;
     }
   }
   const leftover = free.slice(loras.length);
   for (const slot of leftover) if (slot.classType === RGTHREE_STACK) prompt[slot.node].inputs[slot.nameField] = 'None';
-  return { ok: true, unusedCoreNodes: [...new Set(leftover.filter((s) => s.classType !== RGTHREE_STACK).map((s) => s.node))] };
+  return {
+    ok: true,
+    unusedCoreNodes: [...new Set(leftover.filter((s) => s.classType !== RGTHREE_STACK).map((s) => s.node))],
+  };
 }
 
 function fail(param: string, message: string): { ok: false; error: CompileError } {
   return { ok: false, error: { status: 400, message, param } };
 }
-

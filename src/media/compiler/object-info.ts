@@ -99,7 +99,8 @@ export function isImageLoaderClass(classType: string): boolean {
 export function isFileInput(classType: string, decl: InputDecl | undefined): boolean {
   if (isImageLoaderClass(classType)) return true;
   if (decl && decl.kind !== 'COMBO' && decl.kind !== 'STRING') return false;
-  if (decl && Object.entries(decl.options).some(([key, value]) => key.endsWith('_upload') && value === true)) return true;
+  if (decl && Object.entries(decl.options).some(([key, value]) => key.endsWith('_upload') && value === true))
+    return true;
   return /Load(?!er)/.test(classType);
 }
 

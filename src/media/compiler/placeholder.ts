@@ -4,7 +4,8 @@
  */
 export const PLACEHOLDER_IMAGE_NAME = 'gw_placeholder_8x8.png';
 
-export const PLACEHOLDER_PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAADElEQVR42mNgGB4AAADIAAGTvaWOAAAAAElFTkSuQmCC';
+export const PLACEHOLDER_PNG_BASE64 =
+  'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAICAIAAABLbSncAAAADElEQVR42mNgGB4AAADIAAGTvaWOAAAAAElFTkSuQmCC';
 
 export function placeholderPng(): Uint8Array {
   return Uint8Array.from(Buffer.from(PLACEHOLDER_PNG_BASE64, 'base64'));

@@ -34,7 +34,14 @@ const TITLE_ALIASES: Record<string, string> = {
 };
 
 const SAMPLER_FIELDS: Record<string, Record<string, string>> = {
-  KSampler: { seed: 'seed', steps: 'steps', cfg: 'cfg', sampler_name: 'sampler', scheduler: 'scheduler', denoise: 'denoise' },
+  KSampler: {
+    seed: 'seed',
+    steps: 'steps',
+    cfg: 'cfg',
+    sampler_name: 'sampler',
+    scheduler: 'scheduler',
+    denoise: 'denoise',
+  },
   KSamplerAdvanced: { noise_seed: 'seed', steps: 'steps', cfg: 'cfg', sampler_name: 'sampler', scheduler: 'scheduler' },
   RandomNoise: { noise_seed: 'seed' },
   BasicScheduler: { steps: 'steps', scheduler: 'scheduler', denoise: 'denoise' },
@@ -42,14 +49,21 @@ const SAMPLER_FIELDS: Record<string, Record<string, string>> = {
   CFGGuider: { cfg: 'cfg' },
   FluxGuidance: { guidance: 'guidance' },
 };
-const LATENT_FIELDS: Record<string, string> = { width: 'width', height: 'height', batch_size: 'batch', seconds: 'seconds', length: 'length' };
+const LATENT_FIELDS: Record<string, string> = {
+  width: 'width',
+  height: 'height',
+  batch_size: 'batch',
+  seconds: 'seconds',
+  length: 'length',
+};
 
 /** `objectInfo` is taken for symmetry with validateAlias; the conventions need only the graph today. */
 export function suggestMapping(workflow: Workflow, _objectInfo?: ObjectInfo): Mapping {
   const mapping: Mapping = {};
   const claimed = new Set<string>();
   const ids = sortedIds(Object.keys(workflow));
-  const literal = (id: string, field: string) => Object.hasOwn(workflow[id].inputs, field) && !isLink(workflow[id].inputs[field]);
+  const literal = (id: string, field: string) =>
+    Object.hasOwn(workflow[id].inputs, field) && !isLink(workflow[id].inputs[field]);
   const claim = (param: string, node: string, field: string) => {
     mapping[param] = { node, field };
     claimed.add(node);
@@ -105,7 +119,10 @@ function titleField(workflow: Workflow, id: string): string | undefined {
 }
 
 export function paramFromTitle(raw: string): string {
-  let name = raw.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '');
+  let name = raw
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
   if (Object.hasOwn(TITLE_ALIASES, name)) return TITLE_ALIASES[name];
   name = name.replace(/^reference_/, '');
   const numbered = /^(image|mask)_?(\d+)$/.exec(name);
@@ -137,11 +154,13 @@ function suggestTextEncoders(workflow: Workflow, ids: string[], mapping: Mapping
     const inputs = workflow[id].inputs;
     if (isLink(inputs.negative)) traceEncoders(workflow, inputs.negative[0], 'negative', negative);
     if (isLink(inputs.positive)) traceEncoders(workflow, inputs.positive[0], 'positive', positive);
-    if (isLink(inputs.conditioning) && /Guider/.test(workflow[id].class_type)) traceEncoders(workflow, inputs.conditioning[0], 'positive', positive);
+    if (isLink(inputs.conditioning) && /Guider/.test(workflow[id].class_type))
+      traceEncoders(workflow, inputs.conditioning[0], 'positive', positive);
   }
   const literalText = (id: string) => typeof workflow[id].inputs.text === 'string';
   const neg = encoders.filter((id) => negative.has(id) && !positive.has(id) && literalText(id));
-  if (neg.length === 1 && !Object.hasOwn(mapping, 'negative_prompt')) mapping.negative_prompt = { node: neg[0], field: 'text' };
+  if (neg.length === 1 && !Object.hasOwn(mapping, 'negative_prompt'))
+    mapping.negative_prompt = { node: neg[0], field: 'text' };
   const rest = encoders.filter((id) => !negative.has(id) && literalText(id));
   const pos = rest.filter((id) => positive.has(id));
   const pick = pos.length === 1 ? pos[0] : pos.length === 0 && rest.length === 1 ? rest[0] : undefined;
@@ -159,7 +178,10 @@ function traceEncoders(workflow: Workflow, start: string, polarity: 'positive' |
     // a zeroed-out conditioning carries no text: its source is not this polarity's prompt
     if (node.class_type === 'ConditioningZeroOut') return;
     const inputs = node.inputs;
-    const follow = isLink(inputs.positive) && isLink(inputs.negative) ? [polarity] : Object.keys(inputs).filter((k) => k.startsWith('conditioning'));
+    const follow =
+      isLink(inputs.positive) && isLink(inputs.negative)
+        ? [polarity]
+        : Object.keys(inputs).filter((k) => k.startsWith('conditioning'));
     for (const field of follow) {
       const value = inputs[field];
       if (isLink(value)) walk(value[0], depth + 1);

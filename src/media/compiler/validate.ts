@@ -37,7 +37,10 @@ export function validateAlias(alias: GenerationAlias, objectInfo: ObjectInfo | u
     const id = resolveNode(workflow, ref);
     if (id) return id;
     const titled = nodesTitled(workflow, ref).length;
-    error(at, titled > 1 ? `title '${ref}' names ${titled} nodes; use the node id` : `no node '${ref}' in the workflow`);
+    error(
+      at,
+      titled > 1 ? `title '${ref}' names ${titled} nodes; use the node id` : `no node '${ref}' in the workflow`,
+    );
     return undefined;
   };
   // checks `field` is an input of the node's class; returns false when it certainly is not
@@ -52,7 +55,10 @@ export function validateAlias(alias: GenerationAlias, objectInfo: ObjectInfo | u
       return false;
     }
     if (!info && !Object.hasOwn(workflow[id].inputs, name)) {
-      warn(at, `node ${id} (${workflow[id].class_type}) has no input '${name}' in the workflow, and no object_info describes the class`);
+      warn(
+        at,
+        `node ${id} (${workflow[id].class_type}) has no input '${name}' in the workflow, and no object_info describes the class`,
+      );
     }
     return true;
   };
@@ -68,7 +74,11 @@ export function validateAlias(alias: GenerationAlias, objectInfo: ObjectInfo | u
     if (!id || !field(id, pin.field, `${at}.field`)) continue;
     pinned.add(pinKey(id, pin.field));
     const info = classInfo(objectInfo, workflow[id].class_type);
-    const coerced = coerceValue(pin.value, info ? inputDecl(info, pin.field) : undefined, workflow[id].inputs[pin.field]);
+    const coerced = coerceValue(
+      pin.value,
+      info ? inputDecl(info, pin.field) : undefined,
+      workflow[id].inputs[pin.field],
+    );
     if (!coerced.ok) error(`${at}.value`, `${workflow[id].class_type}.${pin.field} ${coerced.message}`);
   }
 
@@ -79,19 +89,23 @@ export function validateAlias(alias: GenerationAlias, objectInfo: ObjectInfo | u
       error(at, 'must be { node, field, on_empty? }');
       continue;
     }
-    if (isReserved(param)) error(at, `'${param}' is read by the gateway itself (size, n, lora_N, strength_N) and cannot be mapped`);
+    if (isReserved(param))
+      error(at, `'${param}' is read by the gateway itself (size, n, lora_N, strength_N) and cannot be mapped`);
     const id = node(entry.node, `${at}.node`);
     if (!id || !field(id, entry.field, `${at}.field`)) continue;
     const value = workflow[id].inputs[entry.field];
-    if (isLink(value)) error(`${at}.field`, `${id}.${entry.field} is linked from node ${value[0]}; map the field on that node instead`);
+    if (isLink(value))
+      error(`${at}.field`, `${id}.${entry.field} is linked from node ${value[0]}; map the field on that node instead`);
     const key = pinKey(id, entry.field);
     if (pinned.has(key)) warn(at, `${id}.${entry.field} is pinned in fixed, so '${param}' can never be set`);
     const other = targets.get(key);
     if (other) error(at, `maps the same field as '${other}'`);
     else targets.set(key, param);
     if (entry.on_empty !== undefined) {
-      if (!ON_EMPTY.includes(entry.on_empty as string)) error(`${at}.on_empty`, `must be one of ${ON_EMPTY.join(', ')}`);
-      else if (!isImageLoaderClass(workflow[id].class_type)) error(`${at}.on_empty`, `applies to image slots only; ${workflow[id].class_type} is not an image loader`);
+      if (!ON_EMPTY.includes(entry.on_empty as string))
+        error(`${at}.on_empty`, `must be one of ${ON_EMPTY.join(', ')}`);
+      else if (!isImageLoaderClass(workflow[id].class_type))
+        error(`${at}.on_empty`, `applies to image slots only; ${workflow[id].class_type} is not an image loader`);
     }
   }
 
@@ -100,16 +114,27 @@ export function validateAlias(alias: GenerationAlias, objectInfo: ObjectInfo | u
     const id = node(alias.output, `${path}.output`);
     if (id && !isOutputClass(workflow[id].class_type, objectInfo)) {
       const known = classInfo(objectInfo, workflow[id].class_type) !== undefined;
-      (known ? error : warn)(`${path}.output`, `${workflow[id].class_type} is not ${known ? '' : 'known to be '}an output node`);
+      (known ? error : warn)(
+        `${path}.output`,
+        `${workflow[id].class_type} is not ${known ? '' : 'known to be '}an output node`,
+      );
     }
   } else if (outputNodes(workflow, objectInfo).length === 0) {
-    error(`${path}.workflow`, 'has no output node (SaveImage, PreviewImage, SaveVideo, …); ComfyUI refuses it with prompt_no_outputs');
+    error(
+      `${path}.workflow`,
+      'has no output node (SaveImage, PreviewImage, SaveVideo, …); ComfyUI refuses it with prompt_no_outputs',
+    );
   }
   return problems;
 }
 
 /** Node shapes and, with object_info, installed classes; false when the graph is unusable. */
-function checkNodes(workflow: Workflow, objectInfo: ObjectInfo | undefined, path: string, error: (p: string, m: string) => void): boolean {
+function checkNodes(
+  workflow: Workflow,
+  objectInfo: ObjectInfo | undefined,
+  path: string,
+  error: (p: string, m: string) => void,
+): boolean {
   let usable = true;
   for (const [id, n] of Object.entries(workflow)) {
     if (!isPlainObject(n) || typeof n.class_type !== 'string' || !isPlainObject(n.inputs)) {
@@ -121,7 +146,8 @@ function checkNodes(workflow: Workflow, objectInfo: ObjectInfo | undefined, path
       error(`${path}.${id}.class_type`, `${n.class_type} is not installed on this server (not in its object_info)`);
     }
     for (const [name, value] of Object.entries(n.inputs)) {
-      if (isLink(value) && !Object.hasOwn(workflow, value[0])) error(`${path}.${id}.inputs.${name}`, `links to node ${value[0]}, which is not in the workflow`);
+      if (isLink(value) && !Object.hasOwn(workflow, value[0]))
+        error(`${path}.${id}.inputs.${name}`, `links to node ${value[0]}, which is not in the workflow`);
     }
   }
   return usable;

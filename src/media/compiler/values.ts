@@ -63,7 +63,8 @@ export function toInteger(value: unknown): Coerced {
   if (typeof value === 'bigint') big = value;
   else if (typeof value === 'number') {
     if (!Number.isInteger(value)) return { ok: false, message: 'must be an integer' };
-    if (!Number.isSafeInteger(value)) return { ok: false, message: 'is too large to be exact as a JSON number; send it as a decimal string' };
+    if (!Number.isSafeInteger(value))
+      return { ok: false, message: 'is too large to be exact as a JSON number; send it as a decimal string' };
     big = BigInt(value);
   } else if (typeof value === 'string' && /^\s*-?\d+\s*$/.test(value)) big = BigInt(value.trim());
   else return { ok: false, message: 'must be an integer' };

@@ -12,14 +12,27 @@ import { isObject } from '../../json.ts';
 import { one, type FormBody } from '../form-values.ts';
 
 /** The samplers with an input of their own, in the order of the form. */
-export const SAMPLERS = ['temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty', 'presence_penalty', 'frequency_penalty'] as const;
+export const SAMPLERS = [
+  'temperature',
+  'top_p',
+  'top_k',
+  'min_p',
+  'repetition_penalty',
+  'presence_penalty',
+  'frequency_penalty',
+] as const;
 export type Sampler = (typeof SAMPLERS)[number];
 const INTEGER_SAMPLERS: ReadonlySet<string> = new Set(['top_k']);
 const SAMPLER_SET: ReadonlySet<string> = new Set(SAMPLERS);
 
 export const SAMPLER_HINTS: Record<Sampler, string> = {
-  temperature: 'e.g. 0.7', top_p: 'e.g. 0.8', top_k: 'e.g. 20', min_p: 'e.g. 0.05',
-  repetition_penalty: 'e.g. 1.05', presence_penalty: 'e.g. 1.5', frequency_penalty: 'e.g. 0',
+  temperature: 'e.g. 0.7',
+  top_p: 'e.g. 0.8',
+  top_k: 'e.g. 20',
+  min_p: 'e.g. 0.05',
+  repetition_penalty: 'e.g. 1.05',
+  presence_penalty: 'e.g. 1.5',
+  frequency_penalty: 'e.g. 0',
 };
 
 export const REASONING_CHOICES = ['', 'on', 'off', 'auto'] as const;
@@ -52,12 +65,21 @@ export type FieldErrors = Record<string, string>;
 /** Blank rows shown under the filled ones (without script, the way to add a backend). */
 const SPARE_ROWS = 1;
 
-const blankSampling = (): Record<Sampler, string> => Object.fromEntries(SAMPLERS.map((s) => [s, ''])) as Record<Sampler, string>;
+const blankSampling = (): Record<Sampler, string> =>
+  Object.fromEntries(SAMPLERS.map((s) => [s, ''])) as Record<Sampler, string>;
 
 export function emptyForm(pattern = false): AliasForm {
   return {
-    original: '', name: '', mode: pattern ? 'single' : 'map', single: '', rows: [{ backend: '', model: '' }],
-    park_s: '', reasoning: '', sampling: blankSampling(), sampling_json: '', voice: '',
+    original: '',
+    name: '',
+    mode: pattern ? 'single' : 'map',
+    single: '',
+    rows: [{ backend: '', model: '' }],
+    park_s: '',
+    reasoning: '',
+    sampling: blankSampling(),
+    sampling_json: '',
+    voice: '',
   };
 }
 
@@ -75,10 +97,14 @@ export function formOf(cfg: GatewayConfig, name: string): AliasForm | undefined 
   const rows = typeof target === 'string' ? [] : Object.entries(target).map(([backend, model]) => ({ backend, model }));
   for (let i = 0; i < SPARE_ROWS; i++) rows.push({ backend: '', model: '' });
   return {
-    original: name, name, mode: typeof target === 'string' ? 'single' : 'map',
-    single: typeof target === 'string' ? target : '', rows,
+    original: name,
+    name,
+    mode: typeof target === 'string' ? 'single' : 'map',
+    single: typeof target === 'string' ? target : '',
+    rows,
     park_s: Object.hasOwn(cfg.alias_park, name) ? String(cfg.alias_park[name]) : '',
-    reasoning: defaults?.reasoning ?? '', sampling,
+    reasoning: defaults?.reasoning ?? '',
+    sampling,
     sampling_json: Object.keys(rest).length ? JSON.stringify(rest, null, 2) : '',
     voice: defaults?.voice ?? '',
   };
@@ -129,7 +155,8 @@ export function readAliasForm(raw: FormBody): ReadAlias {
   };
   const errors: FieldErrors = {};
   if (!form.name) errors.name = 'Give the alias a name (what clients send as "model").';
-  else if (form.name === '__proto__') errors.name = '“__proto__” cannot be the key of a table in this gateway: pick another name.';
+  else if (form.name === '__proto__')
+    errors.name = '“__proto__” cannot be the key of a table in this gateway: pick another name.';
 
   let target: VirtualModel;
   if (form.mode === 'single') target = form.single;
@@ -138,8 +165,10 @@ export function readAliasForm(raw: FormBody): ReadAlias {
     form.rows.forEach((r, i) => {
       if (!r.backend && !r.model) return;
       if (!r.backend) errors[`map.${i}.backend`] = 'Pick the backend that serves this model.';
-      else if (r.backend === '__proto__') errors[`map.${i}.backend`] = '“__proto__” cannot be the key of a table in this gateway.';
-      else if (Object.hasOwn(map, r.backend)) errors[`map.${i}.backend`] = `${r.backend} is mapped above already: one model per backend.`;
+      else if (r.backend === '__proto__')
+        errors[`map.${i}.backend`] = '“__proto__” cannot be the key of a table in this gateway.';
+      else if (Object.hasOwn(map, r.backend))
+        errors[`map.${i}.backend`] = `${r.backend} is mapped above already: one model per backend.`;
       else map[r.backend] = r.model;
     });
     target = map;
@@ -150,12 +179,14 @@ export function readAliasForm(raw: FormBody): ReadAlias {
   if (parkRead === undefined) errors.park_s = 'Seconds, like 30 or 2,5; blank for the global park timeout.';
   else if (parkRead !== null) park = parkRead;
 
-  if (!(REASONING_CHOICES as readonly string[]).includes(form.reasoning)) errors.reasoning = 'Pick on, off, auto, or no default.';
+  if (!(REASONING_CHOICES as readonly string[]).includes(form.reasoning))
+    errors.reasoning = 'Pick on, off, auto, or no default.';
 
   const samplingDefaults: Record<string, unknown> = {};
   for (const s of SAMPLERS) {
     const n = readDecimal(form.sampling[s]);
-    if (n === undefined) errors[`sampling.${s}`] = `A number, like ${SAMPLER_HINTS[s].slice(5)}; a decimal comma is fine.`;
+    if (n === undefined)
+      errors[`sampling.${s}`] = `A number, like ${SAMPLER_HINTS[s].slice(5)}; a decimal comma is fine.`;
     else if (n !== null && INTEGER_SAMPLERS.has(s) && !Number.isInteger(n)) errors[`sampling.${s}`] = 'A whole number.';
     else if (n !== null) samplingDefaults[s] = n;
   }
@@ -166,7 +197,8 @@ export function readAliasForm(raw: FormBody): ReadAlias {
     } catch (err) {
       errors.sampling_json = `Not valid JSON: ${(err as Error).message}.`;
     }
-    if (parsed !== undefined && !isObject(parsed)) errors.sampling_json = 'A JSON object of request fields, like {"seed": 42}.';
+    if (parsed !== undefined && !isObject(parsed))
+      errors.sampling_json = 'A JSON object of request fields, like {"seed": 42}.';
     else if (parsed !== undefined) {
       const own = Object.keys(parsed).filter((k) => SAMPLER_SET.has(k));
       if (own.length) {
@@ -187,7 +219,12 @@ export function readAliasForm(raw: FormBody): ReadAlias {
 }
 
 /** `table` with `name` set to `value` (undefined: removed), `replacing` dropped; the key keeps its place. */
-export function withEntry<T>(table: Readonly<Record<string, T>>, name: string, value: T | undefined, replacing?: string): Record<string, T> {
+export function withEntry<T>(
+  table: Readonly<Record<string, T>>,
+  name: string,
+  value: T | undefined,
+  replacing?: string,
+): Record<string, T> {
   const out: Record<string, T> = {};
   let placed = false;
   for (const [k, v] of Object.entries(table)) {
@@ -203,7 +240,11 @@ export function withEntry<T>(table: Readonly<Record<string, T>>, name: string, v
 }
 
 /** The three settings after saving `value` (over `original` when renaming). */
-export function tablesWith(cfg: GatewayConfig, value: AliasValue, original: string): Pick<GatewayConfig, 'virtual_models' | 'alias_park' | 'alias_defaults'> {
+export function tablesWith(
+  cfg: GatewayConfig,
+  value: AliasValue,
+  original: string,
+): Pick<GatewayConfig, 'virtual_models' | 'alias_park' | 'alias_defaults'> {
   const replacing = original && original !== value.name ? original : undefined;
   return {
     virtual_models: withEntry(cfg.virtual_models, value.name, value.target, replacing),
@@ -213,7 +254,10 @@ export function tablesWith(cfg: GatewayConfig, value: AliasValue, original: stri
 }
 
 /** The three settings with `name` gone. */
-export function tablesWithout(cfg: GatewayConfig, name: string): Pick<GatewayConfig, 'virtual_models' | 'alias_park' | 'alias_defaults'> {
+export function tablesWithout(
+  cfg: GatewayConfig,
+  name: string,
+): Pick<GatewayConfig, 'virtual_models' | 'alias_park' | 'alias_defaults'> {
   return {
     virtual_models: withEntry<VirtualModel>(cfg.virtual_models, name, undefined),
     alias_park: withEntry<number>(cfg.alias_park, name, undefined),
@@ -240,7 +284,8 @@ export function fieldOf(p: ConfigProblem, form: AliasForm): string {
   if (p.path === childPath(defaults, 'reasoning')) return 'reasoning';
   if (p.path === childPath(defaults, 'voice')) return 'voice';
   for (const s of SAMPLERS) if (p.path === childPath(sampling, s)) return `sampling.${s}`;
-  if (p.path === sampling || p.path.startsWith(`${sampling}.`) || p.path.startsWith(`${sampling}[`)) return 'sampling_json';
+  if (p.path === sampling || p.path.startsWith(`${sampling}.`) || p.path.startsWith(`${sampling}[`))
+    return 'sampling_json';
   return '_form';
 }
 

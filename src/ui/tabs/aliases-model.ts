@@ -115,11 +115,18 @@ function probeName(pattern: string): string {
   return pattern.replace(/[*?]/g, '\u0001');
 }
 
-function resolveNow(gateway: Gateway, requested: string): { resolved: ResolvedLine[]; surface: AliasRow['surface']; alias?: string } {
+function resolveNow(
+  gateway: Gateway,
+  requested: string,
+): { resolved: ResolvedLine[]; surface: AliasRow['surface']; alias?: string } {
   for (const surface of ['openai', 'messages'] as const) {
     const r = gateway.catalog.resolve(requested, surface);
     if (r && r.candidates.length) {
-      return { surface, alias: r.alias, resolved: r.candidates.map((c) => ({ backend: c.backend, model: c.model, state: stateOf(gateway, c.backend) })) };
+      return {
+        surface,
+        alias: r.alias,
+        resolved: r.candidates.map((c) => ({ backend: c.backend, model: c.model, state: stateOf(gateway, c.backend) })),
+      };
     }
   }
   return { resolved: [], surface: 'none' };
@@ -127,11 +134,19 @@ function resolveNow(gateway: Gateway, requested: string): { resolved: ResolvedLi
 
 function collisionOf(c: AliasCollision | undefined): AliasRow['collision'] {
   if (!c) return undefined;
-  return { kind: c.unreachable.length ? 'shadowed' : 'covered', stillServedBy: c.stillServedBy, unreachable: c.unreachable };
+  return {
+    kind: c.unreachable.length ? 'shadowed' : 'covered',
+    stillServedBy: c.stillServedBy,
+    unreachable: c.unreachable,
+  };
 }
 
 function searchText(row: Omit<AliasRow, 'search'>): string {
-  const parts = [row.name, ...row.lines.flatMap((l) => [l.backend ?? '', l.model]), ...row.resolved.flatMap((r) => [r.backend, r.model])];
+  const parts = [
+    row.name,
+    ...row.lines.flatMap((l) => [l.backend ?? '', l.model]),
+    ...row.resolved.flatMap((r) => [r.backend, r.model]),
+  ];
   if (row.collision) parts.push(row.collision.kind, 'collision');
   if (row.exactWins.length || row.servedWins.length) parts.push('shadowed');
   if (row.surface === 'none') parts.push('unrouted');
@@ -145,16 +160,26 @@ export function aliasesModel(gateway: Gateway, q: string): AliasesModel {
   for (const [k, v] of Object.entries(table)) if (!isAliasPattern(k)) exact[k] = v;
   const collisions = new Map(gateway.catalog.collisions().map((c) => [c.alias, c]));
   const order = new Map(gateway.catalog.patterns().map((p, i) => [p.pattern, i + 1]));
-  const servedIds = [...new Set(gateway.registry.list().filter((b) => b.spec.enabled && b.spec.type !== 'comfyui').flatMap((b) => b.models.map((m) => m.id)))];
+  const servedIds = [
+    ...new Set(
+      gateway.registry
+        .list()
+        .filter((b) => b.spec.enabled && b.spec.type !== 'comfyui')
+        .flatMap((b) => b.models.map((m) => m.id)),
+    ),
+  ];
 
   const rows: AliasRow[] = Object.entries(table).map(([name, target]) => {
     const pattern = isAliasPattern(name);
     const now = resolveNow(gateway, pattern ? probeName(name) : name);
     const matcher = pattern ? globMatcher(name) : undefined;
     const base: Omit<AliasRow, 'search'> = {
-      name, pattern, target,
+      name,
+      pattern,
+      target,
       lines: linesOf(gateway, target, exact),
-      resolved: now.resolved, surface: now.surface,
+      resolved: now.resolved,
+      surface: now.surface,
       exactWins: matcher ? Object.keys(exact).filter((k) => matcher.test(k)) : [],
       servedWins: matcher ? servedIds.filter((id) => matcher.test(id)) : [],
     };
@@ -170,7 +195,8 @@ export function aliasesModel(gateway: Gateway, q: string): AliasesModel {
   const needle = q.trim().toLowerCase();
   const shown = needle ? rows.filter((r) => r.search.includes(needle)) : rows;
   const views = gateway.admin.settingsView();
-  const viewOf = (key: string) => views.find((v): v is SettingView => v.key === key && !(v as SettingView | SecretSettingView).secret);
+  const viewOf = (key: string) =>
+    views.find((v): v is SettingView => v.key === key && !(v as SettingView | SecretSettingView).secret);
   return {
     aliases: shown.filter((r) => !r.pattern),
     patterns: shown.filter((r) => r.pattern).sort((a, b) => (a.order ?? 0) - (b.order ?? 0)),
@@ -190,5 +216,7 @@ export function aliasesModel(gateway: Gateway, q: string): AliasesModel {
 /** The sampling defaults as one short line (`temperature 0.7 · top_k 20`). */
 export function samplingSummary(sampling: Record<string, unknown> | undefined): string {
   if (!sampling) return '';
-  return Object.entries(sampling).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' · ');
+  return Object.entries(sampling)
+    .map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' · ');
 }

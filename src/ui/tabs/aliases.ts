@@ -12,8 +12,17 @@ import { renderPage } from '../render.ts';
 import { ALIAS_SETTING_KEYS, aliasesModel, samplingSummary, stateOf } from './aliases-model.ts';
 import { one, ownEntry, type FormBody } from '../form-values.ts';
 import {
-  emptyForm, errorsOf, formOf, readAliasForm, REASONING_CHOICES, SAMPLER_HINTS, SAMPLERS, tablesWith, tablesWithout,
-  type AliasForm, type FieldErrors,
+  emptyForm,
+  errorsOf,
+  formOf,
+  readAliasForm,
+  REASONING_CHOICES,
+  SAMPLER_HINTS,
+  SAMPLERS,
+  tablesWith,
+  tablesWithout,
+  type AliasForm,
+  type FieldErrors,
 } from './aliases-form.ts';
 import { saveSettings } from './aliases-save.ts';
 
@@ -33,18 +42,36 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
     const query = req.query as Query;
     const notice = ownEntry(NOTICES, query.saved)?.(query.name ?? '');
     return renderPage(reply, 'aliases', {
-      title: 'Aliases & routing', tab: 'aliases', notice, m: aliasesModel(gateway, query.q ?? ''), samplingSummary, ...extra,
+      title: 'Aliases & routing',
+      tab: 'aliases',
+      notice,
+      m: aliasesModel(gateway, query.q ?? ''),
+      samplingSummary,
+      ...extra,
     });
   };
 
-  const editPage = (reply: FastifyReply, form: AliasForm, data: { errors?: FieldErrors; status?: number; focus?: string; glob?: boolean } = {}) => {
+  const editPage = (
+    reply: FastifyReply,
+    form: AliasForm,
+    data: { errors?: FieldErrors; status?: number; focus?: string; glob?: boolean } = {},
+  ) => {
     if (!form.rows.some((r) => !r.backend && !r.model)) form.rows.push({ backend: '', model: '' });
     const isNew = !form.original;
     const glob = data.glob ?? /[*?]/.test(form.name);
     return renderPage(reply, 'aliases-edit', {
-      title: isNew ? (glob ? 'New glob alias' : 'New alias') : `Alias ${form.original}`, tab: 'aliases', status: data.status,
-      errors: data.errors ?? {}, form, isNew, glob, focus: data.focus, picker: pickerOf(gateway),
-      samplers: SAMPLERS, samplerHints: SAMPLER_HINTS, reasoningChoices: REASONING_CHOICES,
+      title: isNew ? (glob ? 'New glob alias' : 'New alias') : `Alias ${form.original}`,
+      tab: 'aliases',
+      status: data.status,
+      errors: data.errors ?? {},
+      form,
+      isNew,
+      glob,
+      focus: data.focus,
+      picker: pickerOf(gateway),
+      samplers: SAMPLERS,
+      samplerHints: SAMPLER_HINTS,
+      reasoningChoices: REASONING_CHOICES,
       parkDefault: gateway.config().park_timeout_s,
     });
   };
@@ -90,18 +117,23 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
   app.post<{ Body: FormBody }>('/ui/aliases/remove', async (req, reply) => {
     const name = one(req.body, 'name');
     const cfg = gateway.config();
-    if (!Object.hasOwn(cfg.virtual_models, name)) return listPage(req, reply, { status: 404, problem: `There is no alias named “${name}” (any more).` });
+    if (!Object.hasOwn(cfg.virtual_models, name))
+      return listPage(req, reply, { status: 404, problem: `There is no alias named “${name}” (any more).` });
     const result = saveSettings(gateway, tablesWithout(cfg, name));
     if (!result.ok) {
       const first = result.problems[0];
-      return listPage(req, reply, { status: 400, problem: `The alias table is refused as a whole: ${first.path}: ${first.message}. Fix that alias first.` });
+      return listPage(req, reply, {
+        status: 400,
+        problem: `The alias table is refused as a whole: ${first.path}: ${first.message}. Fix that alias first.`,
+      });
     }
     return done(reply, 'removed', name);
   });
 
   app.post<{ Body: FormBody }>('/ui/aliases/reset', async (req, reply) => {
     const key = one(req.body, 'key');
-    if (!(ALIAS_SETTING_KEYS as readonly string[]).includes(key)) return listPage(req, reply, { status: 400, problem: `${key || 'That'} is not a setting of this tab.` });
+    if (!(ALIAS_SETTING_KEYS as readonly string[]).includes(key))
+      return listPage(req, reply, { status: 400, problem: `${key || 'That'} is not a setting of this tab.` });
     const result = gateway.admin.resetSetting(key);
     if (!result.ok) return listPage(req, reply, { status: 400, problem: result.problems[0]?.message ?? 'Refused.' });
     return done(reply, 'reset', key);
@@ -122,9 +154,15 @@ export interface PickerBackend {
 
 /** The backends a chat alias can name, each with its discovered models (for the pickers). */
 function pickerOf(gateway: Gateway): { backends: PickerBackend[]; models: string[]; aliases: string[] } {
-  const backends = gateway.registry.list()
+  const backends = gateway.registry
+    .list()
     .filter((b) => b.spec.type !== 'comfyui')
-    .map((b) => ({ name: b.name, type: b.spec.type, state: stateOf(gateway, b.name), models: b.models.map((m) => m.id) }));
+    .map((b) => ({
+      name: b.name,
+      type: b.spec.type,
+      state: stateOf(gateway, b.name),
+      models: b.models.map((m) => m.id),
+    }));
   const models = [...new Set(backends.flatMap((b) => b.models))].sort();
   const aliases = Object.keys(gateway.config().virtual_models).filter((k) => !k.includes('*') && !k.includes('?'));
   return { backends, models, aliases };

@@ -10,7 +10,17 @@ import type { BackendView, Result, SaveBackendOptions, TestBackendResult } from 
 import type { BackendSlotsSnapshot } from '../../scheduler/index.ts';
 import type { UiContext } from '../context.ts';
 import { FIELD_GROUPS, FIELDS, TYPE_LABELS } from '../backends-fields.ts';
-import { emptyForm, errorsOf, formOf, readBackendForm, shownFor, typeOf, withOwn, type BackendForm, type FormBody } from '../backends-form.ts';
+import {
+  emptyForm,
+  errorsOf,
+  formOf,
+  readBackendForm,
+  shownFor,
+  typeOf,
+  withOwn,
+  type BackendForm,
+  type FormBody,
+} from '../backends-form.ts';
 import { backendRow, backendsModel, Flash, type BackendsModel } from '../backends-model.ts';
 import { one, ownEntry } from '../form-values.ts';
 import { renderPartial } from '../partials.ts';
@@ -54,7 +64,13 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
     const notice = name ? ownEntry(DONE, q.done)?.(name) : undefined;
     const model = listModel();
     return renderPage(reply, 'backends', {
-      title: 'Backends', tab: 'backends', notice, note: flash.take(q.note), m: model, parts: liveParts(model), ...extra,
+      title: 'Backends',
+      tab: 'backends',
+      notice,
+      note: flash.take(q.note),
+      m: model,
+      parts: liveParts(model),
+      ...extra,
     });
   };
 
@@ -70,7 +86,9 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
 
   app.post<{ Body: FormBody }>('/ui/backends', async (req, reply) => {
     const read = readBackendForm(req.body);
-    const result = read.problems.length ? unreadable(read, { create: true }) : admin.saveBackend(read.input, { create: true });
+    const result = read.problems.length
+      ? unreadable(read, { create: true })
+      : admin.saveBackend(read.input, { create: true });
     if (result.ok) return done(reply, 'added', String(read.input.name), result.note);
     return refusedForm(reply, read, result, undefined);
   });
@@ -83,7 +101,9 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
   app.post<NameParams>('/ui/backends/:name/edit', async (req, reply) => {
     const view = known(req.params.name);
     const read = readBackendForm(req.body);
-    const result = read.problems.length ? unreadable(read, { replace: view.name }) : admin.saveBackend(read.input, { replace: view.name });
+    const result = read.problems.length
+      ? unreadable(read, { replace: view.name })
+      : admin.saveBackend(read.input, { replace: view.name });
     if (result.ok) return done(reply, 'saved', String(read.input.name), result.note);
     return refusedForm(reply, read, result, view);
   });
@@ -96,10 +116,15 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
     const opts = view ? { replace: view.name } : {};
     // a form we could not even read is never probed: its every problem, the service's check of the rest too
     const tested: TestBackendResult = read.problems.length
-      ? { ok: false, error: `${read.problems[0].path}: ${read.problems[0].message}`, problems: withOwn(read.problems, admin.checkBackend(read.input, opts)) }
+      ? {
+          ok: false,
+          error: `${read.problems[0].path}: ${read.problems[0].message}`,
+          problems: withOwn(read.problems, admin.checkBackend(read.input, opts)),
+        }
       : await admin.testBackend(read.input, opts);
     const test = testModel(tested, read.input);
-    if (req.query.part === '1') return reply.type('text/html; charset=utf-8').send(renderPartial('backends-test', { t: test }));
+    if (req.query.part === '1')
+      return reply.type('text/html; charset=utf-8').send(renderPartial('backends-test', { t: test }));
     const errors = tested.ok ? {} : errorsOf(tested.problems ?? [], read.problems);
     return editPage(reply, { view, form: read.form, errors, test, keyAgain: read.typedKey });
   });
@@ -109,7 +134,10 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
     const enabled = ['1', 'on', 'true'].includes(one(req.body, 'enabled'));
     const result = admin.saveBackend({ ...view.spec, enabled }, { replace: view.name });
     if (result.ok) return done(reply, enabled ? 'enabled' : 'disabled', view.name, result.note);
-    return listPage(req, reply, { status: 400, problem: `${view.name} cannot be ${enabled ? 'enabled' : 'disabled'}: ${problemText(result)}` });
+    return listPage(req, reply, {
+      status: 400,
+      problem: `${view.name} cannot be ${enabled ? 'enabled' : 'disabled'}: ${problemText(result)}`,
+    });
   });
 
   app.post<NameParams>('/ui/backends/:name/drain', async (req, reply) => {
@@ -136,7 +164,10 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
 
   // the list's live rows: the parts that changed, once a second (public/ui.js swaps them in)
   partStream(app, ctx, {
-    path: '/ui/backends/events', max: MAX_STREAMS, label: 'backends', parts: () => liveParts(listModel()),
+    path: '/ui/backends/events',
+    max: MAX_STREAMS,
+    label: 'backends',
+    parts: () => liveParts(listModel()),
   });
 
   function known(name: string): BackendView {
@@ -153,10 +184,21 @@ export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise
     return { ok: false, problems: admin.checkBackend(read.input, opts) };
   }
 
-  function refusedForm(reply: FastifyReply, read: ReturnType<typeof readBackendForm>, result: Result, view: BackendView | undefined) {
+  function refusedForm(
+    reply: FastifyReply,
+    read: ReturnType<typeof readBackendForm>,
+    result: Result,
+    view: BackendView | undefined,
+  ) {
     if (!result.ok && result.notFound) throw Object.assign(new Error(problemText(result)), { statusCode: 404 });
     const problems = !result.ok ? result.problems : [];
-    return editPage(reply, { view, form: read.form, errors: errorsOf(problems, read.problems), status: 400, keyAgain: read.typedKey });
+    return editPage(reply, {
+      view,
+      form: read.form,
+      errors: errorsOf(problems, read.problems),
+      status: 400,
+      keyAgain: read.typedKey,
+    });
   }
 }
 
@@ -182,10 +224,21 @@ function editLocals(d: EditData, slots: BackendSlotsSnapshot | undefined) {
     return { ...g, fields, shown: [...new Set(fields.flatMap((f) => f.shown.split(' ')))].join(' ') };
   });
   return {
-    title: v ? `Backend ${v.name}` : 'New backend', tab: 'backends', status: d.status,
-    errors, problems, labels, groups, form: d.form, view: v, row: v && backendRow(v, slots), typeLabels: TYPE_LABELS,
-    secret: v?.spec.api_key, action: v ? `/ui/backends/${encodeURIComponent(v.name)}/edit` : '/ui/backends',
-    test: d.test, now: Date.now(),
+    title: v ? `Backend ${v.name}` : 'New backend',
+    tab: 'backends',
+    status: d.status,
+    errors,
+    problems,
+    labels,
+    groups,
+    form: d.form,
+    view: v,
+    row: v && backendRow(v, slots),
+    typeLabels: TYPE_LABELS,
+    secret: v?.spec.api_key,
+    action: v ? `/ui/backends/${encodeURIComponent(v.name)}/edit` : '/ui/backends',
+    test: d.test,
+    now: Date.now(),
   };
 }
 
@@ -206,19 +259,35 @@ export interface TestModel {
 function testModel(t: TestBackendResult, input: Record<string, unknown>): TestModel {
   const url = typeof input.url === 'string' ? input.url : '';
   if (t.ok) {
-    const m: TestModel = { ok: true, kind: t.kind, url, models: t.models.slice(0, TEST_MODELS_SHOWN), total: t.models.length, ms: t.ms, problems: [] };
+    const m: TestModel = {
+      ok: true,
+      kind: t.kind,
+      url,
+      models: t.models.slice(0, TEST_MODELS_SHOWN),
+      total: t.models.length,
+      ms: t.ms,
+      problems: [],
+    };
     if (t.inventory) m.inventory = { ...t.inventory };
     return m;
   }
   const errors = errorsOf(t.problems ?? []);
   return {
-    ok: false, url, models: [], total: 0, error: t.error, errorKind: t.errorKind, status: t.status,
+    ok: false,
+    url,
+    models: [],
+    total: 0,
+    error: t.error,
+    errorKind: t.errorKind,
+    status: t.status,
     problems: Object.entries(errors).map(([field, message]) => ({ field, message })),
   };
 }
 
 function problemText(result: Result): string {
-  return result.ok ? '' : result.problems.map((p) => (p.path && p.path !== 'name' ? `${p.path}: ${p.message}` : p.message)).join('; ');
+  return result.ok
+    ? ''
+    : result.problems.map((p) => (p.path && p.path !== 'name' ? `${p.path}: ${p.message}` : p.message)).join('; ');
 }
 
 /** The live parts of the list: each row's state, load and learnt speed, and the counts. */

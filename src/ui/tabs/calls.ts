@@ -10,7 +10,14 @@ import type { FastifyInstance } from 'fastify';
 import { REFUSED_BACKEND } from '../../stats/record.ts';
 import type { CallRow } from '../../stats/call-log.ts';
 import { bodyView } from '../calls-bodies.ts';
-import { CALLS_PAGE, callsQueryString, parseCallsQuery, parseUtcTime, utcInputValue, type CallsInput } from '../calls-query.ts';
+import {
+  CALLS_PAGE,
+  callsQueryString,
+  parseCallsQuery,
+  parseUtcTime,
+  utcInputValue,
+  type CallsInput,
+} from '../calls-query.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
 
@@ -29,7 +36,7 @@ export function callLine(c: CallRow): CallLine {
   return {
     ...c,
     refused: c.backend === REFUSED_BACKEND,
-    spent: c.paid ? c.upstream_cost_usd ?? c.cost_usd : 0,
+    spent: c.paid ? (c.upstream_cost_usd ?? c.cost_usd) : 0,
     fresh: Math.max(0, c.prompt_tokens - c.cached_tokens - c.cache_write_tokens),
     routeWord: c.route ? c.route.split(':')[0].trim().slice(0, 24) || null : null,
   };
@@ -53,7 +60,9 @@ export async function callsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
       calls = rows.slice(0, CALLS_PAGE).map(callLine);
     }
     const input = formValues(parsed.input);
-    const filtered = ['status', 'backend', 'model', 'source', 'since', 'until'].some((k) => parsed.input[k as keyof CallsInput]);
+    const filtered = ['status', 'backend', 'model', 'source', 'since', 'until'].some(
+      (k) => parsed.input[k as keyof CallsInput],
+    );
     return renderPage(reply, 'calls', {
       title: 'LLM calls',
       tab: 'calls',
@@ -64,9 +73,13 @@ export async function callsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
       filtered,
       paged: Boolean(parsed.input.beforeId),
       newerHref: `/ui/calls${callsQueryString(parsed.input, { beforeId: '' })}`,
-      olderHref: more ? `/ui/calls${callsQueryString(parsed.input, { beforeId: String(calls[calls.length - 1].id) })}` : null,
+      olderHref: more
+        ? `/ui/calls${callsQueryString(parsed.input, { beforeId: String(calls[calls.length - 1].id) })}`
+        : null,
       // the detail keeps the list's filter and page for its way back
-      detailSuffix: callsQueryString(parsed.input) ? `?back=${encodeURIComponent(callsQueryString(parsed.input).slice(1))}` : '',
+      detailSuffix: callsQueryString(parsed.input)
+        ? `?back=${encodeURIComponent(callsQueryString(parsed.input).slice(1))}`
+        : '',
       suggest: suggestions(ctx, calls),
       now: Date.now(),
     });
@@ -76,12 +89,19 @@ export async function callsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
     const id = /^\d{1,15}$/.test(req.params.id) ? Number(req.params.id) : 0;
     const call = id > 0 ? gateway.callLog.get(id) : undefined;
     if (!call) {
-      return renderPage(reply, 'error', { title: 'No such call', tab: 'calls', status: 404, message: 'There is no call with this number in the log (retention may have removed it).' });
+      return renderPage(reply, 'error', {
+        title: 'No such call',
+        tab: 'calls',
+        status: 404,
+        message: 'There is no call with this number in the log (retention may have removed it).',
+      });
     }
     const bodies = call.has_bodies ? gateway.callLog.bodies(id) : null;
     const back = (req.query as Record<string, unknown>).back;
     // back to the list as it was filtered: only the list's own fields, re-encoded
-    const backInput = parseCallsQuery(Object.fromEntries(new URLSearchParams(typeof back === 'string' ? back : ''))).input;
+    const backInput = parseCallsQuery(
+      Object.fromEntries(new URLSearchParams(typeof back === 'string' ? back : '')),
+    ).input;
     return renderPage(reply, 'call-detail', {
       title: `Call ${id}`,
       tab: 'calls',
@@ -107,7 +127,8 @@ function formValues(input: CallsInput): CallsInput {
 /** Datalist values: backends known now and on the page, models and sources on the page and of the users. */
 function suggestions(ctx: UiContext, calls: CallLine[]): { backends: string[]; models: string[]; sources: string[] } {
   const { gateway } = ctx;
-  const uniq = (values: Iterable<string | null>) => [...new Set([...values].filter((v): v is string => Boolean(v)))].slice(0, SUGGESTIONS);
+  const uniq = (values: Iterable<string | null>) =>
+    [...new Set([...values].filter((v): v is string => Boolean(v)))].slice(0, SUGGESTIONS);
   return {
     backends: uniq([...gateway.registry.list().map((b) => b.name), REFUSED_BACKEND, ...calls.map((c) => c.backend)]),
     models: uniq(calls.flatMap((c) => [c.requested_model, c.model])),

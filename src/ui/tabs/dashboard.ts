@@ -12,7 +12,13 @@ import { partStream } from '../part-stream.ts';
 import { renderPage } from '../render.ts';
 
 /** The parts of the dashboard, each a partial of views/partials/. */
-export const DASHBOARD_PARTS = ['dashboard-counts', 'dashboard-backends', 'dashboard-queue', 'dashboard-jobs', 'dashboard-calls'] as const;
+export const DASHBOARD_PARTS = [
+  'dashboard-counts',
+  'dashboard-backends',
+  'dashboard-queue',
+  'dashboard-jobs',
+  'dashboard-calls',
+] as const;
 
 /** Streams open at once; one more is refused (each costs a render per second). */
 const MAX_STREAMS = 32;
@@ -23,7 +29,12 @@ export async function dashboardTab(app: FastifyInstance, ctx: UiContext): Promis
     return renderPage(reply, 'dashboard', { title: 'Dashboard', tab: 'dashboard', parts: renderParts(model) });
   });
 
-  partStream(app, ctx, { path: '/ui/events', max: MAX_STREAMS, label: 'dashboard', parts: () => renderParts(dashboardModel(ctx.gateway)) });
+  partStream(app, ctx, {
+    path: '/ui/events',
+    max: MAX_STREAMS,
+    label: 'dashboard',
+    parts: () => renderParts(dashboardModel(ctx.gateway)),
+  });
 }
 
 function renderParts(model: DashboardModel): Record<string, string> {

@@ -16,5 +16,15 @@ import { serverTab } from './server.ts';
 export type TabModule = (app: FastifyInstance, ctx: UiContext) => Promise<void>;
 
 export const TAB_MODULES: readonly TabModule[] = [
-  dashboardTab, backendsTab, aliasesTab, mappingTab, reasoningTab, playgroundTab, callsTab, jobsTab, statsTab, usersTab, serverTab,
+  dashboardTab,
+  backendsTab,
+  aliasesTab,
+  mappingTab,
+  reasoningTab,
+  playgroundTab,
+  callsTab,
+  jobsTab,
+  statsTab,
+  usersTab,
+  serverTab,
 ];

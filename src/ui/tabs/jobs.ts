@@ -26,25 +26,46 @@ export async function jobsTab(app: FastifyInstance, ctx: UiContext): Promise<voi
   const media = () => ctx.gateway.media;
   const streams: JobStreams = { open: 0, max: 32, live: new Set() };
   // a running job's stream would keep the server from closing
-  app.addHook('preClose', async () => { for (const res of streams.live) res.destroy(); });
+  app.addHook('preClose', async () => {
+    for (const res of streams.live) res.destroy();
+  });
 
   app.get('/ui/jobs', async (req, reply) => {
     const query = req.query as Record<string, unknown>;
     const { filters, input, errors } = parseFilters(query);
     const model = jobsListModel(ctx.gateway, filters);
-    const cancelled = typeof query.cancelled === 'string' && JOB_ID_RE.test(query.cancelled) ? query.cancelled : undefined;
+    const cancelled =
+      typeof query.cancelled === 'string' && JOB_ID_RE.test(query.cancelled) ? query.cancelled : undefined;
     return renderPage(reply, 'jobs', {
-      title: 'Media jobs', tab: 'jobs', status: Object.keys(errors).length ? 400 : 200, errors,
+      title: 'Media jobs',
+      tab: 'jobs',
+      status: Object.keys(errors).length ? 400 : 200,
+      errors,
       notice: cancelled ? `Cancel sent for ${cancelled}.` : undefined,
-      m: model, filters, input, statuses: JOB_STATUSES, limits: LIMIT_CHOICES, seconds,
+      m: model,
+      filters,
+      input,
+      statuses: JOB_STATUSES,
+      limits: LIMIT_CHOICES,
+      seconds,
     });
   });
 
   app.get('/ui/jobs/:id', async (req, reply) => {
     const job = viewOrThrow(ctx, req);
     const query = req.query as Record<string, unknown>;
-    const notice = query.cancelled === '1' ? (job.status === 'cancelled' ? 'The job is cancelled.' : `The job had already ended (${job.status}).`) : undefined;
-    return renderPage(reply, 'job-detail', { title: `Job ${job.id.slice(0, 12)}…`, tab: 'jobs', notice, d: jobDetailModel(ctx.gateway, job) });
+    const notice =
+      query.cancelled === '1'
+        ? job.status === 'cancelled'
+          ? 'The job is cancelled.'
+          : `The job had already ended (${job.status}).`
+        : undefined;
+    return renderPage(reply, 'job-detail', {
+      title: `Job ${job.id.slice(0, 12)}…`,
+      tab: 'jobs',
+      notice,
+      d: jobDetailModel(ctx.gateway, job),
+    });
   });
 
   app.post('/ui/jobs/:id/cancel', async (req, reply) => {
@@ -103,7 +124,8 @@ function fileNumberOf(req: FastifyRequest): number {
 function thumbOf(req: FastifyRequest): { format: 'webp'; w: number } | undefined {
   const w = (req.query as Record<string, unknown>).w;
   if (w === undefined) return undefined;
-  if (typeof w !== 'string' || !SIZE_RE.test(w) || Number(w) > THUMB_MAX) throw badRequest(`w must be a whole number of pixels from 1 to ${THUMB_MAX}.`);
+  if (typeof w !== 'string' || !SIZE_RE.test(w) || Number(w) > THUMB_MAX)
+    throw badRequest(`w must be a whole number of pixels from 1 to ${THUMB_MAX}.`);
   return { format: 'webp', w: Number(w) };
 }
 

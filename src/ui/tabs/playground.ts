@@ -13,17 +13,30 @@ import { renderPage } from '../render.ts';
 const PANELS = ['chat', 'media', 'voice'] as const;
 
 export async function playgroundTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  app.get('/ui/playground', async (_req, reply) => renderPage(reply, 'playground', {
-    title: 'Playground', tab: 'playground', panels: PANELS,
-    open: ctx.gateway.authenticator.isOpen(),
-    aliases: playgroundAliases(ctx.gateway),
-  }));
+  app.get('/ui/playground', async (_req, reply) =>
+    renderPage(reply, 'playground', {
+      title: 'Playground',
+      tab: 'playground',
+      panels: PANELS,
+      open: ctx.gateway.authenticator.isOpen(),
+      aliases: playgroundAliases(ctx.gateway),
+    }),
+  );
 
   // JSON for playground.js: the call-log row of a call it just made (tokens, cost)
   app.get('/ui/playground/call', async (req, reply) => {
     const q = req.query as Record<string, unknown>;
     if (!validRequestId(q.request_id)) {
-      return reply.code(400).send({ error: { message: 'request_id must be a request id.', type: 'invalid_request_error', param: 'request_id', code: 'invalid_request_id' } });
+      return reply
+        .code(400)
+        .send({
+          error: {
+            message: 'request_id must be a request id.',
+            type: 'invalid_request_error',
+            param: 'request_id',
+            code: 'invalid_request_id',
+          },
+        });
     }
     const since = typeof q.since === 'string' && /^\d{1,15}$/.test(q.since) ? Number(q.since) : undefined;
     return callSummary(ctx.gateway, q.request_id, since);

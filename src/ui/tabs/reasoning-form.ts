@@ -22,25 +22,42 @@ export const MECHANISM_INFO: Record<string, { what: string; params: [string, str
   },
   reasoning_effort: {
     what: 'Sends reasoning_effort as a level — gpt-oss and OpenAI-style servers.',
-    params: [['off', 'the level for off (default "minimal")'], ['on', 'the level for on (default "high")'], ['efforts', 'the levels the model takes; others are clamped to them'], ['template_kwarg', 'true: also in chat_template_kwargs (older llama.cpp)']],
+    params: [
+      ['off', 'the level for off (default "minimal")'],
+      ['on', 'the level for on (default "high")'],
+      ['efforts', 'the levels the model takes; others are clamped to them'],
+      ['template_kwarg', 'true: also in chat_template_kwargs (older llama.cpp)'],
+    ],
     example: '{"off": "low", "on": "high", "efforts": ["low", "medium", "high"]}',
   },
   nothink_token: {
     what: 'Appends a token to the last user message — Qwen3 on Ollama (/no_think).',
-    params: [['token', 'the off token (default "/nothink")'], ['on_token', 'a token for on (default: none, on is the model\'s own default)']],
+    params: [
+      ['token', 'the off token (default "/nothink")'],
+      ['on_token', "a token for on (default: none, on is the model's own default)"],
+    ],
     example: '{"token": "/no_think", "on_token": "/think"}',
   },
   prefill: {
     what: 'Adds a closed <think></think> assistant turn for off — models without a switch.',
-    params: [['text', 'the prefill instead of "<think>\\n\\n</think>\\n\\n"'], ['continue_final_message', 'true for vLLM: continue the prefilled turn']],
+    params: [
+      ['text', 'the prefill instead of "<think>\\n\\n</think>\\n\\n"'],
+      ['continue_final_message', 'true for vLLM: continue the prefilled turn'],
+    ],
     example: '{"continue_final_message": true}',
   },
   openrouter_reasoning: {
-    what: 'Sends OpenRouter\'s reasoning object ({enabled}, {effort}, {max_tokens}).',
-    params: [['off', 'the object for off (default {"enabled": false})'], ['on', 'the object for on (default {"enabled": true})']],
+    what: "Sends OpenRouter's reasoning object ({enabled}, {effort}, {max_tokens}).",
+    params: [
+      ['off', 'the object for off (default {"enabled": false})'],
+      ['on', 'the object for on (default {"enabled": true})'],
+    ],
     example: '{"off": {"effort": "low"}}',
   },
-  none: { what: 'The model has no switch: the body goes as it is, answered "x-reasoning-control: unsupported".', params: [] },
+  none: {
+    what: 'The model has no switch: the body goes as it is, answered "x-reasoning-control: unsupported".',
+    params: [],
+  },
 };
 
 export const MECHANISMS = REASONING_MECHANISMS;
@@ -61,16 +78,31 @@ export interface RuleForm {
 }
 
 export function emptyRuleForm(v: string, count: number): RuleForm {
-  return { i: '', v, position: String(count), model: '', backends: [], backends_other: '', mechanism: 'enable_thinking', params: '', enabled: true };
+  return {
+    i: '',
+    v,
+    position: String(count),
+    model: '',
+    backends: [],
+    backends_other: '',
+    mechanism: 'enable_thinking',
+    params: '',
+    enabled: true,
+  };
 }
 
 /** The form of a rule (backends not in the fleet stay ticked, marked as such). */
 export function ruleFormOf(rule: ReasoningRuleSpec, i: number, v: string): RuleForm {
   const backends = rule.backends ?? [];
   return {
-    i: String(i), v, position: String(i), model: rule.model,
-    backends: [...backends], backends_other: '',
-    mechanism: rule.mechanism, params: rule.params && Object.keys(rule.params).length ? JSON.stringify(rule.params, null, 2) : '',
+    i: String(i),
+    v,
+    position: String(i),
+    model: rule.model,
+    backends: [...backends],
+    backends_other: '',
+    mechanism: rule.mechanism,
+    params: rule.params && Object.keys(rule.params).length ? JSON.stringify(rule.params, null, 2) : '',
     enabled: rule.enabled !== false,
   };
 }
@@ -78,9 +110,13 @@ export function ruleFormOf(rule: ReasoningRuleSpec, i: number, v: string): RuleF
 export function readRuleForm(raw: FormBody): { form: RuleForm; rule?: ReasoningRuleSpec; errors: FieldErrors } {
   const picked = raw?.backends;
   const form: RuleForm = {
-    i: one(raw, 'i').trim(), v: one(raw, 'v'), position: one(raw, 'position').trim(),
+    i: one(raw, 'i').trim(),
+    v: one(raw, 'v'),
+    position: one(raw, 'position').trim(),
     model: one(raw, 'model').trim(),
-    backends: (Array.isArray(picked) ? picked : [picked]).filter((b): b is string => typeof b === 'string' && b.trim() !== '').map((b) => b.trim()),
+    backends: (Array.isArray(picked) ? picked : [picked])
+      .filter((b): b is string => typeof b === 'string' && b.trim() !== '')
+      .map((b) => b.trim()),
     backends_other: one(raw, 'backends_other').trim(),
     mechanism: one(raw, 'mechanism'),
     params: one(raw, 'params').replace(/\r\n/g, '\n').trim(),

@@ -7,7 +7,13 @@
  */
 import { createHash } from 'node:crypto';
 import type { ReasoningRuleSpec } from '../../config/types.ts';
-import { compileRules, DEFAULT_REASONING_RULES, matchRule, type CompiledRules, type ReasoningRule } from '../../bridges/reasoning/rules.ts';
+import {
+  compileRules,
+  DEFAULT_REASONING_RULES,
+  matchRule,
+  type CompiledRules,
+  type ReasoningRule,
+} from '../../bridges/reasoning/rules.ts';
 import { withAliasDefault } from '../../bridges/reasoning/switch.ts';
 import type { Gateway } from '../../gateway.ts';
 import { upstreamBody } from '../../upstream/call-bytes.ts';
@@ -59,7 +65,10 @@ export interface PickerBackend {
   models: string[];
 }
 
-const compiledCache = new WeakMap<readonly ReasoningRuleSpec[], { all: readonly ReasoningRule[]; compiled: CompiledRules }>();
+const compiledCache = new WeakMap<
+  readonly ReasoningRuleSpec[],
+  { all: readonly ReasoningRule[]; compiled: CompiledRules }
+>();
 
 /** The configured rules and the built-ins as one compiled list, once per configuration. */
 function rulesInForce(gateway: Gateway): { all: readonly ReasoningRule[]; compiled: CompiledRules } {
@@ -80,13 +89,21 @@ export function fingerprint(rules: readonly ReasoningRuleSpec[]): string {
 
 export function paramsText(params: Record<string, unknown> | undefined): string {
   if (!params || Object.keys(params).length === 0) return '';
-  return Object.entries(params).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join(', ');
+  return Object.entries(params)
+    .map(([k, v]) => `${k}: ${JSON.stringify(v)}`)
+    .join(', ');
 }
 
 export function ruleRows(gateway: Gateway, applies?: ReasoningRule): RuleRow[] {
   const configured = gateway.config().reasoning_rules as ReasoningRule[];
   const row = (rule: ReasoningRule, place: number, isConfigured: boolean, index: number): RuleRow => ({
-    place, configured: isConfigured, index, rule, enabled: rule.enabled !== false, paramsText: paramsText(rule.params), applies: rule === applies,
+    place,
+    configured: isConfigured,
+    index,
+    rule,
+    enabled: rule.enabled !== false,
+    paramsText: paramsText(rule.params),
+    applies: rule === applies,
   });
   return [
     ...configured.map((r, i) => row(r, i, true, i)),
@@ -96,9 +113,14 @@ export function ruleRows(gateway: Gateway, applies?: ReasoningRule): RuleRow[] {
 
 /** The backends with chat models, for the resolver's pickers. */
 export function pickerBackends(gateway: Gateway): PickerBackend[] {
-  return gateway.registry.list().filter((b) => b.spec.type !== 'comfyui').map((b) => ({
-    name: b.name, state: !b.spec.enabled ? 'disabled' : b.draining ? 'draining' : b.healthy ? 'up' : 'down', models: b.models.map((m) => m.id),
-  }));
+  return gateway.registry
+    .list()
+    .filter((b) => b.spec.type !== 'comfyui')
+    .map((b) => ({
+      name: b.name,
+      state: !b.spec.enabled ? 'disabled' : b.draining ? 'draining' : b.healthy ? 'up' : 'down',
+      models: b.models.map((m) => m.id),
+    }));
 }
 
 /** The resolver's input from the query, a healthy backend and its first model when none is given. */
@@ -107,7 +129,9 @@ export function resolverInput(gateway: Gateway, query: Record<string, string | u
   let backend = (query.backend ?? '').trim();
   let model = (query.model ?? '').trim();
   if (!backend) {
-    const pick = pickerBackends(gateway).sort((a, b) => Number(b.state === 'up') - Number(a.state === 'up')).find((b) => b.models.length);
+    const pick = pickerBackends(gateway)
+      .sort((a, b) => Number(b.state === 'up') - Number(a.state === 'up'))
+      .find((b) => b.models.length);
     backend = pick?.name ?? '';
     if (!model) model = pick?.models[0] ?? '';
   }
@@ -130,21 +154,33 @@ export function resolve(gateway: Gateway, transforms: TransformFactory, input: R
   if (input.switch !== 'none') body.reasoning = input.switch;
   const rawBody = JSON.stringify(body);
   const result: ResolverResult = {
-    wantFrom: 'nothing', clientBody: JSON.stringify(body, null, 2), upstreamBody: '', edits: [],
+    wantFrom: 'nothing',
+    clientBody: JSON.stringify(body, null, 2),
+    upstreamBody: '',
+    edits: [],
     unlisted: !!state && state.known && !state.modelsById.has(input.model),
   };
   if (!input.model) return { ...result, problem: 'Pick a model.' };
-  if (!state) return { ...result, problem: input.backend ? `There is no backend named “${input.backend}”.` : 'Pick a backend.' };
+  if (!state)
+    return { ...result, problem: input.backend ? `There is no backend named “${input.backend}”.` : 'Pick a backend.' };
   const rule = matchRule(compiled, input.model, input.backend);
   if (rule) {
     const place = all.indexOf(rule);
     const configured = place < gateway.config().reasoning_rules.length;
     result.rule = {
-      place, configured, index: configured ? place : place - gateway.config().reasoning_rules.length, rule,
-      enabled: true, paramsText: paramsText(rule.params), applies: true,
+      place,
+      configured,
+      index: configured ? place : place - gateway.config().reasoning_rules.length,
+      rule,
+      enabled: true,
+      paramsText: paramsText(rule.params),
+      applies: true,
     };
   }
-  const alias = input.alias && Object.hasOwn(gateway.config().alias_defaults, input.alias) ? gateway.config().alias_defaults[input.alias] : undefined;
+  const alias =
+    input.alias && Object.hasOwn(gateway.config().alias_defaults, input.alias)
+      ? gateway.config().alias_defaults[input.alias]
+      : undefined;
   const request = switchRequest(body, 'chat');
   const want = withAliasDefault(request.want, request.saidAuto, alias?.reasoning);
   if (want) {

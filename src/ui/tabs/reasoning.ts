@@ -12,8 +12,25 @@ import { TransformFactory } from '../../upstream/call-transform.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
 import { one, ownEntry, type FormBody } from '../form-values.ts';
-import { emptyRuleForm, MECHANISM_INFO, MECHANISMS, readRuleForm, ruleErrorsOf, ruleFormOf, type FieldErrors, type RuleForm } from './reasoning-form.ts';
-import { fingerprint, pickerBackends, resolve, resolverAliases, resolverInput, ruleRows, SWITCHES } from './reasoning-model.ts';
+import {
+  emptyRuleForm,
+  MECHANISM_INFO,
+  MECHANISMS,
+  readRuleForm,
+  ruleErrorsOf,
+  ruleFormOf,
+  type FieldErrors,
+  type RuleForm,
+} from './reasoning-form.ts';
+import {
+  fingerprint,
+  pickerBackends,
+  resolve,
+  resolverAliases,
+  resolverInput,
+  ruleRows,
+  SWITCHES,
+} from './reasoning-model.ts';
 
 const NOTICES: Record<string, (n: string) => string> = {
   added: (n) => `Added rule ${n}: it is in force now.`,
@@ -23,11 +40,12 @@ const NOTICES: Record<string, (n: string) => string> = {
   disabled: (n) => `Rule ${n} is disabled: it is skipped as if it were not there.`,
   deleted: (n) => `Deleted rule ${n}.`,
   copied: (n) => `Copied the built-in rule: it is rule ${n} now, before every built-in one.`,
-  reset: () => 'reasoning_rules is back to config.yaml\'s list (or none): only those and the built-in rules apply.',
+  reset: () => "reasoning_rules is back to config.yaml's list (or none): only those and the built-in rules apply.",
 };
 
 const RESOLVER_KEYS = ['model', 'backend', 'switch', 'alias'] as const;
-const STALE = 'The rule list changed since this page was shown (another tab, the admin API or config.yaml). Nothing was changed: here is the list as it is now.';
+const STALE =
+  'The rule list changed since this page was shown (another tab, the admin API or config.yaml). Nothing was changed: here is the list as it is now.';
 
 type Query = Record<string, string | undefined>;
 
@@ -36,39 +54,71 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
   const transforms = new TransformFactory(() => gateway.config());
   const rules = () => gateway.config().reasoning_rules;
 
-  const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string; query?: Query } = {}) => {
+  const listPage = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    extra: { status?: number; problem?: string; query?: Query } = {},
+  ) => {
     const query = extra.query ?? (req.query as Query);
     const notice = ownEntry(NOTICES, query.saved)?.(query.n ?? '');
     const input = resolverInput(gateway, query);
     const result = resolve(gateway, transforms, input);
     const configured = rules();
     return renderPage(reply, 'reasoning', {
-      title: 'Reasoning', tab: 'reasoning', notice, status: extra.status, problem: extra.problem,
-      rows: ruleRows(gateway, result.rule?.rule), configuredCount: configured.length, v: fingerprint(configured),
-      source: gateway.admin.settingView('reasoning_rules'), input, result, switches: SWITCHES,
-      backends: pickerBackends(gateway), aliases: resolverAliases(gateway), rq: resolverQuery(query),
+      title: 'Reasoning',
+      tab: 'reasoning',
+      notice,
+      status: extra.status,
+      problem: extra.problem,
+      rows: ruleRows(gateway, result.rule?.rule),
+      configuredCount: configured.length,
+      v: fingerprint(configured),
+      source: gateway.admin.settingView('reasoning_rules'),
+      input,
+      result,
+      switches: SWITCHES,
+      backends: pickerBackends(gateway),
+      aliases: resolverAliases(gateway),
+      rq: resolverQuery(query),
     });
   };
 
   const editPage = (reply: FastifyReply, form: RuleForm, data: { errors?: FieldErrors; status?: number } = {}) => {
     const fleet = pickerBackends(gateway).map((b) => b.name);
     return renderPage(reply, 'reasoning-edit', {
-      title: form.i === '' ? 'New reasoning rule' : `Reasoning rule ${Number(form.i) + 1}`, tab: 'reasoning', status: data.status,
-      errors: data.errors ?? {}, form, isNew: form.i === '', count: rules().length, fleet, mechanisms: MECHANISMS, info: MECHANISM_INFO,
+      title: form.i === '' ? 'New reasoning rule' : `Reasoning rule ${Number(form.i) + 1}`,
+      tab: 'reasoning',
+      status: data.status,
+      errors: data.errors ?? {},
+      form,
+      isNew: form.i === '',
+      count: rules().length,
+      fleet,
+      mechanisms: MECHANISMS,
+      info: MECHANISM_INFO,
     });
   };
 
   /** A change of the whole list, from a page that showed the list `v`. */
-  const change = async (req: FastifyRequest<{ Body: FormBody }>, reply: FastifyReply, edit: (list: ReasoningRuleSpec[]) => { notice: string; n: number } | { problem: string }) => {
+  const change = async (
+    req: FastifyRequest<{ Body: FormBody }>,
+    reply: FastifyReply,
+    edit: (list: ReasoningRuleSpec[]) => { notice: string; n: number } | { problem: string },
+  ) => {
     const back = Object.fromEntries(new URLSearchParams(one(req.body, 'rq'))) as Query;
-    if (one(req.body, 'v') !== fingerprint(rules())) return listPage(req, reply, { status: 409, problem: STALE, query: back });
+    if (one(req.body, 'v') !== fingerprint(rules()))
+      return listPage(req, reply, { status: 409, problem: STALE, query: back });
     const list = structuredClone(rules()) as ReasoningRuleSpec[];
     const outcome = edit(list);
     if ('problem' in outcome) return listPage(req, reply, { status: 400, problem: outcome.problem, query: back });
     const result = gateway.admin.setSetting('reasoning_rules', list);
     if (!result.ok) {
       const first = result.problems[0];
-      return listPage(req, reply, { status: 400, problem: `The list is refused: ${first.path}: ${first.message}.`, query: back });
+      return listPage(req, reply, {
+        status: 400,
+        problem: `The list is refused: ${first.path}: ${first.message}.`,
+        query: back,
+      });
     }
     return done(reply, outcome.notice, outcome.n, back);
   };
@@ -83,12 +133,18 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
 
   app.get('/ui/reasoning', async (req, reply) => listPage(req, reply));
 
-  app.get('/ui/reasoning/new', async (_req, reply) => editPage(reply, emptyRuleForm(fingerprint(rules()), rules().length)));
+  app.get('/ui/reasoning/new', async (_req, reply) =>
+    editPage(reply, emptyRuleForm(fingerprint(rules()), rules().length)),
+  );
 
   app.get('/ui/reasoning/edit', async (req, reply) => {
     const text = (req.query as Query).i ?? '';
     const i = Number(text);
-    if (!/^\d+$/.test(text) || i >= rules().length) return listPage(req, reply, { status: 404, problem: `There is no configured rule ${Number.isFinite(i) ? i + 1 : text}.` });
+    if (!/^\d+$/.test(text) || i >= rules().length)
+      return listPage(req, reply, {
+        status: 404,
+        problem: `There is no configured rule ${Number.isFinite(i) ? i + 1 : text}.`,
+      });
     return editPage(reply, ruleFormOf(rules()[i], i, fingerprint(rules())));
   });
 
@@ -96,11 +152,21 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
     const read = readRuleForm(req.body);
     const { form } = read;
     const list = structuredClone(rules()) as ReasoningRuleSpec[];
-    if (form.v !== fingerprint(rules())) return editPage(reply, { ...form, v: fingerprint(rules()) }, { errors: { _form: STALE.replace(': here is the list as it is now', ': check the list, then save again') }, status: 409 });
+    if (form.v !== fingerprint(rules()))
+      return editPage(
+        reply,
+        { ...form, v: fingerprint(rules()) },
+        {
+          errors: { _form: STALE.replace(': here is the list as it is now', ': check the list, then save again') },
+          status: 409,
+        },
+      );
     const isNew = form.i === '';
     const at = isNew ? Math.min(Math.max(Number(form.position) || 0, 0), list.length) : Number(form.i);
-    if (!isNew && (!/^\d+$/.test(form.i) || at >= list.length)) return editPage(reply, form, { errors: { _form: gone.problem }, status: 404 });
-    if (Object.keys(read.errors).length || !read.rule) return editPage(reply, form, { errors: read.errors, status: 400 });
+    if (!isNew && (!/^\d+$/.test(form.i) || at >= list.length))
+      return editPage(reply, form, { errors: { _form: gone.problem }, status: 404 });
+    if (Object.keys(read.errors).length || !read.rule)
+      return editPage(reply, form, { errors: read.errors, status: 400 });
     if (isNew) list.splice(at, 0, read.rule);
     else list[at] = read.rule;
     const result = gateway.admin.setSetting('reasoning_rules', list);
@@ -108,38 +174,46 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
     return done(reply, isNew ? 'added' : 'saved', at, {});
   });
 
-  app.post<{ Body: FormBody }>('/ui/reasoning/move', async (req, reply) => change(req, reply, (list) => {
-    const i = indexOf(req.body, list);
-    if (i === undefined) return gone;
-    const to = one(req.body, 'dir') === 'up' ? i - 1 : i + 1;
-    if (to < 0 || to >= list.length) return { problem: `Rule ${i + 1} is ${to < 0 ? 'first' : 'last'} already.` };
-    const [rule] = list.splice(i, 1);
-    list.splice(to, 0, rule);
-    return { notice: 'moved', n: to };
-  }));
+  app.post<{ Body: FormBody }>('/ui/reasoning/move', async (req, reply) =>
+    change(req, reply, (list) => {
+      const i = indexOf(req.body, list);
+      if (i === undefined) return gone;
+      const to = one(req.body, 'dir') === 'up' ? i - 1 : i + 1;
+      if (to < 0 || to >= list.length) return { problem: `Rule ${i + 1} is ${to < 0 ? 'first' : 'last'} already.` };
+      const [rule] = list.splice(i, 1);
+      list.splice(to, 0, rule);
+      return { notice: 'moved', n: to };
+    }),
+  );
 
-  app.post<{ Body: FormBody }>('/ui/reasoning/toggle', async (req, reply) => change(req, reply, (list) => {
-    const i = indexOf(req.body, list);
-    if (i === undefined) return gone;
-    const on = list[i].enabled === false;
-    if (on) delete list[i].enabled;
-    else list[i].enabled = false;
-    return { notice: on ? 'enabled' : 'disabled', n: i };
-  }));
+  app.post<{ Body: FormBody }>('/ui/reasoning/toggle', async (req, reply) =>
+    change(req, reply, (list) => {
+      const i = indexOf(req.body, list);
+      if (i === undefined) return gone;
+      const on = list[i].enabled === false;
+      if (on) delete list[i].enabled;
+      else list[i].enabled = false;
+      return { notice: on ? 'enabled' : 'disabled', n: i };
+    }),
+  );
 
-  app.post<{ Body: FormBody }>('/ui/reasoning/delete', async (req, reply) => change(req, reply, (list) => {
-    const i = indexOf(req.body, list);
-    if (i === undefined) return gone;
-    list.splice(i, 1);
-    return { notice: 'deleted', n: i };
-  }));
+  app.post<{ Body: FormBody }>('/ui/reasoning/delete', async (req, reply) =>
+    change(req, reply, (list) => {
+      const i = indexOf(req.body, list);
+      if (i === undefined) return gone;
+      list.splice(i, 1);
+      return { notice: 'deleted', n: i };
+    }),
+  );
 
-  app.post<{ Body: FormBody }>('/ui/reasoning/copy', async (req, reply) => change(req, reply, (list) => {
-    const b = indexOf(req.body, DEFAULT_REASONING_RULES);
-    if (b === undefined) return { problem: 'There is no such built-in rule.' };
-    list.push(structuredClone(DEFAULT_REASONING_RULES[b]) as ReasoningRuleSpec);
-    return { notice: 'copied', n: list.length - 1 };
-  }));
+  app.post<{ Body: FormBody }>('/ui/reasoning/copy', async (req, reply) =>
+    change(req, reply, (list) => {
+      const b = indexOf(req.body, DEFAULT_REASONING_RULES);
+      if (b === undefined) return { problem: 'There is no such built-in rule.' };
+      list.push(structuredClone(DEFAULT_REASONING_RULES[b]) as ReasoningRuleSpec);
+      return { notice: 'copied', n: list.length - 1 };
+    }),
+  );
 
   app.post<{ Body: FormBody }>('/ui/reasoning/reset', async (req, reply) => {
     const result = gateway.admin.resetSetting('reasoning_rules');

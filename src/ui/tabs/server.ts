@@ -18,22 +18,37 @@ import { ELSEWHERE, parseSetting, serverModel, settingErrors } from '../server-m
 
 type KeyParams = { Params: { key: string }; Body: Record<string, unknown> | undefined };
 
-interface Owned { key: string; tab: string; path: string }
+interface Owned {
+  key: string;
+  tab: string;
+  path: string;
+}
 
 export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
   const { gateway } = ctx;
   const admin = gateway.admin;
   const flash = new Flash();
 
-  const page = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; typed?: Record<string, string>; errors?: Record<string, string>; owned?: Owned } = {}) => {
+  const page = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    extra: { status?: number; typed?: Record<string, string>; errors?: Record<string, string>; owned?: Owned } = {},
+  ) => {
     const q = req.query as Record<string, string | undefined>;
     const views = admin.settingsView();
     const key = q.key && views.some((v) => v.key === q.key) ? q.key : undefined;
-    const notice = key && q.done === 'saved' ? `Saved ${key}: in force now.`
-      : key && q.done === 'reset' ? `${key} is back to its config.yaml value or the default.` : undefined;
+    const notice =
+      key && q.done === 'saved'
+        ? `Saved ${key}: in force now.`
+        : key && q.done === 'reset'
+          ? `${key} is back to its config.yaml value or the default.`
+          : undefined;
     const restartKey = key && views.find((v) => v.key === key)?.restartOnly;
     return renderPage(reply, 'server', {
-      title: 'Server', tab: 'server', status: extra.status, errors: extra.errors ?? {},
+      title: 'Server',
+      tab: 'server',
+      status: extra.status,
+      errors: extra.errors ?? {},
       notice: notice && restartKey ? notice.replace('in force now', 'in force at the next start') : notice,
       note: flash.take(q.note),
       m: serverModel(views, extra.typed, extra.errors),
@@ -69,8 +84,14 @@ export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<v
     if (owned) return owned;
     const raw = req.body?.value;
     const text = typeof raw === 'string' ? raw : Array.isArray(raw) && typeof raw[0] === 'string' ? raw[0] : '';
-    const refuse = (errors: Record<string, string>) => page(req, reply, { status: 400, typed: { [view.key]: text }, errors });
-    if (view.secret || !view.storable) return refuse({ [view.key]: view.secret ? 'the master key is not changed from this page' : 'only config.yaml sets this (it is read at start-up)' });
+    const refuse = (errors: Record<string, string>) =>
+      page(req, reply, { status: 400, typed: { [view.key]: text }, errors });
+    if (view.secret || !view.storable)
+      return refuse({
+        [view.key]: view.secret
+          ? 'the master key is not changed from this page'
+          : 'only config.yaml sets this (it is read at start-up)',
+      });
     const parsed = parseSetting(view.key, text);
     if (!parsed.ok) return refuse({ [view.key]: parsed.message });
     const result = admin.setSetting(view.key, parsed.value);

@@ -27,8 +27,15 @@ export type { FormBody };
 
 export function emptyForm(): UserForm {
   return {
-    name: '', role: 'user', enabled: true, allow: [], quota_req_day: '', quota_cost_month: '', share: '',
-    max_inflight: '', note: '',
+    name: '',
+    role: 'user',
+    enabled: true,
+    allow: [],
+    quota_req_day: '',
+    quota_cost_month: '',
+    share: '',
+    max_inflight: '',
+    note: '',
   };
 }
 
@@ -69,12 +76,20 @@ export function readUserForm(raw: FormBody): ReadUser {
     note: one(raw, 'note').replace(/\r\n/g, '\n').trim(),
   };
   const problems: FieldProblem[] = [];
-  const body: ReadUser['body'] = { name: form.name, role: form.role as User['role'], enabled: form.enabled, allow: form.allow, note: form.note };
+  const body: ReadUser['body'] = {
+    name: form.name,
+    role: form.role as User['role'],
+    enabled: form.enabled,
+    allow: form.allow,
+    note: form.note,
+  };
   const day = readNumber(form.quota_req_day, false);
-  if (day === undefined) problems.push({ field: 'quota_req_day', message: 'A whole number of requests, or blank for no limit.' });
+  if (day === undefined)
+    problems.push({ field: 'quota_req_day', message: 'A whole number of requests, or blank for no limit.' });
   else body.quota_req_day = day;
   const cost = readNumber(form.quota_cost_month, true);
-  if (cost === undefined) problems.push({ field: 'quota_cost_month', message: 'An amount in USD like 2.50 or 2,50, or blank for no limit.' });
+  if (cost === undefined)
+    problems.push({ field: 'quota_cost_month', message: 'An amount in USD like 2.50 or 2,50, or blank for no limit.' });
   else body.quota_cost_month = cost;
   const share = readNumber(form.share, true);
   if (share === undefined) {

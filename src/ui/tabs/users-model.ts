@@ -105,7 +105,10 @@ export function allowKinds(gateway: Gateway): AllowKinds {
   for (const b of backends) for (const m of b.models) models.add(m.id);
   const modelList = [...models].sort(byName).slice(0, MAX_MODEL_CHOICES);
   const sets = {
-    chat: new Set(chat), generation: new Set(generation), backend: new Set(backendNames), model: models,
+    chat: new Set(chat),
+    generation: new Set(generation),
+    backend: new Set(backendNames),
+    model: models,
   };
   const byBackend = new Map(backends.map((b) => [b.name, b.modelsById]));
   return {

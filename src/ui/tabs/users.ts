@@ -34,22 +34,44 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
   const { gateway } = ctx;
   const service = gateway.usersService; // the admin API's own instance
 
-  const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string; ipForm?: { ip: string; alias: string }; errors?: Record<string, string> } = {}) => {
+  const listPage = (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    extra: {
+      status?: number;
+      problem?: string;
+      ipForm?: { ip: string; alias: string };
+      errors?: Record<string, string>;
+    } = {},
+  ) => {
     const query = req.query as Record<string, string | undefined>;
     const notice = ownEntry(NOTICES, query.saved)?.(query.name ?? '');
     return renderPage(reply, 'users', {
-      title: 'Users', tab: 'users', notice, m: usersModel(gateway, service.list()),
-      ipForm: extra.ipForm ?? { ip: '', alias: '' }, thisAddress: foldIp(req.ip), open: gateway.authenticator.isOpen(),
+      title: 'Users',
+      tab: 'users',
+      notice,
+      m: usersModel(gateway, service.list()),
+      ipForm: extra.ipForm ?? { ip: '', alias: '' },
+      thisAddress: foldIp(req.ip),
+      open: gateway.authenticator.isOpen(),
       ...extra,
     });
   };
 
-  const editPage = (reply: FastifyReply, data: { user?: User; form: UserForm; errors?: Record<string, string>; status?: number }) => {
+  const editPage = (
+    reply: FastifyReply,
+    data: { user?: User; form: UserForm; errors?: Record<string, string>; status?: number },
+  ) => {
     const kinds = allowKinds(gateway);
     const { user, form } = data;
     return renderPage(reply, 'user-edit', {
-      title: user ? `User ${user.name}` : 'New user', tab: 'users', status: data.status,
-      errors: data.errors ?? {}, form, user, row: user && userRow(gateway, user, kinds),
+      title: user ? `User ${user.name}` : 'New user',
+      tab: 'users',
+      status: data.status,
+      errors: data.errors ?? {},
+      form,
+      user,
+      row: user && userRow(gateway, user, kinds),
       picker: { groups: kinds.groups, chips: form.allow.map((value) => ({ value, kind: kinds.of(value) })) },
       action: user ? `/ui/users/${user.id}` : '/ui/users',
       needsAdmin: !user && service.firstMustBeAdmin(),
@@ -66,12 +88,22 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
   app.post<{ Body: FormBody }>('/ui/users', async (req, reply) => {
     const read = readUserForm(req.body);
     const input = newUserOf(read);
-    const problems = [...read.problems, ...service.checkCreate(input).filter((p) => !read.problems.some((q) => q.field === p.field))];
-    if (read.key !== undefined && problems.length && !problems.some((p) => p.field === 'key')) problems.push(PASTE_AGAIN);
+    const problems = [
+      ...read.problems,
+      ...service.checkCreate(input).filter((p) => !read.problems.some((q) => q.field === p.field)),
+    ];
+    if (read.key !== undefined && problems.length && !problems.some((p) => p.field === 'key'))
+      problems.push(PASTE_AGAIN);
     if (problems.length) return editPage(reply, { form: read.form, errors: errorsOf(problems), status: 400 });
     try {
       const { user, key } = service.create(input);
-      return renderPage(reply, 'key-once', { title: 'User created', tab: 'users', userName: user.name, key, back: '/ui/users' });
+      return renderPage(reply, 'key-once', {
+        title: 'User created',
+        tab: 'users',
+        userName: user.name,
+        key,
+        back: '/ui/users',
+      });
     } catch (err) {
       const refused = refusal(err);
       const list = [refused.problem];
@@ -88,7 +120,10 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
   app.post<IdParams>('/ui/users/:id', async (req, reply) => {
     const user = service.get(parseUserId(req.params.id));
     const read = readUserForm(req.body);
-    const problems = [...read.problems, ...service.checkPatch(read.body).filter((p) => !read.problems.some((q) => q.field === p.field))];
+    const problems = [
+      ...read.problems,
+      ...service.checkPatch(read.body).filter((p) => !read.problems.some((q) => q.field === p.field)),
+    ];
     if (problems.length) return editPage(reply, { user, form: read.form, errors: errorsOf(problems), status: 400 });
     try {
       const saved = service.update(user.id, read.body);
@@ -116,11 +151,22 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
     const pasted = one(req.body, 'key').trim() || undefined;
     const problems = service.checkRotate(pasted === undefined ? {} : { key: pasted });
     const refuse = (list: FieldProblem[], status = 400) =>
-      editPage(reply, { user, form: formOf(user), errors: errorsOf(list.map((p) => ({ ...p, field: p.field === 'key' ? 'rotate_key' : p.field }))), status });
+      editPage(reply, {
+        user,
+        form: formOf(user),
+        errors: errorsOf(list.map((p) => ({ ...p, field: p.field === 'key' ? 'rotate_key' : p.field }))),
+        status,
+      });
     if (problems.length) return refuse(problems);
     try {
       const key = service.rotate(user.id, pasted);
-      return renderPage(reply, 'key-once', { title: 'Key rotated', tab: 'users', userName: user.name, key, back: `/ui/users/${user.id}` });
+      return renderPage(reply, 'key-once', {
+        title: 'Key rotated',
+        tab: 'users',
+        userName: user.name,
+        key,
+        back: `/ui/users/${user.id}`,
+      });
     } catch (err) {
       const refused = refusal(err);
       return refuse([refused.problem], refused.status);
@@ -134,7 +180,13 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
       return done(reply, 'deleted', user.name);
     } catch (err) {
       const refused = refusal(err);
-      if (one(req.body, 'from') === 'edit') return editPage(reply, { user, form: formOf(user), errors: { _form: refused.problem.message }, status: refused.status });
+      if (one(req.body, 'from') === 'edit')
+        return editPage(reply, {
+          user,
+          form: formOf(user),
+          errors: { _form: refused.problem.message },
+          status: refused.status,
+        });
       return listPage(req, reply, { status: refused.status, problem: refused.problem.message });
     }
   });
@@ -148,7 +200,8 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
 
   app.post<{ Body: FormBody }>('/ui/users/ip-aliases/delete', async (req, reply) => {
     const ip = one(req.body, 'ip');
-    if (!service.removeIpAlias(ip)) return listPage(req, reply, { status: 404, problem: `There is no IP alias for '${ip}' (any more).` });
+    if (!service.removeIpAlias(ip))
+      return listPage(req, reply, { status: 404, problem: `There is no IP alias for '${ip}' (any more).` });
     return done(reply, 'alias-removed', ip, '#ip-aliases');
   });
 }
@@ -164,7 +217,10 @@ function done(reply: FastifyReply, saved: string, name: string, hash = ''): Fast
  */
 function refusal(err: unknown): { status: number; problem: FieldProblem } {
   if (err instanceof GatewayError && (err.status === 400 || err.status === 409)) {
-    return { status: err.status === 409 && err.code === 'would_lock_out' ? 409 : 400, problem: { field: err.param ?? '_form', message: err.message } };
+    return {
+      status: err.status === 409 && err.code === 'would_lock_out' ? 409 : 400,
+      problem: { field: err.param ?? '_form', message: err.message },
+    };
   }
   throw err;
 }
