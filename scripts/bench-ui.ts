@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { startFake } from '../test/fakes/index.ts';
 import { startGateway } from '../test/helpers/gateway.ts';
 import { UiClient } from '../test/helpers/ui.ts';
-import { newJobId } from '../src/media/job-store.ts';
+import { newJobId } from '../src/media/jobs/store.ts';
 import type { CallRecord } from '../src/stats/record.ts';
 import { TABS } from '../src/ui/tabs/list.ts';
 

@@ -4,7 +4,7 @@
  * discovery round. The lines are plain text; server.ts logs them.
  */
 import type { BackendState } from './backends/registry.ts';
-import type { MediaInventory } from './media/inventory.ts';
+import type { MediaInventory } from './media/compiler/inventory.ts';
 
 /** The base URL a client on this machine uses for a bound address (a wildcard means localhost). */
 export function baseUrl(address: string, port: number): string {

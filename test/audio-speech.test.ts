@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { FAKE_DEFAULT_VOICE, speechAudio, startFake, type FakeBackend, type FakeKnobs } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
-import { speechBody } from '../src/upstream/audio-surface.ts';
+import { speechBody } from '../src/surfaces/audio-surface.ts';
 
 const QUIET: Partial<FakeKnobs> = {
   tokensPerSecond: 0,

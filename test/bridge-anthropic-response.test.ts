@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chatToMessage } from '../src/bridges/anthropic/response.ts';
-import { usageFromAnthropic } from '../src/upstream/usage.ts';
+import { usageFromAnthropic } from '../src/wire/usage.ts';
 
 type Json = Record<string, any>;
 

@@ -10,7 +10,7 @@ import {
   ChatToMessagesStream,
   UNSIGNED_THINKING_SIGNATURE,
 } from '../src/bridges/anthropic/stream.ts';
-import { SseSplitter } from '../src/upstream/sse.ts';
+import { SseSplitter } from '../src/wire/sse.ts';
 import {
   assertValidOrder,
   blocksOf,

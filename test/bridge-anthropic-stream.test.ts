@@ -7,8 +7,8 @@ import {
   ChatToMessagesStream,
   UNSIGNED_THINKING_SIGNATURE,
 } from '../src/bridges/anthropic/stream.ts';
-import { SseSplitter } from '../src/upstream/sse.ts';
-import { createUsageTap } from '../src/upstream/stream-usage.ts';
+import { SseSplitter } from '../src/wire/sse.ts';
+import { createUsageTap } from '../src/wire/stream-usage.ts';
 import { assertSameShape } from './fakes/shape.ts';
 import {
   assertValidOrder,

@@ -13,7 +13,7 @@ import { newResponseId } from '../src/bridges/responses/ids.ts';
 import { responsesToChat } from '../src/bridges/responses/request.ts';
 import { chatToResponse } from '../src/bridges/responses/response.ts';
 import { ChatToResponsesStream } from '../src/bridges/responses/stream.ts';
-import { SseSplitter } from '../src/upstream/sse.ts';
+import { SseSplitter } from '../src/wire/sse.ts';
 
 type Json = Record<string, any>;
 

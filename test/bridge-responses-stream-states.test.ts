@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { feed } from './helpers/play-translator.ts';
 import { ChatToResponsesStream } from '../src/bridges/responses/stream.ts';
-import { SseSplitter } from '../src/upstream/sse.ts';
+import { SseSplitter } from '../src/wire/sse.ts';
 import {
   accumulatedOutput,
   assertValidSequence,

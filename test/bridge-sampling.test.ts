@@ -5,7 +5,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SAMPLING_FORBIDDEN_KEYS, samplingEdits, samplingProblems } from '../src/bridges/sampling.ts';
-import { editTopLevel } from '../src/upstream/raw-json.ts';
+import { editTopLevel } from '../src/wire/raw-json.ts';
 
 describe('samplingEdits', () => {
   const table: [

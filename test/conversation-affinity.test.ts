@@ -12,7 +12,7 @@ import {
   SESSION_ID_MAX_LENGTH,
 } from '../src/routing/conversation-affinity.ts';
 import { conversationSeed, SEED_PART_MAX } from '../src/routing/conversation-seed.ts';
-import { promptTokenEstimate } from '../src/upstream/prompt-estimate.ts';
+import { promptTokenEstimate } from '../src/surfaces/prompt-estimate.ts';
 
 const system = { role: 'system', content: 'You are terse.' };
 const turn1 = [system, { role: 'user', content: 'What is a B-tree?' }];

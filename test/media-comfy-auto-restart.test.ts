@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, describe, test } from 'node:test';
 import { Agent } from 'undici';
 import type { BackendSpec } from '../src/config/types.ts';
-import { ComfyHealth, ExecutorStuck } from '../src/media/comfy-health.ts';
+import { ComfyHealth, ExecutorStuck } from '../src/media/comfy/health.ts';
 import { submitPrompt } from './fakes/comfyui-client.ts';
 import type { ManagerFlavour } from './fakes/comfyui-manager.ts';
 import { startComfyFake } from './fakes/comfyui-server.ts';

@@ -6,7 +6,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { ComfyClient, type ComfyProgressEvent } from '../src/media/comfy-client.ts';
+import { ComfyClient, type ComfyProgressEvent } from '../src/media/comfy/client.ts';
 import { startComfyFake } from './fakes/comfyui-server.ts';
 import { PNG_SIGNATURE, fakePng } from './fakes/comfyui-media.ts';
 import type { ComfyFake, ComfyKnobs } from './fakes/comfyui-types.ts';

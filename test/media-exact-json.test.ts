@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { parseExactJson, registerExactJsonParser } from '../src/media/exact-json.ts';
+import { parseExactJson, registerExactJsonParser } from '../src/wire/exact-json.ts';
 import { installErrorHandlers } from '../src/routes/error-handler.ts';
 
 describe('parseExactJson', () => {

@@ -21,8 +21,8 @@ import {
   redactUrl,
   type FetchOptions,
   type Resolver,
-} from '../src/media/fetch-ref.ts';
-import { MediaInputError } from '../src/media/input-error.ts';
+} from '../src/media/inputs/fetch.ts';
+import { MediaInputError } from '../src/media/inputs/errors.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 

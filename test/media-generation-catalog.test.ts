@@ -10,7 +10,7 @@ import { embeddedDefaultConfig } from '../src/config/defaults.ts';
 import type { BackendSpec, GatewayConfig, ImageModelEntry } from '../src/config/types.ts';
 import type { ObjectInfo } from '../src/media/compiler/index.ts';
 import { GenerationCatalog } from '../src/media/generation-catalog.ts';
-import { inventoryOf } from '../src/media/inventory.ts';
+import { inventoryOf } from '../src/media/compiler/inventory.ts';
 import { objectInfo, workflow } from './helpers/comfy-workflows.ts';
 
 const backend = (name: string, type: BackendSpec['type'] = 'comfyui'): BackendSpec => ({

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { GatewayError } from '../src/errors.ts';
-import { extOf } from '../src/media/artifacts.ts';
+import { extOf } from '../src/media/jobs/artifacts.ts';
 import {
   decodeFileMap,
   decodeMediaValue,
@@ -18,7 +18,7 @@ import {
   requireKind,
   sniffMime,
   type FetchOptions,
-} from '../src/media/input-files.ts';
+} from '../src/media/inputs/files.ts';
 
 const OPTS: FetchOptions = { allowPrivate: true, maxBytes: 1024 * 1024, timeoutMs: 5_000 };
 

@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { comboOptions, inventoryOf } from '../src/media/inventory.ts';
-import { ExecutorWatchdog, queueView } from '../src/media/watchdog.ts';
+import { comboOptions, inventoryOf } from '../src/media/compiler/inventory.ts';
+import { ExecutorWatchdog, queueView } from '../src/media/comfy/watchdog.ts';
 import { readFixtureJson } from './helpers/fixtures.ts';
 
 test('the base-install object_info dump: checkpoints, VAEs, CLIPs, UNETs and LoRAs from the loaders, every class', () => {

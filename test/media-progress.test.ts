@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ProgressTracker, SAMPLER_SHARE } from '../src/media/progress.ts';
+import { ProgressTracker, SAMPLER_SHARE } from '../src/media/comfy/prompt-progress.ts';
 import { workflow } from './helpers/comfy-workflows.ts';
 
 test('sd15: the bar moves with the sampler steps; cached nodes are done; never backwards, never 100', () => {

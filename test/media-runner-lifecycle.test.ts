@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, test } from 'node:test';
-import { JobStore } from '../src/media/job-store.ts';
+import { JobStore } from '../src/media/jobs/store.ts';
 import { startComfyFake } from './fakes/comfyui-server.ts';
 import type { ComfyFake, ComfyKnobs } from './fakes/comfyui-types.ts';
 import { submitPrompt } from './fakes/comfyui-client.ts';

@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { spoolDir } from '../src/media/upload-spool.ts';
+import { spoolDir } from '../src/media/inputs/upload-spool.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
 import {

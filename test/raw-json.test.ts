@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { editTopLevel, nestingDepthExceeds, topLevelValueText } from '../src/upstream/raw-json.ts';
+import { editTopLevel, nestingDepthExceeds, topLevelValueText } from '../src/wire/raw-json.ts';
 import { prng } from './helpers/prng.ts';
 
 const edits = (entries: Record<string, string | null>) => new Map(Object.entries(entries));

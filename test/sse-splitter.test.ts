@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { SseSplitter, formatSseData, type SseEvent } from '../src/upstream/sse.ts';
+import { SseSplitter, formatSseData, type SseEvent } from '../src/wire/sse.ts';
 import { fixturePath } from './helpers/fixtures.ts';
 import { prng } from './helpers/prng.ts';
 

@@ -11,7 +11,7 @@ import { computeCost } from '../src/stats/cost.ts';
 import { DAY_MS } from '../src/stats/period.ts';
 import { REFUSED_BACKEND, RefusalReason, STATUS_CLIENT_CLOSED } from '../src/stats/record.ts';
 import { storedCall } from '../src/store/calls-repo.ts';
-import { usageFromAnthropic, usageFromOpenAI, type Usage } from '../src/upstream/usage.ts';
+import { usageFromAnthropic, usageFromOpenAI, type Usage } from '../src/wire/usage.ts';
 import { waitFor } from './helpers/wait.ts';
 import { tempDirs } from './helpers/temp-dirs.ts';
 

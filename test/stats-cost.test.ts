@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ModelPricing } from '../src/backends/types.ts';
 import { computeCost, effectiveCost, type CostOptions, type TokenUsage } from '../src/stats/cost.ts';
-import { usageFromAnthropic, usageFromOpenAI } from '../src/upstream/usage.ts';
+import { usageFromAnthropic, usageFromOpenAI } from '../src/wire/usage.ts';
 import { readFixture, readFixtureJson } from './helpers/fixtures.ts';
 
 /** anthropic/claude-sonnet-4.6 on OpenRouter, per million tokens (checked against the fixture below). */

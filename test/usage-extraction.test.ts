@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { estimateTokens, usageFromAnthropic, usageFromOpenAI } from '../src/upstream/usage.ts';
-import { usageFromLlamaCppTimings } from '../src/backends/llama-cpp.ts';
+import { estimateTokens, usageFromAnthropic, usageFromOpenAI } from '../src/wire/usage.ts';
+import { usageFromLlamaCppTimings } from '../src/wire/llama-timings.ts';
 import { readFixture } from './helpers/fixtures.ts';
 
 /** The JSON data payloads of an SSE transcript. */

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { SseSplitter, type SseEvent } from '../src/upstream/sse.ts';
-import { createUsageTap, type UsageTap } from '../src/upstream/stream-usage.ts';
+import { SseSplitter, type SseEvent } from '../src/wire/sse.ts';
+import { createUsageTap, type UsageTap } from '../src/wire/stream-usage.ts';
 import { readFixture } from './helpers/fixtures.ts';
 
 const TRANSCRIPTS = [

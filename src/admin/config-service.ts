@@ -18,8 +18,8 @@ import { createConfigValidator, type ConfigValidator } from '../config/schema.ts
 import { validateSetting } from '../config/settings-validate.ts';
 import type { BackendSpec, BackendType, GatewayConfig, ImageModelEntry } from '../config/types.ts';
 import { isObject } from '../json.ts';
-import { ComfyHealth } from '../media/comfy-health.ts';
-import type { MediaInventory } from '../media/inventory.ts';
+import { ComfyHealth } from '../media/comfy/health.ts';
+import type { MediaInventory } from '../media/compiler/inventory.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
 import type { BackendsRepo } from '../store/backends-repo.ts';
 import type { SettingsRepo } from '../store/settings-repo.ts';

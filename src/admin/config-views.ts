@@ -14,7 +14,7 @@ import { STORE_SETTING_KEYS } from '../config/effective.ts';
 import type { ConfigProblem } from '../config/problems.ts';
 import { configSchema, TOP_LEVEL_KEYS } from '../config/schema.ts';
 import type { BackendSpec, BackendType, GatewayConfig } from '../config/types.ts';
-import type { MediaInventory } from '../media/inventory.ts';
+import type { MediaInventory } from '../media/compiler/inventory.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
 
 /** Outcome of a change: written and applied (with a remark), or refused with nothing written. */

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { describeError } from './errors.ts';
-import type { ComfyHealth } from '../media/comfy-health.ts';
+import type { ComfyHealth } from '../media/comfy/health.ts';
 import { probeBackend, ProbeError } from './probe.ts';
 import { redactBackendError } from './secret-scrub.ts';
 import type { BackendRegistry } from './registry.ts';

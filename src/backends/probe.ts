@@ -1,7 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { basePath } from '../upstream/pools.ts';
-import { ComfyHealth, ExecutorStuck } from '../media/comfy-health.ts';
+import { ComfyHealth, ExecutorStuck } from '../media/comfy/health.ts';
 import { anthropicOwnHeaders } from './anthropic.ts';
 import { kindForStatus } from './errors.ts';
 import { parseModelList } from './model-list.ts';

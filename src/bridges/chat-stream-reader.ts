@@ -15,10 +15,10 @@
  * chunk, instead of building an object for every chunk.
  */
 import { isObject } from '../json.ts';
-import { usageFromLlamaCppTimings } from '../backends/llama-cpp.ts';
-import type { SseEvent } from '../upstream/sse.ts';
-import { estimatedUsage, streamSummary, type StreamSummary, type UsageSource } from '../upstream/stream-usage.ts';
-import { usageFromOpenAI, type Usage } from '../upstream/usage.ts';
+import { usageFromLlamaCppTimings } from '../wire/llama-timings.ts';
+import type { SseEvent } from '../wire/sse.ts';
+import { estimatedUsage, streamSummary, type StreamSummary, type UsageSource } from '../wire/stream-usage.ts';
+import { usageFromOpenAI, type Usage } from '../wire/usage.ts';
 
 type Json = Record<string, unknown>;
 

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { isObject } from '../json.ts';
-import { parseExactJson } from '../media/exact-json.ts';
+import { parseExactJson } from '../wire/exact-json.ts';
 import { workflowShapeProblem } from './media-schema.ts';
 import { childPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './types.ts';

@@ -17,14 +17,14 @@ import type { BackendRegistry } from '../backends/registry.ts';
 import { comfyKnobs, type ComfyKnobs } from '../config/defaults.ts';
 import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type TicketUser } from '../scheduler/index.ts';
 import { compile, placeholderPng, type CompileResult, type ObjectInfo } from './compiler/index.ts';
-import type { Artifacts } from './artifacts.ts';
-import type { ComfyClient, ComfyHistoryEntry } from './comfy-client.ts';
-import type { ComfyClients } from './comfy-clients.ts';
+import type { Artifacts } from './jobs/artifacts.ts';
+import type { ComfyClient, ComfyHistoryEntry } from './comfy/client.ts';
+import type { ComfyClients } from './comfy/clients.ts';
 import type { GenerationCandidate } from './generation-catalog.ts';
-import type { JobError, JobStore } from './job-store.ts';
-import type { LiveState } from './job-live.ts';
-import { collectOutputs } from './outputs-fetch.ts';
-import { ProgressTracker } from './progress.ts';
+import type { JobError, JobStore } from './jobs/store.ts';
+import type { LiveState } from './jobs/live.ts';
+import { collectOutputs } from './comfy/outputs-fetch.ts';
+import { ProgressTracker } from './comfy/prompt-progress.ts';
 import type { JobEvent } from './service-types.ts';
 
 export interface RunnerDeps {

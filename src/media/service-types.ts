@@ -3,8 +3,8 @@
  * (media/service.ts): who asks, what a generation request is once the HTTP envelope is
  * off, and what a job looks like on the wire. Plain types; no I/O here.
  */
-import type { JobStatus, ResultKind } from './job-store.ts';
-import type { ThumbOptions } from './artifacts.ts';
+import type { JobStatus, ResultKind } from './jobs/store.ts';
+import type { ThumbOptions } from './jobs/artifacts.ts';
 import type { TicketUser } from '../scheduler/index.ts';
 
 /** Who asks, for owner gating, allow-lists and the call log. */

@@ -12,20 +12,20 @@ import type { GatewayConfig } from '../config/types.ts';
 import { badRequest, GatewayError } from '../errors.ts';
 import type { Scheduler, SchedulerRejection } from '../scheduler/index.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
-import { ArtifactError, Artifacts, extOf, type ThumbOptions } from './artifacts.ts';
-import type { ComfyClients } from './comfy-clients.ts';
+import { ArtifactError, Artifacts, extOf, type ThumbOptions } from './jobs/artifacts.ts';
+import type { ComfyClients } from './comfy/clients.ts';
 import { outputKind, type ObjectInfo } from './compiler/index.ts';
 import type { GenerationCatalog } from './generation-catalog.ts';
-import { LiveJobs, type LiveState } from './job-live.ts';
-import { JOB_TERMINAL_STATUSES, JobStore, newJobId, type Job, type JobStatus } from './job-store.ts';
-import { jobView } from './job-view.ts';
+import { LiveJobs, type LiveState } from './jobs/live.ts';
+import { JOB_TERMINAL_STATUSES, JobStore, newJobId, type Job, type JobStatus } from './jobs/store.ts';
+import { jobView } from './jobs/views.ts';
 import { runJob, type JobPlan, type RunEnd } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
-import { requireReadableImages } from './image-readable.ts';
+import { requireReadableImages } from './inputs/image-readable.ts';
 import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
-import { storableParams } from './stored-params.ts';
-import { spoolDir } from './upload-spool.ts';
+import { storableParams } from './jobs/stored-params.ts';
+import { spoolDir } from './inputs/upload-spool.ts';
 import { withoutBoxPaths } from './box-text.ts';
 
 export interface MediaJobsDeps {

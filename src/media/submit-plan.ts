@@ -18,8 +18,8 @@ import {
   type ResolvedEntry,
   type Workflow,
 } from './compiler/index.ts';
-import { extOf } from './artifacts.ts';
-import { requireKind } from './input-files.ts';
+import { extOf } from './jobs/artifacts.ts';
+import { requireKind } from './inputs/files.ts';
 import { aliasLimits, checkBounds } from './request-bounds.ts';
 import type { GenerationCandidate, GenerationCatalog } from './generation-catalog.ts';
 import type { GenerationSubmit, MediaCaller, MediaFile } from './service-types.ts';

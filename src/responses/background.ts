@@ -11,7 +11,7 @@
  * came first).
  */
 import { request, type Dispatcher } from 'undici';
-import { SseSplitter } from '../upstream/sse.ts';
+import { SseSplitter } from '../wire/sse.ts';
 import { TERMINAL_STATUSES, type ResponsesRepo, type ResponseStatus } from '../store/responses-repo.ts';
 import { withResponseId } from './event-id.ts';
 import { historyAfter } from './items.ts';

@@ -5,7 +5,7 @@
  * Such a frame is written again under the gateway's id; any other frame (deltas, items: they
  * carry item ids only) keeps its bytes.
  */
-import { formatSseEvent, type SseEvent } from '../upstream/sse.ts';
+import { formatSseEvent, type SseEvent } from '../wire/sse.ts';
 
 export interface OwnFrame {
   frame: string;

@@ -7,7 +7,7 @@
  */
 import { Ajv } from 'ajv';
 import { writeJson } from '../media/compiler/index.ts';
-import { registerExactJsonParser } from '../media/exact-json.ts';
+import { registerExactJsonParser } from '../wire/exact-json.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { ConfigService, Result } from '../admin/config-service.ts';

@@ -11,7 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/types.ts';
 import { badRequest, GatewayError } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
-import { SpeechSurface, TranscriptionSurface, type FormPart } from '../upstream/audio-surface.ts';
+import { SpeechSurface, TranscriptionSurface, type FormPart } from '../surfaces/audio-surface.ts';
 import { formError, type FormErrorText } from './form-errors.ts';
 import { reserveUpload, uploadBudgetOf, uploadHoldOf, type UploadHold } from './media-upload-budget.ts';
 import { useRawJsonBodies } from './json-body.ts';

@@ -10,7 +10,7 @@ import type { ConfigProblem } from '../config/load.ts';
 import { outReason } from '../routing/refusal.ts';
 import type { AliasCollision } from '../routing/resolve.ts';
 import type { SchedulerSnapshot, ServiceFiguresSnapshot } from '../scheduler/index.ts';
-import type { MediaInventory } from '../media/inventory.ts';
+import type { MediaInventory } from '../media/compiler/inventory.ts';
 
 /** What /health reads; the gateway provides it. */
 export interface HealthView {

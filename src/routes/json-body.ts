@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { badRequest, invalidJson } from '../errors.ts';
-import { nestingDepthExceeds } from '../upstream/raw-json.ts';
+import { MAX_JSON_DEPTH, nestingDepthExceeds } from '../wire/raw-json.ts';
 import { bodyShapeProblem } from './body-shape.ts';
 
 /** Deeper nesting than this is refused at parse time (no chat body needs it; deep values make JSON tools throw). */
-export const MAX_JSON_DEPTH = 256;
+export { MAX_JSON_DEPTH };
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -8,8 +8,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError, type ErrorType } from '../errors.ts';
-import { byteBudget, type ByteBudget, type FetchOptions } from '../media/fetch-ref.ts';
-import { formatBytes, MediaInputError } from '../media/input-error.ts';
+import { byteBudget, type ByteBudget, type FetchOptions } from '../media/inputs/fetch.ts';
+import { formatBytes, MediaInputError } from '../media/inputs/errors.ts';
 import type { FileAnswer, JobView, MediaCaller, MediaService } from '../media/service-types.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
 import type { CallerContext, Callers } from './caller.ts';

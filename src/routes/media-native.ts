@@ -16,8 +16,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { badRequest, GatewayError, modelNotFound } from '../errors.ts';
-import { registerExactJsonParser } from '../media/exact-json.ts';
-import { decodeFileMap } from '../media/input-files.ts';
+import { registerExactJsonParser } from '../wire/exact-json.ts';
+import { decodeFileMap } from '../media/inputs/files.ts';
 import type { MediaCaller, MediaFile } from '../media/service-types.ts';
 import {
   MEDIA_JSON_BODY_LIMIT,

@@ -11,7 +11,7 @@ import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, preParsingHookHandler } from 'fastify';
 import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError } from '../errors.ts';
-import { formatBytes } from '../media/input-error.ts';
+import { formatBytes } from '../media/inputs/errors.ts';
 
 /** Seconds a refused upload is told to wait: the uploads ahead of it are usually through by then. */
 export const UPLOAD_RETRY_AFTER_S = 5;

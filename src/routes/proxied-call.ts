@@ -13,7 +13,7 @@ import { conversationSeed, seedSurfaceOf } from '../routing/conversation-seed.ts
 import { OutcomeOnce } from '../stats/outcome-once.ts';
 import { STATUS_CLIENT_CLOSED } from '../stats/record.ts';
 import type { CallOutcome } from '../upstream/outcome.ts';
-import { promptTokenEstimate } from '../upstream/prompt-estimate.ts';
+import { promptTokenEstimate } from '../surfaces/prompt-estimate.ts';
 import type { ProxyCall } from '../upstream/proxy.ts';
 import type { CallerContext, Callers } from './caller.ts';
 import { ticketUserOf } from './ticket-user.ts';

@@ -7,7 +7,7 @@ import type { FastifyReply } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { BackgroundResponses } from '../responses/background.ts';
 import type { StoredResponse } from '../store/responses-repo.ts';
-import { SseSplitter } from '../upstream/sse.ts';
+import { SseSplitter } from '../wire/sse.ts';
 
 const SEQUENCE = /"sequence_number"\s*:\s*(\d+)/;
 /** Most bytes kept waiting for a follower that does not read. */

@@ -8,7 +8,7 @@ import type { FastifyReply } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import type { GatedModel } from './model-gate.ts';
 import type { NativeOrigin, ResponsesRepo } from '../store/responses-repo.ts';
-import type { NativeReadBack, ReadBackMethod } from '../upstream/responses-readback.ts';
+import type { NativeReadBack, ReadBackMethod } from '../surfaces/responses-readback.ts';
 
 /**
  * Whether `id` may be a response id: letters, digits, `_` and `-` (OpenAI's `resp_…`, vLLM's,

@@ -16,8 +16,8 @@ import { historyAfter } from '../responses/items.ts';
 import type { RecentItems } from '../responses/recent-items.ts';
 import { queuedResponse } from '../responses/queued.ts';
 import type { NativeOrigin, ResponsesRepo, StoredResponse } from '../store/responses-repo.ts';
-import type { BodyTransform } from '../upstream/body-transform.ts';
-import { ResponsesSurface } from '../upstream/responses-surface.ts';
+import type { BodyTransform } from '../surfaces/body-transform.ts';
+import { ResponsesSurface } from '../surfaces/responses-surface.ts';
 import type { CallerContext } from './caller.ts';
 import { JSON_BODY_LIMIT } from './openai.ts';
 import { gateOpenAIModel, type GatedModel } from './model-gate.ts';
@@ -25,7 +25,7 @@ import { queryOf, runProxiedCall, type ProxiedCallDeps } from './proxied-call.ts
 import { useRawJsonBodies } from './json-body.ts';
 import { followStored } from './responses-follow.ts';
 import { chainedTo, isResponseId, nativePath, relayNative, visibleNative } from './responses-native.ts';
-import type { NativeReadBack } from '../upstream/responses-readback.ts';
+import type { NativeReadBack } from '../surfaces/responses-readback.ts';
 
 export interface ResponsesRoutesOptions extends ProxiedCallDeps {
   catalog: ModelCatalogView;

@@ -1,4 +1,5 @@
 import type { Clock } from './clock.ts';
+import type { CallTimings } from '../wire/call-timings.ts';
 
 /** What the scheduler needs to know about one backend's slots. */
 export interface BackendSlotSpec {
@@ -252,17 +253,7 @@ export interface SchedulerSnapshot {
   groups: GroupSlotsSnapshot[];
 }
 
-/** llama.cpp's `timings` of one answer, in the names the learning uses (absent = not reported). */
-export interface CallTimings {
-  /** `prompt_n`: prompt tokens evaluated (cache hits not counted). */
-  promptN?: number;
-  /** `prompt_ms`: time spent evaluating them. */
-  promptMs?: number;
-  /** `predicted_n`: output tokens decoded. */
-  predictedN?: number;
-  /** `predicted_ms`: time spent decoding them. */
-  predictedMs?: number;
-}
+export type { CallTimings } from '../wire/call-timings.ts';
 
 /**
  * What one finished call (stream or not) says about its backend's speed (service-time.ts).

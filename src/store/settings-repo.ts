@@ -5,7 +5,7 @@
  */
 import type { Statement } from 'better-sqlite3';
 import { writeJson } from '../media/compiler/index.ts';
-import { parseExactJson } from '../media/exact-json.ts';
+import { parseExactJson } from '../wire/exact-json.ts';
 import type { Db } from './db.ts';
 
 export class SettingsRepo {

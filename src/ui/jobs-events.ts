@@ -70,11 +70,9 @@ export function followJobEvents(
   id: string,
 ): FastifyReply | void {
   if (streams.open >= streams.max) {
-    return reply
-      .code(503)
-      .send({
-        error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' },
-      });
+    return reply.code(503).send({
+      error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' },
+    });
   }
   // subscribe may call back at once (the current state, a finished job's end): hold those
   // until the answer is known to be a stream and not a 404

@@ -5,7 +5,7 @@
  * Plain data; the templates render it.
  */
 import type { Gateway } from '../gateway.ts';
-import type { JobStatus } from '../media/job-store.ts';
+import type { JobStatus } from '../media/jobs/store.ts';
 import type { JobView } from '../media/service-types.ts';
 import type { CallRow } from '../store/call-rows.ts';
 import { CONSOLE_CALLER } from './dashboard-model.ts';

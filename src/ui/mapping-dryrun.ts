@@ -7,7 +7,7 @@
 import { prettyJson } from './format.ts';
 import type { GenerationCandidate } from '../media/generation-catalog.ts';
 import { compile, isLink, type ObjectInfo, type Workflow } from '../media/compiler/index.ts';
-import { parseExactJson } from '../media/exact-json.ts';
+import { parseExactJson } from '../wire/exact-json.ts';
 import { sortedIds } from '../media/compiler/graph.ts';
 import { nodeLabel } from './mapping-model.ts';
 import type { SampleState } from './mapping-form.ts';

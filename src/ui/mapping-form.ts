@@ -6,7 +6,7 @@
  * compiler's (validateAlias, through the generation catalog); their problems come back here
  * only to be placed next to the field they are about (key path → form field).
  */
-import { parseExactJson } from '../media/exact-json.ts';
+import { parseExactJson } from '../wire/exact-json.ts';
 import { prettyJson } from './format.ts';
 import { many, one, type FormBody } from './form-values.ts';
 import { isDeepStrictEqual } from 'node:util';

@@ -50,11 +50,9 @@ export function partStream(app: FastifyInstance, ctx: UiContext, opts: PartStrea
 
   app.get(opts.path, async (req, reply) => {
     if (streams.size >= opts.max) {
-      return reply
-        .code(503)
-        .send({
-          error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' },
-        });
+      return reply.code(503).send({
+        error: { message: 'too many console streams open', type: 'api_error', param: null, code: 'too_many_streams' },
+      });
     }
     const first = parts(); // throws as an ordinary 500, before anything is held
     reply.hijack();

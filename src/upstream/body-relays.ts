@@ -14,7 +14,7 @@ import { gatewayHeaders, withGatewayHeaders } from './gateway-headers.ts';
 import { rawHead, relayRaw } from './raw-relay.ts';
 import type { AttemptFailure } from './refusals.ts';
 import { relayStream } from './relay.ts';
-import type { SseResponse } from './sse-response.ts';
+import type { SseResponse } from '../wire/sse-response.ts';
 import { speedSample, type DispatchFacts } from './speed-sample.ts';
 import type { AttemptSurface, StreamError } from './surface.ts';
 

@@ -1,4 +1,4 @@
-import type { Usage } from './usage.ts';
+import type { Usage } from '../wire/usage.ts';
 
 /** What one call came to (answered or refused): the call log and the metrics learn from it. */
 export interface CallOutcome {

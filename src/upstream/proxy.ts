@@ -34,8 +34,8 @@ import { bodyDeadlines, pipeRawBody, relaySse } from './body-relays.ts';
 import { dropUnfitBoxes, learnAffinity } from './call-affinity.ts';
 import { failoverTicket, spillAfterMs } from './call-ticket.ts';
 import { jsonSpeedSample, type DispatchFacts } from './speed-sample.ts';
-import { SseResponse, StreamKeepalive } from './sse-response.ts';
-import { formatSseData } from './sse.ts';
+import { SseResponse, StreamKeepalive } from '../wire/sse-response.ts';
+import { formatSseData } from '../wire/sse.ts';
 import type { CallSurface } from './surface.ts';
 
 export interface ProxyDeps extends RefusalDeps {

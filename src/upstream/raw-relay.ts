@@ -13,7 +13,7 @@ import { describeError } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
 import { clientResponseHeaders } from './headers.ts';
 import { UpstreamIdleWatch } from './idle-watch.ts';
-import { ClientGone, ClientStalled, drained } from './sse-response.ts';
+import { ClientGone, ClientStalled, drained } from '../wire/sse-response.ts';
 
 export interface RawRelayOptions {
   upstream: Dispatcher.ResponseData;

@@ -2,9 +2,9 @@ import type { Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
 import { UpstreamIdleWatch } from './idle-watch.ts';
-import { SseSplitter } from './sse.ts';
-import { ClientGone, ClientStalled, type SseResponse } from './sse-response.ts';
-import type { StreamSummary } from './stream-usage.ts';
+import { SseSplitter } from '../wire/sse.ts';
+import { ClientGone, ClientStalled, type SseResponse } from '../wire/sse-response.ts';
+import type { StreamSummary } from '../wire/stream-usage.ts';
 import type { StreamError, StreamTranslator } from './surface.ts';
 
 export interface RelayOptions {

@@ -2,9 +2,9 @@
  * The speed sample of one finished attempt (scheduler/service-time.ts learns from it): what
  * the answer's usage and llama.cpp timings say, and how long the attempt held its slot.
  */
-import { llamaCppTimings } from '../backends/llama-cpp.ts';
+import { llamaCppTimings } from '../wire/llama-timings.ts';
 import type { CallTimings, SpeedSample } from '../scheduler/types.ts';
-import type { Usage } from './usage.ts';
+import type { Usage } from '../wire/usage.ts';
 
 export interface SpeedFields {
   status: number;

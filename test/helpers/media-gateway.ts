@@ -5,7 +5,7 @@
  */
 import { readdirSync } from 'node:fs';
 import type { GatewayConfig } from '../../src/config/types.ts';
-import { spoolDir } from '../../src/media/upload-spool.ts';
+import { spoolDir } from '../../src/media/inputs/upload-spool.ts';
 import type { JobEvent, JobView } from '../../src/media/service-types.ts';
 import { startComfyFake } from '../fakes/comfyui-server.ts';
 import type { ComfyFake, ComfyKnobs } from '../fakes/comfyui-types.ts';

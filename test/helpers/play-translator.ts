@@ -2,7 +2,7 @@
  * Driving a stream translator (chat → Messages, chat → Responses) the way the relay does:
  * bytes through the real SSE splitter, each event to `onEvent`, what it writes collected.
  */
-import { SseSplitter, type SseEvent } from '../../src/upstream/sse.ts';
+import { SseSplitter, type SseEvent } from '../../src/wire/sse.ts';
 
 export interface StreamTranslatorLike {
   readonly ended?: boolean;

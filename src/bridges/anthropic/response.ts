@@ -7,8 +7,8 @@
  * never checked. Tool arguments a backend produced that are not a JSON object cannot become a
  * `tool_use` input: that is the backend's failure (502), never a guess at what was meant.
  */
-import { usageFromLlamaCppTimings } from '../../backends/llama-cpp.ts';
-import { usageFromOpenAI, type Usage } from '../../upstream/usage.ts';
+import { usageFromLlamaCppTimings } from '../../wire/llama-timings.ts';
+import { usageFromOpenAI, type Usage } from '../../wire/usage.ts';
 import { messageId, toolUseId } from './ids.ts';
 import { reportedStopSequence, stopInfo } from './stop-reason.ts';
 import { isObject, type BridgeError, type Json } from './types.ts';

@@ -7,7 +7,7 @@
  * the inverse of `usageFromAnthropic`. Chat backends rarely report cache writes (OpenRouter
  * does for Anthropic models): without a report the field is 0.
  */
-import type { Usage } from '../../upstream/usage.ts';
+import type { Usage } from '../../wire/usage.ts';
 import type { Json } from './types.ts';
 
 export interface AnthropicUsage {

@@ -7,7 +7,7 @@
  * them required, so each gets the client's value or the API's default when the client sent none.
  * Fields are in the order the API writes them, so that a translated answer reads like a real one.
  */
-import type { Usage } from '../../upstream/usage.ts';
+import type { Usage } from '../../wire/usage.ts';
 import { isObject, type Json } from './types.ts';
 
 export interface ResponseOpts {

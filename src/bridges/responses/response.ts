@@ -8,8 +8,8 @@
  * string too, so unlike the Anthropic bridge nothing has to be parsed or can fail here.
  * A `length` finish is an `incomplete` Response (`max_output_tokens`), its last item too.
  */
-import { usageFromLlamaCppTimings } from '../../backends/llama-cpp.ts';
-import { usageFromOpenAI, type Usage } from '../../upstream/usage.ts';
+import { usageFromLlamaCppTimings } from '../../wire/llama-timings.ts';
+import { usageFromOpenAI, type Usage } from '../../wire/usage.ts';
 import { newCallId, newFunctionCallId, newMessageId, newReasoningId } from './ids.ts';
 import {
   finishStatus,

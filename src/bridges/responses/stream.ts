@@ -22,8 +22,8 @@
  * Hot path: each chunk is parsed once (by ChatStreamReader, which also keeps the usage and the
  * tool-call bookkeeping); delta frames are built from constant pieces.
  */
-import type { SseEvent } from '../../upstream/sse.ts';
-import type { StreamSummary } from '../../upstream/stream-usage.ts';
+import type { SseEvent } from '../../wire/sse.ts';
+import type { StreamSummary } from '../../wire/stream-usage.ts';
 import type { StreamTranslator } from '../../upstream/surface.ts';
 import { ChatStreamReader, inStreamErrorStatus, type PendingCall } from '../chat-stream-reader.ts';
 import { newCallId } from './ids.ts';

@@ -3,7 +3,7 @@
  * which classes are output nodes, which LoRAs a server has. Both combo spellings are read:
  * the legacy `[[option, …], {…}]` and the newer `["COMBO", { options: […] }]`.
  */
-import { inventoryOf } from '../inventory.ts';
+import { inventoryOf } from './inventory.ts';
 import type { InputSpec, NodeClassInfo, ObjectInfo } from './types.ts';
 
 /** How a widget value is typed; `socket` is a link-only input (MODEL, IMAGE, …). */

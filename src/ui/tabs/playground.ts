@@ -27,16 +27,14 @@ export async function playgroundTab(app: FastifyInstance, ctx: UiContext): Promi
   app.get('/ui/playground/call', async (req, reply) => {
     const q = req.query as Record<string, unknown>;
     if (!validRequestId(q.request_id)) {
-      return reply
-        .code(400)
-        .send({
-          error: {
-            message: 'request_id must be a request id.',
-            type: 'invalid_request_error',
-            param: 'request_id',
-            code: 'invalid_request_id',
-          },
-        });
+      return reply.code(400).send({
+        error: {
+          message: 'request_id must be a request id.',
+          type: 'invalid_request_error',
+          param: 'request_id',
+          code: 'invalid_request_id',
+        },
+      });
     }
     const since = typeof q.since === 'string' && /^\d{1,15}$/.test(q.since) ? Number(q.since) : undefined;
     return callSummary(ctx.gateway, q.request_id, since);

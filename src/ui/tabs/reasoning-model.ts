@@ -16,8 +16,8 @@ import {
 } from '../../bridges/reasoning/rules.ts';
 import { withAliasDefault } from '../../bridges/reasoning/switch.ts';
 import type { Gateway } from '../../gateway.ts';
-import { upstreamBody } from '../../upstream/call-bytes.ts';
-import { switchRequest, type TransformFactory } from '../../upstream/call-transform.ts';
+import { upstreamBody } from '../../surfaces/call-bytes.ts';
+import { switchRequest, type TransformFactory } from '../../surfaces/call-transform.ts';
 import { isAliasPattern } from '../../routing/aliases.ts';
 
 export const SWITCHES = ['off', 'on', 'auto', 'none'] as const;

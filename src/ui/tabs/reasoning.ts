@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ReasoningRuleSpec } from '../../config/types.ts';
 import { DEFAULT_REASONING_RULES } from '../../bridges/reasoning/rules.ts';
-import { TransformFactory } from '../../upstream/call-transform.ts';
+import { TransformFactory } from '../../surfaces/call-transform.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
 import { one, ownEntry, type FormBody } from '../form-values.ts';

@@ -1,0 +1,434 @@
+/**
+ * Fetching a URL a client handed in (a reference image, a `files` entry) without letting it
+ * reach what it should not: http(s) only, on the first URL and on every redirect hop
+ * (followed by hand, at most `maxRedirects`); a cap on the bytes (Content-Length refused up
+ * front, the stream cut once it passes the cap) and on the time of the whole fetch.
+ *
+ * With `allowPrivate` false, the address actually connected to is checked, not the host name
+ * (a name may resolve to 127.0.0.1, or change between a check and the connect: DNS
+ * rebinding): the agent's connector resolves names itself with node:dns, drops loopback,
+ * private, link-local, CGNAT, unique-local, multicast and reserved addresses (also inside
+ * IPv4-mapped / IPv4-translated / NAT64 / 6to4 IPv6; local-use NAT64 `64:ff9b:1::/48` and
+ * Teredo `2001::/32` outright: where they lead cannot be told from the address) before connecting, refuses IP literals of those without
+ * connecting, and checks the connected socket's remote address once more.
+ *
+ * Errors are MediaInputErrors naming the param; URLs in messages are redacted (no userinfo,
+ * no query string: signed URLs carry their credentials there).
+ */
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { isIP, type Socket } from 'node:net';
+import { Agent, buildConnector, request, type Dispatcher } from 'undici';
+import type { MediaFile } from '../service-types.ts';
+import { MediaInputError, tooLarge } from './errors.ts';
+import { sniffMime } from './files.ts';
+
+export const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_REDIRECTS = 5;
+
+/** Several reads sharing one byte cap (decodeFileMap's total): `take` throws once the sum passes it. */
+export interface ByteBudget {
+  take(bytes: number): void;
+}
+
+/**
+ * A ByteBudget of `totalBytes`: `take` throws `over()` once the sum passes it, and hands every
+ * take on to `outer` too (a request's budget around one map's).
+ */
+export function byteBudget(totalBytes: number, over: () => Error, outer?: ByteBudget): ByteBudget {
+  let used = 0;
+  return {
+    take(bytes) {
+      used += bytes;
+      if (used > totalBytes) throw over();
+      outer?.take(bytes);
+    },
+  };
+}
+
+export interface FetchOptions {
+  /** One file's cap, decoded bytes (default 64 MiB). */
+  maxBytes?: number;
+  /** The whole fetch, all hops and the body (default 30 s). */
+  timeoutMs?: number;
+  /** Whether loopback/private/link-local/... addresses may be fetched (`ref_url_allow_private`). */
+  allowPrivate: boolean;
+  maxRedirects?: number;
+  /**
+   * Replaces the built-in agent. The private-address guarantee then rests on it: make it with
+   * createRefAgent (IP literals are still refused here either way).
+   */
+  dispatcher?: Dispatcher;
+  /** Stops the fetch (rejecting with the signal's reason). */
+  signal?: AbortSignal;
+  budget?: ByteBudget;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+// ---------------------------------------------------------------------------------------------
+// Address classification
+
+/** Why `address` (an IPv4 or IPv6 literal, brackets and zone allowed) may not be fetched with allowPrivate off; undefined = public. */
+export function addressRefusal(address: string): string | undefined {
+  let ip = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
+  const zone = ip.indexOf('%');
+  if (zone >= 0) ip = ip.slice(0, zone);
+  const family = isIP(ip);
+  if (family === 4) return v4Refusal(ip.split('.').map(Number));
+  if (family === 6) return v6Refusal(ipv6Groups(ip));
+  return 'not an IP address';
+}
+
+export function isPublicAddress(address: string): boolean {
+  return addressRefusal(address) === undefined;
+}
+
+function v4Refusal([a, b, c]: number[]): string | undefined {
+  if (a === 0) return 'an unspecified ("this network") address';
+  if (a === 127) return 'a loopback address';
+  if (a === 10 || (a === 172 && (b & 0xf0) === 16) || (a === 192 && b === 168)) return 'a private address';
+  if (a === 100 && (b & 0xc0) === 64) return 'a carrier-grade NAT address';
+  if (a === 169 && b === 254) return 'a link-local address';
+  if ((a === 192 && b === 0 && c === 0) || (a === 198 && (b & 0xfe) === 18)) return 'a reserved address';
+  if (a >= 224 && a < 240) return 'a multicast address';
+  if (a >= 240) return 'a reserved address';
+  return undefined;
+}
+
+function v6Refusal(g: number[]): string | undefined {
+  const zeroTo = (n: number) => g.slice(0, n).every((x) => x === 0);
+  const embedded = (hi: number, lo: number) => v4Refusal([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  if (zeroTo(8)) return 'an unspecified address';
+  if (zeroTo(7) && g[7] === 1) return 'a loopback address';
+  if (zeroTo(5) && g[5] === 0xffff) return embedded(g[6], g[7]); // ::ffff:a.b.c.d
+  if (zeroTo(4) && g[4] === 0xffff && g[5] === 0) return embedded(g[6], g[7]); // ::ffff:0:a.b.c.d (IPv4-translated)
+  if (zeroTo(6)) return embedded(g[6], g[7]); // ::a.b.c.d (deprecated IPv4-compatible)
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return embedded(g[6], g[7]); // NAT64
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'a local-use NAT64 address'; // 64:ff9b:1::/48, a site's own translator
+  if (g[0] === 0x2001 && g[1] === 0) return 'a Teredo address'; // 2001::/32: tunnels to an IPv4 the address hides (obfuscated)
+  if (g[0] === 0x2002) return embedded(g[1], g[2]); // 6to4
+  if ((g[0] & 0xfe00) === 0xfc00) return 'a unique-local address';
+  if ((g[0] & 0xffc0) === 0xfe80) return 'a link-local address';
+  if ((g[0] & 0xffc0) === 0xfec0) return 'a site-local address';
+  if ((g[0] & 0xff00) === 0xff00) return 'a multicast address';
+  return undefined;
+}
+
+/** The eight 16-bit groups of an IPv6 literal net.isIP accepted (`::` expanded, a trailing dotted quad folded in). */
+function ipv6Groups(ip: string): number[] {
+  let text = ip;
+  const last = text.lastIndexOf(':');
+  if (text.indexOf('.', last) >= 0) {
+    const [a, b, c, d] = text
+      .slice(last + 1)
+      .split('.')
+      .map(Number);
+    text = `${text.slice(0, last + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::');
+  const parse = (s: string | undefined) => (s ? s.split(':').map((h) => parseInt(h, 16)) : []);
+  const hi = parse(head);
+  const lo = parse(tail);
+  return tail === undefined ? hi : [...hi, ...new Array<number>(8 - hi.length - lo.length).fill(0), ...lo];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The guarded agent
+
+/** A connection refused by the address guard (before connecting, or right after). */
+class AddressRefused extends Error {
+  constructor(
+    readonly host: string,
+    readonly why: string,
+    readonly literal: boolean,
+  ) {
+    super(`${host} ${literal ? 'is' : 'resolves only to'} ${why}`);
+    this.name = 'AddressRefused';
+  }
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** A resolver with node:dns `lookup`'s all-addresses form (tests inject one). */
+export type Resolver = (
+  hostname: string,
+  options: LookupOptions & { all: true },
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+/** net.connect's `lookup`: resolve every address, keep only those the guard allows. */
+function guardedLookup(resolve: Resolver) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    resolve(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, '');
+      const allowed = addresses.filter((a) => addressRefusal(a.address) === undefined);
+      if (allowed.length === 0) {
+        const why = addresses.length ? addressRefusal(addresses[0].address)! : 'no address';
+        return callback(Object.assign(new AddressRefused(hostname, why, false), { code: 'EADDRREFUSED' }), '');
+      }
+      if (options.all) callback(null, allowed);
+      else callback(null, allowed[0].address, allowed[0].family);
+    });
+  };
+}
+
+/**
+ * An undici connector that only connects to public addresses: host names are resolved here
+ * and filtered, IP literals are refused without connecting, and the connected socket's remote
+ * address is checked once more.
+ */
+export function createGuardedConnector(opts: { resolve?: Resolver } = {}): buildConnector.connector {
+  const resolve = opts.resolve ?? (dnsLookup as unknown as Resolver);
+  const base = buildConnector({ lookup: guardedLookup(resolve) } as buildConnector.BuildOptions);
+  return (options, callback) => {
+    const host = options.hostname.replace(/^\[|\]$/g, '');
+    const literalWhy = isIP(host) ? addressRefusal(host) : undefined;
+    if (literalWhy) return callback(new AddressRefused(host, literalWhy, true), null);
+    base(options, (err, socket) => {
+      if (err) return callback(err, null);
+      const remote = (socket as Socket).remoteAddress;
+      const why = remote === undefined ? 'an unknown address' : addressRefusal(remote);
+      if (why) {
+        socket!.destroy();
+        return callback(new AddressRefused(host, why, isIP(host) !== 0), null);
+      }
+      callback(null, socket!);
+    });
+  };
+}
+
+/**
+ * An undici Agent for client-supplied URLs; with `allowPrivate: false` every connection goes
+ * through createGuardedConnector.
+ */
+export function createRefAgent(opts: { allowPrivate: boolean; resolve?: Resolver }): Agent {
+  if (opts.allowPrivate) return new Agent({ keepAliveTimeout: 4_000 });
+  return new Agent({ connect: createGuardedConnector({ resolve: opts.resolve }), keepAliveTimeout: 4_000 });
+}
+
+const agents: { open?: Agent; guarded?: Agent } = {};
+
+function defaultAgent(allowPrivate: boolean): Agent {
+  return allowPrivate
+    ? (agents.open ??= createRefAgent({ allowPrivate: true }))
+    : (agents.guarded ??= createRefAgent({ allowPrivate: false }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetching
+
+/** `url` for messages and logs: scheme, host, port and path only (no userinfo, query or fragment), at most 200 characters. */
+export function redactUrl(url: string | URL): string {
+  let u: URL;
+  try {
+    u = new URL(String(url));
+  } catch {
+    return '(an invalid URL)';
+  }
+  const text =
+    u.protocol === 'http:' || u.protocol === 'https:' ? `${u.protocol}//${u.host}${u.pathname}` : `${u.protocol}…`;
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
+}
+
+function httpUrl(text: string, base: URL | undefined, param: string): URL {
+  let u: URL;
+  try {
+    u = new URL(text, base);
+  } catch {
+    throw new MediaInputError(
+      400,
+      param,
+      'invalid_media_value',
+      base ? `could not fetch ${param}: ${redactUrl(base)} redirects to an invalid URL` : `${param} is not a valid URL`,
+    );
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    throw new MediaInputError(
+      400,
+      param,
+      'unsupported_url',
+      base
+        ? `could not fetch ${param}: ${redactUrl(base)} redirects to a ${u.protocol} URL; only http and https are followed`
+        : `${param} is a ${u.protocol} URL; only http and https URLs are fetched`,
+    );
+  }
+  return u;
+}
+
+const TIMEOUT = Symbol('timeout');
+
+function unescapeUserinfo(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text; // a stray `%`: sent as written
+  }
+}
+
+/**
+ * GETs `url` (following redirects by hand) and returns its bytes, with the MIME type sniffed
+ * from them or else the response's Content-Type. `param` names the value in errors.
+ */
+export async function fetchRef(url: string, opts: FetchOptions, param = 'url'): Promise<MediaFile> {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+  const dispatcher = opts.dispatcher ?? defaultAgent(opts.allowPrivate);
+  const first = httpUrl(url, undefined, param);
+  const origin = first.origin;
+  const auth =
+    first.username || first.password
+      ? `Basic ${Buffer.from(`${unescapeUserinfo(first.username)}:${unescapeUserinfo(first.password)}`).toString('base64')}`
+      : undefined;
+
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(TIMEOUT), timeoutMs);
+  const outer = opts.signal;
+  const onOuterAbort = () => controller.abort(outer!.reason);
+  if (outer?.aborted) onOuterAbort();
+  else outer?.addEventListener('abort', onOuterAbort, { once: true });
+
+  let current = first;
+  try {
+    for (let hop = 0; ; hop++) {
+      if (!opts.allowPrivate) refuseLiteral(current, param);
+      const target = new URL(current);
+      target.username = '';
+      target.password = '';
+      target.hash = '';
+      const headers: Record<string, string> = { accept: '*/*', 'user-agent': 'llm-gateway' };
+      // credentials from the URL go to its own origin only, never to where it redirects
+      if (auth && target.origin === origin) headers.authorization = auth;
+      const res = await request(target, { method: 'GET', headers, signal: controller.signal, dispatcher });
+      if (REDIRECTS.has(res.statusCode)) {
+        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+        const location = res.headers.location;
+        const loc = Array.isArray(location) ? location[0] : location;
+        if (!loc) throw fetchFailed(param, current, `the server answered ${res.statusCode} without a Location`);
+        if (hop >= maxRedirects) {
+          throw new MediaInputError(
+            400,
+            param,
+            'too_many_redirects',
+            `could not fetch ${param}: more than ${maxRedirects} redirects from ${redactUrl(first)}`,
+          );
+        }
+        current = httpUrl(loc, current, param);
+        continue;
+      }
+      if (res.statusCode < 200 || res.statusCode > 299) {
+        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+        throw fetchFailed(param, current, `the server answered ${res.statusCode}`);
+      }
+      const length = Number(res.headers['content-length']);
+      if (Number.isFinite(length) && length > maxBytes) {
+        res.body.destroy();
+        throw tooLarge(param, maxBytes);
+      }
+      const bytes = await readCapped(res.body, maxBytes, param, opts.budget);
+      if (bytes.length === 0) throw fetchFailed(param, current, 'the server sent an empty file');
+      return {
+        bytes,
+        mime: sniffMime(bytes) ?? contentType(res.headers['content-type']) ?? 'application/octet-stream',
+      };
+    }
+  } catch (err) {
+    if (err instanceof MediaInputError) throw err;
+    if (controller.signal.aborted && controller.signal.reason === TIMEOUT) {
+      throw new MediaInputError(
+        400,
+        param,
+        'fetch_timeout',
+        `could not fetch ${param}: timed out after ${timeoutMs / 1000} s (${redactUrl(current)})`,
+      );
+    }
+    if (outer?.aborted) throw outer.reason;
+    const refused = findRefusal(err);
+    if (refused) throw privateAddress(param, current, refused.message);
+    throw fetchFailed(param, current, networkReason(err, current));
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes: number,
+  param: string,
+  budget: ByteBudget | undefined,
+): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      total += chunk.length;
+      if (total > maxBytes) throw tooLarge(param, maxBytes);
+      budget?.take(chunk.length);
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    body.destroy();
+    throw err;
+  }
+  return Buffer.concat(chunks, total);
+}
+
+function refuseLiteral(u: URL, param: string): void {
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host) === 0) return;
+  const why = addressRefusal(host);
+  if (why) throw privateAddress(param, u, `${host} is ${why}`);
+}
+
+function privateAddress(param: string, u: URL, detail: string): MediaInputError {
+  return new MediaInputError(
+    400,
+    param,
+    'private_address',
+    `could not fetch ${param}: ${redactUrl(u)} is not fetched, ${detail} (fetching private addresses is turned off: ref_url_allow_private)`,
+  );
+}
+
+function fetchFailed(param: string, u: URL, reason: string): MediaInputError {
+  return new MediaInputError(400, param, 'fetch_failed', `could not fetch ${param}: ${reason} (${redactUrl(u)})`);
+}
+
+function findRefusal(err: unknown): AddressRefused | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof AddressRefused) return e;
+    if (e instanceof AggregateError) {
+      const inner = e.errors.find((x) => x instanceof AddressRefused);
+      if (inner) return inner as AddressRefused;
+    }
+  }
+  return undefined;
+}
+
+function networkReason(err: unknown, u: URL): string {
+  const code = (err as { code?: string })?.code;
+  switch (code) {
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `the host ${u.hostname} was not found`;
+    case 'ECONNREFUSED':
+      return 'the connection was refused';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'the connection was closed';
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return 'connecting timed out';
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+      return 'the server stopped answering';
+    default:
+      return code ? `network error ${code}` : 'network error';
+  }
+}
+
+/** The MIME type of a Content-Type header, without parameters; undefined when absent or not type/subtype. */
+function contentType(header: string | string[] | undefined): string | undefined {
+  const value = (Array.isArray(header) ? header[0] : header)?.split(';')[0].trim().toLowerCase();
+  return value && /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/.test(value) ? value : undefined;
+}
