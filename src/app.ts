@@ -13,7 +13,7 @@ import { watchConfigFile, type ConfigWatcher } from './config/watch.ts';
 import { Gateway } from './gateway.ts';
 import { RequestIds } from './stats/request-ids.ts';
 import type { Clock } from './scheduler/index.ts';
-import type { CallOutcome } from './upstream/outcome.ts';
+import type { CallOutcome } from './stats/call-outcome.ts';
 import { clientErrorHandler, installErrorHandlers, sendError, toGatewayError } from './routes/error-handler.ts';
 import { openaiRoutes } from './routes/openai.ts';
 import { audioRoutes } from './routes/audio.ts';

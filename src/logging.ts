@@ -6,7 +6,6 @@
  */
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import pretty from 'pino-pretty';
-import type { GatewayConfig } from './config/types.ts';
 
 /** Never logged in clear: client keys in request headers, any `api_key` or `key` field. */
 export const REDACT_PATHS: readonly string[] = Object.freeze([
@@ -25,12 +24,16 @@ export interface LoggerEnv {
 }
 
 /** The format `log_format` resolves to on this stdout. */
-export function resolveLogFormat(format: GatewayConfig['log_format'], isTTY: boolean): 'pretty' | 'json' {
+/** The log settings of the config (`log_level`, `log_format`). */
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+export type LogFormat = 'auto' | 'pretty' | 'json';
+
+export function resolveLogFormat(format: LogFormat, isTTY: boolean): 'pretty' | 'json' {
   if (format === 'auto') return isTTY ? 'pretty' : 'json';
   return format;
 }
 
-export function createLogger(config: Pick<GatewayConfig, 'log_level' | 'log_format'>, env: LoggerEnv): Logger {
+export function createLogger(config: { log_level: LogLevel; log_format: LogFormat }, env: LoggerEnv): Logger {
   const options: LoggerOptions = {
     level: config.log_level,
     redact: { paths: [...REDACT_PATHS], censor: '[redacted]' },

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { CallOutcome } from '../src/upstream/outcome.ts';
+import type { CallOutcome } from '../src/stats/call-outcome.ts';
 import { startFake } from './fakes/index.ts';
 import { startGateway } from './helpers/gateway.ts';
 

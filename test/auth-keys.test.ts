@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { keyMatcher, extractKey, generateKey, keyHint } from '../src/auth/keys.ts';
+import { extractKey } from '../src/auth/extract-key.ts';
+import { keyMatcher, generateKey, keyHint } from '../src/store/keys.ts';
 
 test('generated keys are sk- plus at least 192 bits of randomness, all distinct', () => {
   const keys = new Set<string>();

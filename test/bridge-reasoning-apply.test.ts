@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { clampEffort, effortForBudget, reasoningEdits } from '../src/bridges/reasoning/apply.ts';
-import type { ReasoningRule, ReasoningWant } from '../src/bridges/reasoning/types.ts';
+import type { ReasoningRule, ReasoningWant } from '../src/config/reasoning-types.ts';
 import { editTopLevel } from '../src/wire/raw-json.ts';
 
 const OFF: ReasoningWant = { value: 'off' };

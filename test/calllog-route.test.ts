@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import { CallLog } from '../src/stats/call-log.ts';
 import { STATS_MIGRATIONS } from '../src/store/calls-migrations.ts';
 import { openDatabase } from '../src/store/db.ts';
-import type { CallOutcome } from '../src/upstream/outcome.ts';
+import type { CallOutcome } from '../src/stats/call-outcome.ts';
 import { startFake } from './fakes/index.ts';
 import { adminApi } from './helpers/admin-api.ts';
 import { startGateway } from './helpers/gateway.ts';

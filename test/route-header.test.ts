@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import OpenAI from 'openai';
 import type { Lease } from '../src/scheduler/index.ts';
-import type { CallOutcome } from '../src/upstream/outcome.ts';
+import type { CallOutcome } from '../src/stats/call-outcome.ts';
 import { startFake } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';

@@ -4,7 +4,7 @@
  * state. Pure functions of the file config, the store and the live views; no I/O.
  */
 import { writeJson } from '../media/compiler/index.ts';
-import { keyHint } from '../auth/keys.ts';
+import { keyHint } from '../store/keys.ts';
 import { maskUrl } from '../backends/secret-scrub.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import { pricingReport, type PricingReport } from '../backends/pricing.ts';

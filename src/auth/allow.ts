@@ -5,7 +5,6 @@
  * `model_not_found` an unknown model gets, so nobody can enumerate what they may not use.
  */
 
-import type { ListingEntry } from '../routing/model-listing.ts';
 import type { Candidate } from '../scheduler/types.ts';
 
 export interface AllowContext {
@@ -27,8 +26,15 @@ export function filterAllowed(allow: readonly string[], ctx: AllowContext): Cand
   );
 }
 
+/** What visibility reads of an entry of `GET /v1/models` (routing/model-listing.ts `ListingEntry`). */
+export interface ListedEntry {
+  model: { id: string };
+  alias: boolean;
+  candidates: AllowContext['candidates'];
+}
+
 /** Whether an entry of `GET /v1/models` is visible under `allow` (same rules as `filterAllowed`). */
-export function isListedModelVisible(allow: readonly string[], entry: ListingEntry): boolean {
+export function isListedModelVisible(allow: readonly string[], entry: ListedEntry): boolean {
   const id = entry.model.id;
   if (allow.length === 0 || allow.includes(id)) return true;
   const ctx: AllowContext = { requested: id, alias: entry.alias ? id : undefined, candidates: entry.candidates };

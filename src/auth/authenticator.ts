@@ -5,7 +5,8 @@
  */
 import { GatewayError } from '../errors.ts';
 import type { User, UsersRepo } from '../store/users-repo.ts';
-import { extractKey, keyMatcher, type HeaderBag } from './keys.ts';
+import { extractKey, type HeaderBag } from './extract-key.ts';
+import { keyMatcher } from '../store/keys.ts';
 import { isLocalRequest } from './loopback.ts';
 
 export interface Caller {

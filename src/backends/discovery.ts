@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { describeError } from './errors.ts';
-import type { ComfyHealth } from '../media/comfy/health.ts';
+import type { MediaHealthCheck } from './media-health.ts';
 import { probeBackend, ProbeError } from './probe.ts';
 import { redactBackendError } from './secret-scrub.ts';
 import type { BackendRegistry } from './registry.ts';
@@ -29,7 +29,7 @@ export interface DiscoveryDeps {
   isGuess?: (name: string) => boolean;
   probeTimeoutMs?: number;
   /** ComfyUI backends' queue watchdog and inventory. */
-  comfy?: ComfyHealth;
+  comfy?: MediaHealthCheck;
   now?: () => number;
   /** Reads which models each box holds after every good probe (never loading one). */
   residency?: { reader: ResidencyReader; tracker: ResidencyTracker };

@@ -8,10 +8,17 @@
  * that load: it is marked as a load on a busy box, so it teaches neither prefill (its time to
  * first token holds the load) nor a swap cost (it saw only part of one).
  */
-import type { DispatchFacts } from '../upstream/speed-sample.ts';
 import type { ResidencyTracker } from './residency.ts';
 
 /** The scheduler's reads used here (both O(1)). */
+/** What the gateway knew of the box as it sent an attempt (ProxyDeps.onDispatch). */
+export interface DispatchFacts {
+  /** The box did not hold the model (residency said so): the attempt has to load it. */
+  neededLoad: boolean;
+  /** Other calls of the gateway were in flight on the box. */
+  busy: boolean;
+}
+
 export interface SlotReads {
   swapSecondsOf(backend: string, model: string): number | undefined;
   /** Leases out on the backend, the dispatched call's own included. */

@@ -15,7 +15,7 @@
  * cache reads at its `input` price, not at a discovered cache price (stats/cost.ts).
  */
 import type { BackendSpec } from '../config/types.ts';
-import { compileAliases, exactAlias, patternAlias, type AliasTable } from '../routing/aliases.ts';
+import { compileAliases, exactAlias, patternAlias, type AliasTable } from '../config/name-patterns.ts';
 import { BUILT_IN_PRICES } from './price-table.ts';
 import type { ModelInfo, ModelPricing } from './types.ts';
 

@@ -1,7 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
-import { basePath } from '../upstream/pools.ts';
-import { ComfyHealth, ExecutorStuck } from '../media/comfy/health.ts';
+import { basePath } from './pools.ts';
+import { ExecutorStuck, type MediaHealthCheck } from './media-health.ts';
 import { anthropicOwnHeaders } from './anthropic.ts';
 import { kindForStatus } from './errors.ts';
 import { parseModelList } from './model-list.ts';
@@ -44,7 +44,7 @@ export async function probeBackend(
   spec: BackendSpec,
   dispatcher: Dispatcher,
   timeoutMs: number,
-  comfy?: ComfyHealth,
+  comfy?: MediaHealthCheck,
 ): Promise<ModelInfo[]> {
   const path =
     spec.type === 'comfyui' ? '/system_stats' : spec.type === 'anthropic' ? '/v1/models?limit=1000' : '/v1/models';

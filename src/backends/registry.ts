@@ -1,7 +1,7 @@
 import type { BackendSpec } from '../config/types.ts';
 import type { BackendError, ModelInfo } from './types.ts';
 import { redactBackendError } from './secret-scrub.ts';
-import { basePath } from '../upstream/pools.ts';
+import { basePath } from './pools.ts';
 
 /** One backend as the gateway currently knows it: its spec plus live state. */
 export interface BackendState {

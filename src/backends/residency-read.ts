@@ -12,7 +12,7 @@
 import { request, type Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { isObject } from '../json.ts';
-import { basePath } from '../upstream/pools.ts';
+import { basePath } from './pools.ts';
 import { credentialHeaders } from './probe.ts';
 import type { ResidencyKind, ResidencyReading } from './residency.ts';
 import type { ModelInfo } from './types.ts';

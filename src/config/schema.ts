@@ -18,8 +18,8 @@ import {
 } from './media-schema.ts';
 import { childPath, type ConfigProblem } from './problems.ts';
 import type { BackendSpec, GatewayConfig } from './types.ts';
-import { ruleProblems } from '../bridges/reasoning/rules.ts';
-import { samplingProblems } from '../bridges/sampling.ts';
+import { ruleProblems } from './reasoning-rule-problems.ts';
+import { samplingProblems } from './sampling-problems.ts';
 
 export { childPath, type ConfigProblem } from './problems.ts';
 

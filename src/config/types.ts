@@ -2,8 +2,9 @@
  * The shape of a validated configuration. `config/schema.ts` validates a parsed config.yaml
  * into this; `config/effective.ts` merges it with the store into the one the app runs on.
  */
-import type { Mapping, Pin, Workflow } from '../media/compiler/types.ts';
-import type { ModelPricing } from '../backends/types.ts';
+import type { Mapping, Pin, Workflow } from './workflow-types.ts';
+import type { ModelPricing } from './model-info.ts';
+import type { LogFormat, LogLevel } from '../logging.ts';
 
 export type BackendType = 'openai' | 'anthropic' | 'comfyui';
 
@@ -132,9 +133,9 @@ export interface GatewayConfig {
   api_key?: string;
   store_dir: string;
   jobs_dir: string;
-  log_level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+  log_level: LogLevel;
   /** auto = pretty when stdout is a terminal, JSON otherwise. */
-  log_format: 'auto' | 'pretty' | 'json';
+  log_format: LogFormat;
   /** Seconds between discovery polls. */
   health_check_interval: number;
   model_prefix: boolean;

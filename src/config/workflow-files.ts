@@ -15,7 +15,7 @@ import { parseExactJson } from '../wire/exact-json.ts';
 import { workflowShapeProblem } from './media-schema.ts';
 import { childPath, type ConfigProblem } from './problems.ts';
 import type { GatewayConfig } from './types.ts';
-import type { Workflow } from '../media/compiler/types.ts';
+import type { Workflow } from './workflow-types.ts';
 
 /** Fills `workflow_json` of every entry that names a file; mutates `config`. */
 export function resolveWorkflowFiles(config: GatewayConfig, baseDir: string): ConfigProblem[] {

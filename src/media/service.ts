@@ -11,7 +11,7 @@ import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { badRequest, GatewayError } from '../errors.ts';
 import type { Scheduler, SchedulerRejection } from '../scheduler/index.ts';
-import type { CallOutcome } from '../upstream/outcome.ts';
+import type { CallOutcome } from '../stats/call-outcome.ts';
 import { ArtifactError, Artifacts, extOf, type ThumbOptions } from './jobs/artifacts.ts';
 import type { ComfyClients } from './comfy/clients.ts';
 import { outputKind, type ObjectInfo } from './compiler/index.ts';

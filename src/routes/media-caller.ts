@@ -11,7 +11,7 @@ import { GatewayError, type ErrorType } from '../errors.ts';
 import { byteBudget, type ByteBudget, type FetchOptions } from '../media/inputs/fetch.ts';
 import { formatBytes, MediaInputError } from '../media/inputs/errors.ts';
 import type { FileAnswer, JobView, MediaCaller, MediaService } from '../media/service-types.ts';
-import type { CallOutcome } from '../upstream/outcome.ts';
+import type { CallOutcome } from '../stats/call-outcome.ts';
 import type { CallerContext, Callers } from './caller.ts';
 import { ticketUserOf } from './ticket-user.ts';
 import type { UploadHold } from './media-upload-budget.ts';

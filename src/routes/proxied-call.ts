@@ -12,7 +12,7 @@ import { conversationKey, sessionIdOf } from '../routing/conversation-affinity.t
 import { conversationSeed, seedSurfaceOf } from '../routing/conversation-seed.ts';
 import { OutcomeOnce } from '../stats/outcome-once.ts';
 import { STATUS_CLIENT_CLOSED } from '../stats/record.ts';
-import type { CallOutcome } from '../upstream/outcome.ts';
+import type { CallOutcome } from '../stats/call-outcome.ts';
 import { promptTokenEstimate } from '../surfaces/prompt-estimate.ts';
 import type { ProxyCall } from '../upstream/proxy.ts';
 import type { CallerContext, Callers } from './caller.ts';

@@ -12,7 +12,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { openGatewayRefusal, type OpenGuardSettings } from '../auth/open-guard.ts';
 import type { OwnHost } from '../auth/own-host.ts';
 import { GatewayError } from '../errors.ts';
-import type { CallOutcome } from '../upstream/outcome.ts';
+import type { CallOutcome } from '../stats/call-outcome.ts';
 import type { Attribution } from './caller.ts';
 import { renderErrorBody } from './error-handler.ts';
 import { watchRequestReceipt } from './receive-timeout.ts';

@@ -8,7 +8,6 @@ import type { GatewayConfig } from '../config/types.ts';
 import { compileAliases, type AliasTable } from './aliases.ts';
 import { buildModelListing, type ListingEntry } from './model-listing.ts';
 /** The refusal explainer reads the catalog's disabled candidates; the Gateway builds it with the catalog. */
-export { refusalExplainer } from './refusal-explainer.ts';
 import {
   aliasCollisions,
   resolveDisabled,

@@ -3,7 +3,7 @@
  * per backend for a refusal's "N ahead". Scans of the parked list, for rare events only.
  */
 import type { AheadCount } from './types.ts';
-import type { Waiter } from './waiters.ts';
+import type { Waiter } from './waiter.ts';
 
 type GroupOf = (backend: string) => object | undefined;
 

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { callPricing } from '../backends/pricing.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
-import type { CallOutcome } from '../upstream/outcome.ts';
+import type { CallOutcome } from './call-outcome.ts';
 import { CallLog, type CallLogOptions } from './call-log.ts';
 import type { GatewayMetrics } from './metrics.ts';
 import { toCallRecord } from './outcome-record.ts';

@@ -4,7 +4,7 @@
  * call's record and goes to the call log, the quotas and the metrics; a later one is a bug
  * somewhere on the call's path and is dropped, handed to `onRepeat` so it gets heard. Pure.
  */
-import type { CallOutcome } from '../upstream/outcome.ts';
+import type { CallOutcome } from './call-outcome.ts';
 
 export class OutcomeOnce {
   private first: CallOutcome | undefined;

@@ -1,5 +1,5 @@
 import type { ModelPricing } from '../backends/types.ts';
-import type { CallOutcome } from '../upstream/outcome.ts';
+import type { CallOutcome } from './call-outcome.ts';
 import { computeCost } from './cost.ts';
 import { REFUSED_BACKEND, type CallRecord } from './record.ts';
 

@@ -8,7 +8,7 @@ import { BACKEND_DEFAULTS } from '../config/defaults.ts';
 import type { BackendSpec } from '../config/types.ts';
 import type { Db } from './db.ts';
 import type { SecretBox } from './secret-box.ts';
-import { joinUserinfo, splitUserinfo } from '../backends/secret-scrub.ts';
+import { joinUserinfo, splitUserinfo } from '../config/url-userinfo.ts';
 
 /** The JSON in `backends.spec`: the URL without its userinfo, which is encrypted like the key. */
 type StoredSpec = Omit<BackendSpec, 'name' | 'api_key'> & { api_key_cipher?: string; url_userinfo_cipher?: string };

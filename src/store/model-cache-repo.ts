@@ -3,7 +3,7 @@
  * restart the gateway can route before the first discovery poll completes.
  */
 import type { Statement } from 'better-sqlite3';
-import type { ModelInfo } from '../backends/types.ts';
+import type { ModelInfo } from '../config/model-info.ts';
 import type { Db } from './db.ts';
 
 export class ModelCacheRepo {

@@ -4,7 +4,7 @@
  * since it was read with parseExactJson) is stored as its digits and comes back a bigint.
  */
 import type { Statement } from 'better-sqlite3';
-import { writeJson } from '../media/compiler/index.ts';
+import { writeJson } from '../wire/exact-json.ts';
 import { parseExactJson } from '../wire/exact-json.ts';
 import type { Db } from './db.ts';
 

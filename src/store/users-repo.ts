@@ -4,7 +4,7 @@
  * Nothing this repository returns carries key material except `create`/`rotate`'s `key`.
  */
 import { GatewayError, badRequest } from '../errors.ts';
-import { MIN_PASTED_KEY_LENGTH, generateKey, keyHint } from '../auth/keys.ts';
+import { MIN_PASTED_KEY_LENGTH, generateKey, keyHint } from './keys.ts';
 import type { Db } from './db.ts';
 import type { SecretBox } from './secret-box.ts';
 

@@ -10,7 +10,7 @@ import type { BackendSpec } from '../config/types.ts';
 import { estimateInputTokens } from '../bridges/anthropic/count-tokens.ts';
 import { AnthropicStreamTap } from './anthropic-stream-tap.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
-import type { MessagesCall } from './messages-surface.ts';
+import type { MessagesCall } from './messages-call.ts';
 import { editTopLevel } from '../wire/raw-json.ts';
 import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from '../upstream/surface.ts';
 import { usageFromAnthropic } from '../wire/usage.ts';

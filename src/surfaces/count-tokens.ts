@@ -8,7 +8,7 @@ import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import { estimateInputTokens } from '../bridges/anthropic/count-tokens.ts';
 import { AnthropicPassthrough } from './anthropic-passthrough.ts';
 import { forward, type UpstreamHeaders } from '../upstream/forward.ts';
-import type { MessagesCall } from './messages-surface.ts';
+import type { MessagesCall } from './messages-call.ts';
 import { scrubSecret } from './call-bytes.ts';
 import type { Candidate } from '../scheduler/types.ts';
 import type { IncomingHttpHeaders } from 'node:http';

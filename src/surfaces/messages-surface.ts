@@ -16,20 +16,12 @@ import { NO_TRANSFORM, type BodyTransform } from './body-transform.ts';
 import { AnthropicPassthrough } from './anthropic-passthrough.ts';
 import { TranslatedMessages } from './messages-translated.ts';
 import type { AttemptSurface, CallSurface, StreamError } from '../upstream/surface.ts';
-
-export interface MessagesCall {
-  /** The client's query string with its `?` (Claude Code sends `?beta=true`), or ''. */
-  query: string;
-  body: Record<string, unknown>;
-  rawBody: string;
-  /** The model name the client asked for: translated answers carry it. */
-  requested: string;
-  /** The reasoning switch (from `thinking` / `output_config.effort`) and sampling defaults, for chat backends. */
-  transformFor?: (want: ReasoningWant | undefined) => BodyTransform;
-}
+import type { MessagesCall } from './messages-call.ts';
 
 /** Anthropic's keep-alive event (the SDKs skip it); the status text has nowhere to go. */
 const PING = 'event: ping\ndata: {"type": "ping"}\n\n';
+
+export type { MessagesCall } from './messages-call.ts';
 
 export class MessagesSurface implements CallSurface {
   readonly endpoint = 'messages';

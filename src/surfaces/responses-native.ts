@@ -10,7 +10,7 @@ import type { BackendSpec } from '../config/types.ts';
 import { estimatePromptTokens } from './call-bytes.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import { editTopLevel } from '../wire/raw-json.ts';
-import type { ResponsesCall } from './responses-surface.ts';
+import type { ResponsesCall } from './responses-call.ts';
 import { ResponsesStreamTap } from './responses-stream-tap.ts';
 import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from '../upstream/surface.ts';
 import { usageFromOpenAI } from '../wire/usage.ts';

@@ -7,34 +7,13 @@
  * for the store: background runs and `store: true`.
  */
 import type { BackendSpec } from '../config/types.ts';
-import type { BodyTransform } from './body-transform.ts';
+import type { FinalResponseSource, ResponsesCall } from './responses-call.ts';
 import { NativeResponses } from './responses-native.ts';
 import { TranslatedResponses } from './responses-translated.ts';
 import { formatSseEvent } from '../wire/sse.ts';
 import type { AttemptSurface, CallSurface, StreamError } from '../upstream/surface.ts';
 
-export interface ResponsesCall {
-  /** The client's query string with its `?`, or ''. */
-  query: string;
-  body: Record<string, unknown>;
-  rawBody: string;
-  /** The model name the client asked for: translated answers carry it. */
-  requested: string;
-  /** The response's id (`resp_…`) and creation time (unix seconds), chosen by the gateway. */
-  id: string;
-  createdAt: number;
-  /** Earlier turns of a stored conversation (`previous_response_id`), oldest first. */
-  history?: unknown[];
-  /** The reasoning switch and sampling defaults, per serving backend. */
-  transform: BodyTransform;
-  /** Resolves an `item_reference` to an item of a recent response of this caller. */
-  resolveItem?: (id: string) => unknown;
-}
-
-/** What an attempt leaves behind for the store. */
-export interface FinalResponseSource {
-  finalResponse(): Record<string, unknown> | undefined;
-}
+export type { FinalResponseSource, ResponsesCall } from './responses-call.ts';
 
 export class ResponsesSurface implements CallSurface {
   readonly endpoint = 'responses';

@@ -15,7 +15,7 @@ import { badRequest } from '../errors.ts';
 import { transformText } from './body-transform.ts';
 import { estimatePromptTokens } from './call-bytes.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
-import type { ResponsesCall } from './responses-surface.ts';
+import type { ResponsesCall } from './responses-call.ts';
 import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from '../upstream/surface.ts';
 import { usageFromOpenAI } from '../wire/usage.ts';
 

@@ -1,7 +1,7 @@
 /** How one attempt on one backend ended: what the proxy's `settle` and failover loop read. */
 import type { SpeedSample } from '../scheduler/index.ts';
 import type { HealthEffect } from './classify.ts';
-import type { CallOutcome } from './outcome.ts';
+import type { CallOutcome } from '../stats/call-outcome.ts';
 import type { AttemptFailure } from './refusals.ts';
 
 /** What an attempt (or the end of the loop) adds to the call's outcome. */

@@ -19,7 +19,7 @@ import { UpstreamSignal } from './deadline.ts';
 import { redactBackendText } from '../backends/secret-scrub.ts';
 import { forward, type UpstreamHeaders } from './forward.ts';
 import { clientResponseHeaders } from './headers.ts';
-import type { CallOutcome } from './outcome.ts';
+import type { CallOutcome } from '../stats/call-outcome.ts';
 import {
   answerForCaller,
   exhaustedError,

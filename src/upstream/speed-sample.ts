@@ -4,6 +4,7 @@
  */
 import { llamaCppTimings } from '../wire/llama-timings.ts';
 import type { CallTimings, SpeedSample } from '../scheduler/types.ts';
+import type { DispatchFacts } from '../backends/dispatch-facts.ts';
 import type { Usage } from '../wire/usage.ts';
 
 export interface SpeedFields {
@@ -19,13 +20,7 @@ export interface SpeedFields {
   dispatch?: DispatchFacts;
 }
 
-/** What the gateway knew of the box as it sent an attempt (ProxyDeps.onDispatch). */
-export interface DispatchFacts {
-  /** The box did not hold the model (residency said so): the attempt has to load it. */
-  neededLoad: boolean;
-  /** Other calls of the gateway were in flight on the box. */
-  busy: boolean;
-}
+export type { DispatchFacts } from '../backends/dispatch-facts.ts';
 
 export function speedSample(fields: SpeedFields): SpeedSample {
   const { usage } = fields;

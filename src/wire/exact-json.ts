@@ -106,3 +106,16 @@ export function registerExactJsonParser(app: FastifyInstance): void {
     done(null, parsed);
   });
 }
+
+/** JSON text in which a `bigint` is written as its digits (JSON.stringify throws on one). */
+export function writeJson(value: unknown): string {
+  if (typeof value === 'bigint') return value.toString();
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : writeJson(v))).join(',')}]`;
+  const parts: string[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    if (v === undefined || typeof v === 'function') continue;
+    parts.push(`${JSON.stringify(key)}:${writeJson(v)}`);
+  }
+  return `{${parts.join(',')}}`;
+}

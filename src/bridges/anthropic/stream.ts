@@ -21,7 +21,7 @@
  */
 import type { SseEvent } from '../../wire/sse.ts';
 import type { StreamSummary } from '../../wire/stream-usage.ts';
-import type { StreamTranslator } from '../../upstream/surface.ts';
+import type { StreamTranslator } from '../../wire/stream-translator.ts';
 import { ChatStreamReader, inStreamErrorStatus, type PendingCall } from '../chat-stream-reader.ts';
 import { anthropicErrorFromUpstream } from './errors.ts';
 import { messageId, toolUseId } from './ids.ts';

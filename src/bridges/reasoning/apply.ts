@@ -13,7 +13,7 @@
  */
 import { isObject } from '../../json.ts';
 import { messagesWithPrefill, messagesWithToken, promptWithToken } from './apply-messages.ts';
-import type { ReasoningRule, ReasoningWant } from './types.ts';
+import type { ReasoningRule, ReasoningWant } from '../../config/reasoning-types.ts';
 
 export type EditKind = 'chat' | 'completions';
 

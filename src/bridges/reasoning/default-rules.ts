@@ -6,7 +6,7 @@
  * before the general ones they carve out of. An operator who knows better writes a rule with
  * `backends:`; it comes first.
  */
-import type { ReasoningRule } from './types.ts';
+import type { ReasoningRule } from '../../config/reasoning-types.ts';
 
 const RULES: ReasoningRule[] = [
   // DeepSeek-R1 and its distills (also `DeepSeek-R1-0528-Qwen3-8B`, hence before Qwen3) always

@@ -5,12 +5,12 @@
  * The match is redone on every failover attempt: the same alias can land on a llama.cpp and an
  * OpenRouter backend, which need different spellings.
  */
-import { globMatcher } from '../../routing/aliases.ts';
-import type { ReasoningRule } from './types.ts';
+import { globMatcher } from '../../config/name-patterns.ts';
+import type { ReasoningRule } from '../../config/reasoning-types.ts';
 
-export { REASONING_MECHANISMS, type ReasoningMechanism, type ReasoningRule } from './types.ts';
+export { REASONING_MECHANISMS, type ReasoningMechanism, type ReasoningRule } from '../../config/reasoning-types.ts';
 export { DEFAULT_REASONING_RULES } from './default-rules.ts';
-export { ruleProblems } from './rule-problems.ts';
+export { ruleProblems } from '../../config/reasoning-rule-problems.ts';
 
 interface CompiledRule {
   readonly rule: ReasoningRule;

@@ -18,9 +18,9 @@
  */
 import { isObject } from '../../json.ts';
 import type { ReasoningIntent } from '../anthropic/types.ts';
-import type { ReasoningWant } from './types.ts';
+import type { ReasoningWant } from '../../config/reasoning-types.ts';
 
-export type { ReasoningWant } from './types.ts';
+export type { ReasoningWant } from '../../config/reasoning-types.ts';
 
 export type SwitchKind = 'chat' | 'completions' | 'responses';
 

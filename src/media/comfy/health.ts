@@ -16,12 +16,13 @@ import type { ObjectInfo } from '../compiler/index.ts';
 import { requestManagerReboot, type RebootOutcome } from './restart.ts';
 import { inventoryOf, type MediaInventory } from '../compiler/inventory.ts';
 import { ExecutorWatchdog, queueView } from './watchdog.ts';
+import { ExecutorStuck, type MediaHealthCheck } from '../../backends/media-health.ts';
 
 /** Probes between two reads of /object_info (at the default 30 s poll: every 5 minutes). */
 export const OBJECT_INFO_EVERY = 10;
 
 /** A stuck executor, for the probe to report (the backend goes down with kind exec_stuck). */
-export class ExecutorStuck extends Error {}
+export { ExecutorStuck };
 
 export interface ComfyHealthOptions {
   now?: () => number;
@@ -37,7 +38,7 @@ export interface RestartAttempt {
   outcome?: RebootOutcome;
 }
 
-export class ComfyHealth {
+export class ComfyHealth implements MediaHealthCheck {
   private readonly watchdogs = new Map<string, { stuckAfterMs: number; dog: ExecutorWatchdog }>();
   private readonly inventories = new Map<string, { info: ObjectInfo; inventory: MediaInventory }>();
   private readonly probes = new Map<string, number>();

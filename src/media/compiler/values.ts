@@ -8,6 +8,8 @@
  */
 import type { InputDecl } from './object-info.ts';
 
+export { writeJson } from '../../wire/exact-json.ts';
+
 export type Coerced = { ok: true; value: unknown } | { ok: false; message: string };
 
 const I64_MAX = 2n ** 63n - 1n;
@@ -117,17 +119,4 @@ function compare(v: number | bigint, bound: number): number {
   if (typeof v === 'number') return v - bound;
   const b = BigInt(Math.trunc(bound));
   return v < b ? -1 : v > b ? 1 : 0;
-}
-
-/** JSON text in which a `bigint` is written as its digits (JSON.stringify throws on one). */
-export function writeJson(value: unknown): string {
-  if (typeof value === 'bigint') return value.toString();
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : writeJson(v))).join(',')}]`;
-  const parts: string[] = [];
-  for (const [key, v] of Object.entries(value)) {
-    if (v === undefined || typeof v === 'function') continue;
-    parts.push(`${JSON.stringify(key)}:${writeJson(v)}`);
-  }
-  return `{${parts.join(',')}}`;
 }

@@ -3,9 +3,9 @@
  * (parsed YAML / JSON, not yet trusted). Every problem is reported at once with its key path
  * (`reasoning_rules[1].params.token`), so a user fixes the file in one go.
  */
-import { isObject } from '../../json.ts';
+import { isObject } from '../json.ts';
 import { describeValue, keyPath, type KeyPathProblem } from './key-path.ts';
-import { REASONING_MECHANISMS, type ReasoningMechanism } from './types.ts';
+import { REASONING_MECHANISMS, type ReasoningMechanism } from './reasoning-types.ts';
 
 const RULE_KEYS = new Set(['model', 'backends', 'mechanism', 'params', 'enabled']);
 
