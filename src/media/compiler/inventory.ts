@@ -5,6 +5,7 @@
  * names, not its class, so custom loaders (ComfyUI-GGUF, the rgthree LoRA stack with
  * `lora_01…`) count without a list of them.
  */
+import { comboChoices } from './combo.ts';
 import { isLoraParam } from './loras.ts';
 
 export interface MediaInventory {
@@ -29,19 +30,6 @@ function kindOf(input: string): Kind | undefined {
   return undefined;
 }
 
-/**
- * The choices of a combo input in either object_info format: the old `[["a", "b"], {…}]`
- * and the new `["COMBO", {options: ["a", "b"]}]`. Anything else has none.
- */
-export function comboOptions(spec: unknown): string[] {
-  if (!Array.isArray(spec)) return [];
-  const [type, config] = spec as [unknown, unknown];
-  if (Array.isArray(type)) return type.filter((v): v is string => typeof v === 'string');
-  const options = (config as { options?: unknown } | undefined)?.options;
-  if (type === 'COMBO' && Array.isArray(options)) return options.filter((v): v is string => typeof v === 'string');
-  return [];
-}
-
 /** The inventory of an object_info body; throws on something that is not one. */
 export function inventoryOf(objectInfo: unknown): MediaInventory {
   if (typeof objectInfo !== 'object' || objectInfo === null || Array.isArray(objectInfo)) {
@@ -62,7 +50,9 @@ export function inventoryOf(objectInfo: unknown): MediaInventory {
         const kind = kindOf(name);
         if (!kind) continue;
         // "None" is the rgthree stack's empty slot, not a file
-        for (const option of comboOptions(spec)) if (option !== 'None') found[kind].add(option);
+        for (const option of comboChoices(spec) ?? []) {
+          if (typeof option === 'string' && option !== 'None') found[kind].add(option);
+        }
       }
     }
   }

@@ -1,8 +1,9 @@
 /**
  * Reading `/object_info`: what type an input has, whether it is required, what a combo allows,
- * which classes are output nodes, which LoRAs a server has. Both combo spellings are read:
- * the legacy `[[option, …], {…}]` and the newer `["COMBO", { options: […] }]`.
+ * which classes are output nodes, which LoRAs a server has. Both combo spellings are read
+ * (combo.ts): the legacy `[[option, …], {…}]` and the newer `["COMBO", { options: […] }]`.
  */
+import { comboChoices } from './combo.ts';
 import { inventoryOf } from './inventory.ts';
 import type { InputSpec, NodeClassInfo, ObjectInfo } from './types.ts';
 
@@ -30,12 +31,9 @@ export function classInfo(objectInfo: ObjectInfo | undefined, classType: string)
 function declOf(name: string, spec: InputSpec, required: boolean): InputDecl {
   const [head, opts] = spec;
   const options = (opts ?? {}) as Record<string, unknown>;
-  if (Array.isArray(head)) return { name, type: 'COMBO', kind: 'COMBO', required, options, choices: head };
+  const choices = comboChoices(spec);
+  if (choices) return { name, type: 'COMBO', kind: 'COMBO', required, options, choices };
   const type = typeof head === 'string' ? head : String(head);
-  if (type === 'COMBO') {
-    const choices = Array.isArray(options.options) ? options.options : [];
-    return { name, type, kind: 'COMBO', required, options, choices };
-  }
   return { name, type, kind: WIDGET_KINDS.has(type) ? (type as ValueKind) : 'socket', required, options };
 }
 
