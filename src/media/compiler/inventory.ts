@@ -6,7 +6,8 @@
  * `lora_01…`) count without a list of them.
  */
 import { comboChoices } from './combo.ts';
-import { isLoraParam } from './loras.ts';
+import { isLoraParam } from './lora-params.ts';
+import type { ObjectInfo } from './types.ts';
 
 export interface MediaInventory {
   checkpoints: string[];
@@ -66,3 +67,20 @@ export function inventoryOf(objectInfo: unknown): MediaInventory {
     classes: Object.keys(objectInfo).sort(),
   };
 }
+
+/**
+ * The LoRA files a server offers: the union of the `lora_name` / `lora_NN` combo choices of
+ * every class that has one (core loaders, hook loaders, rgthree's stack when installed).
+ * `None` is rgthree's "empty slot", not a file, so it is left out.
+ */
+export function installedLoras(objectInfo: ObjectInfo): string[] {
+  // one walk per object_info read (the dump is large; every job's compile asks)
+  let loras = lorasOf.get(objectInfo);
+  if (!loras) {
+    loras = inventoryOf(objectInfo).loras;
+    lorasOf.set(objectInfo, loras);
+  }
+  return loras;
+}
+
+const lorasOf = new WeakMap<ObjectInfo, string[]>();
