@@ -62,7 +62,7 @@ test('combo choices: the legacy list is the declaration’s own list, not a copy
   assert.equal(comboChoices(legacy), legacy[0]);
 });
 
-test('every input of the dump: its declaration is a combo exactly when comboChoices says so, with those choices', () => {
+test('every input of the dump: a combo declaration exactly when comboChoices finds choices, and those', () => {
   let legacy = 0;
   let modern = 0;
   for (const [cls, node] of Object.entries(info)) {
