@@ -4,9 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { comboOptions, inventoryOf } from '../src/media/compiler/inventory.ts';
+import { comboChoices } from '../src/media/compiler/combo.ts';
+import { inventoryOf } from '../src/media/compiler/inventory.ts';
 import { ExecutorWatchdog, queueView } from '../src/media/comfy/watchdog.ts';
 import { readFixtureJson } from './helpers/fixtures.ts';
+
+/** A combo's string choices (what the inventory lists). */
+const comboOptions = (spec: unknown): string[] =>
+  (comboChoices(spec) ?? []).filter((v): v is string => typeof v === 'string');
 
 test('the base-install object_info dump: checkpoints, VAEs, CLIPs, UNETs and LoRAs from the loaders, every class', () => {
   const info =

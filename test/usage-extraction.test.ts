@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { estimateTokens, usageFromAnthropic, usageFromOpenAI } from '../src/wire/usage.ts';
+import { usageFromAnthropic, usageFromOpenAI } from '../src/wire/usage.ts';
 import { usageFromLlamaCppTimings } from '../src/wire/llama-timings.ts';
 import { readFixture } from './helpers/fixtures.ts';
 
@@ -117,11 +117,4 @@ test('llama.cpp timings: prompt_n plus cache_n is the prompt, predicted_n the ou
   });
   assert.equal(usageFromLlamaCppTimings({ prompt_ms: 3 }), undefined);
   assert.equal(usageFromLlamaCppTimings(undefined), undefined);
-});
-
-test('estimateTokens is about four characters a token, at least 1 for non-empty text', () => {
-  assert.equal(estimateTokens(''), 0);
-  assert.equal(estimateTokens('a'), 1);
-  assert.equal(estimateTokens('abcd'), 1);
-  assert.equal(estimateTokens('x'.repeat(400)), 100);
 });

@@ -7,7 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { anthropicBeta, anthropicCredential, DEFAULT_ANTHROPIC_VERSION } from '../backends/anthropic.ts';
 import type { BackendSpec } from '../config/types.ts';
-import { estimateInputTokens } from '../bridges/anthropic/count-tokens.ts';
+import { estimateInputTokens } from '../wire/prompt-tokens.ts';
 import { AnthropicStreamTap } from './anthropic-stream-tap.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { MessagesCall } from './messages-call.ts';

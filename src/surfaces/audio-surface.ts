@@ -26,7 +26,8 @@ import type {
   SurfaceAnswer,
   UpstreamRequest,
 } from '../upstream/surface.ts';
-import { estimateTokens, usageFromOpenAI, type Usage } from '../wire/usage.ts';
+import { estimateTokens } from '../wire/token-estimate.ts';
+import { usageFromOpenAI, type Usage } from '../wire/usage.ts';
 
 export type AudioEndpoint = 'speech' | 'transcriptions' | 'translations';
 

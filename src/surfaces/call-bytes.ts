@@ -68,18 +68,3 @@ export function asErrorEvent(status: number, text: string): unknown {
 export function scrubSecret(text: string, secret: string | undefined): string {
   return secret && secret.length >= 8 ? text.split(secret).join('[redacted]') : text;
 }
-
-/** A cheap prompt-size estimate for synthesised usage: the text of messages / prompt. */
-export function estimatePromptTokens(body: Record<string, unknown>): number {
-  const messages = body.messages;
-  if (Array.isArray(messages)) {
-    let chars = 0;
-    for (const m of messages) {
-      const c = (m as { content?: unknown })?.content;
-      chars += typeof c === 'string' ? c.length : c ? JSON.stringify(c).length : 0;
-    }
-    return Math.ceil(chars / 4);
-  }
-  if (typeof body.prompt === 'string') return Math.ceil(body.prompt.length / 4);
-  return 0;
-}

@@ -5,7 +5,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
-import { estimateInputTokens } from '../bridges/anthropic/count-tokens.ts';
+import { estimateInputTokens } from '../wire/prompt-tokens.ts';
 import { AnthropicPassthrough } from './anthropic-passthrough.ts';
 import { forward, type UpstreamHeaders } from '../upstream/forward.ts';
 import type { MessagesCall } from './messages-call.ts';

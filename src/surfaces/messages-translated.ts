@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { usageFromLlamaCppTimings } from '../wire/llama-timings.ts';
-import { estimateInputTokens } from '../bridges/anthropic/count-tokens.ts';
+import { estimateInputTokens } from '../wire/prompt-tokens.ts';
 import { anthropicErrorFromUpstream } from '../bridges/anthropic/errors.ts';
 import type { MessagesToChat } from '../bridges/anthropic/request.ts';
 import { chatToMessage } from '../bridges/anthropic/response.ts';

@@ -7,12 +7,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { credentialHeaders } from '../backends/probe.ts';
 import type { BackendSpec } from '../config/types.ts';
-import { estimatePromptTokens } from './call-bytes.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import { editTopLevel } from '../wire/raw-json.ts';
 import type { ResponsesCall } from './responses-call.ts';
 import { ResponsesStreamTap } from './responses-stream-tap.ts';
 import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from '../upstream/surface.ts';
+import { CHAT_USAGE_RULE, estimateTokens } from '../wire/token-estimate.ts';
 import { usageFromOpenAI } from '../wire/usage.ts';
 
 export class NativeResponses implements AttemptSurface {
@@ -51,10 +51,10 @@ export class NativeResponses implements AttemptSurface {
   streamTranslator(now: () => number): StreamTranslator {
     this.tap = new ResponsesStreamTap(
       now,
-      estimatePromptTokens({
-        prompt:
-          typeof this.call.body.input === 'string' ? this.call.body.input : JSON.stringify(this.call.body.input ?? ''),
-      }),
+      estimateTokens(
+        typeof this.call.body.input === 'string' ? this.call.body.input : JSON.stringify(this.call.body.input ?? ''),
+        CHAT_USAGE_RULE,
+      ),
     );
     return this.tap;
   }

@@ -13,7 +13,7 @@ import { chatToResponse } from '../bridges/responses/response.ts';
 import { ChatToResponsesStream } from '../bridges/responses/stream.ts';
 import { badRequest } from '../errors.ts';
 import { transformText } from './body-transform.ts';
-import { estimatePromptTokens } from './call-bytes.ts';
+import { estimatePromptTokens } from '../wire/prompt-tokens.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { ResponsesCall } from './responses-call.ts';
 import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from '../upstream/surface.ts';

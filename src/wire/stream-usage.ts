@@ -64,15 +64,10 @@ export function createUsageTap(opts: UsageTapOptions): UsageTap {
   let usageSynthesised = false;
   const pattern = signalPattern();
 
-  function estimated(): Usage {
-    const prompt = opts.promptTokenEstimate;
-    return { prompt_tokens: prompt, completion_tokens: contentChunks, total_tokens: prompt + contentChunks };
-  }
-
   function bestUsage(): { usage: Usage; source: UsageSource } {
     if (reported) return { usage: reported, source: 'reported' };
     if (fromTimings) return { usage: fromTimings, source: 'timings' };
-    return { usage: estimated(), source: 'estimated' };
+    return { usage: estimatedUsage(opts.promptTokenEstimate, contentChunks), source: 'estimated' };
   }
 
   /** Learns from a parsed chunk; returns true when the chunk is a usage-only chunk. */

@@ -91,8 +91,3 @@ export function usageFromAnthropic(obj: unknown): Usage | undefined {
     cacheWrite,
   );
 }
-
-/** A rough token count for text nobody counted: about four characters per token, at least 1 when non-empty. */
-export function estimateTokens(text: string): number {
-  return text.length === 0 ? 0 : Math.max(1, Math.round(text.length / 4));
-}

@@ -9,7 +9,8 @@
  * never passes unnoticed. A 500 means the alias itself is wrong (validateAlias reports it).
  */
 import { bypassNode, removeWithDependents, resolveNode, sortedIds, type GraphEdit } from './graph.ts';
-import { applyLoras, isLoraParam, isStrengthParam, loraRequests, pinKey } from './loras.ts';
+import { isLoraParam, isStrengthParam } from './lora-params.ts';
+import { applyLoras, loraRequests, pinKey } from './loras.ts';
 import {
   classInfo,
   fileKindOf,

@@ -5,7 +5,9 @@
  * names, not its class, so custom loaders (ComfyUI-GGUF, the rgthree LoRA stack with
  * `lora_01…`) count without a list of them.
  */
-import { isLoraParam } from './loras.ts';
+import { comboChoices } from './combo.ts';
+import { isLoraParam } from './lora-params.ts';
+import type { ObjectInfo } from './types.ts';
 
 export interface MediaInventory {
   checkpoints: string[];
@@ -29,19 +31,6 @@ function kindOf(input: string): Kind | undefined {
   return undefined;
 }
 
-/**
- * The choices of a combo input in either object_info format: the old `[["a", "b"], {…}]`
- * and the new `["COMBO", {options: ["a", "b"]}]`. Anything else has none.
- */
-export function comboOptions(spec: unknown): string[] {
-  if (!Array.isArray(spec)) return [];
-  const [type, config] = spec as [unknown, unknown];
-  if (Array.isArray(type)) return type.filter((v): v is string => typeof v === 'string');
-  const options = (config as { options?: unknown } | undefined)?.options;
-  if (type === 'COMBO' && Array.isArray(options)) return options.filter((v): v is string => typeof v === 'string');
-  return [];
-}
-
 /** The inventory of an object_info body; throws on something that is not one. */
 export function inventoryOf(objectInfo: unknown): MediaInventory {
   if (typeof objectInfo !== 'object' || objectInfo === null || Array.isArray(objectInfo)) {
@@ -62,7 +51,9 @@ export function inventoryOf(objectInfo: unknown): MediaInventory {
         const kind = kindOf(name);
         if (!kind) continue;
         // "None" is the rgthree stack's empty slot, not a file
-        for (const option of comboOptions(spec)) if (option !== 'None') found[kind].add(option);
+        for (const option of comboChoices(spec) ?? []) {
+          if (typeof option === 'string' && option !== 'None') found[kind].add(option);
+        }
       }
     }
   }
@@ -76,3 +67,20 @@ export function inventoryOf(objectInfo: unknown): MediaInventory {
     classes: Object.keys(objectInfo).sort(),
   };
 }
+
+/**
+ * The LoRA files a server offers: the union of the `lora_name` / `lora_NN` combo choices of
+ * every class that has one (core loaders, hook loaders, rgthree's stack when installed).
+ * `None` is rgthree's "empty slot", not a file, so it is left out.
+ */
+export function installedLoras(objectInfo: ObjectInfo): string[] {
+  // one walk per object_info read (the dump is large; every job's compile asks)
+  let loras = lorasOf.get(objectInfo);
+  if (!loras) {
+    loras = inventoryOf(objectInfo).loras;
+    lorasOf.set(objectInfo, loras);
+  }
+  return loras;
+}
+
+const lorasOf = new WeakMap<ObjectInfo, string[]>();

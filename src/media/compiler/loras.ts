@@ -10,7 +10,8 @@
  * chain order (upstream first). A free core node left over is bypassed, because ComfyUI refuses
  * a LoRA loader without a file; a free rgthree slot left over stays `None`.
  */
-import { installedLoras } from './object-info.ts';
+import { installedLoras } from './inventory.ts';
+import { isLoraParam, isStrengthParam } from './lora-params.ts';
 import { coerceValue } from './values.ts';
 import { isLink, type CompileError, type ObjectInfo, type Workflow } from './types.ts';
 
@@ -33,16 +34,6 @@ export interface LoraRequest {
   index: number;
   name: string;
   strength?: unknown;
-}
-
-/** A request's (or an rgthree stack's) LoRA name key: `lora_1`, `lora_01`… */
-export function isLoraParam(key: string): boolean {
-  return /^lora_\d+$/.test(key);
-}
-
-/** A request's LoRA strength key: `strength_1`… */
-export function isStrengthParam(key: string): boolean {
-  return /^strength_\d+$/.test(key);
 }
 
 /** `pinned` holds `node\u0000field` keys. */

@@ -1,9 +1,9 @@
 /**
  * Reading `/object_info`: what type an input has, whether it is required, what a combo allows,
- * which classes are output nodes, which LoRAs a server has. Both combo spellings are read:
- * the legacy `[[option, …], {…}]` and the newer `["COMBO", { options: […] }]`.
+ * which classes are output nodes. Both combo spellings are read
+ * (combo.ts): the legacy `[[option, …], {…}]` and the newer `["COMBO", { options: […] }]`.
  */
-import { inventoryOf } from './inventory.ts';
+import { comboChoices } from './combo.ts';
 import type { InputSpec, NodeClassInfo, ObjectInfo } from './types.ts';
 
 /** How a widget value is typed; `socket` is a link-only input (MODEL, IMAGE, …). */
@@ -30,12 +30,9 @@ export function classInfo(objectInfo: ObjectInfo | undefined, classType: string)
 function declOf(name: string, spec: InputSpec, required: boolean): InputDecl {
   const [head, opts] = spec;
   const options = (opts ?? {}) as Record<string, unknown>;
-  if (Array.isArray(head)) return { name, type: 'COMBO', kind: 'COMBO', required, options, choices: head };
+  const choices = comboChoices(spec);
+  if (choices) return { name, type: 'COMBO', kind: 'COMBO', required, options, choices };
   const type = typeof head === 'string' ? head : String(head);
-  if (type === 'COMBO') {
-    const choices = Array.isArray(options.options) ? options.options : [];
-    return { name, type, kind: 'COMBO', required, options, choices };
-  }
   return { name, type, kind: WIDGET_KINDS.has(type) ? (type as ValueKind) : 'socket', required, options };
 }
 
@@ -65,23 +62,6 @@ export function typesMatch(a: string, b: string): boolean {
   const left = a.split(',');
   return b.split(',').some((t) => left.includes(t));
 }
-
-/**
- * The LoRA files a server offers: the union of the `lora_name` / `lora_NN` combo choices of
- * every class that has one (core loaders, hook loaders, rgthree's stack when installed).
- * `None` is rgthree's "empty slot", not a file, so it is left out.
- */
-export function installedLoras(objectInfo: ObjectInfo): string[] {
-  // one walk per object_info read (the dump is large; every job's compile asks)
-  let loras = lorasOf.get(objectInfo);
-  if (!loras) {
-    loras = inventoryOf(objectInfo).loras;
-    lorasOf.set(objectInfo, loras);
-  }
-  return loras;
-}
-
-const lorasOf = new WeakMap<ObjectInfo, string[]>();
 
 /** An image loader: `LoadImage`, `LoadImageMask`, and any custom class with `LoadImage` in its name. */
 export function isImageLoaderClass(classType: string): boolean {

@@ -7,7 +7,8 @@
 import { isOutputClass, outputNodes } from './outputs.ts';
 import { classInfo, inputDecl, isImageLoaderClass } from './object-info.ts';
 import { nodesTitled, resolveNode } from './graph.ts';
-import { isLoraParam, isStrengthParam, pinKey } from './loras.ts';
+import { isLoraParam, isStrengthParam } from './lora-params.ts';
+import { pinKey } from './loras.ts';
 import { coerceValue } from './values.ts';
 import { isLink, isPlainObject, type GenerationAlias, type ObjectInfo, type Problem, type Workflow } from './types.ts';
 
