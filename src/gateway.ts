@@ -42,6 +42,7 @@ import { PaidGate } from './stats/paid-budget.ts';
 import { ConfigService } from './admin/config-service.ts';
 import { UsersService } from './admin/users-service.ts';
 import { BackgroundAdmission } from './responses/admission.ts';
+import { kindOf } from './backends/kinds/index.ts';
 
 export interface GatewayOptions {
   /** The validated config file (or the embedded default). */
@@ -436,6 +437,6 @@ function slotSpec(b: BackendState) {
     paid: b.spec.paid,
     available: b.spec.enabled && b.healthy && !b.draining,
     group: b.spec.gpu_group,
-    kind: b.spec.type === 'comfyui' ? ('media' as const) : ('llm' as const),
+    kind: kindOf(b.spec).isMedia ? ('media' as const) : ('llm' as const),
   };
 }

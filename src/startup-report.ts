@@ -5,6 +5,7 @@
  */
 import type { BackendState } from './backends/registry.ts';
 import type { MediaInventory } from './media/compiler/inventory.ts';
+import { kindOf } from './backends/kinds/index.ts';
 
 /** The base URL a client on this machine uses for a bound address (a wildcard means localhost). */
 export function baseUrl(address: string, port: number): string {
@@ -31,7 +32,7 @@ function stateOf(b: BackendState, inventory: MediaInventory | undefined): { word
     const status = b.error?.status ? ` (${b.error.status})` : '';
     return { word: 'down', what: b.error ? `${b.error.kind}${status}: ${oneCode(b.error.detail)}` : 'no answer yet' };
   }
-  if (b.spec.type === 'comfyui') {
+  if (kindOf(b.spec).isMedia) {
     if (!inventory) return { word: 'up', what: 'ComfyUI' };
     const files = plural(inventory.checkpoints.length + inventory.unets.length, 'model file');
     return { word: 'up', what: `ComfyUI, ${files}, ${plural(inventory.loras.length, 'LoRA')}` };

@@ -35,6 +35,7 @@ import {
   type SecretSettingView,
   type SettingView,
 } from './config-views.ts';
+import { kindOf } from '../backends/kinds/index.ts';
 
 export * from './config-views.ts';
 
@@ -331,7 +332,7 @@ export class ConfigService {
         models: models.map((m) => m.id),
         ms: Date.now() - started,
       };
-      const inventory = spec.type === 'comfyui' ? comfy.inventory(spec.name) : undefined;
+      const inventory = kindOf(spec).isMedia ? comfy.inventory(spec.name) : undefined;
       if (inventory) result.inventory = inventoryCounts(inventory);
       return result;
     } catch (err) {

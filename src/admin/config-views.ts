@@ -16,6 +16,7 @@ import { configSchema, TOP_LEVEL_KEYS } from '../config/schema.ts';
 import type { BackendSpec, BackendType, GatewayConfig } from '../config/types.ts';
 import type { MediaInventory } from '../media/compiler/inventory.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
+import { kindOf } from '../backends/kinds/index.ts';
 
 /** Outcome of a change: written and applied (with a remark), or refused with nothing written. */
 export type Result =
@@ -229,9 +230,9 @@ export function backendsView(v: BackendViewInputs): BackendView[] {
     if (live?.discoveredAt !== undefined) view.discoveredAt = live.discoveredAt;
     if (slot?.speed !== undefined) view.speed = slot.speed;
     if (spec.gpu_group) view.group = spec.gpu_group;
-    const inv = spec.type === 'comfyui' ? v.inventory(spec.name) : undefined;
+    const inv = kindOf(spec).isMedia ? v.inventory(spec.name) : undefined;
     if (inv) view.inventory = inventoryCounts(inv);
-    if (spec.type !== 'comfyui') view.prices = pricingReport(spec, live?.models ?? []);
+    if (kindOf(spec).pricedPerToken) view.prices = pricingReport(spec, live?.models ?? []);
     return view;
   });
 }

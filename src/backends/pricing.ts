@@ -17,6 +17,7 @@
 import type { BackendSpec } from '../config/types.ts';
 import { compileAliases, exactAlias, patternAlias, type AliasTable } from '../config/name-patterns.ts';
 import { BUILT_IN_PRICES } from './price-table.ts';
+import { kindOf } from './kinds/index.ts';
 import type { ModelInfo, ModelPricing } from './types.ts';
 
 export type PriceSource = 'config' | 'discovered' | 'built-in';
@@ -55,7 +56,7 @@ function configTable(pricing: Readonly<Record<string, ModelPricing>>): PriceTabl
 
 /** Backends the built-in table prices: the paid LLM kinds. */
 export function usesBuiltInPrices(spec: PricedSpec): boolean {
-  return spec.paid && (spec.type === 'openai' || spec.type === 'anthropic');
+  return spec.paid && kindOf(spec).pricedPerToken;
 }
 
 /** The prices of `model` on the backend, or undefined when nothing prices it. */

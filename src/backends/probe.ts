@@ -2,11 +2,11 @@ import { request, type Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { basePath } from './pools.ts';
 import { ExecutorStuck, type MediaHealthCheck } from './media-health.ts';
-import { anthropicOwnHeaders } from './anthropic.ts';
+import { credentialHeaders } from './credentials.ts';
+import { kindOf } from './kinds/index.ts';
 import { kindForStatus } from './errors.ts';
 import { parseModelList } from './model-list.ts';
 import type { ModelInfo } from './types.ts';
-import { basicCredential } from './secret-scrub.ts';
 
 export class ProbeError extends Error {
   constructor(
@@ -18,25 +18,13 @@ export class ProbeError extends Error {
   }
 }
 
-/**
- * Credential headers the gateway's own requests to a backend carry (Anthropic's with its
- * version): the api_key as a bearer token, else the URL's userinfo as Basic auth (requests go
- * to the URL's origin, which never carries it).
- */
-export function credentialHeaders(spec: BackendSpec): Record<string, string> {
-  if (spec.type === 'anthropic') return anthropicOwnHeaders(spec);
-  if (spec.api_key) return { authorization: `Bearer ${spec.api_key}` };
-  const basic = basicCredential(spec.url);
-  return basic ? { authorization: basic } : {};
-}
-
 /** Statuses of a model list refused to this credential: a configured `models:` list stands in. */
 const LIST_REFUSED = new Set([401, 403, 404]);
 
 /**
- * Asks a backend what it serves, without ever loading a model: `GET /v1/models` for
- * OpenAI-compatible and Anthropic backends (all of Anthropic's on one page), `GET
- * /system_stats` for ComfyUI (its node list is the media layer's business). A backend that
+ * Asks a backend what it serves, without ever loading a model: the GET its kind names
+ * (`/v1/models` for OpenAI-compatible and Anthropic backends, all of Anthropic's on one page;
+ * `/system_stats` for ComfyUI, whose node list is the media layer's business). A backend that
  * will not list its models to this credential (a Claude subscription token cannot) but has a
  * configured `models:` list is up with that list. Throws ProbeError or a network error.
  */
@@ -46,8 +34,7 @@ export async function probeBackend(
   timeoutMs: number,
   comfy?: MediaHealthCheck,
 ): Promise<ModelInfo[]> {
-  const path =
-    spec.type === 'comfyui' ? '/system_stats' : spec.type === 'anthropic' ? '/v1/models?limit=1000' : '/v1/models';
+  const { path, reads } = kindOf(spec).probe;
   const base = `${new URL(spec.url).origin}${basePath(spec.url)}`;
   const res = await request(`${base}${path}`, {
     method: 'GET',
@@ -64,7 +51,7 @@ export async function probeBackend(
       `GET ${path} answered ${res.statusCode}: ${text.slice(0, 200)}`,
     );
   }
-  if (spec.type === 'comfyui') {
+  if (reads === 'comfy-health') {
     try {
       await comfy?.check(spec, base, dispatcher, timeoutMs, credentialHeaders(spec));
     } catch (err) {

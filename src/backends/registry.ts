@@ -1,6 +1,7 @@
 import type { BackendSpec } from '../config/types.ts';
 import type { BackendError, ModelInfo } from './types.ts';
 import { redactBackendError } from './secret-scrub.ts';
+import { kindOf } from './kinds/index.ts';
 import { basePath } from './pools.ts';
 
 /** One backend as the gateway currently knows it: its spec plus live state. */
@@ -85,7 +86,7 @@ export class BackendRegistry {
     }
     for (const spec of specs) {
       // a ComfyUI box runs one prompt at a time: more in flight would only queue on it, invisible to the scheduler
-      const cap = spec.max_concurrent ?? (spec.type === 'comfyui' ? 1 : globalCap);
+      const cap = spec.max_concurrent ?? kindOf(spec).defaults.max_concurrent ?? globalCap;
       const existing = this.backends.get(spec.name);
       if (!existing) {
         this.backends.set(spec.name, {

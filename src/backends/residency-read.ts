@@ -13,7 +13,8 @@ import { request, type Dispatcher } from 'undici';
 import type { BackendSpec } from '../config/types.ts';
 import { isObject } from '../json.ts';
 import { basePath } from './pools.ts';
-import { credentialHeaders } from './probe.ts';
+import { credentialHeaders } from './credentials.ts';
+import { kindOf } from './kinds/index.ts';
 import type { ResidencyKind, ResidencyReading } from './residency.ts';
 import type { ModelInfo } from './types.ts';
 
@@ -103,9 +104,14 @@ export class ResidencyReader {
   }
 }
 
-/** The kind a model list names, undefined when it names none; paid and non-OpenAI boxes are unknown. */
+/**
+ * The kind a model list names, undefined when it names none; an Ollama backend is one; paid
+ * boxes and kinds that hold no models are unknown.
+ */
 function ownerKind(spec: BackendSpec, models: ModelInfo[]): ResidencyKind | undefined {
-  if (spec.type !== 'openai' || spec.paid) return 'unknown';
+  const read = kindOf(spec).residency;
+  if (read === 'none' || spec.paid) return 'unknown';
+  if (read === 'ollama') return 'ollama';
   for (const m of models) {
     const kind = m.owned_by && OWNER_KINDS[m.owned_by];
     if (kind) return kind;

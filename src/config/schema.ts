@@ -64,7 +64,7 @@ const backendSchema = {
       hint: "must be non-empty and use only letters, digits, '.', '_' and '-'",
     },
     url: { type: 'string', minLength: 1 },
-    type: { enum: ['openai', 'anthropic', 'comfyui'], default: BACKEND_DEFAULTS.type },
+    type: { enum: ['openai', 'anthropic', 'comfyui', 'ollama'], default: BACKEND_DEFAULTS.type },
     enabled: { type: 'boolean', default: BACKEND_DEFAULTS.enabled },
     api_key: secret,
     max_concurrent: nonNegativeInteger,
@@ -338,10 +338,10 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
     const message = 'only LLM backends (types openai and anthropic) are priced per token';
     problems.push({ path: childPath(path, 'pricing'), message });
   }
-  if (b.resident !== undefined && type !== 'openai') {
+  if (b.resident !== undefined && type !== 'openai' && type !== 'ollama') {
     problems.push({ path: childPath(path, 'resident'), message: 'only backends of type openai hold models loaded' });
   }
-  if (b.prompt_cache !== undefined && type !== 'openai') {
+  if (b.prompt_cache !== undefined && type !== 'openai' && type !== 'ollama') {
     problems.push({
       path: childPath(path, 'prompt_cache'),
       message: 'only backends of type openai translate cache_control (anthropic backends get it as sent)',

@@ -16,6 +16,7 @@ import { childPath } from '../config/problems.ts';
 import type { GatewayConfig, ImageModelEntry } from '../config/types.ts';
 import { validateAlias, type GenerationAlias, type ObjectInfo, type Problem } from './compiler/index.ts';
 import { aliasLimits, type GenerationLimits } from './request-bounds.ts';
+import { descriptorFor } from '../backends/kinds/index.ts';
 
 export interface GenerationCandidate {
   backend: string;
@@ -139,7 +140,7 @@ function compile(cfg: GatewayConfig): Compiled {
         });
       }
       const type = types.get(entry.backend);
-      if (type !== 'comfyui') {
+      if (type === undefined || !descriptorFor(type).isMedia) {
         error(
           childPath(at, 'backend'),
           type === undefined

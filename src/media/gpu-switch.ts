@@ -15,6 +15,8 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
+import { descriptorFor } from '../backends/kinds/index.ts';
+import type { BackendType } from '../config/types.ts';
 import type { GroupSwitchEvent } from '../scheduler/index.ts';
 
 /** The `gpu_groups` switches this module reads. */
@@ -28,7 +30,7 @@ export interface GpuSwitchMember {
   name: string;
   /** Base URL without a trailing `/v1`. */
   url: string;
-  type: 'openai' | 'anthropic' | 'comfyui';
+  type: BackendType;
   /** Sent as `Authorization: Bearer` (llama-swap's `apiKeys`, a proxy in front of ComfyUI). */
   apiKey?: string;
 }
@@ -111,8 +113,7 @@ export class GpuSwitch {
           ? 'free_media'
           : undefined;
     if (!action) return Promise.resolve([]);
-    const wanted = action === 'unload_llm' ? 'openai' : 'comfyui';
-    const targets = this.deps.members(e.group).filter((member) => member.type === wanted);
+    const targets = this.deps.members(e.group).filter((member) => descriptorFor(member.type).groupSwitch === action);
     return Promise.all(
       targets.map((member) => (action === 'unload_llm' ? this.unloadLlm(member) : this.freeMedia(member))),
     ).then((calls) => {

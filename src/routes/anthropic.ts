@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { filterAllowed } from '../auth/allow.ts';
+import { descriptorFor, speaks } from '../backends/kinds/index.ts';
 import type { BackendType } from '../config/types.ts';
 import { GatewayError, modelNotFound } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
@@ -51,15 +52,17 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
     endpoints: ['/v1/messages', '/v1/chat/completions', '/v1/models'],
   }));
 
+  /** Whether the candidate's backend gets the client's Messages request as sent (no translation). */
+  const native = (c: Candidate) => {
+    const type = opts.backendType(c.backend);
+    return type !== undefined && speaks(descriptorFor(type), 'messages');
+  };
   /** The call's candidates under the caller's allow-list; translating backends only if the body translates. */
   const resolveFor = (ctx: CallerContext, model: string, translates: () => boolean) => (): Resolution | undefined => {
     const resolved = catalog.resolve(model, 'messages');
     if (!resolved) return undefined;
     const allowed = filterAllowed(ctx.caller.allow, resolved);
-    const candidates =
-      allowed.some((c) => opts.backendType(c.backend) !== 'anthropic') && !translates()
-        ? allowed.filter((c) => opts.backendType(c.backend) === 'anthropic')
-        : allowed;
+    const candidates = allowed.some((c) => !native(c)) && !translates() ? allowed.filter(native) : allowed;
     return { requested: resolved.requested, alias: resolved.alias, candidates };
   };
 

@@ -11,6 +11,7 @@ import { outReason } from '../routing/refusal.ts';
 import type { AliasCollision } from '../routing/resolve.ts';
 import type { SchedulerSnapshot, ServiceFiguresSnapshot } from '../scheduler/index.ts';
 import type { MediaInventory } from '../media/compiler/inventory.ts';
+import { kindOf } from '../backends/kinds/index.ts';
 
 /** What /health reads; the gateway provides it. */
 export interface HealthView {
@@ -104,9 +105,9 @@ export function fullHealth(view: HealthView) {
           last_type_key: s?.lastTypeKey ?? null,
           discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
           residency: residencyView(view.residency(b.name)),
-          ...(b.spec.type === 'comfyui' ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
+          ...(kindOf(b.spec).isMedia ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
           // where each model's prices come from: config, discovered, built-in or none
-          ...(b.spec.type !== 'comfyui' ? { pricing: pricingReport(b.spec, b.models) } : {}),
+          ...(kindOf(b.spec).pricedPerToken ? { pricing: pricingReport(b.spec, b.models) } : {}),
         },
       ];
     }),

@@ -1,3 +1,4 @@
+import { typesAnswering } from '../backends/kinds/index.ts';
 import type { BackendSpec, BackendType, VirtualModel } from '../config/types.ts';
 import type { Candidate } from '../scheduler/types.ts';
 import { exactAlias, patternAlias, type AliasMatch, type AliasTable } from './aliases.ts';
@@ -17,10 +18,13 @@ export interface Resolution {
   candidates: Candidate[];
 }
 
-/** Which backend kinds can answer on a surface: Anthropic backends only behind /v1/messages. */
+/**
+ * Which backend kinds can answer on a surface: those that answer one of its APIs (natively or
+ * translated). Anthropic backends answer only Messages, so they are reached only behind /v1/messages.
+ */
 export const SURFACE_TYPES = {
-  openai: ['openai'],
-  messages: ['openai', 'anthropic'],
+  openai: typesAnswering(['chat', 'completions', 'embeddings', 'audio', 'responses']),
+  messages: typesAnswering(['messages']),
 } as const satisfies Record<string, readonly BackendType[]>;
 export type Surface = keyof typeof SURFACE_TYPES;
 

@@ -5,7 +5,7 @@
  * and the answer relayed as it came while the tap reads its usage.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { anthropicBeta, anthropicCredential, DEFAULT_ANTHROPIC_VERSION } from '../backends/anthropic.ts';
+import { anthropicBeta, anthropicCredential, DEFAULT_ANTHROPIC_VERSION } from '../backends/kinds/anthropic.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { estimateInputTokens } from '../wire/prompt-tokens.ts';
 import { AnthropicStreamTap } from './anthropic-stream-tap.ts';

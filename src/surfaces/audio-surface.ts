@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { credentialHeaders } from '../backends/probe.ts';
+import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { editTopLevel } from '../wire/raw-json.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';

@@ -12,6 +12,7 @@ import type { MessagesCall } from './messages-call.ts';
 import { scrubSecret } from './call-bytes.ts';
 import type { Candidate } from '../scheduler/types.ts';
 import type { IncomingHttpHeaders } from 'node:http';
+import { kindOf, speaks } from '../backends/kinds/index.ts';
 
 export type TokenCount =
   | { kind: 'counted'; backend: string; status: number; headers: UpstreamHeaders; body: string | Buffer }
@@ -32,7 +33,7 @@ export class TokenCounter {
       .map((c) => ({ c, b: this.deps.registry.get(c.backend) }))
       .find(({ b }) => b?.healthy && b.spec.enabled);
     const backend = healthy?.b;
-    if (!backend || backend.spec.type !== 'anthropic') {
+    if (!backend || !speaks(kindOf(backend.spec), 'count_tokens')) {
       return { kind: 'estimated', backend: backend?.name ?? null, inputTokens: estimateInputTokens(call.body) };
     }
     const wire = new AnthropicPassthrough(call, backend.spec);

@@ -17,6 +17,7 @@ import { AnthropicPassthrough } from './anthropic-passthrough.ts';
 import { TranslatedMessages } from './messages-translated.ts';
 import type { AttemptSurface, CallSurface, StreamError } from '../upstream/surface.ts';
 import type { MessagesCall } from './messages-call.ts';
+import { kindOf, speaks } from '../backends/kinds/index.ts';
 
 /** Anthropic's keep-alive event (the SDKs skip it); the status text has nowhere to go. */
 const PING = 'event: ping\ndata: {"type": "ping"}\n\n';
@@ -45,7 +46,7 @@ export class MessagesSurface implements CallSurface {
   }
 
   attempt(backend: BackendSpec): AttemptSurface {
-    if (backend.type === 'anthropic') return new AnthropicPassthrough(this.call, backend);
+    if (speaks(kindOf(backend), 'messages')) return new AnthropicPassthrough(this.call, backend);
     return this.translation(backend.prompt_cache === true).on(backend);
   }
 

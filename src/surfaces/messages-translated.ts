@@ -12,7 +12,7 @@ import type { MessagesToChat } from '../bridges/anthropic/request.ts';
 import { chatToMessage } from '../bridges/anthropic/response.ts';
 import { ChatToMessagesStream } from '../bridges/anthropic/stream.ts';
 import type { BridgeError } from '../bridges/anthropic/types.ts';
-import { credentialHeaders } from '../backends/probe.ts';
+import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { badRequest } from '../errors.ts';
 import { NO_TRANSFORM, transformText, type BodyTransform } from './body-transform.ts';

@@ -5,7 +5,7 @@
  * through the usage tap; embeddings are re-encoded to what the client asked for.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { credentialHeaders } from '../backends/probe.ts';
+import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { adaptEmbeddingsResponse, type EmbeddingEncoding } from '../backends/embeddings-encoding.ts';
 import { usageFromLlamaCppTimings } from '../wire/llama-timings.ts';

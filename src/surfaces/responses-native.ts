@@ -5,7 +5,7 @@
  * id means nothing to the backend) — and the answer relayed untouched while the tap reads it.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { credentialHeaders } from '../backends/probe.ts';
+import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import { editTopLevel } from '../wire/raw-json.ts';

@@ -7,7 +7,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { credentialHeaders } from '../backends/probe.ts';
+import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import { GatewayError } from '../errors.ts';
 import { scrubSecret } from './call-bytes.ts';

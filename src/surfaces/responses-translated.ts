@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { usageFromLlamaCppTimings } from '../wire/llama-timings.ts';
-import { credentialHeaders } from '../backends/probe.ts';
+import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { responsesToChat } from '../bridges/responses/request.ts';
 import { chatToResponse } from '../bridges/responses/response.ts';

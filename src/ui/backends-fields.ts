@@ -6,6 +6,7 @@
  */
 import type { BackendType } from '../config/types.ts';
 import { COMFY_DEFAULTS } from '../config/defaults.ts';
+import { BACKEND_KINDS, speaks, type BackendKind } from '../backends/kinds/index.ts';
 
 export type FieldKind = 'text' | 'url' | 'secret' | 'check' | 'number' | 'select' | 'lines' | 'json';
 
@@ -30,15 +31,19 @@ export interface FieldGroup {
   fields: readonly FieldMeta[];
 }
 
-export const ALL_TYPES: readonly BackendType[] = ['openai', 'anthropic', 'comfyui'];
-const LLM: readonly BackendType[] = ['openai', 'anthropic'];
-const OPENAI: readonly BackendType[] = ['openai'];
-const COMFY: readonly BackendType[] = ['comfyui'];
+const typesWhere = (test: (kind: BackendKind) => boolean) => BACKEND_KINDS.filter(test).map((k) => k.type);
+export const ALL_TYPES: readonly BackendType[] = typesWhere(() => true);
+const LLM: readonly BackendType[] = typesWhere((k) => !k.isMedia);
+/** The kinds that get chat calls as sent: the chat options (sampling, reasoning, Responses) are theirs. */
+const OPENAI: readonly BackendType[] = typesWhere((k) => speaks(k, 'chat'));
+const COMFY: readonly BackendType[] = typesWhere((k) => k.isMedia);
+const AUTH_MODE: readonly BackendType[] = typesWhere((k) => k.hasAuthMode);
 
 export const TYPE_LABELS: Record<BackendType, string> = {
   openai: 'OpenAI-compatible (llama.cpp, vLLM, Ollama, OpenRouter…)',
   anthropic: 'Anthropic (passthrough, /v1/messages only)',
   comfyui: 'ComfyUI (image, video, audio generation)',
+  ollama: 'Ollama (OpenAI-compatible /v1 and its own /api)',
 };
 
 const seconds = (key: keyof typeof COMFY_DEFAULTS) => `Default ${String(COMFY_DEFAULTS[key])}`;
@@ -97,7 +102,7 @@ export const FIELD_GROUPS: readonly FieldGroup[] = [
         key: 'auth_mode',
         label: 'Auth mode',
         kind: 'select',
-        types: ['anthropic'],
+        types: AUTH_MODE,
         hint: 'How the key is sent to Anthropic.',
         options: [
           { value: '', label: 'api_key: x-api-key header (default)' },

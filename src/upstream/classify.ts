@@ -14,8 +14,7 @@
  */
 import type { BackendError } from '../backends/types.ts';
 import { kindForStatus } from '../backends/errors.ts';
-import { LOADING_MODEL } from '../backends/llama-cpp.ts';
-import { START_FAILURE } from '../backends/llama-swap.ts';
+import { LOAD_ANSWERS } from '../backends/kinds/index.ts';
 
 /**
  * How an attempt affects its backend's health: `ok` resets its failure count; `failure`
@@ -37,7 +36,7 @@ export type StatusVerdict =
 export function classifyStatus(status: number, text: string): StatusVerdict {
   const error = { kind: kindForStatus(status), status, detail: text.slice(0, 300) };
   if (status === 401 || status === 403) return { action: 'failover', error, health: 'auth', relayable: false };
-  if ((status === 502 || status === 503) && (START_FAILURE.test(text) || LOADING_MODEL.test(text))) {
+  if ((status === 502 || status === 503) && LOAD_ANSWERS.some((answer) => answer.test(text))) {
     return { action: 'failover', error, health: status === 502 ? 'failure' : 'none', relayable: false };
   }
   if (status === 429) return { action: 'failover', error, health: 'none', relayable: true };

@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import { credentialHeaders } from '../../backends/probe.ts';
+import { credentialHeaders } from '../../backends/credentials.ts';
 import type { BackendState } from '../../backends/registry.ts';
 import { comfyKnobs } from '../../config/defaults.ts';
 import { ComfyClient, type ComfyClientOptions } from './client.ts';

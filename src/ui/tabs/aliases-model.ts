@@ -10,6 +10,7 @@ import type { SecretSettingView, SettingView } from '../../admin/config-service.
 import type { Gateway } from '../../gateway.ts';
 import { globMatcher, isAliasPattern } from '../../routing/aliases.ts';
 import type { AliasCollision } from '../../routing/resolve.ts';
+import { kindOf } from '../../backends/kinds/index.ts';
 
 /** The settings this tab edits, in the order the page names them. */
 export const ALIAS_SETTING_KEYS = ['virtual_models', 'alias_park', 'alias_defaults'] as const;
@@ -83,7 +84,7 @@ function lineProblem(gateway: Gateway, backend: string, model: string): string |
   const b = gateway.registry.get(backend);
   if (!b) return 'no such backend';
   if (!b.spec.enabled) return 'backend disabled';
-  if (b.spec.type === 'comfyui') return 'a ComfyUI backend serves no chat models';
+  if (kindOf(b.spec).isMedia) return 'a ComfyUI backend serves no chat models';
   if (!b.modelsById.has(model)) return b.healthy ? 'not listed by this backend' : 'backend down';
   return undefined;
 }
@@ -164,7 +165,7 @@ export function aliasesModel(gateway: Gateway, q: string): AliasesModel {
     ...new Set(
       gateway.registry
         .list()
-        .filter((b) => b.spec.enabled && b.spec.type !== 'comfyui')
+        .filter((b) => b.spec.enabled && !kindOf(b.spec).isMedia)
         .flatMap((b) => b.models.map((m) => m.id)),
     ),
   ];

@@ -25,6 +25,7 @@ import {
   type FieldErrors,
 } from './aliases-form.ts';
 import { saveSettings } from './aliases-save.ts';
+import { kindOf } from '../../backends/kinds/index.ts';
 
 const NOTICES: Record<string, (name: string) => string> = {
   saved: (n) => `Saved ${n}: it is in force now.`,
@@ -156,7 +157,7 @@ export interface PickerBackend {
 function pickerOf(gateway: Gateway): { backends: PickerBackend[]; models: string[]; aliases: string[] } {
   const backends = gateway.registry
     .list()
-    .filter((b) => b.spec.type !== 'comfyui')
+    .filter((b) => !kindOf(b.spec).isMedia)
     .map((b) => ({
       name: b.name,
       type: b.spec.type,

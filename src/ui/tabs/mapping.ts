@@ -31,6 +31,7 @@ import {
 } from '../mapping-form.ts';
 import { editorModel, listModel, type FleetBackend } from '../mapping-model.ts';
 import { renderPage } from '../render.ts';
+import { kindOf } from '../../backends/kinds/index.ts';
 
 type AliasParams = { Params: { alias: string }; Body: FormBody };
 
@@ -57,7 +58,7 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
   const comfyNames = () =>
     gateway
       .config()
-      .backends.filter((b) => b.type === 'comfyui')
+      .backends.filter((b) => kindOf(b).isMedia)
       .map((b) => b.name);
   const infoOf = (name: string) => gateway.comfy.objectInfo(name);
   const check = (alias: string, entries: ImageModelEntry[]) => gateway.admin.checkImageAlias(alias, entries);
@@ -66,7 +67,7 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
   const fleet = (): FleetBackend[] =>
     gateway
       .config()
-      .backends.filter((b) => b.type === 'comfyui')
+      .backends.filter((b) => kindOf(b).isMedia)
       .map((b) => {
         const info = infoOf(b.name);
         const loras = gateway.comfy.inventory(b.name)?.loras.length;

@@ -19,6 +19,7 @@ import type { Gateway } from '../../gateway.ts';
 import { upstreamBody } from '../../surfaces/call-bytes.ts';
 import { switchRequest, type TransformFactory } from '../../surfaces/call-transform.ts';
 import { isAliasPattern } from '../../routing/aliases.ts';
+import { kindOf } from '../../backends/kinds/index.ts';
 
 export const SWITCHES = ['off', 'on', 'auto', 'none'] as const;
 export type SwitchChoice = (typeof SWITCHES)[number];
@@ -115,7 +116,7 @@ export function ruleRows(gateway: Gateway, applies?: ReasoningRule): RuleRow[] {
 export function pickerBackends(gateway: Gateway): PickerBackend[] {
   return gateway.registry
     .list()
-    .filter((b) => b.spec.type !== 'comfyui')
+    .filter((b) => !kindOf(b.spec).isMedia)
     .map((b) => ({
       name: b.name,
       state: !b.spec.enabled ? 'disabled' : b.draining ? 'draining' : b.healthy ? 'up' : 'down',
