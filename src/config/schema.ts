@@ -64,7 +64,7 @@ const backendSchema = {
       hint: "must be non-empty and use only letters, digits, '.', '_' and '-'",
     },
     url: { type: 'string', minLength: 1 },
-    type: { enum: ['openai', 'anthropic', 'comfyui', 'ollama'], default: BACKEND_DEFAULTS.type },
+    type: { enum: ['openai', 'ollama', 'anthropic', 'comfyui'], default: BACKEND_DEFAULTS.type },
     enabled: { type: 'boolean', default: BACKEND_DEFAULTS.enabled },
     api_key: secret,
     max_concurrent: nonNegativeInteger,
@@ -339,7 +339,8 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
     problems.push({ path: childPath(path, 'pricing'), message });
   }
   if (b.resident !== undefined && type !== 'openai' && type !== 'ollama') {
-    problems.push({ path: childPath(path, 'resident'), message: 'only backends of type openai hold models loaded' });
+    const message = 'only backends of type openai or ollama hold models loaded';
+    problems.push({ path: childPath(path, 'resident'), message });
   }
   if (b.prompt_cache !== undefined && type !== 'openai' && type !== 'ollama') {
     problems.push({

@@ -6,7 +6,7 @@ import type { Mapping, Pin, Workflow } from './workflow-types.ts';
 import type { ModelPricing } from './model-info.ts';
 import type { LogFormat, LogLevel } from '../logging.ts';
 
-export type BackendType = 'openai' | 'anthropic' | 'comfyui' | 'ollama';
+export type BackendType = 'openai' | 'ollama' | 'anthropic' | 'comfyui';
 
 export interface BackendSpec {
   name: string;

@@ -16,7 +16,6 @@
 import { request, type Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
 import { descriptorFor } from '../backends/kinds/index.ts';
-import type { BackendType } from '../config/types.ts';
 import type { GroupSwitchEvent } from '../scheduler/index.ts';
 
 /** The `gpu_groups` switches this module reads. */
@@ -30,7 +29,7 @@ export interface GpuSwitchMember {
   name: string;
   /** Base URL without a trailing `/v1`. */
   url: string;
-  type: BackendType;
+  type: 'openai' | 'ollama' | 'anthropic' | 'comfyui';
   /** Sent as `Authorization: Bearer` (llama-swap's `apiKeys`, a proxy in front of ComfyUI). */
   apiKey?: string;
 }

@@ -52,16 +52,13 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
     endpoints: ['/v1/messages', '/v1/chat/completions', '/v1/models'],
   }));
 
-  /** Whether the candidate's backend gets the client's Messages request as sent (no translation). */
-  const native = (c: Candidate) => {
-    const type = opts.backendType(c.backend);
-    return type !== undefined && speaks(descriptorFor(type), 'messages');
-  };
   /** The call's candidates under the caller's allow-list; translating backends only if the body translates. */
   const resolveFor = (ctx: CallerContext, model: string, translates: () => boolean) => (): Resolution | undefined => {
     const resolved = catalog.resolve(model, 'messages');
     if (!resolved) return undefined;
     const allowed = filterAllowed(ctx.caller.allow, resolved);
+    // a backend gets the client's Messages request as sent, or a chat call translated from it
+    const native = (c: Candidate) => speaksMessages(opts.backendType(c.backend));
     const candidates = allowed.some((c) => !native(c)) && !translates() ? allowed.filter(native) : allowed;
     return { requested: resolved.requested, alias: resolved.alias, candidates };
   };
@@ -124,4 +121,9 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
     if (counted.kind === 'estimated') return { input_tokens: counted.inputTokens };
     return reply.code(counted.status).headers(clientResponseHeaders(counted.headers)).send(counted.body);
   });
+}
+
+/** Whether a backend of this kind gets the client's Messages request as sent (a gone one does not). */
+function speaksMessages(type: BackendType | undefined): boolean {
+  return type !== undefined && speaks(descriptorFor(type), 'messages');
 }

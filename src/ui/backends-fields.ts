@@ -41,9 +41,9 @@ const AUTH_MODE: readonly BackendType[] = typesWhere((k) => k.hasAuthMode);
 
 export const TYPE_LABELS: Record<BackendType, string> = {
   openai: 'OpenAI-compatible (llama.cpp, vLLM, Ollama, OpenRouter…)',
+  ollama: 'Ollama (OpenAI-compatible /v1, native /api/* passed through)',
   anthropic: 'Anthropic (passthrough, /v1/messages only)',
   comfyui: 'ComfyUI (image, video, audio generation)',
-  ollama: 'Ollama (OpenAI-compatible /v1 and its own /api)',
 };
 
 const seconds = (key: keyof typeof COMFY_DEFAULTS) => `Default ${String(COMFY_DEFAULTS[key])}`;

@@ -14,9 +14,9 @@ export type { BackendKind, ClientApi } from './types.ts';
 
 const KINDS: Readonly<Record<BackendType, BackendKind>> = Object.freeze({
   openai: openaiKind,
+  ollama: ollamaKind,
   anthropic: anthropicKind,
   comfyui: comfyuiKind,
-  ollama: ollamaKind,
 });
 
 /** Every kind, in the order the console offers them. */
