@@ -7,8 +7,10 @@
  * and that config validation accepts each kind's own options and refuses them on the others.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join, relative } from 'node:path';
 import { describe, test } from 'node:test';
 import { Agent } from 'undici';
 import { credentialHeaders } from '../src/backends/credentials.ts';
@@ -257,4 +259,19 @@ describe('kind quirks read by the code', () => {
       ['/api/ps'],
     );
   });
+});
+
+test('no file outside config/ and backends/kinds/ compares a type with a kind name: it asks the descriptor', () => {
+  const src = join(import.meta.dirname, '..', 'src');
+  const kindCheck = /\btype\)? *[!=]== *'(openai|anthropic|comfyui|ollama)'/;
+  const offenders = (readdirSync(src, { recursive: true }) as string[])
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => relative(src, join(src, file)))
+    .filter((file) => !file.startsWith('config/') && !file.startsWith(join('backends', 'kinds')))
+    .flatMap((file) =>
+      readFileSync(join(src, file), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (kindCheck.test(line) ? [`src/${file}:${i + 1}: ${line.trim()}`] : [])),
+    );
+  assert.deepEqual(offenders, []);
 });
