@@ -129,7 +129,7 @@ describe('calls rollup', () => {
     assert.equal(s.series[0].key, new Date(hour - 23 * HOUR_MS).toISOString().slice(0, 16).replace('T', ' '));
     assert.deepEqual([s.series[23].calls, s.series[23].errors], [2, 1]);
     assert.equal(
-      s.series.slice(1, 23).every((p) => p.calls === 0 && p.p50_ms === null && p.hit_rate === null),
+      s.series.slice(1, 23).every((p) => p.calls === 0 && p.p50_ms === null && p.cache_hit_share === null),
       true,
     );
     assert.equal(s.total.calls, 3);
@@ -166,11 +166,11 @@ describe('calls rollup', () => {
       ],
       [4000, 600, 100, 2000, 2000],
     );
-    assert.equal(t0.hit_rate, 0.3, 'cached over the prompt tokens of backends that report');
+    assert.equal(t0.cache_hit_share, 0.3, 'cached over the prompt tokens of backends that report');
     const llama = s.backend.find((b) => b.key === 'llama')!;
-    assert.equal(llama.hit_rate, null);
+    assert.equal(llama.cache_hit_share, null);
     assert.equal(llama.unreported_prompt_tokens, 2000);
-    assert.equal(s.model[0].hit_rate, 0.3, 'a model served by both counts only the reporting one');
+    assert.equal(s.model[0].cache_hit_share, 0.3, 'a model served by both counts only the reporting one');
   });
 
   test('built from stats.db after a restart as it was fed live; rows written meanwhile counted once', async (t) => {

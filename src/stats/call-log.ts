@@ -21,7 +21,7 @@ import {
   matchesFilter,
   newestFirst,
   recentLimit,
-  rollupCall,
+  summedCall,
   storedCall,
   type AggregateGroup,
   type AggregateRow,
@@ -359,7 +359,7 @@ export class CallLog {
     const written = this.queue.slice(0, n);
     this.repo.write(written);
     this.queue.splice(0, n);
-    for (const e of written) if (e.row) this.rollup.add(rollupCall(e.row));
+    for (const e of written) if (e.row) this.rollup.add(summedCall(e.row));
     this.flushes++;
     return n;
   }

@@ -11,7 +11,17 @@
  * histograms exact below 128 ms and 2 % wide above (the value shown is the bucket's middle,
  * within 1 %). Pure apart from the clock.
  */
-import type { RollupCall } from '../store/calls-repo.ts';
+import {
+  addCall,
+  addTotals,
+  cacheHitShare,
+  emptyTotals,
+  nearestRank,
+  reportsCache,
+  type AggregateRow,
+  type CallTotals,
+  type SummedCall,
+} from '../store/call-aggregates.ts';
 import { DAY_MS } from './period.ts';
 
 export const HOUR_MS = 3_600_000;
@@ -23,22 +33,16 @@ export type RollupStep = 'hour' | 'day';
 /** Periods a summary lists at most before it starts at the first one with calls. */
 const MAX_PERIODS = 1_000;
 
-/** Sums of one group (a backend, model, source or period) over a range. */
-export interface GroupStats {
-  key: string;
-  calls: number;
-  errors: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
+/**
+ * Sums of one group (a backend, model, source or period) over a range: the sums and the cache
+ * hit share of `aggregate()` (store/call-aggregates.ts), with the cache split and ttft beside
+ * them; percentiles null where there are no calls (an empty period).
+ */
+export interface GroupStats extends Omit<AggregateRow, 'p50_ms' | 'p95_ms'> {
   /** Prompt tokens of calls whose backend reports cache use: the whole of which cached + written + fresh is. */
   reporting_prompt_tokens: number;
   /** Prompt tokens of calls to backends that never reported a cache read or write ("no cache reporting"). */
   unreported_prompt_tokens: number;
-  cost_usd: number;
-  /** cached / reporting prompt tokens; null when no reporting backend had prompt tokens. */
-  hit_rate: number | null;
   p50_ms: number | null;
   p95_ms: number | null;
   ttft_p50_ms: number | null;
@@ -128,11 +132,11 @@ class Merged {
     if (buckets[last] > this.top) this.top = buckets[last];
   }
 
-  /** Nearest rank, as `aggregate()`: the ceil(n·p/100)-th value. */
+  /** Nearest rank, as `aggregate()`. */
   percentiles(ps: readonly number[]): (number | null)[] {
     if (this.n === 0) return ps.map(() => null);
     return ps.map((p) => {
-      const rank = Math.max(1, Math.ceil((this.n * p) / 100));
+      const rank = nearestRank(this.n, p);
       let reached = 0;
       for (let b = 0; b <= this.top; b++) {
         reached += this.w[b];
@@ -149,13 +153,7 @@ interface Cell {
   backend: string;
   model: string;
   source: string;
-  calls: number;
-  errors: number;
-  prompt: number;
-  completion: number;
-  cached: number;
-  written: number;
-  cost: number;
+  totals: CallTotals;
   dur: Hist;
   ttft: Hist;
 }
@@ -163,7 +161,7 @@ interface Cell {
 /** One tier: period number → (backend, model, source) → cell. */
 type Tier = Map<number, Map<string, Cell>>;
 
-function addTo(tier: Tier, period: number, c: RollupCall): void {
+function addTo(tier: Tier, period: number, c: SummedCall): void {
   let cells = tier.get(period);
   if (!cells) tier.set(period, (cells = new Map()));
   const key = `${c.backend}\u0000${c.model}\u0000${c.source}`;
@@ -173,56 +171,32 @@ function addTo(tier: Tier, period: number, c: RollupCall): void {
       backend: c.backend,
       model: c.model,
       source: c.source,
-      calls: 0,
-      errors: 0,
-      prompt: 0,
-      completion: 0,
-      cached: 0,
-      written: 0,
-      cost: 0,
+      totals: emptyTotals(),
       dur: new Hist(),
       ttft: new Hist(),
     };
     cells.set(key, cell);
   }
+  addCall(cell.totals, c);
   const n = c.count > 1 ? c.count : 1;
-  cell.calls += n;
-  if (c.status >= 400) cell.errors += n;
-  cell.prompt += c.prompt_tokens;
-  cell.completion += c.completion_tokens;
-  cell.cached += c.cached_tokens;
-  cell.written += c.cache_write_tokens;
-  cell.cost += c.cost_usd;
   cell.dur.add(c.duration_ms, n);
   if (c.ttft_ms !== null) cell.ttft.add(c.ttft_ms, n);
 }
 
 /** A group being summed. */
 class Acc {
-  calls = 0;
-  errors = 0;
-  prompt = 0;
-  completion = 0;
-  cached = 0;
-  written = 0;
+  readonly totals = emptyTotals();
   reporting = 0;
   unreported = 0;
-  cost = 0;
   readonly dur = new Merged();
   readonly ttft = new Merged();
 
   constructor(readonly key: string) {}
 
   add(cell: Cell, reports: boolean): void {
-    this.calls += cell.calls;
-    this.errors += cell.errors;
-    this.prompt += cell.prompt;
-    this.completion += cell.completion;
-    this.cached += cell.cached;
-    this.written += cell.written;
-    if (reports) this.reporting += cell.prompt;
-    else this.unreported += cell.prompt;
-    this.cost += cell.cost;
+    addTotals(this.totals, cell.totals);
+    if (reports) this.reporting += cell.totals.prompt_tokens;
+    else this.unreported += cell.totals.prompt_tokens;
     this.dur.add(cell.dur);
     this.ttft.add(cell.ttft);
   }
@@ -230,18 +204,13 @@ class Acc {
   stats(): GroupStats {
     const [p50, p95] = this.dur.percentiles([50, 95]);
     const [t50, t95] = this.ttft.percentiles([50, 95]);
+    const t = this.totals;
     return {
       key: this.key,
-      calls: this.calls,
-      errors: this.errors,
-      prompt_tokens: this.prompt,
-      completion_tokens: this.completion,
-      cached_tokens: this.cached,
-      cache_write_tokens: this.written,
+      ...t,
       reporting_prompt_tokens: this.reporting,
       unreported_prompt_tokens: this.unreported,
-      cost_usd: this.cost,
-      hit_rate: this.reporting > 0 ? this.cached / this.reporting : null,
+      cache_hit_share: cacheHitShare(t.cached_tokens, this.reporting),
       p50_ms: p50,
       p95_ms: p95,
       ttft_p50_ms: t50,
@@ -261,8 +230,8 @@ const byCalls = (a: GroupStats, b: GroupStats) => b.calls - a.calls || (a.key < 
 export class CallsRollup {
   private readonly hours: Tier = new Map();
   private readonly days: Tier = new Map();
-  /** Backends that ever reported a cache read or write (in what the rollup holds). */
-  private readonly cacheReporting = new Set<string>();
+  /** Backends with a call that reported a cache read or write among those the rollup holds (`reportsCache`). */
+  private cacheReporting = new Set<string>();
   private readonly now: () => number;
   /** Rows added so far. */
   added = 0;
@@ -271,9 +240,9 @@ export class CallsRollup {
     this.now = opts.now ?? Date.now;
   }
 
-  add(c: RollupCall): void {
+  add(c: SummedCall): void {
     this.added++;
-    if (c.cached_tokens > 0 || c.cache_write_tokens > 0) this.cacheReporting.add(c.backend);
+    if (reportsCache(c)) this.cacheReporting.add(c.backend);
     addTo(this.days, Math.floor(c.ts / DAY_MS), c);
     const hour = Math.floor(c.ts / HOUR_MS);
     if (hour >= this.firstHourKept()) addTo(this.hours, hour, c);
@@ -283,6 +252,10 @@ export class CallsRollup {
   forgetBefore(ts: number): void {
     const firstDay = Math.floor(ts / DAY_MS);
     if (Number.isFinite(firstDay)) for (const day of this.days.keys()) if (day < firstDay) this.days.delete(day);
+    // a backend whose reporting calls were all pruned reports no more, as aggregate() sees the disk
+    this.cacheReporting = new Set();
+    for (const cells of this.days.values())
+      for (const cell of cells.values()) if (reportsCache(cell.totals)) this.cacheReporting.add(cell.backend);
     const firstHour = this.firstHourKept();
     for (const hour of this.hours.keys()) if (hour < firstHour) this.hours.delete(hour);
   }

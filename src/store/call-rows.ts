@@ -1,6 +1,7 @@
 /**
  * A stats.db call row: its shape as stored and as the console lists it, the input it is made
- * from, the filter and aggregate shapes of its reads. Pure; the SQL is in calls-repo.ts.
+ * from, the filter shape of its reads (the aggregates' are in call-aggregates.ts). Pure; the SQL
+ * is in calls-repo.ts.
  */
 
 /** A call row as stored (flags as SQLite stores them: 0 or 1). */
@@ -126,28 +127,6 @@ export interface CallFilter {
   until?: number;
   /** Paging cursor: only rows with a smaller id. */
   beforeId?: number;
-}
-
-export type AggregateGroup = 'backend' | 'model' | 'source' | 'day';
-
-export interface AggregateRow {
-  /** Backend, model (`(none)` when no model was served), source, or `YYYY-MM-DD` (UTC). */
-  key: string;
-  /** Calls, each row weighing its `count` (folded refusals). */
-  calls: number;
-  /** Calls with status >= 400 (refusals included). */
-  errors: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  /** Spent: the upstream-reported cost where there is one, else the computed cost; 0 on free backends. */
-  cost_usd: number;
-  /** cached_tokens / prompt_tokens (0 when there were no prompt tokens). */
-  cache_hit_share: number;
-  /** Nearest-rank percentiles of duration_ms (a folded row counts `count` times). */
-  p50_ms: number;
-  p95_ms: number;
 }
 
 /** What a prune removes: call rows older than `rowCutoff`, bodies older than `bodyCutoff` (unix ms). */

@@ -10,14 +10,18 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  cacheHitShare, NO_MODEL, nearestRankSql, REPORTING_BACKENDS_SQL, SPENT_SQL, TOTALS_SQL, type AggregateGroup,
+  type AggregateRow, type CallTotals, type SummedCall,
+} from './call-aggregates.ts';
 import type {
-  AggregateGroup, AggregateRow, CallFilter, CallRow, CallWrite, DaySpend, DayUsage, PruneCutoffs, Pruned, StoredBodies,
-  StoredCall,
+  CallFilter, CallRow, CallWrite, DaySpend, DayUsage, PruneCutoffs, Pruned, StoredBodies, StoredCall,
 } from './call-rows.ts';
 import { STATS_MIGRATIONS } from './calls-migrations.ts';
 import { openDatabase, type Db } from './db.ts';
 
 export type * from './call-rows.ts';
+export type * from './call-aggregates.ts';
 export { storedCall } from './call-rows.ts';
 
 /**
@@ -34,28 +38,8 @@ export interface CallQuery extends CallFilter {
   beforeTs?: number;
 }
 
-/** A stored call as the stats rollup reads it (stats/calls-rollup.ts): cost spent, model never null. */
-export interface RollupCall {
-  id: number;
-  ts: number;
-  backend: string;
-  /** `(none)` when no model was served, as `aggregate()` keys it. */
-  model: string;
-  source: string;
-  status: number;
-  duration_ms: number;
-  ttft_ms: number | null;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cached_tokens: number;
-  cache_write_tokens: number;
-  /** Spent (`effectiveCost`): 0 on a free backend. */
-  cost_usd: number;
-  count: number;
-}
-
-/** `RollupCall` of a stored row: the JavaScript twin of `ROLLUP_SQL`. */
-export function rollupCall(r: StoredCall): RollupCall {
+/** `SummedCall` of a stored row: the JavaScript twin of `rollupRows()`'s SELECT. */
+export function summedCall(r: StoredCall): SummedCall {
   return {
     id: r.id, ts: r.ts, backend: r.backend, model: r.model ?? NO_MODEL, source: r.source, status: r.status,
     duration_ms: r.duration_ms, ttft_ms: r.ttft_ms, prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens,
@@ -63,8 +47,6 @@ export function rollupCall(r: StoredCall): RollupCall {
     cost_usd: r.paid === 0 ? 0 : r.upstream_cost_usd ?? r.cost_usd, count: r.count,
   };
 }
-
-const NO_MODEL = '(none)';
 
 /**
  * Rows a filtered `recent()` first looks at through the ts index (newest first) before it
@@ -119,12 +101,9 @@ const CALL_COLUMNS = [
   'reasoning', 'cost_usd', 'upstream_cost_usd', 'usage_estimated', 'paid', 'count', 'route',
 ] as const satisfies readonly (keyof StoredCall)[];
 
-/** What a stored call spent: the SQL twin of stats/cost.ts `effectiveCost` (stored costs are normalised). */
-const SPENT_SQL = 'CASE WHEN paid = 0 THEN 0 ELSE COALESCE(upstream_cost_usd, cost_usd) END';
-
 const GROUP_KEY_SQL: Record<AggregateGroup, string> = {
   backend: 'backend',
-  model: "COALESCE(model, '(none)')",
+  model: `COALESCE(model, '${NO_MODEL}')`,
   source: 'source',
   day: "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')",
 };
@@ -298,15 +277,15 @@ export class CallsRepo {
     return callRow(r, has_bodies === 1);
   }
 
-  /** Stored calls with `afterId` < id <= `upToId`, by id, at most `limit`, as the stats rollup reads them. */
-  rollupRows(afterId: number, upToId: number, limit: number): RollupCall[] {
+  /** Stored calls with `afterId` < id <= `upToId`, by id, at most `limit`, as the stats rollup sums them. */
+  rollupRows(afterId: number, upToId: number, limit: number): SummedCall[] {
     return this.#db
       .prepare(
         `SELECT id, ts, backend, COALESCE(model, '${NO_MODEL}') AS model, source, status, duration_ms, ttft_ms,
            prompt_tokens, completion_tokens, cached_tokens, cache_write_tokens, ${SPENT_SQL} AS cost_usd, count
          FROM calls WHERE id > ? AND id <= ? ORDER BY id LIMIT ?`,
       )
-      .all(afterId, upToId, limit) as RollupCall[];
+      .all(afterId, upToId, limit) as SummedCall[];
   }
 
   /** The stored (gzip'd) bodies of one call; null when none were captured. */
@@ -314,7 +293,10 @@ export class CallsRepo {
     return (this.#selectBodies.get(callId) as StoredBodies | undefined) ?? null;
   }
 
-  /** Totals per backend, model, source or UTC day over a time range, most calls first (days in order). */
+  /**
+   * Totals per backend, model, source or UTC day over a time range, most calls first (days in
+   * order): the sums, shares and percentiles of call-aggregates.ts.
+   */
   aggregate(group: AggregateGroup, filter: { since?: number; until?: number } = {}): AggregateRow[] {
     const where: string[] = [];
     const params: Record<string, unknown> = {};
@@ -322,13 +304,11 @@ export class CallsRepo {
     const key = GROUP_KEY_SQL[group];
     const totals = this.#db
       .prepare(
-        `SELECT ${key} AS key, SUM(count) AS calls, SUM(CASE WHEN status >= 400 THEN count ELSE 0 END) AS errors,
-           SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens,
-           SUM(cached_tokens) AS cached_tokens, SUM(cache_write_tokens) AS cache_write_tokens,
-           SUM(${SPENT_SQL}) AS cost_usd
+        `SELECT ${key} AS key, ${TOTALS_SQL},
+           SUM(CASE WHEN backend IN (${REPORTING_BACKENDS_SQL}) THEN prompt_tokens ELSE 0 END) AS reporting_prompt_tokens
          FROM calls ${whereClause(where)} GROUP BY 1`,
       )
-      .all(params) as Omit<AggregateRow, 'cache_hit_share' | 'p50_ms' | 'p95_ms'>[];
+      .all(params) as (CallTotals & { key: string; reporting_prompt_tokens: number })[];
     // nearest rank over calls, not rows: the rank-th call is the first row whose running count reaches it
     const percentiles = this.#db
       .prepare(
@@ -338,15 +318,15 @@ export class CallsRepo {
              SUM(count) OVER (PARTITION BY ${key}) AS n
            FROM calls ${whereClause(where)})
          SELECT key,
-           MIN(CASE WHEN reached >= (n * 50 + 99) / 100 THEN duration_ms END) AS p50_ms,
-           MIN(CASE WHEN reached >= (n * 95 + 99) / 100 THEN duration_ms END) AS p95_ms
+           MIN(CASE WHEN reached >= ${nearestRankSql('n', 50)} THEN duration_ms END) AS p50_ms,
+           MIN(CASE WHEN reached >= ${nearestRankSql('n', 95)} THEN duration_ms END) AS p95_ms
          FROM ranked GROUP BY key`,
       )
       .all(params) as { key: string; p50_ms: number; p95_ms: number }[];
     const byKey = new Map(percentiles.map((p) => [p.key, p]));
-    const rows = totals.map((t) => ({
+    const rows = totals.map(({ reporting_prompt_tokens, ...t }): AggregateRow => ({
       ...t,
-      cache_hit_share: t.prompt_tokens > 0 ? t.cached_tokens / t.prompt_tokens : 0,
+      cache_hit_share: cacheHitShare(t.cached_tokens, reporting_prompt_tokens),
       p50_ms: byKey.get(t.key)?.p50_ms ?? 0,
       p95_ms: byKey.get(t.key)?.p95_ms ?? 0,
     }));

@@ -189,7 +189,7 @@ export function statsView(s: CallSummary): StatsView {
   return {
     total,
     errorRate: total.calls ? round1((total.errors / total.calls) * 100) : 0,
-    cache: { parts: cacheParts(total), hitRate: total.hit_rate, silentBackends: s.silentBackends },
+    cache: { parts: cacheParts(total), hitRate: total.cache_hit_share, silentBackends: s.silentBackends },
     groups: [
       table('backend', 'Per backend', s.backend),
       table('model', 'Per model', s.model),
@@ -208,7 +208,7 @@ export function statsView(s: CallSummary): StatsView {
       p95: series.map((p) => p.p95_ms),
       ttft50: series.map((p) => p.ttft_p50_ms),
       ttft95: series.map((p) => p.ttft_p95_ms),
-      hit: series.map((p) => (p.hit_rate === null ? null : round1(p.hit_rate * 100))),
+      hit: series.map((p) => (p.cache_hit_share === null ? null : round1(p.cache_hit_share * 100))),
     },
     empty: total.calls === 0,
   };
