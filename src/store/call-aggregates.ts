@@ -48,7 +48,15 @@ export interface CallTotals {
 }
 
 export function emptyTotals(): CallTotals {
-  return { calls: 0, errors: 0, prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cache_write_tokens: 0, cost_usd: 0 };
+  return {
+    calls: 0,
+    errors: 0,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    cached_tokens: 0,
+    cache_write_tokens: 0,
+    cost_usd: 0,
+  };
 }
 
 /** Adds one row to `t`: the rule `TOTALS_SQL` is the twin of. */
@@ -92,7 +100,8 @@ export function reportsCache(c: Pick<StoredCall, 'cached_tokens' | 'cache_write_
 }
 
 /** `reportsCache` in SQL: the backends that report, over every stored call. */
-export const REPORTING_BACKENDS_SQL = 'SELECT DISTINCT backend FROM calls WHERE cached_tokens > 0 OR cache_write_tokens > 0';
+export const REPORTING_BACKENDS_SQL =
+  'SELECT DISTINCT backend FROM calls WHERE cached_tokens > 0 OR cache_write_tokens > 0';
 
 /**
  * The prompt-cache hit share: cached tokens over the prompt tokens of calls to backends that

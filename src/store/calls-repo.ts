@@ -42,8 +42,8 @@ export interface CallQuery extends CallFilter {
 export function summedCall(r: StoredCall): SummedCall {
   return {
     id: r.id, ts: r.ts, backend: r.backend, model: r.model ?? NO_MODEL, source: r.source, status: r.status,
-    duration_ms: r.duration_ms, ttft_ms: r.ttft_ms, prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens,
-    cached_tokens: r.cached_tokens, cache_write_tokens: r.cache_write_tokens,
+    duration_ms: r.duration_ms, ttft_ms: r.ttft_ms, prompt_tokens: r.prompt_tokens,
+    completion_tokens: r.completion_tokens, cached_tokens: r.cached_tokens, cache_write_tokens: r.cache_write_tokens,
     cost_usd: r.paid === 0 ? 0 : r.upstream_cost_usd ?? r.cost_usd, count: r.count,
   };
 }
@@ -305,7 +305,8 @@ export class CallsRepo {
     const totals = this.#db
       .prepare(
         `SELECT ${key} AS key, ${TOTALS_SQL},
-           SUM(CASE WHEN backend IN (${REPORTING_BACKENDS_SQL}) THEN prompt_tokens ELSE 0 END) AS reporting_prompt_tokens
+           SUM(CASE WHEN backend IN (${REPORTING_BACKENDS_SQL}) THEN prompt_tokens ELSE 0 END)
+             AS reporting_prompt_tokens
          FROM calls ${whereClause(where)} GROUP BY 1`,
       )
       .all(params) as (CallTotals & { key: string; reporting_prompt_tokens: number })[];
