@@ -6,38 +6,32 @@
  * object_info (an unknown node or field refuses them; a warning does not). Backend secrets are
  * write-only: views mask them, and a blank api_key keeps the one in force.
  */
-import { Agent } from 'undici';
-import { maskUrl, redactBackendText, restoreMaskedUrl } from '../backends/secret-scrub.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
-import { describeError } from '../backends/errors.ts';
-import { probeBackend, ProbeError } from '../backends/probe.ts';
-import type { BackendErrorKind } from '../backends/types.ts';
 import { computeEffectiveConfig, STORE_SETTING_KEYS } from '../config/effective.ts';
 import type { ConfigProblem } from '../config/problems.ts';
 import { createConfigValidator, type ConfigValidator } from '../config/schema.ts';
 import { validateSetting } from '../config/settings-validate.ts';
-import type { BackendSpec, BackendType, GatewayConfig, ImageModelEntry } from '../config/types.ts';
+import type { BackendSpec, GatewayConfig, ImageModelEntry } from '../config/types.ts';
 import { isObject } from '../json.ts';
-import { ComfyHealth } from '../media/comfy/health.ts';
 import type { MediaInventory } from '../media/compiler/inventory.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
 import type { BackendsRepo } from '../store/backends-repo.ts';
 import type { SettingsRepo } from '../store/settings-repo.ts';
+import { prepareBackend, type PreparedBackend } from './backend-input.ts';
+import { probeSpec, type TestBackendResult } from './backend-probe.ts';
 import { checkImageAlias, imageModelErrors, type AliasCheck, type ObjectInfoOf } from './image-models-check.ts';
 import {
   backendsView,
-  inventoryCounts,
   settingsView,
   sourceOf,
   type BackendView,
-  type InventoryCounts,
   type Result,
   type SecretSettingView,
   type SettingView,
 } from './config-views.ts';
-import { kindOf } from '../backends/kinds/index.ts';
 
 export * from './config-views.ts';
+export type { TestBackendResult } from './backend-probe.ts';
 
 export interface ConfigServiceDeps {
   /** config.yaml as validated (the embedded default when there is none). */
@@ -69,10 +63,6 @@ export interface SaveBackendOptions {
   /** Adding: refuse a name already in the fleet (without it, saving a known name edits it). */
   create?: boolean;
 }
-
-export type TestBackendResult =
-  | { ok: true; kind: BackendType; models: string[]; inventory?: InventoryCounts; ms: number }
-  | { ok: false; error: string; errorKind?: BackendErrorKind; status?: number; problems?: ConfigProblem[] };
 
 type Refusal = Extract<Result, { ok: false }>;
 const refused = (problems: ConfigProblem[]): Refusal => ({ ok: false, problems });
@@ -310,8 +300,8 @@ export class ConfigService {
 
   /**
    * Discovery dry run: validates `input` like saveBackend (a blank api_key uses the one of
-   * `replace ?? input.name`), then asks the backend what it serves, on a connection of its
-   * own and with a ComfyHealth of its own, so nothing is registered or remembered.
+   * `replace ?? input.name`), then asks the backend what it serves (backend-probe.ts), so
+   * nothing is registered or remembered.
    */
   async testBackend(input: unknown, opts: { replace?: string } = {}): Promise<TestBackendResult> {
     const prepared = this.prepareBackend(input, opts.replace);
@@ -319,75 +309,12 @@ export class ConfigService {
       const first = prepared.problems[0];
       return { ok: false, error: `${first.path || 'backend'}: ${first.message}`, problems: prepared.problems };
     }
-    const spec = prepared.spec;
-    const timeoutMs = this.deps.probeTimeoutMs ?? 10_000;
-    const agent = new Agent({ connect: { timeout: timeoutMs } });
-    const comfy = new ComfyHealth();
-    const started = Date.now();
-    try {
-      const models = await probeBackend(spec, agent, timeoutMs, comfy);
-      const result: TestBackendResult = {
-        ok: true,
-        kind: spec.type,
-        models: models.map((m) => m.id),
-        ms: Date.now() - started,
-      };
-      const inventory = kindOf(spec).isMedia ? comfy.inventory(spec.name) : undefined;
-      if (inventory) result.inventory = inventoryCounts(inventory);
-      return result;
-    } catch (err) {
-      if (err instanceof ProbeError) {
-        const error = `${maskUrl(spec.url)}: ${redactBackendText(err.message, spec)}`;
-        return { ok: false, error, errorKind: err.kind, ...(err.status !== undefined ? { status: err.status } : {}) };
-      }
-      const d = describeError(err);
-      const what =
-        d.kind === 'timeout'
-          ? `no answer within ${timeoutMs / 1000} s`
-          : d.kind === 'unreachable'
-            ? 'cannot connect'
-            : 'request failed';
-      const error = `${maskUrl(spec.url)}: ${what} (${redactBackendText(d.detail, spec)})`;
-      return { ok: false, error, errorKind: d.kind };
-    } finally {
-      void agent.destroy().catch(() => {});
-    }
+    return probeSpec(prepared.spec, this.deps.probeTimeoutMs ?? 10_000);
   }
 
-  /**
-   * The input as a validated spec: the secret resolved (blank or a masked echo keeps the one
-   * in force for `replace ?? name`, as long as the URL's origin is unchanged — a stored key is
-   * never sent to a new address; `{clear: true}` removes it), then config.yaml's backend rules.
-   */
-  private prepareBackend(
-    input: unknown,
-    replace?: string,
-  ): { ok: true; spec: BackendSpec } | { ok: false; problems: ConfigProblem[] } {
-    if (!isObject(input))
-      return { ok: false, problems: [{ path: '', message: 'must be a mapping of backend fields' }] };
-    const raw: Record<string, unknown> = structuredClone(input);
-    const secret = raw.api_key;
-    const clear = isObject(secret) && secret.clear === true;
-    const keep =
-      !clear && (secret === undefined || secret === null || secret === '' || (isObject(secret) && secret.set === true));
-    if (keep || clear) delete raw.api_key;
-    // a URL shown masked (`:***@`) and sent back unchanged keeps its password
-    const before = this.deps.effective().backends.find((b) => b.name === (replace ?? raw.name));
-    raw.url = restoreMaskedUrl(raw.url, before?.url);
-    const problems: ConfigProblem[] = [];
-    const previous = keep ? this.deps.effective().backends.find((b) => b.name === (replace ?? raw.name)) : undefined;
-    if (previous?.api_key !== undefined && typeof raw.url === 'string') {
-      const origin = originOf(raw.url);
-      if (origin === originOf(previous.url)) raw.api_key = previous.api_key;
-      else if (origin)
-        problems.push({
-          path: 'api_key',
-          message: 'the URL points somewhere new: enter the key again (a stored key is never sent to a new address)',
-        });
-    }
-    const checked = this.validator.validateBackend(raw);
-    if (!checked.ok) problems.push(...checked.problems);
-    return problems.length > 0 || !checked.ok ? { ok: false, problems } : { ok: true, spec: checked.spec };
+  /** The input as a validated spec (backend-input.ts), against the backends in force. */
+  private prepareBackend(input: unknown, replace?: string): PreparedBackend {
+    return prepareBackend(input, { replace, inForce: this.deps.effective().backends, validator: this.validator });
   }
 
   /** Problems the whole configuration would gain with `storeBackends` in the store (aliases naming a backend that is gone, …). */
@@ -401,13 +328,5 @@ export class ConfigService {
     };
     const before = new Set(problemsOf(this.deps.backends.list()).map(problemId));
     return problemsOf(storeBackends).filter((p) => !before.has(problemId(p)));
-  }
-}
-
-function originOf(url: string): string | undefined {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return undefined;
   }
 }
