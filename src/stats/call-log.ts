@@ -3,37 +3,34 @@
  * timer on this thread, never on the request path (docs/decisions.md has the measurements).
  *
  * `record()` adds the call to the quota counters (quota.ts) and the paid spend (paid-budget.ts)
- * and queues its row, numbered after the largest id on disk: O(1), no I/O; captured bodies are
- * gzip'd off this thread meanwhile.
+ * and queues its row (call-queue.ts: numbered after the largest id on disk, O(1), no I/O;
+ * captured bodies are gzip'd off this thread meanwhile).
  * Every `flushMs` the queue is written a hundred rows per transaction, one per event-loop turn.
  * Reads never wait for a write: `recent()` merges the queue with the disk, `bodies()` and `get()`
  * look in both, `aggregate()` reads the disk only, `summary()` reads an in-memory rollup of the
  * disk (calls-rollup.ts: built from stats.db after start, a slice per turn, then fed each
  * write). Unauthenticated 401s are folded per source and minute (refusal-aggregator.ts).
- * While writes fail the queue waits, up to `MAX_QUEUED_ROWS`; past that rows are dropped
+ * While writes fail the queue waits, up to a hundred thousand rows; past that rows are dropped
  * (their calls still count towards quotas). A request id gets one row: a second record of an
  * id among the last `RECENT_IDS` is not written (it still counts towards quotas) and is
  * reported, at most once a minute (docs/decisions.md, "The call log counts each call once").
  */
 import {
-  callRow,
   CallsRepo,
-  matchesFilter,
   newestFirst,
   recentLimit,
   summedCall,
-  storedCall,
   type AggregateGroup,
   type AggregateRow,
   type CallQuery,
   type CallRow,
-  type CallWrite,
   type DaySpend,
   type DayUsage,
   type Pruned,
   type StoredBodies,
 } from '../store/calls-repo.ts';
-import { BodyCompressor, capBody, gzipBodySync, unpackBody, type CappedBody } from './bodies.ts';
+import { unpackBody } from './bodies.ts';
+import { CallQueue } from './call-queue.ts';
 import { CallsRollup, type CallSummary, type RollupStep } from './calls-rollup.ts';
 import { effectiveCost } from './cost.ts';
 import { daySpendOf, PaidSpend } from './paid-budget.ts';
@@ -69,25 +66,14 @@ export interface CallLogOptions {
 const WRITE_SLICE_ROWS = 100;
 /** Bodies or rows deleted per prune transaction, one per event-loop turn. */
 const PRUNE_SLICE_ROWS = 500;
-/** A queue this long is written from the next turn on instead of waiting for the timer. */
-const EAGER_WRITE_ROWS = 5_000;
 /** Days of per-user usage kept for quotas (a month window needs at most 31). */
 const QUOTA_USAGE_KEEP_DAYS = 100;
-/** While writes fail, at most this many rows wait in memory. */
-const MAX_QUEUED_ROWS = 100_000;
 /** Rows read per event-loop turn while the stats rollup is built from stats.db (~3 ms). */
 const ROLLUP_SLICE_ROWS = 2_000;
 /** Request ids remembered to refuse a second row (~3 MB: 16 s at 2,000 calls/s, hours at a few a second). */
 const RECENT_IDS = 32_768;
 /** Duplicate request ids are reported at most this often. */
 const DUPLICATE_REPORT_MS = 60_000;
-
-type Sides = [CappedBody | null, CappedBody | null];
-
-/** A queued call as it will be stored; written once `compressing` (its capped bodies being gzip'd) is null. */
-interface Queued extends CallWrite {
-  compressing: Sides | null;
-}
 
 export class CallLog {
   /** The quota counters, and the calls admitted against them and still running. */
@@ -98,17 +84,14 @@ export class CallLog {
   private opts: CallLogOptions;
   private readonly now: () => number;
   private readonly refusals = new RefusalAggregator();
-  private readonly queue: Queued[] = [];
-  private readonly compressor = new BodyCompressor();
-  private readonly compressions = new Set<Promise<void>>();
-  private nextId: number;
+  /** The rows recorded and not on disk yet (call-queue.ts). */
+  private readonly queue: CallQueue;
   private readonly timers: NodeJS.Timeout[];
   private writing = false;
   private closed = false;
   /** Write transactions committed so far. */
   flushes = 0;
-  /** Rows dropped: recorded after `close()`, or while the queue was full of failed writes. */
-  dropped = 0;
+  private droppedAfterClose = 0;
   /** Records of a request id already on record: no row of their own (their quota use counts). */
   duplicates = 0;
   private readonly recentIds = new RecentIds(RECENT_IDS);
@@ -122,11 +105,15 @@ export class CallLog {
     this.repo = repo;
     this.opts = opts;
     this.now = opts.now ?? Date.now;
-    this.nextId = repo.maxId() + 1;
+    this.queue = new CallQueue({
+      repo,
+      report: (err) => this.report(err, 'flush'),
+      written: (row) => this.rollup.add(summedCall(row)),
+    });
     for (const usage of repo.quotaUsage()) this.quotas.count(usage);
     for (const spend of repo.paidSpend()) this.paidSpend.count(spend);
     this.rollup = new CallsRollup({ now: this.now });
-    this.rollupBuilt = this.buildRollup(this.nextId - 1);
+    this.rollupBuilt = this.buildRollup(this.queue.lastId);
     const prune = () => void this.prune().catch((err: unknown) => this.report(err, 'prune'));
     this.timers = [
       setInterval(() => void this.writeInSlices(), Math.max(10, opts.flushMs)).unref(),
@@ -154,7 +141,7 @@ export class CallLog {
   record(rec: CallRecord): boolean {
     if (this.closed) {
       // after close (shutdown order)
-      this.dropped++;
+      this.droppedAfterClose++;
       return false;
     }
     const usage = dayUsageOf(rec);
@@ -182,6 +169,11 @@ export class CallLog {
     return this.recentIds.has(id);
   }
 
+  /** Rows dropped: recorded after `close()`, or while the queue was full of failed writes. */
+  get dropped(): number {
+    return this.droppedAfterClose + this.queue.dropped;
+  }
+
   /** Calls queued and not written yet (bodies still compressing included). */
   get pending(): number {
     return this.queue.length;
@@ -189,7 +181,7 @@ export class CallLog {
 
   /** Calls whose bodies are being compressed. */
   get compressing(): number {
-    return this.compressions.size;
+    return this.queue.compressing;
   }
 
   /**
@@ -198,7 +190,7 @@ export class CallLog {
    * minute under way stay folded (`close()` writes them).
    */
   async flush(): Promise<void> {
-    await Promise.all(this.compressions);
+    await this.queue.compressed();
     if (this.closed) return;
     this.queueEndedRefusals();
     this.writeReady(Infinity);
@@ -213,45 +205,33 @@ export class CallLog {
     if (this.closed) return;
     for (const t of this.timers) clearInterval(t);
     this.queueFolded(this.refusals.takeAll());
-    for (const e of this.queue)
-      if (e.compressing)
-        this.settle(
-          e,
-          e.compressing,
-          e.compressing.map((s) => s && gzipBodySync(s.kept)),
-        );
+    this.queue.compressNow();
     try {
       this.writeReady(Infinity);
     } catch (err) {
       this.report(err, 'flush');
     }
     this.closed = true;
-    this.compressor.close();
+    this.queue.close();
     this.repo.close();
   }
 
   /** Calls newest first, filtered: the queued ones merged with those on disk. */
   recent(filter: CallQuery = {}): CallRow[] {
     this.queueEndedRefusals();
-    const queued: CallRow[] = [];
-    for (const e of this.queue) {
-      if (e.row && matchesFilter(e.row, filter))
-        queued.push(callRow(e.row, e.bodies !== null || e.compressing !== null));
-    }
+    const queued = this.queue.matching(filter);
     const stored = this.repo.recent(filter);
     return queued.length === 0 ? stored : [...queued, ...stored].sort(newestFirst).slice(0, recentLimit(filter));
   }
 
   /** One call by id, queued or on disk. */
   get(callId: number): CallRow | undefined {
-    const queued = this.queue.find((e) => e.row?.id === callId);
-    if (queued?.row) return callRow(queued.row, queued.bodies !== null || queued.compressing !== null);
-    return this.repo.get(callId);
+    return this.queue.get(callId) ?? this.repo.get(callId);
   }
 
   /** A call's captured bodies, decompressed; null when none were captured (or they are still compressing). */
   bodies(callId: number): StoredBodies | null {
-    const stored = this.queue.find((e) => e.row?.id === callId)?.bodies ?? this.repo.bodies(callId);
+    const stored = this.queue.bodies(callId) ?? this.repo.bodies(callId);
     return stored && { ...stored, request: unpackBody(stored.request), response: unpackBody(stored.response) };
   }
 
@@ -304,42 +284,7 @@ export class CallLog {
   }
 
   private enqueue(rec: CallRecord | null, usage: DayUsage | null, spend: DaySpend | null = null): void {
-    if (this.queue.length >= MAX_QUEUED_ROWS) return void this.dropped++;
-    const entry: Queued = { row: rec && storedCall(rec, this.nextId++), bodies: null, usage, spend, compressing: null };
-    if (rec && this.opts.captureBodies) {
-      const sides: Sides = [capBody(rec.request_body), capBody(rec.response_body)];
-      if (sides[0] || sides[1]) this.compress(entry, sides);
-    }
-    this.queue.push(entry);
-    if (this.queue.length % EAGER_WRITE_ROWS === 0) setImmediate(() => void this.writeInSlices());
-  }
-
-  /** Gzips an entry's bodies off this thread (bodies.ts); a failure stores the row without them. */
-  private compress(entry: Queued, sides: Sides): void {
-    entry.compressing = sides;
-    const done: Promise<void> = this.compressor
-      .compress(sides.map((s) => s && s.kept))
-      .then(
-        (gz) => this.settle(entry, sides, gz),
-        (err: unknown) => {
-          this.settle(entry, sides, null);
-          this.report(err, 'flush');
-        },
-      )
-      .finally(() => this.compressions.delete(done));
-    this.compressions.add(done);
-  }
-
-  /** Gives an entry its gzip'd bodies (none after a failure), unless `close()` already did. */
-  private settle(entry: Queued, sides: Sides, gz: (Buffer | null)[] | null): void {
-    if (entry.compressing !== sides) return;
-    entry.compressing = null;
-    entry.bodies = gz && {
-      request: gz[0],
-      response: gz[1],
-      request_bytes: sides[0]?.bytes ?? null,
-      response_bytes: sides[1]?.bytes ?? null,
-    };
+    if (this.queue.push(rec, usage, spend, this.opts.captureBodies)) setImmediate(() => void this.writeInSlices());
   }
 
   /** Folded refusals handed over (dropped if logging was turned off meanwhile: they count for no quota). */
@@ -353,14 +298,8 @@ export class CallLog {
 
   /** Writes the oldest entries, at most `max`, in one transaction, up to the first still compressing. */
   private writeReady(max: number): number {
-    let n = 0;
-    while (n < max && n < this.queue.length && !this.queue[n].compressing) n++;
-    if (n === 0) return 0;
-    const written = this.queue.slice(0, n);
-    this.repo.write(written);
-    this.queue.splice(0, n);
-    for (const e of written) if (e.row) this.rollup.add(summedCall(e.row));
-    this.flushes++;
+    const n = this.queue.writeReady(max);
+    if (n > 0) this.flushes++;
     return n;
   }
 
