@@ -1,6 +1,12 @@
 import type { Usage } from '../wire/usage.ts';
 
-/** What one call came to (answered or refused): the call log and the metrics learn from it. */
+/**
+ * What one call came to (answered or refused), as the proxy, the media runner and the refusal
+ * paths report it: the call log and the metrics learn from it. It is not the logged row
+ * (store/call-rows.ts `CallRecord`): it carries the usage unpriced and the timings as measured,
+ * in the request path's own words; stats/outcome-record.ts prices it into a `CallRecord`, the one
+ * translation between the two.
+ */
 export interface CallOutcome {
   requestId: string;
   endpoint: string;

@@ -1,5 +1,7 @@
 /** One call as the request path records it: the call log, the quotas and the metrics read it. Pure. */
-import type { CallInput } from '../store/calls-repo.ts';
+import type { CallRecord } from '../store/calls-repo.ts';
+
+export type { CallRecord } from '../store/calls-repo.ts';
 
 /** `backend` of a call the gateway refused before any backend was chosen. */
 export const REFUSED_BACKEND = '(refused)';
@@ -17,13 +19,6 @@ export const RefusalReason = Object.freeze({
 
 /** Status of a stream the client aborted (nginx's convention), logged with what was delivered. */
 export const STATUS_CLIENT_CLOSED = 499;
-
-/** A call as recorded: its row's fields (store/calls-repo.ts `CallInput`) and the bodies captured, if any. */
-export type CallRecord = CallInput & {
-  /** Captured only when `capture_bodies` is on. */
-  request_body?: Buffer | string;
-  response_body?: Buffer | string;
-};
 
 /** Calls a record stands for (a folded row of refusals stands for several); at least 1. */
 export function callCount(rec: Pick<CallRecord, 'count'>): number {

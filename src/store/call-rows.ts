@@ -1,10 +1,17 @@
 /**
- * A stats.db call row: its shape as stored and as the console lists it, the input it is made
- * from, the filter shape of its reads (the aggregates' are in call-aggregates.ts). Pure; the SQL
- * is in calls-repo.ts.
+ * One logged call, in the fewest shapes that really differ (docs/decisions.md, "One type for a
+ * logged call"): `StoredCall`, the stats.db row, which every other shape derives from;
+ * `CallRecord`, what the request path records; `CallRow`, what the console and
+ * `/admin/api/calls` list. The rollup's `SummedCall` (call-aggregates.ts) and the console's
+ * lines pick from them. Beside them the filter of the reads and the batch a write takes. Pure;
+ * the SQL is in calls-repo.ts. (The proxy's own report, upstream `CallOutcome`, is a call before
+ * it is priced, in the proxy's words; stats/outcome-record.ts makes it a `CallRecord`.)
  */
 
-/** A call row as stored (flags as SQLite stores them: 0 or 1). */
+/**
+ * A call row as stored: one field per column of `calls`, flags as SQLite stores them (0 or 1).
+ * It must exist as the columns' own shape: the positional INSERT and the SELECTs read it.
+ */
 export interface StoredCall {
   id: number;
   /** Unix ms when the call arrived. */
@@ -51,8 +58,12 @@ export interface StoredCall {
   route: string | null;
 }
 
-/** A call row before it is stored: no id yet, flags as booleans. */
-export type CallInput = Omit<StoredCall, 'id' | 'usage_estimated' | 'paid' | 'count' | 'route'> & {
+/**
+ * A call as the request path records it (stats/call-log.ts `record()`): no id yet, flags as
+ * booleans, the newer fields optional, the captured bodies raw. It must exist beside
+ * `StoredCall`: a malformed record is made whole by `storedCall()`, never refused.
+ */
+export type CallRecord = Omit<StoredCall, 'id' | 'usage_estimated' | 'paid' | 'count' | 'route'> & {
   /** The tokens are the gateway's estimate: the backend reported no usage. */
   usage_estimated?: boolean;
   /**
@@ -64,6 +75,9 @@ export type CallInput = Omit<StoredCall, 'id' | 'usage_estimated' | 'paid' | 'co
   count?: number;
   /** Why the scheduler chose the backend (`CallOutcome.route`); absent: null. */
   route?: string | null;
+  /** Captured only when `capture_bodies` is on; the call log caps and gzips them. */
+  request_body?: Buffer | string;
+  response_body?: Buffer | string;
 };
 
 /** A call's captured bodies as stored: the gzip of each capped side, and its size before the cap. */
@@ -103,7 +117,11 @@ export interface CallWrite {
   spend?: DaySpend | null;
 }
 
-/** A call as the console lists it (bodies are fetched separately). */
+/**
+ * A call as the console and `/admin/api/calls` list it (bodies are fetched separately): the
+ * stored row with its flags as booleans and whether bodies were captured. It must exist as the
+ * JSON's own shape.
+ */
 export type CallRow = Omit<StoredCall, 'usage_estimated' | 'paid'> & {
   has_bodies: boolean;
   /** The tokens are the gateway's estimate (the backend reported no usage). */
@@ -148,7 +166,7 @@ export interface Pruned {
  * An input as row `id`: counts made whole and non-negative, missing fields filled. A malformed
  * input must never fail its batch (a poison row would wedge every write after it).
  */
-export function storedCall(rec: CallInput, id: number): StoredCall {
+export function storedCall(rec: CallRecord, id: number): StoredCall {
   const upstream = rec.upstream_cost_usd;
   return {
     id,

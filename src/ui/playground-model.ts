@@ -98,22 +98,23 @@ const REQUEST_ID_RE = /^[\w.:-]{1,128}$/;
 /** How far back a lookup reads (the playground asks right after its call ended). */
 const LOOKBACK_MS = 10 * 60_000;
 
-export interface CallSummary {
-  found: boolean;
-  id?: number;
-  backend?: string;
-  model?: string | null;
-  status?: number;
-  prompt_tokens?: number;
-  completion_tokens?: number;
-  cached_tokens?: number;
-  cost_usd?: number;
-  cost?: string;
-  paid?: boolean;
-  usage_estimated?: boolean;
-  duration?: string;
-  reasoning?: string | null;
-}
+/** The playground's look at its call's row: the fields it shows (`cost_usd` is what was spent), none when not found. */
+export type CallSummary = { found: boolean; cost?: string; duration?: string } & Partial<
+  Pick<
+    CallRow,
+    | 'id'
+    | 'backend'
+    | 'model'
+    | 'status'
+    | 'prompt_tokens'
+    | 'completion_tokens'
+    | 'cached_tokens'
+    | 'cost_usd'
+    | 'paid'
+    | 'usage_estimated'
+    | 'reasoning'
+  >
+>;
 
 export function validRequestId(value: unknown): value is string {
   return typeof value === 'string' && REQUEST_ID_RE.test(value);
