@@ -6,6 +6,7 @@
  * that did not end `done`, and the file answers' headers.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ownerOf } from '../auth/owner.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError, type ErrorType } from '../errors.ts';
 import { byteBudget, type ByteBudget, type FetchOptions } from '../media/inputs/fetch.ts';
@@ -38,17 +39,15 @@ export const REF_FETCH_TIMEOUT_MS = 30_000;
 export const MEDIA_JSON_BODY_LIMIT = 96 * 1024 * 1024;
 
 /**
- * The caller as the media service sees it. The owner is the user, the master key, or, while
- * the gateway is bootstrap-open, the client's IP: each address owns its jobs, so an open
- * gateway is not a place where every caller sees every other's images (open-mode callers
- * are admins for the admin API on loopback, never for job visibility).
+ * The caller as the media service sees it. The owner is auth/owner.ts's: the user, the master
+ * key, or, while the gateway is bootstrap-open, the client's IP (each address owns its jobs;
+ * open-mode callers are admins for the admin API on loopback, never for job visibility).
  */
 export function mediaCaller(ctx: CallerContext, ip: string): MediaCaller {
   const { caller } = ctx;
   const anonymous = caller.kind === 'anonymous';
-  const owner = caller.kind === 'user' && caller.user ? `user:${caller.user.id}` : anonymous ? `ip:${ip}` : 'master';
   return {
-    owner,
+    owner: ownerOf(caller, ip),
     admin: anonymous ? false : caller.isAdmin,
     allow: caller.allow,
     source: ctx.source,

@@ -7,6 +7,7 @@
  * bridge's, the background run background.ts's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ownerOf } from '../auth/owner.ts';
 import { GatewayError } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import { newResponseId } from '../bridges/responses/ids.ts';
@@ -51,12 +52,22 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   const { catalog, repo, background, callers } = opts;
   useRawJsonBodies(app, JSON_BODY_LIMIT);
 
+  /**
+   * Who asks, as stored responses see it: the owner of what it leaves (auth/owner.ts; a
+   * background run's own call acts for the run's creator) and whether it sees every owner's.
+   */
+  const viewerOf = (req: FastifyRequest, ctx: CallerContext): Viewer => {
+    const run = opts.internalCall(req);
+    const owner = (run && repo.get(run.id, opts.now())?.owner) ?? ownerOf(ctx.caller, req.ip);
+    return { owner, isAdmin: ctx.caller.isAdmin };
+  };
+
   /** The gateway's own row the caller may see, else where a native backend holds it, else an unknown id's 404. */
-  const locate = (ctx: CallerContext, id: string): Located => {
+  const locate = (who: Viewer, id: string): Located => {
     if (!isResponseId(id)) throw responseNotFound(id); // never a lookup, nor a backend's URL
     const row = repo.get(id, opts.now());
-    if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return { row };
-    const native = visibleNative(repo, id, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
+    if (row && (row.owner === who.owner || who.isAdmin)) return { row };
+    const native = visibleNative(repo, id, who.owner, who.isAdmin, opts.now());
     if (native) return { native };
     throw responseNotFound(id);
   };
@@ -66,16 +77,17 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const body = req.body as Record<string, unknown>;
     const startBackground = !internal && body && typeof body === 'object' && body.background === true;
     return runProxiedCall(opts, 'responses', req, reply, (ctx, parsed, model) => {
-      const gated = nativeChainGate(ctx, parsed, model, gateOpenAIModel(catalog, model, ctx.caller.allow));
+      const who = viewerOf(req, ctx);
+      const gated = nativeChainGate(who, parsed, model, gateOpenAIModel(catalog, model, ctx.caller.allow));
       const history = historyOf(
-        ctx,
+        who,
         parsed,
         gated.resolution.candidates.some((c) => opts.isNative(c.backend)),
       );
       const id = internal?.id ?? newResponseId();
       const createdAt = internal?.createdAt ?? Math.floor(opts.now() / 1000);
       const transform = opts.transformFor(ctx, parsed, gated.resolution.alias);
-      const owner = ownerOf(ctx);
+      const { owner } = who;
       const surface = new ResponsesSurface({
         query: queryOf(req.url),
         body: parsed,
@@ -110,7 +122,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
           releaseQuota();
           admitted.release();
         };
-        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx, release });
+        throw new StartBackground({ id, createdAt, model, parsed, history: history ?? [], ctx, owner, release });
       }
       if (internal) background.arrived(internal.id);
       return {
@@ -155,7 +167,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
       repo.insert(
         {
           id: job.id,
-          owner: ownerOf(job.ctx),
+          owner: job.owner,
           status: 'queued',
           background: true,
           response: queued,
@@ -185,9 +197,9 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   };
 
   app.get('/v1/responses/:id', async (req, reply) => {
-    const ctx = callers.identify(req);
+    const who = viewerOf(req, callers.identify(req));
     const id = (req.params as { id: string }).id;
-    const { row, native } = locate(ctx, id);
+    const { row, native } = locate(who, id);
     if (native) return relayNative(reply, opts.readBack, native, 'GET', nativePath(id, '', req.url), id);
     const query = req.query as { stream?: string; starting_after?: string };
     if (query.stream === 'true') return followStored(reply, row, background, Number(query.starting_after ?? -1));
@@ -195,9 +207,9 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   });
 
   app.get('/v1/responses/:id/input_items', async (req, reply) => {
-    const ctx = callers.identify(req);
+    const who = viewerOf(req, callers.identify(req));
     const id = (req.params as { id: string }).id;
-    const { native } = locate(ctx, id);
+    const { native } = locate(who, id);
     if (native) return relayNative(reply, opts.readBack, native, 'GET', nativePath(id, '/input_items', req.url), id);
     throw new GatewayError({
       status: 404,
@@ -208,9 +220,9 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   });
 
   app.post('/v1/responses/:id/cancel', async (req, reply) => {
-    const ctx = callers.identify(req);
+    const who = viewerOf(req, callers.identify(req));
     const id = (req.params as { id: string }).id;
-    const { row, native } = locate(ctx, id);
+    const { row, native } = locate(who, id);
     if (native) return relayNative(reply, opts.readBack, native, 'POST', nativePath(id, '/cancel', req.url), id);
     if (!row.background)
       throw new GatewayError({
@@ -223,9 +235,9 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   });
 
   app.delete('/v1/responses/:id', async (req, reply) => {
-    const ctx = callers.identify(req);
+    const who = viewerOf(req, callers.identify(req));
     const id = (req.params as { id: string }).id;
-    const { row, native } = locate(ctx, id);
+    const { row, native } = locate(who, id);
     if (native) {
       await relayNative(reply, opts.readBack, native, 'DELETE', nativePath(id, '', req.url), id);
       if (reply.statusCode === 200 || reply.statusCode === 404) repo.forgetNative(id);
@@ -244,15 +256,10 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   }
 
   /** A create continuing a native backend's response goes to that backend (it holds the conversation). */
-  function nativeChainGate(
-    ctx: CallerContext,
-    body: Record<string, unknown>,
-    model: string,
-    gated: GatedModel,
-  ): GatedModel {
+  function nativeChainGate(who: Viewer, body: Record<string, unknown>, model: string, gated: GatedModel): GatedModel {
     const previous = body.previous_response_id;
     if (typeof previous !== 'string' || repo.get(previous, opts.now())) return gated;
-    const origin = visibleNative(repo, previous, ownerOf(ctx), ctx.caller.isAdmin, opts.now());
+    const origin = visibleNative(repo, previous, who.owner, who.isAdmin, opts.now());
     if (origin) return chainedTo(gated, origin, model, previous);
     // another owner's: not passed on for its backend to continue, the unknown id's answer instead
     if (repo.nativeOrigin(previous, opts.now())) throw previousNotFound(previous);
@@ -260,11 +267,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   }
 
   /** The stored turns before this one, when the request continues a conversation. */
-  function historyOf(
-    ctx: CallerContext,
-    body: Record<string, unknown>,
-    nativeCandidates: boolean,
-  ): unknown[] | undefined {
+  function historyOf(who: Viewer, body: Record<string, unknown>, nativeCandidates: boolean): unknown[] | undefined {
     const previous = body.previous_response_id;
     if (previous === undefined || previous === null) return undefined;
     if (typeof previous !== 'string')
@@ -275,11 +278,17 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
         message: '`previous_response_id` must be a string.',
       });
     const row = repo.get(previous, opts.now());
-    if (row && (row.owner === ownerOf(ctx) || ctx.caller.isAdmin)) return row.history;
+    if (row && (row.owner === who.owner || who.isAdmin)) return row.history;
     // a native backend may know it (its own stored response): passed on as it came
     if (nativeCandidates) return undefined;
     throw previousNotFound(previous);
   }
+}
+
+/** Who asks for stored responses: the owner it acts as, and whether it sees every owner's (an admin). */
+interface Viewer {
+  owner: string;
+  isAdmin: boolean;
 }
 
 /** A stored response: the gateway's own row, or the native backend that holds it. */
@@ -292,6 +301,8 @@ interface BackgroundStart {
   parsed: Record<string, unknown>;
   history: unknown[];
   ctx: CallerContext;
+  /** Who owns the response (auth/owner.ts). */
+  owner: string;
   /** Lets go of the create's hold on the user's quota and on its place in the scheduler (handed to the run). */
   release: () => void;
 }
@@ -301,12 +312,6 @@ class StartBackground extends Error {
   constructor(readonly job: BackgroundStart) {
     super('background');
   }
-}
-
-/** Who owns a stored response: the user, else the master key, else the open gateway's anonymous caller. */
-export function ownerOf(ctx: CallerContext): string {
-  if (ctx.caller.user) return `user:${ctx.caller.user.id}`;
-  return ctx.caller.kind === 'master' ? 'master' : 'open';
 }
 
 function previousNotFound(previous: string): GatewayError {

@@ -7,6 +7,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Caller } from '../auth/authenticator.ts';
 import { filterAllowed } from '../auth/allow.ts';
+import { ownerKind } from '../auth/owner.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import type { AheadCount, Candidate, RejectReason } from '../scheduler/types.ts';
@@ -149,10 +150,9 @@ export function seesBackendNames(caller: CallerKind | undefined, setting: boolea
 }
 
 /**
- * A media caller as a refusal subject: its owner says what kind of caller it is (`user:<id>`,
- * `master`, `ip:<address>` while the gateway is open), `admin` whether it is one.
+ * A media caller as a refusal subject: its owner says what kind of caller it is (auth/owner.ts
+ * `ownerKind`), `admin` whether it is one.
  */
 export function mediaSubject(alias: string, caller: { owner: string; admin: boolean }): RefusalSubject {
-  const kind = caller.owner === 'master' ? 'master' : caller.owner.startsWith('user:') ? 'user' : 'anonymous';
-  return { requested: alias, alias, caller: { kind, isAdmin: caller.admin } };
+  return { requested: alias, alias, caller: { kind: ownerKind(caller.owner), isAdmin: caller.admin } };
 }
