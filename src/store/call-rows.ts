@@ -4,8 +4,9 @@
  * `CallRecord`, what the request path records; `CallRow`, what the console and
  * `/admin/api/calls` list. The rollup's `SummedCall` (call-aggregates.ts) and the console's
  * lines pick from them. Beside them the filter of the reads and the batch a write takes. Pure;
- * the SQL is in calls-repo.ts. (The proxy's own report, upstream `CallOutcome`, is a call before
- * it is priced, in the proxy's words; stats/outcome-record.ts makes it a `CallRecord`.)
+ * the SQL is in calls-repo.ts. (The proxy's own report, stats/call-outcome.ts `CallOutcome`, is
+ * a call before it is priced, in the proxy's words; stats/outcome-record.ts makes it a
+ * `CallRecord`.)
  */
 
 /**
