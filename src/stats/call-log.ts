@@ -19,7 +19,6 @@ import {
   CallsRepo,
   newestFirst,
   recentLimit,
-  summedCall,
   type AggregateGroup,
   type AggregateRow,
   type CallQuery,
@@ -29,6 +28,7 @@ import {
   type Pruned,
   type StoredBodies,
 } from '../store/calls-repo.ts';
+import { summedCall } from '../store/call-aggregates.ts';
 import { unpackBody } from './bodies.ts';
 import { CallQueue } from './call-queue.ts';
 import { CallsRollup, type CallSummary, type RollupStep } from './calls-rollup.ts';

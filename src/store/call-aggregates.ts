@@ -33,6 +33,26 @@ export type SummedCall = Pick<
 /** The group key of a call that served no model. */
 export const NO_MODEL = '(none)';
 
+/** A stored row as the sums read it: the JavaScript twin of `CallsRepo.rollupRows()`'s SELECT. */
+export function summedCall(r: StoredCall): SummedCall {
+  return {
+    id: r.id,
+    ts: r.ts,
+    backend: r.backend,
+    model: r.model ?? NO_MODEL,
+    source: r.source,
+    status: r.status,
+    duration_ms: r.duration_ms,
+    ttft_ms: r.ttft_ms,
+    prompt_tokens: r.prompt_tokens,
+    completion_tokens: r.completion_tokens,
+    cached_tokens: r.cached_tokens,
+    cache_write_tokens: r.cache_write_tokens,
+    cost_usd: r.paid === 0 ? 0 : (r.upstream_cost_usd ?? r.cost_usd), // SPENT_SQL
+    count: r.count,
+  };
+}
+
 /** The sums of a group of calls. */
 export interface CallTotals {
   /** Calls, each row weighing its `count` (folded refusals). */

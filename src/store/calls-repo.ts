@@ -38,16 +38,6 @@ export interface CallQuery extends CallFilter {
   beforeTs?: number;
 }
 
-/** `SummedCall` of a stored row: the JavaScript twin of `rollupRows()`'s SELECT. */
-export function summedCall(r: StoredCall): SummedCall {
-  return {
-    id: r.id, ts: r.ts, backend: r.backend, model: r.model ?? NO_MODEL, source: r.source, status: r.status,
-    duration_ms: r.duration_ms, ttft_ms: r.ttft_ms, prompt_tokens: r.prompt_tokens,
-    completion_tokens: r.completion_tokens, cached_tokens: r.cached_tokens, cache_write_tokens: r.cache_write_tokens,
-    cost_usd: r.paid === 0 ? 0 : r.upstream_cost_usd ?? r.cost_usd, count: r.count,
-  };
-}
-
 /**
  * Rows a filtered `recent()` first looks at through the ts index (newest first) before it
  * scans the whole range: a common filter fills its page from them, a rare one would otherwise
@@ -277,7 +267,7 @@ export class CallsRepo {
     return callRow(r, has_bodies === 1);
   }
 
-  /** Stored calls with `afterId` < id <= `upToId`, by id, at most `limit`, as the stats rollup sums them. */
+  /** Stored calls with `afterId` < id <= `upToId`, by id, at most `limit`, as the rollup sums them (`summedCall`). */
   rollupRows(afterId: number, upToId: number, limit: number): SummedCall[] {
     return this.#db
       .prepare(
