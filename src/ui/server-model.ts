@@ -1,5 +1,5 @@
 /**
- * The server tab's view of the runtime settings: gateway.admin.settingsView() grouped for
+ * The server tab's view of the runtime settings: services.admin.settingsView() grouped for
  * people, each with what it does, the value in force shown in words, where it comes from, and
  * the input to change it, its kind chosen from config.yaml's schema (a choice for an enum or a
  * boolean, a text box for a number, lines for a list, a JSON box for the rest; none for a
