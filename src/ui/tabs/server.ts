@@ -14,7 +14,8 @@ import type { UiContext } from '../context.ts';
 import { Flash } from '../backends-model.ts';
 import { renderPage } from '../render.ts';
 import { ownEntry } from '../form-values.ts';
-import { ELSEWHERE, parseSetting, serverModel, settingErrors } from '../server-model.ts';
+import { parseSetting, serverModel, settingErrors } from '../server-model.ts';
+import { ELSEWHERE } from '../server-settings.ts';
 
 type KeyParams = { Params: { key: string }; Body: Record<string, unknown> | undefined };
 
