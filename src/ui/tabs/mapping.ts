@@ -20,15 +20,14 @@ import { many, one, type FormBody } from '../form-values.ts';
 import {
   entriesOf,
   parseWorkflow,
-  placeProblems,
   readState,
   rowProblems,
   stateForNew,
   stateFromEntries,
   usedBackends,
   type EditorState,
-  type PlacedProblem,
 } from '../mapping-form.ts';
+import { placeProblems, type PlacedProblem } from '../mapping-problems.ts';
 import { editorModel, listModel, type FleetBackend } from '../mapping-model.ts';
 import { renderPage } from '../render.ts';
 import { kindOf } from '../../backends/kinds/index.ts';
