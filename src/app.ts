@@ -28,6 +28,7 @@ import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
 import { adminStatsRoutes } from './routes/admin-stats.ts';
 import { consoleRoutes } from './ui/plugin.ts';
+import type { UiServices } from './ui/services.ts';
 import { adminConfigRoutes } from './routes/admin-config.ts';
 import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
@@ -217,7 +218,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const paidBudget = () => gateway.paidGate.status();
   await app.register(adminStatsRoutes, { callLog: gateway.callLog, paidBudget, requireAdmin });
   // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
-  await app.register(consoleRoutes, { gateway });
+  await app.register(consoleRoutes, { services: uiServicesOf(gateway) });
   await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });
 
   if (gateway.authenticator.isOpen()) {
@@ -228,6 +229,27 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   if (opts.startDiscovery !== false) gateway.start();
   return { app, gateway };
+}
+
+/** The few services the console works through, off the gateway (ui/services.ts says which and why). */
+export function uiServicesOf(gateway: Gateway): UiServices {
+  return {
+    config: () => gateway.config(),
+    configSource: gateway.configSource,
+    reloadProblems: () => gateway.reloadProblems,
+    authenticator: gateway.authenticator,
+    masterKey: () => gateway.masterKey(),
+    users: gateway.usersService,
+    admin: gateway.admin,
+    callLog: gateway.callLog,
+    quotas: gateway.callLog.quotas,
+    registry: gateway.registry,
+    slots: () => gateway.scheduler.snapshot(),
+    catalog: gateway.catalog,
+    generations: gateway.generations,
+    media: gateway.media,
+    comfy: gateway.comfy,
+  };
 }
 
 /** Hot reload: a valid file replaces the config; an invalid one is logged and shown in /health. */

@@ -1,13 +1,11 @@
 import type { Logger } from 'pino';
 import { LogLevelFollowers } from './logging.ts';
-import { BackendRegistry, type BackendState } from './backends/registry.ts';
+import { BackendRegistry } from './backends/registry.ts';
 import { Discovery } from './backends/discovery.ts';
 import { ResidencyTracker } from './backends/residency.ts';
 import { ResidencyReader } from './backends/residency-read.ts';
 import { dispatchFacts } from './backends/dispatch-facts.ts';
 import type { ConfigProblem } from './config/load.ts';
-import { computeEffectiveConfig } from './config/effective.ts';
-import { gpuGroupSettings, RESTART_ONLY_KEYS } from './config/defaults.ts';
 import type { GatewayConfig } from './config/types.ts';
 import { openStore, type Db } from './store/db.ts';
 import { SettingsRepo } from './store/settings-repo.ts';
@@ -31,7 +29,9 @@ import { refusalExplainer } from './routing/refusal-explainer.ts';
 import { ConversationAffinity } from './routing/conversation-affinity.ts';
 import { Callers } from './routes/caller.ts';
 import type { HealthView } from './routes/health.ts';
+import { ConfigInForce } from './gateway-config.ts';
 import { gatewayHealthView } from './gateway-health.ts';
+import { backendGauges, groupCaps, groupMembers, slotSpec } from './gateway-fleet.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
 import { UsersRepo } from './store/users-repo.ts';
 import { IpAliasesRepo } from './store/ip-aliases-repo.ts';
@@ -42,7 +42,6 @@ import { PaidGate } from './stats/paid-budget.ts';
 import { ConfigService } from './admin/config-service.ts';
 import { UsersService } from './admin/users-service.ts';
 import { BackgroundAdmission } from './responses/admission.ts';
-import { kindOf } from './backends/kinds/index.ts';
 
 export interface GatewayOptions {
   /** The validated config file (or the embedded default). */
@@ -103,10 +102,7 @@ export class Gateway {
   readonly admin: ConfigService;
   readonly configSource: string;
   readonly startedAt = Date.now();
-  private problems: ConfigProblem[] = [];
-  private fileConfig: GatewayConfig;
-  private readonly bootConfig: GatewayConfig;
-  private effective: GatewayConfig;
+  private readonly inForce: ConfigInForce;
   private refreshQueued = false;
   private readonly log: Logger;
 
@@ -114,8 +110,6 @@ export class Gateway {
     this.log = opts.logger;
     this.comfy = new ComfyHealth({ log: this.log });
     this.configSource = opts.configSource;
-    this.fileConfig = opts.fileConfig;
-    this.bootConfig = opts.fileConfig;
     this.store = openStore(opts.fileConfig.store_dir);
     this.secrets = loadOrCreateSecretBox(opts.fileConfig.store_dir, { warn: (msg) => this.log.warn(msg) });
     this.settings = new SettingsRepo(this.store);
@@ -124,7 +118,12 @@ export class Gateway {
     this.responses = new ResponsesRepo(this.store);
     // nothing runs across a restart: what was unfinished failed
     this.responses.failUnfinished(Date.now());
-    this.effective = this.computeEffective();
+    this.inForce = new ConfigInForce({
+      fileConfig: opts.fileConfig,
+      configSource: opts.configSource,
+      settings: this.settings,
+      backends: this.storedBackends,
+    });
     this.users = new UsersRepo(this.store, this.secrets);
     this.ipAliases = new IpAliasesRepo(this.store);
     this.usersService = new UsersService({
@@ -151,16 +150,7 @@ export class Gateway {
     // a card shared by an LLM server and a ComfyUI: opt-in unload / free when its work switches kind
     this.gpuSwitch = new GpuSwitch({
       groups: () => this.effective.gpu_groups,
-      members: (group) =>
-        this.registry
-          .list()
-          .filter((b) => b.spec.gpu_group === group)
-          .map((b) => ({
-            name: b.name,
-            url: b.spec.url,
-            type: b.spec.type,
-            ...(b.spec.api_key ? { apiKey: b.spec.api_key } : {}),
-          })),
+      members: (group) => groupMembers(this.registry.list(), group),
       dispatcherFor: (name, url) => this.pools.get(name, url),
       log: this.log,
     });
@@ -203,7 +193,7 @@ export class Gateway {
       onError: (backend, error) => this.metrics.discoveryError(backend, error.kind),
       log: this.log,
       comfy: this.comfy,
-      isGuess: (name) => this.isEmbeddedGuess(name),
+      isGuess: (name) => this.inForce.isEmbeddedGuess(name),
       residency: { reader: new ResidencyReader(5000), tracker: this.residency },
     });
     this.admission = new BackgroundAdmission(this.scheduler, () => ({
@@ -254,9 +244,9 @@ export class Gateway {
     this.applyBackends();
     const cached = this.modelCache.loadAll();
     for (const [name, models] of cached) this.registry.seedModels(name, models);
-    this.health = gatewayHealthView(this, () => this.problems);
+    this.health = gatewayHealthView(this, () => this.inForce.reloadProblems());
     this.admin = new ConfigService({
-      fileConfig: () => this.fileConfig,
+      fileConfig: () => this.inForce.fileConfig,
       effective: () => this.effective,
       settings: this.settings,
       backends: this.storedBackends,
@@ -271,6 +261,10 @@ export class Gateway {
 
   config(): GatewayConfig {
     return this.effective;
+  }
+
+  private get effective(): GatewayConfig {
+    return this.inForce.effective;
   }
 
   /** The master key in force (the effective `api_key`: the store's setting wins); blank = none. */
@@ -301,15 +295,7 @@ export class Gateway {
 
   private refreshGauges(): void {
     const snapshot = this.scheduler.snapshot();
-    const slots = new Map(snapshot.backends.map((b) => [b.name, b]));
-    this.metrics.setBackendGauges(
-      this.registry.list().map((b) => ({
-        name: b.name,
-        up: b.healthy,
-        inflight: slots.get(b.name)?.inflight ?? 0,
-        cap: b.cap,
-      })),
-    );
+    this.metrics.setBackendGauges(backendGauges(this.registry.list(), snapshot));
     this.metrics.setParked(snapshot.parkedByAlias);
   }
 
@@ -324,12 +310,8 @@ export class Gateway {
 
   /** A new valid config file arrived: recompute, reconcile backends, re-arm timers. */
   reload(fileConfig: GatewayConfig): void {
-    const needRestart = RESTART_ONLY_KEYS.filter(
-      (k) => JSON.stringify(fileConfig[k]) !== JSON.stringify(this.fileConfig[k]),
-    );
+    const needRestart = this.inForce.replaceFile(fileConfig);
     if (needRestart.length) this.log.warn(`changed keys take effect only after a restart: ${needRestart.join(', ')}`);
-    this.fileConfig = fileConfig;
-    this.problems = [];
     this.applyEffective();
     this.applyLogLevel();
   }
@@ -355,12 +337,12 @@ export class Gateway {
 
   /** A config file that failed to load: the previous config stays in force; /health shows why. */
   rejectReload(problems: ConfigProblem[]): void {
-    this.problems = problems;
+    this.inForce.reject(problems);
   }
 
   /** Problems of the last rejected reload (empty once a reload succeeded). */
   get reloadProblems(): readonly ConfigProblem[] {
-    return this.problems;
+    return this.inForce.reloadProblems();
   }
 
   async close(): Promise<void> {
@@ -373,16 +355,8 @@ export class Gateway {
     this.store.close();
   }
 
-  private computeEffective(): GatewayConfig {
-    return computeEffectiveConfig(this.fileConfig, {
-      settings: this.settings.all(),
-      backends: this.storedBackends.list(),
-    });
-  }
-
   private applyEffective(): void {
-    const before = this.effective;
-    this.effective = this.computeEffective();
+    const before = this.inForce.recompute();
     this.scheduler.configure({
       maxParked: this.effective.max_parked,
       affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,
@@ -404,39 +378,10 @@ export class Gateway {
 
   /** Slot caps of the GPU groups: every configured one and every one a backend names. */
   private configureGroups(): void {
-    const names = new Set([
-      ...Object.keys(this.effective.gpu_groups),
-      ...this.effective.backends.flatMap((b) => (b.gpu_group ? [b.gpu_group] : [])),
-    ]);
-    this.scheduler.configureGroups(
-      Object.fromEntries(
-        [...names].map((name) => [name, { cap: gpuGroupSettings(this.effective, name).max_concurrent }]),
-      ),
-    );
-  }
-
-  /** One of the embedded default's loopback guesses: no config file since start-up, not in the store. */
-  private isEmbeddedGuess(name: string): boolean {
-    return (
-      this.configSource === 'embedded default' &&
-      this.fileConfig === this.bootConfig &&
-      this.fileConfig.backends.some((b) => b.name === name) &&
-      !this.storedBackends.get(name)
-    );
+    this.scheduler.configureGroups(groupCaps(this.effective));
   }
 
   private applyBackends() {
     return this.registry.reconcile(this.effective.backends, this.effective.max_concurrent);
   }
-}
-
-function slotSpec(b: BackendState) {
-  return {
-    name: b.name,
-    cap: b.cap,
-    paid: b.spec.paid,
-    available: b.spec.enabled && b.healthy && !b.draining,
-    group: b.spec.gpu_group,
-    kind: kindOf(b.spec).isMedia ? ('media' as const) : ('llm' as const),
-  };
 }

@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { uiServicesOf } from '../src/app.ts';
 import { dashboardModel } from '../src/ui/dashboard-model.ts';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
@@ -51,7 +52,7 @@ describe('the predicted wait of a parked call', () => {
     const health = (await (await fetch(`${gw.url}/health`)).json()) as Parked;
     assert.equal(typeof health.parked.waiters[0].eta_s, 'number', `/health: ${JSON.stringify(health.parked)}`);
     assert.ok(health.parked.waiters[0].eta_s! > 0);
-    const queue = dashboardModel(gw.gateway).queue;
+    const queue = dashboardModel(uiServicesOf(gw.gateway)).queue;
     assert.equal(typeof queue[0].etaS, 'number', 'the console queue row');
     const text = await (await parked).text();
     assert.match(text, /^: queued position=1 waited_s=\d+ eta_s=\d+(?:\.\d)?\n\n/);

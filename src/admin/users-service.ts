@@ -11,6 +11,8 @@ import { GatewayError, badRequest } from '../errors.ts';
 import type { IpAliasesRepo } from '../store/ip-aliases-repo.ts';
 import { userNotFound, type NewUser, type User, type UserPatch, type UsersRepo } from '../store/users-repo.ts';
 
+export { DEFAULT_USER_SHARE, type NewUser, type Role, type User, type UserPatch } from '../store/users-repo.ts';
+
 export const USER_NAME_MAX = 64;
 export const IP_ALIAS_MAX = 64;
 /** The largest fair-share weight a user may have (a million times another's is no share at all). */
@@ -139,6 +141,19 @@ export class UsersService {
     this.get(id);
     refuseProblems(this.checkRotate(key === undefined ? {} : { key }));
     return this.users.rotate(id, key);
+  }
+
+  /**
+   * The keyed digest under which `key` is stored (an HMAC: the key cannot be read back from
+   * it). A console session keeps it to notice a rotated key (`currentHolder`).
+   */
+  digestOf(key: string): string {
+    return this.users.digestOf(key);
+  }
+
+  /** User `id` as it is now, if `digest` (from `digestOf`) is still its key; undefined once rotated or deleted. */
+  currentHolder(id: number, digest: string): User | undefined {
+    return this.users.currentHolder(id, digest);
   }
 
   ipAliases(): Record<string, string> {

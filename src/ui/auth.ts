@@ -20,7 +20,7 @@ import { keyDigest, SESSION_COOKIE, SESSION_TTL_MS, type Session, type SessionWh
 export const LOGIN_ATTEMPTS_PER_MINUTE = 10;
 
 export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const { gateway } = ctx;
+  const { services } = ctx;
 
   app.get('/ui/login', async (req, reply) => {
     if (openHere(ctx, req)) return reply.redirect('/ui', 303);
@@ -60,21 +60,27 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
 
   app.post('/ui/bootstrap', async (req, reply) => {
     if (!openHere(ctx, req)) {
-      const message = gateway.authenticator.isOpen()
+      const message = services.authenticator.isOpen()
         ? 'This gateway is open, but the first admin user can only be created from its own host, at http://127.0.0.1:<port>/ui or http://localhost:<port>/ui.'
         : 'The gateway already has a master key or users: log in instead.';
       return renderPage(reply, 'error', {
         title: 'Not open',
-        status: gateway.authenticator.isOpen() ? 403 : 409,
+        status: services.authenticator.isOpen() ? 403 : 409,
         message,
       });
     }
-    const { user, key } = gateway.usersService.create({
+    const { user, key } = services.users.create({
       name: 'admin',
       role: 'admin',
       note: 'created from the console',
     });
-    startSession(ctx, req, reply, { kind: 'user', userId: user.id, keyDigest: gateway.users.digestOf(key) }, user.name);
+    startSession(
+      ctx,
+      req,
+      reply,
+      { kind: 'user', userId: user.id, keyDigest: services.users.digestOf(key) },
+      user.name,
+    );
     setViewer(req, { name: user.name, open: false });
     return renderPage(reply, 'key-once', { title: 'Admin user created', userName: user.name, key });
   });
@@ -100,7 +106,7 @@ export function stillViewing(ctx: UiContext, req: FastifyRequest): boolean {
 }
 
 function currentViewer(ctx: UiContext, req: FastifyRequest): Viewer | undefined {
-  if (ctx.gateway.authenticator.isOpen())
+  if (ctx.services.authenticator.isOpen())
     return isLocalRequest(req.ip, req.headers) ? { name: 'open gateway', open: true } : undefined;
   const id = sessionIdOf(req);
   const session = ctx.sessions.get(id, Date.now());
@@ -113,27 +119,27 @@ function currentViewer(ctx: UiContext, req: FastifyRequest): Viewer | undefined 
 
 /** Open and this is a local request (`isLocalRequest`): the console needs no login. */
 function openHere(ctx: UiContext, req: FastifyRequest): boolean {
-  return ctx.gateway.authenticator.isOpen() && isLocalRequest(req.ip, req.headers);
+  return ctx.services.authenticator.isOpen() && isLocalRequest(req.ip, req.headers);
 }
 
 /** The session's holder is still an admin: same master key, or an enabled admin user whose key is still the one logged in with. */
 function stillAdmin(ctx: UiContext, session: Session): boolean {
   const who = session.who;
   if (who.kind === 'master') {
-    const master = ctx.gateway.masterKey();
+    const master = ctx.services.masterKey();
     return master !== undefined && keyDigest(master) === who.keyDigest;
   }
-  const user = ctx.gateway.users.currentHolder(who.userId, who.keyDigest);
+  const user = ctx.services.users.currentHolder(who.userId, who.keyDigest);
   return user !== undefined && user.enabled && user.role === 'admin';
 }
 
 function adminBehind(ctx: UiContext, key: string): { who: SessionWho; name: string } | undefined {
   try {
-    const caller = ctx.gateway.authenticator.authenticate({ authorization: `Bearer ${key}` });
+    const caller = ctx.services.authenticator.authenticate({ authorization: `Bearer ${key}` });
     if (caller.kind === 'master') return { who: { kind: 'master', keyDigest: keyDigest(key) }, name: 'master key' };
     if (caller.kind === 'user' && caller.isAdmin && caller.user) {
       return {
-        who: { kind: 'user', userId: caller.user.id, keyDigest: ctx.gateway.users.digestOf(key) },
+        who: { kind: 'user', userId: caller.user.id, keyDigest: ctx.services.users.digestOf(key) },
         name: caller.user.name,
       };
     }
@@ -175,7 +181,7 @@ function loginPage(
   data: { status?: number; errors?: Record<string, string> },
 ): Promise<FastifyReply> {
   const query = req.query as Record<string, string | undefined>;
-  const open = ctx.gateway.authenticator.isOpen();
+  const open = ctx.services.authenticator.isOpen();
   return renderPage(reply, 'login', {
     title: 'Log in',
     next: safeNext(query.next ?? (req.body as { next?: unknown } | undefined)?.next),

@@ -2,7 +2,7 @@
  * The fields of the backend form, in the order and groups the page shows them: one entry per
  * BackendSpec option (config.example.yaml documents them), with which kinds of backend read it.
  * Only presentation lives here (labels, hints, which inputs); what is valid is the config
- * validator's business, reached through gateway.admin.
+ * validator's business, reached through services.admin.
  */
 import type { BackendType } from '../config/types.ts';
 import { COMFY_DEFAULTS } from '../config/defaults.ts';

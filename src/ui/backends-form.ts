@@ -1,6 +1,6 @@
 /**
  * The backend form: what the browser posts (strings, checkboxes) turned into the JSON a
- * backend is saved as through gateway.admin, and a backend's spec turned back into form values.
+ * backend is saved as through services.admin, and a backend's spec turned back into form values.
  * Only reading happens here; the rules are the config validator's: a number that does not
  * parse is passed on as typed, so the validator names it (decimal comma accepted: "0,5").
  * The API key is write-only: never put back into the form.

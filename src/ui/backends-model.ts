@@ -1,5 +1,5 @@
 /**
- * What the backends list shows, from gateway.admin's views: one row per backend with its state
+ * What the backends list shows, from services.admin's views: one row per backend with its state
  * in words (up / down / draining / disabled / not probed yet), where its entry comes from and,
  * when the store overrides config.yaml, which options differ. Pure over the views; no I/O.
  */

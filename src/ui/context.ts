@@ -1,9 +1,9 @@
-/** What every console module gets: the gateway (its services) and the session table. */
-import type { Gateway } from '../gateway.ts';
+/** What every console module gets: the services it works through (never the gateway) and the session table. */
+import type { UiServices } from './services.ts';
 import type { Sessions } from './sessions.ts';
 
 export interface UiContext {
-  gateway: Gateway;
+  services: UiServices;
   sessions: Sessions;
 }
 

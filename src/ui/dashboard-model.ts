@@ -5,9 +5,9 @@
  */
 import type { BackendState } from '../backends/registry.ts';
 import type { BackendSlotsSnapshot } from '../scheduler/index.ts';
-import type { CallRow } from '../store/call-rows.ts';
+import type { CallRow } from '../stats/call-log.ts';
 import type { JobView, MediaCaller } from '../media/service-types.ts';
-import type { Gateway } from '../gateway.ts';
+import type { UiServices } from './services.ts';
 
 /** The console reads every job (admin view). */
 export const CONSOLE_CALLER: MediaCaller = Object.freeze({
@@ -59,11 +59,11 @@ export interface DashboardModel {
   counts: { backends: number; up: number; inflight: number; parked: number; runningJobs: number };
 }
 
-export function dashboardModel(gateway: Gateway, now = Date.now()): DashboardModel {
-  const snapshot = gateway.scheduler.snapshot();
+export function dashboardModel(services: UiServices, now = Date.now()): DashboardModel {
+  const snapshot = services.slots();
   const slotsOf = new Map(snapshot.backends.map((s) => [s.name, s]));
-  const backends = gateway.registry.list().map((b) => card(b, slotsOf.get(b.name)));
-  const generationAliases = new Set(gateway.generations.names());
+  const backends = services.registry.list().map((b) => card(b, slotsOf.get(b.name)));
+  const generationAliases = new Set(services.generations.names());
   const queue = snapshot.parked.map((p, i): QueueRow => ({
     alias: p.alias,
     kind: generationAliases.has(p.alias) ? 'job' : 'call',
@@ -74,10 +74,10 @@ export function dashboardModel(gateway: Gateway, now = Date.now()): DashboardMod
     etaS: p.etaS ?? null,
   }));
   const jobs = [
-    ...gateway.media.list(CONSOLE_CALLER, { status: 'running', limit: 20 }),
-    ...gateway.media.list(CONSOLE_CALLER, { status: 'queued', limit: 20 }),
+    ...services.media.list(CONSOLE_CALLER, { status: 'running', limit: 20 }),
+    ...services.media.list(CONSOLE_CALLER, { status: 'queued', limit: 20 }),
   ];
-  const calls = gateway.callLog.recent({ limit: 20 });
+  const calls = services.callLog.recent({ limit: 20 });
   return {
     now,
     backends,

@@ -34,7 +34,7 @@ const BUFFER_BYTES = 1024 * 1024;
 const TERMINAL: ReadonlySet<string> = new Set(['done', 'failed', 'cancelled']);
 
 export function jobParts(ctx: UiContext, job: JobView, names: readonly string[] = JOB_PARTS): Record<string, string> {
-  const d = jobDetailModel(ctx.gateway, job);
+  const d = jobDetailModel(ctx.services, job);
   return Object.fromEntries(names.map((name) => [name, renderPartial(name, { d, csrf: '' })]));
 }
 
@@ -54,7 +54,7 @@ function pageEvent(ctx: UiContext, id: string, event: JobEvent, withSummary: boo
       };
     case 'progress': {
       if (!withSummary) return { ...event };
-      const view = ctx.gateway.media.view(id, CONSOLE_CALLER);
+      const view = ctx.services.media.view(id, CONSOLE_CALLER);
       return { ...event, ...(view ? { parts: jobParts(ctx, view, ['jobs-summary']) } : {}) };
     }
     default:
@@ -119,7 +119,7 @@ export function followJobEvents(
       res.end();
     }
   };
-  unsubscribe = ctx.gateway.media.subscribe(id, CONSOLE_CALLER, write);
+  unsubscribe = ctx.services.media.subscribe(id, CONSOLE_CALLER, write);
   if (!unsubscribe) throw Object.assign(new Error('There is no such job (or it expired).'), { statusCode: 404 });
   reply.hijack();
   res = reply.raw;

@@ -4,10 +4,10 @@
  * existed, and one job in detail (its parameter summary, the pins of the box it ran on).
  * Plain data; the templates render it.
  */
-import type { Gateway } from '../gateway.ts';
+import type { UiServices } from './services.ts';
 import type { JobStatus } from '../media/jobs/store.ts';
 import type { JobView } from '../media/service-types.ts';
-import type { CallRow } from '../store/call-rows.ts';
+import type { CallRow } from '../stats/call-log.ts';
 import { CONSOLE_CALLER } from './dashboard-model.ts';
 import { fmt, prettyJson } from './format.ts';
 
@@ -70,26 +70,26 @@ export interface JobsListModel {
   refused: CallRow[];
 }
 
-export function jobsListModel(gateway: Gateway, filters: JobFilters, now = Date.now()): JobsListModel {
+export function jobsListModel(services: UiServices, filters: JobFilters, now = Date.now()): JobsListModel {
   const status = filters.status === '' ? {} : { status: filters.status };
   let jobs: JobView[];
   let scanned = false;
   if (filters.model !== '') {
-    const pool = gateway.media.list(CONSOLE_CALLER, { ...status, limit: MODEL_SCAN });
+    const pool = services.media.list(CONSOLE_CALLER, { ...status, limit: MODEL_SCAN });
     jobs = pool.filter((j) => j.model === filters.model).slice(0, filters.limit);
     scanned = pool.length === MODEL_SCAN;
   } else {
-    jobs = gateway.media.list(CONSOLE_CALLER, { ...status, limit: filters.limit });
+    jobs = services.media.list(CONSOLE_CALLER, { ...status, limit: filters.limit });
   }
-  const models = new Set(gateway.generations.names());
+  const models = new Set(services.generations.names());
   for (const j of jobs) models.add(j.model);
   if (filters.model !== '') models.add(filters.model);
-  return { now, jobs, scanned, models: [...models].sort(), refused: refusedMedia(gateway) };
+  return { now, jobs, scanned, models: [...models].sort(), refused: refusedMedia(services) };
 }
 
 /** Media requests the gateway refused before any job existed (auth, validation, unknown alias, quota). */
-export function refusedMedia(gateway: Gateway): CallRow[] {
-  return gateway.callLog
+export function refusedMedia(services: UiServices): CallRow[] {
+  return services.callLog
     .recent({ backend: '(refused)', limit: REFUSED_SCAN })
     .filter((r) => isMediaEndpoint(r.endpoint))
     .slice(0, REFUSED_SHOWN);
@@ -134,7 +134,7 @@ export interface JobDetailModel {
 
 const KNOWN_SUMMARY = new Set(['seed', 'removed', 'bypassed', 'notes', 'outputs', 'failovers']);
 
-export function jobDetailModel(gateway: Gateway, job: JobView, now = Date.now()): JobDetailModel {
+export function jobDetailModel(services: UiServices, job: JobView, now = Date.now()): JobDetailModel {
   const s = job.summary ?? {};
   const strings = (v: unknown): string[] =>
     Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : prettyJson(x, 0))) : [];
@@ -144,7 +144,7 @@ export function jobDetailModel(gateway: Gateway, job: JobView, now = Date.now())
         return { backend: String(o.backend ?? '?'), code: String(o.code ?? ''), message: String(o.message ?? '') };
       })
     : [];
-  const model = gateway.generations.get(job.model);
+  const model = services.generations.get(job.model);
   const candidates = (model?.candidates ?? []).filter((c) => job.backend === null || c.backend === job.backend);
   const pins = candidates.flatMap((c) =>
     (c.alias.fixed ?? []).map((p): PinRow => ({

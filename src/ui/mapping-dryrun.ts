@@ -1,6 +1,6 @@
 /**
  * Compiling an edited alias for a try, with nothing stored and no job: one candidate (from the
- * service's check, `gateway.admin.checkImageAlias`) through the compiler's `compile()` with
+ * service's check, `services.admin.checkImageAlias`) through the compiler's `compile()` with
  * sample parameters. The result is shown as a diff of the final workflow against the pasted
  * one: inputs changed or unwired, nodes removed (pruned) and bypassed.
  */

@@ -6,9 +6,9 @@
  * The calls themselves go from the browser to /v1 like any client's.
  */
 import { writeJson } from '../media/compiler/index.ts';
-import type { Gateway } from '../gateway.ts';
+import type { UiServices } from './services.ts';
 import { effectiveMapping, isImageLoaderClass, isLink, type GenerationAlias } from '../media/compiler/index.ts';
-import type { CallRow } from '../store/call-rows.ts';
+import type { CallRow } from '../stats/call-log.ts';
 import { fmt } from './format.ts';
 
 export interface AliasParam {
@@ -39,25 +39,25 @@ export interface AliasInfo {
 
 const cache = new WeakMap<GenerationAlias, { info: unknown; value: Omit<AliasInfo, 'name' | 'key' | 'backends'> }>();
 
-export function playgroundAliases(gateway: Gateway): AliasInfo[] {
-  return gateway.generations.names().map((name, i) => {
-    const model = gateway.generations.get(name)!;
+export function playgroundAliases(services: UiServices): AliasInfo[] {
+  return services.generations.names().map((name, i) => {
+    const model = services.generations.get(name)!;
     const first = model.candidates[0];
     return {
       name,
       key: `a${i}`,
       backends: model.candidates.map((c) => c.backend),
-      ...aliasShape(gateway, first.backend, first.alias),
+      ...aliasShape(services, first.backend, first.alias),
     };
   });
 }
 
 function aliasShape(
-  gateway: Gateway,
+  services: UiServices,
   backend: string,
   alias: GenerationAlias,
 ): Omit<AliasInfo, 'name' | 'key' | 'backends'> {
-  const info = gateway.comfy.objectInfo(backend);
+  const info = services.comfy.objectInfo(backend);
   const hit = cache.get(alias);
   if (hit && hit.info === info) return hit.value;
   const resolved = effectiveMapping(alias, info);
@@ -122,14 +122,14 @@ export function validRequestId(value: unknown): value is string {
 
 /** The call-log row of one request (newest calls only, through the time index), for its cost. */
 export function callSummary(
-  gateway: Gateway,
+  services: UiServices,
   requestId: string,
   since: number | undefined,
   now = Date.now(),
 ): CallSummary {
   const from =
     since !== undefined && Number.isFinite(since) ? Math.max(since - 5_000, now - LOOKBACK_MS) : now - LOOKBACK_MS;
-  const row: CallRow | undefined = gateway.callLog
+  const row: CallRow | undefined = services.callLog
     .recent({ since: from, limit: 1_000 })
     .find((r) => r.request_id === requestId);
   if (!row) return { found: false };

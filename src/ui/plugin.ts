@@ -13,22 +13,22 @@ import fastifyStatic from '@fastify/static';
 import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Gateway } from '../gateway.ts';
 import { authRoutes, requireViewer } from './auth.ts';
 import { PUBLIC_DIR, UPLOT_DIR, VIEWS_DIR } from './paths.ts';
 import { renderError } from './render.ts';
 import { Sessions } from './sessions.ts';
 import { TAB_MODULES } from './tabs/index.ts';
 import type { UiContext } from './context.ts';
+import type { UiServices } from './services.ts';
 
 export interface ConsoleOptions {
-  gateway: Gateway;
+  services: UiServices;
 }
 
 /** Everything under /ui. */
 export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions): Promise<void> {
   await app.register(async (ui) => {
-    const ctx: UiContext = { gateway: opts.gateway, sessions: new Sessions() };
+    const ctx: UiContext = { services: opts.services, sessions: new Sessions() };
     // sessions live in memory, so a per-process cookie secret loses nothing a restart keeps
     await ui.register(cookie, { secret: randomBytes(32).toString('hex') });
     await ui.register(formbody, { bodyLimit: 4 * 1024 * 1024 });

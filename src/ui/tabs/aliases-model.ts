@@ -7,7 +7,7 @@
  */
 import type { AliasDefaults, VirtualModel } from '../../config/types.ts';
 import type { SecretSettingView, SettingView } from '../../admin/config-service.ts';
-import type { Gateway } from '../../gateway.ts';
+import type { UiServices } from '../services.ts';
 import { globMatcher, isAliasPattern } from '../../routing/aliases.ts';
 import type { AliasCollision } from '../../routing/resolve.ts';
 import { kindOf } from '../../backends/kinds/index.ts';
@@ -71,8 +71,8 @@ export interface AliasesModel {
 /** The most names listed per collision or shadow before "and N more". */
 export const LIST_CAP = 6;
 
-export function stateOf(gateway: Gateway, backend: string): BackendState {
-  const b = gateway.registry.get(backend);
+export function stateOf(services: UiServices, backend: string): BackendState {
+  const b = services.registry.get(backend);
   if (!b) return 'missing';
   if (!b.spec.enabled) return 'disabled';
   if (b.draining) return 'draining';
@@ -80,8 +80,8 @@ export function stateOf(gateway: Gateway, backend: string): BackendState {
 }
 
 /** Why one `backend → model` line routes nowhere now. */
-function lineProblem(gateway: Gateway, backend: string, model: string): string | undefined {
-  const b = gateway.registry.get(backend);
+function lineProblem(services: UiServices, backend: string, model: string): string | undefined {
+  const b = services.registry.get(backend);
   if (!b) return 'no such backend';
   if (!b.spec.enabled) return 'backend disabled';
   if (kindOf(b.spec).isMedia) return 'a ComfyUI backend serves no chat models';
@@ -89,22 +89,22 @@ function lineProblem(gateway: Gateway, backend: string, model: string): string |
   return undefined;
 }
 
-function linesOf(gateway: Gateway, target: VirtualModel, exact: Record<string, VirtualModel>): MappingLine[] {
+function linesOf(services: UiServices, target: VirtualModel, exact: Record<string, VirtualModel>): MappingLine[] {
   if (typeof target === 'string') {
     if (Object.hasOwn(exact, target)) return [{ model: target, alias: true }];
-    const served = gateway.registry.backendsServing(target).length > 0 || pinServed(gateway, target);
+    const served = services.registry.backendsServing(target).length > 0 || pinServed(services, target);
     return [{ model: target, ...(served ? {} : { problem: 'no backend serves this id now' }) }];
   }
   return Object.entries(target).map(([backend, model]) => {
-    const problem = lineProblem(gateway, backend, model);
+    const problem = lineProblem(services, backend, model);
     return { backend, model, ...(problem ? { problem } : {}) };
   });
 }
 
 /** `<backend>/<model>` naming a backend that lists the model. */
-function pinServed(gateway: Gateway, id: string): boolean {
+function pinServed(services: UiServices, id: string): boolean {
   const slash = id.indexOf('/');
-  return slash > 0 && !!gateway.registry.get(id.slice(0, slash))?.modelsById.has(id.slice(slash + 1));
+  return slash > 0 && !!services.registry.get(id.slice(0, slash))?.modelsById.has(id.slice(slash + 1));
 }
 
 /**
@@ -117,16 +117,20 @@ function probeName(pattern: string): string {
 }
 
 function resolveNow(
-  gateway: Gateway,
+  services: UiServices,
   requested: string,
 ): { resolved: ResolvedLine[]; surface: AliasRow['surface']; alias?: string } {
   for (const surface of ['openai', 'messages'] as const) {
-    const r = gateway.catalog.resolve(requested, surface);
+    const r = services.catalog.resolve(requested, surface);
     if (r && r.candidates.length) {
       return {
         surface,
         alias: r.alias,
-        resolved: r.candidates.map((c) => ({ backend: c.backend, model: c.model, state: stateOf(gateway, c.backend) })),
+        resolved: r.candidates.map((c) => ({
+          backend: c.backend,
+          model: c.model,
+          state: stateOf(services, c.backend),
+        })),
       };
     }
   }
@@ -154,16 +158,16 @@ function searchText(row: Omit<AliasRow, 'search'>): string {
   return parts.join(' ').toLowerCase();
 }
 
-export function aliasesModel(gateway: Gateway, q: string): AliasesModel {
-  const cfg = gateway.config();
+export function aliasesModel(services: UiServices, q: string): AliasesModel {
+  const cfg = services.config();
   const table = cfg.virtual_models;
   const exact: Record<string, VirtualModel> = {};
   for (const [k, v] of Object.entries(table)) if (!isAliasPattern(k)) exact[k] = v;
-  const collisions = new Map(gateway.catalog.collisions().map((c) => [c.alias, c]));
-  const order = new Map(gateway.catalog.patterns().map((p, i) => [p.pattern, i + 1]));
+  const collisions = new Map(services.catalog.collisions().map((c) => [c.alias, c]));
+  const order = new Map(services.catalog.patterns().map((p, i) => [p.pattern, i + 1]));
   const servedIds = [
     ...new Set(
-      gateway.registry
+      services.registry
         .list()
         .filter((b) => b.spec.enabled && !kindOf(b.spec).isMedia)
         .flatMap((b) => b.models.map((m) => m.id)),
@@ -172,13 +176,13 @@ export function aliasesModel(gateway: Gateway, q: string): AliasesModel {
 
   const rows: AliasRow[] = Object.entries(table).map(([name, target]) => {
     const pattern = isAliasPattern(name);
-    const now = resolveNow(gateway, pattern ? probeName(name) : name);
+    const now = resolveNow(services, pattern ? probeName(name) : name);
     const matcher = pattern ? globMatcher(name) : undefined;
     const base: Omit<AliasRow, 'search'> = {
       name,
       pattern,
       target,
-      lines: linesOf(gateway, target, exact),
+      lines: linesOf(services, target, exact),
       resolved: now.resolved,
       surface: now.surface,
       exactWins: matcher ? Object.keys(exact).filter((k) => matcher.test(k)) : [],
@@ -195,7 +199,7 @@ export function aliasesModel(gateway: Gateway, q: string): AliasesModel {
 
   const needle = q.trim().toLowerCase();
   const shown = needle ? rows.filter((r) => r.search.includes(needle)) : rows;
-  const views = gateway.admin.settingsView();
+  const views = services.admin.settingsView();
   const viewOf = (key: string) =>
     views.find((v): v is SettingView => v.key === key && !(v as SettingView | SecretSettingView).secret);
   return {

@@ -5,19 +5,19 @@
  * not become a store override by being looked at).
  */
 import type { Result } from '../../admin/config-service.ts';
-import type { Gateway } from '../../gateway.ts';
+import type { UiServices } from '../services.ts';
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** The settings of `next` that differ from the configuration in force. */
-export function changedSettings(gateway: Gateway, next: Record<string, unknown>): [string, unknown][] {
-  const cfg = gateway.config() as unknown as Record<string, unknown>;
+export function changedSettings(services: UiServices, next: Record<string, unknown>): [string, unknown][] {
+  const cfg = services.config() as unknown as Record<string, unknown>;
   return Object.entries(next).filter(([key, value]) => !same(cfg[key], value));
 }
 
 /** Writes every setting of `next` that changed, or none of them (ConfigService.setSettings). */
-export function saveSettings(gateway: Gateway, next: Record<string, unknown>): Result {
-  const changes = changedSettings(gateway, next);
+export function saveSettings(services: UiServices, next: Record<string, unknown>): Result {
+  const changes = changedSettings(services, next);
   if (changes.length === 0) return { ok: true, note: 'nothing changed' };
-  return gateway.admin.setSettings(Object.fromEntries(changes));
+  return services.admin.setSettings(Object.fromEntries(changes));
 }

@@ -2,11 +2,11 @@
  * The aliases tab: chat aliases (one model id for any backend serving it, or a model per
  * backend), glob aliases (`claude-*`), each with its park timeout, reasoning default and
  * sampling defaults; and the live alias → backend map with collisions, searchable (`?q=`, and
- * as you type with script). Changes go through `gateway.admin` (config.yaml's validation, the
+ * as you type with script). Changes go through `services.admin` (config.yaml's validation, the
  * store, applied live); an alias spans three settings, saved all or nothing (aliases-save.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Gateway } from '../../gateway.ts';
+import type { UiServices } from '../services.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
 import { ALIAS_SETTING_KEYS, aliasesModel, samplingSummary, stateOf } from './aliases-model.ts';
@@ -37,7 +37,7 @@ const NOTICES: Record<string, (name: string) => string> = {
 type Query = Record<string, string | undefined>;
 
 export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const { gateway } = ctx;
+  const { services } = ctx;
 
   const listPage = (req: FastifyRequest, reply: FastifyReply, extra: { status?: number; problem?: string } = {}) => {
     const query = req.query as Query;
@@ -46,7 +46,7 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
       title: 'Aliases & routing',
       tab: 'aliases',
       notice,
-      m: aliasesModel(gateway, query.q ?? ''),
+      m: aliasesModel(services, query.q ?? ''),
       samplingSummary,
       ...extra,
     });
@@ -69,11 +69,11 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
       isNew,
       glob,
       focus: data.focus,
-      picker: pickerOf(gateway),
+      picker: pickerOf(services),
       samplers: SAMPLERS,
       samplerHints: SAMPLER_HINTS,
       reasoningChoices: REASONING_CHOICES,
-      parkDefault: gateway.config().park_timeout_s,
+      parkDefault: services.config().park_timeout_s,
     });
   };
 
@@ -86,7 +86,7 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
 
   app.get('/ui/aliases/edit', async (req, reply) => {
     const name = (req.query as Query).name ?? '';
-    const form = formOf(gateway.config(), name);
+    const form = formOf(services.config(), name);
     if (!form) return listPage(req, reply, { status: 404, problem: `There is no alias named “${name}” (any more).` });
     return editPage(reply, form);
   });
@@ -101,7 +101,7 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
       form.rows.push({ backend: '', model: '' });
       return editPage(reply, form, { focus: `map-${form.rows.length - 1}-backend` });
     }
-    const cfg = gateway.config();
+    const cfg = services.config();
     const errors = { ...read.errors };
     const renamed = form.name !== form.original;
     if (form.name && renamed && Object.hasOwn(cfg.virtual_models, form.name)) {
@@ -109,7 +109,7 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
     }
     if (Object.keys(errors).length || !read.value) return editPage(reply, form, { errors, status: 400 });
     const original = form.original && Object.hasOwn(cfg.virtual_models, form.original) ? form.original : '';
-    const result = saveSettings(gateway, tablesWith(cfg, read.value, original));
+    const result = saveSettings(services, tablesWith(cfg, read.value, original));
     if (!result.ok) return editPage(reply, form, { errors: errorsOf(result.problems, form), status: 400 });
     const label = renamed && original ? `${original} → ${form.name}` : form.name;
     return done(reply, result.note === 'nothing changed' ? 'unchanged' : 'saved', label);
@@ -117,10 +117,10 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
 
   app.post<{ Body: FormBody }>('/ui/aliases/remove', async (req, reply) => {
     const name = one(req.body, 'name');
-    const cfg = gateway.config();
+    const cfg = services.config();
     if (!Object.hasOwn(cfg.virtual_models, name))
       return listPage(req, reply, { status: 404, problem: `There is no alias named “${name}” (any more).` });
-    const result = saveSettings(gateway, tablesWithout(cfg, name));
+    const result = saveSettings(services, tablesWithout(cfg, name));
     if (!result.ok) {
       const first = result.problems[0];
       return listPage(req, reply, {
@@ -135,7 +135,7 @@ export async function aliasesTab(app: FastifyInstance, ctx: UiContext): Promise<
     const key = one(req.body, 'key');
     if (!(ALIAS_SETTING_KEYS as readonly string[]).includes(key))
       return listPage(req, reply, { status: 400, problem: `${key || 'That'} is not a setting of this tab.` });
-    const result = gateway.admin.resetSetting(key);
+    const result = services.admin.resetSetting(key);
     if (!result.ok) return listPage(req, reply, { status: 400, problem: result.problems[0]?.message ?? 'Refused.' });
     return done(reply, 'reset', key);
   });
@@ -154,17 +154,17 @@ export interface PickerBackend {
 }
 
 /** The backends a chat alias can name, each with its discovered models (for the pickers). */
-function pickerOf(gateway: Gateway): { backends: PickerBackend[]; models: string[]; aliases: string[] } {
-  const backends = gateway.registry
+function pickerOf(services: UiServices): { backends: PickerBackend[]; models: string[]; aliases: string[] } {
+  const backends = services.registry
     .list()
     .filter((b) => !kindOf(b.spec).isMedia)
     .map((b) => ({
       name: b.name,
       type: b.spec.type,
-      state: stateOf(gateway, b.name),
+      state: stateOf(services, b.name),
       models: b.models.map((m) => m.id),
     }));
   const models = [...new Set(backends.flatMap((b) => b.models))].sort();
-  const aliases = Object.keys(gateway.config().virtual_models).filter((k) => !k.includes('*') && !k.includes('?'));
+  const aliases = Object.keys(services.config().virtual_models).filter((k) => !k.includes('*') && !k.includes('?'));
   return { backends, models, aliases };
 }

@@ -2,7 +2,7 @@
  * The backends tab: every backend with its live state (kept current by a small event stream of
  * rendered fragments), add / edit with every option of its kind, enable / disable, drain,
  * remove, reset a store override, and "test connection" (a discovery dry run) before saving.
- * Every change goes through gateway.admin (the JSON admin API's ConfigService): a refused form
+ * Every change goes through services.admin (the JSON admin API's ConfigService): a refused form
  * re-renders with each problem next to its field and nothing saved. The API key is write-only.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -46,11 +46,11 @@ const TEST_MODELS_SHOWN = 200;
 const MAX_STREAMS = 16;
 
 export async function backendsTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const admin = ctx.gateway.admin;
+  const admin = ctx.services.admin;
   const flash = new Flash();
   /** The list, with what the scheduler learnt of each backend's speed. */
-  const listModel = () => backendsModel(admin.backendsView(), Date.now(), ctx.gateway.scheduler.snapshot().backends);
-  const slotsOf = (name: string) => ctx.gateway.scheduler.snapshot().backends.find((s) => s.name === name);
+  const listModel = () => backendsModel(admin.backendsView(), Date.now(), ctx.services.slots().backends);
+  const slotsOf = (name: string) => ctx.services.slots().backends.find((s) => s.name === name);
 
   const done = (reply: FastifyReply, what: string, name: string, note?: string) => {
     const q = new URLSearchParams({ done: what, name });

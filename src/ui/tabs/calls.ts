@@ -46,7 +46,7 @@ export function callLine(c: CallRow): CallLine {
 const SUGGESTIONS = 60;
 
 export async function callsTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const { gateway } = ctx;
+  const { services } = ctx;
 
   app.get('/ui/calls', async (req, reply) => {
     const parsed = parseCallsQuery(req.query);
@@ -54,8 +54,8 @@ export async function callsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
     let more = false;
     if (parsed.filter) {
       const filter = { ...parsed.filter, limit: CALLS_PAGE + 1, beforeTs: undefined as number | undefined };
-      if (filter.beforeId !== undefined) filter.beforeTs = gateway.callLog.get(filter.beforeId)?.ts;
-      const rows = gateway.callLog.recent(filter);
+      if (filter.beforeId !== undefined) filter.beforeTs = services.callLog.get(filter.beforeId)?.ts;
+      const rows = services.callLog.recent(filter);
       more = rows.length > CALLS_PAGE;
       calls = rows.slice(0, CALLS_PAGE).map(callLine);
     }
@@ -87,7 +87,7 @@ export async function callsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
 
   app.get<{ Params: { id: string } }>('/ui/calls/:id', async (req, reply) => {
     const id = /^\d{1,15}$/.test(req.params.id) ? Number(req.params.id) : 0;
-    const call = id > 0 ? gateway.callLog.get(id) : undefined;
+    const call = id > 0 ? services.callLog.get(id) : undefined;
     if (!call) {
       return renderPage(reply, 'error', {
         title: 'No such call',
@@ -96,7 +96,7 @@ export async function callsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
         message: 'There is no call with this number in the log (retention may have removed it).',
       });
     }
-    const bodies = call.has_bodies ? gateway.callLog.bodies(id) : null;
+    const bodies = call.has_bodies ? services.callLog.bodies(id) : null;
     const back = (req.query as Record<string, unknown>).back;
     // back to the list as it was filtered: only the list's own fields, re-encoded
     const backInput = parseCallsQuery(
@@ -108,8 +108,8 @@ export async function callsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
       call: callLine(call),
       request: bodies ? bodyView(bodies.request, bodies.request_bytes) : null,
       response: bodies ? bodyView(bodies.response, bodies.response_bytes) : null,
-      capturing: gateway.config().capture_bodies,
-      bodyRetentionDays: gateway.config().body_retention_days,
+      capturing: services.config().capture_bodies,
+      bodyRetentionDays: services.config().body_retention_days,
       backHref: `/ui/calls${callsQueryString(backInput)}`,
     });
   });
@@ -126,12 +126,12 @@ function formValues(input: CallsInput): CallsInput {
 
 /** Datalist values: backends known now and on the page, models and sources on the page and of the users. */
 function suggestions(ctx: UiContext, calls: CallLine[]): { backends: string[]; models: string[]; sources: string[] } {
-  const { gateway } = ctx;
+  const { services } = ctx;
   const uniq = (values: Iterable<string | null>) =>
     [...new Set([...values].filter((v): v is string => Boolean(v)))].slice(0, SUGGESTIONS);
   return {
-    backends: uniq([...gateway.registry.list().map((b) => b.name), REFUSED_BACKEND, ...calls.map((c) => c.backend)]),
+    backends: uniq([...services.registry.list().map((b) => b.name), REFUSED_BACKEND, ...calls.map((c) => c.backend)]),
     models: uniq(calls.flatMap((c) => [c.requested_model, c.model])),
-    sources: uniq([...calls.map((c) => c.source), ...gateway.users.list().map((u) => u.name)]),
+    sources: uniq([...calls.map((c) => c.source), ...services.users.list().map((u) => u.name)]),
   };
 }

@@ -25,7 +25,7 @@ const MAX_STREAMS = 32;
 
 export async function dashboardTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
   app.get('/ui', async (_req, reply) => {
-    const model = dashboardModel(ctx.gateway);
+    const model = dashboardModel(ctx.services);
     return renderPage(reply, 'dashboard', { title: 'Dashboard', tab: 'dashboard', parts: renderParts(model) });
   });
 
@@ -33,7 +33,7 @@ export async function dashboardTab(app: FastifyInstance, ctx: UiContext): Promis
     path: '/ui/events',
     max: MAX_STREAMS,
     label: 'dashboard',
-    parts: () => renderParts(dashboardModel(ctx.gateway)),
+    parts: () => renderParts(dashboardModel(ctx.services)),
   });
 }
 

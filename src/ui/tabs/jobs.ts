@@ -23,7 +23,7 @@ const notFound = (message: string) => Object.assign(new Error(message), { status
 const badRequest = (message: string) => Object.assign(new Error(message), { statusCode: 400 });
 
 export async function jobsTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const media = () => ctx.gateway.media;
+  const media = () => ctx.services.media;
   const streams: JobStreams = { open: 0, max: 32, live: new Set() };
   // a running job's stream would keep the server from closing
   app.addHook('preClose', async () => {
@@ -33,7 +33,7 @@ export async function jobsTab(app: FastifyInstance, ctx: UiContext): Promise<voi
   app.get('/ui/jobs', async (req, reply) => {
     const query = req.query as Record<string, unknown>;
     const { filters, input, errors } = parseFilters(query);
-    const model = jobsListModel(ctx.gateway, filters);
+    const model = jobsListModel(ctx.services, filters);
     const cancelled =
       typeof query.cancelled === 'string' && JOB_ID_RE.test(query.cancelled) ? query.cancelled : undefined;
     return renderPage(reply, 'jobs', {
@@ -64,7 +64,7 @@ export async function jobsTab(app: FastifyInstance, ctx: UiContext): Promise<voi
       title: `Job ${job.id.slice(0, 12)}…`,
       tab: 'jobs',
       notice,
-      d: jobDetailModel(ctx.gateway, job),
+      d: jobDetailModel(ctx.services, job),
     });
   });
 
@@ -109,7 +109,7 @@ function jobIdOf(req: FastifyRequest): string {
 }
 
 function viewOrThrow(ctx: UiContext, req: FastifyRequest): JobView {
-  const job = ctx.gateway.media.view(jobIdOf(req), CONSOLE_CALLER);
+  const job = ctx.services.media.view(jobIdOf(req), CONSOLE_CALLER);
   if (!job) throw notFound('There is no such job (or it expired).');
   return job;
 }

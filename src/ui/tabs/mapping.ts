@@ -5,11 +5,11 @@
  * backend's /object_info, pins per backend, image-slot modes, bypass, output node, LoRA slots);
  * a dry-run compile (nothing stored, no job) showing the final workflow's diff; save and delete.
  *
- * Every change is one `gateway.admin.setSetting('image_models', …)` of the whole table: the
+ * Every change is one `services.admin.setSetting('image_models', …)` of the whole table: the
  * service checks it with config.yaml's validation and the compiler's `validateAlias` against
  * each backend's object_info (an unknown node, a field the class lacks refuse the save with
  * nothing written); its key paths are placed next to their field. The editor shows the
- * service's check of the alias as it stands (`gateway.admin.checkImageAlias`), warnings too.
+ * service's check of the alias as it stands (`services.admin.checkImageAlias`), warnings too.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ImageModelEntry } from '../../config/types.ts';
@@ -20,15 +20,14 @@ import { many, one, type FormBody } from '../form-values.ts';
 import {
   entriesOf,
   parseWorkflow,
-  placeProblems,
   readState,
   rowProblems,
   stateForNew,
   stateFromEntries,
   usedBackends,
   type EditorState,
-  type PlacedProblem,
 } from '../mapping-form.ts';
+import { placeProblems, type PlacedProblem } from '../mapping-problems.ts';
 import { editorModel, listModel, type FleetBackend } from '../mapping-model.ts';
 import { renderPage } from '../render.ts';
 import { kindOf } from '../../backends/kinds/index.ts';
@@ -54,27 +53,27 @@ interface EditorView {
 }
 
 export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const { gateway } = ctx;
+  const { services } = ctx;
   const comfyNames = () =>
-    gateway
+    services
       .config()
       .backends.filter((b) => kindOf(b).isMedia)
       .map((b) => b.name);
-  const infoOf = (name: string) => gateway.comfy.objectInfo(name);
-  const check = (alias: string, entries: ImageModelEntry[]) => gateway.admin.checkImageAlias(alias, entries);
-  const models = () => gateway.config().image_models ?? {};
-  const view = () => gateway.admin.settingView('image_models') as SettingView | undefined;
+  const infoOf = (name: string) => services.comfy.objectInfo(name);
+  const check = (alias: string, entries: ImageModelEntry[]) => services.admin.checkImageAlias(alias, entries);
+  const models = () => services.config().image_models ?? {};
+  const view = () => services.admin.settingView('image_models') as SettingView | undefined;
   const fleet = (): FleetBackend[] =>
-    gateway
+    services
       .config()
       .backends.filter((b) => kindOf(b).isMedia)
       .map((b) => {
         const info = infoOf(b.name);
-        const loras = gateway.comfy.inventory(b.name)?.loras.length;
+        const loras = services.comfy.inventory(b.name)?.loras.length;
         return {
           name: b.name,
           enabled: b.enabled,
-          healthy: gateway.registry.get(b.name)?.healthy ?? false,
+          healthy: services.registry.get(b.name)?.healthy ?? false,
           ...(info ? { info } : {}),
           ...(loras !== undefined ? { loras } : {}),
         };
@@ -89,8 +88,8 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
     const v = view();
     const m = listModel({
       models: models(),
-      candidates: (alias) => gateway.generations.get(alias)?.candidates,
-      problems: gateway.generations.problems(),
+      candidates: (alias) => services.generations.get(alias)?.candidates,
+      problems: services.generations.problems(),
       infoOf,
       source: v?.source ?? 'default',
       overridden: v?.overridden ?? false,
@@ -256,7 +255,7 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
     if (state.original !== '' && state.original !== state.alias && Object.hasOwn(value, state.original))
       delete value[state.original];
     value[state.alias] = entries;
-    const result = gateway.admin.setSetting('image_models', value);
+    const result = services.admin.setSetting('image_models', value);
     if (!result.ok) {
       const warnings = checked.problems.filter((p) => p.severity === 'warning');
       const refused = placeProblems(
@@ -282,7 +281,7 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
       throw Object.assign(new Error(`There is no generation alias "${alias}".`), { statusCode: 404 });
     const value: Record<string, ImageModelEntry[]> = structuredClone(table);
     delete value[alias];
-    const result = gateway.admin.setSetting('image_models', value);
+    const result = services.admin.setSetting('image_models', value);
     if (!result.ok)
       return listPage(req, reply, {
         status: 400,
@@ -292,7 +291,7 @@ export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<
   });
 
   app.post('/ui/mapping/reset', async (req, reply) => {
-    const result = gateway.admin.resetSetting('image_models');
+    const result = services.admin.resetSetting('image_models');
     if (!result.ok)
       return listPage(req, reply, { status: 400, problem: result.problems.map((p) => p.message).join(' ') });
     return reply.redirect('/ui/mapping?saved=reset', 303);

@@ -18,8 +18,8 @@ export async function playgroundTab(app: FastifyInstance, ctx: UiContext): Promi
       title: 'Playground',
       tab: 'playground',
       panels: PANELS,
-      open: ctx.gateway.authenticator.isOpen(),
-      aliases: playgroundAliases(ctx.gateway),
+      open: ctx.services.authenticator.isOpen(),
+      aliases: playgroundAliases(ctx.services),
     }),
   );
 
@@ -37,6 +37,6 @@ export async function playgroundTab(app: FastifyInstance, ctx: UiContext): Promi
       });
     }
     const since = typeof q.since === 'string' && /^\d{1,15}$/.test(q.since) ? Number(q.since) : undefined;
-    return callSummary(ctx.gateway, q.request_id, since);
+    return callSummary(ctx.services, q.request_id, since);
   });
 }

@@ -15,7 +15,7 @@ import {
   type ReasoningRule,
 } from '../../bridges/reasoning/rules.ts';
 import { withAliasDefault } from '../../bridges/reasoning/switch.ts';
-import type { Gateway } from '../../gateway.ts';
+import type { UiServices } from '../services.ts';
 import { upstreamBody } from '../../surfaces/call-bytes.ts';
 import { switchRequest, type TransformFactory } from '../../surfaces/call-transform.ts';
 import { isAliasPattern } from '../../routing/aliases.ts';
@@ -72,8 +72,8 @@ const compiledCache = new WeakMap<
 >();
 
 /** The configured rules and the built-ins as one compiled list, once per configuration. */
-function rulesInForce(gateway: Gateway): { all: readonly ReasoningRule[]; compiled: CompiledRules } {
-  const configured = gateway.config().reasoning_rules;
+function rulesInForce(services: UiServices): { all: readonly ReasoningRule[]; compiled: CompiledRules } {
+  const configured = services.config().reasoning_rules;
   let hit = compiledCache.get(configured);
   if (!hit) {
     const all = [...(configured as ReasoningRule[]), ...DEFAULT_REASONING_RULES];
@@ -95,8 +95,8 @@ export function paramsText(params: Record<string, unknown> | undefined): string 
     .join(', ');
 }
 
-export function ruleRows(gateway: Gateway, applies?: ReasoningRule): RuleRow[] {
-  const configured = gateway.config().reasoning_rules as ReasoningRule[];
+export function ruleRows(services: UiServices, applies?: ReasoningRule): RuleRow[] {
+  const configured = services.config().reasoning_rules as ReasoningRule[];
   const row = (rule: ReasoningRule, place: number, isConfigured: boolean, index: number): RuleRow => ({
     place,
     configured: isConfigured,
@@ -113,8 +113,8 @@ export function ruleRows(gateway: Gateway, applies?: ReasoningRule): RuleRow[] {
 }
 
 /** The backends with chat models, for the resolver's pickers. */
-export function pickerBackends(gateway: Gateway): PickerBackend[] {
-  return gateway.registry
+export function pickerBackends(services: UiServices): PickerBackend[] {
+  return services.registry
     .list()
     .filter((b) => !kindOf(b.spec).isMedia)
     .map((b) => ({
@@ -125,12 +125,12 @@ export function pickerBackends(gateway: Gateway): PickerBackend[] {
 }
 
 /** The resolver's input from the query, a healthy backend and its first model when none is given. */
-export function resolverInput(gateway: Gateway, query: Record<string, string | undefined>): ResolverInput {
+export function resolverInput(services: UiServices, query: Record<string, string | undefined>): ResolverInput {
   const sw = (SWITCHES as readonly string[]).includes(query.switch ?? '') ? (query.switch as SwitchChoice) : 'off';
   let backend = (query.backend ?? '').trim();
   let model = (query.model ?? '').trim();
   if (!backend) {
-    const pick = pickerBackends(gateway)
+    const pick = pickerBackends(services)
       .sort((a, b) => Number(b.state === 'up') - Number(a.state === 'up'))
       .find((b) => b.models.length);
     backend = pick?.name ?? '';
@@ -140,13 +140,13 @@ export function resolverInput(gateway: Gateway, query: Record<string, string | u
 }
 
 /** The aliases the resolver may apply (their reasoning default and sampling defaults). */
-export function resolverAliases(gateway: Gateway): string[] {
-  return Object.keys(gateway.config().virtual_models).filter((k) => !isAliasPattern(k));
+export function resolverAliases(services: UiServices): string[] {
+  return Object.keys(services.config().virtual_models).filter((k) => !isAliasPattern(k));
 }
 
-export function resolve(gateway: Gateway, transforms: TransformFactory, input: ResolverInput): ResolverResult {
-  const { all, compiled } = rulesInForce(gateway);
-  const state = gateway.registry.get(input.backend);
+export function resolve(services: UiServices, transforms: TransformFactory, input: ResolverInput): ResolverResult {
+  const { all, compiled } = rulesInForce(services);
+  const state = services.registry.get(input.backend);
   const body: Record<string, unknown> = {
     model: input.alias || input.model,
     messages: [{ role: 'user', content: 'Hello! In one sentence: why is the sky blue?' }],
@@ -167,11 +167,11 @@ export function resolve(gateway: Gateway, transforms: TransformFactory, input: R
   const rule = matchRule(compiled, input.model, input.backend);
   if (rule) {
     const place = all.indexOf(rule);
-    const configured = place < gateway.config().reasoning_rules.length;
+    const configured = place < services.config().reasoning_rules.length;
     result.rule = {
       place,
       configured,
-      index: configured ? place : place - gateway.config().reasoning_rules.length,
+      index: configured ? place : place - services.config().reasoning_rules.length,
       rule,
       enabled: true,
       paramsText: paramsText(rule.params),
@@ -179,8 +179,8 @@ export function resolve(gateway: Gateway, transforms: TransformFactory, input: R
     };
   }
   const alias =
-    input.alias && Object.hasOwn(gateway.config().alias_defaults, input.alias)
-      ? gateway.config().alias_defaults[input.alias]
+    input.alias && Object.hasOwn(services.config().alias_defaults, input.alias)
+      ? services.config().alias_defaults[input.alias]
       : undefined;
   const request = switchRequest(body, 'chat');
   const want = withAliasDefault(request.want, request.saidAuto, alias?.reasoning);

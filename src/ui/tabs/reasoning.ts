@@ -2,7 +2,7 @@
  * The reasoning tab: the ordered rule list (the configured `reasoning_rules`, then the built-in
  * defaults, read-only), add / edit / delete / enable / disable, up / down (each a POST), and the
  * resolver: a model on a backend with a switch → the rule that applies and the body the backend
- * would get. Every change is the whole list through `gateway.admin.setSetting` (config.yaml's
+ * would get. Every change is the whole list through `services.admin.setSetting` (config.yaml's
  * validation, stored, live); a change posted from a page that showed another list is refused.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -50,9 +50,9 @@ const STALE =
 type Query = Record<string, string | undefined>;
 
 export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const { gateway } = ctx;
-  const transforms = new TransformFactory(() => gateway.config());
-  const rules = () => gateway.config().reasoning_rules;
+  const { services } = ctx;
+  const transforms = new TransformFactory(() => services.config());
+  const rules = () => services.config().reasoning_rules;
 
   const listPage = (
     req: FastifyRequest,
@@ -61,8 +61,8 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
   ) => {
     const query = extra.query ?? (req.query as Query);
     const notice = ownEntry(NOTICES, query.saved)?.(query.n ?? '');
-    const input = resolverInput(gateway, query);
-    const result = resolve(gateway, transforms, input);
+    const input = resolverInput(services, query);
+    const result = resolve(services, transforms, input);
     const configured = rules();
     return renderPage(reply, 'reasoning', {
       title: 'Reasoning',
@@ -70,21 +70,21 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
       notice,
       status: extra.status,
       problem: extra.problem,
-      rows: ruleRows(gateway, result.rule?.rule),
+      rows: ruleRows(services, result.rule?.rule),
       configuredCount: configured.length,
       v: fingerprint(configured),
-      source: gateway.admin.settingView('reasoning_rules'),
+      source: services.admin.settingView('reasoning_rules'),
       input,
       result,
       switches: SWITCHES,
-      backends: pickerBackends(gateway),
-      aliases: resolverAliases(gateway),
+      backends: pickerBackends(services),
+      aliases: resolverAliases(services),
       rq: resolverQuery(query),
     });
   };
 
   const editPage = (reply: FastifyReply, form: RuleForm, data: { errors?: FieldErrors; status?: number } = {}) => {
-    const fleet = pickerBackends(gateway).map((b) => b.name);
+    const fleet = pickerBackends(services).map((b) => b.name);
     return renderPage(reply, 'reasoning-edit', {
       title: form.i === '' ? 'New reasoning rule' : `Reasoning rule ${Number(form.i) + 1}`,
       tab: 'reasoning',
@@ -111,7 +111,7 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
     const list = structuredClone(rules()) as ReasoningRuleSpec[];
     const outcome = edit(list);
     if ('problem' in outcome) return listPage(req, reply, { status: 400, problem: outcome.problem, query: back });
-    const result = gateway.admin.setSetting('reasoning_rules', list);
+    const result = services.admin.setSetting('reasoning_rules', list);
     if (!result.ok) {
       const first = result.problems[0];
       return listPage(req, reply, {
@@ -169,7 +169,7 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
       return editPage(reply, form, { errors: read.errors, status: 400 });
     if (isNew) list.splice(at, 0, read.rule);
     else list[at] = read.rule;
-    const result = gateway.admin.setSetting('reasoning_rules', list);
+    const result = services.admin.setSetting('reasoning_rules', list);
     if (!result.ok) return editPage(reply, form, { errors: ruleErrorsOf(result.problems, at), status: 400 });
     return done(reply, isNew ? 'added' : 'saved', at, {});
   });
@@ -216,7 +216,7 @@ export async function reasoningTab(app: FastifyInstance, ctx: UiContext): Promis
   );
 
   app.post<{ Body: FormBody }>('/ui/reasoning/reset', async (req, reply) => {
-    const result = gateway.admin.resetSetting('reasoning_rules');
+    const result = services.admin.resetSetting('reasoning_rules');
     if (!result.ok) return listPage(req, reply, { status: 400, problem: result.problems[0]?.message ?? 'Refused.' });
     return done(reply, 'reset', 0, {});
   });

@@ -1,7 +1,7 @@
 /**
  * The server tab: every runtime setting with the value in force and where it comes from
  * (default / config.yaml / the store, and when the store overrides config.yaml), restart-only
- * ones marked; change one (gateway.admin.setSetting: config.yaml's own rules, applied live) or
+ * ones marked; change one (services.admin.setSetting: config.yaml's own rules, applied live) or
  * reset it (resetSetting). A refused value re-renders with the problem next to its input and
  * nothing stored. Settings another tab owns (aliases, reasoning rules, generation aliases: their
  * forms check what a text box here cannot) are shown, never changed or reset here: a POST for
@@ -14,7 +14,8 @@ import type { UiContext } from '../context.ts';
 import { Flash } from '../backends-model.ts';
 import { renderPage } from '../render.ts';
 import { ownEntry } from '../form-values.ts';
-import { ELSEWHERE, parseSetting, serverModel, settingErrors } from '../server-model.ts';
+import { parseSetting, serverModel, settingErrors } from '../server-model.ts';
+import { ELSEWHERE } from '../server-settings.ts';
 
 type KeyParams = { Params: { key: string }; Body: Record<string, unknown> | undefined };
 
@@ -25,8 +26,8 @@ interface Owned {
 }
 
 export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const { gateway } = ctx;
-  const admin = gateway.admin;
+  const { services } = ctx;
+  const admin = services.admin;
   const flash = new Flash();
 
   const page = (
@@ -52,8 +53,8 @@ export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<v
       notice: notice && restartKey ? notice.replace('in force now', 'in force at the next start') : notice,
       note: flash.take(q.note),
       m: serverModel(views, extra.typed, extra.errors),
-      configSource: gateway.configSource,
-      reloadProblems: gateway.reloadProblems,
+      configSource: services.configSource,
+      reloadProblems: services.reloadProblems(),
       owned: extra.owned,
     });
   };

@@ -16,7 +16,7 @@ export async function statsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
   app.get('/ui/stats', async (req, reply) => {
     const now = Date.now();
     const { input, range, errors } = parseStatsQuery(req.query, now);
-    const summary = await ctx.gateway.callLog.summary(range);
+    const summary = await ctx.services.callLog.summary(range);
     const view = statsView(summary);
     const custom = input.range === 'custom';
     return renderPage(reply, 'stats', {

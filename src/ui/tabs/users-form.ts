@@ -6,8 +6,13 @@
  * takes a decimal comma ("2,50") and a leading "$". A blank share is the default (1), a blank
  * `max_inflight` no cap.
  */
-import type { FieldProblem } from '../../admin/users-service.ts';
-import { DEFAULT_USER_SHARE, type NewUser, type User, type UserPatch } from '../../store/users-repo.ts';
+import {
+  DEFAULT_USER_SHARE,
+  type FieldProblem,
+  type NewUser,
+  type User,
+  type UserPatch,
+} from '../../admin/users-service.ts';
 import { one, type FormBody } from '../form-values.ts';
 
 /** The form as the user typed it (re-rendered as is when refused). */

@@ -4,9 +4,9 @@
  * called (one indexed query per user), and the allow-list picker's choices (chat and
  * generation aliases, backends, models) with the kind of each entry. Read-only.
  */
-import type { Gateway } from '../../gateway.ts';
+import type { UiServices } from '../services.ts';
 import { startOfUtcDay, startOfUtcMonth } from '../../stats/period.ts';
-import type { User } from '../../store/users-repo.ts';
+import type { User } from '../../admin/users-service.ts';
 
 export type AllowKind = 'chat alias' | 'generation alias' | 'backend' | 'model' | 'backend/model' | 'unknown';
 
@@ -49,9 +49,9 @@ export interface UsersModel {
 /** Models offered in the picker at most (a large cloud catalogue stays a usable list). */
 const MAX_MODEL_CHOICES = 2_000;
 
-export function usersModel(gateway: Gateway, users: User[], now = Date.now()): UsersModel {
-  const kinds = allowKinds(gateway);
-  const rows = users.map((user) => userRow(gateway, user, kinds, now));
+export function usersModel(services: UiServices, users: User[], now = Date.now()): UsersModel {
+  const kinds = allowKinds(services);
+  const rows = users.map((user) => userRow(services, user, kinds, now));
   return {
     now,
     rows,
@@ -61,18 +61,18 @@ export function usersModel(gateway: Gateway, users: User[], now = Date.now()): U
       enabled: users.filter((u) => u.enabled).length,
       disabled: users.filter((u) => !u.enabled).length,
     },
-    ipAliases: Object.entries(gateway.ipAliases.current()).map(([ip, alias]) => ({ ip, alias })),
+    ipAliases: Object.entries(services.users.ipAliases()).map(([ip, alias]) => ({ ip, alias })),
   };
 }
 
-export function userRow(gateway: Gateway, user: User, kinds: AllowKinds, now = Date.now()): UserRow {
-  const quotas = gateway.callLog.quotas;
+export function userRow(services: UiServices, user: User, kinds: AllowKinds, now = Date.now()): UserRow {
+  const quotas = services.quotas;
   return {
     user,
     requests: quotaUse(quotas.requestsSince(user.id, startOfUtcDay(now)), user.quota_req_day),
     cost: quotaUse(quotas.costSince(user.id, startOfUtcMonth(now)), user.quota_cost_month),
     inflight: quotas.inflight(user.id),
-    lastUsed: lastUsed(gateway, user.id),
+    lastUsed: lastUsed(services, user.id),
     allow: user.allow.map((value) => ({ value, kind: kinds.of(value) })),
   };
 }
@@ -86,8 +86,8 @@ export function quotaUse(used: number, rawLimit: number | null): QuotaUse {
 }
 
 /** The newest call of the user on record (an indexed query), or null (never, or the call log is off). */
-function lastUsed(gateway: Gateway, userId: number): number | null {
-  return gateway.callLog.recent({ user_id: userId, limit: 1 })[0]?.ts ?? null;
+function lastUsed(services: UiServices, userId: number): number | null {
+  return services.callLog.recent({ user_id: userId, limit: 1 })[0]?.ts ?? null;
 }
 
 export interface AllowKinds {
@@ -96,10 +96,10 @@ export interface AllowKinds {
 }
 
 /** The picker's choices, grouped, and what kind of thing an entry names right now. */
-export function allowKinds(gateway: Gateway): AllowKinds {
-  const chat = Object.keys(gateway.config().virtual_models ?? {}).sort(byName);
-  const generation = gateway.generations.names().slice().sort(byName);
-  const backends = gateway.registry.list();
+export function allowKinds(services: UiServices): AllowKinds {
+  const chat = Object.keys(services.config().virtual_models ?? {}).sort(byName);
+  const generation = services.generations.names().slice().sort(byName);
+  const backends = services.registry.list();
   const backendNames = backends.map((b) => b.name).sort(byName);
   const models = new Set<string>();
   for (const b of backends) for (const m of b.models) models.add(m.id);

@@ -6,10 +6,9 @@
  * nothing saved.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { parseUserId, type FieldProblem } from '../../admin/users-service.ts';
+import { parseUserId, type FieldProblem, type User } from '../../admin/users-service.ts';
 import { foldIp } from '../../auth/source.ts';
 import { GatewayError } from '../../errors.ts';
-import type { User } from '../../store/users-repo.ts';
 import type { UiContext } from '../context.ts';
 import { renderPage } from '../render.ts';
 import { one, ownEntry, type FormBody } from '../form-values.ts';
@@ -31,8 +30,8 @@ const NOTICES: Record<string, (name: string) => string> = {
 };
 
 export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
-  const { gateway } = ctx;
-  const service = gateway.usersService; // the admin API's own instance
+  const { services } = ctx;
+  const service = services.users; // the admin API's own instance
 
   const listPage = (
     req: FastifyRequest,
@@ -50,10 +49,10 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
       title: 'Users',
       tab: 'users',
       notice,
-      m: usersModel(gateway, service.list()),
+      m: usersModel(services, service.list()),
       ipForm: extra.ipForm ?? { ip: '', alias: '' },
       thisAddress: foldIp(req.ip),
-      open: gateway.authenticator.isOpen(),
+      open: services.authenticator.isOpen(),
       ...extra,
     });
   };
@@ -62,7 +61,7 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
     reply: FastifyReply,
     data: { user?: User; form: UserForm; errors?: Record<string, string>; status?: number },
   ) => {
-    const kinds = allowKinds(gateway);
+    const kinds = allowKinds(services);
     const { user, form } = data;
     return renderPage(reply, 'user-edit', {
       title: user ? `User ${user.name}` : 'New user',
@@ -71,7 +70,7 @@ export async function usersTab(app: FastifyInstance, ctx: UiContext): Promise<vo
       errors: data.errors ?? {},
       form,
       user,
-      row: user && userRow(gateway, user, kinds),
+      row: user && userRow(services, user, kinds),
       picker: { groups: kinds.groups, chips: form.allow.map((value) => ({ value, kind: kinds.of(value) })) },
       action: user ? `/ui/users/${user.id}` : '/ui/users',
       needsAdmin: !user && service.firstMustBeAdmin(),
