@@ -54,7 +54,10 @@ export interface ConfigServiceDeps {
   probeTimeoutMs?: number;
 }
 
-/** The JSON a client sends for one backend: a BackendSpec, with `api_key` also `{clear: true}` (remove) or blank (keep). */
+/**
+ * The JSON a client sends for one backend: a BackendSpec, with `api_key` also `{clear: true}` (remove)
+ * or blank (keep).
+ */
 export type BackendInput = Record<string, unknown>;
 
 export interface SaveBackendOptions {
@@ -317,7 +320,10 @@ export class ConfigService {
     return prepareBackend(input, { replace, inForce: this.deps.effective().backends, validator: this.validator });
   }
 
-  /** Problems the whole configuration would gain with `storeBackends` in the store (aliases naming a backend that is gone, …). */
+  /**
+   * Problems the whole configuration would gain with `storeBackends` in the store (aliases naming a
+   * backend that is gone, …).
+   */
   private newFleetProblems(storeBackends: BackendSpec[]): ConfigProblem[] {
     const file = this.deps.fileConfig();
     const settings = this.deps.settings.all();

@@ -37,7 +37,10 @@ export interface BackendSpec {
   auth_mode?: AuthMode;
   /** Model ids served when the backend will not list them (its GET /v1/models answers 401/403/404). */
   models?: string[];
-  /** Translated Messages calls keep `cache_control` on chat content parts (OpenRouter passes it on to Anthropic and Gemini). */
+  /**
+   * Translated Messages calls keep `cache_control` on chat content parts (OpenRouter passes it on to
+   * Anthropic and Gemini).
+   */
   prompt_cache?: boolean;
   /** `native`: the backend speaks the Responses API itself (passed through); otherwise translated to chat. */
   responses?: 'native' | 'translate';
@@ -59,7 +62,10 @@ export interface BackendSpec {
   gpu_group?: string;
 
   // comfyui backends (defaults in COMFY_DEFAULTS; `comfyKnobs` resolves them)
-  /** The same head prompt pending with an idle executor this long (and on two checks) marks the box down `exec_stuck` (default 90). */
+  /**
+   * The same head prompt pending with an idle executor this long (and on two checks) marks the box
+   * down `exec_stuck` (default 90).
+   */
   stuck_after_s?: number;
   /** Seconds between `/history` polls of a running prompt (default 1). */
   poll_interval?: number;

@@ -422,7 +422,10 @@ function compileFor(plan: JobPlan, candidate: GenerationCandidate, objectInfo: O
   return compile(plan.params, candidate.alias, { jobId: plan.id, images, objectInfo, random: () => plan.seedDraw });
 }
 
-/** ComfyUI cannot delete an input: the job's own files are overwritten with the placeholder (best effort, each within `boundMs`). */
+/**
+ * ComfyUI cannot delete an input: the job's own files are overwritten with the placeholder (best
+ * effort, each within `boundMs`).
+ */
 function overwriteInputs(deps: RunnerDeps, client: ComfyClient, names: string[], boundMs: number): void {
   for (const name of names) {
     void client.upload(name, placeholderPng(), 'image/png', { signal: AbortSignal.timeout(boundMs) }).then((r) => {

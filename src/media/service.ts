@@ -160,7 +160,10 @@ export class MediaJobs implements MediaService {
       // the job's own row is in the call log now: the route must not log a refusal as well
       return Object.assign(new GatewayError({ status: 500, code, type: 'api_error', message }), { recorded: true });
     };
-    /** The job's files as the run reads them: from its kept inputs, so the request's bytes need not outlive the submit. */
+    /**
+     * The job's files as the run reads them: from its kept inputs, so the request's bytes need not
+     * outlive the submit.
+     */
     const kept: JobPlan['files'] = {};
     try {
       for (const input of inputs) {

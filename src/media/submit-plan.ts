@@ -162,7 +162,10 @@ export function fileParams(views: PlanViews, caller: MediaCaller, alias: string)
   return resolved.ok ? fileParamsOf(resolved.mapping, first.alias.workflow, objectInfo) : new Set();
 }
 
-/** Named files (each onto an input that loads a file) plus the positional ones (images in slot order, then the mask slot). */
+/**
+ * Named files (each onto an input that loads a file) plus the positional ones (images in slot order,
+ * then the mask slot).
+ */
 function placeFiles(
   mapping: Record<string, ResolvedEntry>,
   workflow: Workflow,

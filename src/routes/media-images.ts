@@ -113,7 +113,10 @@ export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDe
   );
 }
 
-/** The shared part: envelope → files (only once the envelope passed: no fetch for a refused request) → submit → wait → OpenAI's answer. */
+/**
+ * The shared part: envelope → files (only once the envelope passed: no fetch for a refused request) →
+ * submit → wait → OpenAI's answer.
+ */
 async function generate(
   deps: MediaRouteDeps,
   r: MediaRequest,
@@ -238,7 +241,10 @@ function outputFormat(format: unknown, compression: unknown): OutputWish | undef
   return { format: f as OutputFormat, compression: c };
 }
 
-/** `n` and `size` in OpenAI's terms (a positive integer; `<w>x<h>` or `auto`), checked before the compiler sees them. */
+/**
+ * `n` and `size` in OpenAI's terms (a positive integer; `<w>x<h>` or `auto`), checked before the
+ * compiler sees them.
+ */
 function checkConvenience(params: Record<string, unknown>): void {
   if (Object.hasOwn(params, 'n')) {
     const n = params.n;

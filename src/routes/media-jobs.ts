@@ -134,7 +134,10 @@ const fileNotFound = (what: string, n: unknown): GatewayError =>
     message: `This job has no ${what} ${String(n).slice(0, 8)}.`,
   });
 
-/** `?format=webp|png|jpeg&w=&h=`: a thumbnail (format defaults to webp when only a size is given); none of them: the file itself. */
+/**
+ * `?format=webp|png|jpeg&w=&h=`: a thumbnail (format defaults to webp when only a size is given); none
+ * of them: the file itself.
+ */
 function thumbOptions(q: Record<string, unknown>): ThumbOptions | undefined {
   if (q.format === undefined && q.w === undefined && q.h === undefined) return undefined;
   const format = q.format ?? 'webp';

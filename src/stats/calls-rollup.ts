@@ -109,7 +109,10 @@ class Hist {
   }
 }
 
-/** Weights per bucket summed over cells (a dense array: this runs per cell and group), read as nearest-rank percentiles. */
+/**
+ * Weights per bucket summed over cells (a dense array: this runs per cell and group), read as
+ * nearest-rank percentiles.
+ */
 class Merged {
   private w = new Float64Array(256);
   private n = 0;

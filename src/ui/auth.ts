@@ -100,7 +100,10 @@ export async function requireViewer(ctx: UiContext, req: FastifyRequest, reply: 
   throw Object.assign(new Error('Log in to the console first.'), { statusCode: 401 });
 }
 
-/** Whether the request that opened a stream may still watch: its session re-checked now (an event stream asks every tick). */
+/**
+ * Whether the request that opened a stream may still watch: its session re-checked now (an event
+ * stream asks every tick).
+ */
 export function stillViewing(ctx: UiContext, req: FastifyRequest): boolean {
   return currentViewer(ctx, req) !== undefined;
 }
@@ -122,7 +125,10 @@ function openHere(ctx: UiContext, req: FastifyRequest): boolean {
   return ctx.services.authenticator.isOpen() && isLocalRequest(req.ip, req.headers);
 }
 
-/** The session's holder is still an admin: same master key, or an enabled admin user whose key is still the one logged in with. */
+/**
+ * The session's holder is still an admin: same master key, or an enabled admin user whose key is still
+ * the one logged in with.
+ */
 function stillAdmin(ctx: UiContext, session: Session): boolean {
   const who = session.who;
   if (who.kind === 'master') {

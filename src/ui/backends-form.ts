@@ -172,7 +172,10 @@ function fieldOf(path: string): string | undefined {
   return FIELD_KEYS.has(head) ? head : undefined;
 }
 
-/** For the page: which kinds of backend show a field. A value set on another kind stays visible, so saving never drops it unseen. */
+/**
+ * For the page: which kinds of backend show a field. A value set on another kind stays visible, so
+ * saving never drops it unseen.
+ */
 export function shownFor(f: FieldMeta, form: BackendForm): string {
   const type = typeOf(form.type);
   const v = form[f.key];

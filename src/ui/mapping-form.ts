@@ -322,7 +322,10 @@ export function entriesOf(
   return { entries, index };
 }
 
-/** A pin's text as the input's type (per the backend's object_info, else the workflow's value); big integers stay text. */
+/**
+ * A pin's text as the input's type (per the backend's object_info, else the workflow's value); big
+ * integers stay text.
+ */
 function pinValue(workflow: Workflow, info: ObjectInfo | undefined, pin: PinRow): unknown {
   const id = resolveNode(workflow, pin.node);
   if (!id) return pin.value;

@@ -37,7 +37,10 @@ export interface SurfaceAnswer {
 
 /** How one attempt on one backend looks on the wire. */
 export interface AttemptSurface {
-  /** The request for `model` (the backend's own id), whose context window is `contextLength` tokens when the backend said. */
+  /**
+   * The request for `model` (the backend's own id), whose context window is `contextLength` tokens
+   * when the backend said.
+   */
   upstreamRequest(model: string, contextLength?: number): UpstreamRequest;
   /** The request headers: the client's that may pass, plus the backend's credential. */
   upstreamHeaders(client: IncomingHttpHeaders, contentLength: number): Record<string, string | string[]>;
@@ -56,7 +59,10 @@ export interface CallSurface {
   readonly stream: boolean;
   /** The body as the client sent it, for body capture. */
   readonly rawBody: string;
-  /** A 200 answer that is neither JSON nor an event stream goes to the client as bytes, piped (speech audio, a text transcript). */
+  /**
+   * A 200 answer that is neither JSON nor an event stream goes to the client as bytes, piped (speech
+   * audio, a text transcript).
+   */
   readonly raw?: boolean;
   /** The wire format of an attempt on `backend` (a bridge passes through or translates per kind). */
   attempt(backend: BackendSpec): AttemptSurface;

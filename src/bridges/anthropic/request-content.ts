@@ -131,7 +131,10 @@ export function asContent(parts: ChatPart[]): string | ChatPart[] {
   return parts;
 }
 
-/** Text parts joined into one string (for roles where backends expect a string), unless a breakpoint must ride on a part. */
+/**
+ * Text parts joined into one string (for roles where backends expect a string), unless a breakpoint
+ * must ride on a part.
+ */
 export function joinedText(parts: ChatPart[], separator: string): string | ChatPart[] {
   if (parts.some((p) => p.type === 'text' && p.cache_control !== undefined)) return parts;
   return parts.map((p) => (p.type === 'text' ? p.text : '')).join(separator);

@@ -105,7 +105,10 @@ function copyNumber(body: Json, chat: Json, field: string): void {
   chat[field] = value;
 }
 
-/** `text.format` as chat's `response_format`: json_schema keeps its name, schema, strict, description; text is the default. */
+/**
+ * `text.format` as chat's `response_format`: json_schema keeps its name, schema, strict, description;
+ * text is the default.
+ */
 function responseFormat(text: unknown): Json | undefined {
   if (text === undefined || text === null) return undefined;
   if (!isObject(text)) throw invalid('text', 'must be an object', 'invalid_type');

@@ -74,7 +74,10 @@ export type SubmitResult =
       number: number;
       /** Outputs that failed validation while others were queued. */ nodeErrors?: Record<string, unknown>;
     }
-  /** `status` 0: no answer (refused, reset, timed out). `type`: ComfyUI's `error.type` (prompt_outputs_failed_validation…). */
+  /**
+   * `status` 0: no answer (refused, reset, timed out). `type`: ComfyUI's `error.type`
+   * (prompt_outputs_failed_validation…).
+   */
   | { ok: false; status: number; error: string; type?: string; nodeErrors?: Record<string, unknown> };
 export type ViewResult =
   { ok: true; bytes: Buffer; contentType: string } | { ok: false; status?: number; error: string };
@@ -367,7 +370,10 @@ export class ComfyClient {
     void this.dropAbandoned();
   }
 
-  /** Dequeue first, so that it cannot start in between; both within CANCEL_TIMEOUT_MS. True when the box answered both. */
+  /**
+   * Dequeue first, so that it cannot start in between; both within CANCEL_TIMEOUT_MS. True when the
+   * box answered both.
+   */
   private async takeOff(promptId: string): Promise<boolean> {
     const signal = AbortSignal.timeout(CANCEL_TIMEOUT_MS);
     const d = await this.dequeue(promptId, { signal });

@@ -15,11 +15,20 @@ export interface WaitOptions {
   maxWaitMs: number;
   /** Cancel: dequeue (pending) and interrupt (running) the prompt, answer `interrupted`. */
   signal?: AbortSignal;
-  /** No answer from the server for this long → `unreachable` (the prompt is taken off the box, now or once it answers). Default 30 000. */
+  /**
+   * No answer from the server for this long → `unreachable` (the prompt is taken off the box, now or
+   * once it answers). Default 30 000.
+   */
   unreachableAfterMs?: number;
-  /** Every this many polls without an entry, /queue is checked too: neither queued nor in history → `lost`. Default 5. */
+  /**
+   * Every this many polls without an entry, /queue is checked too: neither queued nor in history →
+   * `lost`. Default 5.
+   */
   queueCheckEvery?: number;
-  /** Checked every poll: a reason (the box was marked stuck…) dequeues and interrupts the prompt and answers `abandoned`. */
+  /**
+   * Checked every poll: a reason (the box was marked stuck…) dequeues and interrupts the prompt and
+   * answers `abandoned`.
+   */
   abandonIf?: () => string | undefined;
 }
 
@@ -130,7 +139,10 @@ export function settledResult(entry: ComfyHistoryEntry): WaitResult {
   return { kind: 'failed', message: `ComfyUI ended the prompt with status ${String(status.status_str)}` };
 }
 
-/** A poll's signal: the job's cancel, and the wait's own deadline (a poll never outlives max_wait by more than a second). */
+/**
+ * A poll's signal: the job's cancel, and the wait's own deadline (a poll never outlives max_wait by
+ * more than a second).
+ */
 function pollSignal(job: AbortSignal | undefined, deadline: number): AbortSignal {
   const bound = AbortSignal.timeout(Math.max(1_000, deadline - Date.now()));
   return job ? AbortSignal.any([job, bound]) : bound;

@@ -51,7 +51,10 @@ export type CompileRequest = Record<string, unknown>;
 export interface CompileContext {
   /** Names the uploaded files (`gw_<jobId>_<param>.<ext>`), so concurrent jobs never share one. */
   jobId: string;
-  /** The files this request carries (image slots and any other file input), by param, with the extension of the file the caller will upload. */
+  /**
+   * The files this request carries (image slots and any other file input), by param, with the
+   * extension of the file the caller will upload.
+   */
   images?: Record<string, { ext: string }>;
   /** The chosen backend's `/object_info`, when known: types, combos, required inputs, output nodes. */
   objectInfo?: ObjectInfo;

@@ -69,7 +69,10 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 // ---------------------------------------------------------------------------------------------
 // Address classification
 
-/** Why `address` (an IPv4 or IPv6 literal, brackets and zone allowed) may not be fetched with allowPrivate off; undefined = public. */
+/**
+ * Why `address` (an IPv4 or IPv6 literal, brackets and zone allowed) may not be fetched with
+ * allowPrivate off; undefined = public.
+ */
 export function addressRefusal(address: string): string | undefined {
   let ip = address.startsWith('[') && address.endsWith(']') ? address.slice(1, -1) : address;
   const zone = ip.indexOf('%');
@@ -218,7 +221,10 @@ function defaultAgent(allowPrivate: boolean): Agent {
 // ---------------------------------------------------------------------------------------------
 // Fetching
 
-/** `url` for messages and logs: scheme, host, port and path only (no userinfo, query or fragment), at most 200 characters. */
+/**
+ * `url` for messages and logs: scheme, host, port and path only (no userinfo, query or fragment), at
+ * most 200 characters.
+ */
 export function redactUrl(url: string | URL): string {
   let u: URL;
   try {

@@ -202,7 +202,10 @@ export class Artifacts {
     await rm(join(this.#root, checkJobId(jobId)), { recursive: true, force: true });
   }
 
-  /** Removes expired jobs, files first and then rows (a failure leaves the row for the next prune). Returns how many. */
+  /**
+   * Removes expired jobs, files first and then rows (a failure leaves the row for the next prune).
+   * Returns how many.
+   */
   async prune(store: JobStore, now: number): Promise<number> {
     let removed = 0;
     for (const id of store.expired(now)) {
