@@ -11,11 +11,27 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  cacheHitShare, NO_MODEL, nearestRankSql, REPORTING_BACKENDS_SQL, SPENT_SQL, TOTALS_SQL, type AggregateGroup,
-  type AggregateRow, type CallTotals, type SummedCall,
+  cacheHitShare,
+  NO_MODEL,
+  nearestRankSql,
+  REPORTING_BACKENDS_SQL,
+  SPENT_SQL,
+  TOTALS_SQL,
+  type AggregateGroup,
+  type AggregateRow,
+  type CallTotals,
+  type SummedCall,
 } from './call-aggregates.ts';
 import type {
-  CallFilter, CallRow, CallWrite, DaySpend, DayUsage, PruneCutoffs, Pruned, StoredBodies, StoredCall,
+  CallFilter,
+  CallRow,
+  CallWrite,
+  DaySpend,
+  DayUsage,
+  PruneCutoffs,
+  Pruned,
+  StoredBodies,
+  StoredCall,
 } from './call-rows.ts';
 import { STATS_MIGRATIONS } from './calls-migrations.ts';
 import { openDatabase, type Db } from './db.ts';
@@ -55,17 +71,18 @@ export function recentLimit(filter: CallFilter): number {
  * clause, beside it so the two cannot drift, for rows not written yet.
  */
 export function matchesFilter(r: StoredCall, f: CallQuery): boolean {
-  return (f.source === undefined || r.source === f.source)
-    && (f.backend === undefined || r.backend === f.backend)
-    && (f.status === undefined || r.status === f.status)
-    && (f.status !== undefined || f.statusClass === undefined || Math.floor(r.status / 100) === f.statusClass)
-    && (f.user_id === undefined || r.user_id === f.user_id)
-    && (f.model === undefined || r.model === f.model || r.requested_model === f.model)
-    && (f.since === undefined || r.ts >= f.since)
-    && (f.until === undefined || r.ts < f.until)
-    && (f.beforeId === undefined || (f.beforeTs === undefined
-      ? r.id < f.beforeId
-      : r.ts < f.beforeTs || (r.ts === f.beforeTs && r.id < f.beforeId)));
+  return (
+    (f.source === undefined || r.source === f.source) &&
+    (f.backend === undefined || r.backend === f.backend) &&
+    (f.status === undefined || r.status === f.status) &&
+    (f.status !== undefined || f.statusClass === undefined || Math.floor(r.status / 100) === f.statusClass) &&
+    (f.user_id === undefined || r.user_id === f.user_id) &&
+    (f.model === undefined || r.model === f.model || r.requested_model === f.model) &&
+    (f.since === undefined || r.ts >= f.since) &&
+    (f.until === undefined || r.ts < f.until) &&
+    (f.beforeId === undefined ||
+      (f.beforeTs === undefined ? r.id < f.beforeId : r.ts < f.beforeTs || (r.ts === f.beforeTs && r.id < f.beforeId)))
+  );
 }
 
 /** `recent()`'s order (its ORDER BY): newest arrival first, then the later row. */
@@ -86,9 +103,30 @@ export function callRow(r: StoredCall, hasBodies: boolean): CallRow {
 const CHECKPOINT_PAGES = 200;
 
 const CALL_COLUMNS = [
-  'id', 'ts', 'request_id', 'duration_ms', 'ttft_ms', 'endpoint', 'source', 'user_id', 'requested_model', 'model',
-  'backend', 'status', 'reason', 'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cache_write_tokens',
-  'reasoning', 'cost_usd', 'upstream_cost_usd', 'usage_estimated', 'paid', 'count', 'route',
+  'id',
+  'ts',
+  'request_id',
+  'duration_ms',
+  'ttft_ms',
+  'endpoint',
+  'source',
+  'user_id',
+  'requested_model',
+  'model',
+  'backend',
+  'status',
+  'reason',
+  'prompt_tokens',
+  'completion_tokens',
+  'cached_tokens',
+  'cache_write_tokens',
+  'reasoning',
+  'cost_usd',
+  'upstream_cost_usd',
+  'usage_estimated',
+  'paid',
+  'count',
+  'route',
 ] as const satisfies readonly (keyof StoredCall)[];
 
 const GROUP_KEY_SQL: Record<AggregateGroup, string> = {
@@ -136,9 +174,29 @@ export class CallsRepo {
         if (r) {
           // positional binding, one explicit argument per column: markedly cheaper than named parameters
           insertCall.run(
-            r.id, r.ts, r.request_id, r.duration_ms, r.ttft_ms, r.endpoint, r.source, r.user_id, r.requested_model,
-            r.model, r.backend, r.status, r.reason, r.prompt_tokens, r.completion_tokens, r.cached_tokens,
-            r.cache_write_tokens, r.reasoning, r.cost_usd, r.upstream_cost_usd, r.usage_estimated, r.paid, r.count,
+            r.id,
+            r.ts,
+            r.request_id,
+            r.duration_ms,
+            r.ttft_ms,
+            r.endpoint,
+            r.source,
+            r.user_id,
+            r.requested_model,
+            r.model,
+            r.backend,
+            r.status,
+            r.reason,
+            r.prompt_tokens,
+            r.completion_tokens,
+            r.cached_tokens,
+            r.cache_write_tokens,
+            r.reasoning,
+            r.cost_usd,
+            r.upstream_cost_usd,
+            r.usage_estimated,
+            r.paid,
+            r.count,
             r.route,
           );
           if (b) insertBodies.run(r.id, r.ts, b.request, b.response, b.request_bytes, b.response_bytes);
@@ -250,7 +308,9 @@ export class CallsRepo {
       if (rows.length < (params.limit as number)) {
         // without a lower time bound, one pass over the table beats the index (a lookup per row)
         const table = filter.since === undefined ? 'calls NOT INDEXED' : 'calls';
-        rows = prepare(`SELECT ${listed} FROM ${table} ${whereClause([...range, ...columns])} ${order}`).all(params) as typeof rows;
+        rows = prepare(`SELECT ${listed} FROM ${table} ${whereClause([...range, ...columns])} ${order}`).all(
+          params,
+        ) as typeof rows;
       }
     }
     return rows.map(({ has_bodies, ...r }) => callRow(r, has_bodies === 1));
@@ -259,8 +319,10 @@ export class CallsRepo {
   /** One stored call by id, or undefined. */
   get(id: number): CallRow | undefined {
     const row = this.#db
-      .prepare(`SELECT ${CALL_COLUMNS.join(', ')}, EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies
-        FROM calls WHERE id = ?`)
+      .prepare(
+        `SELECT ${CALL_COLUMNS.join(', ')}, EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies
+        FROM calls WHERE id = ?`,
+      )
       .get(id) as (StoredCall & { has_bodies: number }) | undefined;
     if (!row) return undefined;
     const { has_bodies, ...r } = row;

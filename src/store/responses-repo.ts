@@ -13,7 +13,12 @@ import type { Db } from './db.ts';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
 
-export const TERMINAL_STATUSES: ReadonlySet<ResponseStatus> = new Set(['completed', 'failed', 'cancelled', 'incomplete']);
+export const TERMINAL_STATUSES: ReadonlySet<ResponseStatus> = new Set([
+  'completed',
+  'failed',
+  'cancelled',
+  'incomplete',
+]);
 
 export interface StoredResponse {
   id: string;
@@ -28,8 +33,15 @@ export interface StoredResponse {
 }
 
 interface Row {
-  id: string; owner: string; status: ResponseStatus; background: number; response: string; history: string;
-  events: string | null; created_at: number; expires_at: number;
+  id: string;
+  owner: string;
+  status: ResponseStatus;
+  background: number;
+  response: string;
+  history: string;
+  events: string | null;
+  created_at: number;
+  expires_at: number;
 }
 
 const UNFINISHED = `status IN ('queued','in_progress')`;
@@ -54,11 +66,14 @@ export class ResponsesRepo {
   readonly #purgeNative: Statement<[number]>;
 
   constructor(db: Db) {
-    this.#insert = db.prepare(`INSERT INTO responses (id, owner, status, background, response, history, events, created_at, updated_at, expires_at)
+    this.#insert =
+      db.prepare(`INSERT INTO responses (id, owner, status, background, response, history, events, created_at, updated_at, expires_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
     this.#get = db.prepare('SELECT * FROM responses WHERE id = ? AND expires_at > ?');
     // only an unfinished row moves: the first terminal status stays
-    this.#update = db.prepare(`UPDATE responses SET status = ?, response = ?, history = ?, events = ?, updated_at = ? WHERE id = ? AND ${UNFINISHED}`);
+    this.#update = db.prepare(
+      `UPDATE responses SET status = ?, response = ?, history = ?, events = ?, updated_at = ? WHERE id = ? AND ${UNFINISHED}`,
+    );
     this.#delete = db.prepare('DELETE FROM responses WHERE id = ?');
     this.#purge = db.prepare('DELETE FROM responses WHERE expires_at <= ?');
     this.#unfinished = db.prepare(`SELECT * FROM responses WHERE ${UNFINISHED}`);
@@ -85,7 +100,18 @@ export class ResponsesRepo {
   }
 
   insert(r: StoredResponse, now: number): void {
-    this.#insert.run(r.id, r.owner, r.status, r.background ? 1 : 0, JSON.stringify(r.response), JSON.stringify(r.history), r.events, r.createdAt, now, r.expiresAt);
+    this.#insert.run(
+      r.id,
+      r.owner,
+      r.status,
+      r.background ? 1 : 0,
+      JSON.stringify(r.response),
+      JSON.stringify(r.history),
+      r.events,
+      r.createdAt,
+      now,
+      r.expiresAt,
+    );
   }
 
   /** The row, unless it expired. */
@@ -95,7 +121,14 @@ export class ResponsesRepo {
   }
 
   /** Moves an unfinished row on; false when it had reached a terminal status already. */
-  update(id: string, status: ResponseStatus, response: Record<string, unknown>, history: unknown[], events: string | null, now: number): boolean {
+  update(
+    id: string,
+    status: ResponseStatus,
+    response: Record<string, unknown>,
+    history: unknown[],
+    events: string | null,
+    now: number,
+  ): boolean {
     return this.#update.run(status, JSON.stringify(response), JSON.stringify(history), events, now, id).changes > 0;
   }
 
@@ -126,8 +159,14 @@ export class ResponsesRepo {
 
 function fromRow(row: Row): StoredResponse {
   return {
-    id: row.id, owner: row.owner, status: row.status, background: row.background === 1,
-    response: JSON.parse(row.response) as Record<string, unknown>, history: JSON.parse(row.history) as unknown[],
-    events: row.events, createdAt: row.created_at, expiresAt: row.expires_at,
+    id: row.id,
+    owner: row.owner,
+    status: row.status,
+    background: row.background === 1,
+    response: JSON.parse(row.response) as Record<string, unknown>,
+    history: JSON.parse(row.history) as unknown[],
+    events: row.events,
+    createdAt: row.created_at,
+    expiresAt: row.expires_at,
   };
 }

@@ -66,8 +66,9 @@ interface UserRow {
 /** Fair-share weight of a user created without one. */
 export const DEFAULT_USER_SHARE = 1;
 
-const PUBLIC_COLUMNS = 'id, name, role, enabled, key_hint, allow, quota_req_day, quota_cost_month, share, '
-  + 'max_inflight, note, created_at, updated_at';
+const PUBLIC_COLUMNS =
+  'id, name, role, enabled, key_hint, allow, quota_req_day, quota_cost_month, share, ' +
+  'max_inflight, note, created_at, updated_at';
 
 type Statements = ReturnType<typeof prepareStatements>;
 
@@ -265,10 +266,20 @@ export class UsersRepo {
       const code = (err as { code?: string }).code;
       const message = String((err as Error).message);
       if (code === 'SQLITE_CONSTRAINT_UNIQUE' && message.includes('users.name')) {
-        throw new GatewayError({ status: 409, code: 'user_exists', param: 'name', message: 'A user with this name already exists.' });
+        throw new GatewayError({
+          status: 409,
+          code: 'user_exists',
+          param: 'name',
+          message: 'A user with this name already exists.',
+        });
       }
       if (code === 'SQLITE_CONSTRAINT_UNIQUE' && message.includes('users.key_digest')) {
-        throw new GatewayError({ status: 409, code: 'key_in_use', param: 'key', message: 'This key is already in use by another user.' });
+        throw new GatewayError({
+          status: 409,
+          code: 'key_in_use',
+          param: 'key',
+          message: 'This key is already in use by another user.',
+        });
       }
       throw err;
     }
