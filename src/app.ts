@@ -223,7 +223,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   if (gateway.authenticator.isOpen()) {
     opts.logger.warn(
-      'the gateway is OPEN: no master key and no users, so anyone who can reach it may use its models (its admin API answers loopback callers only). Set api_key in the config or create an admin user to lock it.',
+      'the gateway is OPEN: no master key and no users, so anyone who can reach it may use its ' +
+        'models (its admin API answers loopback callers only). Set api_key in the config or create ' +
+        'an admin user to lock it.',
     );
   }
 

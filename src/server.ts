@@ -61,8 +61,10 @@ async function run(values: RunOptions): Promise<void> {
   // (the admin API still answers loopback only): error level, so `log_level: error` shows it too
   if (gateway.authenticator.isOpen() && !isLoopbackHost(host)) {
     logger.error(
-      `SECURITY: the gateway is OPEN and listening on ${host}, not loopback: anyone who can reach port ${actualPort} may use every backend (paid ones included). ` +
-        'Set api_key in the config (e.g. api_key: ${GATEWAY_API_KEY}) or create an admin user from this host, or listen on 127.0.0.1 (--host / HOST).',
+      `SECURITY: the gateway is OPEN and listening on ${host}, not loopback: anyone who can ` +
+        `reach port ${actualPort} may use every backend (paid ones included). ` +
+        'Set api_key in the config (e.g. api_key: ${GATEWAY_API_KEY}) or create an admin user ' +
+        'from this host, or listen on 127.0.0.1 (--host / HOST).',
     );
   }
 

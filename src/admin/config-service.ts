@@ -247,7 +247,9 @@ export class ConfigService {
     if (renaming && this.deps.fileConfig().backends.some((b) => b.name === opts.replace)) {
       disableOld = { ...effective.find((b) => b.name === opts.replace)!, enabled: false };
       next.push(disableOld);
-      note = `"${opts.replace}" comes from config.yaml: it is disabled with a store override (remove it from config.yaml to delete it)`;
+      note =
+        `"${opts.replace}" comes from config.yaml: it is disabled with a store override ` +
+        `(remove it from config.yaml to delete it)`;
     }
     next.push(spec);
     const fleet = this.newFleetProblems(next);
@@ -269,7 +271,9 @@ export class ConfigService {
       this.deps.apply();
       return {
         ok: true,
-        note: `"${name}" comes from config.yaml: it is disabled with a store override (remove it from config.yaml to delete it)`,
+        note:
+          `"${name}" comes from config.yaml: it is disabled with a store override ` +
+          `(remove it from config.yaml to delete it)`,
       };
     }
     const dangling = this.newFleetProblems(this.deps.backends.list().filter((b) => b.name !== name));
@@ -288,7 +292,8 @@ export class ConfigService {
       return refused([
         {
           path: 'name',
-          message: `"${name}" exists only in the store: there is no config.yaml entry to go back to (remove it instead)`,
+          message:
+            `"${name}" exists only in the store: ` + `there is no config.yaml entry to go back to (remove it instead)`,
         },
       ]);
     this.deps.backends.delete(name);

@@ -228,7 +228,8 @@ function lockoutGuard(deps: UsersServiceDeps) {
       status: 409,
       code: 'would_lock_out',
       message:
-        'Refused: with no enabled admin user and no master key, nobody could reach the admin API. Create an enabled admin user (or set a master key) first.',
+        'Refused: with no enabled admin user and no master key, nobody could reach the admin API. ' +
+        'Create an enabled admin user (or set a master key) first.',
     });
   };
   return {

@@ -51,7 +51,9 @@ export class Authenticator {
     const key = extractKey(headers);
     if (key === undefined) {
       throw unauthorized(
-        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the x-api-key header.",
+        "You didn't provide an API key. You need to provide your API key in an Authorization " +
+          'header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the ' +
+          'x-api-key header.',
       );
     }
 
@@ -108,10 +110,11 @@ function openAdminRemote(): GatewayError {
     status: 403,
     code: 'admin_loopback_only',
     message:
-      'This gateway is open (no api_key and no users), so its admin API answers only callers on its own host (loopback), ' +
-      'addressed as localhost, 127.0.0.1 or [::1] and not from a web page of another site. ' +
+      'This gateway is open (no api_key and no users), so its admin API answers only callers on ' +
+      'its own host (loopback), addressed as localhost, 127.0.0.1 or [::1] and not from a web page of another site. ' +
       'Lock it first: set api_key in config.yaml, or create an admin user from the gateway host ' +
-      '(POST http://127.0.0.1:<port>/admin/api/users with {"name":"admin","role":"admin"}); then call the admin API with that key.',
+      '(POST http://127.0.0.1:<port>/admin/api/users with {"name":"admin","role":"admin"}); ' +
+      'then call the admin API with that key.',
   });
 }
 

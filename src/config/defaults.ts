@@ -133,7 +133,8 @@ export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze
 
 /** Printed when the gateway starts without a config file. */
 export const howToWriteConfigHint =
-  'To configure your fleet, copy config.example.yaml to config.yaml and edit it; changes are picked up without a restart.';
+  'To configure your fleet, copy config.example.yaml to config.yaml and edit it; changes ' +
+  'are picked up without a restart.';
 
 function loopbackBackend(name: string, url: string, type: BackendSpec['type'] = 'openai'): BackendSpec {
   return { ...BACKEND_DEFAULTS, name, url, type, local: type === 'openai' };

@@ -161,7 +161,10 @@ function backendProblem(
   aliasPath: string,
 ): string | undefined {
   if (duplicateOf !== undefined)
-    return `backend "${name}" already has an entry in this alias (${childPath(aliasPath, duplicateOf)}); one entry per backend`;
+    return (
+      `backend "${name}" already has an entry in this alias ` +
+      `(${childPath(aliasPath, duplicateOf)}); one entry per backend`
+    );
   const type = backends.get(name);
   const known = `known comfyui backends: ${comfy.join(', ') || 'none'}`;
   if (type === undefined) return `names no backend in backends[] (${known})`;
@@ -193,7 +196,8 @@ function workflowSourceProblems(
           {
             path: childPath(at, 'workflow'),
             message:
-              'a stored image model cannot name a workflow file (there is no config.yaml folder to resolve it against); store the workflow itself in workflow_json',
+              'a stored image model cannot name a workflow file (there is no config.yaml folder to ' +
+              'resolve it against); store the workflow itself in workflow_json',
           },
         ]
       : [{ path: childPath(at, 'workflow_json'), message: 'is required (the API-format workflow)' }];
@@ -218,7 +222,10 @@ export function workflowShapeProblem(value: unknown): string | undefined {
   if (nodes.length === 0) return 'has no nodes';
   for (const [id, node] of nodes) {
     if (!isObject(node) || typeof node.class_type !== 'string' || !isObject(node.inputs)) {
-      return `node ${JSON.stringify(id)} is not {class_type, inputs}: this is not an API-format workflow (export it with 'Export (API)')`;
+      return (
+        `node ${JSON.stringify(id)} is not {class_type, inputs}: this is not an API-format ` +
+        `workflow (export it with 'Export (API)')`
+      );
     }
   }
   return undefined;

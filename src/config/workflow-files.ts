@@ -50,7 +50,9 @@ function readWorkflow(file: string): Read {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     return {
-      problem: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+      problem:
+        `cannot read ${file}: ` +
+        `${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
     };
   }
   let value: unknown;

@@ -135,7 +135,9 @@ function compile(cfg: GatewayConfig): Compiled {
       if (i > 0 && entry.mapping !== undefined && !isDeepStrictEqual(entry.mapping, mapping)) {
         table.structural.push({
           path: childPath(at, 'mapping'),
-          message: `is ignored: the first entry's mapping (${childPath(aliasPath, 0)}.mapping) is shared by all candidates of an alias`,
+          message:
+            `is ignored: the first entry's mapping (${childPath(aliasPath, 0)}.mapping) is shared by ` +
+            `all candidates of an alias`,
           severity: 'warning',
         });
       }
@@ -197,7 +199,8 @@ function workflowOf(
     if (entry.workflow !== undefined)
       error(
         childPath(at, 'workflow'),
-        `the file ${entry.workflow} was not read into workflow_json (an image model from the store must carry the workflow itself)`,
+        `the file ${entry.workflow} was not read into workflow_json (an image model from the ` +
+          `store must carry the workflow itself)`,
       );
     else error(childPath(at, 'workflow_json'), 'is required (the API-format workflow)');
     return undefined;

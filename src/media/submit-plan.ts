@@ -208,7 +208,8 @@ function placeFiles(
   const imageSlots = free.filter((s) => !s.mask);
   if (positional.images.length > imageSlots.length) {
     throw badRequest(
-      `${request.alias} takes ${imageSlots.length} image${imageSlots.length === 1 ? '' : 's'}, ${positional.images.length} were sent`,
+      `${request.alias} takes ${imageSlots.length} image${imageSlots.length === 1 ? '' : 's'}, ` +
+        `${positional.images.length} were sent`,
       'image',
       'invalid_parameter',
     );

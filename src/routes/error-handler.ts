@@ -124,7 +124,9 @@ function clientGatewayError(err: ConnectionError): GatewayError {
     return new GatewayError({
       status: 431,
       code: 'request_headers_too_large',
-      message: `The request headers are larger than the gateway accepts (${Math.round(maxHeaderSize / 1024)} KiB in all).`,
+      message:
+        `The request headers are larger than the gateway accepts ` +
+        `(${Math.round(maxHeaderSize / 1024)} KiB in all).`,
     });
   }
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {

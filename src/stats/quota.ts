@@ -116,7 +116,9 @@ export function checkMonthQuota(user: QuotaUser, log: Pick<QuotaGate, 'costSince
         ok: false,
         kind: 'month',
         retryAfterSec: secondsUntil(resetAt, now),
-        message: `Monthly cost quota reached ($${spent.toFixed(4)} of $${perMonth.toFixed(2)}); it resets at ${iso(resetAt)}.`,
+        message:
+          `Monthly cost quota reached ($${spent.toFixed(4)} of $${perMonth.toFixed(2)}); it resets ` +
+          `at ${iso(resetAt)}.`,
       };
     }
   }

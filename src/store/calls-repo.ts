@@ -156,7 +156,8 @@ export class CallsRepo {
       `INSERT INTO calls (${CALL_COLUMNS.join(', ')}) VALUES (${CALL_COLUMNS.map(() => '?').join(', ')})`,
     );
     const insertBodies = db.prepare(
-      `INSERT INTO call_bodies (call_id, ts, request, response, request_bytes, response_bytes) VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO call_bodies (call_id, ts, request, response, request_bytes, response_bytes) ` +
+        `VALUES (?, ?, ?, ?, ?, ?)`,
     );
     const addUsage = db.prepare(
       `INSERT INTO quota_usage (user_id, day, requests, cost_usd) VALUES (?, ?, ?, ?)
@@ -293,7 +294,8 @@ export class CallsRepo {
       range.push('id < @beforeId');
       params.beforeId = filter.beforeId;
     }
-    const listed = `${CALL_COLUMNS.join(', ')}, EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies`;
+    const listed =
+      `${CALL_COLUMNS.join(', ')}, ` + `EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies`;
     const order = 'ORDER BY ts DESC, id DESC LIMIT @limit';
     const prepare = (sql: string) => this.#db.prepare(sql);
     let rows: (StoredCall & { has_bodies: number })[];
@@ -320,8 +322,9 @@ export class CallsRepo {
   get(id: number): CallRow | undefined {
     const row = this.#db
       .prepare(
-        `SELECT ${CALL_COLUMNS.join(', ')}, EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies
-        FROM calls WHERE id = ?`,
+        `SELECT ${CALL_COLUMNS.join(', ')}, ` +
+          `EXISTS (SELECT 1 FROM call_bodies b WHERE b.call_id = calls.id) AS has_bodies\n` +
+          `        FROM calls WHERE id = ?`,
       )
       .get(id) as (StoredCall & { has_bodies: number }) | undefined;
     if (!row) return undefined;

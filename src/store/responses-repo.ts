@@ -66,13 +66,15 @@ export class ResponsesRepo {
   readonly #purgeNative: Statement<[number]>;
 
   constructor(db: Db) {
-    this.#insert =
-      db.prepare(`INSERT INTO responses (id, owner, status, background, response, history, events, created_at, updated_at, expires_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+    this.#insert = db.prepare(
+      'INSERT INTO responses (id, owner, status, background, response, history, events, created_at, ' +
+        'updated_at, expires_at)\n      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
     this.#get = db.prepare('SELECT * FROM responses WHERE id = ? AND expires_at > ?');
     // only an unfinished row moves: the first terminal status stays
     this.#update = db.prepare(
-      `UPDATE responses SET status = ?, response = ?, history = ?, events = ?, updated_at = ? WHERE id = ? AND ${UNFINISHED}`,
+      `UPDATE responses SET status = ?, response = ?, history = ?, events = ?, updated_at = ? ` +
+        `WHERE id = ? AND ${UNFINISHED}`,
     );
     this.#delete = db.prepare('DELETE FROM responses WHERE id = ?');
     this.#purge = db.prepare('DELETE FROM responses WHERE expires_at <= ?');

@@ -189,7 +189,9 @@ export function multipartBody(parts: readonly FormPart[], boundary: string, mode
   for (const part of parts) {
     let head = `--${boundary}\r\nContent-Disposition: form-data; name="${escapeName(part.name)}"`;
     if (part.file) {
-      head += `; filename="${escapeName(part.file.filename)}"\r\nContent-Type: ${part.file.contentType || 'application/octet-stream'}\r\n\r\n`;
+      head +=
+        `; filename="${escapeName(part.file.filename)}"\r\nContent-Type: ` +
+        `${part.file.contentType || 'application/octet-stream'}\r\n\r\n`;
       chunks.push(Buffer.from(head, 'utf8'), part.file.data, CRLF);
       continue;
     }

@@ -61,7 +61,8 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
   app.post('/ui/bootstrap', async (req, reply) => {
     if (!openHere(ctx, req)) {
       const message = services.authenticator.isOpen()
-        ? 'This gateway is open, but the first admin user can only be created from its own host, at http://127.0.0.1:<port>/ui or http://localhost:<port>/ui.'
+        ? 'This gateway is open, but the first admin user can only be created from its own host, at ' +
+          'http://127.0.0.1:<port>/ui or http://localhost:<port>/ui.'
         : 'The gateway already has a master key or users: log in instead.';
       return renderPage(reply, 'error', {
         title: 'Not open',

@@ -253,7 +253,9 @@ export const FIELD_GROUPS: readonly FieldGroup[] = [
         kind: 'number',
         types: COMFY,
         placeholder: '90',
-        hint: `${seconds('stuck_after_s')}. The same prompt pending with an idle executor this long marks the box down (exec_stuck).`,
+        hint:
+          `${seconds('stuck_after_s')}. The same prompt pending with an idle executor this long ` +
+          `marks the box down (exec_stuck).`,
       },
       {
         key: 'poll_interval',

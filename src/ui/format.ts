@@ -60,7 +60,8 @@ export function prettyJson(value: unknown, indent = 2, depth = 0): string {
   }
   const entries = Object.entries(value).filter(([, v]) => v !== undefined);
   if (entries.length === 0) return '{}';
-  return `{${entries.map(([k, v]) => `${pad}${JSON.stringify(k)}${sep}${prettyJson(v, indent, depth + 1)}`).join(',')}${end}}`;
+  const members = entries.map(([k, v]) => `${pad}${JSON.stringify(k)}${sep}${prettyJson(v, indent, depth + 1)}`);
+  return `{${members.join(',')}${end}}`;
 }
 
 export const fmt = { duration, ago, time, bytes, int, usd, percent };

@@ -100,7 +100,8 @@ export function parseWorkflow(text: string): ParsedWorkflow {
     return {
       ok: false,
       message: ui
-        ? `This is ComfyUI's UI format (the editor's save file). In ComfyUI use Workflow → Export (API) and paste that file.`
+        ? `This is ComfyUI's UI format (the editor's save file). In ComfyUI use Workflow → Export ` +
+          `(API) and paste that file.`
         : `This is not a ComfyUI API workflow: ${problem}.`,
     };
   }
@@ -225,7 +226,8 @@ export function stateFromEntries(
     const entry = entries[at];
     if (at > 0 && !isDeepStrictEqual(entry.workflow_json, first.workflow_json)) {
       warnings.push(
-        `The entry for ${name} has a workflow of its own; the editor shows the first entry's, and saving gives every backend that one.`,
+        `The entry for ${name} has a workflow of its own; the editor shows the first entry's, and ` +
+          `saving gives every backend that one.`,
       );
     }
     return {

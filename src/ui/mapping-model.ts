@@ -260,13 +260,16 @@ function sampleOf(
     .map((name, k) => {
       const { node, field } = mapping[name];
       const n = Object.hasOwn(workflow, node) ? workflow[node] : undefined;
+      const fieldHint = n
+        ? ` · ${fieldsFor(node, infoOf(backend), field).find((f) => f.name === field)?.hint ?? ''}`
+        : '';
       return {
         k,
         name,
         value: state.sample.values[name] ?? '',
         image: n !== undefined && isImageLoaderClass(n.class_type),
         checked: state.sample.images.includes(name),
-        hint: `${node}.${field}${n ? ` · ${fieldsFor(node, infoOf(backend), field).find((f) => f.name === field)?.hint ?? ''}` : ''}`,
+        hint: `${node}.${field}${fieldHint}`,
       };
     });
   return { backend, backends: used, params, extra: state.sample.extra };

@@ -99,7 +99,8 @@ function isAsset(url: string): boolean {
 function securityHeaders(req: FastifyRequest, reply: FastifyReply): void {
   reply.header(
     'content-security-policy',
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; media-src 'self' blob:; connect-src 'self'; " +
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+      "media-src 'self' blob:; connect-src 'self'; " +
       "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   );
   reply.header('x-frame-options', 'DENY');

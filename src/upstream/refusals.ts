@@ -96,10 +96,11 @@ export function exhaustedError(failure: AttemptFailure | undefined, names = true
     });
   }
   if (failure?.badAnswer || error?.status === 200) {
+    const unread = `answered ${error?.status ?? 200} with a body the gateway could not read`;
     return new GatewayError({
       status: 502,
       code: 'upstream_bad_response',
-      message: `${backend} ${detail(error?.detail, `answered ${error?.status ?? 200} with a body the gateway could not read`)}`,
+      message: `${backend} ${detail(error?.detail, unread)}`,
     });
   }
   if (error?.status === 503 || error?.status === 502) {

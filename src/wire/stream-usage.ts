@@ -171,6 +171,13 @@ function usageForClient(usage: Usage): Json {
   return wire;
 }
 
+/** A non-empty string under one of the text keys (the first character is enough). */
+const TEXT_KEY = String.raw`(?:content|reasoning_content|reasoning|arguments|name|text)"\s*:\s*"[^"]`;
+/** An object under `usage` or `timings`: group 1 says which. */
+const OBJECT_KEY = String.raw`(usage|timings)"\s*:\s*\{`;
+const FINISH_REASON_KEY = String.raw`finish_reason"\s*:\s*"`;
+const SIGNAL_SOURCE = `"(?:${TEXT_KEY}|${OBJECT_KEY}|${FINISH_REASON_KEY})`;
+
 /**
  * One pass over a chunk's text for the keys the tap cares about: a non-empty content /
  * reasoning / tool-call name or arguments / text string, a `usage` or `timings` object, a string
@@ -181,7 +188,7 @@ function usageForClient(usage: Usage): Json {
  * its own because a /g regex carries `lastIndex` state.
  */
 function signalPattern(): RegExp {
-  return /"(?:(?:content|reasoning_content|reasoning|arguments|name|text)"\s*:\s*"[^"]|(usage|timings)"\s*:\s*\{|finish_reason"\s*:\s*")/g;
+  return new RegExp(SIGNAL_SOURCE, 'g');
 }
 
 function scanSignals(data: string, pattern: RegExp): number {

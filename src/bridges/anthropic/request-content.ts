@@ -108,7 +108,8 @@ export function documentParts(block: Json, path: string, ctx: ContentContext): C
   }
   throw invalid(
     `${path}.source.type`,
-    `"document" blocks with a ${JSON.stringify(source.type)} source are not supported by a chat-completions backend (only text documents are)`,
+    `"document" blocks with a ${JSON.stringify(source.type)} source are not supported by a ` +
+      `chat-completions backend (only text documents are)`,
   );
 }
 

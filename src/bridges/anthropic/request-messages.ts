@@ -154,7 +154,9 @@ function toolResult(block: Json, path: string, ctx: ContentContext): { message: 
   if (images.length)
     texts.push({
       type: 'text',
-      text: `[${images.length} image${images.length === 1 ? '' : 's'} from this result follow in the next user message]`,
+      text:
+        `[${images.length} image${images.length === 1 ? '' : 's'} from this result follow in the ` +
+        `next user message]`,
     });
   if (block.is_error === true) {
     const first = texts[0];

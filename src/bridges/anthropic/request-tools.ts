@@ -41,7 +41,9 @@ function functionTools(tools: unknown): Json[] {
       const name = typeof tool.name === 'string' ? `"${tool.name}" ` : '';
       throw invalid(
         `${path}.type`,
-        `the Anthropic tool ${name}(${JSON.stringify(tool.type)}) runs on Anthropic's side or needs its built-in schema; a chat-completions backend cannot provide it — define it as a custom tool with an input_schema instead`,
+        `the Anthropic tool ${name}(${JSON.stringify(tool.type)}) runs on Anthropic's side or ` +
+          `needs its built-in schema; a chat-completions backend cannot provide it — define it as a ` +
+          `custom tool with an input_schema instead`,
       );
     }
     if (typeof tool.name !== 'string' || tool.name === '') throw invalid(`${path}.name`, 'Field required');

@@ -91,7 +91,8 @@ function imagePart(part: Json, path: string): ChatPart {
   if (part.file_id !== undefined && part.file_id !== null) {
     throw unsupported(
       `${path}.file_id`,
-      'images uploaded to the OpenAI Files API cannot be read through this gateway; send the image as `image_url` (a URL or a data URI)',
+      'images uploaded to the OpenAI Files API cannot be read through this gateway; send the ' +
+        'image as `image_url` (a URL or a data URI)',
     );
   }
   if (typeof part.image_url !== 'string' || part.image_url === '')
@@ -114,7 +115,8 @@ function unsupportedPart(part: Json, path: string, where: string): Error {
   if (type === 'input_file') {
     return unsupported(
       `${path}.type`,
-      "files (`input_file`) need OpenAI's own document reader, which a chat-completions backend does not have; send the text as `input_text` instead",
+      "files (`input_file`) need OpenAI's own document reader, which a chat-completions backend " +
+        'does not have; send the text as `input_text` instead',
     );
   }
   if (type === 'input_audio')

@@ -121,13 +121,15 @@ class ConversationBuilder {
         if (typeof type === 'string' && BUILT_IN_ITEMS.has(type)) {
           throw unsupported(
             `${path}.type`,
-            `"${type}" items belong to a tool OpenAI runs itself, which the chat-completions backend behind this gateway cannot continue`,
+            `"${type}" items belong to a tool OpenAI runs itself, which the chat-completions backend ` +
+              `behind this gateway cannot continue`,
           );
         }
         if (typeof type === 'string' && OPAQUE_ITEMS.has(type)) {
           throw unsupported(
             `${path}.type`,
-            `"${type}" items hold state only OpenAI can read; the chat-completions backend behind this gateway cannot use them`,
+            `"${type}" items hold state only OpenAI can read; the chat-completions backend behind ` +
+              `this gateway cannot use them`,
           );
         }
         throw invalid(`${path}.type`, `unknown input item type ${JSON.stringify(type)}`);
@@ -148,7 +150,9 @@ class ConversationBuilder {
     if (id.startsWith('rs_')) return undefined;
     throw invalid(
       `${path}.id`,
-      `no stored item "${id}": only items of responses this gateway stored (store: true) can be referenced; send the item itself instead (the AI SDK does with providerOptions.openai.store = false)`,
+      `no stored item "${id}": only items of responses this gateway stored (store: true) can be ` +
+        `referenced; send the item itself instead (the AI SDK does with ` +
+        `providerOptions.openai.store = false)`,
       'item_not_found',
     );
   }

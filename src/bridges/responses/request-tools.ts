@@ -50,7 +50,9 @@ function functionTools(tools: unknown): Json[] {
     if (tool.type !== 'function') {
       throw unsupported(
         `${path}.type`,
-        `the "${tool.type}" tool is run by OpenAI or needs a protocol the model was trained on; the chat-completions backend behind this gateway cannot provide it — define it as a function tool (type "function") and run it yourself`,
+        `the "${tool.type}" tool is run by OpenAI or needs a protocol the model was trained on; ` +
+          `the chat-completions backend behind this gateway cannot provide it — define it as a ` +
+          `function tool (type "function") and run it yourself`,
       );
     }
     if (typeof tool.name !== 'string' || tool.name === '')
@@ -95,7 +97,8 @@ function chatToolChoice(choice: unknown, names: string[]): { choice: unknown; al
     default:
       throw unsupported(
         'tool_choice.type',
-        `the "${String(choice.type)}" tool cannot be run by the chat-completions backend behind this gateway; only function tools can be chosen`,
+        `the "${String(choice.type)}" tool cannot be run by the chat-completions backend behind ` +
+          `this gateway; only function tools can be chosen`,
       );
   }
 }
@@ -113,7 +116,8 @@ function allowedTools(choice: Json, names: string[]): { choice: unknown; allowed
     if (tool.type !== 'function')
       throw unsupported(
         `${path}.type`,
-        `the "${String(tool.type)}" tool cannot be run by the chat-completions backend behind this gateway; only function tools can be allowed`,
+        `the "${String(tool.type)}" tool cannot be run by the chat-completions backend behind ` +
+          `this gateway; only function tools can be allowed`,
       );
     allowed.add(knownName(tool.name, `${path}.name`, names));
   });

@@ -80,13 +80,16 @@ function refuseUnreachable(body: Json): void {
   if (body.prompt !== undefined && body.prompt !== null) {
     throw unsupported(
       'prompt',
-      'stored prompt templates live at OpenAI and cannot be used through this gateway; send the prompt as `instructions` and `input`',
+      'stored prompt templates live at OpenAI and cannot be used through this gateway; send the ' +
+        'prompt as `instructions` and `input`',
     );
   }
   if (body.conversation !== undefined && body.conversation !== null) {
     throw unsupported(
       'conversation',
-      'OpenAI conversations cannot be used through this gateway; continue a conversation with `previous_response_id` (of a response stored with `store: true`) or send its items in `input`',
+      'OpenAI conversations cannot be used through this gateway; continue a conversation with ' +
+        '`previous_response_id` (of a response stored with `store: true`) or send its items ' +
+        'in `input`',
     );
   }
 }

@@ -38,12 +38,24 @@ export function deltaFrame(
   const text = JSON.stringify(delta);
   switch (kind) {
     case 'text':
-      return `${head}"content_index":${partIndex},"delta":${text},"item_id":"${itemId}","logprobs":[],"output_index":${outputIndex},"sequence_number":${sequence}}\n\n`;
+      return (
+        `${head}"content_index":${partIndex},"delta":${text},"item_id":"${itemId}","logprobs":[],` +
+        `"output_index":${outputIndex},"sequence_number":${sequence}}\n\n`
+      );
     case 'refusal':
-      return `${head}"content_index":${partIndex},"delta":${text},"item_id":"${itemId}","output_index":${outputIndex},"sequence_number":${sequence}}\n\n`;
+      return (
+        `${head}"content_index":${partIndex},"delta":${text},"item_id":"${itemId}",` +
+        `"output_index":${outputIndex},"sequence_number":${sequence}}\n\n`
+      );
     case 'arguments':
-      return `${head}"delta":${text},"item_id":"${itemId}","output_index":${outputIndex},"sequence_number":${sequence}}\n\n`;
+      return (
+        `${head}"delta":${text},"item_id":"${itemId}",` +
+        `"output_index":${outputIndex},"sequence_number":${sequence}}\n\n`
+      );
     case 'summary':
-      return `${head}"delta":${text},"item_id":"${itemId}","output_index":${outputIndex},"sequence_number":${sequence},"summary_index":${partIndex}}\n\n`;
+      return (
+        `${head}"delta":${text},"item_id":"${itemId}",` +
+        `"output_index":${outputIndex},"sequence_number":${sequence},"summary_index":${partIndex}}\n\n`
+      );
   }
 }

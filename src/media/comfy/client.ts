@@ -178,7 +178,8 @@ export class ComfyClient {
     if (!isJsonObjectText(text)) return { ok: false, status: 0, error: 'the prompt is not the JSON text of an object' };
     await this.dropAbandoned();
     if (o.signal?.aborted) return { ok: false, status: 0, error: stopReason(o.signal) };
-    const body = `{"prompt":${text},"client_id":${JSON.stringify(this.opts.clientId)},"prompt_id":${JSON.stringify(promptId)}}`;
+    const clientId = JSON.stringify(this.opts.clientId);
+    const body = `{"prompt":${text},"client_id":${clientId},"prompt_id":${JSON.stringify(promptId)}}`;
     this.progress.track(promptId);
     const res = await this.call('POST', '/prompt', body, 'application/json', o.signal);
     if (!res.ok) {

@@ -95,7 +95,8 @@ export class ComfyHealth implements MediaHealthCheck {
         ? this.autoRestart(spec.name, knobs.restartCooldownMs, base, dispatcher, timeoutMs, headers)
         : '';
       throw new ExecutorStuck(
-        `exec_stuck: prompt ${queue.pending[0]} has waited at the head of the queue with nothing running for ${knobs.stuckAfterMs / 1000} s or more${restart}`,
+        `exec_stuck: prompt ${queue.pending[0]} has waited at the head of the queue with nothing ` +
+          `running for ${knobs.stuckAfterMs / 1000} s or more${restart}`,
       );
     }
   }
@@ -120,7 +121,10 @@ export class ComfyHealth implements MediaHealthCheck {
     const now = this.now();
     const last = this.restarts.get(name);
     if (last && now - last.at < cooldownMs) {
-      return `; auto_restart: a reboot was asked ${Math.round((now - last.at) / 1000)} s ago, the next is allowed in ${Math.ceil((last.at + cooldownMs - now) / 1000)} s`;
+      return (
+        `; auto_restart: a reboot was asked ${Math.round((now - last.at) / 1000)} s ago, the next ` +
+        `is allowed in ${Math.ceil((last.at + cooldownMs - now) / 1000)} s`
+      );
     }
     this.log?.warn(
       { backend: name },

@@ -132,7 +132,8 @@ function passThroughSource(edit: GraphEdit, id: string, consumer: Consumer): Lin
   }
   if (inputs.length === 1) {
     edit.notes.add(
-      `bypass of ${id} (${node.class_type}): types unknown, its only linked input (${inputs[0].name}) is passed through`,
+      `bypass of ${id} (${node.class_type}): types unknown, its only linked input ` +
+        `(${inputs[0].name}) is passed through`,
     );
     return inputs[0].link;
   }

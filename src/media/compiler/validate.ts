@@ -58,7 +58,8 @@ export function validateAlias(alias: GenerationAlias, objectInfo: ObjectInfo | u
     if (!info && !Object.hasOwn(workflow[id].inputs, name)) {
       warn(
         at,
-        `node ${id} (${workflow[id].class_type}) has no input '${name}' in the workflow, and no object_info describes the class`,
+        `node ${id} (${workflow[id].class_type}) has no input '${name}' in the workflow, and no ` +
+          `object_info describes the class`,
       );
     }
     return true;

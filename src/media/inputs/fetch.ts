@@ -9,8 +9,9 @@
  * rebinding): the agent's connector resolves names itself with node:dns, drops loopback,
  * private, link-local, CGNAT, unique-local, multicast and reserved addresses (also inside
  * IPv4-mapped / IPv4-translated / NAT64 / 6to4 IPv6; local-use NAT64 `64:ff9b:1::/48` and
- * Teredo `2001::/32` outright: where they lead cannot be told from the address) before connecting, refuses IP literals of those without
- * connecting, and checks the connected socket's remote address once more.
+ * Teredo `2001::/32` outright: where they lead cannot be told from the address) before
+ * connecting, refuses IP literals of those without connecting, and checks the connected
+ * socket's remote address once more.
  *
  * Errors are MediaInputErrors naming the param; URLs in messages are redacted (no userinfo,
  * no query string: signed URLs carry their credentials there).
@@ -108,8 +109,10 @@ function v6Refusal(g: number[]): string | undefined {
   if (zeroTo(4) && g[4] === 0xffff && g[5] === 0) return embedded(g[6], g[7]); // ::ffff:0:a.b.c.d (IPv4-translated)
   if (zeroTo(6)) return embedded(g[6], g[7]); // ::a.b.c.d (deprecated IPv4-compatible)
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return embedded(g[6], g[7]); // NAT64
-  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'a local-use NAT64 address'; // 64:ff9b:1::/48, a site's own translator
-  if (g[0] === 0x2001 && g[1] === 0) return 'a Teredo address'; // 2001::/32: tunnels to an IPv4 the address hides (obfuscated)
+  // 64:ff9b:1::/48, a site's own translator
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'a local-use NAT64 address';
+  // 2001::/32: tunnels to an IPv4 the address hides (obfuscated)
+  if (g[0] === 0x2001 && g[1] === 0) return 'a Teredo address';
   if (g[0] === 0x2002) return embedded(g[1], g[2]); // 6to4
   if ((g[0] & 0xfe00) === 0xfc00) return 'a unique-local address';
   if ((g[0] & 0xffc0) === 0xfe80) return 'a link-local address';
@@ -255,7 +258,8 @@ function httpUrl(text: string, base: URL | undefined, param: string): URL {
       param,
       'unsupported_url',
       base
-        ? `could not fetch ${param}: ${redactUrl(base)} redirects to a ${u.protocol} URL; only http and https are followed`
+        ? `could not fetch ${param}: ${redactUrl(base)} redirects to a ${u.protocol} URL; only http ` +
+            `and https are followed`
         : `${param} is a ${u.protocol} URL; only http and https URLs are fetched`,
     );
   }
@@ -263,6 +267,10 @@ function httpUrl(text: string, base: URL | undefined, param: string): URL {
 }
 
 const TIMEOUT = Symbol('timeout');
+
+function basicAuth(user: string, password: string): string {
+  return `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+}
 
 function unescapeUserinfo(text: string): string {
   try {
@@ -285,7 +293,7 @@ export async function fetchRef(url: string, opts: FetchOptions, param = 'url'): 
   const origin = first.origin;
   const auth =
     first.username || first.password
-      ? `Basic ${Buffer.from(`${unescapeUserinfo(first.username)}:${unescapeUserinfo(first.password)}`).toString('base64')}`
+      ? basicAuth(unescapeUserinfo(first.username), unescapeUserinfo(first.password))
       : undefined;
 
   const controller = new AbortController();
@@ -393,7 +401,8 @@ function privateAddress(param: string, u: URL, detail: string): MediaInputError 
     400,
     param,
     'private_address',
-    `could not fetch ${param}: ${redactUrl(u)} is not fetched, ${detail} (fetching private addresses is turned off: ref_url_allow_private)`,
+    `could not fetch ${param}: ${redactUrl(u)} is not fetched, ${detail} (fetching private ` +
+      `addresses is turned off: ref_url_allow_private)`,
   );
 }
 

@@ -202,7 +202,10 @@ export function readAliasForm(raw: FormBody): ReadAlias {
     else if (parsed !== undefined) {
       const own = Object.keys(parsed).filter((k) => SAMPLER_SET.has(k));
       if (own.length) {
-        errors.sampling_json = `${own.map((k) => `"${k}"`).join(', ')} ${own.length === 1 ? 'has its own input' : 'have their own inputs'} above: set ${own.length === 1 ? 'it' : 'them'} there, not here.`;
+        errors.sampling_json =
+          `${own.map((k) => `"${k}"`).join(', ')} ` +
+          `${own.length === 1 ? 'has its own input' : 'have their own inputs'} above: set ` +
+          `${own.length === 1 ? 'it' : 'them'} there, not here.`;
       } else Object.assign(samplingDefaults, parsed);
     }
   }

@@ -16,7 +16,9 @@ export type { FieldErrors, FormBody };
 /** What each mechanism writes, and the params it reads (see bridges/reasoning/apply.ts). */
 export const MECHANISM_INFO: Record<string, { what: string; params: [string, string][]; example?: string }> = {
   enable_thinking: {
-    what: 'Sets chat_template_kwargs.enable_thinking to true / false — vLLM, SGLang, llama.cpp with --jinja (Qwen3, GLM).',
+    what:
+      'Sets chat_template_kwargs.enable_thinking to true / false — vLLM, SGLang, llama.cpp with ' +
+      '--jinja (Qwen3, GLM).',
     params: [['key', 'the kwarg name instead of enable_thinking (DeepSeek V3.1: "thinking")']],
     example: '{"key": "thinking"}',
   },

@@ -45,7 +45,8 @@ const NOTICES: Record<string, (n: string) => string> = {
 
 const RESOLVER_KEYS = ['model', 'backend', 'switch', 'alias'] as const;
 const STALE =
-  'The rule list changed since this page was shown (another tab, the admin API or config.yaml). Nothing was changed: here is the list as it is now.';
+  'The rule list changed since this page was shown (another tab, the admin API or ' +
+  'config.yaml). Nothing was changed: here is the list as it is now.';
 
 type Query = Record<string, string | undefined>;
 
