@@ -28,7 +28,7 @@ import { RecentIds } from '../src/stats/recent-ids.ts';
 import { REQUEST_ID, RequestIds } from '../src/stats/request-ids.ts';
 import { REFUSED_BACKEND } from '../src/stats/record.ts';
 import type { CallOutcome } from '../src/stats/call-outcome.ts';
-import type { ProxyCall } from '../src/upstream/proxy.ts';
+import type { ProxyCall } from '../src/upstream/proxy-call.ts';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { callRecord } from './helpers/call-record.ts';

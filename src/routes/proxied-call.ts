@@ -14,7 +14,7 @@ import { OutcomeOnce } from '../stats/outcome-once.ts';
 import { STATUS_CLIENT_CLOSED } from '../stats/record.ts';
 import type { CallOutcome } from '../stats/call-outcome.ts';
 import { promptTokenEstimate } from '../surfaces/prompt-estimate.ts';
-import type { ProxyCall } from '../upstream/proxy.ts';
+import type { ProxyCall } from '../upstream/proxy-call.ts';
 import type { CallerContext, Callers } from './caller.ts';
 import { ticketUserOf } from './ticket-user.ts';
 
