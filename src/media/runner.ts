@@ -11,77 +11,19 @@
  * inputs are overwritten with the placeholder once the attempt ends, however it ends, unless
  * the box stopped answering. The lease is released in a `finally` on every path.
  */
-import { randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
-import type { BackendRegistry } from '../backends/registry.ts';
-import { comfyKnobs, type ComfyKnobs } from '../config/defaults.ts';
-import { SchedulerRejection, type Candidate, type Lease, type Scheduler, type TicketUser } from '../scheduler/index.ts';
+import { comfyKnobs } from '../config/defaults.ts';
+import { SchedulerRejection, type Candidate, type Lease } from '../scheduler/index.ts';
 import { compile, placeholderPng, type CompileResult, type ObjectInfo } from './compiler/index.ts';
-import type { Artifacts } from './jobs/artifacts.ts';
-import type { ComfyClient, ComfyHistoryEntry } from './comfy/client.ts';
-import type { ComfyClients } from './comfy/clients.ts';
+import type { ComfyClient } from './comfy/client.ts';
 import type { GenerationCandidate } from './generation-catalog.ts';
-import type { JobError, JobStore } from './jobs/store.ts';
+import type { JobError } from './jobs/store.ts';
 import type { LiveState } from './jobs/live.ts';
-import { collectOutputs } from './comfy/outputs-fetch.ts';
-import { ProgressTracker } from './comfy/prompt-progress.ts';
+import type { Attempt, JobPlan, RunEnd, RunnerDeps } from './run-plan.ts';
+import { runPrompt } from './run-prompt.ts';
 import type { JobEvent } from './service-types.ts';
-
-export interface RunnerDeps {
-  scheduler: Scheduler;
-  registry: BackendRegistry;
-  clients: ComfyClients;
-  store: JobStore;
-  artifacts: Artifacts;
-  objectInfo: (backend: string) => ObjectInfo | undefined;
-  /** A box misbehaved: let discovery look at it now. */
-  probe: (backend: string) => void;
-  /**
-   * Resolves once the GPU group of `backend` has finished switching to media work (its
-   * llama-swap unloaded): GpuSwitch.pending of the backend's group. Waited for at most
-   * GPU_SETTLE_MS before anything is sent to the box; absent, nothing is waited for.
-   */
-  gpuSettled?: (backend: string) => Promise<void>;
-  now: () => number;
-  log: Logger;
-}
-
-/** Everything a run needs, decided when the job was accepted. */
-export interface JobPlan {
-  id: string;
-  alias: string;
-  params: Record<string, unknown>;
-  /** The job's files by param, read (from where the job keeps them) when an attempt uploads them. */
-  files: Record<string, { mime: string; ext: string; read: () => Promise<Buffer> }>;
-  /** Candidates now (allow-list and LoRAs applied), and again while parked. */
-  candidates: () => GenerationCandidate[];
-  /** The one random draw for the seed, so every attempt uses the same seed. */
-  seedDraw: number;
-  /** Parking budget of each acquire (ms): the first one's and every failover's. */
-  parkMs: number;
-  /** The user its seconds are charged to in the fair share (`Ticket.user`); absent = the anonymous user. */
-  user?: TicketUser;
-  /** Why the scheduler refused the job, per box, worded for its owner (routing/refusal-explainer.ts). */
-  explainRefusal?: (backends: string[], rejection: SchedulerRejection) => string | undefined;
-}
-
-export type RunEnd =
-  | { status: 'done'; backend: string }
-  | { status: 'failed'; error: JobError; backend: string | null }
-  | { status: 'cancelled'; backend: string | null };
-
-type Attempt =
-  | { kind: 'done' }
-  | { kind: 'cancelled' }
-  /** Try another box; `execution`: the workflow itself failed there (failover once). */
-  | { kind: 'failover'; error: JobError; execution?: boolean }
-  | { kind: 'fatal'; error: JobError };
 
 /** An execution error moves the job to another box this many times at most. */
 const EXECUTION_FAILOVERS = 1;
-
-/** Progress reaches the store at most this often (live readers see every step). */
-const PROGRESS_SAVE_MS = 500;
 
 /** The longest a job waits for its GPU group's switch (llama-swap unloading) before it goes on anyway. */
 export const GPU_SETTLE_MS = 15_000;
@@ -256,167 +198,6 @@ async function attempt(
   }
 }
 
-/** Submits the compiled prompt, follows it to its end, keeps its files. */
-async function runPrompt(
-  deps: RunnerDeps,
-  plan: JobPlan,
-  live: LiveState,
-  backendName: string,
-  knobs: ComfyKnobs,
-  client: ComfyClient,
-  compiled: Extract<CompileResult, { ok: true }>,
-  emit: (event: JobEvent) => void,
-  within: (ms: number) => AbortSignal,
-): Promise<{ attempt: Attempt; unreachable?: boolean }> {
-  const signal = live.abort.signal;
-  const promptId = randomUUID();
-  deps.store.update(plan.id, { promptId }, deps.now()); // before submitting: a crash can then still interrupt it
-  let savedAt = 0;
-  const tracker = new ProgressTracker(
-    compiled.prompt,
-    (p) => {
-      live.progress = p.progress;
-      live.node = p.node;
-      live.step = p.step;
-      emit({ type: 'progress', progress: p.progress, node: p.node, ...(p.step ? { step: p.step } : {}) });
-      const now = deps.now();
-      if (now - savedAt >= PROGRESS_SAVE_MS) {
-        savedAt = now;
-        deps.store.update(plan.id, { progress: p.progress, node: p.node }, now);
-      }
-    },
-    (preview) => {
-      live.preview = preview;
-      emit({ type: 'preview', url: `/v1/jobs/${plan.id}/preview` });
-    },
-  );
-  const unsubscribe = client.onProgress(promptId, (event) => tracker.observe(event));
-  const started = deps.now();
-  try {
-    const submitted = await client.submit(compiled.promptJson, promptId, { signal: within(knobs.readTimeoutMs) });
-    // queued after all, a cancel is waitFor's to carry out (it takes the prompt off the box)
-    if (!submitted.ok && signal.aborted) return { attempt: { kind: 'cancelled' } };
-    if (!submitted.ok) {
-      if (submitted.status === 0 || submitted.status >= 500) deps.probe(backendName);
-      const code = submitted.status === 400 ? 'prompt_refused' : 'submit_failed';
-      const attempt: Attempt = {
-        kind: 'failover',
-        error: { code, message: `${backendName}: ${submitted.error}${nodeErrorsText(submitted.nodeErrors)}` },
-      };
-      return { attempt, unreachable: submitted.status === 0 };
-    }
-    const waited = await client.waitFor(promptId, {
-      pollMs: knobs.pollMs,
-      maxWaitMs: knobs.maxWaitMs,
-      signal,
-      unreachableAfterMs: knobs.disconnectGraceMs,
-      // the watchdog found the executor stuck: the prompt would wait there until max_wait
-      abandonIf: () => (deps.registry.get(backendName)?.error?.kind === 'exec_stuck' ? 'exec_stuck' : undefined),
-    });
-    switch (waited.kind) {
-      case 'interrupted':
-        // not our cancel: someone stopped it on the box (ComfyUI's own Cancel button)
-        if (signal.aborted) return { attempt: { kind: 'cancelled' } };
-        return {
-          attempt: {
-            kind: 'failover',
-            error: { code: 'interrupted', message: `${backendName} interrupted the prompt (not this gateway)` },
-          },
-        };
-      case 'timeout':
-        return {
-          attempt: {
-            kind: 'failover',
-            error: {
-              code: 'max_wait',
-              message: `${backendName} did not finish within ${knobs.maxWaitMs / 1000} s (interrupted)`,
-            },
-          },
-        };
-      case 'unreachable':
-        deps.probe(backendName);
-        return {
-          attempt: {
-            kind: 'failover',
-            error: { code: 'unreachable', message: `${backendName} stopped answering: ${waited.error}` },
-          },
-          unreachable: true,
-        };
-      case 'abandoned':
-        return {
-          attempt: {
-            kind: 'failover',
-            error: {
-              code: waited.reason,
-              message: `${backendName} was marked ${waited.reason}; the prompt was taken off it`,
-            },
-          },
-        };
-      case 'lost':
-        deps.probe(backendName);
-        return {
-          attempt: {
-            kind: 'failover',
-            error: { code: 'lost', message: `${backendName} no longer knows the prompt (restarted?)` },
-          },
-        };
-      case 'failed':
-        return {
-          attempt: {
-            kind: 'failover',
-            execution: true,
-            error: { code: 'execution_error', message: `${backendName}: ${waited.message}` },
-          },
-        };
-      case 'done':
-        return {
-          attempt: await keepResults(
-            deps,
-            plan,
-            client,
-            backendName,
-            waited.entry,
-            compiled,
-            started,
-            signal,
-            within(knobs.maxWaitMs),
-          ),
-        };
-    }
-  } finally {
-    unsubscribe();
-    tracker.stop();
-  }
-}
-
-async function keepResults(
-  deps: RunnerDeps,
-  plan: JobPlan,
-  client: ComfyClient,
-  backendName: string,
-  entry: ComfyHistoryEntry,
-  compiled: Extract<CompileResult, { ok: true }>,
-  started: number,
-  signal: AbortSignal,
-  fetchSignal: AbortSignal,
-): Promise<Attempt> {
-  const files = await collectOutputs(client, entry, compiled.outputs, fetchSignal);
-  if (signal.aborted) return { kind: 'cancelled' };
-  if (!files.ok)
-    return { kind: 'failover', error: { code: 'fetch_failed', message: `${backendName}: ${files.error}` } };
-  if (files.files.length === 0)
-    return {
-      kind: 'fatal',
-      error: { code: 'no_output', message: `the workflow finished on ${backendName} without an output file` },
-    };
-  for (const [n, file] of files.files.entries()) {
-    const written = await deps.artifacts.write(plan.id, n, file.bytes, file.mime);
-    deps.store.addResult(plan.id, { n, kind: file.kind, mime: file.mime, ...written });
-  }
-  deps.scheduler.recordJobSeconds(backendName, plan.alias, (deps.now() - started) / 1000);
-  return { kind: 'done' };
-}
-
 function compileFor(plan: JobPlan, candidate: GenerationCandidate, objectInfo: ObjectInfo | undefined): CompileResult {
   const images = Object.fromEntries(Object.entries(plan.files).map(([param, f]) => [param, { ext: f.ext }]));
   return compile(plan.params, candidate.alias, { jobId: plan.id, images, objectInfo, random: () => plan.seedDraw });
@@ -462,18 +243,4 @@ async function gpuSettled(deps: RunnerDeps, backend: string, signal: AbortSignal
     clearTimeout(timer);
     signal.removeEventListener('abort', onAbort!);
   }
-}
-
-/** ComfyUI's `node_errors` in one line: `; 310 (KSampler) sampler_name: Value not in list …`. */
-function nodeErrorsText(nodeErrors: Record<string, unknown> | undefined): string {
-  if (!nodeErrors) return '';
-  const parts: string[] = [];
-  for (const [node, entry] of Object.entries(nodeErrors)) {
-    const e = entry as { class_type?: unknown; errors?: Array<{ message?: unknown; details?: unknown }> };
-    for (const err of Array.isArray(e.errors) ? e.errors : []) {
-      const text = [err.message, err.details].filter((t) => typeof t === 'string' && t !== '').join(': ');
-      parts.push(`${node}${typeof e.class_type === 'string' ? ` (${e.class_type})` : ''} ${text}`);
-    }
-  }
-  return parts.length ? `; ${parts.slice(0, 5).join('; ').slice(0, 1000)}` : '';
 }

@@ -16,17 +16,18 @@ import { ArtifactError, Artifacts, extOf, type ThumbOptions } from './jobs/artif
 import type { ComfyClients } from './comfy/clients.ts';
 import { outputKind, type ObjectInfo } from './compiler/index.ts';
 import type { GenerationCatalog } from './generation-catalog.ts';
-import { LiveJobs, type LiveState } from './jobs/live.ts';
+import { followLive, LiveJobs, type LiveState } from './jobs/live.ts';
 import { JOB_TERMINAL_STATUSES, JobStore, newJobId, type Job, type JobStatus } from './jobs/store.ts';
 import { jobView } from './jobs/views.ts';
-import { runJob, type JobPlan, type RunEnd } from './runner.ts';
+import type { JobPlan, RunEnd } from './run-plan.ts';
+import { runJob } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
 import { requireReadableImages } from './inputs/image-readable.ts';
 import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './jobs/stored-params.ts';
 import { spoolDir } from './inputs/upload-spool.ts';
-import { withoutBoxPaths } from './box-text.ts';
+import { finishJob } from './job-finish.ts';
 
 export interface MediaJobsDeps {
   jobsDir: string;
@@ -50,8 +51,6 @@ export interface MediaJobsDeps {
 const PRUNE_EVERY_MS = 10 * 60_000;
 /** How long `cancel` waits for the run to have stopped its prompt before answering. */
 const CANCEL_WAIT_MS = 5_000;
-/** Queue positions of parked jobs are re-read for their listeners this often. */
-const POSITION_EVERY_MS = 1_000;
 
 export class MediaJobs implements MediaService {
   readonly store: JobStore;
@@ -274,28 +273,7 @@ export class MediaJobs implements MediaService {
         listener({ type: view.status as 'done' | 'failed' | 'cancelled', job: view });
       return () => {};
     }
-    if (job.status === 'queued') listener({ type: 'queued', position: state.position() });
-    else {
-      listener({ type: 'running', backend: job.backend ?? '' });
-      listener({
-        type: 'progress',
-        progress: Math.max(state.progress, job.progress),
-        node: state.node,
-        ...(state.step ? { step: state.step } : {}),
-      });
-    }
-    let lastPosition = job.status === 'queued' ? state.position() : null;
-    const positions = setInterval(() => {
-      const position = state.position();
-      if (position !== null && position !== lastPosition) listener({ type: 'queued', position });
-      lastPosition = position;
-    }, POSITION_EVERY_MS);
-    positions.unref();
-    state.listeners.add(listener);
-    return () => {
-      clearInterval(positions);
-      state.listeners.delete(listener);
-    };
+    return followLive(job, state, listener);
   }
 
   async result(id: string, n: number, caller: MediaCaller, thumb?: ThumbOptions): Promise<FileAnswer | undefined> {
@@ -389,11 +367,7 @@ export class MediaJobs implements MediaService {
     return jobView(job, this.store.results(job.id), this.store.inputs(job.id), this.live.get(job.id));
   }
 
-  /**
-   * The run ended: the row gets its terminal status (unless a cancel came first), the call log
-   * its row, listeners and waiters the end. Whatever of that fails, the live entry goes and
-   * everyone following the job hears its end (the view as far as the store still tells it).
-   */
+  /** The run ended (job-finish.ts): terminal status, call-log row, everyone following it told. */
   private finish(
     job: Job,
     live: LiveState,
@@ -402,76 +376,16 @@ export class MediaJobs implements MediaService {
     run: RunEnd,
     startedAt: number,
   ): void {
-    const now = this.now();
-    // what a box wrote reaches the job's owner without the box's folders
-    const end: RunEnd =
-      run.status !== 'failed' ? run : { ...run, error: { ...run.error, message: withoutBoxPaths(run.error.message) } };
-    let final: Job = job;
-    try {
-      if (end.status === 'failed') this.store.update(job.id, { status: 'failed', error: end.error, node: null }, now);
-      else if (end.status === 'cancelled')
-        this.store.update(
-          job.id,
-          { status: 'cancelled', error: { code: 'cancelled', message: 'cancelled' }, node: null },
-          now,
-        );
-      else this.store.update(job.id, { status: 'done', node: null }, now);
-      final = this.store.get(job.id, now) ?? job;
-    } catch (err) {
-      // the store closed under a run that outlived the gateway: the next start reconciles it
-      this.deps.log.warn({ err, job: job.id }, 'finishing a media job failed');
-      final = {
-        ...job,
-        status: end.status,
-        error:
-          end.status === 'failed'
-            ? end.error
-            : end.status === 'cancelled'
-              ? { code: 'cancelled', message: 'cancelled' }
-              : null,
-      };
-    }
-    try {
-      this.deps.recordOutcome({
-        requestId: request.requestId,
-        endpoint: request.endpoint,
-        source: caller.source,
-        userId: caller.userId,
-        requestedModel: request.alias,
-        backend: end.backend,
-        model: request.alias,
-        status: loggedStatus(final.status, end.backend),
-        reason: final.status === 'done' ? null : (final.error?.code ?? final.status),
-        startedAt,
-        durationMs: now - startedAt,
-        ttftMs: null,
-      });
-    } catch (err) {
-      this.deps.log.warn({ err, job: job.id }, 'logging a finished media job failed');
-    } finally {
-      // the row counts (or not) now: the job stops counting as running against its user's quota
-      request.release?.();
-      let view: JobView;
-      try {
-        view = this.viewOf(final);
-      } catch {
-        view = jobView(final, [], [], undefined);
-      }
-      this.live.finish(job.id, { type: final.status as 'done' | 'failed' | 'cancelled', job: view });
-      live.settle(view); // a no-op when live.finish settled it
-    }
+    const deps = {
+      store: this.store,
+      live: this.live,
+      now: this.now,
+      log: this.deps.log,
+      recordOutcome: (outcome: CallOutcome) => this.deps.recordOutcome(outcome),
+      viewOf: (j: Job) => this.viewOf(j),
+    };
+    finishJob(deps, job, live, caller, request, run, startedAt);
   }
-}
-
-/**
- * The call-log status of a finished job. A job cancelled before it reached any box is logged
- * 409 with no backend, a refusal (stats/quota.ts `countsTowardQuota`): it gives its quota
- * count back. One cancelled on a box (499) used the GPU and counts.
- */
-function loggedStatus(status: JobStatus, backend: string | null): number {
-  if (status === 'done') return 200;
-  if (status === 'cancelled') return backend === null ? 409 : 499;
-  return 502;
 }
 
 function delay(ms: number): Promise<void> {

@@ -5,6 +5,7 @@
  * listeners synchronously, in order; a listener that throws is dropped, never the job.
  */
 import type { JobEvent, JobView } from '../service-types.ts';
+import type { Job } from './store.ts';
 
 export interface LiveState {
   /** Position while parked (a getter: the scheduler knows it); null when not parked. */
@@ -78,4 +79,37 @@ function emitTo(state: LiveState, event: JobEvent): void {
       state.listeners.delete(listener);
     }
   }
+}
+
+/** Queue positions of parked jobs are re-read for their listeners this often. */
+const POSITION_EVERY_MS = 1_000;
+
+/**
+ * Follows a job that is still going: `listener` hears where it is now (its queue position, or
+ * its box and progress), then every event, and a parked job's position as it moves. Returns the
+ * unsubscribe.
+ */
+export function followLive(job: Job, state: LiveState, listener: (event: JobEvent) => void): () => void {
+  if (job.status === 'queued') listener({ type: 'queued', position: state.position() });
+  else {
+    listener({ type: 'running', backend: job.backend ?? '' });
+    listener({
+      type: 'progress',
+      progress: Math.max(state.progress, job.progress),
+      node: state.node,
+      ...(state.step ? { step: state.step } : {}),
+    });
+  }
+  let lastPosition = job.status === 'queued' ? state.position() : null;
+  const positions = setInterval(() => {
+    const position = state.position();
+    if (position !== null && position !== lastPosition) listener({ type: 'queued', position });
+    lastPosition = position;
+  }, POSITION_EVERY_MS);
+  positions.unref();
+  state.listeners.add(listener);
+  return () => {
+    clearInterval(positions);
+    state.listeners.delete(listener);
+  };
 }
