@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ComfyKnobs } from '../config/defaults.ts';
 import type { CompileResult } from './compiler/index.ts';
-import type { ComfyClient, ComfyHistoryEntry } from './comfy/client.ts';
+import type { ComfyHistoryEntry } from './comfy/answers.ts';
+import type { ComfyClient } from './comfy/client.ts';
 import type { LiveState } from './jobs/live.ts';
 import { collectOutputs } from './comfy/outputs-fetch.ts';
 import { ProgressTracker } from './comfy/prompt-progress.ts';

@@ -14,6 +14,22 @@ import { randomUUID } from 'node:crypto';
 import { FormData, request, type Dispatcher } from 'undici';
 import { describeError } from '../../backends/errors.ts';
 import { ComfyProgress, type ComfyLog, type ComfyProgressListener } from './progress.ts';
+import {
+  isJsonObjectText,
+  isObject,
+  outputFiles,
+  parseObject,
+  queueLists,
+  type CallOptions,
+  type ComfyFileRef,
+  type ComfyHistoryEntry,
+  type PlainResult,
+  type QueueResult,
+  type SubmitResult,
+  type UploadResult,
+  type ViewResult,
+} from './answers.ts';
+import { readViewBody } from './view-read.ts';
 import { waitForPrompt, type HistoryAnswer, type WaitOptions, type WaitResult } from './wait.ts';
 
 export type { ComfyProgressEvent, ComfyProgressListener } from './progress.ts';
@@ -43,46 +59,6 @@ export interface ComfyClientOptions {
    */
   abandoned?: Set<string>;
 }
-
-/** A call's own stop: the job's cancel and a bound on the whole exchange (`AbortSignal.any`). */
-export interface CallOptions {
-  signal?: AbortSignal;
-}
-
-export interface ComfyHistoryEntry {
-  prompt?: unknown[];
-  outputs?: Record<string, Record<string, unknown>>;
-  status?: { status_str?: string; completed?: boolean; messages?: Array<[string, Record<string, any>]> };
-  meta?: Record<string, unknown>;
-  [key: string]: unknown;
-}
-
-export interface ComfyFileRef {
-  node: string;
-  /** The ui key it came from: images, gifs, audio, 3d… */ key: string;
-  filename: string;
-  subfolder: string;
-  type: string;
-}
-
-export type UploadResult =
-  { ok: true; name: string; subfolder: string } | { ok: false; status?: number; error: string };
-export type SubmitResult =
-  | {
-      ok: true;
-      promptId: string;
-      number: number;
-      /** Outputs that failed validation while others were queued. */ nodeErrors?: Record<string, unknown>;
-    }
-  /**
-   * `status` 0: no answer (refused, reset, timed out). `type`: ComfyUI's `error.type`
-   * (prompt_outputs_failed_validation…).
-   */
-  | { ok: false; status: number; error: string; type?: string; nodeErrors?: Record<string, unknown> };
-export type ViewResult =
-  { ok: true; bytes: Buffer; contentType: string } | { ok: false; status?: number; error: string };
-export type PlainResult = { ok: true } | { ok: false; error: string };
-export type QueueResult = { ok: true; running: string[]; pending: string[] } | { ok: false; error: string };
 
 type HttpResult = { ok: true; status: number; contentType: string; text: string } | { ok: false; error: string };
 
@@ -238,41 +214,7 @@ export class ComfyClient {
     } catch (err) {
       return { ok: false, error: describeError(err).detail };
     }
-    try {
-      if (res.statusCode !== 200)
-        return {
-          ok: false,
-          status: res.statusCode,
-          error: `view answered ${res.statusCode}: ${(await res.body.text()).slice(0, 200)}`,
-        };
-      const declared = Number(res.headers['content-length']);
-      if (Number.isFinite(declared) && declared > limit) {
-        discard(res.body);
-        return {
-          ok: false,
-          status: 200,
-          error: `file ${file.filename} is ${declared} bytes, over the ${limit} byte limit`,
-        };
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of res.body) {
-        size += (chunk as Buffer).length;
-        if (size > limit) {
-          discard(res.body);
-          return { ok: false, status: 200, error: `file ${file.filename} is over the ${limit} byte limit` };
-        }
-        chunks.push(chunk as Buffer);
-      }
-      return {
-        ok: true,
-        bytes: Buffer.concat(chunks, size),
-        contentType: String(res.headers['content-type'] ?? 'application/octet-stream'),
-      };
-    } catch (err) {
-      discard(res.body);
-      return { ok: false, error: describeError(err).detail };
-    }
+    return readViewBody(res, limit, file.filename);
   }
 
   /** Targeted `POST /interrupt {prompt_id}`: stops the prompt only if it is the one running. */
@@ -291,36 +233,12 @@ export class ComfyClient {
     if (!res.ok) return { ok: false, error: res.error };
     const json = res.status === 200 ? parseObject(res.text) : undefined;
     if (!json) return { ok: false, error: `GET /queue answered ${res.status}: ${res.text.slice(0, 200)}` };
-    const items = (v: unknown) =>
-      Array.isArray(v) ? v.filter((i): i is unknown[] => Array.isArray(i) && typeof i[1] === 'string') : [];
-    const pending = items(json.queue_pending).sort((a, b) => Number(a[0]) - Number(b[0]));
-    return {
-      ok: true,
-      running: items(json.queue_running).map((i) => i[1] as string),
-      pending: pending.map((i) => i[1] as string),
-    };
+    return queueLists(json);
   }
 
   /** Every file a history entry's outputs name: any list-valued ui key, any dict with a filename. */
   outputs(entry: ComfyHistoryEntry): ComfyFileRef[] {
-    const files: ComfyFileRef[] = [];
-    for (const [node, ui] of Object.entries(entry.outputs ?? {})) {
-      if (!isObject(ui)) continue;
-      for (const [key, list] of Object.entries(ui)) {
-        if (!Array.isArray(list)) continue;
-        for (const item of list) {
-          if (!isObject(item) || typeof item.filename !== 'string') continue;
-          files.push({
-            node,
-            key,
-            filename: item.filename,
-            subfolder: typeof item.subfolder === 'string' ? item.subfolder : '',
-            type: typeof item.type === 'string' ? item.type : 'output',
-          });
-        }
-      }
-    }
-    return files;
+    return outputFiles(entry);
   }
 
   // ---- waiting and taking prompts off ----------------------------------------------------------
@@ -448,32 +366,3 @@ const stopReason = (signal: AbortSignal): string =>
   (signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError'
     ? 'no complete answer within the time allowed'
     : 'stopped (the job was cancelled)';
-
-/** Drops an unread body (destroy() alone emits an error nobody listens to). */
-function discard(body: Dispatcher.ResponseData['body']): void {
-  body.on('error', () => {});
-  body.destroy();
-}
-
-function isObject(v: unknown): v is Record<string, any> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function parseObject(text: string): Record<string, any> | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    return isObject(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Checked without keeping the parse: the text itself is what is sent. */
-function isJsonObjectText(text: string): boolean {
-  if (!text.startsWith('{')) return false;
-  try {
-    return isObject(JSON.parse(text));
-  } catch {
-    return false;
-  }
-}

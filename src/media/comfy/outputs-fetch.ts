@@ -4,7 +4,8 @@
  * type its bytes show (sniffed), else what the box said, else its extension's. `signal` stops
  * the fetches (the job's cancel and a bound on them).
  */
-import type { ComfyClient, ComfyHistoryEntry } from './client.ts';
+import type { ComfyHistoryEntry } from './answers.ts';
+import type { ComfyClient } from './client.ts';
 import { kindOf, mimeOfExt } from '../jobs/artifacts.ts';
 import { sniffMime } from '../inputs/files.ts';
 import type { ResultKind } from '../jobs/store.ts';

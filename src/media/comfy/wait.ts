@@ -6,7 +6,8 @@
  * (cancel, timeout, abandon, unreachable) dequeues and interrupts it first (bounded); when
  * the box does not answer that, the client remembers the prompt and takes it off later.
  */
-import type { ComfyHistoryEntry, ComfyProgressListener } from './client.ts';
+import type { ComfyHistoryEntry } from './answers.ts';
+import type { ComfyProgressListener } from './progress.ts';
 
 export interface WaitOptions {
   /** Poll /history this often (ms), websocket or not. */
