@@ -16,12 +16,10 @@ import {
   addressRefusal,
   createGuardedConnector,
   createRefAgent,
-  fetchRef,
   isPublicAddress,
-  redactUrl,
-  type FetchOptions,
   type Resolver,
-} from '../src/media/inputs/fetch.ts';
+} from '../src/media/inputs/address-guard.ts';
+import { fetchRef, redactUrl, type FetchOptions } from '../src/media/inputs/fetch.ts';
 import { MediaInputError } from '../src/media/inputs/errors.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;

@@ -16,9 +16,9 @@ import {
   decodeMediaValue,
   MediaInputError,
   requireKind,
-  sniffMime,
   type FetchOptions,
 } from '../src/media/inputs/files.ts';
+import { sniffMime } from '../src/media/inputs/sniff.ts';
 
 const OPTS: FetchOptions = { allowPrivate: true, maxBytes: 1024 * 1024, timeoutMs: 5_000 };
 

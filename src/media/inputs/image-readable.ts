@@ -7,7 +7,7 @@
  * (BMP, AVIF/HEIC) are left to the box; without sharp nothing is checked.
  */
 import { MediaInputError } from './errors.ts';
-import { sniffMime } from './files.ts';
+import { sniffMime } from './sniff.ts';
 import { loadSharp } from '../sharp-lazy.ts';
 import type { MediaFile } from '../service-types.ts';
 
