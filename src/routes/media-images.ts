@@ -18,15 +18,13 @@
  */
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { loadSharp } from '../media/sharp-lazy.ts';
-import { badRequest, GatewayError } from '../errors.ts';
-import { THUMB_MAX } from '../media/jobs/artifacts.ts';
-import { registerExactJsonParser, parseExactJson } from '../wire/exact-json.ts';
+import { badRequest } from '../errors.ts';
+import { registerExactJsonParser } from '../wire/exact-json.ts';
 import { decodeMediaValue, requireKind } from '../media/inputs/files.ts';
-import { sniffMime } from '../media/inputs/sniff.ts';
-import { spoolDir, UploadSpool, type SpooledFile } from '../media/inputs/upload-spool.ts';
-import type { GenerationSubmit, JobResultView, MediaCaller, MediaFile } from '../media/service-types.ts';
-import { formError, type FormErrorText } from './form-errors.ts';
+import { spoolDir } from '../media/inputs/upload-spool.ts';
+import type { GenerationSubmit, MediaCaller, MediaFile } from '../media/service-types.ts';
+import { FORM_FIELD_LIMIT, FORM_FIELDS, MAX_IMAGES, readImageForm } from './media-images-form.ts';
+import { outputFormat, responseFormat, resultBytes, resultUrl } from './media-images-output.ts';
 import { reserveUpload, uploadBudgetOf, uploadHoldOf, type UploadHold } from './media-upload-budget.ts';
 import {
   MEDIA_FILE_LIMIT,
@@ -56,15 +54,8 @@ const ENVELOPE = new Set([
   'stream',
   'ref_images',
 ]);
-const OUTPUT_FORMATS = { png: 'image/png', webp: 'image/webp', jpeg: 'image/jpeg' } as const;
-type OutputFormat = keyof typeof OUTPUT_FORMATS;
-
-/** The most images an edit (or `ref_images`) may carry; a mask comes on top. */
-const MAX_IMAGES = 16;
 /** The most results one request may ask for (`n`), as OpenAI's own limit. */
 const MAX_N = 10;
-const FORM_FIELD_LIMIT = 1024 * 1024;
-const FORM_FIELDS = 100;
 
 export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDeps): Promise<void> {
   registerExactJsonParser(app);
@@ -203,45 +194,6 @@ function generationModel(model: unknown, usable: () => { id: string }[]): string
   return model;
 }
 
-function responseFormat(value: unknown): 'url' | 'b64_json' {
-  if (value === undefined || value === null) return 'b64_json';
-  if (value === 'url' || value === 'b64_json') return value;
-  throw badRequest("`response_format` must be 'url' or 'b64_json'.", 'response_format', 'invalid_response_format');
-}
-
-interface OutputWish {
-  format: OutputFormat;
-  /** 0–100 as OpenAI means it: the encoder's quality (100 = best, lower = smaller). */
-  compression?: number;
-}
-
-function outputFormat(format: unknown, compression: unknown): OutputWish | undefined {
-  let c: number | undefined;
-  if (compression !== undefined && compression !== null) {
-    if (typeof compression !== 'number' || !Number.isInteger(compression) || compression < 0 || compression > 100) {
-      throw badRequest(
-        '`output_compression` must be an integer from 0 to 100.',
-        'output_compression',
-        'invalid_output_compression',
-      );
-    }
-    c = compression;
-  }
-  if (format === undefined || format === null) {
-    if (c !== undefined)
-      throw badRequest(
-        '`output_compression` needs an `output_format` (webp or jpeg).',
-        'output_compression',
-        'invalid_output_compression',
-      );
-    return undefined;
-  }
-  const f = format === 'jpg' ? 'jpeg' : format;
-  if (typeof f !== 'string' || !Object.hasOwn(OUTPUT_FORMATS, f))
-    throw badRequest("`output_format` must be 'png', 'webp' or 'jpeg'.", 'output_format', 'invalid_output_format');
-  return { format: f as OutputFormat, compression: c };
-}
-
 /**
  * `n` and `size` in OpenAI's terms (a positive integer; `<w>x<h>` or `auto`), checked before the
  * compiler sees them.
@@ -285,167 +237,3 @@ async function refImages(
   files.forEach((file, i) => requireKind(file, 'image', `ref_images[${i}]`));
   return files;
 }
-
-/**
- * A result's absolute URL (it needs the caller's key). Asked for another format, an image
- * result's URL asks for that format at its own size (the thumbnail route, which never
- * enlarges; past THUMB_MAX pixels it is capped there); `output_compression` has no URL form.
- */
-function resultUrl(req: FastifyRequest, result: JobResultView, output?: OutputWish): string {
-  const base = `${req.protocol}://${req.host}${result.url}`;
-  if (!output || result.kind !== 'image' || result.mime === OUTPUT_FORMATS[output.format]) return base;
-  const w = Math.min(result.width ?? THUMB_MAX, THUMB_MAX);
-  const h = Math.min(result.height ?? THUMB_MAX, THUMB_MAX);
-  return `${base}?format=${output.format}&w=${w}&h=${h}`;
-}
-
-/** A result's bytes, converted with sharp when another image format (or a compression) was asked for. */
-async function resultBytes(
-  deps: MediaRouteDeps,
-  caller: MediaCaller,
-  id: string,
-  result: JobResultView,
-  output?: OutputWish,
-): Promise<Buffer> {
-  const file = await deps.media().result(id, result.n, caller);
-  if (!file)
-    throw new GatewayError({
-      status: 500,
-      code: 'result_missing',
-      message: `Result ${result.n} of job ${id} is missing.`,
-    });
-  if (!output || result.kind !== 'image') return file.bytes;
-  if (file.mime === OUTPUT_FORMATS[output.format] && output.compression === undefined) return file.bytes;
-  const quality = Math.max(1, output.compression ?? 90);
-  const img = (await loadSharp())(file.bytes);
-  switch (output.format) {
-    case 'png':
-      return img.png().toBuffer();
-    case 'webp':
-      return img.webp({ quality }).toBuffer();
-    case 'jpeg':
-      return img.flatten({ background: '#ffffff' }).jpeg({ quality }).toBuffer();
-  }
-}
-
-interface ImageForm {
-  images: MediaFile[];
-  mask?: MediaFile;
-  fields: Record<string, unknown>;
-}
-
-/**
- * Reads an edit's form: `image` / `image[]` files (in order), one `mask`, text fields (numeric
- * text becomes a number, big integers exact). 415 not multipart, 413 past a limit (one file,
- * or all of them together), 400 a file in another part or a malformed form. A file's type is
- * what its bytes show; the part's declared type only when they show nothing. Files go to a
- * temporary folder as they arrive (never a whole upload in memory), each chunk counted against
- * the request's budget and `hold` (the gateway's, 503 past it); they are read back only once the
- * whole form passed, and the folder is removed whatever happened.
- */
-async function readImageForm(req: FastifyRequest, spoolAt: string, hold: UploadHold | undefined): Promise<ImageForm> {
-  if (!req.isMultipart()) {
-    throw new GatewayError({
-      status: 415,
-      code: 'unsupported_media_type',
-      message: 'Send the edit as multipart/form-data, the image in the `image` part.',
-    });
-  }
-  const form: ImageForm = { images: [], fields: {} };
-  const budget = requestFileBudget('image');
-  const spool = await UploadSpool.open(spoolAt);
-  try {
-    const spooled: { name: string; file: SpooledFile; declared: string | undefined }[] = [];
-    try {
-      for await (const part of req.parts()) {
-        const name = part.fieldname;
-        if (part.type === 'file') {
-          if (name !== 'image' && name !== 'image[]' && name !== 'mask') {
-            throw badRequest(
-              `Unknown file part \`${name}\`: send images in \`image\` (or \`image[]\`) and the mask in \`mask\`.`,
-              name,
-              'unknown_file',
-            );
-          }
-          if (name === 'mask' && spooled.some((s) => s.name === 'mask')) {
-            throw badRequest('Send one mask only.', 'mask', 'invalid_file');
-          }
-          if (name !== 'mask' && spooled.filter((s) => s.name !== 'mask').length >= MAX_IMAGES) {
-            throw badRequest(`Send at most ${MAX_IMAGES} images.`, 'image', 'invalid_file');
-          }
-          // to disk as it arrives, every chunk counted against the request's and the gateway's budgets
-          const file = await spool
-            .save(part.file, (bytes) => {
-              budget.take(bytes);
-              hold?.take(bytes);
-            })
-            .catch((err: unknown) => {
-              throw formError(err, IMAGE_FORM_ERRORS, name);
-            });
-          if (part.file.truncated) throw IMAGE_FORM_ERRORS.fileTooLarge(name === 'mask' ? 'mask' : 'image');
-          if (file.bytes === 0) {
-            throw badRequest(`The file in \`${name}\` is empty.`, name === 'mask' ? 'mask' : 'image', 'invalid_file');
-          }
-          spooled.push({ name, file, declared: part.mimetype });
-          continue;
-        }
-        if (part.valueTruncated || part.fieldnameTruncated) {
-          throw new GatewayError({
-            status: 413,
-            code: 'request_too_large',
-            param: name,
-            message: `The form field \`${name}\` is larger than ${FORM_FIELD_LIMIT / 1024} KiB.`,
-          });
-        }
-        const key = name.endsWith('[]') ? name.slice(0, -2) : name;
-        const value = TEXT_FIELDS.has(key) ? part.value : fieldValue(part.value);
-        if (name.endsWith('[]')) form.fields[key] = [...((form.fields[key] as unknown[] | undefined) ?? []), value];
-        else if (!Object.hasOwn(form.fields, key)) form.fields[key] = value;
-      }
-    } catch (err) {
-      throw formError(err, IMAGE_FORM_ERRORS);
-    }
-    // once the whole form is read: a size refusal (413) comes before a type one, and nothing is read back before both
-    for (const { name, file, declared } of spooled) {
-      const param = name === 'mask' ? 'mask' : 'image';
-      requireKind({ bytes: file.head, mime: declaredType(declared) }, 'image', param);
-    }
-    for (const { name, file, declared } of spooled) {
-      const bytes = await spool.read(file);
-      const image = { bytes, mime: sniffMime(bytes) ?? declaredType(declared) };
-      if (name === 'mask') form.mask = image;
-      else form.images.push(image);
-    }
-  } finally {
-    await spool.dispose();
-  }
-  return form;
-}
-
-/** A part's declared type when it is a type/subtype, else octet-stream. */
-function declaredType(mimetype: string | undefined): string {
-  const value = mimetype?.split(';')[0].trim().toLowerCase();
-  return value && /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/.test(value) ? value : 'application/octet-stream';
-}
-
-/** Form fields that are text whatever they look like. */
-const TEXT_FIELDS = new Set(['model', 'prompt', 'size', 'response_format', 'output_format', 'negative_prompt']);
-const NUMERIC = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
-
-/** A form field's text: numeric text becomes a number (a bigint beyond 2^53, exact), the rest stays text. */
-function fieldValue(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  return NUMERIC.test(value) ? parseExactJson(value) : value;
-}
-
-const IMAGE_FORM_ERRORS: FormErrorText = {
-  fileTooLarge: (param) =>
-    new GatewayError({
-      status: 413,
-      code: 'file_too_large',
-      param: param ?? 'image',
-      message: `${param ?? 'A file'} is larger than the ${MEDIA_FILE_LIMIT / (1024 * 1024)} MiB a file may be.`,
-    }),
-  tooManyFiles: () => badRequest(`Send at most ${MAX_IMAGES} images and one mask.`, 'image', 'invalid_file'),
-  fields: FORM_FIELDS,
-};
