@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import sharp from 'sharp';
 import { ArtifactError, Artifacts, extOf, kindOf, mimeOfExt } from '../src/media/jobs/artifacts.ts';
-import { JobStore, newJobId } from '../src/media/jobs/store.ts';
+import { newJobId } from '../src/media/jobs/job-types.ts';
+import { JobStore } from '../src/media/jobs/store.ts';
 import { tempDirs } from './helpers/temp-dirs.ts';
 
 const NOW = Date.UTC(2026, 2, 15, 12);

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { JOB_ID_RE, JobStore, newJobId, RECONCILE_ERROR, type NewJob } from '../src/media/jobs/store.ts';
+import { JOB_ID_RE, newJobId, RECONCILE_ERROR, type NewJob } from '../src/media/jobs/job-types.ts';
+import { JobStore } from '../src/media/jobs/store.ts';
 import { tempDirs } from './helpers/temp-dirs.ts';
 
 const NOW = Date.UTC(2026, 2, 15, 12);

@@ -5,7 +5,8 @@
 import type { Logger } from 'pino';
 import type { CallOutcome } from '../stats/call-outcome.ts';
 import type { LiveJobs, LiveState } from './jobs/live.ts';
-import type { Job, JobStatus, JobStore } from './jobs/store.ts';
+import type { Job, JobStatus } from './jobs/job-types.ts';
+import type { JobStore } from './jobs/store.ts';
 import { jobView } from './jobs/views.ts';
 import type { RunEnd } from './run-plan.ts';
 import type { GenerationSubmit, JobView, MediaCaller } from './service-types.ts';

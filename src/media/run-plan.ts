@@ -6,7 +6,8 @@ import type { ObjectInfo } from './compiler/index.ts';
 import type { Artifacts } from './jobs/artifacts.ts';
 import type { ComfyClients } from './comfy/clients.ts';
 import type { GenerationCandidate } from './generation-catalog.ts';
-import type { JobError, JobStore } from './jobs/store.ts';
+import type { JobError } from './jobs/job-types.ts';
+import type { JobStore } from './jobs/store.ts';
 
 export interface RunnerDeps {
   scheduler: Scheduler;

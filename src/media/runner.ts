@@ -16,7 +16,7 @@ import { SchedulerRejection, type Candidate, type Lease } from '../scheduler/ind
 import { compile, placeholderPng, type CompileResult, type ObjectInfo } from './compiler/index.ts';
 import type { ComfyClient } from './comfy/client.ts';
 import type { GenerationCandidate } from './generation-catalog.ts';
-import type { JobError } from './jobs/store.ts';
+import type { JobError } from './jobs/job-types.ts';
 import type { LiveState } from './jobs/live.ts';
 import type { Attempt, JobPlan, RunEnd, RunnerDeps } from './run-plan.ts';
 import { runPrompt } from './run-prompt.ts';

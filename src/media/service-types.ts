@@ -3,7 +3,7 @@
  * (media/service.ts): who asks, what a generation request is once the HTTP envelope is
  * off, and what a job looks like on the wire. Plain types; no I/O here.
  */
-import type { JobStatus, ResultKind } from './jobs/store.ts';
+import type { JobStatus, ResultKind } from './jobs/job-types.ts';
 import type { ThumbOptions } from './jobs/artifacts.ts';
 import type { TicketUser } from '../scheduler/index.ts';
 

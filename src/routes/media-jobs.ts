@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, GatewayError } from '../errors.ts';
 import { MAX_N, THUMB_MAX, type ThumbFormat, type ThumbOptions } from '../media/jobs/artifacts.ts';
-import { JOB_ID_RE, type JobStatus } from '../media/jobs/store.ts';
+import { JOB_ID_RE, type JobStatus } from '../media/jobs/job-types.ts';
 import type { JobEvent, MediaCaller } from '../media/service-types.ts';
 import { SseResponse, StreamKeepalive } from '../wire/sse-response.ts';
 import { mediaCaller, sendFile, type MediaRouteDeps } from './media-caller.ts';

@@ -5,7 +5,7 @@
  * Plain data; the templates render it.
  */
 import type { UiServices } from './services.ts';
-import type { JobStatus } from '../media/jobs/store.ts';
+import type { JobStatus } from '../media/jobs/job-types.ts';
 import type { JobView } from '../media/service-types.ts';
 import type { CallRow } from '../stats/call-log.ts';
 import { CONSOLE_CALLER } from './dashboard-model.ts';

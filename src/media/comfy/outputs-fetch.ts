@@ -8,7 +8,7 @@ import type { ComfyHistoryEntry } from './answers.ts';
 import type { ComfyClient } from './client.ts';
 import { kindOf, mimeOfExt } from '../jobs/artifacts.ts';
 import { sniffMime } from '../inputs/sniff.ts';
-import type { ResultKind } from '../jobs/store.ts';
+import type { ResultKind } from '../jobs/job-types.ts';
 
 export interface FetchedOutput {
   bytes: Buffer;

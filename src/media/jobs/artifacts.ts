@@ -9,7 +9,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { loadSharp } from '../sharp-lazy.ts';
-import { JOB_ID_RE, type JobStore, type ResultKind } from './store.ts';
+import { JOB_ID_RE, type ResultKind } from './job-types.ts';
+import type { JobStore } from './store.ts';
 
 /** Extension by MIME type (parameters and case ignored); anything else is `bin`. */
 const EXT_BY_MIME: Record<string, string> = {

@@ -5,7 +5,7 @@
  * listeners synchronously, in order; a listener that throws is dropped, never the job.
  */
 import type { JobEvent, JobView } from '../service-types.ts';
-import type { Job } from './store.ts';
+import type { Job } from './job-types.ts';
 
 export interface LiveState {
   /** Position while parked (a getter: the scheduler knows it); null when not parked. */

@@ -1,5 +1,5 @@
 /** A job as the API shows it: the stored row, its files, and (while it runs) its live state. Pure. */
-import type { Job, JobInput, JobResult } from './store.ts';
+import type { Job, JobInput, JobResult } from './job-types.ts';
 import type { LiveState } from './live.ts';
 import type { JobView } from '../service-types.ts';
 

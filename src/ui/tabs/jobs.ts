@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { THUMB_MAX, MAX_N } from '../../media/jobs/artifacts.ts';
-import { JOB_ID_RE } from '../../media/jobs/store.ts';
+import { JOB_ID_RE } from '../../media/jobs/job-types.ts';
 import type { JobView } from '../../media/service-types.ts';
 import { sendFile } from '../../routes/media-caller.ts';
 import type { UiContext } from '../context.ts';
