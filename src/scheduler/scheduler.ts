@@ -1,12 +1,11 @@
 import { parkedEtas, shownEta, waiterEta } from './eta.ts';
 import { FairShare, userOf } from './fair-share.ts';
-import { designateInGroup, GroupTable } from './groups.ts';
+import { GroupTable } from './groups.ts';
+import { handOff, handOffGroup, handOffOn, takeFreeSlot, type HandOffContext } from './hand-off.ts';
 import { grantLease, type LeaseDeskContext } from './lease-desk.ts';
 import { FleetScore, stickyPick } from './fleet-score.ts';
-import { compareMembers } from './ordering.ts';
 import { abortedRejection, ParkingLot, parkedSnapshot, refreshedCandidates, type ParkedCall } from './parking.ts';
-import type { Ranked } from './prediction.ts';
-import { backendSnapshot, groupHasFreeSlot, hasFreeSlot, kindOf, type BackendSlots, type GroupSlots } from './slots.ts';
+import { backendSnapshot, kindOf, type BackendSlots } from './slots.ts';
 import { paidAllowed, paidBudgetRejection, paidGate } from './spill.ts';
 import { learnJobSeconds } from './learning.ts';
 import { learnSpeed } from './learn-speed.ts';
@@ -57,6 +56,7 @@ export class Scheduler {
   private readonly parking: ParkingLot;
   private readonly score: FleetScore;
   private readonly desk: LeaseDeskContext;
+  private readonly hand: HandOffContext;
 
   constructor(opts: SchedulerOptions) {
     this.clock = opts.clock;
@@ -78,7 +78,7 @@ export class Scheduler {
       isPaid: (backend) => this.isPaid(backend),
       groupOf: (backend) => this.backends.get(backend)?.group,
       estimateWait: this.score.estimateWait,
-      handOffOn: (backends) => this.handOffOn(backends),
+      handOffOn: (backends) => handOffOn(this.hand, backends),
       overrunning: (backend) => this.score.overrunning(backend, this.clock.now()),
       freeSlotsOn: (backend) => {
         const slots = this.routable(backend);
@@ -89,14 +89,24 @@ export class Scheduler {
       clock: this.clock,
       fair: this.fair,
       backendsOf: (user) => this.waiters.backendsOf(user),
-      handOff: (slots) => this.handOff(slots),
-      handOffGroup: (group) => this.handOffGroup(group),
-      handOffOn: (backends) => this.handOffOn(backends),
+      handOff: (slots) => handOff(this.hand, slots),
+      handOffGroup: (group) => handOffGroup(this.hand, group),
+      handOffOn: (backends) => handOffOn(this.hand, backends),
       forgetIfDrained: (slots) => {
         if (slots.inflight === 0 && this.backends.get(slots.spec.name) === slots) this.forget(slots);
       },
       pruneGroup: (group) => this.groups.prune(group),
       onGroupSwitch: () => this.onGroupSwitch,
+    };
+    this.hand = {
+      clock: this.clock,
+      fair: this.fair,
+      waiters: this.waiters,
+      score: this.score,
+      parking: this.parking,
+      affinityMaxWaitMs: () => this.affinityMaxWaitMs,
+      routable: (name) => this.routable(name),
+      grant: (slots, typeKey, waitedMs, user, route) => this.grant(slots, typeKey, waitedMs, user, route),
     };
   }
 
@@ -182,7 +192,7 @@ export class Scheduler {
     if (!hasUnpaid && !paidAllowed(ticket)) return Promise.reject(paidBudgetRejection(ticket.alias));
     const user = userOf(ticket.user);
     const sticky = stickyPick(ticket.stickTo, unpaid, this.affinityMaxWaitMs / 1000);
-    const stickyLease = sticky?.prediction.freeNow ? this.takeFreeSlot([sticky], user, 'sticky') : null;
+    const stickyLease = sticky?.prediction.freeNow ? takeFreeSlot(this.hand, [sticky], user, 'sticky') : null;
     if (stickyLease) return Promise.resolve(stickyLease);
     // the conversation's box frees soon enough while another is free now: wait for it alone (parking.ts)
     const stickyOnly =
@@ -191,13 +201,13 @@ export class Scheduler {
       ticket.parkMs > 0 &&
       this.waiters.size < this.maxParked &&
       unpaid.some((r) => r.prediction.freeNow);
-    const lease = stickyOnly ? null : this.takeFreeSlot(unpaid, user);
+    const lease = stickyOnly ? null : takeFreeSlot(this.hand, unpaid, user);
     if (lease) return Promise.resolve(lease);
     // also without a paid candidate now: the gate decides whether paid ones a refresh brings are waited on
     const canPark = ticket.parkMs > 0 && this.waiters.size < this.maxParked;
     const gate = stickyOnly ? { open: false } : paidGate(ticket, unpaid, hasUnpaid, canPark);
     const paid = gate.open && unpaid.length < ranked.length ? ranked.slice(unpaid.length) : [];
-    const paidLease = this.takeFreeSlot(paid, user, gate.route);
+    const paidLease = takeFreeSlot(this.hand, paid, user, gate.route);
     if (paidLease) return Promise.resolve(paidLease);
     if (!(ticket.parkMs > 0)) {
       const busy = this.fair.canStart(user) ? 'every backend is busy' : `its caller has ${user.maxInflight} in flight`;
@@ -223,10 +233,10 @@ export class Scheduler {
     const firstPaid = ranked.findIndex((r) => r.paid);
     const unpaid = firstPaid < 0 ? ranked : ranked.slice(0, firstPaid);
     const user = userOf(ticket?.user);
-    const lease = this.takeFreeSlot(unpaid, user);
+    const lease = takeFreeSlot(this.hand, unpaid, user);
     if (lease || firstPaid < 0) return lease;
     const gate = paidGate(ticket ?? {}, unpaid, unpaid.length > 0);
-    return gate.open ? this.takeFreeSlot(ranked.slice(firstPaid), user, gate.route) : null;
+    return gate.open ? takeFreeSlot(this.hand, ranked.slice(firstPaid), user, gate.route) : null;
   }
 
   /**
@@ -298,87 +308,9 @@ export class Scheduler {
     return { backends, parked, parkedByAlias: this.waiters.countsByAlias(), groups: this.groups.snapshot() };
   }
 
-  /**
-   * First candidate (already in scheduler order) with a free slot its model can use now, leased
-   * to `user` with `route`; null if none or the user is at its cap (`max_inflight`).
-   */
-  private takeFreeSlot(ordered: readonly Ranked[], user: TicketUser, route?: string): Lease | null {
-    if (!this.fair.canStart(user)) return null;
-    for (const { slots, candidate } of ordered) {
-      if (!hasFreeSlot(slots)) continue;
-      const group = slots.group;
-      if (group === undefined) {
-        // Waiters are served first: a free slot with waiters exists only when none of them
-        // can use it now (their model is not loaded on this busy box).
-        if (this.waiters.hasWaitersFor(candidate.backend)) this.handOff(slots);
-        if (this.score.canStart(slots, candidate.model)) return this.grant(slots, candidate.model, 0, user, route);
-      } else if (groupHasFreeSlot(group)) {
-        // The same for a free group slot, which waiters of any backend of the group may take.
-        this.handOffGroup(group);
-        if (this.score.canStart(slots, candidate.model) && groupHasFreeSlot(group)) {
-          return this.grant(slots, candidate.model, 0, user, route);
-        }
-      }
-    }
-    return null;
-  }
-
-  /**
-   * Gives free slots of this (ungrouped) backend to designated waiters, one decision per slot.
-   * On a busy box only a waiter whose model can start beside the running calls is designated
-   * (unless overdue); the slot stays free otherwise, until the box drains.
-   */
-  private handOff(slots: BackendSlots): void {
-    while (!slots.removed && slots.spec.available && hasFreeSlot(slots)) {
-      const now = this.clock.now();
-      const runnable = this.score.runnableOn(slots);
-      const pick = this.waiters.designate(slots.spec.name, {
-        lastTypeKey: slots.lastTypeKey,
-        now,
-        affinityMaxWaitMs: this.affinityMaxWaitMs,
-        runnable,
-      });
-      if (!pick) return;
-      this.grantParked(pick.waiter as ParkedCall, slots, pick.typeKey, now);
-    }
-  }
-
-  /**
-   * Gives free slots of this group to designated waiters of its backends, one decision per
-   * slot, while a backend of the group with a free slot of its own has one.
-   */
-  private handOffGroup(group: GroupSlots): void {
-    while (groupHasFreeSlot(group)) {
-      const now = this.clock.now();
-      const runnable = this.score.runnableInGroup();
-      const pick = designateInGroup(group, this.waiters, now, this.affinityMaxWaitMs, compareMembers, runnable);
-      if (!pick) return;
-      this.grantParked(pick.waiter as ParkedCall, pick.slots, pick.typeKey, now);
-    }
-  }
-
-  /** Hands a slot to a parked call: a paid one says why it spilled, the conversation's box 'sticky'. */
-  private grantParked(waiter: ParkedCall, slots: BackendSlots, typeKey: string, now: number): void {
-    const route = slots.spec.paid ? waiter.paidRoute : waiter.sticky === slots.spec.name ? 'sticky' : undefined;
-    // granted before unparked, so the user is never idle in between (fair-share.ts)
-    const lease = this.grant(slots, typeKey, now - waiter.enqueuedAt, waiter.user, route);
-    this.parking.unpark(waiter);
-    waiter.resolve(lease);
-  }
-
-  /** Hands off free slots of these backends (and of their groups). */
-  private handOffOn(backends: readonly string[]): void {
-    for (const backend of backends) {
-      const slots = this.routable(backend);
-      if (slots?.group === undefined) {
-        if (slots) this.handOff(slots);
-      } else this.handOffGroup(slots.group);
-    }
-  }
-
   private handOffEverywhere(): void {
-    for (const slots of this.backends.values()) if (slots.group === undefined) this.handOff(slots);
-    for (const group of this.groups.values()) this.handOffGroup(group);
+    for (const slots of this.backends.values()) if (slots.group === undefined) handOff(this.hand, slots);
+    for (const group of this.groups.values()) handOffGroup(this.hand, group);
   }
 
   private grant(slots: BackendSlots, typeKey: string, waitedMs: number, user: TicketUser, route?: string): Lease {
