@@ -1,20 +1,18 @@
 /**
- * Parking and hand-off: FIFO waits, the three hand-off rules, no overtaking, fleet changes,
- * timeouts, disconnects, limits, and releases of leases on removed backends.
+ * Parking and hand-off: FIFO waits, the three hand-off rules, no overtaking, fairness across
+ * aliases, and fleet changes that hand free slots to waiters.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SchedulerRejection, type BackendSlotSpec } from '../src/scheduler/index.ts';
+import { type BackendSlotSpec } from '../src/scheduler/index.ts';
 import {
   AFFINITY_MAX_WAIT_MS,
-  PARK_MS,
   candidates,
   grantedOn,
   leaseOf,
   schedulerHarness,
   settle,
   type FleetBackend,
-  type TrackedCall,
 } from './helpers/scheduler-harness.ts';
 
 describe('scheduler: parking is FIFO', () => {
@@ -301,198 +299,5 @@ describe('scheduler: fleet changes hand free slots to waiters at once', () => {
     scheduler.upsertBackend({ name: 'gpu', cap: 1, paid: false, available: true });
     await settle();
     assert.equal(grantedOn(waiter), 'gpu/m');
-  });
-});
-
-describe('scheduler: refusals', () => {
-  function expectRejection(c: TrackedCall, reason: string, retryAfter: number | undefined): void {
-    assert.ok(c.rejection instanceof SchedulerRejection, `${c.name} should be refused`);
-    assert.equal(c.rejection.reason, reason);
-    assert.equal(c.rejection.retryAfter, retryAfter);
-  }
-
-  it("park timeout: 'park_timeout', Retry-After 2, and the waiter leaves the queue at once", async () => {
-    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
-    const running = hold(['gpu/m']);
-    const waiter = call('waiter', ['gpu/m'], { parkMs: 5_000 });
-    const patient = call('patient', ['gpu/m'], { parkMs: 50_000 });
-    clock.advance(4_999);
-    await settle();
-    assert.equal(waiter.rejection, undefined);
-    clock.advance(1);
-    await settle();
-    expectRejection(waiter, 'park_timeout', 2);
-    assert.deepEqual(
-      scheduler.snapshot().parked.map((p) => p.alias),
-      ['patient'],
-    );
-    running.release();
-    await settle();
-    assert.equal(patient.lease?.backend, 'gpu', 'the slot goes to the next waiter, not the timed-out one');
-    assert.equal(clock.pendingTimers, 0, 'no park timer left behind');
-  });
-
-  it("parking off (parkMs 0): 'parking_off', Retry-After 1", async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
-    hold(['gpu/m']);
-    const refused = call('refused', ['gpu/m'], { parkMs: 0 });
-    await settle();
-    expectRejection(refused, 'parking_off', 1);
-    assert.equal(scheduler.hasParked(), false);
-  });
-
-  it("queue full: 'queue_full', Retry-After 2; room again once a waiter leaves", async () => {
-    const { clock, call, hold } = schedulerHarness([{ name: 'gpu' }], { maxParked: 2 });
-    hold(['gpu/m']);
-    const parked = [call('w1', ['gpu/m'], { parkMs: 1_000 }), call('w2', ['gpu/m'])];
-    const third = call('w3', ['gpu/m']);
-    await settle();
-    expectRejection(third, 'queue_full', 2);
-    assert.ok(parked.every((c) => !c.rejection));
-    clock.advance(1_000);
-    const fourth = call('w4', ['gpu/m']);
-    await settle();
-    assert.equal(fourth.rejection, undefined);
-  });
-
-  it('configure() changes max parked and affinity wait on the fly', async () => {
-    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }], { maxParked: 1 });
-    const running = hold(['gpu/a']);
-    const old = call('old', ['gpu/b']);
-    scheduler.configure({ maxParked: 2, affinityMaxWaitMs: 5 });
-    const sameModel = call('same-model', ['gpu/a']);
-    clock.advance(6); // old is now overdue under the new limit, not under the old one
-    running.release();
-    await settle();
-    assert.equal(sameModel.rejection, undefined, 'room for a second waiter');
-    assert.ok(old.lease && !sameModel.lease, 'the overdue waiter beats affinity');
-  });
-
-  it("client disconnect while parked: 'aborted' at once, the ticket leaves the queue", async () => {
-    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
-    const running = hold(['gpu/m']);
-    const controller = new AbortController();
-    const gone = call('gone', ['gpu/m'], { signal: controller.signal });
-    const stays = call('stays', ['gpu/m']);
-    controller.abort();
-    await settle();
-    expectRejection(gone, 'aborted', undefined);
-    assert.deepEqual(scheduler.snapshot().parkedByAlias, { stays: 1 });
-    assert.equal(clock.pendingTimers, 1, 'the aborted ticket’s park timer is cleared');
-    running.release();
-    await settle();
-    assert.equal(stays.lease?.backend, 'gpu');
-  });
-
-  it("an already aborted signal is refused with 'aborted' without parking", async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
-    hold(['gpu/m']);
-    const gone = call('gone', ['gpu/m'], { signal: AbortSignal.abort() });
-    await settle();
-    expectRejection(gone, 'aborted', undefined);
-    assert.equal(scheduler.hasParked(), false);
-  });
-
-  it('an abort after the lease was granted changes nothing', async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
-    const running = hold(['gpu/m']);
-    const controller = new AbortController();
-    const waiter = call('waiter', ['gpu/m'], { signal: controller.signal });
-    running.release();
-    controller.abort();
-    await settle();
-    assert.equal(waiter.lease?.backend, 'gpu');
-    assert.equal(waiter.rejection, undefined);
-    assert.equal(scheduler.snapshot().backends[0].inflight, 1);
-  });
-});
-
-describe('scheduler: leases', () => {
-  it('release is idempotent', async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
-    const lease = hold(['gpu/m']);
-    const w1 = call('w1', ['gpu/m']);
-    const w2 = call('w2', ['gpu/m']);
-    lease.release();
-    lease.release();
-    await settle();
-    assert.ok(w1.lease && !w2.lease, 'a second release must not free a second slot');
-    assert.equal(scheduler.snapshot().backends[0].inflight, 1);
-    w1.lease.release();
-    w1.lease.release();
-    await settle();
-    w2.lease!.release();
-    w2.lease!.release();
-    assert.equal(scheduler.snapshot().backends[0].inflight, 0);
-  });
-
-  it('removeBackend with a lease out: out of routing at once, release is harmless', async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }, { name: 'other' }]);
-    const lease = hold(['gpu/m']);
-    scheduler.removeBackend('gpu');
-    assert.deepEqual(
-      scheduler.snapshot().backends.map((b) => b.name),
-      ['other'],
-    );
-    const refused = call('refused', ['gpu/m']);
-    await settle();
-    assert.equal(refused.rejection?.reason, 'no_backend');
-    lease.release();
-    lease.release();
-    assert.deepEqual(
-      scheduler.snapshot().backends.map((b) => b.name),
-      ['other'],
-    );
-    scheduler.upsertBackend({ name: 'gpu', cap: 1, paid: false, available: true });
-    assert.equal(scheduler.snapshot().backends.find((b) => b.name === 'gpu')?.inflight, 0);
-  });
-
-  it('a backend re-added while old leases are out still counts them against its cap', async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
-    const old = hold(['gpu/m']);
-    scheduler.removeBackend('gpu');
-    scheduler.upsertBackend({ name: 'gpu', cap: 1, paid: false, available: true });
-    const waiter = call('waiter', ['gpu/m']);
-    await settle();
-    assert.equal(waiter.lease, undefined, 'the old lease still holds the only slot');
-    old.release();
-    await settle();
-    assert.equal(grantedOn(waiter), 'gpu/m');
-  });
-
-  it('waiters parked for a removed backend keep waiting for it to come back', async () => {
-    const { scheduler, call, hold } = schedulerHarness([{ name: 'gpu' }]);
-    const lease = hold(['gpu/m']);
-    const waiter = call('waiter', ['gpu/m']);
-    scheduler.removeBackend('gpu');
-    lease.release();
-    await settle();
-    assert.equal(waiter.lease, undefined);
-    scheduler.upsertBackend({ name: 'gpu', cap: 1, paid: false, available: true });
-    await settle();
-    assert.equal(grantedOn(waiter), 'gpu/m');
-  });
-});
-
-describe('scheduler: snapshot of parked tickets', () => {
-  it('lists each waiter with its age and remaining time, oldest first, and counts per alias', async () => {
-    const { clock, scheduler, call, hold } = schedulerHarness([{ name: 'a' }, { name: 'b' }]);
-    hold(['a/x']);
-    hold(['b/x']);
-    call('one', ['a/qwen', 'b/qwen', 'b/llama'], { alias: 'chat', parkMs: 10_000 });
-    clock.advance(1_000);
-    call('two', ['b/llama'], { alias: 'chat', parkMs: 3_000 });
-    call('three', ['a/sdxl'], { alias: 'image', parkMs: 3_000 });
-    clock.advance(500);
-    const { parked, parkedByAlias } = scheduler.snapshot();
-    assert.deepEqual(parked, [
-      { alias: 'chat', typeKeys: ['qwen', 'llama'], backends: ['a', 'b'], ageMs: 1_500, remainingMs: 8_500 },
-      { alias: 'chat', typeKeys: ['llama'], backends: ['b'], ageMs: 500, remainingMs: 2_500 },
-      { alias: 'image', typeKeys: ['sdxl'], backends: ['a'], ageMs: 500, remainingMs: 2_500 },
-    ]);
-    assert.deepEqual(parkedByAlias, { chat: 2, image: 1 });
-    clock.advance(PARK_MS);
-    await settle();
-    assert.equal(scheduler.hasParked(), false);
   });
 });
