@@ -260,16 +260,14 @@ function sampleOf(
     .map((name, k) => {
       const { node, field } = mapping[name];
       const n = Object.hasOwn(workflow, node) ? workflow[node] : undefined;
-      const fieldHint = n
-        ? ` · ${fieldsFor(node, infoOf(backend), field).find((f) => f.name === field)?.hint ?? ''}`
-        : '';
+      const described = n && fieldsFor(node, infoOf(backend), field).find((f) => f.name === field);
       return {
         k,
         name,
         value: state.sample.values[name] ?? '',
         image: n !== undefined && isImageLoaderClass(n.class_type),
         checked: state.sample.images.includes(name),
-        hint: `${node}.${field}${fieldHint}`,
+        hint: `${node}.${field}${n ? ` · ${described?.hint ?? ''}` : ''}`,
       };
     });
   return { backend, backends: used, params, extra: state.sample.extra };
