@@ -1,4 +1,7 @@
-/** The shapes of a ComfyUI workflow and of its mapping and pins as the config holds them (media/compiler/ reads them). */
+/**
+ * The shapes of a ComfyUI workflow and of its mapping and pins as the config holds them
+ * (media/compiler/ reads them).
+ */
 
 /** A link: `[source node id, output index]`. */
 export type Link = [string, number];
