@@ -2,8 +2,8 @@
  * One ComfyUI backend, as the gateway's media jobs use it: upload inputs, submit a workflow
  * (its JSON text spliced in unchanged, so big integers survive), follow it, fetch its files.
  *
- * `/history` is the source of truth: `waitFor` (comfy-wait.ts) polls it and resolves when the
- * entry appears; websocket events (comfy-progress.ts) only make it poll at once. Every method
+ * `/history` is the source of truth: `waitFor` (wait.ts) polls it and resolves when the
+ * entry appears; websocket events (progress.ts) only make it poll at once. Every method
  * answers with a typed result and never throws (style of upstream/forward.ts). Every request
  * carries the backend's credential; uploads, submits and views take a signal (cancel, and a
  * bound on the whole exchange besides the idle `readTimeoutMs`). A prompt this gateway gave up

@@ -1,5 +1,5 @@
 /**
- * The one error the media input readers (input-files.ts, fetch-ref.ts) throw: a value the
+ * The one error the media input readers (files.ts, fetch.ts) throw: a value the
  * client sent that cannot become a file. It is a GatewayError, so a route may simply let it
  * propagate and the error handler renders it (OpenAI shape, `param` set, no stack, no URL
  * credentials: messages are built from redacted URLs only).

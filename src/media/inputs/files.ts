@@ -1,7 +1,7 @@
 /**
  * Turning what a client sends for a file input into bytes: a base64 string (whitespace
  * tolerated, standard or URL-safe alphabet), a `data:<mime>;base64,…` URI, or an http(s) URL
- * (fetched by fetch-ref.ts). Anything else is a 400 naming the param; more than the cap a
+ * (fetched by fetch.ts). Anything else is a 400 naming the param; more than the cap a
  * 413. The MIME type is sniffed from the bytes (magic numbers); a data URI's declared type is
  * used only when sniffing finds nothing. File extensions come from artifacts.ts's `extOf`.
  */
