@@ -6,6 +6,8 @@
  *   ns-c64     non-streaming chat, 64 connections: requests/s, gateway CPU ms per request
  *   stream-c16 16 concurrent streams of 200 chunks, no gap: events/s, time to first byte
  *   slow-c500  500 concurrent streams of 20 chunks × 50 ms: completion, events/s, peak RSS
+ *   ollama-c16 the stream-c16 calls on Ollama's `/api/chat` (NDJSON) vs on `/v1/chat/completions`
+ *              (SSE), both through the gateway, alternated three times: events/s ratio
  * Then ns-c64 through a second gateway with auth (a user key) and the call log on, vs the first
  * (open, call log off): the cost of accounting.
  *
@@ -18,7 +20,7 @@ import { streaming as streamLoad } from './lib/stream-load.ts';
 
 const DURATION_S = Number(process.env.DURATION ?? 5);
 const WARMUP_S = Number(process.env.WARMUP ?? 1);
-const WORKLOADS = (process.env.WORKLOADS ?? 'ns-c1 ns-c64 stream-c16 slow-c500 accounting').split(/\s+/);
+const WORKLOADS = (process.env.WORKLOADS ?? 'ns-c1 ns-c64 stream-c16 slow-c500 ollama-c16 accounting').split(/\s+/);
 
 
 // ───────────────────────────── load drivers
@@ -77,6 +79,20 @@ async function nonStreaming(t: Target, connections: number): Promise<NsResult> {
 const streaming = (t: Target, concurrency: number, loop: boolean) =>
   streamLoad({ url: `${t.base}/v1/chat/completions`, headers: t.headers, body: CHAT_BODY(t.model, true), pid: t.pid }, concurrency, loop ? DURATION_S : 0);
 
+/** The same chat streams on Ollama's API through `t`: NDJSON lines, one per event. */
+const ollamaStreaming = (t: Target, concurrency: number) =>
+  streamLoad(
+    {
+      url: `${t.base}/api/chat`,
+      headers: t.headers,
+      body: CHAT_BODY(t.model, true),
+      pid: t.pid,
+      framing: 'ndjson',
+    },
+    concurrency,
+    DURATION_S,
+  );
+
 /** Drives a few thousand requests through a fresh gateway so the JIT has done its work before measuring. */
 async function warmUp(t: Target, requests = 4000): Promise<void> {
   const agent = new Agent({ connections: 16 });
@@ -134,6 +150,20 @@ async function main(): Promise<void> {
     const d = await streaming(direct(fakes.slow), 500, false);
     const g = await streaming(through('slow'), 500, false);
     rows.push(`| slow-c500 | ${d.completed}/${d.started} complete, ${fmt(d.eventsPerS, 0)} ev/s | ${g.completed}/${g.started} complete, ${fmt(g.eventsPerS, 0)} ev/s, peak RSS ${fmt(g.peakRssMb, 0)} MB | events/s ×**${fmt(g.eventsPerS / d.eventsPerS)}** |`);
+  }
+  if (WORKLOADS.includes('ollama-c16')) {
+    const sse: number[] = [];
+    const ndjson: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      sse.push((await streaming(through('stream'), 16, true)).eventsPerS);
+      ndjson.push((await ollamaStreaming(through('stream'), 16)).eventsPerS);
+    }
+    const s = avg(sse);
+    const o = avg(ndjson);
+    rows.push(
+      `| ollama-c16 | ${fmt(s, 0)} ev/s on /v1/chat/completions (SSE) | ${fmt(o, 0)} ev/s on /api/chat (NDJSON) ` +
+        `| NDJSON ÷ SSE ×**${fmt(o / s)}** (means of 3 alternated runs) |`,
+    );
   }
   if (WORKLOADS.includes('accounting')) {
     const accounted = await startGatewayProcess('accounted', fakes, ['call_log: true', 'api_key: bench-master-key-000000']);

@@ -1,7 +1,8 @@
 /**
  * The streaming load driver of the benchmarks: `concurrency` streams at once, in a closed loop
- * for `durationS` seconds (0 = one wave ramped 50 per 100 ms), counting SSE events (blank-line
- * terminated blocks) and the time to the first body byte.
+ * for `durationS` seconds (0 = one wave ramped 50 per 100 ms), counting events — SSE events
+ * (blank-line terminated blocks), or NDJSON lines with `framing: 'ndjson'` — and the time to the
+ * first body byte.
  */
 import { Agent, request } from 'undici';
 import { cpuMs, peakRssMb, sleep } from './processes.ts';
@@ -12,6 +13,8 @@ export interface StreamTarget {
   body: string;
   /** The serving process, for its peak RSS. */
   pid?: number;
+  /** How events are framed on the wire: SSE (default) or NDJSON (Ollama's API). */
+  framing?: 'sse' | 'ndjson';
 }
 
 export interface StreamResult {
@@ -27,6 +30,7 @@ export interface StreamResult {
 export async function streaming(t: StreamTarget, concurrency: number, durationS: number): Promise<StreamResult> {
   const agent = new Agent({ connections: concurrency, pipelining: 1 });
   const headers = { 'content-type': 'application/json', ...t.headers };
+  const separator = t.framing === 'ndjson' ? '\n' : '\n\n';
   let events = 0;
   let completed = 0;
   let started = 0;
@@ -43,10 +47,10 @@ export async function streaming(t: StreamTarget, concurrency: number, durationS:
       const text = tail + (chunk as Buffer).toString('latin1');
       let idx = 0;
       for (;;) {
-        const next = text.indexOf('\n\n', idx);
+        const next = text.indexOf(separator, idx);
         if (next < 0) break;
         events++;
-        idx = next + 2;
+        idx = next + separator.length;
       }
       tail = text.slice(idx);
     }
