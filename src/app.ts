@@ -18,6 +18,7 @@ import { clientErrorHandler, installErrorHandlers, sendError, toGatewayError } f
 import { openaiRoutes } from './routes/openai.ts';
 import { audioRoutes } from './routes/audio.ts';
 import { anthropicRoutes } from './routes/anthropic.ts';
+import { ollamaRoutes } from './routes/ollama.ts';
 import { responsesRoutes } from './routes/responses.ts';
 import { BackgroundResponses } from './responses/background.ts';
 import { InternalCalls, selfUrl } from './responses/internal-call.ts';
@@ -171,6 +172,14 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     backendType: (name) => gateway.registry.get(name)?.spec.type,
     routable: (candidates) => gateway.scheduler.order([...candidates]),
     countTokens: (call, candidates, req) => gateway.tokenCounter.count(call, candidates, req.headers),
+  });
+  await app.register(ollamaRoutes, {
+    ...proxied,
+    backendType: (name) => gateway.registry.get(name)?.spec.type,
+    facts: {
+      contextLength: (backend, model) => gateway.registry.get(backend)?.modelsById.get(model)?.context_length,
+      isResident: (backend, model) => gateway.residency.isResident(backend, model, Date.now()),
+    },
   });
   await app.register(responsesRoutes, {
     ...proxied,

@@ -65,6 +65,11 @@ export class GatewayError extends Error {
     return { error: this.candidates ? { ...error, candidates: this.candidates } : error };
   }
 
+  /** Ollama's error body: one string (its clients read `error` and nothing else). */
+  toOllama(): { error: string } {
+    return { error: this.message };
+  }
+
   toAnthropic(): { type: 'error'; error: { type: string; message: string; candidates?: readonly object[] } } {
     const error = { type: anthropicType(this.status), message: this.message };
     return { type: 'error', error: this.candidates ? { ...error, candidates: this.candidates } : error };

@@ -1,7 +1,7 @@
 /**
  * The Anthropic Messages frontdoor: `POST /v1/messages` (Claude Code posts `?beta=true`; the
- * query goes upstream as it came), `POST /v1/messages/count_tokens`, and `GET`/`HEAD /`,
- * which Claude Code probes before anything else. Same auth (`x-api-key` or Bearer), model
+ * query goes upstream as it came) and `POST /v1/messages/count_tokens`. (`GET`/`HEAD /`, which
+ * Claude Code probes before anything else, is answered by routes/ollama.ts: any 200 will do.) Same auth (`x-api-key` or Bearer), model
  * gate, quotas, scheduler and call log as the OpenAI routes; errors in Anthropic's shape, and
  * 401/403/404 with `x-should-retry: false` so the CLI fails at once instead of retrying a bad
  * key for minutes.
@@ -44,13 +44,6 @@ export async function anthropicRoutes(app: FastifyInstance, opts: AnthropicRoute
       reply.header('x-should-retry', 'false');
     }
   });
-
-  // answered at once, without a key: Claude Code checks the base URL is there
-  app.get('/', async () => ({
-    status: 'ok',
-    service: 'llm-gateway',
-    endpoints: ['/v1/messages', '/v1/chat/completions', '/v1/models'],
-  }));
 
   /** The call's candidates under the caller's allow-list; translating backends only if the body translates. */
   const resolveFor = (ctx: CallerContext, model: string, translates: () => boolean) => (): Resolution | undefined => {

@@ -88,6 +88,8 @@ const NO_RETRY = new Set([401, 403, 404]);
 
 /** The error's body in the shape of the surface `url` (or an `anthropic-version` caller) belongs to. */
 export function renderErrorBody(err: GatewayError, url: string, headers?: IncomingHttpHeaders) {
+  // Ollama's native API (routes/ollama.ts): `{"error": "…"}`, whatever went wrong
+  if (url.startsWith('/api/')) return err.toOllama();
   return url.startsWith('/v1/messages') || wantsAnthropicErrors(url, headers) ? err.toAnthropic() : err.toOpenAI();
 }
 

@@ -19,10 +19,11 @@ declare module 'fastify' {
  * for the fields the gateway sets, and refuses nesting beyond MAX_JSON_DEPTH with a 400, as
  * well as a `stream`, `stream_options` or `messages` of the wrong type (body-shape.ts).
  */
-export function useRawJsonBodies(app: FastifyInstance, bodyLimit: number): void {
+export function useRawJsonBodies(app: FastifyInstance, bodyLimit: number, alsoAs: readonly string[] = []): void {
   app.decorateRequest('rawBody', '');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (req, text, done) => {
+  // `alsoAs`: content types read as JSON all the same (Ollama's API, where `curl -d` sends a form type)
+  app.addContentTypeParser(['application/json', ...alsoAs], { parseAs: 'string', bodyLimit }, (req, text, done) => {
     const body = text as string;
     if (nestingDepthExceeds(body, MAX_JSON_DEPTH)) {
       done(badRequest(`The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`, null, 'json_too_deep'), undefined);

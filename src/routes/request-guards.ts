@@ -4,7 +4,7 @@
  * 1. the receive timeout (receive-timeout.ts) for a request whose body is still coming;
  * 2. while the gateway is open, the Host and Origin rules of auth/open-guard.ts (the console
  *    and the admin API apply their own, stricter, form);
- * 3. while it is locked, the key of a request with a body to an API route (`/v1/*`): a wrong
+ * 3. while it is locked, the key of a request with a body to an API route (`/v1/*`, Ollama's `/api/*`): a wrong
  *    or missing key is refused (401, on record like any refused call) before the gateway reads
  *    up to 96 MiB of body for nothing. The route checks the key again as it always did.
  */
@@ -66,7 +66,8 @@ function judgedByItsOwnRule(url: string): boolean {
 
 /** A POST/PUT/PATCH to an API route with a body (a length above 0, or chunked). */
 function carriesApiBody(req: FastifyRequest): boolean {
-  if (!BODY_METHODS.has(req.method) || !req.routeOptions.url?.startsWith('/v1/')) return false;
+  const route = req.routeOptions.url;
+  if (!BODY_METHODS.has(req.method) || !(route?.startsWith('/v1/') || route?.startsWith('/api/'))) return false;
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

@@ -61,6 +61,7 @@ export async function relaySse(
     onFirstByte: call.onFirstByte,
     ...bodyDeadlines(cfg),
     captureBytes: cfg.capture_bodies ? CAPTURE_BYTES : 0,
+    framing: wire.upstreamFraming,
   });
   if (result.kind === 'failover') return call.noAnswer(result.error);
   const { summary } = result;

@@ -42,7 +42,8 @@ export function sendJson(
   reasoning?: string,
 ): void {
   if (state.sse?.headWritten) {
-    state.sse.endWithEvent(formatSseData(Buffer.isBuffer(body) ? body.toString('utf8') : body));
+    const json = Buffer.isBuffer(body) ? body.toString('utf8') : body;
+    state.sse.endWithEvent(state.call.surface.jsonStreamFrame?.(json) ?? formatSseData(json));
     return;
   }
   state.call.reply

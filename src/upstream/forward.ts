@@ -66,7 +66,8 @@ export async function forward(req: ForwardRequest): Promise<Forwarded> {
   }
   const status = res.statusCode;
   const contentType = String(res.headers['content-type'] ?? '');
-  const eventStream = contentType.includes('text/event-stream');
+  // Ollama's native API streams newline-delimited JSON; the relay reads it line by line
+  const eventStream = contentType.includes('text/event-stream') || contentType.includes('application/x-ndjson');
   if (status === 200 && req.stream && eventStream) return { kind: 'ok-stream', response: res };
   const bytes = !contentType.includes('json') && !eventStream;
   if (status === 200 && req.raw && bytes) return { kind: 'ok-raw', response: res };

@@ -111,7 +111,9 @@ export function beginCall(deps: ProxyDeps, call: ProxyCall): CallState {
     cfg,
     alias,
     upstream,
-    sse: surface.stream ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }) : undefined,
+    sse: surface.stream
+      ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }, surface.streamContentType)
+      : undefined,
     base: {
       requestId: String(call.req.id),
       endpoint: surface.endpoint,

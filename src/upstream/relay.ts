@@ -2,10 +2,11 @@ import type { Dispatcher } from 'undici';
 import { describeError } from '../backends/errors.ts';
 import type { BackendError } from '../backends/types.ts';
 import { UpstreamIdleWatch } from './idle-watch.ts';
+import { NdjsonSplitter } from '../wire/ndjson.ts';
 import { SseSplitter } from '../wire/sse.ts';
 import { ClientGone, ClientStalled, type SseResponse } from '../wire/sse-response.ts';
 import type { StreamSummary } from '../wire/stream-usage.ts';
-import type { StreamError, StreamTranslator } from './surface.ts';
+import type { StreamError, StreamFraming, StreamTranslator } from './surface.ts';
 
 export interface RelayOptions {
   upstream: Dispatcher.ResponseData;
@@ -24,6 +25,8 @@ export interface RelayOptions {
   clientStallMs: number;
   /** Keep up to this many bytes of what the client got, for the call inspector; 0 = none. */
   captureBytes: number;
+  /** How the upstream frames its stream: SSE events (the default) or NDJSON lines (Ollama's native API). */
+  framing?: StreamFraming;
 }
 
 export type RelayResult = { summary: StreamSummary; captured?: Buffer } & (
@@ -45,7 +48,7 @@ export type RelayResult = { summary: StreamSummary; captured?: Buffer } & (
  */
 export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
   const { upstream, sse } = opts;
-  const splitter = new SseSplitter();
+  const splitter = opts.framing === 'ndjson' ? new NdjsonSplitter() : new SseSplitter();
   const tap = opts.translator;
   // a bridge ends the stream in its own words, or closes what it opened (an Anthropic content
   // block) before the surface's error event

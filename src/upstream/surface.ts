@@ -50,7 +50,12 @@ export interface AttemptSurface {
   streamTranslator(now: () => number): StreamTranslator;
   /** A backend's error answer as this client's body (status and retry-after pass as they were). */
   upstreamErrorBody(status: number, text: string): string;
+  /** How the backend frames a streamed answer: SSE events (absent), or one JSON object per line (Ollama's native API). */
+  readonly upstreamFraming?: StreamFraming;
 }
+
+/** The framing of a streamed body: Server-Sent Events, or newline-delimited JSON. */
+export type StreamFraming = 'sse' | 'ndjson';
 
 export interface CallSurface {
   /** What the call log and the metrics call this kind of call. */
@@ -70,6 +75,10 @@ export interface CallSurface {
   errorEvent(error: StreamError): string;
   /** What keeps a waiting stream open (an SSE comment, Anthropic's ping), saying `status`. */
   keepaliveFrame(status: string): string;
+  /** The client's stream content type, when it is not SSE (Ollama's `application/x-ndjson`). */
+  readonly streamContentType?: string;
+  /** A whole JSON answer as the last frame of a stream whose head is out already; absent: an SSE `data:` event. */
+  jsonStreamFrame?(json: string): string;
 }
 
 /** Why a stream ends early: the backend broke it, answered with an error, or the gateway refused. */

@@ -7,6 +7,9 @@ const SSE_HEAD = {
   'x-accel-buffering': 'no',
 };
 
+/** The content type of an SSE stream; a surface that streams another framing (Ollama's NDJSON) names its own. */
+export const SSE_CONTENT_TYPE = SSE_HEAD['content-type'];
+
 /** The client stopped reading and its socket buffer stayed full past the deadline. */
 export class ClientStalled extends Error {
   constructor(ms: number) {
@@ -33,6 +36,8 @@ export class SseResponse {
   constructor(
     private readonly reply: FastifyReply,
     private readonly baseHeaders: Record<string, string>,
+    /** The head's content type: SSE's unless the surface streams NDJSON (Ollama). */
+    private readonly contentType: string = SSE_CONTENT_TYPE,
   ) {}
 
   get raw(): ServerResponse {
@@ -53,6 +58,7 @@ export class SseResponse {
     this.reply.hijack();
     const head = this.reply.getHeaders() as OutgoingHttpHeaders; // a fresh copy: ours to add to
     Object.assign(head, SSE_HEAD, this.baseHeaders);
+    if (this.contentType !== SSE_CONTENT_TYPE) head['content-type'] = this.contentType;
     if (extra) Object.assign(head, extra);
     this.raw.writeHead(200, head);
     this.headWritten = true;
