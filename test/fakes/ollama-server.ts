@@ -28,6 +28,8 @@ export interface OllamaRecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The body's exact text. */
   raw: string;
+  /** The exact text of the answer's body, as far as it was written. */
+  sent: string;
 }
 
 export interface OllamaFake {
@@ -47,13 +49,15 @@ type Reply = { status: number; body: unknown };
 const notFound = (model: string): Reply => ({ status: 404, body: { error: `model '${model}' not found` } });
 const bad = (error: string): Reply => ({ status: 400, body: { error } });
 
-function send(res: ServerResponse, reply: Reply): void {
+function send(res: ServerResponse, reply: Reply, record?: OllamaRecordedRequest): void {
   if (res.destroyed) return;
   const text = typeof reply.body === 'string';
   res.writeHead(reply.status, {
     'Content-Type': text ? 'text/plain; charset=utf-8' : 'application/json; charset=utf-8',
   });
-  res.end(text ? (reply.body as string) : JSON.stringify(reply.body));
+  const payload = text ? (reply.body as string) : JSON.stringify(reply.body);
+  if (record) record.sent += payload;
+  res.end(payload);
 }
 
 /** A JSON body as Go's decoder would take it: its error text, or the object. */
@@ -92,14 +96,21 @@ export async function startOllamaFake(
     return undefined;
   }
 
-  async function generate(kind: 'chat' | 'generate', body: any, res: ServerResponse, signal: AbortSignal) {
-    if (typeof body.model !== 'string' || body.model === '') return send(res, bad('model is required'));
-    if (!models.includes(body.model)) return send(res, notFound(body.model));
+  async function generate(
+    kind: 'chat' | 'generate',
+    body: any,
+    res: ServerResponse,
+    record: OllamaRecordedRequest,
+    signal: AbortSignal,
+  ) {
+    const reply = (r: Reply) => send(res, r, record);
+    if (typeof body.model !== 'string' || body.model === '') return reply(bad('model is required'));
+    if (!models.includes(body.model)) return reply(notFound(body.model));
     const plan = planOllamaReply(kind, body, { chunks: knobs.chunks, toolCall: knobs.toolCall });
     const started = Date.now();
     if (body.stream === false) {
       await sleep(knobs.lineDelayMs * plan.words.length, signal);
-      return send(res, { status: 200, body: ollamaWholeReply(plan, Date.now() - started) });
+      return reply({ status: 200, body: ollamaWholeReply(plan, Date.now() - started) });
     }
     res.writeHead(200, { 'Content-Type': 'application/x-ndjson' });
     res.flushHeaders();
@@ -107,49 +118,52 @@ export async function startOllamaFake(
     for (const line of lines.slice(0, -1)) {
       await sleep(knobs.lineDelayMs, signal);
       if (signal.aborted) return;
+      record.sent += line;
       await write(res, line, signal);
     }
     const last = ollamaStreamLines(plan, Date.now() - started).at(-1)!;
+    record.sent += last;
     await write(res, last, signal);
     res.end();
   }
 
-  function embed(path: string, body: any, res: ServerResponse): void {
-    if (typeof body.model !== 'string' || body.model === '') return send(res, bad('model is required'));
-    if (!models.includes(body.model)) return send(res, notFound(body.model));
+  function embed(path: string, body: any, reply: (r: Reply) => void): void {
+    if (typeof body.model !== 'string' || body.model === '') return reply(bad('model is required'));
+    if (!models.includes(body.model)) return reply(notFound(body.model));
     if (path === '/api/embeddings') {
       const prompt = typeof body.prompt === 'string' ? body.prompt : '';
-      return send(res, { status: 200, body: { embedding: ollamaEmbed(body.model, [prompt]).embeddings[0] } });
+      return reply({ status: 200, body: { embedding: ollamaEmbed(body.model, [prompt]).embeddings[0] } });
     }
     const input = typeof body.input === 'string' ? [body.input] : body.input;
-    if (!Array.isArray(input) || !input.every((s) => typeof s === 'string'))
-      return send(res, bad('invalid input type'));
-    send(res, { status: 200, body: ollamaEmbed(body.model, input) });
+    if (!Array.isArray(input) || !input.every((s) => typeof s === 'string')) return reply(bad('invalid input type'));
+    reply({ status: 200, body: ollamaEmbed(body.model, input) });
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://fake.invalid').pathname;
     const method = req.method ?? 'GET';
     const raw = await readBody(req);
-    requests.push({ method, path, headers: { ...req.headers }, raw });
+    const record: OllamaRecordedRequest = { method, path, headers: { ...req.headers }, raw, sent: '' };
+    requests.push(record);
+    const reply = (r: Reply) => send(res, r, record);
     const status = statusReply(method, path);
-    if (status) return send(res, status);
-    if (method !== 'POST') return send(res, { status: 404, body: '404 page not found' });
+    if (status) return reply(status);
+    if (method !== 'POST') return reply({ status: 404, body: '404 page not found' });
     const generation = path === '/api/chat' ? 'chat' : path === '/api/generate' ? 'generate' : undefined;
     const known = generation || path === '/api/embed' || path === '/api/embeddings' || path === '/api/show';
-    if (!known) return send(res, { status: 404, body: '404 page not found' });
+    if (!known) return reply({ status: 404, body: '404 page not found' });
     const { body, error } = decode(raw);
-    if (error) return send(res, error);
+    if (error) return reply(error);
     if (path === '/api/show') {
       const model = body.model ?? body.name;
-      return send(res, models.includes(model) ? { status: 200, body: ollamaShow(model) } : notFound(model));
+      return reply(models.includes(model) ? { status: 200, body: ollamaShow(model) } : notFound(model));
     }
-    if (!generation) return embed(path, body, res);
+    if (!generation) return embed(path, body, reply);
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     inflight++;
     try {
-      await generate(generation, body, res, abort.signal);
+      await generate(generation, body, res, record, abort.signal);
     } finally {
       inflight--;
     }
