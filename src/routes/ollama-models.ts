@@ -35,7 +35,7 @@ const NO_DETAILS = Object.freeze({
   parent_model: '',
   format: '',
   family: '',
-  families: null,
+  families: [] as string[],
   parameter_size: '',
   quantization_level: '',
 });

@@ -72,7 +72,9 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
       throw new GatewayError({
         status: 403,
         code: 'models_not_managed',
-        message: `this gateway does not manage models: /api/${name} is for an Ollama server itself; GET /api/tags lists the models the gateway serves`,
+        message:
+          `this gateway does not manage models: /api/${name} is for an Ollama server itself; ` +
+          'GET /api/tags lists the models the gateway serves',
       });
     };
     if (name === 'delete') app.delete('/api/delete', refuse);
@@ -133,7 +135,7 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
   }
 }
 
-/** The caller may use `model` on `/api/*`, else a 404 in Ollama's words (an unknown model and a forbidden one alike). */
+/** The caller may use `model` on `/api/*`, else a 404 in Ollama's words (unknown and forbidden alike). */
 function gate(catalog: ModelCatalogView, model: string, ctx: CallerContext): GatedModel {
   try {
     return gateOpenAIModel(catalog, model, ctx.caller.allow);

@@ -50,7 +50,7 @@ export interface AttemptSurface {
   streamTranslator(now: () => number): StreamTranslator;
   /** A backend's error answer as this client's body (status and retry-after pass as they were). */
   upstreamErrorBody(status: number, text: string): string;
-  /** How the backend frames a streamed answer: SSE events (absent), or one JSON object per line (Ollama's native API). */
+  /** How the backend frames a streamed answer: SSE events (absent), or one JSON object a line (Ollama's native API). */
   readonly upstreamFraming?: StreamFraming;
 }
 

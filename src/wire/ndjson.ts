@@ -46,7 +46,7 @@ export class NdjsonSplitter {
   }
 }
 
-/** The record of one line: `raw` its bytes, `data` its first `textLength` bytes as text (a `\r` at their end dropped). */
+/** The record of one line: `raw` its bytes, `data` its first `textLength` bytes as text (less a `\r` at the end). */
 function lineEvent(raw: Buffer, textLength: number): SseEvent {
   let end = textLength;
   if (end > 0 && raw[end - 1] === CR) end -= 1;
