@@ -4,7 +4,8 @@
  * streaming, failover, a parked stream kept alive, a refusal naming its reason
  * (error.candidates), the scheduler's prediction (a paid spill and a parked call's eta_s;
  * scripts/demo-scheduler.ts), Anthropic Messages calls (translated and passed through), the
- * Responses API with a background run, the reasoning switch, speech and transcription, then
+ * Responses API with a background run, the reasoning switch, speech and transcription, the
+ * `ollama` client on the gateway's native Ollama API (scripts/demo-ollama.ts), then
  * media on two fake ComfyUI boxes (scripts/demo-media.ts): generation aliases, the Images API,
  * a native async job followed through its events, a thumbnail, an edit and a parked cancel;
  * and the /ui console.
@@ -24,6 +25,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
 import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
+import { ollamaWalkthrough } from './demo-ollama.ts';
 import { schedulerAliases, schedulerWalkthrough, stickinessAndBudget } from './demo-scheduler.ts';
 
 const once = process.argv.includes('--once');
@@ -81,7 +83,7 @@ const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id
 say(`1. discovery — GET /v1/models lists ${models.data.length} ids:`);
 say(`   ${models.data.map((m) => m.id).join('\n   ')}`);
 say(`   (aliases first; <backend>/<model> for every model; bare ids for local backends; openrouter's image model filtered by chat_only;`);
-say('   last, sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 12))\n');
+say('   last, sd15 and inpaint: generation aliases on ComfyUI, type "image" (section 13))\n');
 
 say('2. an alias — "fast" is qwen3-8b on two boxes; the scheduler picks the free, unpaid, fastest one:');
 const chat = await fetch(`${base}/v1/chat/completions`, {
@@ -243,9 +245,11 @@ say(`   ${audio.length} bytes of ${speech.headers.get('content-type')} from ${sp
 const heard = await oai.audio.transcriptions.create({ model: 'swap/qwen3-8b-q4_k_m', file: await toFile(audio, 'hello.mp3') });
 say(`   and back: POST /v1/audio/transcriptions (multipart) → "${heard.text.slice(0, 50)}"`);
 
-await mediaWalkthrough(base, oai, say, 12);
+await ollamaWalkthrough(base, say, 12);
 
-say('\n13. the console — /ui, server-rendered, live over one event stream:');
+await mediaWalkthrough(base, oai, say, 13);
+
+say('\n14. the console — /ui, server-rendered, live over one event stream:');
 for (const path of ['/ui', '/ui/backends', '/ui/calls', '/ui/stats', '/ui/jobs']) {
   const page = await fetch(`${base}${path}`);
   const title = /<title>([^<]*)<\/title>/.exec(await page.text())?.[1] ?? '';
@@ -255,6 +259,7 @@ say('   (this demo gateway is open — no api_key, no users — so the console n
 say('    with a key it asks for an admin key, and "Create an admin user" locks an open gateway from the banner)');
 
 say(`\nTry it yourself:\n   open ${base}/ui   # the console: dashboard, backends, aliases, mapping, playground, calls, jobs, stats, users, server\n   curl ${base}/v1/models\n   curl ${base}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"smart","messages":[{"role":"user","content":"hi"}],"stream":true}'\n   ANTHROPIC_BASE_URL=${base} ANTHROPIC_API_KEY=demo claude   # Claude Code, on the local fleet`);
+say(`   OLLAMA_HOST=${base} ollama run fast   # any Ollama client, on the whole fleet`);
 say(`   curl ${base}/v1/images/generations -H 'content-type: application/json' -d '{"model":"sd15","prompt":"a lighthouse","response_format":"url"}'`);
 say(`   curl -N ${base}/v1/jobs/<job_id>/events   # after POST /v1/generations {"model":"sd15","prompt":"…","mode":"async"}`);
 say('');

@@ -12,7 +12,7 @@ import { formatProblems } from './config/schema.ts';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.ts';
 import { Gateway } from './gateway.ts';
 import { RequestIds } from './stats/request-ids.ts';
-import type { Clock } from './scheduler/index.ts';
+import { systemClock, type Clock } from './scheduler/index.ts';
 import type { CallOutcome } from './stats/call-outcome.ts';
 import { clientErrorHandler, installErrorHandlers, sendError, toGatewayError } from './routes/error-handler.ts';
 import { openaiRoutes } from './routes/openai.ts';
@@ -175,6 +175,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   await app.register(ollamaRoutes, {
     ...proxied,
+    // the proxy's clock: the `*_duration` statistics subtract the route's times from the relay's
+    now: () => (opts.clock ?? systemClock).now(),
     backendType: (name) => gateway.registry.get(name)?.spec.type,
     facts: {
       contextLength: (backend, model) => gateway.registry.get(backend)?.modelsById.get(model)?.context_length,

@@ -315,6 +315,30 @@ describe('a chat stream as an Ollama NDJSON stream', () => {
     assert.equal(gen[0].thinking, 'think');
   });
 
+  test('text-only chunks take the fast path: their literal copied as it stands, the text intact', () => {
+    const texts = ['first', 'say "content":"x"', 'tab\tand \\ back', ' usage of "usage"', 'é ☃ \u2028', ''];
+    const chunk = (delta: object, extra: object = {}) =>
+      `data: ${JSON.stringify({ ...extra, choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+    const events = [
+      chunk({ role: 'assistant', content: '' }, { id: 'c', model: 'backend-model' }),
+      ...texts.map((content) => chunk({ content })),
+      'data: {"choices": [{"index": 0, "delta": {"content": "spaced"}, "finish_reason": null}]}\n\n',
+      'data: [DONE]\n\n',
+    ];
+    const t = make('chat')(() => 1);
+    const lines = feed(t, events)
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      lines.slice(0, -1).map((l) => l.message.content),
+      [...texts.filter(Boolean), 'spaced'],
+    );
+    const summary = t.summary();
+    assert.deepEqual([summary.contentChunks, summary.model], [6, 'backend-model']);
+    assert.equal(lines.at(-1).eval_count, 6, 'estimated from the chunks counted on both paths');
+  });
+
   test('an in-stream error writes nothing and says so; a stream without [DONE] is closed by end()', () => {
     const t = make('chat')(() => 0);
     const out = feed(t, ['data: {"error":{"message":"boom","code":500}}\n\n']);

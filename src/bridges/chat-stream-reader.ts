@@ -15,6 +15,7 @@
  * chunk, instead of building an object for every chunk.
  */
 import { isObject } from '../json.ts';
+import { stringEnd } from '../wire/raw-json.ts';
 import { usageFromLlamaCppTimings } from '../wire/llama-timings.ts';
 import type { SseEvent } from '../wire/sse.ts';
 import { estimatedUsage, streamSummary, type StreamSummary, type UsageSource } from '../wire/stream-usage.ts';
@@ -50,6 +51,13 @@ export interface ChatStreamReaderOptions {
 }
 
 const NO_CALLS: PendingCall[] = [];
+
+/** What a chunk may say besides a text fragment: any of these words sends it through `read`. */
+const MAY_SAY_MORE = /"(?:tool_calls|reasoning|refusal|usage|timings|error)|"finish_reason": ?"/;
+const CONTENT_KEY = '"content":';
+const OPEN_BRACE = 0x7b;
+const QUOTE = 0x22;
+const SPACE = 0x20;
 
 export class ChatStreamReader {
   private readonly opts: ChatStreamReaderOptions;
@@ -92,8 +100,38 @@ export class ChatStreamReader {
   private readonly pending = new Map<number, PendingCall>();
   private readonly closedCalls = new Set<number>();
 
+  /** A chunk was read whole: the stream's identity (the backend's model) is known. */
+  private readOne = false;
+
   constructor(opts: ChatStreamReaderOptions) {
     this.opts = opts;
+  }
+
+  /**
+   * The fast path of the chunks that make most of a stream, those that carry only a fragment of
+   * text: the fragment as the JSON string literal it is in the chunk (`"Hel\"lo"`; `""` for
+   * none), for a writer to copy into its own JSON as it stands, counted like `read` counts it.
+   * Undefined when the chunk may say anything else (reasoning, a tool call, a finish reason,
+   * usage, an error, a second `content`, the stream's first chunk): then `read` it. Nothing is
+   * parsed; a word that only looks like a signal inside the text sends the chunk the slow way.
+   */
+  contentLiteral(ev: SseEvent): string | undefined {
+    const data = ev.data;
+    if (!this.readOne || ev.incomplete || data.charCodeAt(0) !== OPEN_BRACE || MAY_SAY_MORE.test(data))
+      return undefined;
+    const key = data.indexOf(CONTENT_KEY);
+    if (key < 0 || data.indexOf(CONTENT_KEY, key + CONTENT_KEY.length) >= 0) return undefined;
+    let open = key + CONTENT_KEY.length;
+    while (data.charCodeAt(open) === SPACE) open++;
+    if (data.charCodeAt(open) !== QUOTE) return undefined;
+    const end = stringEnd(data, open);
+    if (end < 0) return undefined;
+    const literal = data.slice(open, end);
+    if (literal.length > 2) {
+      this.counted = false; // a chunk of its own, counted once like any
+      this.countContent();
+    }
+    return literal;
   }
 
   read(ev: SseEvent): ChatRead {
@@ -114,6 +152,7 @@ export class ChatStreamReader {
     }
     if (!isObject(chunk)) return 'skip';
     this.chunk = chunk;
+    this.readOne = true;
     if (chunk.error !== undefined && chunk.error !== null) return 'error';
     if (this.backendModel === undefined && typeof chunk.model === 'string') this.backendModel = chunk.model;
     if (isObject(chunk.usage)) this.reported = usageFromOpenAI(chunk) ?? this.reported;

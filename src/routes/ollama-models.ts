@@ -74,8 +74,8 @@ export function runningOf(entry: ListingEntry, facts: ModelFacts, now: number): 
 
 /**
  * `/api/show`: what the gateway knows of the model. The capabilities are what the gateway can
- * serve for any chat model (tools and thinking go through its bridge); whether the model uses
- * them well is the model's business.
+ * serve for any chat model (tools go through its bridge); `thinking` is not claimed, since the
+ * `ollama` CLI turns `think` on for every model that claims it.
  */
 export function showOf(entry: ListingEntry, facts: ModelFacts): Record<string, unknown> {
   const first = entry.candidates[0];
@@ -88,7 +88,7 @@ export function showOf(entry: ListingEntry, facts: ModelFacts): Record<string, u
     template: '',
     details: NO_DETAILS,
     model_info: info,
-    capabilities: ['completion', 'tools', 'thinking'],
+    capabilities: ['completion', 'tools'],
     modified_at: new Date((entry.model.created || 0) * 1000).toISOString(),
   };
 }

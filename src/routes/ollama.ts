@@ -30,6 +30,8 @@ export interface OllamaRoutesOptions extends ProxiedCallDeps {
   /** A backend's kind by name (undefined once it is gone). */
   backendType: (name: string) => BackendType | undefined;
   facts: ModelFacts;
+  /** The proxy's clock (epoch milliseconds): a call's arrival is measured on it, like its first token and end. */
+  now: () => number;
 }
 
 /** Model management the gateway leaves to each server. */
@@ -97,8 +99,8 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
         body,
         rawBody: req.rawBody,
         requested: model,
-        startedAt: Date.now(),
-        now: Date.now,
+        startedAt: opts.now(),
+        now: opts.now,
         transformFor: (want) =>
           opts.transforms.forCall('chat', alias, { want, saidAuto: false, stripGatewayField: false }),
       });

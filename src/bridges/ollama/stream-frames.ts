@@ -2,7 +2,8 @@
  * The lines of an Ollama NDJSON stream, built from constant pieces around the one value that
  * changes (a text fragment), in the key order Ollama's server writes: `model`, `created_at`,
  * `message` (`role`, `content`, `thinking`, `tool_calls`) or `response` (`thinking`), `done`.
- * One string concatenation and one JSON.stringify of the fragment per line, nothing parsed.
+ * One string concatenation per line: a text fragment comes as the JSON string literal it was
+ * in the chat chunk (ChatStreamReader.contentLiteral), so nothing is parsed or re-encoded.
  */
 import type { Json, OllamaKind } from './types.ts';
 
@@ -11,9 +12,8 @@ function head(modelJson: string, createdAt: string): string {
   return `{"model":${modelJson},"created_at":"${createdAt}",`;
 }
 
-/** A line carrying a fragment of the answer's text. */
-export function contentLine(kind: OllamaKind, modelJson: string, createdAt: string, text: string): string {
-  const value = JSON.stringify(text);
+/** A line carrying a fragment of the answer's text, given as a JSON string literal (copied from the chunk). */
+export function contentLine(kind: OllamaKind, modelJson: string, createdAt: string, value: string): string {
   return kind === 'chat'
     ? `${head(modelJson, createdAt)}"message":{"role":"assistant","content":${value}},"done":false}\n`
     : `${head(modelJson, createdAt)}"response":${value},"done":false}\n`;

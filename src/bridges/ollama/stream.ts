@@ -14,7 +14,8 @@
  * A backend's in-stream error writes nothing: the relay fails over while nothing reached the
  * client, else ends the stream with the surface's `{"error": …}` line, as Ollama does.
  *
- * Hot path: each chunk is parsed once (by the reader); lines are built from constant pieces.
+ * Hot path: a chunk that carries only text is not parsed at all (the reader hands over its
+ * fragment's JSON literal, copied into the line as it stands); the others are parsed once.
  */
 import type { SseEvent } from '../../wire/sse.ts';
 import type { StreamSummary } from '../../wire/stream-summary.ts';
@@ -52,6 +53,8 @@ export class ChatToOllamaStream implements StreamTranslator {
   private readonly calls: GatheredCall[] = [];
   private closed = false;
   private failure: string | undefined;
+  private stampMs = Number.NaN;
+  private stamp = '';
 
   constructor(opts: ChatToOllamaStreamOptions) {
     this.opts = opts;
@@ -79,6 +82,12 @@ export class ChatToOllamaStream implements StreamTranslator {
   onEvent(ev: SseEvent): Buffer | null {
     const r = this.reader;
     if (r.sawDone || this.closed || this.failure !== undefined) return null;
+    // most chunks carry only a text fragment: its literal goes into the line as it stands
+    const literal = r.contentLiteral(ev);
+    if (literal !== undefined) {
+      if (literal.length <= 2) return null;
+      return Buffer.from(contentLine(this.opts.kind, this.modelJson, this.createdAt(), literal));
+    }
     const read = r.read(ev);
     if (read === 'skip') return null;
     if (read === 'error') {
@@ -86,11 +95,11 @@ export class ChatToOllamaStream implements StreamTranslator {
       return null;
     }
     if (read === 'done') return bytes(this.finish());
-    const createdAt = new Date(this.opts.now()).toISOString();
+    const createdAt = this.createdAt();
     const { kind } = this.opts;
     let out = '';
     if (r.reasoning !== undefined) out += thinkingLine(kind, this.modelJson, createdAt, r.reasoning);
-    if (r.text !== undefined) out += contentLine(kind, this.modelJson, createdAt, r.text);
+    if (r.text !== undefined) out += contentLine(kind, this.modelJson, createdAt, JSON.stringify(r.text));
     if (r.toolCalls) for (const call of r.toolCalls) this.gather(r.toolCall(call));
     if (r.finish !== undefined) out += this.callsLine(createdAt);
     return bytes(out);
@@ -104,6 +113,16 @@ export class ChatToOllamaStream implements StreamTranslator {
 
   summary(): StreamSummary {
     return this.reader.summary();
+  }
+
+  /** Now as RFC 3339, made once per millisecond (many lines share one). */
+  private createdAt(): string {
+    const ms = Math.floor(this.opts.now());
+    if (ms !== this.stampMs) {
+      this.stampMs = ms;
+      this.stamp = new Date(ms).toISOString();
+    }
+    return this.stamp;
   }
 
   private gather(step: string | PendingCall | undefined): void {
