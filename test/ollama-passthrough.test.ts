@@ -117,6 +117,33 @@ describe('Ollama clients onto an Ollama server, through the gateway', () => {
     assert.equal(objects.at(-1).done, true);
   });
 
+  test("a user's allow-list: /api/tags is its /v1/models, a model outside it looks unknown", async () => {
+    const made = await fetch(`${gw.url}/admin/api/users`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'limited', allow: ['box/llama3.2:latest'] }),
+    });
+    assert.equal(made.status, 201);
+    const { key } = (await made.json()) as { key: string };
+    const limited = { authorization: `Bearer ${key}` };
+    const tags = (await (await fetch(`${gw.url}/api/tags`, { headers: limited })).json()) as { models: any[] };
+    const v1 = (await (await fetch(`${gw.url}/v1/models`, { headers: limited })).json()) as { data: any[] };
+    assert.deepEqual(tags.models.map((m) => m.name).sort(), v1.data.map((m) => m.id).sort());
+    assert.ok(tags.models.length > 0 && tags.models.length < 6, tags.models.map((m) => m.name).join(', '));
+    const ask = (model: string) =>
+      fetch(`${gw.url}/api/chat`, {
+        method: 'POST',
+        headers: limited,
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], stream: false }),
+      });
+    const forbidden = await ask('qwen3:8b');
+    const unknown = await ask('no-such-model');
+    assert.deepEqual([forbidden.status, unknown.status], [404, 404]);
+    const words = (r: any) => r.error.replace(/"[^"]*"/, '"…"');
+    assert.equal(words(await forbidden.json()), words(await unknown.json()));
+    assert.equal((await ask('box/llama3.2:latest')).status, 200);
+  });
+
   test('GET and HEAD / answer like Ollama, without a key', async () => {
     const get = await fetch(`${gw.url}/`);
     assert.equal(get.status, 200);
