@@ -1,10 +1,10 @@
 /**
  * The Anthropic Messages frontdoor: `POST /v1/messages` (Claude Code posts `?beta=true`; the
  * query goes upstream as it came) and `POST /v1/messages/count_tokens`. (`GET`/`HEAD /`, which
- * Claude Code probes before anything else, is answered by routes/ollama.ts: any 200 will do.) Same auth (`x-api-key` or Bearer), model
- * gate, quotas, scheduler and call log as the OpenAI routes; errors in Anthropic's shape, and
- * 401/403/404 with `x-should-retry: false` so the CLI fails at once instead of retrying a bad
- * key for minutes.
+ * Claude Code probes before anything else, is answered by routes/ollama.ts: any 200 will do.)
+ * Same auth (`x-api-key` or Bearer), model gate, quotas, scheduler and call log as the OpenAI
+ * routes; errors in Anthropic's shape, and 401/403/404 with `x-should-retry: false` so the CLI
+ * fails at once instead of retrying a bad key for minutes.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { filterAllowed } from '../auth/allow.ts';

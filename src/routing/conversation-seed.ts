@@ -37,6 +37,7 @@ export function conversationSeed(surface: SeedSurface, body: Body, history?: rea
 
 /** Whether `endpoint` (the call log's name of a proxied call) is a surface with conversations. */
 export function seedSurfaceOf(endpoint: string): SeedSurface | undefined {
+  if (endpoint === 'ollama-chat') return 'chat'; // Ollama's messages are chat messages
   return endpoint === 'chat' || endpoint === 'messages' || endpoint === 'responses' ? endpoint : undefined;
 }
 

@@ -5,15 +5,15 @@
  * Ollama's errors are already the client's shape.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { credentialHeaders } from '../backends/probe.ts';
+import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { usageFromOllama } from '../bridges/ollama/metrics.ts';
 import { OllamaNativeTap } from '../bridges/ollama/native-stream-tap.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from '../upstream/surface.ts';
 import { editTopLevel } from '../wire/raw-json.ts';
-import { estimatePromptTokens } from './call-bytes.ts';
-import type { OllamaCall } from './ollama-surface.ts';
+import { estimatePromptTokens } from '../wire/prompt-tokens.ts';
+import type { OllamaCall } from './ollama-call.ts';
 
 export class OllamaPassthrough implements AttemptSurface {
   readonly upstreamFraming = 'ndjson' as const;

@@ -11,38 +11,22 @@
  * (every Ollama client reads whole lines) sees them as whitespace before the next object,
  * which JSON allows; a blank line or an SSE comment would be a line that is not JSON.
  */
+import { kindOf, speaks } from '../backends/kinds/index.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { ollamaErrorFromUpstream, ollamaErrorLine } from '../bridges/ollama/errors.ts';
-import type { ReasoningWant } from '../bridges/reasoning/types.ts';
 import { formatNdjsonLine } from '../wire/ndjson.ts';
 import type { AttemptSurface, CallSurface, StreamError } from '../upstream/surface.ts';
-import type { BodyTransform } from './body-transform.ts';
+import type { OllamaCall } from './ollama-call.ts';
 import { OllamaPassthrough } from './ollama-passthrough.ts';
 import { TranslatedOllama } from './ollama-translated.ts';
 
-export type OllamaEndpoint = 'chat' | 'generate' | 'embed' | 'embeddings';
-
-export interface OllamaCall {
-  endpoint: OllamaEndpoint;
-  body: Record<string, unknown>;
-  rawBody: string;
-  /** The model name the client asked for: translated answers carry it. */
-  requested: string;
-  /** When the call arrived (the clock of `now`), for the `*_duration` statistics. */
-  startedAt: number;
-  now: () => number;
-  /** The reasoning switch (from `think`) and sampling defaults, for chat backends. */
-  transformFor?: (want: ReasoningWant | undefined) => BodyTransform;
-}
+export type { OllamaCall, OllamaEndpoint } from './ollama-call.ts';
 
 export const NDJSON_CONTENT_TYPE = 'application/x-ndjson';
 
-/**
- * Whether a backend speaks Ollama's native API, so the client's call passes through. The one
- * place that asks (a backend kind's descriptor can answer it later).
- */
+/** Whether a backend speaks Ollama's native API, so the client's call passes through (its kind's descriptor says). */
 export function speaksOllamaNatively(backend: Pick<BackendSpec, 'type'>): boolean {
-  return backend.type === 'ollama';
+  return speaks(kindOf(backend), 'ollama');
 }
 
 export class OllamaSurface implements CallSurface {

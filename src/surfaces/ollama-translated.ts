@@ -5,7 +5,7 @@
  * chunk into NDJSON lines; the backend's errors in Ollama's shape.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { credentialHeaders } from '../backends/probe.ts';
+import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { badRequest } from '../errors.ts';
 import { ollamaErrorFromUpstream } from '../bridges/ollama/errors.ts';
@@ -20,8 +20,8 @@ import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest }
 import { llamaCppTimings, usageFromLlamaCppTimings } from '../wire/llama-timings.ts';
 import { usageFromOpenAI } from '../wire/usage.ts';
 import { NO_TRANSFORM, transformText, type BodyTransform } from './body-transform.ts';
-import { estimatePromptTokens } from './call-bytes.ts';
-import type { OllamaCall } from './ollama-surface.ts';
+import { estimatePromptTokens } from '../wire/prompt-tokens.ts';
+import type { OllamaCall } from './ollama-call.ts';
 
 export class TranslatedOllama implements AttemptSurface {
   /** Set when the request cannot be translated (the route answers 400, or keeps only ollama backends). */

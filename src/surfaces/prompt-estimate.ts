@@ -17,14 +17,20 @@ export function promptTokenEstimate(endpoint: string, body: Body, history?: read
   switch (endpoint) {
     case 'chat':
     case 'messages':
-      // chat messages are read the same way: string contents, text parts, a flat cost per image
+    case 'ollama-chat':
+      // chat messages (Ollama's too) are read the same way: string contents, text parts, a flat cost per image
       return estimateInputTokens(body);
     case 'responses':
       return estimateResponsesTokens(body, history);
     case 'completions':
       return estimateStringsTokens(body.prompt);
     case 'embeddings':
+    case 'ollama-embed':
       return estimateStringsTokens(body.input);
+    case 'ollama-generate':
+      return estimateStringsTokens([body.system, body.prompt]);
+    case 'ollama-embeddings':
+      return estimateStringsTokens(body.prompt);
     default:
       return undefined;
   }

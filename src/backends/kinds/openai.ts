@@ -2,8 +2,8 @@
  * `type: openai`: every OpenAI-compatible server — llama.cpp, llama-swap, vLLM, LM Studio, and
  * the paid APIs (OpenRouter, Together, OpenAI). The key goes as a bearer token; chat,
  * completions, embeddings and audio are passed through as sent, the Responses API too when the
- * spec says `responses: native`, and Anthropic's Messages (and Responses otherwise) are
- * translated to chat completions.
+ * spec says `responses: native`, and Anthropic's Messages, Ollama's native API (and Responses
+ * otherwise) are translated to chat completions.
  */
 import { DEFAULT_RESIDENT } from '../../config/defaults.ts';
 import type { BackendKind, CredentialSpec } from './types.ts';
@@ -27,7 +27,7 @@ export const openaiKind: BackendKind = {
   probe: { path: '/v1/models', reads: 'model-list' },
   native: ['chat', 'completions', 'embeddings', 'audio'],
   nativeOnRequest: ['responses'],
-  translated: ['messages', 'responses'],
+  translated: ['messages', 'responses', 'ollama'],
   authHeaders: bearer,
   ownHeaders: () => ({}),
   basicFromUrl: true,

@@ -13,7 +13,7 @@
  * - `think`: true / false / a level (`low`, `medium`, `high`, `max`) → the gateway's one
  *   reasoning switch (bridges/reasoning), applied the way the serving backend understands it.
  */
-import type { ReasoningWant } from '../reasoning/types.ts';
+import type { ReasoningWant } from '../reasoning/switch.ts';
 import { invalid, isObject, type Json } from './types.ts';
 
 /** Option name → chat field, for the options that carry over as they are. */

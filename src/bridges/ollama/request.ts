@@ -7,7 +7,7 @@
  * `keep_alive` says how long the server keeps the model loaded: the fleet's servers decide that
  * themselves, so it is accepted and left out, like `template` and the deprecated `context`.
  */
-import type { ReasoningWant } from '../reasoning/types.ts';
+import type { ReasoningWant } from '../reasoning/switch.ts';
 import { chatMessages, withImages } from './request-messages.ts';
 import { applyOptions, reasoningWant, responseFormat } from './request-options.ts';
 import { invalid, isObject, OllamaRequestError, type Json, type OllamaKind } from './types.ts';
