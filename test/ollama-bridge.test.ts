@@ -187,7 +187,12 @@ describe('chat answers as Ollama objects', () => {
       ],
     };
     const ctx = { model: 'asked', createdAt: 'T', metrics: ollamaMetrics(times, usage) };
-    const chat = chatToOllama('chat', completion, ctx);
+    const made = (kind: 'chat' | 'generate', c: Record<string, unknown> = completion) => {
+      const answer = chatToOllama(kind, c, ctx);
+      assert.ok(answer.ok);
+      return answer.answer;
+    };
+    const chat = made('chat');
     assert.deepEqual(chat.message, {
       role: 'assistant',
       content: 'hi',
@@ -195,7 +200,7 @@ describe('chat answers as Ollama objects', () => {
       tool_calls: [{ id: 'c1', function: { index: 0, name: 'f', arguments: { a: 1 } } }],
     });
     assert.deepEqual([chat.model, chat.done, chat.done_reason, chat.eval_count], ['asked', true, 'length', 30]);
-    const gen = chatToOllama('generate', completion, ctx);
+    const gen = made('generate');
     assert.deepEqual([gen.response, gen.thinking, gen.message], ['hi', 'hmm', undefined]);
     const emb = embedToOllama(
       {
@@ -207,6 +212,15 @@ describe('chat answers as Ollama objects', () => {
       ctx,
     );
     assert.deepEqual(emb.embeddings, [[1], [2]]);
+  });
+
+  test('a tool call whose arguments are not a JSON object is an error, never a string in their place', () => {
+    const ctx = { model: 'asked', createdAt: 'T', metrics: ollamaMetrics(times, usage) };
+    for (const args of ['{"city": "Par', '[1, 2]', 'not json']) {
+      const completion = { choices: [{ message: { tool_calls: [{ function: { name: 'f', arguments: args } }] } }] };
+      const answer = chatToOllama('chat', completion, ctx);
+      assert.ok(!answer.ok && /"f"/.test(answer.message), args);
+    }
   });
 
   test('a backend error in Ollama words', () => {
@@ -337,6 +351,27 @@ describe('a chat stream as an Ollama NDJSON stream', () => {
     const summary = t.summary();
     assert.deepEqual([summary.contentChunks, summary.model], [6, 'backend-model']);
     assert.equal(lines.at(-1).eval_count, 6, 'estimated from the chunks counted on both paths');
+  });
+
+  test('a streamed tool call cut off mid-arguments ends the stream with an {"error"} line', () => {
+    const call = (args: string, name?: string) => {
+      const delta = { tool_calls: [{ index: 0, function: { name, arguments: args } }] };
+      return `data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`;
+    };
+    const t = make('chat')(() => 0);
+    const out = feed(t, [
+      call('{"ci', 'get_weather'),
+      call('ty": "Pa'),
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'length' }] })}\n\n`,
+      'data: [DONE]\n\n',
+    ]);
+    const lines = out
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    assert.equal(lines.length, 1, out);
+    assert.match(lines[0].error, /get_weather/);
+    assert.deepEqual(t.inBandError(), { detail: lines[0].error, delivered: true });
   });
 
   test('an in-stream error writes nothing and says so; a stream without [DONE] is closed by end()', () => {

@@ -84,13 +84,11 @@ export class TranslatedOllama implements AttemptSurface {
       metrics: ollamaMetrics(times, usage, llamaCppTimings(parsed.timings)),
     };
     const { endpoint } = this.call;
-    const answer =
-      endpoint === 'embed'
-        ? embedToOllama(parsed, ctx)
-        : endpoint === 'embeddings'
-          ? embeddingToOllama(parsed)
-          : chatToOllama(endpoint, parsed, ctx);
-    return { body: JSON.stringify(answer), usage };
+    if (endpoint === 'embed') return { body: JSON.stringify(embedToOllama(parsed, ctx)), usage };
+    if (endpoint === 'embeddings') return { body: JSON.stringify(embeddingToOllama(parsed)), usage };
+    const made = chatToOllama(endpoint, parsed, ctx);
+    if (made.ok) return { body: JSON.stringify(made.answer), usage };
+    return { status: 502, body: JSON.stringify({ error: made.message }), usage };
   }
 
   streamTranslator(now: () => number): StreamTranslator {

@@ -15,12 +15,17 @@ export interface AnswerContext {
   metrics: OllamaMetrics;
 }
 
-export function chatToOllama(kind: OllamaKind, completion: Json, ctx: AnswerContext): Json {
+/** The Ollama object, or why the answer cannot be one (a tool call whose arguments are not JSON). */
+export type OllamaAnswer = { ok: true; answer: Json } | { ok: false; message: string };
+
+export function chatToOllama(kind: OllamaKind, completion: Json, ctx: AnswerContext): OllamaAnswer {
   const choice = Array.isArray(completion.choices) && isObject(completion.choices[0]) ? completion.choices[0] : {};
   const message = isObject(choice.message) ? choice.message : {};
   const content = typeof message.content === 'string' ? message.content : '';
   const thinking = reasoningOf(message);
   const calls = Array.isArray(message.tool_calls) ? message.tool_calls.map(ollamaToolCall) : [];
+  const broken = calls.find((c) => (c.function as Json).arguments === undefined);
+  if (broken) return { ok: false, message: unparsableArguments((broken.function as Json).name as string) };
   const out: Json = { model: ctx.model, created_at: ctx.createdAt };
   if (kind === 'chat') {
     const answer: Json = { role: 'assistant', content };
@@ -35,7 +40,7 @@ export function chatToOllama(kind: OllamaKind, completion: Json, ctx: AnswerCont
   out.done_reason = doneReason(choice.finish_reason);
   Object.assign(out, ctx.metrics);
   if (kind === 'generate' && calls.length) out.tool_calls = calls;
-  return out;
+  return { ok: true, answer: out };
 }
 
 /** The backend's reasoning text: `reasoning_content` (llama.cpp, vLLM) or `reasoning` (Ollama, OpenRouter). */
@@ -44,7 +49,10 @@ function reasoningOf(message: Json): string | undefined {
   return typeof text === 'string' && text !== '' ? text : undefined;
 }
 
-/** A chat tool call as Ollama's: `function.arguments` an object (its text kept when it is not JSON). */
+/**
+ * A chat tool call as Ollama's: `function.arguments` the object its text holds (undefined when
+ * the text is not JSON, which Ollama's clients cannot take: they want an object).
+ */
 export function ollamaToolCall(call: unknown, index: number): Json {
   const c = isObject(call) ? call : {};
   const fn = isObject(c.function) ? c.function : {};
@@ -54,15 +62,21 @@ export function ollamaToolCall(call: unknown, index: number): Json {
   return out;
 }
 
-/** Arguments text as the object it holds; an object as it is; `{}` for nothing; the text itself when it is not JSON. */
-export function argumentsObject(args: unknown): unknown {
+/** Arguments text as the object it holds; an object as it is; `{}` for nothing; undefined when it holds no object. */
+export function argumentsObject(args: unknown): Json | undefined {
   if (isObject(args)) return args;
   if (typeof args !== 'string' || args.trim() === '') return {};
   try {
-    return JSON.parse(args);
+    const parsed: unknown = JSON.parse(args);
+    return isObject(parsed) ? parsed : undefined;
   } catch {
-    return args;
+    return undefined;
   }
+}
+
+/** Why an answer with a broken tool call is an error rather than a call the client cannot read. */
+export function unparsableArguments(name: string): string {
+  return `the model called the tool "${name}" with arguments that are not a JSON object (cut off, or malformed)`;
 }
 
 /** `/api/embed`: every input's vector, in input order. */

@@ -23,7 +23,8 @@ import type { StreamTranslator } from '../../wire/stream-translator.ts';
 import { ChatStreamReader, type PendingCall } from '../chat-stream-reader.ts';
 import { ollamaErrorFromUpstream } from './errors.ts';
 import { doneReason, ollamaMetrics } from './metrics.ts';
-import { argumentsObject } from './response.ts';
+import { argumentsObject, unparsableArguments } from './response.ts';
+import { ollamaErrorLine } from './errors.ts';
 import { contentLine, finalLine, thinkingLine, toolCallsLine } from './stream-frames.ts';
 import type { CallTimes, Json, OllamaKind } from './types.ts';
 
@@ -53,6 +54,8 @@ export class ChatToOllamaStream implements StreamTranslator {
   private readonly calls: GatheredCall[] = [];
   private closed = false;
   private failure: string | undefined;
+  /** The failure went out as this stream's own `{"error"}` line (a tool call the client could not read). */
+  private failureWritten = false;
   private stampMs = Number.NaN;
   private stamp = '';
 
@@ -71,7 +74,7 @@ export class ChatToOllamaStream implements StreamTranslator {
   }
 
   inBandError(): { detail: string; delivered: boolean } | undefined {
-    return this.failure === undefined ? undefined : { detail: this.failure, delivered: false };
+    return this.failure === undefined ? undefined : { detail: this.failure, delivered: this.failureWritten };
   }
 
   /** The backend's in-stream error message, for the error line the surface writes. */
@@ -140,14 +143,25 @@ export class ChatToOllamaStream implements StreamTranslator {
     this.reader.closeCall();
     for (const call of this.reader.namelessCalls()) this.calls.push({ id: call.id, name: '', args: call.args });
     if (!this.calls.length) return '';
-    const calls: Json[] = this.calls.map((c, index) => {
+    const calls: Json[] = [];
+    for (const [index, c] of this.calls.entries()) {
+      const args = argumentsObject(c.args);
+      if (args === undefined) return this.failWith(unparsableArguments(c.name));
       const out: Json = {};
       if (c.id) out.id = c.id;
-      out.function = { index, name: c.name, arguments: argumentsObject(c.args) };
-      return out;
-    });
+      out.function = { index, name: c.name, arguments: args };
+      calls.push(out);
+    }
     this.calls.length = 0;
     return toolCallsLine(this.opts.kind, this.modelJson, createdAt, calls);
+  }
+
+  /** Ends the stream with its own `{"error"}` line: nothing after it is written. */
+  private failWith(message: string): string {
+    this.failure = message;
+    this.failureWritten = true;
+    this.calls.length = 0;
+    return ollamaErrorLine(message);
   }
 
   private finish(): string {
