@@ -19,6 +19,7 @@ import { openaiRoutes } from './routes/openai.ts';
 import { audioRoutes } from './routes/audio.ts';
 import { anthropicRoutes } from './routes/anthropic.ts';
 import { ollamaRoutes } from './routes/ollama.ts';
+import { OllamaShow } from './surfaces/ollama-show.ts';
 import { responsesRoutes } from './routes/responses.ts';
 import { BackgroundResponses } from './responses/background.ts';
 import { InternalCalls, selfUrl } from './responses/internal-call.ts';
@@ -173,6 +174,11 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     routable: (candidates) => gateway.scheduler.order([...candidates]),
     countTokens: (call, candidates, req) => gateway.tokenCounter.count(call, candidates, req.headers),
   });
+  const ollamaShow = new OllamaShow({
+    registry: gateway.registry,
+    dispatcherFor: (b) => gateway.pools.get(b.name, b.spec.url),
+    timeoutMs: () => gateway.config().first_byte_timeout_s * 1000,
+  });
   await app.register(ollamaRoutes, {
     ...proxied,
     // the proxy's clock: the `*_duration` statistics subtract the route's times from the relay's
@@ -182,6 +188,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
       contextLength: (backend, model) => gateway.registry.get(backend)?.modelsById.get(model)?.context_length,
       isResident: (backend, model) => gateway.residency.isResident(backend, model, Date.now()),
     },
+    nativeShow: (backend, model, verbose) => ollamaShow.show(backend, model, verbose),
   });
   await app.register(responsesRoutes, {
     ...proxied,

@@ -30,6 +30,8 @@ export interface OllamaRoutesOptions extends ProxiedCallDeps {
   /** A backend's kind by name (undefined once it is gone). */
   backendType: (name: string) => BackendType | undefined;
   facts: ModelFacts;
+  /** The Ollama server's own `/api/show` of a model it serves (undefined: not one, or no answer). */
+  nativeShow: (backend: string, model: string, verbose: boolean) => Promise<Record<string, unknown> | undefined>;
   /** The proxy's clock (epoch milliseconds): a call's arrival is measured on it, like its first token and end. */
   now: () => number;
 }
@@ -43,6 +45,11 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
   // a string text/plain); a cross-site page still cannot post to an open gateway
   // (auth/open-guard.ts) nor carry a key to a locked one
   useRawJsonBodies(app, JSON_BODY_LIMIT, ['application/x-www-form-urlencoded', 'text/plain']);
+
+  const isNative = (backend: string) => {
+    const type = opts.backendType(backend);
+    return type !== undefined && speaksOllamaNatively({ type });
+  };
 
   const running = async () => 'Ollama is running';
   app.get('/', running);
@@ -59,14 +66,21 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
   app.post('/api/show', { bodyLimit: JSON_BODY_LIMIT }, async (req) => {
     const ctx = callers.identify(req);
     const model = requestedModel(req.body, true);
-    const entry = visibleModels(catalog, ctx).find((e) => e.model.id === model);
-    if (entry) return showOf(entry, opts.facts);
-    // an id the listing does not name (a glob alias): what its candidates say
     const { candidates } = gate(catalog, model, ctx).resolution;
-    return showOf(
-      { model: { id: model, object: 'model', created: 0, owned_by: '' }, alias: true, candidates },
-      opts.facts,
-    );
+    // an Ollama server among the candidates knows the model best
+    const verbose = (req.body as { verbose?: unknown }).verbose === true;
+    for (const c of candidates) {
+      const native = isNative(c.backend) ? await opts.nativeShow(c.backend, c.model, verbose) : undefined;
+      if (native) return native;
+    }
+    // else what the gateway knows; an id the listing does not name (a glob alias) by its candidates
+    const entry = visibleModels(catalog, ctx).find((e) => e.model.id === model);
+    const unlisted = {
+      model: { id: model, object: 'model' as const, created: 0, owned_by: '' },
+      alias: true,
+      candidates,
+    };
+    return showOf(entry ?? unlisted, opts.facts);
   });
 
   for (const name of MANAGEMENT) {
@@ -82,11 +96,6 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
     if (name === 'delete') app.delete('/api/delete', refuse);
     app.post(`/api/${name}`, refuse);
   }
-
-  const isNative = (backend: string) => {
-    const type = opts.backendType(backend);
-    return type !== undefined && speaksOllamaNatively({ type });
-  };
 
   const proxied = (endpoint: OllamaEndpoint) => (req: FastifyRequest, reply: FastifyReply) => {
     const loading = endpoint === 'chat' || endpoint === 'generate' ? loadOnlyAnswer(endpoint, req) : undefined;
