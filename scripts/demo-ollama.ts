@@ -10,7 +10,7 @@ export async function ollamaWalkthrough(base: string, say: (text: string) => voi
   const ollama = new Ollama({ host: base });
   const { version } = await ollama.version();
   const { models } = await ollama.list();
-  say(`   GET /api/version → ${version}; GET /api/tags → ${models.length} models (the /v1/models list)`);
+  say(`   GET /api/version → ${version}; GET /api/tags → ${models.length} models (the chat models /v1/models lists)`);
   const stream = await ollama.chat({
     model: 'fast',
     messages: [{ role: 'user', content: 'Say hello' }],
