@@ -6,11 +6,11 @@
 import { Ollama } from 'ollama';
 
 export async function ollamaWalkthrough(base: string, say: (text: string) => void, step: number): Promise<void> {
-  say(`\n${step}. Ollama clients (Open WebUI, Home Assistant, the ollama libraries) — the native API on the gateway:`);
+  say(`\n${step}. Ollama clients (Open WebUI, Home Assistant, the ollama libraries) on the native API:`);
   const ollama = new Ollama({ host: base });
   const { version } = await ollama.version();
   const { models } = await ollama.list();
-  say(`   GET /api/version → ${version}; GET /api/tags → ${models.length} models (the chat models /v1/models lists)`);
+  say(`   GET /api/version → ${version}; GET /api/tags → ${models.length} models (/v1/models' chat models)`);
   const stream = await ollama.chat({
     model: 'fast',
     messages: [{ role: 'user', content: 'Say hello' }],
@@ -25,7 +25,6 @@ export async function ollamaWalkthrough(base: string, say: (text: string) => voi
   }
   const tokPerS = last && last.eval_duration > 0 ? (last.eval_count / last.eval_duration) * 1e9 : 0;
   say(`\n   done_reason ${last?.done_reason}, ${last?.prompt_eval_count} prompt + ${last?.eval_count} eval tokens,`);
-  say(
-    `   total_duration ${last?.total_duration} ns (${tokPerS.toFixed(1)} tok/s, as the ollama CLI's --verbose computes it)`,
-  );
+  const speed = `${tokPerS.toFixed(1)} tok/s, as \`ollama run --verbose\` computes it`;
+  say(`   total_duration ${last?.total_duration} ns (${speed})`);
 }
