@@ -1,6 +1,6 @@
 import type { FairShare } from './fair-share.ts';
 import { LazyFifo } from './lazy-fifo.ts';
-import type { Candidate, Lease, SchedulerRejection, TicketUser } from './types.ts';
+import type { Candidate } from './types.ts';
 
 import type { Waiter } from './waiter.ts';
 

@@ -10,8 +10,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { BackendSpec } from '../config/types.ts';
 import type { GatewayError } from '../errors.ts';
-import type { SseEvent } from '../wire/sse.ts';
-import type { StreamSummary } from '../wire/stream-usage.ts';
 import type { StreamTranslator } from '../wire/stream-translator.ts';
 import type { Usage } from '../wire/usage.ts';
 
