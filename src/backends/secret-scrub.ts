@@ -13,8 +13,6 @@ import type { BackendSpec } from '../config/types.ts';
 import type { BackendError } from './types.ts';
 import { parseUrl, serialise } from '../config/url-userinfo.ts';
 
-export { joinUserinfo, splitUserinfo } from '../config/url-userinfo.ts';
-
 export const URL_PASSWORD_MASK = '***';
 const REDACTED = '[redacted]';
 /** Shorter values are not searched for (they would match ordinary words). */

@@ -4,7 +4,6 @@ import { MAX_JSON_DEPTH, nestingDepthExceeds } from '../wire/raw-json.ts';
 import { bodyShapeProblem } from './body-shape.ts';
 
 /** Deeper nesting than this is refused at parse time (no chat body needs it; deep values make JSON tools throw). */
-export { MAX_JSON_DEPTH };
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -13,8 +13,6 @@ import { TranslatedResponses } from './responses-translated.ts';
 import { formatSseEvent } from '../wire/sse.ts';
 import type { AttemptSurface, CallSurface, StreamError } from '../upstream/surface.ts';
 
-export type { FinalResponseSource, ResponsesCall } from './responses-call.ts';
-
 export class ResponsesSurface implements CallSurface {
   readonly endpoint = 'responses';
   readonly stream: boolean;

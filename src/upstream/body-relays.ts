@@ -15,7 +15,8 @@ import { rawHead, relayRaw } from './raw-relay.ts';
 import type { AttemptFailure } from './refusals.ts';
 import { relayStream } from './relay.ts';
 import type { SseResponse } from '../wire/sse-response.ts';
-import { speedSample, type DispatchFacts } from './speed-sample.ts';
+import type { DispatchFacts } from '../backends/dispatch-facts.ts';
+import { speedSample } from './speed-sample.ts';
 import type { AttemptSurface, StreamError } from './surface.ts';
 
 /** What the call inspector keeps of a streamed answer (the call log caps it again). */

@@ -14,7 +14,7 @@ import { spillAfterMs } from './call-ticket.ts';
 import { UpstreamSignal } from './deadline.ts';
 import type { CallOutcome } from '../stats/call-outcome.ts';
 import type { RefusalDeps } from './refusals.ts';
-import type { DispatchFacts } from './speed-sample.ts';
+import type { DispatchFacts } from '../backends/dispatch-facts.ts';
 import type { CallSurface } from './surface.ts';
 import { SseResponse } from '../wire/sse-response.ts';
 

@@ -20,8 +20,6 @@ export interface SpeedFields {
   dispatch?: DispatchFacts;
 }
 
-export type { DispatchFacts } from '../backends/dispatch-facts.ts';
-
 export function speedSample(fields: SpeedFields): SpeedSample {
   const { usage } = fields;
   const sample: SpeedSample = {

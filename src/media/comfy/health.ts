@@ -22,7 +22,6 @@ import { ExecutorStuck, type MediaHealthCheck } from '../../backends/media-healt
 export const OBJECT_INFO_EVERY = 10;
 
 /** A stuck executor, for the probe to report (the backend goes down with kind exec_stuck). */
-export { ExecutorStuck };
 
 export interface ComfyHealthOptions {
   now?: () => number;
