@@ -15,6 +15,7 @@ import {
   NO_MODEL,
   nearestRankSql,
   REPORTING_BACKENDS_SQL,
+  reportsCache,
   SPENT_SQL,
   TOTALS_SQL,
   type AggregateGroup,
@@ -94,6 +95,12 @@ export class CallsRepo {
   readonly #write: (batch: readonly CallWrite[]) => void;
   readonly #pruneStep: (c: PruneCutoffs, limit: number) => Pruned & { done: boolean };
   readonly #selectBodies;
+  /**
+   * The backends that report cache use (`REPORTING_BACKENDS_SQL`, a scan of every stored call),
+   * read once and then kept: a write adds its reporting backends, a prune that deletes calls
+   * drops the set so the next `aggregate()` reads it again. Undefined until first needed.
+   */
+  #cacheReporting: Set<string> | undefined;
 
   /** Opens (creating and migrating if needed) `<storeDir>/stats.db`. */
   static open(storeDir: string): CallsRepo {
@@ -209,6 +216,8 @@ export class CallsRepo {
   /** Writes a batch in one transaction: all of it, or (throwing) none of it. */
   write(batch: readonly CallWrite[]): void {
     this.#write(batch);
+    if (!this.#cacheReporting) return;
+    for (const { row } of batch) if (row && reportsCache(row)) this.#cacheReporting.add(row.backend);
   }
 
   /**
@@ -310,14 +319,18 @@ export class CallsRepo {
     const params: Record<string, unknown> = {};
     addTimeRange(where, params, filter);
     const key = GROUP_KEY_SQL[group];
+    this.#cacheReporting ??= new Set(
+      (this.#db.prepare(REPORTING_BACKENDS_SQL).all() as { backend: string }[]).map((r) => r.backend),
+    );
+    const totalsParams = { ...params, reporting: JSON.stringify([...this.#cacheReporting]) };
     const totals = this.#db
       .prepare(
         `SELECT ${key} AS key, ${TOTALS_SQL},
-           SUM(CASE WHEN backend IN (${REPORTING_BACKENDS_SQL}) THEN prompt_tokens ELSE 0 END)
+           SUM(CASE WHEN backend IN (SELECT value FROM json_each(@reporting)) THEN prompt_tokens ELSE 0 END)
              AS reporting_prompt_tokens
          FROM calls ${whereClause(where)} GROUP BY 1`,
       )
-      .all(params) as (CallTotals & { key: string; reporting_prompt_tokens: number })[];
+      .all(totalsParams) as (CallTotals & { key: string; reporting_prompt_tokens: number })[];
     // nearest rank over calls, not rows: the rank-th call is the first row whose running count reaches it
     const percentiles = this.#db
       .prepare(
@@ -349,7 +362,9 @@ export class CallsRepo {
    * bodies go with them), else the old quota counters and paid spend. Repeat until it returns `done`.
    */
   pruneStep(cutoffs: PruneCutoffs, limit: number): Pruned & { done: boolean } {
-    return this.#pruneStep(cutoffs, limit);
+    const step = this.#pruneStep(cutoffs, limit);
+    if (step.rows > 0) this.#cacheReporting = undefined;
+    return step;
   }
 
   close(): void {
