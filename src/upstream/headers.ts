@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1) plus ones the gateway recomputes or must not forward. */
-const DROPPED_REQUEST_HEADERS = new Set([
+/** Hop-by-hop headers (RFC 9110 §7.6.1): dropped both ways. */
+const HOP_BY_HOP = [
   'connection',
   'keep-alive',
   'proxy-authenticate',
@@ -10,6 +10,11 @@ const DROPPED_REQUEST_HEADERS = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
+];
+
+/** Hop-by-hop headers plus ones the gateway recomputes or must not forward. */
+const DROPPED_REQUEST_HEADERS = new Set([
+  ...HOP_BY_HOP,
   'host',
   'content-length',
   'expect',
@@ -33,14 +38,7 @@ const DROPPED_REQUEST_HEADERS = new Set([
 ]);
 
 const DROPPED_RESPONSE_HEADERS = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
+  ...HOP_BY_HOP,
   'content-length',
   'set-cookie',
   'date',
