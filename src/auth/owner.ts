@@ -21,3 +21,8 @@ export function ownerOf(caller: Pick<Caller, 'kind' | 'user'>, ip: string): stri
 export function ownerKind(owner: string): OwnerKind {
   return owner === 'master' ? 'master' : owner.startsWith('user:') ? 'user' : 'anonymous';
 }
+
+/** Whether `viewer` (a caller's own owner) may see or act on what `owner` left: its own, anyone's for an admin. */
+export function mayAccess(owner: string, viewer: string, isAdmin: boolean): boolean {
+  return isAdmin || owner === viewer;
+}

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import type { Logger } from 'pino';
+import { mayAccess } from '../auth/owner.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { badRequest, GatewayError } from '../errors.ts';
@@ -361,7 +362,7 @@ export class MediaJobs implements MediaService {
 
   private owned(id: string, caller: MediaCaller): Job | undefined {
     const job = this.store.get(id, this.now());
-    return job && (caller.admin || job.owner === caller.owner) ? job : undefined;
+    return job && mayAccess(job.owner, caller.owner, caller.admin) ? job : undefined;
   }
 
   private viewOf(job: Job): JobView {

@@ -5,6 +5,7 @@
  * is served by that backend only, which holds the conversation.
  */
 import type { FastifyReply } from 'fastify';
+import { mayAccess } from '../auth/owner.ts';
 import { GatewayError } from '../errors.ts';
 import type { GatedModel } from './model-gate.ts';
 import type { NativeOrigin, ResponsesRepo } from '../store/responses-repo.ts';
@@ -38,7 +39,7 @@ export function visibleNative(
   now: number,
 ): NativeOrigin | undefined {
   const origin = repo.nativeOrigin(id, now);
-  return origin && (origin.owner === owner || isAdmin) ? origin : undefined;
+  return origin && mayAccess(origin.owner, owner, isAdmin) ? origin : undefined;
 }
 
 /** Sends the read to the backend that holds the response and relays its answer. */

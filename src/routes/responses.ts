@@ -7,7 +7,7 @@
  * bridge's, the background run background.ts's.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ownerOf } from '../auth/owner.ts';
+import { mayAccess, ownerOf } from '../auth/owner.ts';
 import { GatewayError } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import { newResponseId } from '../bridges/responses/ids.ts';
@@ -66,7 +66,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
   const locate = (who: Viewer, id: string): Located => {
     if (!isResponseId(id)) throw responseNotFound(id); // never a lookup, nor a backend's URL
     const row = repo.get(id, opts.now());
-    if (row && (row.owner === who.owner || who.isAdmin)) return { row };
+    if (row && mayAccess(row.owner, who.owner, who.isAdmin)) return { row };
     const native = visibleNative(repo, id, who.owner, who.isAdmin, opts.now());
     if (native) return { native };
     throw responseNotFound(id);
@@ -278,7 +278,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
         message: '`previous_response_id` must be a string.',
       });
     const row = repo.get(previous, opts.now());
-    if (row && (row.owner === who.owner || who.isAdmin)) return row.history;
+    if (row && mayAccess(row.owner, who.owner, who.isAdmin)) return row.history;
     // a native backend may know it (its own stored response): passed on as it came
     if (nativeCandidates) return undefined;
     throw previousNotFound(previous);
