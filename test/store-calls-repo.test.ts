@@ -105,4 +105,20 @@ describe('CallsRepo', () => {
     assert.deepEqual({ ...results[0], sliced: 0 }, { ...results[1], sliced: 0 });
     assert.deepEqual(results[0].left, { calls: 155, bodies: 40, usage: 1 });
   });
+  test('the cache hit share follows writes and prunes: a backend reports once a stored call of it did', (t) => {
+    const repo = CallsRepo.open(tempDir());
+    t.after(() => repo.close());
+    const quiet = { cached_tokens: 0, cache_write_tokens: 0 };
+    const write = (...rows: StoredCall[]) => repo.write(rows.map((r) => ({ row: r, bodies: null, usage: null })));
+    const share = () => repo.aggregate('backend').map((r) => [r.key, r.cache_hit_share]);
+    write(row({ id: 1, ts: NOW - 3 * DAY_MS, ...quiet }));
+    assert.deepEqual(share(), [['gpu1', null]]);
+    write(row({ id: 2, ts: NOW - 3 * DAY_MS, cached_tokens: 50 }));
+    assert.deepEqual(share(), [['gpu1', 50 / 200]]);
+    write(row({ id: 3, ...quiet }));
+    assert.deepEqual(share(), [['gpu1', 50 / 300]]);
+    const cutoffs: PruneCutoffs = { bodyCutoff: -Infinity, rowCutoff: NOW - DAY_MS, firstUsageDay: 0 };
+    while (!repo.pruneStep(cutoffs, 10).done);
+    assert.deepEqual(share(), [['gpu1', null]], 'its reporting call pruned, the backend tells nothing of its cache');
+  });
 });
