@@ -54,30 +54,24 @@ interface EditorView {
 
 export async function mappingTab(app: FastifyInstance, ctx: UiContext): Promise<void> {
   const { services } = ctx;
-  const comfyNames = () =>
-    services
-      .config()
-      .backends.filter((b) => kindOf(b).isMedia)
-      .map((b) => b.name);
+  const comfyBackends = () => services.config().backends.filter((b) => kindOf(b).isMedia);
+  const comfyNames = () => comfyBackends().map((b) => b.name);
   const infoOf = (name: string) => services.comfy.objectInfo(name);
   const check = (alias: string, entries: ImageModelEntry[]) => services.admin.checkImageAlias(alias, entries);
   const models = () => services.config().image_models ?? {};
   const view = () => services.admin.settingView('image_models') as SettingView | undefined;
   const fleet = (): FleetBackend[] =>
-    services
-      .config()
-      .backends.filter((b) => kindOf(b).isMedia)
-      .map((b) => {
-        const info = infoOf(b.name);
-        const loras = services.comfy.inventory(b.name)?.loras.length;
-        return {
-          name: b.name,
-          enabled: b.enabled,
-          healthy: services.registry.get(b.name)?.healthy ?? false,
-          ...(info ? { info } : {}),
-          ...(loras !== undefined ? { loras } : {}),
-        };
-      });
+    comfyBackends().map((b) => {
+      const info = infoOf(b.name);
+      const loras = services.comfy.inventory(b.name)?.loras.length;
+      return {
+        name: b.name,
+        enabled: b.enabled,
+        healthy: services.registry.get(b.name)?.healthy ?? false,
+        ...(info ? { info } : {}),
+        ...(loras !== undefined ? { loras } : {}),
+      };
+    });
 
   const listPage = (
     req: FastifyRequest,
