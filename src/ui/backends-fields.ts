@@ -6,7 +6,7 @@
  */
 import type { BackendType } from '../config/types.ts';
 import { COMFY_DEFAULTS } from '../config/defaults.ts';
-import { BACKEND_KINDS, speaks, type BackendKind } from '../backends/kinds/index.ts';
+import { speaks, typesWhere } from '../backends/kinds/index.ts';
 
 export type FieldKind = 'text' | 'url' | 'secret' | 'check' | 'number' | 'select' | 'lines' | 'json';
 
@@ -31,7 +31,6 @@ export interface FieldGroup {
   fields: readonly FieldMeta[];
 }
 
-const typesWhere = (test: (kind: BackendKind) => boolean) => BACKEND_KINDS.filter(test).map((k) => k.type);
 export const ALL_TYPES: readonly BackendType[] = typesWhere(() => true);
 const LLM: readonly BackendType[] = typesWhere((k) => !k.isMedia);
 /** The kinds that get chat calls as sent: the chat options (sampling, reasoning, Responses) are theirs. */

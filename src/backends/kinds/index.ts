@@ -44,9 +44,14 @@ export function answers(kind: BackendKind, api: ClientApi): boolean {
   return kind.native.includes(api) || kind.nativeOnRequest.includes(api) || kind.translated.includes(api);
 }
 
+/** The types of the kinds that pass `test`, in table order. */
+export function typesWhere(test: (kind: BackendKind) => boolean): BackendType[] {
+  return BACKEND_KINDS.filter(test).map((k) => k.type);
+}
+
 /** The types of the kinds that answer any of `apis`, in table order. */
 export function typesAnswering(apis: readonly ClientApi[]): BackendType[] {
-  return BACKEND_KINDS.filter((k) => apis.some((api) => answers(k, api))).map((k) => k.type);
+  return typesWhere((k) => apis.some((api) => answers(k, api)));
 }
 
 /** Every kind's answers that mean "a model could not start or is still loading" (upstream/classify.ts). */
