@@ -210,4 +210,24 @@ describe('Ollama clients onto an Ollama server, through the gateway', () => {
     assert.equal(((await chat.json()) as { done_reason: string }).done_reason, 'unload');
     assert.equal(box.requests.length, before);
   });
+
+  test('a load-only request is on record once, answered or refused', async () => {
+    const rows = () => gw.gateway.callLog.recent({ limit: 1000 });
+    const ask = (model: string) =>
+      fetch(`${gw.url}/api/generate`, { method: 'POST', headers: auth, body: JSON.stringify({ model }) });
+    const answered = await ask('llama3.2:latest');
+    assert.equal(answered.status, 200);
+    const refused = await ask('nope-load-only');
+    assert.equal(refused.status, 404);
+    await refused.text();
+    const loads = rows().filter((r) => r.reason === 'load_only');
+    assert.equal(loads.length, 1 + 2, 'this one and the two of the test before');
+    assert.equal(loads[0].status, 200);
+    const nope = rows().filter((r) => r.requested_model === 'nope-load-only');
+    assert.deepEqual(
+      nope.map((r) => [r.status, r.reason]),
+      [[404, 'unknown_model']],
+    );
+    assert.equal(new Set(rows().map((r) => r.request_id)).size, rows().length, 'one row per request id');
+  });
 });

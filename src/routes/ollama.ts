@@ -13,8 +13,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BackendType } from '../config/types.ts';
 import { badRequest, GatewayError } from '../errors.ts';
-import { loadOnly } from '../bridges/ollama/request.ts';
 import { isObject } from '../json.ts';
+import { loadOnly } from '../bridges/ollama/request.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import { OllamaSurface, speaksOllamaNatively, type OllamaEndpoint } from '../surfaces/ollama-surface.ts';
 import type { CallerContext } from './caller.ts';
@@ -97,11 +97,12 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
     app.post(`/api/${name}`, refuse);
   }
 
-  const proxied = (endpoint: OllamaEndpoint) => (req: FastifyRequest, reply: FastifyReply) => {
-    const loading = endpoint === 'chat' || endpoint === 'generate' ? loadOnlyAnswer(endpoint, req) : undefined;
-    if (loading) return loading;
-    return runProxiedCall(opts, `ollama-${endpoint}`, req, reply, (ctx, body, model) => {
+  const proxied = (endpoint: OllamaEndpoint) => (req: FastifyRequest, reply: FastifyReply) =>
+    runProxiedCall(opts, `ollama-${endpoint}`, req, reply, (ctx, body, model) => {
       const gated = gate(catalog, model, ctx);
+      const loading =
+        endpoint === 'chat' || endpoint === 'generate' ? loadOnlyAnswer(endpoint, body, model) : undefined;
+      if (loading) return loading;
       const alias = gated.resolution.alias;
       const surface = new OllamaSurface({
         endpoint,
@@ -126,24 +127,23 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
         refreshCandidates: () => refreshCandidates().filter((c) => isNative(c.backend)),
       };
     });
-  };
-
-  /** A request that only loads or unloads its model: answered at once (after the model gate), as Ollama does. */
-  const loadOnlyAnswer = (endpoint: 'chat' | 'generate', req: FastifyRequest) => {
-    const body = req.body;
-    if (!isObject(body) || typeof body.model !== 'string' || body.model === '') return undefined;
-    const reason = loadOnly(endpoint, body);
-    if (!reason) return undefined;
-    gate(catalog, body.model, callers.identify(req));
-    const answer = { model: body.model, created_at: new Date().toISOString() };
-    const said = endpoint === 'chat' ? { message: { role: 'assistant', content: '' } } : { response: '' };
-    return Promise.resolve({ ...answer, ...said, done: true, done_reason: reason });
-  };
 
   const post = { bodyLimit: JSON_BODY_LIMIT };
   for (const endpoint of ['chat', 'generate', 'embed', 'embeddings'] as const) {
     app.post(`/api/${endpoint}`, post, proxied(endpoint));
   }
+}
+
+/**
+ * A request that only loads or unloads its model (after the model gate): answered at once, as
+ * Ollama does, with no backend asked and no slot taken; the call log has its row all the same.
+ */
+function loadOnlyAnswer(endpoint: 'chat' | 'generate', body: Record<string, unknown>, model: string) {
+  const reason = loadOnly(endpoint, body);
+  if (!reason) return undefined;
+  const answer = { model, created_at: new Date().toISOString() };
+  const said = endpoint === 'chat' ? { message: { role: 'assistant', content: '' } } : { response: '' };
+  return { answeredHere: { body: { ...answer, ...said, done: true, done_reason: reason }, reason: 'load_only' } };
 }
 
 /** The caller may use `model` on `/api/*`, else a 404 in Ollama's words (unknown and forbidden alike). */

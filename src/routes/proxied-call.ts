@@ -28,16 +28,24 @@ export interface ProxiedCallDeps {
 /**
  * The route's part: the call for this body and model (and what to do once it was answered), or
  * a thrown GatewayError. `history`: the stored earlier items a Responses call is sent with, which
- * count in its prompt size and conversation seed.
+ * count in its prompt size and conversation seed. Or `answeredHere`: a call the gateway answers
+ * itself, with no backend, no slot and no quota (Ollama's load-only request), on record all the same.
  */
 export type PrepareCall = (
   ctx: CallerContext,
   body: Record<string, unknown>,
   model: string,
-) => Omit<ProxyCall, 'req' | 'reply' | 'caller' | 'promptTokens' | 'conversationKey'> & {
+) => PreparedCall | AnsweredHere;
+
+type PreparedCall = Omit<ProxyCall, 'req' | 'reply' | 'caller' | 'promptTokens' | 'conversationKey'> & {
   answered?: () => void;
   history?: readonly unknown[];
 };
+
+/** The answer the route gives at once, and the call log's reason for it. */
+export interface AnsweredHere {
+  answeredHere: { body: object; reason: string };
+}
 
 export async function runProxiedCall(
   deps: ProxiedCallDeps,
@@ -88,6 +96,10 @@ export async function runProxiedCall(
     requested = model;
     const fields = body as Record<string, unknown>;
     const call = prepare(ctx, fields, model);
+    if ('answeredHere' in call) {
+      record(200, call.answeredHere.reason);
+      return reply.send(call.answeredHere.body);
+    }
     const ticketUser = ticketUserOf(ctx.caller);
     const surface = seedSurfaceOf(endpoint);
     const done = deps.callers.admit(ctx, { hasUnpaid: deps.callers.hasUnpaid(call.resolution.candidates) });
