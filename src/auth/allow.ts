@@ -40,3 +40,8 @@ export function isListedModelVisible(allow: readonly string[], entry: ListedEntr
   const ctx: AllowContext = { requested: id, alias: entry.alias ? id : undefined, candidates: entry.candidates };
   return filterAllowed(allow, ctx).length > 0;
 }
+
+/** The entries of a model listing visible under `allow` (all of them for an empty list): `/v1/models`, `/api/tags`. */
+export function visibleEntries<T extends ListedEntry>(allow: readonly string[], entries: T[]): T[] {
+  return allow.length ? entries.filter((e) => isListedModelVisible(allow, e)) : entries;
+}

@@ -7,7 +7,7 @@
  * it does not, so those are empty, never made up — a digest is the id's hash, stable per id.
  */
 import { createHash } from 'node:crypto';
-import { isListedModelVisible } from '../auth/allow.ts';
+import { visibleEntries } from '../auth/allow.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import type { ListingEntry } from '../routing/model-listing.ts';
 import type { CallerContext } from './caller.ts';
@@ -27,8 +27,7 @@ export interface ModelFacts {
 
 /** The entries of `/v1/models` the caller may use on `/api/*`. */
 export function visibleModels(catalog: ModelCatalogView, ctx: CallerContext): ListingEntry[] {
-  const allow = ctx.caller.allow;
-  return catalog.listing('openai').filter((e) => !allow.length || isListedModelVisible(allow, e));
+  return visibleEntries(ctx.caller.allow, catalog.listing('openai'));
 }
 
 const NO_DETAILS = Object.freeze({

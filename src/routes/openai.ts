@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isListedModelVisible } from '../auth/allow.ts';
+import { visibleEntries } from '../auth/allow.ts';
 import { badRequest, modelNotFound } from '../errors.ts';
 import type { ModelCatalogView } from '../routing/catalog.ts';
 import type { ListingEntry } from '../routing/model-listing.ts';
@@ -50,12 +50,8 @@ export async function openaiRoutes(app: FastifyInstance, opts: OpenAIRoutesOptio
   const { callers, catalog } = opts;
   useRawJsonBodies(app, JSON_BODY_LIMIT);
 
-  const visibleModels = (ctx: CallerContext): ListingEntry[] => {
-    const entries = catalog.listing('messages');
-    const allow = ctx.caller.allow;
-    if (!allow.length) return entries;
-    return entries.filter((e) => isListedModelVisible(allow, e));
-  };
+  const visibleModels = (ctx: CallerContext): ListingEntry[] =>
+    visibleEntries(ctx.caller.allow, catalog.listing('messages'));
 
   app.get('/v1/models', async (req) => {
     const ctx = callers.identify(req);
