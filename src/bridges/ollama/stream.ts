@@ -21,10 +21,9 @@ import type { SseEvent } from '../../wire/sse.ts';
 import type { StreamSummary } from '../../wire/stream-summary.ts';
 import type { StreamTranslator } from '../../wire/stream-translator.ts';
 import { ChatStreamReader, type PendingCall } from '../chat-stream-reader.ts';
-import { ollamaErrorFromUpstream } from './errors.ts';
+import { ollamaErrorFromUpstream, ollamaErrorLine } from './errors.ts';
 import { doneReason, ollamaMetrics } from './metrics.ts';
 import { argumentsObject, unparsableArguments } from './response.ts';
-import { ollamaErrorLine } from './errors.ts';
 import { contentLine, finalLine, thinkingLine, toolCallsLine } from './stream-frames.ts';
 import type { CallTimes, Json, OllamaKind } from './types.ts';
 
