@@ -9,6 +9,7 @@ import { Ollama } from 'ollama';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { waitFor } from './helpers/wait.ts';
+import { STATUS_CLIENT_CLOSED } from '../src/stats/record.ts';
 
 describe('Ollama streams on a busy or broken fleet', () => {
   let gpu: FakeBackend;
@@ -79,6 +80,27 @@ describe('Ollama streams on a busy or broken fleet', () => {
     assert.equal(lines.length, 1, raw);
     assert.equal(typeof JSON.parse(lines[0]!).error, 'string');
     await waitFor(() => inflight() === 0, 'every slot back');
+  });
+
+  test('a parked stream the client leaves: its ticket goes, one row, the slot comes back', async () => {
+    const busy = await holdTheSlot();
+    const leave = new AbortController();
+    const parked = await fetch(`${gw.url}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'qwen3-8b', messages: [{ role: 'user', content: 'bye' }] }),
+      signal: leave.signal,
+    });
+    const id = parked.headers.get('x-request-id')!;
+    assert.ok(id, 'the head went out with the first keep-alive');
+    leave.abort();
+    await parked.body?.cancel().catch(() => {});
+    await busy.text();
+    await waitFor(() => inflight() === 0, 'every slot back');
+    await gw.gateway.callLog.flush();
+    const rows = gw.gateway.callLog.recent({ limit: 1000 }).filter((r) => r.request_id === id);
+    assert.equal(rows.length, 1, 'one row for the abandoned call');
+    assert.equal(rows[0]!.status, STATUS_CLIENT_CLOSED);
   });
 
   test('a backend that breaks mid-stream: the client sees an error, the slot comes back', async () => {
