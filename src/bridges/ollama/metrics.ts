@@ -12,7 +12,7 @@
  *   them, else the whole attempt counts as eval (an honest lower bound of the speed).
  */
 import type { CallTimings } from '../../wire/call-timings.ts';
-import type { Usage } from '../../wire/usage.ts';
+import { tokenCount, type Usage } from '../../wire/usage.ts';
 import type { CallTimes } from './types.ts';
 
 export interface OllamaMetrics {
@@ -51,14 +51,10 @@ export function ollamaMetrics(times: CallTimes, usage: Usage | undefined, timing
 
 /** Usage from an Ollama answer's own counts (a native answer passed through). */
 export function usageFromOllama(obj: Record<string, unknown>): Usage | undefined {
-  const prompt = count(obj.prompt_eval_count);
-  const output = count(obj.eval_count);
+  const prompt = tokenCount(obj.prompt_eval_count);
+  const output = tokenCount(obj.eval_count);
   if (prompt === undefined && output === undefined) return undefined;
   return { prompt_tokens: prompt ?? 0, completion_tokens: output ?? 0, total_tokens: (prompt ?? 0) + (output ?? 0) };
-}
-
-function count(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
 }
 
 /** Ollama's `done_reason` for a chat `finish_reason`: a tool call ends with "stop" there too. */
