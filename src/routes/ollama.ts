@@ -65,7 +65,7 @@ export async function ollamaRoutes(app: FastifyInstance, opts: OllamaRoutesOptio
 
   app.post('/api/show', { bodyLimit: JSON_BODY_LIMIT }, async (req) => {
     const ctx = callers.identify(req);
-    const model = requestedModel(req.body, true);
+    const model = shownModel(req.body);
     const { candidates } = gate(catalog, model, ctx).resolution;
     // an Ollama server among the candidates knows the model best
     const verbose = (req.body as { verbose?: unknown }).verbose === true;
@@ -162,10 +162,10 @@ function gate(catalog: ModelCatalogView, model: string, ctx: CallerContext): Gat
   }
 }
 
-/** The body's `model` (`/api/show` also takes the older `name`), or Ollama's 400. */
-function requestedModel(body: unknown, orName: boolean): string {
+/** `/api/show`'s `model` (or the older `name`), or Ollama's 400. */
+function shownModel(body: unknown): string {
   if (!isObject(body)) throw badRequest('missing request body');
-  const model = body.model ?? (orName ? body.name : undefined);
+  const model = body.model ?? body.name;
   if (typeof model !== 'string' || model === '') throw badRequest('model is required', 'model');
   return model;
 }
