@@ -35,6 +35,8 @@ export class OllamaSurface implements CallSurface {
   readonly rawBody: string;
   readonly streamContentType = NDJSON_CONTENT_TYPE;
   private translated?: TranslatedOllama;
+  /** The attempt under way is a translated one (its stream's failure words end a broken stream). */
+  private translating = false;
 
   constructor(private readonly call: OllamaCall) {
     this.endpoint = `ollama-${call.endpoint}`;
@@ -50,14 +52,17 @@ export class OllamaSurface implements CallSurface {
   }
 
   attempt(backend: BackendSpec): AttemptSurface {
-    if (speaksOllamaNatively(backend)) return new OllamaPassthrough(this.call, backend);
+    this.translating = !speaksOllamaNatively(backend);
+    if (!this.translating) return new OllamaPassthrough(this.call, backend);
     return this.translation().on(backend);
   }
 
   errorEvent(error: StreamError): string {
     if (error.kind === 'refused') return ollamaErrorLine(error.error.message);
     if (error.kind === 'upstream') return ollamaErrorLine(ollamaErrorFromUpstream(error.status, error.text).error);
-    return ollamaErrorLine(this.translated?.streamFailure() ?? error.message);
+    // a failed-over translated attempt's words are not this attempt's
+    const translatedFailure = this.translating ? this.translated?.streamFailure() : undefined;
+    return ollamaErrorLine(translatedFailure ?? error.message);
   }
 
   keepaliveFrame(): string {
