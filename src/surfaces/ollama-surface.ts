@@ -14,6 +14,7 @@
 import { kindOf, speaks } from '../backends/kinds/index.ts';
 import type { BackendSpec } from '../config/types.ts';
 import { ollamaErrorFromUpstream, ollamaErrorLine } from '../bridges/ollama/errors.ts';
+import type { OllamaProblem } from '../bridges/ollama/types.ts';
 import { formatNdjsonLine } from '../wire/ndjson.ts';
 import type { AttemptSurface, CallSurface, StreamError } from '../upstream/surface.ts';
 import type { OllamaCall } from './ollama-call.ts';
@@ -47,7 +48,7 @@ export class OllamaSurface implements CallSurface {
   }
 
   /** What a chat backend could not be sent (the client's mistake, or a field only Ollama serves). */
-  translationProblem(): { message: string; param: string | null } | undefined {
+  translationProblem(): OllamaProblem | undefined {
     return this.translation().problem;
   }
 

@@ -14,7 +14,7 @@ import { ollamaToEmbeddings } from '../bridges/ollama/request-embed.ts';
 import { ollamaToChat } from '../bridges/ollama/request.ts';
 import { chatToOllama, embeddingToOllama, embedToOllama } from '../bridges/ollama/response.ts';
 import { ChatToOllamaStream } from '../bridges/ollama/stream.ts';
-import type { Json } from '../bridges/ollama/types.ts';
+import type { Json, OllamaProblem } from '../bridges/ollama/types.ts';
 import { upstreamRequestHeaders } from '../upstream/headers.ts';
 import type { AttemptSurface, StreamTranslator, SurfaceAnswer, UpstreamRequest } from '../upstream/surface.ts';
 import { llamaCppTimings, usageFromLlamaCppTimings } from '../wire/llama-timings.ts';
@@ -25,7 +25,7 @@ import type { OllamaCall } from './ollama-call.ts';
 
 export class TranslatedOllama implements AttemptSurface {
   /** Set when the request cannot be translated (the route answers 400, or keeps only ollama backends). */
-  readonly problem?: { message: string; param: string | null };
+  readonly problem?: OllamaProblem;
   private readonly upstream?: Json;
   private readonly path: string;
   private readonly transform: BodyTransform;

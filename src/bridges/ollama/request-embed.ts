@@ -3,12 +3,11 @@
  * `/api/embeddings` (`prompt`: one string) as an OpenAI `/v1/embeddings` request. `truncate`,
  * `options` and `keep_alive` concern the server that loads the model: left out.
  */
-import { invalid, OllamaRequestError, type Json } from './types.ts';
+import { invalid, OllamaRequestError, refusal, type Json, type OllamaProblem } from './types.ts';
 
 export type EmbedEndpoint = 'embed' | 'embeddings';
 
-export type OllamaToEmbeddings =
-  { ok: true; body: Json } | { ok: false; error: { message: string; param: string | null } };
+export type OllamaToEmbeddings = { ok: true; body: Json } | { ok: false; error: OllamaProblem };
 
 export function ollamaToEmbeddings(endpoint: EmbedEndpoint, body: Json, model: string): OllamaToEmbeddings {
   try {
@@ -22,8 +21,7 @@ export function ollamaToEmbeddings(endpoint: EmbedEndpoint, body: Json, model: s
     }
     return { ok: true, body: out };
   } catch (err) {
-    if (err instanceof OllamaRequestError) return { ok: false, error: { message: err.message, param: err.param } };
-    throw err;
+    return refusal(err);
   }
 }
 

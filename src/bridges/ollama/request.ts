@@ -10,10 +10,9 @@
 import type { ReasoningWant } from '../reasoning/switch.ts';
 import { chatMessages, withImages } from './request-messages.ts';
 import { applyOptions, reasoningWant, responseFormat } from './request-options.ts';
-import { invalid, isObject, OllamaRequestError, type Json, type OllamaKind } from './types.ts';
+import { invalid, isObject, refusal, type Json, type OllamaKind, type OllamaProblem } from './types.ts';
 
-export type OllamaToChat =
-  { ok: true; chat: Json; want?: ReasoningWant } | { ok: false; error: { message: string; param: string | null } };
+export type OllamaToChat = { ok: true; chat: Json; want?: ReasoningWant } | { ok: false; error: OllamaProblem };
 
 export function ollamaToChat(kind: OllamaKind, body: Json, opts: { model: string; stream: boolean }): OllamaToChat {
   try {
@@ -31,8 +30,7 @@ export function ollamaToChat(kind: OllamaKind, body: Json, opts: { model: string
     }
     return { ok: true, chat, want: reasoningWant(body.think) };
   } catch (err) {
-    if (err instanceof OllamaRequestError) return { ok: false, error: { message: err.message, param: err.param } };
-    throw err;
+    return refusal(err);
   }
 }
 

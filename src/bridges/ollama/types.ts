@@ -18,6 +18,18 @@ export class OllamaRequestError extends Error {
   }
 }
 
+/** Why a request cannot be translated, for the route's 400. */
+export interface OllamaProblem {
+  message: string;
+  param: string | null;
+}
+
+/** A translation's refusal from what it threw: an OllamaRequestError becomes the problem, anything else goes on. */
+export function refusal(err: unknown): { ok: false; error: OllamaProblem } {
+  if (err instanceof OllamaRequestError) return { ok: false, error: { message: err.message, param: err.param } };
+  throw err;
+}
+
 /** A 400 naming the field at `param` (`messages.2.images.0`). */
 export function invalid(param: string, problem: string): OllamaRequestError {
   return new OllamaRequestError(`${param}: ${problem}`, param);
