@@ -1,7 +1,8 @@
 /**
  * The demo's step for Ollama clients (scripts/demo.ts): the `ollama` npm client pointed at the
  * gateway as if it were an Ollama server, listing the fleet and streaming one chat from a
- * llama.cpp box through the Ollama ⇄ chat bridge.
+ * llama.cpp box through the Ollama ⇄ chat bridge, then one call passed through to an Ollama
+ * server (`type: ollama`) as it was sent.
  */
 import { Ollama } from 'ollama';
 
@@ -27,4 +28,7 @@ export async function ollamaWalkthrough(base: string, say: (text: string) => voi
   say(`\n   done_reason ${last?.done_reason}, ${last?.prompt_eval_count} prompt + ${last?.eval_count} eval tokens,`);
   const speed = `${tokPerS.toFixed(1)} tok/s, as \`ollama run --verbose\` computes it`;
   say(`   total_duration ${last?.total_duration} ns (${speed})`);
+  const native = await ollama.generate({ model: 'ollama-box/llama3.2:latest', prompt: 'why?', stream: false });
+  const said = native.response.slice(0, 40);
+  say(`   POST /api/generate on "ollama-box/llama3.2:latest" (type: ollama, passed through as sent): "${said}…"`);
 }

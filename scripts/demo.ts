@@ -24,6 +24,7 @@ import type { BackendSpec, GatewayConfig } from '../src/config/types.ts';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { toFile } from 'openai';
 import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/fakes/index.ts';
+import { startOllamaFake } from '../test/fakes/ollama-server.ts';
 import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
 import { ollamaWalkthrough } from './demo-ollama.ts';
 import { schedulerAliases, schedulerWalkthrough, stickinessAndBudget } from './demo-scheduler.ts';
@@ -35,6 +36,8 @@ const say = (text: string) => process.stdout.write(`${text}\n`);
 const gpu = await startFake('llamacpp', { models: ['qwen3-8b-q4_k_m'], knobs: { tokensPerSecond: 40, chunkCount: 24 } });
 const swap = await startFake('llamaswap', { models: ['qwen3-8b-q4_k_m', 'gemma3-12b'], knobs: { tokensPerSecond: 25 } });
 const ollama = await startFake('ollama', { models: ['llama3.2:3b', 'nomic-embed-text'] });
+// an Ollama server spoken to natively (type: ollama): /api/* calls pass through
+const ollamaBox = await startOllamaFake({ models: ['llama3.2:latest'] });
 const cloud = await startFake('openrouter', { models: ['acme/chat-large', 'acme/chat-mini', 'acme/painter-image'] });
 const claude = await startAnthropicFake({ models: ['claude-sonnet-4-5-20250929'] });
 
@@ -55,6 +58,7 @@ const config: GatewayConfig = {
     spec({ name: 'gpu-box', url: gpu.url, local: true, max_concurrent: 2 }),
     spec({ name: 'swap', url: swap.url, max_concurrent: 1 }),
     spec({ name: 'ollama', url: ollama.url, local: true }),
+    spec({ name: 'ollama-box', url: ollamaBox.url, type: 'ollama', local: true }),
     spec({ name: 'openrouter', url: cloud.url, paid: true, chat_only: true }),
     spec({ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }),
     ...media.backends,
@@ -78,7 +82,7 @@ await gateway.discovery.pollAll();
 const bound = app.server.address();
 const base = `http://127.0.0.1:${typeof bound === 'object' && bound ? bound.port : port}`; // PORT=0: any free port
 
-say(`\nllm-gateway demo on ${base}  (fake fleet: gpu-box=llama.cpp, swap=llama-swap, ollama, openrouter [paid], claude=Anthropic [paid])\n`);
+say(`\nllm-gateway demo on ${base}  (fake fleet: gpu-box=llama.cpp, swap=llama-swap, ollama, ollama-box=Ollama, openrouter [paid], claude=Anthropic [paid])\n`);
 const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
 say(`1. discovery — GET /v1/models lists ${models.data.length} ids:`);
 say(`   ${models.data.map((m) => m.id).join('\n   ')}`);
@@ -266,7 +270,7 @@ say('');
 
 const stop = async () => {
   await app.close();
-  await Promise.all([gpu, swap, ollama, cloud, claude].map((f) => f.close()));
+  await Promise.all([gpu, swap, ollama, ollamaBox, cloud, claude].map((f) => f.close()));
   await media.close();
   process.exit(0);
 };
