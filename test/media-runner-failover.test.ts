@@ -2,7 +2,8 @@
  * Media jobs across two fake ComfyUI boxes, through the gateway's media service over real
  * sockets: a job runs where a slot is free and its files come back; a box that dies mid-job,
  * one that runs past max_wait and one whose workflow fails hand the job to the other box —
- * an execution error once, never twice on one box; a job always releases its slot.
+ * an execution error once, never twice on one box; a job always releases its slot, even when its
+ * attempt throws.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -173,5 +174,28 @@ describe('media jobs: running and failing over', () => {
     assert.equal(failed.status, 'failed');
     assert.equal(failed.error?.code, 'prompt_refused');
     assert.match(failed.error?.message ?? '', /sampler_name|value_not_in_list|not in list/i);
+  });
+
+  test("a throw inside an attempt (the gateway's fault) fails the job, frees its slot, logs one row", async () => {
+    const g = await fleet([{}]);
+    const clients = g.gateway.comfyClients;
+    const realGet = clients.get.bind(clients);
+    let throws = 1;
+    clients.get = (backend) => {
+      if (throws-- > 0) throw new Error('thrown on purpose inside the attempt');
+      return realGet(backend);
+    };
+    const queued = await submitText(g, 'sd15');
+    const failed = await settle(g, queued.id);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.error?.code, 'internal_error');
+    assert.deepEqual(inflight(g), { 'comfy-0': 0 }, 'the slot came back');
+    const rows = g.gateway.callLog.recent({}).filter((r) => r.model === 'sd15');
+    assert.deepEqual(
+      rows.map((r) => [r.status, r.reason]),
+      [[502, 'internal_error']],
+    );
+    const next = await settle(g, (await submitText(g, 'sd15')).id);
+    assert.equal(next.status, 'done', JSON.stringify(next.error));
   });
 });

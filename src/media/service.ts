@@ -17,11 +17,11 @@ import { ArtifactError, Artifacts, extOf, type ThumbOptions } from './jobs/artif
 import type { ComfyClients } from './comfy/clients.ts';
 import { outputKind, type ObjectInfo } from './compiler/index.ts';
 import type { GenerationCatalog } from './generation-catalog.ts';
-import { followLive, LiveJobs, type LiveState } from './jobs/live.ts';
+import { followLive, LiveJobs } from './jobs/live.ts';
 import { JOB_TERMINAL_STATUSES, newJobId, type Job, type JobStatus } from './jobs/job-types.ts';
 import { JobStore } from './jobs/store.ts';
 import { jobView } from './jobs/views.ts';
-import type { JobPlan, RunEnd } from './run-plan.ts';
+import type { JobPlan, RunEnd, RunnerDeps } from './run-plan.ts';
 import { runJob } from './runner.ts';
 import type { FileAnswer, GenerationSubmit, JobEvent, JobView, MediaCaller, MediaService } from './service-types.ts';
 import { acceptRequest, allowedCandidates, fileParams, type PlanViews } from './submit-plan.ts';
@@ -29,7 +29,7 @@ import { requireReadableImages } from './inputs/image-readable.ts';
 import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './jobs/stored-params.ts';
 import { spoolDir } from './inputs/upload-spool.ts';
-import { finishJob } from './job-finish.ts';
+import { finishJob, type FinishDeps } from './job-finish.ts';
 
 export interface MediaJobsDeps {
   jobsDir: string;
@@ -60,6 +60,9 @@ export class MediaJobs implements MediaService {
   private readonly live = new LiveJobs();
   private readonly now: () => number;
   private readonly views: PlanViews;
+  /** What a run (runner.ts) and its end (job-finish.ts) reach of the service, made once. */
+  private readonly runs: RunnerDeps;
+  private readonly finishing: FinishDeps;
   private pruneTimer?: NodeJS.Timeout;
   private closed = false;
 
@@ -74,6 +77,15 @@ export class MediaJobs implements MediaService {
         deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend),
       explainDown: (backends, alias, caller) =>
         explainBackends(deps, backends, { reason: 'no_backend' }, mediaSubject(alias, caller)),
+    };
+    this.runs = { ...deps, store: this.store, artifacts: this.artifacts, now: this.now };
+    this.finishing = {
+      store: this.store,
+      live: this.live,
+      now: this.now,
+      log: deps.log,
+      recordOutcome: (outcome) => this.deps.recordOutcome(outcome),
+      viewOf: (job) => this.viewOf(job),
     };
   }
 
@@ -157,7 +169,8 @@ export class MediaJobs implements MediaService {
     });
     const live = this.live.start(id);
     const fail = (code: string, message: string): GatewayError => {
-      this.finish(job, live, caller, request, { status: 'failed', backend: null, error: { code, message } }, createdAt);
+      const end: RunEnd = { status: 'failed', backend: null, error: { code, message } };
+      finishJob(this.finishing, job, live, caller, request, end, createdAt);
       // the job's own row is in the call log now: the route must not log a refusal as well
       return Object.assign(new GatewayError({ status: 500, code, type: 'api_error', message }), { recorded: true });
     };
@@ -203,8 +216,7 @@ export class MediaJobs implements MediaService {
           return explainBackends(this.deps, backends, rejection, subject)?.message;
         },
       };
-      const runDeps = { ...this.deps, store: this.store, artifacts: this.artifacts, now: this.now };
-      void runJob(runDeps, plan, live, (event) => this.live.emit(id, event))
+      void runJob(this.runs, plan, live, (event) => this.live.emit(id, event))
         .catch((err): RunEnd => {
           this.deps.log.error({ err, job: id }, 'media job run threw');
           return {
@@ -213,7 +225,7 @@ export class MediaJobs implements MediaService {
             error: { code: 'internal_error', message: 'the gateway failed while running this job' },
           };
         })
-        .then((end) => this.finish(job, live, caller, request, end, createdAt));
+        .then((end) => finishJob(this.finishing, job, live, caller, request, end, createdAt));
     } catch (err) {
       this.deps.log.error({ err, job: id }, 'starting a media job failed');
       throw fail('internal_error', 'the gateway could not start this job');
@@ -367,26 +379,6 @@ export class MediaJobs implements MediaService {
 
   private viewOf(job: Job): JobView {
     return jobView(job, this.store.results(job.id), this.store.inputs(job.id), this.live.get(job.id));
-  }
-
-  /** The run ended (job-finish.ts): terminal status, call-log row, everyone following it told. */
-  private finish(
-    job: Job,
-    live: LiveState,
-    caller: MediaCaller,
-    request: GenerationSubmit,
-    run: RunEnd,
-    startedAt: number,
-  ): void {
-    const deps = {
-      store: this.store,
-      live: this.live,
-      now: this.now,
-      log: this.deps.log,
-      recordOutcome: (outcome: CallOutcome) => this.deps.recordOutcome(outcome),
-      viewOf: (j: Job) => this.viewOf(j),
-    };
-    finishJob(deps, job, live, caller, request, run, startedAt);
   }
 }
 

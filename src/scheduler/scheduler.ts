@@ -22,7 +22,6 @@ import {
   type SchedulerSnapshot,
   type SpeedSample,
   type Ticket,
-  type TicketUser,
 } from './types.ts';
 import { positionOf, WaiterIndex } from './waiters.ts';
 
@@ -106,7 +105,7 @@ export class Scheduler {
       parking: this.parking,
       affinityMaxWaitMs: () => this.affinityMaxWaitMs,
       routable: (name) => this.routable(name),
-      grant: (slots, typeKey, waitedMs, user, route) => this.grant(slots, typeKey, waitedMs, user, route),
+      grant: (slots, typeKey, waitedMs, user, route) => grantLease(this.desk, slots, typeKey, waitedMs, user, route),
     };
   }
 
@@ -311,10 +310,6 @@ export class Scheduler {
   private handOffEverywhere(): void {
     for (const slots of this.backends.values()) if (slots.group === undefined) handOff(this.hand, slots);
     for (const group of this.groups.values()) handOffGroup(this.hand, group);
-  }
-
-  private grant(slots: BackendSlots, typeKey: string, waitedMs: number, user: TicketUser, route?: string): Lease {
-    return grantLease(this.desk, slots, typeKey, waitedMs, user, route);
   }
 
   /** Drops a backend with no lease out. */

@@ -102,7 +102,7 @@ export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease
       case 'ok-raw': {
         const body = {
           cfg,
-          requestId: String(call.req.id),
+          requestId: state.base.requestId,
           startedAt: state.base.startedAt,
           attemptStartedAt,
           dispatch,

@@ -97,6 +97,7 @@ export function beginCall(deps: ProxyDeps, call: ProxyCall): CallState {
   const cfg = deps.config();
   const startedAt = deps.now();
   const alias = call.resolution.alias ?? call.resolution.requested;
+  const requestId = String(call.req.id);
   const upstream = new UpstreamSignal(call.reply);
   const { surface } = call;
   const parkMs = (call.parkSeconds ?? parkSeconds(cfg, alias)) * 1000;
@@ -112,10 +113,10 @@ export function beginCall(deps: ProxyDeps, call: ProxyCall): CallState {
     alias,
     upstream,
     sse: surface.stream
-      ? new SseResponse(call.reply, { 'x-request-id': String(call.req.id) }, surface.streamContentType)
+      ? new SseResponse(call.reply, { 'x-request-id': requestId }, surface.streamContentType)
       : undefined,
     base: {
-      requestId: String(call.req.id),
+      requestId,
       endpoint: surface.endpoint,
       requestedModel: call.resolution.requested,
       startedAt,

@@ -96,7 +96,6 @@ export async function relayStream(opts: RelayOptions): Promise<RelayResult> {
     }
     idle.stop();
     await relay(splitter.flush());
-    idle.stop();
     const inBand = tap.inBandError?.();
     if (inBand !== undefined) {
       // the upstream said why in an error event of its own

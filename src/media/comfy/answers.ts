@@ -3,6 +3,7 @@
  * call's result, and the pure readers of its JSON (history outputs, the queue's lists).
  * Shared by client.ts and wait.ts, so neither imports the other for a type.
  */
+import { isObject } from '../../json.ts';
 
 /** A call's own stop: the job's cancel and a bound on the whole exchange (`AbortSignal.any`). */
 export interface CallOptions {
@@ -76,19 +77,6 @@ export function queueLists(json: Record<string, any>): QueueResult {
     running: items(json.queue_running).map((i) => i[1] as string),
     pending: pending.map((i) => i[1] as string),
   };
-}
-
-export function isObject(v: unknown): v is Record<string, any> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-export function parseObject(text: string): Record<string, any> | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    return isObject(v) ? v : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Checked without keeping the parse: the text itself is what is sent. */

@@ -13,12 +13,11 @@
 import { randomUUID } from 'node:crypto';
 import { FormData, request, type Dispatcher } from 'undici';
 import { describeError } from '../../backends/errors.ts';
+import { isObject, parseObject } from '../../json.ts';
 import { ComfyProgress, type ComfyLog, type ComfyProgressListener } from './progress.ts';
 import {
   isJsonObjectText,
-  isObject,
   outputFiles,
-  parseObject,
   queueLists,
   type CallOptions,
   type ComfyFileRef,
