@@ -131,3 +131,30 @@ test('the master key is the effective api_key, trimmed; blank values count as no
   assert.equal(effectiveMasterKey(''), undefined);
   assert.equal(effectiveMasterKey(undefined), undefined);
 });
+
+test('a verdict kept for one request holds only while the users and the master key are unchanged', (t) => {
+  const { db, users, state, auth } = setup();
+  t.after(() => db.close());
+  state.master = 'sk-master-0123456789abcdef';
+  const { user, key } = users.create({ name: 'erin' });
+  const headers = { authorization: `Bearer ${key}` };
+  const first = auth.authenticate(headers);
+  assert.equal(first.user?.name, 'erin');
+  // the route's second look at the same request gets the guard's verdict, not a new lookup
+  assert.equal(auth.authenticate(headers), first);
+  // a write to the users (here: disabling erin) between the guard and the route refuses the request
+  users.update(user.id, { enabled: false });
+  assert401(() => auth.authenticate(headers));
+  users.update(user.id, { enabled: true });
+  assert.equal(auth.authenticate(headers).user?.enabled, true);
+  // so does a new master key for a request that came with the old one
+  const asMaster = { authorization: `Bearer ${state.master}` };
+  assert.equal(auth.authenticate(asMaster).kind, 'master');
+  state.master = 'sk-master-fedcba9876543210';
+  assert401(() => auth.authenticate(asMaster));
+  // and a headers object whose key was changed is judged again
+  const reused = { authorization: `Bearer ${key}` };
+  assert.equal(auth.authenticate(reused).kind, 'user');
+  reused.authorization = `Bearer ${state.master}`;
+  assert.equal(auth.authenticate(reused).kind, 'master');
+});

@@ -1,7 +1,9 @@
 /**
  * Who is calling: the master key, a user key, or nobody (only while the gateway is
- * bootstrap-open: no master key and no users). Nothing is cached, so a new master key or
- * user locks the gateway on the very next request; a user lookup is one indexed read.
+ * bootstrap-open: no master key and no users). A verdict is kept per request (its headers
+ * object) only while the master key and the users are unchanged, so the route's check after
+ * the request guard's costs no second digest, and a new master key or user still locks the
+ * gateway on the very next request, even one whose body was still uploading.
  */
 import { GatewayError } from '../errors.ts';
 import type { User, UsersRepo } from '../store/users-repo.ts';
@@ -21,8 +23,16 @@ export interface Caller {
   allow: string[];
 }
 
+/** A request's caller, valid while the users' `generation` and the master key are the ones it was made under. */
+interface Verdict {
+  caller: Caller;
+  key: string | undefined;
+  generation: number;
+  masterKey: string | undefined;
+}
+
 export interface AuthenticatorDeps {
-  users: Pick<UsersRepo, 'findByKey' | 'count'>;
+  users: Pick<UsersRepo, 'findByKey' | 'count'> & Partial<Pick<UsersRepo, 'generation'>>;
   /** The effective master key right now (see `effectiveMasterKey`). */
   masterKey: () => string | undefined;
 }
@@ -30,6 +40,7 @@ export interface AuthenticatorDeps {
 export class Authenticator {
   private readonly deps: AuthenticatorDeps;
   private master?: { key: string; matches: (candidate: string) => boolean };
+  private readonly verdicts = new WeakMap<HeaderBag, Verdict>();
 
   constructor(deps: AuthenticatorDeps) {
     this.deps = deps;
@@ -45,6 +56,18 @@ export class Authenticator {
 
   /** Resolves the caller or throws 401 (missing/wrong key, disabled user). */
   authenticate(headers: HeaderBag): Caller {
+    const generation = this.deps.users.generation?.();
+    if (generation === undefined) return this.resolve(headers);
+    const masterKey = this.deps.masterKey();
+    const key = extractKey(headers);
+    const kept = this.verdicts.get(headers);
+    if (kept && kept.key === key && kept.generation === generation && kept.masterKey === masterKey) return kept.caller;
+    const caller = this.resolve(headers);
+    this.verdicts.set(headers, { caller, key, generation, masterKey });
+    return caller;
+  }
+
+  private resolve(headers: HeaderBag): Caller {
     // while open there is nothing a key could match (clients that insist on a placeholder key
     // get in too): skip the digest and the lookup entirely
     if (this.isOpen()) return anonymous();

@@ -17,10 +17,31 @@ export function generateKey(): string {
  */
 export function keyMatcher(expected: string): (candidate: string) => boolean {
   const digest = sha256(expected);
-  return (candidate) => timingSafeEqual(sha256(candidate), digest);
+  const seen = new DigestMemo();
+  return (candidate) => timingSafeEqual(seen.digest(candidate), digest);
 }
 
 const sha256 = (text: string): Buffer => hash('sha256', text, 'buffer'); // one-shot: no Hash object per call
+
+/** How many candidates' digests a matcher remembers (a client sends the same key call after call). */
+const REMEMBERED_DIGESTS = 256;
+
+/**
+ * The digests of the last candidates seen, so a client's key is hashed once, not per call. Held
+ * in memory only, bounded (the oldest goes first); a flood of wrong keys only makes them slower.
+ */
+class DigestMemo {
+  private readonly digests = new Map<string, Buffer>();
+
+  digest(candidate: string): Buffer {
+    let known = this.digests.get(candidate);
+    if (known) return known;
+    known = sha256(candidate);
+    if (this.digests.size >= REMEMBERED_DIGESTS) this.digests.delete(this.digests.keys().next().value as string);
+    this.digests.set(candidate, known);
+    return known;
+  }
+}
 
 /** A safe-to-show hint of a key: `sk-…wxyz` (or `…wxyz` for keys without the `sk-` prefix). */
 export function keyHint(key: string): string {

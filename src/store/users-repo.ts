@@ -107,10 +107,16 @@ export class UsersRepo {
   private readonly sql: Statements;
   private readonly byDigest = new Map<string, User>();
   private userCount?: number;
+  private writes = 0;
 
   constructor(db: Db, box: SecretBox) {
     this.box = box;
     this.sql = prepareStatements(db);
+  }
+
+  /** Counts the writes through this repository: an answer read from it holds while this is unchanged. */
+  generation(): number {
+    return this.writes;
   }
 
   /** Every user, oldest first, without key material. */
@@ -235,6 +241,7 @@ export class UsersRepo {
 
   /** Forgets what the read caches hold; called after every write. */
   private invalidate(): void {
+    this.writes++;
     this.byDigest.clear();
     this.userCount = undefined;
   }
