@@ -9,6 +9,9 @@ import type { MediaJobs } from './media/service.ts';
 import type { HealthView } from './routes/health.ts';
 import type { ModelCatalog } from './routing/catalog.ts';
 import type { Scheduler } from './scheduler/index.ts';
+import type { GatewayConfig } from './config/types.ts';
+import type { Db } from './store/db.ts';
+import { storeWritable } from './store/writable.ts';
 
 /** The parts of the gateway /health reads (the gateway itself is one). */
 export interface HealthSources {
@@ -22,6 +25,8 @@ export interface HealthSources {
   readonly media: Pick<MediaJobs, 'running'>;
   readonly configSource: string;
   readonly startedAt: number;
+  readonly store: Db;
+  config(): Pick<GatewayConfig, 'store_dir' | 'ready_requires_backend'>;
 }
 
 export function gatewayHealthView(g: HealthSources, reloadProblems: () => ConfigProblem[]): HealthView {
@@ -42,5 +47,20 @@ export function gatewayHealthView(g: HealthSources, reloadProblems: () => Config
     configSource: g.configSource,
     reloadProblems,
     startedAt: g.startedAt,
+    readiness: () => {
+      const cfg = g.config();
+      const enabled = g.registry.list().filter((b) => b.spec.enabled);
+      return {
+        store: storeWritable(g.store, cfg.store_dir),
+        configSource: g.configSource,
+        reloadRejected: reloadProblems().length > 0,
+        backends: {
+          enabled: enabled.length,
+          up: enabled.filter((b) => b.healthy).length,
+          unknown: enabled.filter((b) => !b.known).length,
+        },
+        requiresBackend: cfg.ready_requires_backend,
+      };
+    },
   };
 }

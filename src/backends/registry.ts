@@ -28,6 +28,11 @@ export interface BackendState {
   checkedAt?: number;
   /** While down after a failed health check: when the next regular check is due (unix ms), at the latest. */
   nextCheckAt?: number;
+  /** The last error seen (kept after recovery, for /health/deep), with when it was last seen (unix ms). */
+  lastError?: BackendError & { at: number };
+  /** Failed calls or probes counted since start (`recordFailure`), and times the backend went down. */
+  failuresTotal?: number;
+  timesDown?: number;
 }
 
 export interface RegistryChange {
@@ -171,6 +176,8 @@ export class BackendRegistry {
       b.nextCheckAt = now + nextCheckInMs;
     }
     b.error = { ...redactBackendError(error, b.spec), since };
+    b.lastError = { ...b.error, at: now };
+    if (b.healthy || !b.known) b.timesDown = (b.timesDown ?? 0) + 1;
     b.known = true;
     b.healthy = false;
     this.emit(name);
@@ -186,6 +193,7 @@ export class BackendRegistry {
     const b = this.backends.get(name);
     if (!b) return false;
     b.consecutiveFailures++;
+    b.failuresTotal = (b.failuresTotal ?? 0) + 1;
     return b.healthy && threshold > 0 && b.consecutiveFailures >= threshold;
   }
 

@@ -35,6 +35,7 @@ export const DEFAULTS = Object.freeze({
   call_log: true,
   trust_proxy: false,
   cors_origins: [],
+  ready_requires_backend: true,
   allowed_hosts: [],
   request_body_timeout_s: 60,
   expose_backend_names: 'auto',

@@ -156,6 +156,7 @@ export const configSchema = {
       hint: 'must be true/false, or an address/CIDR (or a list of them)',
     },
     cors_origins: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+    ready_requires_backend: { type: 'boolean', default: DEFAULTS.ready_requires_backend },
     allowed_hosts: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
     request_body_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.request_body_timeout_s },
     expose_backend_names: {

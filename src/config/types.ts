@@ -193,6 +193,8 @@ export interface GatewayConfig {
   trust_proxy: boolean | string | string[];
   /** Browser origins allowed by CORS; [] = CORS off. */
   cors_origins: string[];
+  /** GET /health/ready needs at least one enabled backend up (false: ready on store and config alone). */
+  ready_requires_backend: boolean;
   /** Extra Host names an open gateway answers to (besides this machine's names and addresses). */
   allowed_hosts: string[];
   /** Longest silence while a request (headers or body) is still arriving; 0 = off. */

@@ -12,6 +12,7 @@ import type { AliasCollision } from '../routing/resolve.ts';
 import type { SchedulerSnapshot, ServiceFiguresSnapshot } from '../scheduler/index.ts';
 import type { MediaInventory } from '../media/compiler/inventory.ts';
 import { kindOf } from '../backends/kinds/index.ts';
+import type { ReadinessInputs } from './readiness.ts';
 
 /** What /health reads; the gateway provides it. */
 export interface HealthView {
@@ -35,12 +36,19 @@ export interface HealthView {
   /** Problems of the last rejected reload (the previous config stays in force). */
   reloadProblems(): ConfigProblem[];
   startedAt: number;
+  /** A backend's API keys' states, masked (null without a key pool), for /health/deep. */
+  keys?(backend: string): unknown;
+  /** A backend's Wake-on-LAN state (null without `wake`), for /health/deep. */
+  wake?(backend: string): unknown;
+  /** GET /health/ready's inputs, read now. */
+  readiness(): ReadinessInputs;
 }
 
 const OPEN_WARNING =
   'OPEN: no master key and no users; anyone who can reach this port may use it. Set api_key or create an admin user.';
 
-function enabledCounts(view: HealthView) {
+/** The fleet's status from its enabled backends: ok (all up), degraded (some) or down (none). */
+export function enabledCounts(view: HealthView) {
   const list = view.backends().filter((b) => b.spec.enabled);
   const healthy = list.filter((b) => b.healthy).length;
   return {

@@ -3,6 +3,8 @@ import { isLoopbackIp } from '../auth/loopback.ts';
 import type { GatewayConfig } from '../config/types.ts';
 import { GatewayError } from '../errors.ts';
 import { fullHealth, healthSummary, type HealthView } from './health.ts';
+import { deepHealth } from './health-deep.ts';
+import { readiness } from './readiness.ts';
 
 export interface OpsRoutesOptions {
   health: HealthView;
@@ -14,6 +16,8 @@ export interface OpsRoutesOptions {
  * Operational endpoints: /health. Anyone gets the summary a load balancer or uptime check
  * needs (status, counts); backends' hosts, errors and models, parked calls and reload errors
  * map the fleet, so only admins see them (the admin key; while open, loopback callers).
+ * /health/ready answers anyone 200 or 503 with its reasons (named without paths or hosts);
+ * /health/deep is admin-only.
  */
 export async function opsRoutes(app: FastifyInstance, opts: OpsRoutesOptions): Promise<void> {
   const isAdmin = (req: FastifyRequest): boolean => {
@@ -26,6 +30,16 @@ export async function opsRoutes(app: FastifyInstance, opts: OpsRoutesOptions): P
     }
   };
   app.get('/health', async (req) => (isAdmin(req) ? fullHealth(opts.health) : healthSummary(opts.health)));
+  app.get('/health/ready', async (_req, reply) => {
+    const verdict = readiness(opts.health.readiness());
+    reply.header('cache-control', 'no-store').code(verdict.ready ? 200 : 503);
+    return { status: verdict.ready ? 'ready' : 'not_ready', reasons: verdict.reasons, checks: verdict.checks };
+  });
+  app.get('/health/deep', async (req, reply) => {
+    opts.requireAdmin(req);
+    reply.header('cache-control', 'no-store');
+    return deepHealth(opts.health);
+  });
 }
 
 export interface MetricsRouteOptions {
