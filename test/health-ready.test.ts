@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { startFake } from './fakes/index.ts';
@@ -152,4 +153,29 @@ test('/health/deep lists parked calls under their type key', async (t) => {
   assert.ok(queue.by_type_key[keys[0]].oldest_age_s >= 0);
   await Promise.all([running, parked]);
   assert.equal((await getJson(`${gw.url}/health/deep`, auth)).body.queue.total, 0);
+});
+
+test("scripts/wait-ready.mjs (the unit's ExecStartPost) exits 0 once ready and 1 with the reasons at its deadline", async (t) => {
+  const fake = await startFake('vllm');
+  const ready = await startGateway([{ name: 'box', url: fake.url }], { api_key: MASTER });
+  const asleep = await startGateway([{ name: 'asleep', url: await closedPortUrl() }], { api_key: MASTER });
+  t.after(async () => {
+    await ready.close();
+    await asleep.close();
+    await fake.close();
+  });
+  const waitFor = (url: string) =>
+    new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['scripts/wait-ready.mjs', url, '2'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code, stderr }));
+    });
+  const ok = await waitFor(`${ready.url}/health/ready`);
+  assert.equal(ok.code, 0);
+  const late = await waitFor(`${asleep.url}/health/ready`);
+  assert.equal(late.code, 1);
+  assert.match(late.stderr, /not ready after 2 s .*503: no backend is up/);
 });
