@@ -185,6 +185,13 @@ for (const [name, b] of Object.entries(health.backends)) {
   const what = comfy && b.inventory ? `inventory=${b.inventory.checkpoints} checkpoints/${b.inventory.loras} LoRAs` : `models=${b.models}`;
   say(`   ${name.padEnd(11)} healthy=${b.healthy} ${what} paid=${b.paid} speed=${b.speed === null ? 'unmeasured' : `${b.speed.toFixed(1)} tok/s`}`);
 }
+const ready = await fetch(`${base}/health/ready`);
+type Ready = { status: string; checks: { backends: { up: number; enabled: number } } };
+const readyBody = (await ready.json()) as Ready;
+say(`   GET /health/ready → ${ready.status} ${readyBody.status} (store writable, config in force, ${readyBody.checks.backends.up} of ${readyBody.checks.backends.enabled} backends up)`);
+type Deep = { backends: Record<string, { circuit: string; failures: { total: number } }> };
+const deep = (await (await fetch(`${base}/health/deep`)).json()) as Deep;
+say(`   GET /health/deep → circuits: ${Object.entries(deep.backends).map(([n, b]) => `${n} ${b.circuit}`).join(', ')}`);
 say('\n   a refusal says why: swap drained (POST /admin/api/backends/swap/drain), then a call only swap serves:');
 await fetch(`${base}/admin/api/backends/swap/drain`, {
   method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ on: true }),
