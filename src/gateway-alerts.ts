@@ -29,7 +29,7 @@ export class GatewayAlerts extends Alerts {
       budgetSpent: () => {
         if (!w.paidGate.budgetRefusal()) return undefined;
         const s = w.paidGate.status();
-        return `$${s.spent_usd.toFixed(4)} of $${s.budget_usd.toFixed(2)} spent in ${s.month}: paid backends are not used`;
+        return `$${+s.spent_usd.toFixed(6)} of $${s.budget_usd} spent in ${s.month}: paid backends are not used`;
       },
     };
   }

@@ -133,7 +133,11 @@ export class Alerts {
   async test(index: number): Promise<AlertTestResult | undefined> {
     const target = this.targets()[index];
     if (!target || this.closed) return undefined;
-    const event: AlertEvent = { event: 'test', detail: 'A test alert from the gateway: this target works.', at: this.now() };
+    const event: AlertEvent = {
+      event: 'test',
+      detail: 'A test alert from the gateway: this target works.',
+      at: this.now(),
+    };
     const outcome = await this.post(target, event);
     return { ...outcome, target: viewOf(target, index) };
   }

@@ -5,7 +5,7 @@
  * copy of the path and the userinfo taken out. Pure.
  */
 
-/** Characters of the path shown before `…`. */
+/** Characters of the path shown before `…`, at most (and never more than half of it). */
 const PATH_SHOWN = 8;
 
 /** `https://hooks.slack.com/services…` → origin + the path's first characters; no userinfo, no query. */
@@ -17,7 +17,9 @@ export function maskAlertUrl(url: string): string {
     return '(not a URL)';
   }
   const path = parsed.pathname === '/' ? '' : parsed.pathname;
-  const shown = path.length > PATH_SHOWN ? `${path.slice(0, PATH_SHOWN)}…` : path;
+  // at most half of it: a short path (an ntfy topic) is all secret
+  const keep = Math.min(PATH_SHOWN, Math.floor(path.length / 2));
+  const shown = keep < path.length ? `${path.slice(0, keep)}…` : path;
   return `${parsed.origin}${shown}${parsed.search ? (shown.endsWith('…') ? '' : '?…') : ''}`;
 }
 

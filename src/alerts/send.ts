@@ -1,7 +1,7 @@
 /**
  * One alert POST over undici, on the alerts' own connection pool (so closing abandons what is
- * in flight), with a deadline for the whole exchange. Never throws: the outcome says what
- * happened, in words free of the URL's secrets.
+ * in flight), with a deadline for the whole exchange; a URL's userinfo is sent as Basic
+ * credentials. Never throws: the outcome says what happened, in words free of the URL's secrets.
  */
 import { Agent, request } from 'undici';
 import type { AlertPost } from './format.ts';
@@ -29,9 +29,10 @@ export class AlertSender {
     const timer = setTimeout(() => abort.abort(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
     timer.unref();
     try {
-      const res = await request(url, {
+      const { target, authorization } = withoutUserinfo(url);
+      const res = await request(target, {
         method: 'POST',
-        headers: { 'user-agent': 'llm-gateway-alerts', ...post.headers },
+        headers: { 'user-agent': 'llm-gateway-alerts', ...authorization, ...post.headers },
         body: post.body,
         dispatcher: this.agent,
         signal: abort.signal,
@@ -52,4 +53,14 @@ export class AlertSender {
   async close(): Promise<void> {
     await this.agent.destroy(new Error('the gateway is closing')).catch(() => {});
   }
+}
+
+/** A URL's userinfo (`https://user:pw@ntfy.example/topic`) goes as Basic credentials, not in the URL. */
+function withoutUserinfo(url: string): { target: string; authorization?: { authorization: string } } {
+  const parsed = new URL(url);
+  if (!parsed.username && !parsed.password) return { target: url };
+  const pair = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  return { target: parsed.href, authorization: { authorization: `Basic ${Buffer.from(pair).toString('base64')}` } };
 }

@@ -47,7 +47,9 @@ export function callEnded(alerts: Emitter, deps: CallAlertDeps, o: CallOutcome):
     const which = reason === RefusalReason.quotaDay ? 'its daily request quota' : 'its monthly cost quota';
     alerts.emit('quota_reached', { user: o.source, detail: `${o.source} reached ${which}: calls are refused (429)` });
   } else if (reason === RefusalReason.paidBudget) {
-    alerts.emit('paid_budget_reached', { detail: 'paid_budget_usd_month is spent: a call only paid backends serve was refused' });
+    alerts.emit('paid_budget_reached', {
+      detail: 'paid_budget_usd_month is spent: a call only paid backends serve was refused',
+    });
   } else if (o.backend && o.status < 400 && deps.isPaid(o.backend) && alerts.wants('paid_budget_reached')) {
     const spent = deps.budgetSpent();
     if (spent) alerts.emit('paid_budget_reached', { detail: spent });

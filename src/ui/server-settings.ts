@@ -211,5 +211,5 @@ export const ELSEWHERE: Record<string, { tab: string; path: string }> = {
   image_models: { tab: 'Mapping', path: '/ui/mapping' },
 };
 
-/** Settings with a section of their own on the server tab, not a row: `alerts` (its targets, each with a test button). */
+/** Settings with a section of their own on the server tab, not a row: `alerts` (each target, a test button). */
 export const APART: ReadonlySet<string> = new Set(['alerts']);
