@@ -1,6 +1,6 @@
 /**
  * Alerts raised by what really happens, over sockets: a gateway with one JSON alert target on
- * a local sink. Its start; a fake backend going away and coming back (down, then up, with the
+ * a local sink. Its start; the public emit a key pool calls; a fake backend going away and coming back (down, then up, with the
  * error kind; the first discovery is no transition); a backend refusing the gateway's key; a
  * user's day quota refusing a call, naming the user; the paid budget spent by a paid call.
  */
@@ -94,6 +94,33 @@ describe('alerts from real events', () => {
     assert.equal(rejected.kind, 'auth');
     assert.equal(rejected.detail, 'locked refused the credential (HTTP 401)');
     assert.doesNotMatch(JSON.stringify(sink.received.map((r) => r.body)), /a-wrong-key/);
+  });
+
+  test('emit, as a key pool raises it: credential_rejected per key, each key once per interval', async () => {
+    const raise = (key: string) =>
+      gw.gateway.alerts.emit('credential_rejected', {
+        backend: 'cloud',
+        key,
+        kind: 'auth',
+        detail: `key ${key} got 401`,
+      });
+    raise('…a1b2');
+    raise('…a1b2');
+    raise('…c3d4');
+    const start = Date.now();
+    while (alertsOf('credential_rejected').filter((a) => a.backend === 'cloud').length < 2) {
+      if (Date.now() - start > 5000) assert.fail('no credential_rejected for the pool keys');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    const pool = alertsOf('credential_rejected').filter((a) => a.backend === 'cloud');
+    assert.deepEqual(
+      pool.map((a) => [a.key, a.kind, a.detail]),
+      [
+        ['…a1b2', 'auth', 'key …a1b2 got 401'],
+        ['…c3d4', 'auth', 'key …c3d4 got 401'],
+      ],
+    );
   });
 
   test('backend_down then backend_up, with the error kind, as the fake goes away and comes back', async () => {

@@ -75,6 +75,7 @@ const DEFAULT_RETRY_DELAYS_MS = [2_000, 15_000, 60_000];
 const MAX_INFLIGHT = 4;
 /** close(): how long the abandoned sends may take to let go. */
 const CLOSE_DEADLINE_MS = 2_000;
+const NO_TARGETS: readonly AlertTargetSpec[] = Object.freeze([]);
 /** setTimeout's longest delay; a later flush is re-armed when this one fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -158,7 +159,8 @@ export class Alerts {
   }
 
   private targets(): Target[] {
-    const specs = this.deps.targets();
+    // a config built by hand (a test, an old caller) may lack the key: no targets
+    const specs = this.deps.targets() ?? NO_TARGETS;
     if (specs !== this.specs) {
       const before = new Map(this.compiled.map((t) => [identity(t.spec), t]));
       this.compiled = specs.map((spec) => {

@@ -12,6 +12,8 @@ export interface AlertEvent {
   backend?: string;
   user?: string;
   alias?: string;
+  /** Which of a backend's keys, as a masked hint (`…a1b2`), never the key: a key pool's refused key. */
+  key?: string;
   /** The backend's error kind (`unreachable`, `auth`, …) for backend events. */
   kind?: string;
   detail: string;
@@ -19,9 +21,9 @@ export interface AlertEvent {
   at: number;
 }
 
-/** What the dedupe tells events apart by: the event and its subject (a job's alias before its backend). */
+/** What the dedupe tells events apart by: the event and its subject (a job's alias before its backend; a key). */
 export function dedupeKey(e: AlertEvent): string {
-  return `${e.event}\u0000${e.alias ?? e.backend ?? e.user ?? ''}`;
+  return `${e.event}\u0000${e.alias ?? e.backend ?? e.user ?? ''}\u0000${e.key ?? ''}`;
 }
 
 /** One line naming what happened. */
@@ -32,7 +34,7 @@ export function titleOf(e: AlertEvent): string {
     case 'backend_up':
       return `Backend ${e.backend} is up again`;
     case 'credential_rejected':
-      return `Backend ${e.backend} rejected the gateway's credential`;
+      return `Backend ${e.backend} rejected the gateway's credential${e.key ? ` (key ${e.key})` : ''}`;
     case 'quota_reached':
       return `User ${e.user} reached a quota`;
     case 'paid_budget_reached':

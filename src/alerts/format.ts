@@ -1,7 +1,7 @@
 /**
  * One alert as the POST each format takes. Pure.
  *
- * - `json`: `{event, backend?, user?, alias?, kind?, detail, at, gateway}` (`at` ISO 8601).
+ * - `json`: `{event, backend?, user?, alias?, key?, kind?, detail, at, gateway}` (`at` ISO 8601).
  * - `ntfy`: the detail as a text body; `Title`, `Tags` and `Priority` headers (ntfy's publish API).
  * - `discord`: `{content, allowed_mentions: {parse: []}}` (a webhook execute; no name in the text pings anyone).
  * - `slack`: `{text}` (an incoming webhook), `&`, `<` and `>` escaped as Slack asks.
@@ -47,6 +47,7 @@ export function renderAlert(e: AlertEvent, format: AlertTargetSpec['format'], ga
         ...(e.backend !== undefined && { backend: e.backend }),
         ...(e.user !== undefined && { user: e.user }),
         ...(e.alias !== undefined && { alias: e.alias }),
+        ...(e.key !== undefined && { key: e.key }),
         ...(e.kind !== undefined && { kind: e.kind }),
         detail,
         at: new Date(e.at).toISOString(),

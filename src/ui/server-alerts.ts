@@ -31,7 +31,7 @@ export function alertsModel(targets: readonly AlertTargetView[], test?: AlertTes
       url: t.url,
       format: t.format,
       events: t.events === 'all' ? 'all events' : t.events.join(', '),
-      interval: t.min_interval_s > 0 ? `at most once per ${t.min_interval_s} s per subject` : 'every event',
+      interval: t.min_interval_s > 0 ? `once per ${t.min_interval_s} s per subject` : 'every event',
     };
     if (t.last) row.last = { ok: t.last.ok, text: `${t.last.event}: ${outcomeText(t.last)}`, at: t.last.at };
     if (test && test.index === t.index) row.test = { ok: test.ok, text: outcomeText(test) };
