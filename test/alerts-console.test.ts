@@ -84,7 +84,7 @@ describe('alerts on the server tab', () => {
     assert.match(await section(await res.text()), /role="status">Test failed: ECONNREFUSED/);
   });
 
-  test('without the token: 403 and nothing sent; logged out: 401; an unknown target: 404', async () => {
+  test('without the token: 403 and nothing sent; logged out: 401; an unknown target: 404; no storing', async () => {
     const before = sink.received.length;
     assert.equal((await ui.post('/ui/server/alerts/0/test', {}, { csrf: '' })).status, 403);
     assert.equal((await ui.post('/ui/server/alerts/0/test', {}, { csrf: 'forged' })).status, 403);
@@ -93,6 +93,10 @@ describe('alerts on the server tab', () => {
     assert.equal((await stranger.post('/ui/server/alerts/0/test', {})).status, 401);
     assert.equal((await ui.post('/ui/server/alerts/7/test', {})).status, 404);
     assert.equal((await ui.post('/ui/server/alerts/x/test', {})).status, 404);
+    const stored = await ui.post('/ui/server/alerts', { value: '[]' });
+    assert.equal(stored.status, 400, 'the settings form cannot store alerts');
+    assert.match(await stored.text(), /only config\.yaml sets this/);
+    assert.equal(gw.gateway.config().alerts.length, 3);
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(sink.received.length, before);
   });

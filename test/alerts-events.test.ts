@@ -1,8 +1,9 @@
 /**
  * Alerts raised by what really happens, over sockets: a gateway with one JSON alert target on
- * a local sink. Its start; the public emit a key pool calls; a fake backend going away and coming back (down, then up, with the
- * error kind; the first discovery is no transition); a backend refusing the gateway's key; a
- * user's day quota refusing a call, naming the user; the paid budget spent by a paid call.
+ * a local sink. Its start; the public emit a key pool calls; a fake backend going away and
+ * coming back (down, then up, with the error kind; the first discovery is no transition); a
+ * backend refusing the gateway's key; a user's day quota refusing a call, naming the user; the
+ * paid budget spent by a paid call.
  */
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
