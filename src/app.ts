@@ -29,6 +29,7 @@ import { switchRequest, TransformFactory } from './surfaces/call-transform.ts';
 import { metricsRoute, opsRoutes } from './routes/ops.ts';
 import { adminUsersRoutes } from './routes/admin-users.ts';
 import { adminStatsRoutes } from './routes/admin-stats.ts';
+import { adminAlertsRoutes } from './routes/admin-alerts.ts';
 import { consoleRoutes } from './ui/plugin.ts';
 import type { UiServices } from './ui/services.ts';
 import { adminConfigRoutes } from './routes/admin-config.ts';
@@ -235,6 +236,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(adminUsersRoutes, { service: gateway.usersService, requireAdmin });
   const paidBudget = () => gateway.paidGate.status();
   await app.register(adminStatsRoutes, { callLog: gateway.callLog, paidBudget, requireAdmin });
+  await app.register(adminAlertsRoutes, { alerts: gateway.alerts, requireAdmin });
   // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
   await app.register(consoleRoutes, { services: uiServicesOf(gateway) });
   await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });
@@ -269,6 +271,7 @@ export function uiServicesOf(gateway: Gateway): UiServices {
     generations: gateway.generations,
     media: gateway.media,
     comfy: gateway.comfy,
+    alerts: gateway.alerts,
   };
 }
 

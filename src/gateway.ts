@@ -30,6 +30,7 @@ import { ConversationAffinity } from './routing/conversation-affinity.ts';
 import { Callers } from './routes/caller.ts';
 import type { HealthView } from './routes/health.ts';
 import { ConfigInForce } from './gateway-config.ts';
+import { GatewayAlerts } from './gateway-alerts.ts';
 import { gatewayHealthView } from './gateway-health.ts';
 import { backendGauges, groupCaps, groupMembers, slotSpec } from './gateway-fleet.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
@@ -96,6 +97,8 @@ export class Gateway {
   readonly metrics: GatewayMetrics;
   readonly catalog: ModelCatalog;
   readonly callers: Callers;
+  /** Alerts to the owner's webhooks (`alerts`): backends down and up, refused keys, quotas, failing jobs. */
+  readonly alerts: GatewayAlerts;
   /** What /health reads. */
   readonly health: HealthView;
   /** Settings and backends as the admin API and the console read and change them. */
@@ -147,6 +150,8 @@ export class Gateway {
 
     const clock = opts.clock ?? systemClock;
     this.registry = new BackendRegistry(() => clock.now());
+    const alertWiring = { config: () => this.effective, registry: this.registry, paidGate: this.paidGate };
+    this.alerts = new GatewayAlerts({ ...alertWiring, log: this.log, configSource: opts.configSource });
     // a card shared by an LLM server and a ComfyUI: opt-in unload / free when its work switches kind
     this.gpuSwitch = new GpuSwitch({
       groups: () => this.effective.gpu_groups,
@@ -232,7 +237,7 @@ export class Gateway {
       catalog: this.generations,
       objectInfo: (name) => this.comfy.objectInfo(name),
       config: () => this.effective,
-      recordOutcome: (o) => this.recordOutcome(o),
+      recordOutcome: (o) => (this.recordOutcome(o), this.alerts.jobEnded(o)),
       probe: (name) => void this.discovery.probe(name),
       // a card switching from LLM to media work: the unload asked for goes first
       gpuSettled: (name) => {
@@ -275,6 +280,7 @@ export class Gateway {
   /** A call's outcome: its call-log row, its quota use and its metrics (stats/call-recording.ts; no I/O). */
   recordOutcome(o: CallOutcome): void {
     recordCall(o, this, this.effective.capture_bodies);
+    this.alerts.callEnded(o);
   }
 
   /** Model lists changed: parked calls re-resolve once per tick (however many backends changed). */
@@ -306,6 +312,7 @@ export class Gateway {
     this.media.start();
     this.purgeTimer = setInterval(() => this.responses.purgeExpired(Date.now()), 10 * 60_000);
     this.purgeTimer.unref();
+    this.alerts.started();
   }
 
   /** A new valid config file arrived: recompute, reconcile backends, re-arm timers. */
@@ -348,6 +355,7 @@ export class Gateway {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
     this.discovery.stop();
+    await this.alerts.close();
     await this.media.close();
     this.comfyClients.closeAll();
     await this.pools.closeAll();

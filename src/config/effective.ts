@@ -11,9 +11,12 @@ export interface StoreOverlay {
   backends: BackendSpec[];
 }
 
-/** Top-level keys a store setting may override: all but the start-up paths and `backends`. */
+/**
+ * Top-level keys a store setting may override: all but the start-up paths, `backends` and
+ * `alerts` (its URLs may hold webhook secrets, which the store's settings would keep in clear).
+ */
 export const STORE_SETTING_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(
-  TOP_LEVEL_KEYS.filter((k) => k !== 'store_dir' && k !== 'jobs_dir' && k !== 'backends'),
+  TOP_LEVEL_KEYS.filter((k) => k !== 'store_dir' && k !== 'jobs_dir' && k !== 'backends' && k !== 'alerts'),
 );
 
 /**
