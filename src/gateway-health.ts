@@ -12,6 +12,7 @@ import type { Scheduler } from './scheduler/index.ts';
 import type { GatewayConfig } from './config/types.ts';
 import type { Db } from './store/db.ts';
 import { storeWritable } from './store/writable.ts';
+import type { Waker } from './backends/wake/waker.ts';
 
 /** The parts of the gateway /health reads (the gateway itself is one). */
 export interface HealthSources {
@@ -26,6 +27,7 @@ export interface HealthSources {
   readonly configSource: string;
   readonly startedAt: number;
   readonly store: Db;
+  readonly waker?: Pick<Waker, 'stateOf'>;
   config(): Pick<GatewayConfig, 'store_dir' | 'ready_requires_backend'>;
 }
 
@@ -47,6 +49,7 @@ export function gatewayHealthView(g: HealthSources, reloadProblems: () => Config
     configSource: g.configSource,
     reloadProblems,
     startedAt: g.startedAt,
+    wake: (name) => g.waker?.stateOf(name) ?? null,
     readiness: () => {
       const cfg = g.config();
       const enabled = g.registry.list().filter((b) => b.spec.enabled);

@@ -31,6 +31,7 @@ import { Callers } from './routes/caller.ts';
 import type { HealthView } from './routes/health.ts';
 import { ConfigInForce } from './gateway-config.ts';
 import { GatewayAlerts } from './gateway-alerts.ts';
+import { gatewayWaker, type Waker } from './gateway-wake.ts';
 import { gatewayHealthView } from './gateway-health.ts';
 import { backendGauges, groupCaps, groupMembers, slotSpec } from './gateway-fleet.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
@@ -71,6 +72,7 @@ export class Gateway {
   readonly scheduler: Scheduler;
   readonly pools = new UpstreamPools();
   readonly discovery: Discovery;
+  readonly waker: Waker; // Wake-on-LAN of sleeping boxes (`wake`, `idle_sleep`)
   /** Which models each box holds loaded: read by discovery, moved by the calls sent. */
   readonly residency: ResidencyTracker;
   readonly proxy: UpstreamProxy;
@@ -201,6 +203,7 @@ export class Gateway {
       isGuess: (name) => this.inForce.isEmbeddedGuess(name),
       residency: { reader: new ResidencyReader(5000), tracker: this.residency },
     });
+    this.waker = gatewayWaker(this.registry, this.discovery, this.scheduler, () => clock.now(), this.log);
     this.admission = new BackgroundAdmission(this.scheduler, () => ({
       maxParked: this.effective.max_parked,
       parkSeconds: this.effective.async_park_timeout_s,
@@ -217,6 +220,7 @@ export class Gateway {
       refusals: refusalExplainer(this),
       onDispatch: (backend, model) => dispatchFacts(this.residency, this.scheduler, backend, model, Date.now()),
       affinity: new ConversationAffinity(),
+      wake: this.waker,
     });
     this.tokenCounter = new TokenCounter({
       registry: this.registry,
@@ -355,6 +359,7 @@ export class Gateway {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
     this.discovery.stop();
+    await this.waker.close();
     await this.alerts.close();
     await this.media.close();
     this.comfyClients.closeAll();

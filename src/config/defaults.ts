@@ -69,6 +69,15 @@ export const BACKEND_DEFAULTS = Object.freeze({
   serverless_only: false,
 } as const satisfies Partial<BackendSpec>);
 
+/** Defaults of a backend's `wake` (Wake-on-LAN) and `idle_sleep`. */
+export const WAKE_DEFAULTS = Object.freeze({
+  address: '255.255.255.255',
+  port: 9,
+  boot_timeout_s: 120,
+  cooldown_s: 300,
+  idle_sleep_method: 'POST',
+} as const);
+
 /**
  * `resident` when a backend sets none: a swapping box (llama-swap, Ollama, LM Studio) holds one
  * model at a time, unless it is seen holding more (backends/residency.ts).

@@ -21,6 +21,7 @@ import { childPath, type ConfigProblem } from './problems.ts';
 import type { BackendSpec, GatewayConfig } from './types.ts';
 import { ruleProblems } from './reasoning-rule-problems.ts';
 import { samplingProblems } from './sampling-problems.ts';
+import { wakeBackendProperties, wakeProblems } from './wake-schema.ts';
 
 export { childPath, type ConfigProblem } from './problems.ts';
 
@@ -90,6 +91,7 @@ const backendSchema = {
         '(USD per million tokens)',
     },
     ...mediaBackendProperties,
+    ...wakeBackendProperties,
   },
 } as const;
 
@@ -345,6 +347,7 @@ function backendKindProblems(b: Record<string, unknown>, path: string): ConfigPr
     const message = 'only backends of type openai or ollama hold models loaded';
     problems.push({ path: childPath(path, 'resident'), message });
   }
+  problems.push(...wakeProblems(b, path));
   if (b.prompt_cache !== undefined && type !== 'openai' && type !== 'ollama') {
     problems.push({
       path: childPath(path, 'prompt_cache'),

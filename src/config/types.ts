@@ -61,6 +61,11 @@ export interface BackendSpec {
    */
   gpu_group?: string;
 
+  /** Wake-on-LAN: a magic packet when every candidate of a call is down unreachable (backends/wake/). */
+  wake?: WakeSpec;
+  /** Asks the box to sleep once it has been idle after a wake (only with `wake`). */
+  idle_sleep?: IdleSleepSpec;
+
   // comfyui backends (defaults in COMFY_DEFAULTS; `comfyKnobs` resolves them)
   /**
    * The same head prompt pending with an idle executor this long (and on two checks) marks the box
@@ -86,6 +91,29 @@ export interface BackendSpec {
  * of `workflow` (a file, relative to config.yaml's folder) and `workflow_json`; once loaded,
  * `workflow_json` always holds the workflow and `workflow` (when given) says where it came from.
  */
+/** A backend's `wake`; the absent fields take WAKE_DEFAULTS. */
+export interface WakeSpec {
+  /** The box's MAC, aa:bb:cc:dd:ee:ff or aa-bb-cc-dd-ee-ff. */
+  mac: string;
+  /** Where the packet goes: an IPv4 or IPv6 address or a host name (default 255.255.255.255). */
+  address?: string;
+  /** UDP port (default 9). */
+  port?: number;
+  /** How long parked calls wait for the box beyond their own park time, from the packet (default 120). */
+  boot_timeout_s?: number;
+  /** At least this long between two packets to the box (default 300). */
+  cooldown_s?: number;
+}
+
+/** A backend's `idle_sleep`: the owner's URL that puts a woken box back to sleep. */
+export interface IdleSleepSpec {
+  /** Seconds with nothing in flight and nothing parked for the box, after a wake. */
+  after_s: number;
+  url: string;
+  /** Default POST. */
+  method?: 'POST' | 'GET' | 'PUT';
+}
+
 export interface ImageModelEntry {
   /** A comfyui backend; one entry per backend per alias. */
   backend: string;

@@ -113,6 +113,8 @@ export function fullHealth(view: HealthView) {
           last_type_key: s?.lastTypeKey ?? null,
           discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
           residency: residencyView(view.residency(b.name)),
+          // Wake-on-LAN: waking (with since_s, seconds since the packet), awake, failed…; null without `wake`
+          wake: view.wake?.(b.name) ?? null,
           ...(kindOf(b.spec).isMedia ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
           // where each model's prices come from: config, discovered, built-in or none
           ...(kindOf(b.spec).pricedPerToken ? { pricing: pricingReport(b.spec, b.models) } : {}),

@@ -184,6 +184,7 @@ export class Scheduler {
     if (ticket.signal?.aborted) return Promise.reject(abortedRejection());
     const ranked = this.score.rank(ticket.candidates, ticket.promptTokens);
     if (ranked.length === 0) {
+      if (ticket.parkWhileDown) return this.parkWhileDown(ticket);
       return Promise.reject(new SchedulerRejection('no_backend', `no available backend serves ${ticket.alias}`));
     }
     const unpaid = ranked[ranked.length - 1].paid ? ranked.filter((r) => !r.paid) : ranked;
@@ -277,6 +278,11 @@ export class Scheduler {
     if (slots) learnJobSeconds(slots, typeKey, seconds);
   }
 
+  /** Live waiters parked on `backend` (for idle_sleep: nothing may wait for a box put to sleep). O(1). */
+  parkedOn(backend: string): number {
+    return this.waiters.queuedOn(backend);
+  }
+
   hasParked(): boolean {
     return this.waiters.size > 0;
   }
@@ -305,6 +311,17 @@ export class Scheduler {
     const etas = parkedEtas(this.waiters.values(), this.score.estimateWait);
     const parked = [...this.waiters.values()].map((w) => parkedSnapshot(w as ParkedCall, now, etas.get(w)));
     return { backends, parked, parkedByAlias: this.waiters.countsByAlias(), groups: this.groups.snapshot() };
+  }
+
+  /** A ticket none of whose candidates is routable parks for them (a box being woken); `parkWhileDown`. */
+  private parkWhileDown(ticket: Ticket): Promise<Lease> {
+    const hasUnpaid = ticket.candidates.some((c) => !this.isPaid(c.backend));
+    if (!hasUnpaid && !paidAllowed(ticket)) return Promise.reject(paidBudgetRejection(ticket.alias));
+    if (!(ticket.parkMs > 0) || this.waiters.size >= this.maxParked) {
+      return Promise.reject(new SchedulerRejection('queue_full', `too many requests waiting (${this.maxParked})`, 2));
+    }
+    const gate = paidGate(ticket, [], hasUnpaid);
+    return this.parking.park(ticket, { paidOpen: gate.open, paidRoute: gate.route, stickyOnly: false });
   }
 
   private handOffEverywhere(): void {

@@ -83,6 +83,11 @@ export interface Ticket {
   spillAfterMs?: number;
   /** Whether paid candidates may be used now (the paid budget, the user's cost quota); absent = yes. */
   paidAllowed?: () => boolean;
+  /**
+   * Park even when no candidate is available now (a sleeping box being woken): a backend coming
+   * up hands the ticket its slot. Absent = such a ticket is refused with 'no_backend'.
+   */
+  parkWhileDown?: boolean;
 }
 
 /** The user a ticket is charged to: fair share between users, and each user's concurrency cap. */

@@ -16,6 +16,7 @@ import type { CallOutcome } from '../stats/call-outcome.ts';
 import type { RefusalDeps } from './refusals.ts';
 import type { DispatchFacts } from '../backends/dispatch-facts.ts';
 import type { CallSurface } from './surface.ts';
+import type { WakeHook } from './wake-wait.ts';
 import { SseResponse } from '../wire/sse-response.ts';
 
 export interface ProxyDeps extends RefusalDeps {
@@ -36,6 +37,8 @@ export interface ProxyDeps extends RefusalDeps {
   onDispatch?: (backend: string, model: string) => DispatchFacts;
   /** Where each conversation was answered last (routing/conversation-affinity.ts); absent = no affinity. */
   affinity?: ConversationAffinity;
+  /** Wake-on-LAN of sleeping boxes (wake-wait.ts); absent = a call for down boxes is refused. */
+  wake?: WakeHook;
 }
 
 export interface ProxyCall {
@@ -90,6 +93,8 @@ export interface CallState {
   readonly conversation?: string;
   /** Why the current attempt's backend was chosen (`Lease.route`): `x-gateway-route` and the call log. */
   route?: string;
+  /** The boxes with `wake` it is parked for while they boot (wake-wait.ts). */
+  waking?: readonly string[];
 }
 
 /** The call's state as it starts: its deadlines, its stream, its first ticket, its conversation. */

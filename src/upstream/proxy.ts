@@ -8,6 +8,7 @@ import { failoverTicket } from './call-ticket.ts';
 import { beginCall, type CallState, type ProxyCall, type ProxyDeps } from './proxy-call.ts';
 import { answerForCaller, exhaustedError, rejectionError, type AttemptFailure } from './refusals.ts';
 import { settleAttempt } from './settle.ts';
+import { leaseAfterWake, wakingKeepalive } from './wake-wait.ts';
 import { StreamKeepalive } from '../wire/sse-response.ts';
 
 /**
@@ -99,8 +100,16 @@ export class UpstreamProxy {
   private async firstLease(state: CallState): Promise<Lease | null> {
     try {
       return await this.deps.scheduler.acquire(state.ticket);
-    } catch (err) {
-      if (!(err instanceof SchedulerRejection)) throw err;
+    } catch (thrown) {
+      if (!(thrown instanceof SchedulerRejection)) throw thrown;
+      // every candidate down: sleeping boxes with `wake` are woken and waited for (wake-wait.ts)
+      const woken = thrown.reason === 'no_backend' ? await leaseAfterWake(this.deps, state) : undefined;
+      if (woken && !(woken instanceof Error)) return woken;
+      const err = woken ?? thrown;
+      if (err instanceof GatewayError) {
+        refuse(this.deps, state, err, null);
+        return null;
+      }
       if (err.reason === 'aborted') {
         reportOutcome(this.deps, state, { status: 499, reason: 'client_closed_while_parked' });
         return null;
@@ -134,6 +143,9 @@ export class UpstreamProxy {
   }
 
   private keepaliveText(state: CallState): string {
+    const waking =
+      state.waking && wakingKeepalive(this.deps.wake, state, this.deps.refusals?.seesNames(state.call.req) ?? true);
+    if (waking) return waking;
     // its place in line, how long it has waited, and its predicted wait when the scheduler has one
     const where = this.deps.scheduler.queuePosition(state.ticket);
     if (where) {
