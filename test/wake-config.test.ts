@@ -38,7 +38,7 @@ test('each mistake is named by its key path', () => {
       { wake: { mac: 'aa:bb:cc:dd:ee:ff' }, idle_sleep: { after_s: 60, url: 'ftp://box/x' } },
       'backends[0].idle_sleep.url',
     ],
-    [{ wake: { mac: 'aa:bb:cc:dd:ee:ff' }, idle_sleep: { url: 'http://box/x' } }, 'backends[0].idle_sleep'],
+    [{ wake: { mac: 'aa:bb:cc:dd:ee:ff' }, idle_sleep: { url: 'http://box/x' } }, 'backends[0].idle_sleep.after_s'],
     [
       { wake: { mac: 'aa:bb:cc:dd:ee:ff' }, idle_sleep: { after_s: 1, url: 'http://b/x', method: 'DELETE' } },
       'backends[0].idle_sleep.method',
