@@ -249,6 +249,7 @@ export class Gateway {
         return group ? this.gpuSwitch.pending(group) : Promise.resolve();
       },
       log: this.log,
+      wake: this.waker,
     });
     this.applyBackends();
     const cached = this.modelCache.loadAll();
@@ -359,8 +360,7 @@ export class Gateway {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
     this.discovery.stop();
-    await this.waker.close();
-    await this.alerts.close();
+    await Promise.all([this.alerts.close(), this.waker.close()]);
     await this.media.close();
     this.comfyClients.closeAll();
     await this.pools.closeAll();

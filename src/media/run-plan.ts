@@ -8,6 +8,7 @@ import type { ComfyClients } from './comfy/clients.ts';
 import type { GenerationCandidate } from './generation-catalog.ts';
 import type { JobError } from './jobs/job-types.ts';
 import type { JobStore } from './jobs/store.ts';
+import type { MediaWake } from './wake-lease.ts';
 
 export interface RunnerDeps {
   scheduler: Scheduler;
@@ -26,6 +27,8 @@ export interface RunnerDeps {
   gpuSettled?: (backend: string) => Promise<void>;
   now: () => number;
   log: Logger;
+  /** Wakes sleeping boxes a job needs (wake-lease.ts); absent = a job for down boxes fails at once. */
+  wake?: MediaWake;
 }
 
 /** Everything a run needs, decided when the job was accepted. */

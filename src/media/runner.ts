@@ -12,7 +12,7 @@
  * the box stopped answering. The lease is released in a `finally` on every path.
  */
 import { comfyKnobs } from '../config/defaults.ts';
-import { SchedulerRejection, type Candidate, type Lease } from '../scheduler/index.ts';
+import { SchedulerRejection, type Candidate, type Lease, type Ticket } from '../scheduler/index.ts';
 import { compile, placeholderPng, type CompileResult, type ObjectInfo } from './compiler/index.ts';
 import type { ComfyClient } from './comfy/client.ts';
 import type { GenerationCandidate } from './generation-catalog.ts';
@@ -20,6 +20,7 @@ import type { JobError } from './jobs/job-types.ts';
 import type { LiveState } from './jobs/live.ts';
 import type { Attempt, JobPlan, RunEnd, RunnerDeps } from './run-plan.ts';
 import { runPrompt } from './run-prompt.ts';
+import { acquireWaking, NotAwakeError } from './wake-lease.ts';
 import type { JobEvent } from './service-types.ts';
 
 /** An execution error moves the job to another box this many times at most. */
@@ -65,9 +66,12 @@ export async function runJob(
       };
     }
     let lease: Lease;
-    live.position = () => deps.scheduler.queuePosition(ticket)?.position ?? null;
+    const follow = (parked: Ticket) => {
+      live.position = () => deps.scheduler.queuePosition(parked)?.position ?? null;
+    };
+    follow(ticket);
     try {
-      lease = await deps.scheduler.acquire(ticket);
+      lease = await acquireWaking(deps.scheduler, deps.wake, ticket, follow);
     } catch (err) {
       if (signal.aborted) return { status: 'cancelled', backend: lastBackend };
       const reason = err instanceof SchedulerRejection ? err : undefined;
@@ -77,7 +81,8 @@ export async function runJob(
           ticket.candidates.map((c) => c.backend),
           reason,
         );
-      const error = lastError ?? { code: reason?.reason ?? 'scheduler', message: why || (err as Error).message };
+      const code = err instanceof NotAwakeError ? err.code : (reason?.reason ?? 'scheduler');
+      const error = lastError ?? { code, message: why || (err as Error).message };
       return { status: 'failed', error, backend: lastBackend };
     } finally {
       live.position = () => null;

@@ -30,6 +30,7 @@ import { explainBackends, mediaSubject } from '../routing/refusal-explainer.ts';
 import { storableParams } from './jobs/stored-params.ts';
 import { spoolDir } from './inputs/upload-spool.ts';
 import { finishJob, type FinishDeps } from './job-finish.ts';
+import type { MediaWake } from './wake-lease.ts';
 
 export interface MediaJobsDeps {
   jobsDir: string;
@@ -48,6 +49,8 @@ export interface MediaJobsDeps {
   gpuSettled?: (backend: string) => Promise<void>;
   log: Logger;
   now?: () => number;
+  /** Wakes sleeping boxes (`wake`): a job for boxes that are all down asleep is accepted and parks for them. */
+  wake?: MediaWake;
 }
 
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -73,8 +76,11 @@ export class MediaJobs implements MediaService {
     this.views = {
       catalog: deps.catalog,
       objectInfo: deps.objectInfo,
-      routable: (backends) =>
-        deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend),
+      routable: (backends) => {
+        const up = deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend);
+        // none up, but sleeping boxes being woken: the job is accepted and parks for them (wake-lease.ts)
+        return up.length > 0 || !((deps.wake?.wakeFor(backends)?.extraMs ?? 0) > 0) ? up : backends;
+      },
       explainDown: (backends, alias, caller) =>
         explainBackends(deps, backends, { reason: 'no_backend' }, mediaSubject(alias, caller)),
     };

@@ -229,6 +229,7 @@ export const SCHEDULER_REFUSALS: ReadonlySet<string> = new Set([
   'parking_off',
   'queue_full',
   'park_timeout',
+  'backend_not_awake',
 ]);
 /** Retry-After (seconds) of a generation the scheduler refused. */
 const REFUSAL_RETRY_AFTER_S = 5;
