@@ -272,6 +272,7 @@ export function uiServicesOf(gateway: Gateway): UiServices {
     media: gateway.media,
     comfy: gateway.comfy,
     alerts: gateway.alerts,
+    wake: gateway.waker,
   };
 }
 

@@ -71,6 +71,10 @@ describe('a sleeping box woken by its packet', () => {
       if (!seen) await new Promise((r) => setTimeout(r, 20));
     }
     assert.ok(seen, '/health shows the box waking');
+    // and so does the console's dashboard (open gateway, loopback: no login)
+    const page = await (await fetch(`${gw.url}/ui`)).text();
+    assert.match(page, /class="status waking"/);
+    assert.match(page, /Wake-on-LAN packet sent \d+ s ago/);
     const [text, res] = await Promise.all([streamed, plain]);
     assert.ok(text.length > 0, 'the streamed call got its content');
     assert.equal(res.status, 200);

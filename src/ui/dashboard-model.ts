@@ -8,6 +8,7 @@ import type { BackendSlotsSnapshot } from '../scheduler/index.ts';
 import type { CallRow } from '../stats/call-log.ts';
 import type { JobView, MediaCaller } from '../media/service-types.ts';
 import type { UiServices } from './services.ts';
+import type { WakeStateView } from '../backends/wake/waker.ts';
 
 /** The console reads every job (admin view). */
 export const CONSOLE_CALLER: MediaCaller = Object.freeze({
@@ -37,6 +38,8 @@ export interface BackendCard {
   jobSeconds: Record<string, number>;
   lastTypeKey: string | null;
   group: string | null;
+  /** Wake-on-LAN: its state and the seconds since its packet; null without `wake`. */
+  wake: { state: string; sinceS: number | null } | null;
 }
 
 export interface QueueRow {
@@ -62,7 +65,7 @@ export interface DashboardModel {
 export function dashboardModel(services: UiServices, now = Date.now()): DashboardModel {
   const snapshot = services.slots();
   const slotsOf = new Map(snapshot.backends.map((s) => [s.name, s]));
-  const backends = services.registry.list().map((b) => card(b, slotsOf.get(b.name)));
+  const backends = services.registry.list().map((b) => card(b, slotsOf.get(b.name), services.wake?.stateOf(b.name)));
   const generationAliases = new Set(services.generations.names());
   const queue = snapshot.parked.map((p, i): QueueRow => ({
     alias: p.alias,
@@ -94,7 +97,7 @@ export function dashboardModel(services: UiServices, now = Date.now()): Dashboar
   };
 }
 
-function card(b: BackendState, slots: BackendSlotsSnapshot | undefined): BackendCard {
+function card(b: BackendState, slots: BackendSlotsSnapshot | undefined, wake?: WakeStateView | null): BackendCard {
   return {
     name: b.name,
     type: b.spec.type,
@@ -111,5 +114,6 @@ function card(b: BackendState, slots: BackendSlotsSnapshot | undefined): Backend
     jobSeconds: slots?.jobSeconds ?? {},
     lastTypeKey: slots?.lastTypeKey ?? null,
     group: b.spec.gpu_group ?? null,
+    wake: wake ? { state: wake.state, sinceS: wake.since_s } : null,
   };
 }

@@ -18,6 +18,7 @@ import type { ModelCatalog } from '../routing/catalog.ts';
 import type { SchedulerSnapshot } from '../scheduler/index.ts';
 import type { CallLog } from '../stats/call-log.ts';
 import type { QuotaGate } from '../stats/quota.ts';
+import type { Waker } from '../backends/wake/waker.ts';
 
 export interface UiServices {
   /** The effective configuration (config.yaml ⊕ store) in force now. */
@@ -52,6 +53,8 @@ export interface UiServices {
   readonly comfy: Pick<ComfyHealth, 'objectInfo' | 'inventory'>;
   /** The alert targets (masked) and their test send. */
   readonly alerts: Pick<Alerts, 'targetsView' | 'test'>;
+  /** Wake-on-LAN state of backends with `wake` (null without); absent = none shown. */
+  readonly wake?: Pick<Waker, 'stateOf'>;
 }
 
 export type UiUsers = Pick<
