@@ -8,7 +8,7 @@
  * `ollama` client on the gateway's native Ollama API (scripts/demo-ollama.ts), then
  * media on two fake ComfyUI boxes (scripts/demo-media.ts): generation aliases, the Images API,
  * a native async job followed through its events, a thumbnail, an edit and a parked cancel;
- * and the /ui console.
+ * a sleeping box woken by its Wake-on-LAN packet (scripts/demo-wake.ts); and the /ui console.
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
@@ -27,6 +27,7 @@ import { ANTHROPIC_FAKE_API_KEY, startAnthropicFake, startFake } from '../test/f
 import { startOllamaFake } from '../test/fakes/ollama-server.ts';
 import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
 import { ollamaWalkthrough } from './demo-ollama.ts';
+import { startSleepyBox, wakeWalkthrough } from './demo-wake.ts';
 import { schedulerAliases, schedulerWalkthrough, stickinessAndBudget } from './demo-scheduler.ts';
 
 const once = process.argv.includes('--once');
@@ -44,6 +45,7 @@ const claude = await startAnthropicFake({ models: ['claude-sonnet-4-5-20250929']
 const spec = (s: Partial<BackendSpec> & { name: string; url: string }): BackendSpec =>
   ({ type: 'openai', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false, ...s });
 const media = await startMediaFleet(spec);
+const sleepy = await startSleepyBox(spec);
 const spill = schedulerAliases('gpu-box', 'qwen3-8b-q4_k_m', 'openrouter', 'acme/chat-mini');
 const dataDir = mkdtempSync(join(tmpdir(), 'llm-gateway-demo-'));
 const config: GatewayConfig = {
@@ -62,6 +64,7 @@ const config: GatewayConfig = {
     spec({ name: 'openrouter', url: cloud.url, paid: true, chat_only: true }),
     spec({ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }),
     ...media.backends,
+    sleepy.backend,
   ],
   image_models: media.imageModels,
   virtual_models: {
@@ -260,7 +263,9 @@ await ollamaWalkthrough(base, say, 12);
 
 await mediaWalkthrough(base, oai, say, 13);
 
-say('\n14. the console — /ui, server-rendered, live over one event stream:');
+await wakeWalkthrough(base, say, 14, sleepy, () => gateway.discovery.probe('sleepy'));
+
+say('\n15. the console — /ui, server-rendered, live over one event stream:');
 for (const path of ['/ui', '/ui/backends', '/ui/calls', '/ui/stats', '/ui/jobs']) {
   const page = await fetch(`${base}${path}`);
   const title = /<title>([^<]*)<\/title>/.exec(await page.text())?.[1] ?? '';
@@ -279,6 +284,7 @@ const stop = async () => {
   await app.close();
   await Promise.all([gpu, swap, ollama, ollamaBox, cloud, claude].map((f) => f.close()));
   await media.close();
+  await sleepy.close();
   process.exit(0);
 };
 if (once) await stop();
