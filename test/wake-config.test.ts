@@ -1,6 +1,7 @@
 /** The wake and idle_sleep keys of a backend: accepted shapes, and each mistake named by its key path. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { isBroadcastAddress, magicPacket } from '../src/backends/wake/packet.ts';
 import { createConfigValidator, validateConfig } from '../src/config/schema.ts';
 
 const backend = (extra: Record<string, unknown>) => ({
@@ -58,4 +59,17 @@ test('a backend validated on its own (console, admin API) gets the same rules wi
   });
   assert.equal(result.ok, false);
   assert.deepEqual(!result.ok && result.problems.map((p) => p.path), ['wake.address']);
+});
+
+test('the magic packet and the addresses that need SO_BROADCAST', () => {
+  const mac = Buffer.from('a1b2c3d4e5f6', 'hex');
+  const packet = magicPacket(mac);
+  assert.equal(packet.length, 102);
+  assert.deepEqual(packet.subarray(0, 6), Buffer.alloc(6, 0xff));
+  for (let i = 0; i < 16; i++) assert.deepEqual(packet.subarray(6 + i * 6, 12 + i * 6), mac);
+  assert.throws(() => magicPacket(Buffer.alloc(5)), RangeError);
+  assert.deepEqual(
+    ['255.255.255.255', '192.168.1.255', '10.0.255.255', '127.0.0.1', 'ff02::1', 'box.lan'].map(isBroadcastAddress),
+    [true, true, true, false, false, false],
+  );
 });

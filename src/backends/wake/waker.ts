@@ -68,7 +68,7 @@ interface Record_ {
 }
 
 export interface WakerDeps {
-  registry: Pick<BackendRegistry, 'get' | 'onVerdict'>;
+  registry: Pick<BackendRegistry, 'get' | 'list' | 'onVerdict'>;
   /** Probes the backend now (discovery's probe: a good answer marks it up). */
   probe: (backend: string) => void;
   /** Something is in flight or parked for the backend. */
@@ -169,9 +169,9 @@ export class Waker {
   }
 
   /** Every backend with `wake` and its state, by name (for /health/deep). */
-  wakeStates(names: readonly string[]): Record<string, WakeStateView> {
+  wakeStates(): Record<string, WakeStateView> {
     const out: Record<string, WakeStateView> = {};
-    for (const name of names) {
+    for (const { name } of this.deps.registry.list()) {
       const view = this.stateOf(name);
       if (view) out[name] = view;
     }
