@@ -16,7 +16,7 @@ import type { CallOutcome } from '../stats/call-outcome.ts';
 import type { RefusalDeps } from './refusals.ts';
 import type { DispatchFacts } from '../backends/dispatch-facts.ts';
 import type { CallSurface } from './surface.ts';
-import type { WakeHook } from './wake-wait.ts';
+import type { WakeHook } from '../backends/wake/waker.ts';
 import { SseResponse } from '../wire/sse-response.ts';
 
 export interface ProxyDeps extends RefusalDeps {

@@ -5,18 +5,10 @@
  * first box that comes up. A box that does not wake in time ends the call with a 503 saying so.
  * Only on the refused path: an ordinary call never gets here.
  */
-import type { WakePlan } from '../backends/wake/waker.ts';
+import type { WakeHook, WakePlan } from '../backends/wake/waker.ts';
 import { GatewayError } from '../errors.ts';
 import { SchedulerRejection, type Lease } from '../scheduler/index.ts';
 import type { CallState, ProxyDeps } from './proxy-call.ts';
-
-/** What the proxy uses of the waker. */
-export interface WakeHook {
-  wakeFor(backends: readonly string[]): WakePlan | undefined;
-  anyUp(backends: readonly string[]): boolean;
-  isWaking(backend: string): boolean;
-  sinceS(backend: string): number | undefined;
-}
 
 /**
  * After a 'no_backend' refusal: a lease once a woken box answers, a refusal (the wake's own

@@ -79,6 +79,9 @@ export interface WakerDeps {
   send?: SendPacket;
 }
 
+/** What the proxy uses of the waker (upstream/wake-wait.ts). */
+export type WakeHook = Pick<Waker, 'wakeFor' | 'anyUp' | 'isWaking' | 'sinceS'>;
+
 /** Down for a reason a sleeping box gives: no connection, or none in time. */
 export function downAsleep(b: BackendState): boolean {
   return b.known && !b.healthy && (b.error?.kind === 'unreachable' || b.error?.kind === 'timeout');
