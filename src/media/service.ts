@@ -76,11 +76,9 @@ export class MediaJobs implements MediaService {
     this.views = {
       catalog: deps.catalog,
       objectInfo: deps.objectInfo,
-      routable: (backends) => {
-        const up = deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend);
-        // none up, but sleeping boxes being woken: the job is accepted and parks for them (wake-lease.ts)
-        return up.length > 0 || !((deps.wake?.wakeFor(backends)?.extraMs ?? 0) > 0) ? up : backends;
-      },
+      routable: (backends) =>
+        deps.scheduler.order(backends.map((backend) => ({ backend, model: '' }))).map((c) => c.backend),
+      wake: (backends) => (deps.wake?.wakeFor(backends)?.extraMs ?? 0) > 0,
       explainDown: (backends, alias, caller) =>
         explainBackends(deps, backends, { reason: 'no_backend' }, mediaSubject(alias, caller)),
     };

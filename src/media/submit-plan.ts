@@ -29,6 +29,8 @@ export interface PlanViews {
   objectInfo: (backend: string) => ObjectInfo | undefined;
   /** Candidates a lease could go to (known, enabled, healthy), in scheduler order. */
   routable: (backends: string[]) => string[];
+  /** None of `backends` is up: wakes the sleeping ones (`wake`); true while their boot window is open. */
+  wake?: (backends: string[]) => boolean;
   /** Why none of `backends` can take a job now, worded for the caller (routing/refusal-explainer.ts). */
   explainDown?: (backends: string[], alias: string, caller: MediaCaller) => ExplainedDown | undefined;
 }
@@ -95,7 +97,10 @@ export function acceptRequest(
   jobId: string,
   caller?: MediaCaller,
 ): AcceptedPlan {
-  const order = views.routable(candidates.map((c) => c.backend));
+  const boxes = candidates.map((c) => c.backend);
+  const up = views.routable(boxes);
+  // none up, but sleeping boxes being woken: accepted, the job parks for them (wake-lease.ts)
+  const order = up.length > 0 || !views.wake?.(boxes) ? up : boxes;
   if (order.length === 0) {
     const why =
       caller &&
