@@ -32,6 +32,8 @@ import { adminStatsRoutes } from './routes/admin-stats.ts';
 import { consoleRoutes } from './ui/plugin.ts';
 import type { UiServices } from './ui/services.ts';
 import { adminConfigRoutes } from './routes/admin-config.ts';
+import { adminBackupRoutes } from './routes/admin-backup.ts';
+import { backupServiceOf } from './gateway-backup.ts';
 import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
 import { mediaNativeRoutes } from './routes/media-native.ts';
@@ -238,6 +240,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
   await app.register(consoleRoutes, { services: uiServicesOf(gateway) });
   await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });
+  await app.register(adminBackupRoutes, { backups: backupServiceOf(gateway), requireAdmin });
 
   if (gateway.authenticator.isOpen()) {
     opts.logger.warn(

@@ -7,6 +7,7 @@ import { ResidencyReader } from './backends/residency-read.ts';
 import { dispatchFacts } from './backends/dispatch-facts.ts';
 import type { ConfigProblem } from './config/load.ts';
 import type { GatewayConfig } from './config/types.ts';
+import { GatewayLock } from './store/backup/lock.ts';
 import { openStore, type Db } from './store/db.ts';
 import { SettingsRepo } from './store/settings-repo.ts';
 import { BackendsRepo } from './store/backends-repo.ts';
@@ -105,9 +106,12 @@ export class Gateway {
   private readonly inForce: ConfigInForce;
   private refreshQueued = false;
   private readonly log: Logger;
+  /** `<store_dir>/gateway.lock`, held while this gateway runs (a restore refuses meanwhile). */
+  private readonly lock: GatewayLock;
 
   constructor(opts: GatewayOptions) {
     this.log = opts.logger;
+    this.lock = GatewayLock.acquire(opts.fileConfig.store_dir);
     this.comfy = new ComfyHealth({ log: this.log });
     this.configSource = opts.configSource;
     this.store = openStore(opts.fileConfig.store_dir);
@@ -353,6 +357,7 @@ export class Gateway {
     await this.pools.closeAll();
     this.callLog.close();
     this.store.close();
+    this.lock.release();
   }
 
   private applyEffective(): void {
