@@ -110,8 +110,9 @@ export class Gateway {
   private readonly lock: GatewayLock;
 
   constructor(opts: GatewayOptions) {
-    this.log = opts.logger;
+    // first: nothing is opened on a store_dir another live gateway (or a restore) holds
     this.lock = GatewayLock.acquire(opts.fileConfig.store_dir);
+    this.log = opts.logger;
     this.comfy = new ComfyHealth({ log: this.log });
     this.configSource = opts.configSource;
     this.store = openStore(opts.fileConfig.store_dir);

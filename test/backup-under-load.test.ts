@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import { restoreBackup } from '../src/store/backup/restore.ts';
 import { startFake } from './fakes/index.ts';
 import { adminApi, chatCall, type ApiAnswer } from './helpers/admin-api.ts';
+import { allCallIds } from './helpers/call-ids.ts';
 import { startGateway } from './helpers/gateway.ts';
 import { tempDirs } from './helpers/temp-dirs.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -21,19 +22,6 @@ const WORKERS = 16;
 const tmp = tempDirs('llmgw-backup-load-');
 
 type Api = (method: string, path: string, body?: unknown, key?: string | null) => Promise<ApiAnswer>;
-
-/** Every call-log id the admin API lists (queued rows included), page by page. */
-export async function allCallIds(api: Api): Promise<number[]> {
-  const ids: number[] = [];
-  for (let before = ''; ;) {
-    const page = await api('GET', `/admin/api/calls?limit=1000${before}`);
-    assert.equal(page.status, 200, page.text);
-    const rows = page.json.data as { id: number }[];
-    ids.push(...rows.map((r) => r.id));
-    if (rows.length < 1000) return ids;
-    before = `&before_id=${rows[rows.length - 1]!.id}`;
-  }
-}
 
 const names = async (api: Api, path: string): Promise<string[]> =>
   ((await api('GET', path)).json.data as { name: string }[]).map((x) => x.name).sort();
