@@ -106,11 +106,10 @@ export class Gateway {
   private readonly inForce: ConfigInForce;
   private refreshQueued = false;
   private readonly log: Logger;
-  /** `<store_dir>/gateway.lock`, held while this gateway runs (a restore refuses meanwhile). */
+  /** `<store_dir>/gateway.lock`, taken before anything opens and held while this gateway runs (restore refuses). */
   private readonly lock: GatewayLock;
 
   constructor(opts: GatewayOptions) {
-    // first: nothing is opened on a store_dir another live gateway (or a restore) holds
     this.lock = GatewayLock.acquire(opts.fileConfig.store_dir);
     this.log = opts.logger;
     this.comfy = new ComfyHealth({ log: this.log });

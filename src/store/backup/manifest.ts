@@ -136,7 +136,8 @@ export async function verifyBackup(dir: string, newestKnown: Record<string, numb
     const newest = newestKnown[f.name];
     if (newest !== undefined && facts.schemaVersion > newest) {
       throw new BackupInvalidError(
-        `${f.name} has schema version ${facts.schemaVersion}, newer than this gateway's ${newest}: restore it with a newer gateway`,
+        `${f.name} has schema version ${facts.schemaVersion}, newer than this gateway's ${newest}: ` +
+          'restore it with a newer gateway',
       );
     }
   }
