@@ -65,6 +65,16 @@ describe('POST /admin/api/backup on a running gateway', () => {
     assert.equal(extra.status, 400);
     assert.equal(extra.json.error.param, 'path');
     assert.equal((await api('POST', '/admin/api/backup', ['x'])).status, 400);
+    const raw = (type: string, body: string) =>
+      fetch(`${gw.url}/admin/api/backup`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${MASTER}`, 'content-type': type },
+        body,
+      });
+    const broken = await raw('application/json', '{"label":');
+    assert.equal(broken.status, 400);
+    assert.equal(((await broken.json()) as { error: { code: string } }).error.code, 'invalid_json');
+    assert.equal((await raw('text/plain', 'label=x')).status, 415);
     assert.equal(existsSync(join(gw.storeDir, 'backups')), false, 'nothing written');
   });
 
