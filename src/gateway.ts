@@ -7,7 +7,6 @@ import { ResidencyReader } from './backends/residency-read.ts';
 import { dispatchFacts } from './backends/dispatch-facts.ts';
 import type { ConfigProblem } from './config/load.ts';
 import type { GatewayConfig } from './config/types.ts';
-import { GatewayLock } from './store/backup/lock.ts';
 import { openStore, type Db } from './store/db.ts';
 import { SettingsRepo } from './store/settings-repo.ts';
 import { BackendsRepo } from './store/backends-repo.ts';
@@ -31,6 +30,7 @@ import { ConversationAffinity } from './routing/conversation-affinity.ts';
 import { Callers } from './routes/caller.ts';
 import type { HealthView } from './routes/health.ts';
 import { ConfigInForce } from './gateway-config.ts';
+import { GatewayAlerts } from './gateway-alerts.ts';
 import { gatewayHealthView } from './gateway-health.ts';
 import { backendGauges, groupCaps, groupMembers, slotSpec } from './gateway-fleet.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
@@ -97,6 +97,8 @@ export class Gateway {
   readonly metrics: GatewayMetrics;
   readonly catalog: ModelCatalog;
   readonly callers: Callers;
+  /** Alerts to the owner's webhooks (`alerts`): backends down and up, refused keys, quotas, failing jobs. */
+  readonly alerts: GatewayAlerts;
   /** What /health reads. */
   readonly health: HealthView;
   /** Settings and backends as the admin API and the console read and change them. */
@@ -106,11 +108,8 @@ export class Gateway {
   private readonly inForce: ConfigInForce;
   private refreshQueued = false;
   private readonly log: Logger;
-  /** `<store_dir>/gateway.lock`, taken before anything opens and held while this gateway runs (restore refuses). */
-  private readonly lock: GatewayLock;
 
   constructor(opts: GatewayOptions) {
-    this.lock = GatewayLock.acquire(opts.fileConfig.store_dir);
     this.log = opts.logger;
     this.comfy = new ComfyHealth({ log: this.log });
     this.configSource = opts.configSource;
@@ -151,6 +150,8 @@ export class Gateway {
 
     const clock = opts.clock ?? systemClock;
     this.registry = new BackendRegistry(() => clock.now());
+    const alertWiring = { config: () => this.effective, registry: this.registry, paidGate: this.paidGate };
+    this.alerts = new GatewayAlerts({ ...alertWiring, log: this.log, configSource: opts.configSource });
     // a card shared by an LLM server and a ComfyUI: opt-in unload / free when its work switches kind
     this.gpuSwitch = new GpuSwitch({
       groups: () => this.effective.gpu_groups,
@@ -236,7 +237,7 @@ export class Gateway {
       catalog: this.generations,
       objectInfo: (name) => this.comfy.objectInfo(name),
       config: () => this.effective,
-      recordOutcome: (o) => this.recordOutcome(o),
+      recordOutcome: (o) => (this.recordOutcome(o), this.alerts.jobEnded(o)),
       probe: (name) => void this.discovery.probe(name),
       // a card switching from LLM to media work: the unload asked for goes first
       gpuSettled: (name) => {
@@ -279,6 +280,7 @@ export class Gateway {
   /** A call's outcome: its call-log row, its quota use and its metrics (stats/call-recording.ts; no I/O). */
   recordOutcome(o: CallOutcome): void {
     recordCall(o, this, this.effective.capture_bodies);
+    this.alerts.callEnded(o);
   }
 
   /** Model lists changed: parked calls re-resolve once per tick (however many backends changed). */
@@ -310,6 +312,7 @@ export class Gateway {
     this.media.start();
     this.purgeTimer = setInterval(() => this.responses.purgeExpired(Date.now()), 10 * 60_000);
     this.purgeTimer.unref();
+    this.alerts.started();
   }
 
   /** A new valid config file arrived: recompute, reconcile backends, re-arm timers. */
@@ -352,12 +355,12 @@ export class Gateway {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
     this.discovery.stop();
+    await this.alerts.close();
     await this.media.close();
     this.comfyClients.closeAll();
     await this.pools.closeAll();
     this.callLog.close();
     this.store.close();
-    this.lock.release();
   }
 
   private applyEffective(): void {

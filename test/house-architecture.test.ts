@@ -26,6 +26,7 @@ const LAYER: Record<string, number> = {
   auth: 4,
   scheduler: 4,
   stats: 4,
+  alerts: 4,
   bridges: 5,
   upstream: 6,
   surfaces: 7,

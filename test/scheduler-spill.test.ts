@@ -116,6 +116,34 @@ describe('spill: spillAfterMs above 0', () => {
     running.release();
   });
 
+  it('the spill timer keeps a call local while a box is predicted to serve it within the threshold again', async () => {
+    const h = scoreHarness();
+    h.add('local');
+    h.add('cloud', { paid: true });
+    h.measure('local', 14);
+    h.fleet.hold('local', 'a', 'b'); // both loaded: no swap in the prediction
+    const running = await h.take(['local/a']);
+    // 14 s to the local slot, under the 15 s threshold: it parks for the local box
+    const call = h.start(ticketFor(['local/b', 'cloud/b'], { spillAfterMs: 15_000 }));
+    h.clock.advance(13_000);
+    // a later call for the loaded model takes the freed slot first (the box keeps the work it ran)
+    const sameModel = h.start(ticketFor(['local/a']));
+    h.clock.advance(1_000);
+    running.release();
+    await settle();
+    assert.equal(leased(sameModel)?.backend, 'local');
+    // at 15 s the box is 13 s from free: within another 15 s, so the call stays local (at half it went paid)
+    h.clock.advance(1_000);
+    await settle();
+    assert.equal(leased(call), undefined);
+    // once the box overruns its mean, a prediction is no promise: the recheck sends it paid
+    h.clock.advance(14_000);
+    await settle();
+    assert.equal(leased(call)?.backend, 'cloud');
+    assert.match(leased(call)!.route!, /^spill: parked 29 s >= 15 s$/);
+    leased(sameModel)!.release();
+  });
+
   it('the spill timer keeps a call local while a box with a free slot only drains for its model', async () => {
     const h = scoreHarness();
     h.add('local', { cap: 2 });

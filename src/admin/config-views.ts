@@ -6,6 +6,7 @@
 import { writeJson } from '../media/compiler/index.ts';
 import { keyHint } from '../store/keys.ts';
 import { maskUrl } from '../backends/secret-scrub.ts';
+import { maskAlertUrl } from '../alerts/mask.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import { pricingReport, type PricingReport } from '../backends/pricing.ts';
 import type { BackendError } from '../backends/types.ts';
@@ -165,12 +166,12 @@ export function settingsView(
       } satisfies SecretSettingView;
     }
     const defaultValue = defaultOf(key);
-    const fileValue = fileRec[key];
+    const fileValue = shownValue(key, fileRec[key]);
     const inFile = fileValue !== undefined && !sameJson(fileValue, defaultValue);
     const view: SettingView = {
       key,
       secret: false,
-      value: effRec[key],
+      value: shownValue(key, effRec[key]),
       source: inStore ? 'store' : inFile ? 'config.yaml' : 'default',
       restartOnly: (RESTART_ONLY_KEYS as readonly string[]).includes(key),
       overridden: inStore && inFile,
@@ -181,6 +182,12 @@ export function settingsView(
     if (defaultValue !== undefined) view.defaultValue = defaultValue;
     return view;
   });
+}
+
+/** `alerts` as shown: each URL masked (its path and userinfo may hold a webhook's secret). */
+function shownValue(key: string, value: unknown): unknown {
+  if (key !== 'alerts' || !Array.isArray(value)) return value;
+  return value.map((t: { url?: unknown }) => (typeof t?.url === 'string' ? { ...t, url: maskAlertUrl(t.url) } : t));
 }
 
 export interface BackendViewInputs {

@@ -43,6 +43,19 @@ export interface RegistryChange {
 
 type Listener = (name: string) => void;
 
+/** A health check's or a call's verdict on a backend: up, or down for a kind of error. */
+export interface Verdict {
+  up: boolean;
+  error?: BackendError;
+}
+
+/**
+ * A backend's verdict changed (up ↔ down, or down for another kind of error). `before` is
+ * undefined for the first verdict after it joined the fleet or its URL or key changed (the
+ * first discovery), which is no transition.
+ */
+export type VerdictListener = (name: string, now: Verdict, before: Verdict | undefined) => void;
+
 /**
  * The registry of backends and their live state. It knows nothing about HTTP: discovery and
  * the request path report into it; routing and the scheduler read from it. Every state change
@@ -53,6 +66,9 @@ export class BackendRegistry {
   private readonly listeners: Listener[] = [];
   private readonly removedListeners: Listener[] = [];
   private readonly modelsListeners: Listener[] = [];
+  private readonly verdictListeners: VerdictListener[] = [];
+  /** The last verdict per backend (a seeded model list is none). */
+  private readonly verdicts = new Map<string, Verdict>();
   private modelIndex?: Map<string, string[]>;
 
   /** `now`: the clock its times (error since, checks, draining) are read from. */
@@ -71,6 +87,11 @@ export class BackendRegistry {
     this.modelsListeners.push(fn);
   }
 
+  /** Fires when a backend's verdict changes (see `VerdictListener`); repeats of the same one do not. */
+  onVerdict(fn: VerdictListener): void {
+    this.verdictListeners.push(fn);
+  }
+
   get(name: string): BackendState | undefined {
     return this.backends.get(name);
   }
@@ -86,6 +107,7 @@ export class BackendRegistry {
     for (const name of [...this.backends.keys()]) {
       if (!wanted.has(name)) {
         this.backends.delete(name);
+        this.verdicts.delete(name);
         change.removed.push(name);
       }
     }
@@ -114,6 +136,7 @@ export class BackendRegistry {
         if (urlChanged) {
           existing.healthy = false;
           existing.known = false;
+          this.verdicts.delete(spec.name);
         }
         change.changed.push(spec.name);
       }
@@ -159,6 +182,7 @@ export class BackendRegistry {
     b.error = undefined;
     b.consecutiveFailures = 0;
     this.emit(name, changed);
+    this.judge(name, { up: true });
   }
 
   /**
@@ -181,6 +205,7 @@ export class BackendRegistry {
     b.known = true;
     b.healthy = false;
     this.emit(name);
+    this.judge(name, { up: false, error: b.error });
   }
 
   /**
@@ -228,6 +253,13 @@ export class BackendRegistry {
     const changed = before.size !== b.modelsById.size || [...b.modelsById.keys()].some((id) => !before.has(id));
     if (changed) this.modelIndex = undefined;
     return changed;
+  }
+
+  private judge(name: string, verdict: Verdict): void {
+    const before = this.verdicts.get(name);
+    this.verdicts.set(name, verdict);
+    if (before && before.up === verdict.up && before.error?.kind === verdict.error?.kind) return;
+    for (const fn of this.verdictListeners) fn(name, verdict, before);
   }
 
   private emit(name: string, modelsChanged = false): void {

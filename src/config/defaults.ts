@@ -47,7 +47,11 @@ export const DEFAULTS = Object.freeze({
   ref_url_allow_private: true,
   max_upload_bytes_inflight: 512 * 1024 * 1024,
   gpu_groups: {},
+  alerts: [],
 } as const satisfies Partial<GatewayConfig>);
+
+/** Defaults of the optional fields of one `alerts[]` target (`events` left out = every event). */
+export const ALERT_DEFAULTS = Object.freeze({ format: 'json', min_interval_s: 300 } as const);
 
 /**
  * Defaults of the limits of one `image_models` alias: the most pixels (width × height) one
@@ -163,5 +167,6 @@ export function embeddedDefaultConfig(): GatewayConfig {
     reasoning_rules: [],
     image_models: {},
     gpu_groups: {},
+    alerts: [],
   };
 }

@@ -11,10 +11,14 @@ export interface StoreOverlay {
   backends: BackendSpec[];
 }
 
-/** Keys only config.yaml sets: the folders the gateway writes to (never a path from the console or the API). */
-const FILE_ONLY_KEYS: readonly string[] = ['store_dir', 'jobs_dir', 'backup_dir', 'backends'];
+/**
+ * Keys only config.yaml sets: the folders the gateway writes to (never a path from the console or
+ * the API), `backends`, and `alerts` (its URLs may hold webhook secrets, which the store's settings
+ * would keep in clear).
+ */
+const FILE_ONLY_KEYS: readonly string[] = ['store_dir', 'jobs_dir', 'backup_dir', 'backends', 'alerts'];
 
-/** Top-level keys a store setting may override: all but the folders and `backends`. */
+/** Top-level keys a store setting may override: all but the file-only ones. */
 export const STORE_SETTING_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(
   TOP_LEVEL_KEYS.filter((k) => !FILE_ONLY_KEYS.includes(k)),
 );

@@ -7,6 +7,7 @@
  */
 import { Ajv } from 'ajv';
 import { problemFromAjv, uniqueProblems } from './ajv-problems.ts';
+import { alertsProblems, alertsTopLevelProperties } from './alerts-schema.ts';
 import { isObject as isPlainObject } from '../json.ts';
 import { BACKEND_DEFAULTS, DEFAULTS } from './defaults.ts';
 import {
@@ -174,6 +175,7 @@ export const configSchema = {
     async_park_timeout_s: { ...nonNegativeNumber, default: DEFAULTS.async_park_timeout_s },
     responses_ttl_h: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.responses_ttl_h },
     ...mediaTopLevelProperties,
+    ...alertsTopLevelProperties,
   },
 } as const;
 
@@ -302,7 +304,7 @@ function semanticProblems(raw: unknown, source: ImageModelsSource): ConfigProble
       }
     }
   }
-  problems.push(...imageModelsProblems(raw.image_models, types, source));
+  problems.push(...imageModelsProblems(raw.image_models, types, source), ...alertsProblems(raw.alerts));
   if (isPlainObject(raw.virtual_models)) {
     for (const [alias, target] of Object.entries(raw.virtual_models)) {
       if (!isPlainObject(target)) continue;

@@ -228,7 +228,31 @@ export interface GatewayConfig {
   max_upload_bytes_inflight: number;
   /** Shared GPUs, by the name backends give in `gpu_group`. */
   gpu_groups: Record<string, GpuGroupSpec>;
+
+  // operations (issue 21)
+  /** Where alerts go (config.yaml only: URLs may hold a webhook's secret). */
+  alerts: AlertTargetSpec[];
 }
+
+/** One `alerts[]` target. */
+export interface AlertTargetSpec {
+  /** http(s) URL each alert is POSTed to; its userinfo and path are never logged or shown in full. */
+  url: string;
+  /** The events sent there; undefined = all of them. */
+  events?: AlertEventName[];
+  format: 'json' | 'ntfy' | 'discord' | 'slack';
+  /** The same event for the same subject is sent at most once in this many seconds; 0 = every time. */
+  min_interval_s: number;
+}
+
+export type AlertEventName =
+  | 'backend_down'
+  | 'backend_up'
+  | 'credential_rejected'
+  | 'quota_reached'
+  | 'paid_budget_reached'
+  | 'job_failed'
+  | 'gateway_started';
 
 /** One reasoning rule as configured (see bridges/reasoning/rules.ts). */
 export interface ReasoningRuleSpec {

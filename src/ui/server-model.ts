@@ -14,7 +14,7 @@ import { prettyJson } from './format.ts';
 import type { SecretSettingView, SettingView } from '../admin/config-service.ts';
 import { configSchema } from '../config/schema.ts';
 import { parseNumber } from './backends-form.ts';
-import { ELSEWHERE, GROUPS, INFO } from './server-settings.ts';
+import { APART, ELSEWHERE, GROUPS, INFO } from './server-settings.ts';
 
 export type InputKind = 'number' | 'bool' | 'enum' | 'lines' | 'proxy' | 'json' | 'none';
 
@@ -178,7 +178,7 @@ export function serverModel(
   errors: Record<string, string> = {},
 ): ServerModel {
   const byKey = new Map(views.map((v) => [v.key, v]));
-  const placed = new Set<string>();
+  const placed = new Set<string>(APART);
   const groups = GROUPS.map((g) => ({
     id: g.id,
     title: g.title,

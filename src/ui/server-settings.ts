@@ -1,7 +1,8 @@
 /**
  * What the server tab shows of each runtime setting besides its value: the label, the unit and
  * a line of help, the groups the page shows them in, and the settings another tab owns
- * (`ELSEWHERE`: shown on the server tab with their source, changed there).
+ * (`ELSEWHERE`: shown on the server tab with their source, changed there), and those the tab
+ * shows in a section of their own (`APART`).
  */
 
 export interface Info {
@@ -213,3 +214,6 @@ export const ELSEWHERE: Record<string, { tab: string; path: string }> = {
   reasoning_rules: { tab: 'Reasoning', path: '/ui/reasoning' },
   image_models: { tab: 'Mapping', path: '/ui/mapping' },
 };
+
+/** Settings with a section of their own on the server tab, not a row: `alerts` (each target, a test button). */
+export const APART: ReadonlySet<string> = new Set(['alerts']);

@@ -4,6 +4,7 @@
  * a test may build it from fakes. Every change a tab makes goes through the same service as
  * the JSON admin API's (`admin`, `users`).
  */
+import type { Alerts } from '../alerts/alerts.ts';
 import type { Authenticator } from '../auth/authenticator.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
 import type { ConfigProblem } from '../config/load.ts';
@@ -49,6 +50,8 @@ export interface UiServices {
   readonly media: Pick<MediaService, 'list' | 'view' | 'subscribe' | 'cancel' | 'result' | 'input' | 'preview'>;
   /** What each ComfyUI box has installed (its object_info and inventory). */
   readonly comfy: Pick<ComfyHealth, 'objectInfo' | 'inventory'>;
+  /** The alert targets (masked) and their test send. */
+  readonly alerts: Pick<Alerts, 'targetsView' | 'test'>;
 }
 
 export type UiUsers = Pick<

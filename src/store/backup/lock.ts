@@ -84,6 +84,16 @@ export class GatewayLock {
     return holder && isAlive(holder) ? holder : undefined;
   }
 
+  /** `build()`'s value; the lock is let go if it throws (what it was taken for never came to be). */
+  guard<T>(build: () => T): T {
+    try {
+      return build();
+    } catch (err) {
+      this.release();
+      throw err;
+    }
+  }
+
   /** Removes the lock if it is still this taker's (idempotent). */
   release(): void {
     if (this.#released) return;

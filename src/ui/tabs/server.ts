@@ -7,7 +7,8 @@
  * forms check what a text box here cannot) are shown, never changed or reset here: a POST for
  * one is refused with 409 and a link to that tab. Also where the configuration comes from and
  * why the last reload of config.yaml was refused, if it was. The master key is only ever "set"
- * or "not set".
+ * or "not set". The alert targets are listed apart (URLs masked), each with a "send test alert"
+ * button whose POST answers the page with the outcome of that send.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { UiContext } from '../context.ts';
@@ -16,6 +17,7 @@ import { renderPage } from '../render.ts';
 import { ownEntry } from '../form-values.ts';
 import { parseSetting, serverModel, settingErrors } from '../server-model.ts';
 import { ELSEWHERE } from '../server-settings.ts';
+import { alertsModel, type AlertTestShown } from '../server-alerts.ts';
 
 type KeyParams = { Params: { key: string }; Body: Record<string, unknown> | undefined };
 
@@ -33,7 +35,13 @@ export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<v
   const page = (
     req: FastifyRequest,
     reply: FastifyReply,
-    extra: { status?: number; typed?: Record<string, string>; errors?: Record<string, string>; owned?: Owned } = {},
+    extra: {
+      status?: number;
+      typed?: Record<string, string>;
+      errors?: Record<string, string>;
+      owned?: Owned;
+      alertTest?: AlertTestShown;
+    } = {},
   ) => {
     const q = req.query as Record<string, string | undefined>;
     const views = admin.settingsView();
@@ -56,6 +64,7 @@ export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<v
       configSource: services.configSource,
       reloadProblems: services.reloadProblems(),
       owned: extra.owned,
+      alerts: alertsModel(services.alerts.targetsView(), extra.alertTest),
     });
   };
 
@@ -98,6 +107,14 @@ export async function serverTab(app: FastifyInstance, ctx: UiContext): Promise<v
     const result = admin.setSetting(view.key, parsed.value);
     if (!result.ok) return refuse(settingErrors(view.key, result.problems));
     return done(reply, 'saved', view.key, result.note);
+  });
+
+  // a test send to one alert target: the page again, with how it went beside the target
+  app.post<{ Params: { index: string } }>('/ui/server/alerts/:index/test', async (req, reply) => {
+    const index = /^\d{1,4}$/.test(req.params.index) ? Number(req.params.index) : -1;
+    const result = index >= 0 ? await services.alerts.test(index) : undefined;
+    if (!result) throw Object.assign(new Error('There is no such alert target.'), { statusCode: 404 });
+    return page(req, reply, { alertTest: { index, ok: result.ok, status: result.status, error: result.error } });
   });
 
   app.post<KeyParams>('/ui/server/:key/reset', async (req, reply) => {
