@@ -139,6 +139,13 @@ describe('a box that never wakes', () => {
     assert.equal(udp.packets.length, 1);
     assert.deepEqual(udp.packets[0], expectedPacket(MAC));
     assert.equal((await health(gw)).backends.box.wake?.state, 'failed');
+    const deep = (await (await fetch(`${gw.url}/health/deep`)).json()) as {
+      backends: Record<string, { wake: { state: string; packets_sent: number } | null }>;
+    };
+    assert.deepEqual(
+      { state: deep.backends.box.wake?.state, packets: deep.backends.box.wake?.packets_sent },
+      { state: 'failed', packets: 1 },
+    );
 
     // Anthropic's shape on /v1/messages; no second packet inside the cooldown (300 s by default)
     const again = await fetch(`${gw.url}/v1/messages`, {
