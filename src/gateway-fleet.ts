@@ -16,7 +16,7 @@ export function slotSpec(b: BackendState) {
     name: b.name,
     cap: b.cap,
     paid: b.spec.paid,
-    available: b.spec.enabled && b.healthy && !b.draining,
+    available: b.spec.enabled && b.healthy && !b.draining && !b.resting,
     group: b.spec.gpu_group,
     kind: kindOf(b.spec).isMedia ? ('media' as const) : ('llm' as const),
   };

@@ -355,6 +355,7 @@ export class Gateway {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
     this.discovery.stop();
+    this.registry.close();
     await this.alerts.close();
     await this.media.close();
     this.comfyClients.closeAll();

@@ -3,6 +3,7 @@ import type { BackendSpec } from '../config/types.ts';
 import { describeError } from './errors.ts';
 import type { MediaHealthCheck } from './media-health.ts';
 import { probeBackend, ProbeError } from './probe.ts';
+import { withKey } from './credentials.ts';
 import { redactBackendError } from './secret-scrub.ts';
 import type { BackendRegistry } from './registry.ts';
 import type { ResidencyReader } from './residency-read.ts';
@@ -118,7 +119,7 @@ export class Discovery {
     const startedAt = (this.deps.now ?? Date.now)();
     try {
       const models = await probeBackend(
-        spec,
+        backend.keys ? withKey(spec, backend.keys.peek(startedAt)) : spec,
         this.deps.dispatcherFor(spec),
         this.deps.probeTimeoutMs ?? 5000,
         this.deps.comfy,

@@ -113,6 +113,7 @@ export function fullHealth(view: HealthView) {
           last_type_key: s?.lastTypeKey ?? null,
           discovered_at: b.discoveredAt ? new Date(b.discoveredAt).toISOString() : null,
           residency: residencyView(view.residency(b.name)),
+          ...keyHealth(b, Date.now()),
           ...(kindOf(b.spec).isMedia ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
           // where each model's prices come from: config, discovered, built-in or none
           ...(kindOf(b.spec).pricedPerToken ? { pricing: pricingReport(b.spec, b.models) } : {}),
@@ -141,6 +142,23 @@ export function fullHealth(view: HealthView) {
     alias_collisions: view.aliasCollisions(),
     alias_patterns: view.aliasPatterns(),
     media: view.media(),
+  };
+}
+
+/** A key pool's states (masked: a hint, never a key) and a rest (rate-limited, every key muted), when there are. */
+function keyHealth(b: BackendState, now: number) {
+  const rest = b.resting && b.resting.until > now ? b.resting : undefined;
+  return {
+    ...(b.keys ? { keys: b.keys.states(now) } : {}),
+    ...(rest
+      ? {
+          resting: {
+            until: new Date(rest.until).toISOString(),
+            seconds_left: Math.ceil((rest.until - now) / 1000),
+            reason: rest.reason,
+          },
+        }
+      : {}),
   };
 }
 

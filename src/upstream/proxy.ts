@@ -10,6 +10,11 @@ import { answerForCaller, exhaustedError, rejectionError, type AttemptFailure } 
 import { settleAttempt } from './settle.ts';
 import { StreamKeepalive } from '../wire/sse-response.ts';
 
+/** At most one attempt per key of the leased backend (each refusal mutes its key, so fewer in practice). */
+function keyTurns(deps: ProxyDeps, lease: Lease): number {
+  return deps.registry.get(lease.backend)?.keys?.size ?? 1;
+}
+
 /**
  * Forwards one call in its surface's wire format: a lease from the scheduler (parking when
  * every candidate is busy), one attempt per backend, failover to the next candidate (parking
@@ -51,6 +56,9 @@ export class UpstreamProxy {
       let end: AttemptEnd;
       try {
         end = await runAttempt(this.deps, state, lease);
+        // a pooled key refused before any answer went out: the next key, on the same slot, before any other candidate
+        for (let turns = 1; end.rotateKey && !state.upstream.clientGone && turns < keyTurns(this.deps, lease); turns++)
+          end = await runAttempt(this.deps, state, lease);
       } catch (err) {
         lease.release();
         // once the stream's head is out (a keep-alive wrote it) the route can no longer answer:
