@@ -28,7 +28,8 @@ export function keyPoolProblems(b: Record<string, unknown>, path: string): Confi
   keys.forEach((key, i) => {
     const first = seen.get(key);
     if (first === undefined) seen.set(key, i);
-    else problems.push({ path: childPath(childPath(path, 'api_keys'), i), message: `the same key as api_keys[${first}]` });
+    else
+      problems.push({ path: childPath(childPath(path, 'api_keys'), i), message: `the same key as api_keys[${first}]` });
   });
   return problems;
 }
