@@ -291,7 +291,7 @@ function semanticProblems(raw: unknown, source: ImageModelsSource): ConfigProble
       const message = urlProblem(b.url);
       if (message) problems.push({ path: childPath(childPath('backends', i), 'url'), message });
     }
-    problems.push(...backendKindProblems(b, childPath('backends', i)), ...keyPoolProblems(b, childPath('backends', i)));
+    problems.push(...backendKindProblems(b, childPath('backends', i)));
     if (b.sampling_defaults !== undefined)
       problems.push(...samplingProblems(b.sampling_defaults, childPath(childPath('backends', i), 'sampling_defaults')));
   });
@@ -325,7 +325,7 @@ function semanticProblems(raw: unknown, source: ImageModelsSource): ConfigProble
 /** Options that only one kind of backend understands, set on another kind. */
 function backendKindProblems(b: Record<string, unknown>, path: string): ConfigProblem[] {
   const type = b.type ?? BACKEND_DEFAULTS.type;
-  const problems: ConfigProblem[] = [];
+  const problems: ConfigProblem[] = keyPoolProblems(b, path);
   if (b.auth_mode !== undefined && type !== 'anthropic') {
     problems.push({ path: childPath(path, 'auth_mode'), message: 'only backends of type anthropic have an auth_mode' });
   }
