@@ -4,6 +4,7 @@
  * the first render and for every `/ui/events` update.
  */
 import type { BackendState } from '../backends/registry.ts';
+import type { KeyStateView } from '../backends/key-pool.ts';
 import type { BackendSlotsSnapshot } from '../scheduler/index.ts';
 import type { CallRow } from '../stats/call-log.ts';
 import type { JobView, MediaCaller } from '../media/service-types.ts';
@@ -37,6 +38,10 @@ export interface BackendCard {
   jobSeconds: Record<string, number>;
   lastTypeKey: string | null;
   group: string | null;
+  /** A key pool's states, masked (never a key); null without a pool. */
+  keys: KeyStateView[] | null;
+  /** Out of rotation: rate-limited (a sole key, or every pooled key muted), for this long. */
+  resting: { reason: number; secondsLeft: number } | null;
 }
 
 export interface QueueRow {
@@ -62,7 +67,7 @@ export interface DashboardModel {
 export function dashboardModel(services: UiServices, now = Date.now()): DashboardModel {
   const snapshot = services.slots();
   const slotsOf = new Map(snapshot.backends.map((s) => [s.name, s]));
-  const backends = services.registry.list().map((b) => card(b, slotsOf.get(b.name)));
+  const backends = services.registry.list().map((b) => card(b, slotsOf.get(b.name), now));
   const generationAliases = new Set(services.generations.names());
   const queue = snapshot.parked.map((p, i): QueueRow => ({
     alias: p.alias,
@@ -94,7 +99,8 @@ export function dashboardModel(services: UiServices, now = Date.now()): Dashboar
   };
 }
 
-function card(b: BackendState, slots: BackendSlotsSnapshot | undefined): BackendCard {
+function card(b: BackendState, slots: BackendSlotsSnapshot | undefined, now: number): BackendCard {
+  const rest = b.resting && b.resting.until > now ? b.resting : undefined;
   return {
     name: b.name,
     type: b.spec.type,
@@ -111,5 +117,7 @@ function card(b: BackendState, slots: BackendSlotsSnapshot | undefined): Backend
     jobSeconds: slots?.jobSeconds ?? {},
     lastTypeKey: slots?.lastTypeKey ?? null,
     group: b.spec.gpu_group ?? null,
+    keys: b.keys?.states(now) ?? null,
+    resting: rest ? { reason: rest.reason, secondsLeft: Math.ceil((rest.until - now) / 1000) } : null,
   };
 }
