@@ -39,7 +39,8 @@ export function groupMembers(backends: readonly BackendState[], group: string): 
       name: b.name,
       url: b.spec.url,
       type: b.spec.type,
-      ...(b.spec.api_key ? { apiKey: b.spec.api_key } : {}),
+      // a pool's first key: the unload request is the gateway's own, like discovery's
+      ...(b.spec.api_key || b.spec.api_keys ? { apiKey: b.spec.api_key ?? b.spec.api_keys![0] } : {}),
     }));
 }
 

@@ -146,3 +146,13 @@ test('a stream refused with 429 before its head: the next key streams it', async
   assert.equal(pool.count(A), 1);
   assert.equal(pool.count(B), 1);
 });
+
+test('a key revoked at discovery is muted there; the backend comes up with the next key and serves', async () => {
+  const { pool, gw } = await rig({ [A]: { status: 401, models: true }, [B]: 'ok' });
+  const state = gw.gateway.registry.get('pool')!;
+  assert.equal(state.healthy, true, 'one revoked key does not take the backend down');
+  assert.equal(keyStates(gw)[0].reason, 401);
+  const res = await chat(gw, 'pool/m');
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual([pool.count(A), pool.count(B)], [0, 1], 'the muted key is not sent the call');
+});

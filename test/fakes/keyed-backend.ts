@@ -7,7 +7,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenFake } from './listen.ts';
 
-export type KeyBehaviour = 'ok' | 'break-stream' | { status: number; retryAfter?: string };
+/** `models`: the model list is refused too (a revoked key); otherwise only chat requests are. */
+export type KeyBehaviour = 'ok' | 'break-stream' | { status: number; retryAfter?: string; models?: boolean };
 
 export interface KeyedBackend {
   url: string;
@@ -36,6 +37,8 @@ export async function startKeyedBackend(model: string, behaviour: Record<string,
       const body = await readBody(req);
       const key = String(req.headers.authorization ?? '').replace(/^Bearer /, '');
       if (req.method === 'GET' && req.url === '/v1/models') {
+        const what = fake.behaviour.get(key);
+        if (typeof what === 'object' && what.models) return json(res, what.status, { error: { message: 'refused' } });
         return json(res, 200, { object: 'list', data: [{ id: model, object: 'model', owned_by: 'fake' }] });
       }
       // residency reads and anything else: not this fake's business, and not counted
