@@ -33,7 +33,7 @@ test('${VAR} works in each entry of api_keys', () => {
   );
 });
 
-test('api_key and api_keys together, an empty list, an empty entry and a repeated key are problems at their paths', () => {
+test('api_key with api_keys, an empty list, an empty entry, a repeated key: problems at their paths', () => {
   const both = problems(yaml('    api_key: sk-secret-one\n    api_keys: [sk-secret-two]\n'));
   assert.deepEqual(
     both.map((p) => p.path),

@@ -49,7 +49,7 @@ function keyStates(gw: TestGateway) {
   return gw.gateway.registry.keyStates('pool')!;
 }
 
-test('a 429 with Retry-After on key A: the call succeeds on key B, one request per key, no other candidate', async () => {
+test('429 with Retry-After on key A: the call succeeds on key B, one request per key, no other candidate', async () => {
   const { pool, other, gw } = await rig({ [A]: { status: 429, retryAfter: '120' }, [B]: 'ok' });
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   const answer = await client.chat.completions.create({ model: 'pm', messages: [{ role: 'user', content: 'hi' }] });

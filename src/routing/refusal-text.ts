@@ -41,8 +41,10 @@ function clause(r: CandidateReason, wording: RefusalWording): string {
   switch (r.reason) {
     case 'credential_refused':
       return `is out: the upstream refused the gateway's credential${status}${ago}`;
-    case 'keys_muted':
-      return `is resting: the upstream ${r.status === 429 ? 'rate-limited' : 'refused'} its keys${status}${untilKeys(r, wording)}`;
+    case 'keys_muted': {
+      const what = r.status === 429 ? 'rate-limited' : 'refused';
+      return `is resting: the upstream ${what} its keys${status}${untilKeys(r, wording)}`;
+    }
     case 'unreachable':
       return `is out: the gateway could not reach it${ago}`;
     case 'loading':
