@@ -57,8 +57,18 @@ export class UpstreamProxy {
       try {
         end = await runAttempt(this.deps, state, lease);
         // a pooled key refused before any answer went out: the next key, on the same slot, before any other candidate
-        for (let turns = 1; end.rotateKey && !state.upstream.clientGone && turns < keyTurns(this.deps, lease); turns++)
+        for (
+          let turns = 1;
+          end.rotateKey && !state.upstream.clientGone && turns < keyTurns(this.deps, lease);
+          turns++
+        ) {
+          const { backend } = lease;
+          this.deps.log.warn(
+            { backend, reqId: state.call.req.id, error: end.error },
+            'a key was refused; trying the next',
+          );
           end = await runAttempt(this.deps, state, lease);
+        }
       } catch (err) {
         lease.release();
         // once the stream's head is out (a keep-alive wrote it) the route can no longer answer:
