@@ -1,7 +1,8 @@
 /**
  * A key pool on the console, in headless Chromium: the dashboard's backend card lists each key
  * masked with its state (one muted by a 429, one ok), the Backends list says how many keys are
- * muted, and no page carries a key in clear. Screenshots in test-artifacts/ui/ (light and dark).
+ * muted, the edit form shows the pool as hints and keeps it when saved, and no page carries a key
+ * in clear. Screenshots in test-artifacts/ui/ (light and dark).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -53,9 +54,16 @@ describe('key pools on the console, in a browser', { skip: skipWithoutChromium }
       assert.match((await page.locator('[data-part="state:cloud"]').textContent()) ?? '', /2 keys, 1 muted/);
       const list = await page.content();
       await page.goto(`${gw.url}/ui/backends/cloud/edit`);
+      assert.equal(await page.locator('#api_key-state').textContent(), 'pool of 2 keys (sk-…1111, sk-…2222)');
       const edit = await page.content();
       for (const html of [dashboard, list, edit])
         for (const key of [A, B]) assert.ok(!html.includes(key), 'no key in clear on the console');
+      if (scheme === 'light') {
+        // saved from the form with no key typed: the store's entry keeps the pool, encrypted
+        await page.getByRole('button', { name: 'Save changes' }).click();
+        await page.waitForURL(/\/ui\/backends/);
+        assert.deepEqual(gw.gateway.storedBackends.get('cloud')?.api_keys, [A, B]);
+      }
       await context.close();
     }
   });

@@ -91,7 +91,7 @@ export function exhaustedError(failure: AttemptFailure | undefined, names = true
       reason: 'upstream_auth',
       message:
         `${backend} refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); ` +
-        "your key is fine. The gateway's operator must fix that backend's api_key.",
+        "your key is fine. The gateway's operator must fix that backend's api_key (or api_keys).",
     });
   }
   if (error?.kind === 'timeout') {
