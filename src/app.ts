@@ -33,6 +33,9 @@ import { adminAlertsRoutes } from './routes/admin-alerts.ts';
 import { consoleRoutes } from './ui/plugin.ts';
 import type { UiServices } from './ui/services.ts';
 import { adminConfigRoutes } from './routes/admin-config.ts';
+import { adminBackupRoutes } from './routes/admin-backup.ts';
+import { backupServiceOf } from './gateway-backup.ts';
+import { GatewayLock } from './store/backup/lock.ts';
 import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
 import { mediaNativeRoutes } from './routes/media-native.ts';
@@ -68,13 +71,18 @@ export interface App {
  * explicitly in tiers. Closing the fastify instance closes the gateway.
  */
 export async function buildApp(opts: AppOptions): Promise<App> {
-  const gateway = new Gateway({
-    fileConfig: opts.config,
-    configSource: opts.configSource,
-    logger: opts.logger,
-    clock: opts.clock,
-    processMetrics: opts.processMetrics,
-  });
+  // <store_dir>/gateway.lock before anything opens: held while the app runs (a restore refuses meanwhile)
+  const lock = GatewayLock.acquire(opts.config.store_dir);
+  const gateway = lock.guard(
+    () =>
+      new Gateway({
+        fileConfig: opts.config,
+        configSource: opts.configSource,
+        logger: opts.logger,
+        clock: opts.clock,
+        processMetrics: opts.processMetrics,
+      }),
+  );
   // a client's own x-request-id, unless it is in recent use: one row per call (stats/request-ids.ts)
   const requestIds = new RequestIds((id) => gateway.callLog.hasRecord(id));
   const app: FastifyInstance = Fastify({
@@ -110,6 +118,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   app.addHook('onClose', async () => {
     background.close();
     await gateway.close();
+    lock.release();
   });
   // fastify logs through a child of opts.logger, made just now: reloads must reach it too
   gateway.followLogLevel(app.log);
@@ -240,6 +249,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
   await app.register(consoleRoutes, { services: uiServicesOf(gateway) });
   await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });
+  await app.register(adminBackupRoutes, { backups: backupServiceOf(gateway), requireAdmin });
 
   if (gateway.authenticator.isOpen()) {
     opts.logger.warn(

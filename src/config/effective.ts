@@ -12,11 +12,15 @@ export interface StoreOverlay {
 }
 
 /**
- * Top-level keys a store setting may override: all but the start-up paths, `backends` and
- * `alerts` (its URLs may hold webhook secrets, which the store's settings would keep in clear).
+ * Keys only config.yaml sets: the folders the gateway writes to (never a path from the console or
+ * the API), `backends`, and `alerts` (its URLs may hold webhook secrets, which the store's settings
+ * would keep in clear).
  */
+const FILE_ONLY_KEYS: readonly string[] = ['store_dir', 'jobs_dir', 'backup_dir', 'backends', 'alerts'];
+
+/** Top-level keys a store setting may override: all but the file-only ones. */
 export const STORE_SETTING_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(
-  TOP_LEVEL_KEYS.filter((k) => k !== 'store_dir' && k !== 'jobs_dir' && k !== 'backends' && k !== 'alerts'),
+  TOP_LEVEL_KEYS.filter((k) => !FILE_ONLY_KEYS.includes(k)),
 );
 
 /**
@@ -26,7 +30,7 @@ export const STORE_SETTING_KEYS: readonly (keyof GatewayConfig)[] = Object.freez
  * - a setting whose key is in `STORE_SETTING_KEYS` replaces the file's value as a whole
  *   (so a stored `virtual_models` is the complete alias table); other keys and null values
  *   are ignored;
- * - `store_dir` and `jobs_dir` always come from the file.
+ * - `store_dir`, `jobs_dir` and `backup_dir` always come from the file.
  * Neither input is mutated.
  */
 export function computeEffectiveConfig(file: GatewayConfig, store: StoreOverlay): GatewayConfig {

@@ -114,6 +114,7 @@ export const configSchema = {
     api_key: secret,
     store_dir: { type: 'string', minLength: 1, default: DEFAULTS.store_dir },
     jobs_dir: { type: 'string', minLength: 1, default: DEFAULTS.jobs_dir },
+    backup_dir: { type: 'string', minLength: 1 },
     log_level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace'], default: DEFAULTS.log_level },
     log_format: { enum: ['auto', 'pretty', 'json'], default: DEFAULTS.log_format },
     health_check_interval: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.health_check_interval },

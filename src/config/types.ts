@@ -141,6 +141,8 @@ export interface GatewayConfig {
   api_key?: string;
   store_dir: string;
   jobs_dir: string;
+  /** Where POST /admin/api/backup writes its folders; unset = `<store_dir>/backups`. Only config.yaml sets it. */
+  backup_dir?: string;
   log_level: LogLevel;
   /** auto = pretty when stdout is a terminal, JSON otherwise. */
   log_format: LogFormat;

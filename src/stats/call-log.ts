@@ -196,6 +196,13 @@ export class CallLog {
     this.writeReady(Infinity);
   }
 
+  /** A copy of stats.db at `destination` holding every call recorded until now (written first). */
+  async backupTo(destination: string): Promise<unknown> {
+    await this.flush();
+    if (this.closed) throw new Error('the call log is closed');
+    return this.repo.backupTo(destination);
+  }
+
   /**
    * Writes what is left in one transaction, synchronously (shutdown): folded refusals too, and
    * bodies still being compressed are compressed here. Then closes stats.db. A failing write

@@ -34,6 +34,7 @@ import type {
   StoredCall,
 } from './call-rows.ts';
 import { callRow, recentLimit, type CallQuery } from './call-filter.ts';
+import { STATS_DB } from './backup/files.ts';
 import { STATS_MIGRATIONS } from './calls-migrations.ts';
 import { openDatabase, type Db } from './db.ts';
 
@@ -105,7 +106,7 @@ export class CallsRepo {
   /** Opens (creating and migrating if needed) `<storeDir>/stats.db`. */
   static open(storeDir: string): CallsRepo {
     mkdirSync(storeDir, { recursive: true });
-    return new CallsRepo(openDatabase(join(storeDir, 'stats.db'), STATS_MIGRATIONS));
+    return new CallsRepo(openDatabase(join(storeDir, STATS_DB), STATS_MIGRATIONS));
   }
 
   constructor(db: Db) {
@@ -365,6 +366,11 @@ export class CallsRepo {
     const step = this.#pruneStep(cutoffs, limit);
     if (step.rows > 0) this.#cacheReporting = undefined;
     return step;
+  }
+
+  /** A consistent copy of stats.db at `destination`, taken on this connection (SQLite's online backup). */
+  backupTo(destination: string): Promise<unknown> {
+    return this.#db.backup(destination);
   }
 
   close(): void {

@@ -1,5 +1,6 @@
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
+import { STORE_DB } from './backup/files.ts';
 import { STORE_MIGRATIONS, type Migration } from './migrations.ts';
 import { ensurePrivateDir, ensurePrivateFile, tightenSqliteCompanions } from './private-files.ts';
 
@@ -29,7 +30,7 @@ export function openDatabase(file: string, migrations: readonly Migration[]): Db
 
 /** store.db under `storeDir` (created on first start). */
 export function openStore(storeDir: string): Db {
-  return openDatabase(join(storeDir, 'store.db'), STORE_MIGRATIONS);
+  return openDatabase(join(storeDir, STORE_DB), STORE_MIGRATIONS);
 }
 
 export function migrate(db: Db, migrations: readonly Migration[]): void {

@@ -149,6 +149,10 @@ export const INFO: Record<string, Info> = {
   log_format: { label: 'Log format', help: 'auto (pretty on a terminal), pretty or json.' },
   store_dir: { label: 'Store folder', help: 'Where store.db, stats.db and secret.key live. Only config.yaml sets it.' },
   jobs_dir: { label: 'Jobs folder', help: 'Where media jobs and their files live. Only config.yaml sets it.' },
+  backup_dir: {
+    label: 'Backup folder',
+    help: 'Where backups are written (default <store_dir>/backups). Only config.yaml sets it.',
+  },
   virtual_models: { label: 'Aliases', help: 'The alias table.' },
   alias_park: { label: 'Per-alias park timeouts', help: 'Alias → seconds, overriding the park timeout.' },
   alias_defaults: { label: 'Alias defaults', help: 'Reasoning, sampling and voice defaults per alias.' },
@@ -199,7 +203,7 @@ export const GROUPS: readonly { id: string; title: string; keys: readonly string
     keys: ['api_key', 'metrics_access', 'cors_origins', 'allowed_hosts', 'trust_proxy', 'expose_backend_names'],
   },
   { id: 'logging', title: 'Logging', keys: ['log_level', 'log_format'] },
-  { id: 'paths', title: 'Folders (config.yaml only)', keys: ['store_dir', 'jobs_dir'] },
+  { id: 'paths', title: 'Folders (config.yaml only)', keys: ['store_dir', 'jobs_dir', 'backup_dir'] },
 ];
 
 /** Settings another tab edits: shown here with their source, changed there. */

@@ -10,6 +10,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Statement } from 'better-sqlite3';
+import { JOBS_DB } from '../../store/backup/files.ts';
 import { openDatabase, type Db } from '../../store/db.ts';
 import {
   JOB_ID_RE,
@@ -99,7 +100,7 @@ export class JobStore {
   /** Opens (creating and migrating if needed) `<jobsDir>/jobs.db`. */
   static open(jobsDir: string): JobStore {
     mkdirSync(jobsDir, { recursive: true });
-    return new JobStore(openDatabase(join(jobsDir, 'jobs.db'), JOBS_MIGRATIONS));
+    return new JobStore(openDatabase(join(jobsDir, JOBS_DB), JOBS_MIGRATIONS));
   }
 
   constructor(db: Db) {
@@ -283,6 +284,11 @@ export class JobStore {
    */
   reconcile(now: number): OrphanJob[] {
     return this.#reconcile(now);
+  }
+
+  /** A consistent copy of jobs.db at `destination`, taken on this connection (SQLite's online backup). */
+  backupTo(destination: string): Promise<unknown> {
+    return this.#db.backup(destination);
   }
 
   close(): void {
