@@ -156,3 +156,27 @@ test('a key revoked at discovery is muted there; the backend comes up with the n
   assert.equal(res.status, 200, res.text);
   assert.deepEqual([pool.count(A), pool.count(B)], [0, 1], 'the muted key is not sent the call');
 });
+
+test('a reload that keeps every key muted: no key is sent again, the pool rests again, the next candidate serves', async () => {
+  const { pool, gw } = await rig({ [A]: { status: 429, retryAfter: '60' }, [B]: { status: 429, retryAfter: '60' } });
+  assert.equal((await chat(gw)).backend, 'other');
+  const registry = gw.gateway.registry;
+  const cap = registry.get('other')!.cap;
+  registry.reconcile(
+    registry.list().map((b) => (b.name === 'pool' ? { ...b.spec, api_keys: [B, A] } : b.spec)),
+    cap,
+  );
+  await gw.gateway.discovery.probe('pool');
+  assert.equal(registry.get('pool')!.resting, undefined, 'the reload lifted the rest');
+  assert.equal(registry.get('pool')!.healthy, true);
+  assert.deepEqual(
+    registry.keyStates('pool')!.map((k) => k.state),
+    ['muted', 'muted'],
+    'the keys that stayed kept their state',
+  );
+  const res = await chat(gw);
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.backend, 'other');
+  assert.equal(pool.total(), 2, 'no muted key was sent the call');
+  assert.equal(registry.get('pool')!.resting?.reason, 429, 'it rests again');
+});

@@ -197,7 +197,11 @@ export class BackendRegistry {
         const urlChanged = existing.spec.url !== spec.url || existing.spec.api_key !== spec.api_key || keysChanged;
         existing.spec = spec;
         existing.keys = spec.api_keys ? new KeyPool(spec.api_keys, existing.keys) : undefined;
-        if (urlChanged) this.endRest(spec.name, false);
+        if (urlChanged) {
+          // another address or key: the rest and the backoff of the old one do not apply
+          this.endRest(spec.name, false);
+          existing.restStrikes = undefined;
+        }
         existing.basePath = basePath(spec.url);
         existing.cap = cap;
         if (urlChanged) {

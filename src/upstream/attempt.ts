@@ -14,7 +14,7 @@ import type { CallState, ProxyDeps } from './proxy-call.ts';
 import type { AttemptFailure } from './refusals.ts';
 import { jsonSpeedSample } from './speed-sample.ts';
 import { withKey } from '../backends/credentials.ts';
-import { keyRefused, keyServed, refusesKey } from './key-turn.ts';
+import { keyRefused, keyServed, keysExhausted, refusesKey } from './key-turn.ts';
 
 /** One try on the leased backend: forwards, writes what the client gets, says how it ended. */
 export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease): Promise<AttemptEnd> {
@@ -25,8 +25,7 @@ export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease
   const attemptStartedAt = deps.now();
   // a pooled backend: this attempt's key (every key muted since the lease: leave it for another)
   const key = backend.keys?.next(attemptStartedAt);
-  if (backend.keys && key === undefined)
-    return { health: 'none', error: { kind: 'upstream', status: 429, detail: 'every key is muted' }, failover: true };
+  if (backend.keys && key === undefined) return keysExhausted(deps.registry, backend, attemptStartedAt);
   try {
     if (state.sse)
       deadline.arm(

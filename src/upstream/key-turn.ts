@@ -8,6 +8,7 @@
  */
 import type { BackendState, BackendRegistry } from '../backends/registry.ts';
 import { rateLimitMs, type MuteReason } from '../backends/key-pool.ts';
+import type { AttemptEnd } from './attempt-end.ts';
 import type { HealthEffect } from './classify.ts';
 import type { UpstreamHeaders } from './forward.ts';
 
@@ -52,6 +53,16 @@ export function keyRefused(
   if (pool.allRefused(now)) return { rotate: false, health: 'auth' };
   registry.rest(backend.name, pool.nextUsableAt(now), reason);
   return { rotate: false, health: 'none' };
+}
+
+/**
+ * A lease on a pooled backend whose every key is muted (since the lease was granted, or a reload
+ * kept muted keys and lifted the rest): it rests until the first comes back; the call moves on.
+ */
+export function keysExhausted(registry: Pick<BackendRegistry, 'rest'>, backend: BackendState, now: number): AttemptEnd {
+  const pool = backend.keys!;
+  registry.rest(backend.name, pool.nextUsableAt(now), pool.states(now).find((k) => k.reason)?.reason ?? 429);
+  return { health: 'none', error: { kind: 'upstream', status: 429, detail: 'every key is muted' }, failover: true };
 }
 
 /** An attempt with `key` was accepted (2xx): its backoff starts again. */
