@@ -157,7 +157,7 @@ test('a key revoked at discovery is muted there; the backend comes up with the n
   assert.deepEqual([pool.count(A), pool.count(B)], [0, 1], 'the muted key is not sent the call');
 });
 
-test('a reload keeping every key muted: no key is sent again, the pool rests again, the next candidate serves', async () => {
+test('a reload keeping every key muted: none is sent again, the pool rests, another candidate serves', async () => {
   const { pool, gw } = await rig({ [A]: { status: 429, retryAfter: '60' }, [B]: { status: 429, retryAfter: '60' } });
   assert.equal((await chat(gw)).backend, 'other');
   const registry = gw.gateway.registry;
