@@ -124,8 +124,8 @@ export class BackendRegistry {
   }
 
   /**
-   * Takes `name` out of rotation until `until` (the scheduler skips it like a down backend and
-   * parked calls wait), then puts it back and tells the listeners, which hands parked calls over.
+   * Takes `name` out of rotation until `until` (the scheduler skips it like a down backend), then
+   * puts it back and tells the listeners (the scheduler's hand-off runs again for parked calls).
    */
   rest(name: string, until: number, reason: MuteReason): void {
     const b = this.backends.get(name);
