@@ -16,7 +16,7 @@ export function slotSpec(b: BackendState) {
     name: b.name,
     cap: b.cap,
     paid: b.spec.paid,
-    available: b.spec.enabled && b.healthy && !b.draining,
+    available: b.spec.enabled && b.healthy && !b.draining && !b.resting,
     group: b.spec.gpu_group,
     kind: kindOf(b.spec).isMedia ? ('media' as const) : ('llm' as const),
   };
@@ -39,7 +39,8 @@ export function groupMembers(backends: readonly BackendState[], group: string): 
       name: b.name,
       url: b.spec.url,
       type: b.spec.type,
-      ...(b.spec.api_key ? { apiKey: b.spec.api_key } : {}),
+      // a pool's first key: the unload request is the gateway's own, like discovery's
+      ...(b.spec.api_key || b.spec.api_keys ? { apiKey: b.spec.api_key ?? b.spec.api_keys![0] } : {}),
     }));
 }
 

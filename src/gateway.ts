@@ -360,6 +360,7 @@ export class Gateway {
   async close(): Promise<void> {
     clearInterval(this.purgeTimer);
     this.discovery.stop();
+    this.registry.close();
     await Promise.all([this.alerts.close(), this.waker.close()]);
     await this.media.close();
     this.comfyClients.closeAll();
@@ -389,11 +390,10 @@ export class Gateway {
     }
   }
 
-  /** Slot caps of the GPU groups: every configured one and every one a backend names. */
+  /** Slot caps of the GPU groups (every configured one and every one a backend names), then the backends. */
   private configureGroups(): void {
     this.scheduler.configureGroups(groupCaps(this.effective));
   }
-
   private applyBackends() {
     return this.registry.reconcile(this.effective.backends, this.effective.max_concurrent);
   }

@@ -7,12 +7,13 @@
 import pino, { type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import pretty from 'pino-pretty';
 
-/** Never logged in clear: client keys in request headers, any `api_key` or `key` field. */
+/** Never logged in clear: client keys in request headers, any `api_key`, `api_keys` or `key` field. */
 export const REDACT_PATHS: readonly string[] = Object.freeze([
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers["api-key"]',
   '*.api_key',
+  '*.api_keys',
   '*.key',
 ]);
 

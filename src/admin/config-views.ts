@@ -8,6 +8,7 @@ import { keyHint } from '../store/keys.ts';
 import { maskUrl } from '../backends/secret-scrub.ts';
 import { maskAlertUrl } from '../alerts/mask.ts';
 import type { BackendRegistry } from '../backends/registry.ts';
+import type { KeyStateView } from '../backends/key-pool.ts';
 import { pricingReport, type PricingReport } from '../backends/pricing.ts';
 import type { BackendError } from '../backends/types.ts';
 import { RESTART_ONLY_KEYS } from '../config/defaults.ts';
@@ -63,7 +64,10 @@ export interface MaskedSecret {
   hint: string;
 }
 
-export type MaskedBackendSpec = Omit<BackendSpec, 'api_key'> & { api_key?: MaskedSecret };
+export type MaskedBackendSpec = Omit<BackendSpec, 'api_key' | 'api_keys'> & {
+  api_key?: MaskedSecret;
+  api_keys?: MaskedSecret[];
+};
 
 /** config.yaml only, the store only, or both (the store's entry replaces the file's). */
 export type BackendSource = 'config.yaml' | 'store' | 'both';
@@ -110,6 +114,10 @@ export interface BackendView {
   inventory?: InventoryCounts;
   /** LLM backends: where each model's prices come from (config, discovered, built-in, none). */
   prices?: PricingReport;
+  /** A key pool's states, masked (backends/key-pool.ts). */
+  keys?: KeyStateView[];
+  /** Out of rotation until then (unix ms): a sole key rate-limited, or every pooled key muted. */
+  resting?: { until: number; reason: number };
 }
 
 /** `sk-…abcd`: at most the last 4 characters, fewer for short keys (none under 8). */
@@ -120,8 +128,9 @@ export function secretHint(key: string): string {
 
 /** The spec as shown: api_key as a hint, the URL's password as `***`. */
 export function maskSpec(spec: BackendSpec): MaskedBackendSpec {
-  const { api_key, ...rest } = spec;
-  const shown = { ...rest, url: maskUrl(rest.url) };
+  const { api_key, api_keys, ...rest } = spec;
+  const shown: MaskedBackendSpec = { ...rest, url: maskUrl(rest.url) };
+  if (api_keys) shown.api_keys = api_keys.map((key) => ({ set: true, hint: secretHint(key) }));
   return api_key === undefined ? shown : { ...shown, api_key: { set: true, hint: secretHint(api_key) } };
 }
 
@@ -239,6 +248,8 @@ export function backendsView(v: BackendViewInputs): BackendView[] {
     if (spec.gpu_group) view.group = spec.gpu_group;
     const inv = kindOf(spec).isMedia ? v.inventory(spec.name) : undefined;
     if (inv) view.inventory = inventoryCounts(inv);
+    if (live?.keys) view.keys = live.keys.states(v.registry.now());
+    if (live?.resting) view.resting = { ...live.resting };
     if (kindOf(spec).pricedPerToken) view.prices = pricingReport(spec, live?.models ?? []);
     return view;
   });

@@ -3,6 +3,7 @@ import type { BackendSpec } from '../config/types.ts';
 import { describeError } from './errors.ts';
 import type { MediaHealthCheck } from './media-health.ts';
 import { probeBackend, ProbeError } from './probe.ts';
+import { probeWithKeys } from './key-probe.ts';
 import { redactBackendError } from './secret-scrub.ts';
 import type { BackendRegistry } from './registry.ts';
 import type { ResidencyReader } from './residency-read.ts';
@@ -117,11 +118,8 @@ export class Discovery {
     const spec = backend.spec;
     const startedAt = (this.deps.now ?? Date.now)();
     try {
-      const models = await probeBackend(
-        spec,
-        this.deps.dispatcherFor(spec),
-        this.deps.probeTimeoutMs ?? 5000,
-        this.deps.comfy,
+      const models = await probeWithKeys(backend, registry, this.deps.now ?? Date.now, (keyed) =>
+        probeBackend(keyed, this.deps.dispatcherFor(spec), this.deps.probeTimeoutMs ?? 5000, this.deps.comfy),
       );
       if (registry.get(name)?.spec !== spec) return; // reconfigured meanwhile
       const stable = keepCreatedStable(backend.models, models, (this.deps.now ?? Date.now)());

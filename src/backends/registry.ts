@@ -3,6 +3,7 @@ import type { BackendError, ModelInfo } from './types.ts';
 import { redactBackendError } from './secret-scrub.ts';
 import { kindOf } from './kinds/index.ts';
 import { basePath } from './pools.ts';
+import { KeyPool, type KeyStateView, type MuteReason } from './key-pool.ts';
 
 /** One backend as the gateway currently knows it: its spec plus live state. */
 export interface BackendState {
@@ -33,6 +34,19 @@ export interface BackendState {
   /** Failed calls or probes counted since start (`recordFailure`), and times the backend went down. */
   failuresTotal?: number;
   timesDown?: number;
+  /** The pool of `api_keys` (absent without one: a plain `api_key` costs nothing here). */
+  keys?: KeyPool;
+  /** Out of rotation until then: a sole key rate-limited, or every key of the pool muted. */
+  resting?: { until: number; reason: MuteReason };
+  /** A sole key's 429s in a row (its backoff's exponent). */
+  restStrikes?: number;
+}
+
+/** A key of a backend was refused by the upstream (401/403), or rate-limited (429): for the alerts. */
+export interface KeyRejection {
+  backend: string;
+  key_hint: string;
+  status: MuteReason;
 }
 
 export interface RegistryChange {
@@ -70,6 +84,9 @@ export class BackendRegistry {
   /** The last verdict per backend (a seeded model list is none). */
   private readonly verdicts = new Map<string, Verdict>();
   private modelIndex?: Map<string, string[]>;
+  private readonly keyListeners: ((event: KeyRejection) => void)[] = [];
+  /** The timer that ends each resting backend's rest. */
+  private readonly restTimers = new Map<string, NodeJS.Timeout>();
 
   /** `now`: the clock its times (error since, checks, draining) are read from. */
   constructor(readonly now: () => number = Date.now) {}
@@ -92,6 +109,51 @@ export class BackendRegistry {
     this.verdictListeners.push(fn);
   }
 
+  /** Fires when an upstream refuses a pooled key (401/403, for `credential_rejected`) or rate-limits it (429). */
+  onKeyRejected(fn: (event: KeyRejection) => void): void {
+    this.keyListeners.push(fn);
+  }
+
+  keyRejected(event: KeyRejection): void {
+    for (const fn of this.keyListeners) fn(event);
+  }
+
+  /** Each key's state of a pooled backend, masked; undefined without a pool (or an unknown backend). */
+  keyStates(name: string): KeyStateView[] | undefined {
+    return this.backends.get(name)?.keys?.states(this.now());
+  }
+
+  /**
+   * Takes `name` out of rotation until `until` (the scheduler skips it like a down backend), then
+   * puts it back and tells the listeners (the scheduler's hand-off runs again for parked calls).
+   */
+  rest(name: string, until: number, reason: MuteReason): void {
+    const b = this.backends.get(name);
+    if (!b) return;
+    this.endRest(name, false);
+    const ms = until - this.now();
+    if (ms <= 0) return this.emit(name);
+    b.resting = { until, reason };
+    const timer = setTimeout(() => this.endRest(name, true), ms);
+    timer.unref();
+    this.restTimers.set(name, timer);
+    this.emit(name);
+  }
+
+  /** Stops every rest timer (the gateway's close). */
+  close(): void {
+    for (const name of [...this.restTimers.keys()]) this.endRest(name, false);
+  }
+
+  private endRest(name: string, tell: boolean): void {
+    clearTimeout(this.restTimers.get(name));
+    this.restTimers.delete(name);
+    const b = this.backends.get(name);
+    if (!b?.resting) return;
+    b.resting = undefined;
+    if (tell) this.emit(name);
+  }
+
   get(name: string): BackendState | undefined {
     return this.backends.get(name);
   }
@@ -106,6 +168,7 @@ export class BackendRegistry {
     const wanted = new Map(specs.map((s) => [s.name, s]));
     for (const name of [...this.backends.keys()]) {
       if (!wanted.has(name)) {
+        this.endRest(name, false);
         this.backends.delete(name);
         this.verdicts.delete(name);
         change.removed.push(name);
@@ -126,11 +189,19 @@ export class BackendRegistry {
           models: [],
           modelsById: new Map(),
           consecutiveFailures: 0,
+          ...(spec.api_keys ? { keys: new KeyPool(spec.api_keys) } : {}),
         });
         change.added.push(spec.name);
       } else if (JSON.stringify(existing.spec) !== JSON.stringify(spec) || existing.cap !== cap) {
-        const urlChanged = existing.spec.url !== spec.url || existing.spec.api_key !== spec.api_key;
+        const keysChanged = JSON.stringify(existing.spec.api_keys) !== JSON.stringify(spec.api_keys);
+        const urlChanged = existing.spec.url !== spec.url || existing.spec.api_key !== spec.api_key || keysChanged;
         existing.spec = spec;
+        existing.keys = spec.api_keys ? new KeyPool(spec.api_keys, existing.keys) : undefined;
+        if (urlChanged) {
+          // another address or key: the rest and the backoff of the old one do not apply
+          this.endRest(spec.name, false);
+          existing.restStrikes = undefined;
+        }
         existing.basePath = basePath(spec.url);
         existing.cap = cap;
         if (urlChanged) {

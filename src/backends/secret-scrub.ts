@@ -19,13 +19,15 @@ const REDACTED = '[redacted]';
 const MIN_SECRET_LENGTH = 4;
 
 /** The secret strings of a spec, in the forms a backend may echo them (plain, URL-encoded, Basic). */
-export function backendSecrets(spec: Pick<BackendSpec, 'api_key' | 'url'>): string[] {
+export function backendSecrets(spec: Pick<BackendSpec, 'api_key' | 'url' | 'api_keys'>): string[] {
   const out = new Set<string>();
   const add = (value: string | undefined) => {
     if (value && value.length >= MIN_SECRET_LENGTH) out.add(value);
   };
-  add(spec.api_key);
-  if (spec.api_key) add(encodeURIComponent(spec.api_key));
+  for (const key of spec.api_keys ? [spec.api_key, ...spec.api_keys] : [spec.api_key]) {
+    add(key);
+    if (key) add(encodeURIComponent(key));
+  }
   const parsed = parseUrl(spec.url);
   if (parsed && parsed.password) {
     const user = safeDecode(parsed.username);
@@ -45,14 +47,14 @@ export function redactText(text: string, secrets: readonly string[]): string {
 }
 
 /** `text` without any copy of the backend's key or URL password. */
-export function redactBackendText(text: string, spec: Pick<BackendSpec, 'api_key' | 'url'>): string {
+export function redactBackendText(text: string, spec: Pick<BackendSpec, 'api_key' | 'url' | 'api_keys'>): string {
   return redactText(text, backendSecrets(spec));
 }
 
 /** The error with its detail redacted (the one place a backend's last error is stored calls this). */
 export function redactBackendError<E extends Pick<BackendError, 'detail'>>(
   error: E,
-  spec: Pick<BackendSpec, 'api_key' | 'url'>,
+  spec: Pick<BackendSpec, 'api_key' | 'url' | 'api_keys'>,
 ): E {
   const detail = redactBackendText(error.detail, spec);
   return detail === error.detail ? error : { ...error, detail };

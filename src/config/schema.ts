@@ -8,6 +8,7 @@
 import { Ajv } from 'ajv';
 import { problemFromAjv, uniqueProblems } from './ajv-problems.ts';
 import { alertsProblems, alertsTopLevelProperties } from './alerts-schema.ts';
+import { keyPoolProblems, keyPoolProperties } from './key-pool-schema.ts';
 import { isObject as isPlainObject } from '../json.ts';
 import { BACKEND_DEFAULTS, DEFAULTS } from './defaults.ts';
 import {
@@ -69,6 +70,7 @@ const backendSchema = {
     type: { enum: ['openai', 'ollama', 'anthropic', 'comfyui'], default: BACKEND_DEFAULTS.type },
     enabled: { type: 'boolean', default: BACKEND_DEFAULTS.enabled },
     api_key: secret,
+    ...keyPoolProperties,
     max_concurrent: nonNegativeInteger,
     resident: { type: 'integer', minimum: 1 },
     paid: { type: 'boolean', default: BACKEND_DEFAULTS.paid },
@@ -326,11 +328,11 @@ function semanticProblems(raw: unknown, source: ImageModelsSource): ConfigProble
 /** Options that only one kind of backend understands, set on another kind. */
 function backendKindProblems(b: Record<string, unknown>, path: string): ConfigProblem[] {
   const type = b.type ?? BACKEND_DEFAULTS.type;
-  const problems: ConfigProblem[] = [];
+  const problems: ConfigProblem[] = keyPoolProblems(b, path);
   if (b.auth_mode !== undefined && type !== 'anthropic') {
     problems.push({ path: childPath(path, 'auth_mode'), message: 'only backends of type anthropic have an auth_mode' });
   }
-  if (b.auth_mode === 'subscription' && b.api_key === undefined && b.enabled !== false) {
+  if (b.auth_mode === 'subscription' && b.api_key === undefined && b.api_keys === undefined && b.enabled !== false) {
     problems.push({
       path: childPath(path, 'api_key'),
       message: 'auth_mode subscription needs the token from `claude setup-token` as api_key',

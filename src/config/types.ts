@@ -15,6 +15,8 @@ export interface BackendSpec {
   type: BackendType;
   enabled: boolean;
   api_key?: string;
+  /** A pool of keys rotated per attempt (backends/key-pool.ts), in place of `api_key`. */
+  api_keys?: string[];
   /** In-flight cap; undefined = the global `max_concurrent`; 0 = unlimited. */
   max_concurrent?: number;
   /**

@@ -115,6 +115,7 @@ export function fullHealth(view: HealthView) {
           residency: residencyView(view.residency(b.name)),
           // Wake-on-LAN: waking (with since_s, seconds since the packet), awake, failed…; null without `wake`
           wake: view.wake?.(b.name) ?? null,
+          ...keyHealth(b, Date.now()),
           ...(kindOf(b.spec).isMedia ? { inventory: inventoryCounts(view.mediaInventory(b.name)) } : {}),
           // where each model's prices come from: config, discovered, built-in or none
           ...(kindOf(b.spec).pricedPerToken ? { pricing: pricingReport(b.spec, b.models) } : {}),
@@ -143,6 +144,23 @@ export function fullHealth(view: HealthView) {
     alias_collisions: view.aliasCollisions(),
     alias_patterns: view.aliasPatterns(),
     media: view.media(),
+  };
+}
+
+/** A key pool's states (masked: a hint, never a key) and a rest (rate-limited, every key muted), when there are. */
+function keyHealth(b: BackendState, now: number) {
+  const rest = b.resting && b.resting.until > now ? b.resting : undefined;
+  return {
+    ...(b.keys ? { keys: b.keys.states(now) } : {}),
+    ...(rest
+      ? {
+          resting: {
+            until: new Date(rest.until).toISOString(),
+            seconds_left: Math.ceil((rest.until - now) / 1000),
+            reason: rest.reason,
+          },
+        }
+      : {}),
   };
 }
 

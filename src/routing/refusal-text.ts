@@ -41,6 +41,10 @@ function clause(r: CandidateReason, wording: RefusalWording): string {
   switch (r.reason) {
     case 'credential_refused':
       return `is out: the upstream refused the gateway's credential${status}${ago}`;
+    case 'keys_muted': {
+      const what = r.status === 429 ? 'rate-limited' : 'refused';
+      return `is resting: the upstream ${what} its keys${status}${untilKeys(r, wording)}`;
+    }
     case 'unreachable':
       return `is out: the gateway could not reach it${ago}`;
     case 'loading':
@@ -65,6 +69,11 @@ function untilText({ until }: CandidateReason, { now }: RefusalWording): string 
   const at = Date.parse(until);
   const inS = Math.max(0, Math.round((at - now) / 1000));
   return `; it is checked again by ${until.slice(11, 19)} UTC (in ${duration(inS)})`;
+}
+
+function untilKeys({ until }: CandidateReason, { now }: RefusalWording): string {
+  if (until === undefined) return '';
+  return `; one is usable again in ${duration(Math.max(0, Math.round((Date.parse(until) - now) / 1000)))}`;
 }
 
 function parkText(parkS: number | undefined): string {

@@ -11,6 +11,7 @@ export type CandidateReasonCode =
   | 'disabled'
   | 'draining'
   | 'credential_refused'
+  | 'keys_muted'
   | 'unreachable'
   | 'loading'
   | 'circuit_open'
@@ -26,7 +27,10 @@ export interface CandidateReason {
   status?: number;
   /** Seconds since the backend has been out for this reason (or draining). */
   since_s?: number;
-  /** circuit_open: when the gateway's next regular health check of it is due, at the latest (ISO 8601, UTC). */
+  /**
+   * circuit_open: when the gateway's next regular health check of it is due, at the latest; keys_muted: when its
+   * first key comes back (ISO 8601, UTC).
+   */
   until?: string;
   /** park_timeout: calls still queued ahead of this one on that backend when the wait ended. */
   ahead?: number;
@@ -46,6 +50,8 @@ export interface BackendOutState {
   readonly error?: { readonly kind: string; readonly status?: number; readonly detail: string; readonly since: number };
   /** While down after a failed health check: when the next one is due (unix ms). */
   readonly nextCheckAt?: number;
+  /** Rate-limited or every pooled key muted, until then (the status that muted it). */
+  readonly resting?: { readonly until: number; readonly reason: number };
 }
 
 export interface RefusalFacts {
@@ -76,7 +82,7 @@ export function candidateReasons(facts: RefusalFacts): CandidateReason[] {
  * and the console; undefined while it is in service.
  */
 export function outReason(b: BackendOutState, now: number): Omit<CandidateReason, 'backend'> | undefined {
-  if (b.spec.enabled && !b.draining && b.healthy) return undefined;
+  if (b.spec.enabled && !b.draining && b.healthy && !b.resting) return undefined;
   return reasonOf(b, { backends: [], now });
 }
 
@@ -97,6 +103,10 @@ function reasonOf(b: BackendOutState, facts: RefusalFacts): Omit<CandidateReason
     }
     const until = b.nextCheckAt === undefined ? undefined : new Date(Math.max(facts.now, b.nextCheckAt)).toISOString();
     return withDefined({ reason: 'circuit_open', status: error.status, since_s, until });
+  }
+  if (b.resting && b.resting.until > facts.now) {
+    const until = new Date(b.resting.until).toISOString();
+    return { reason: 'keys_muted', status: b.resting.reason, until };
   }
   if (facts.rejection?.reason === 'park_timeout') {
     const ahead = facts.rejection.ahead;

@@ -1,7 +1,7 @@
 /**
  * The `backends` table: backends added or edited in the console. The spec is stored as JSON
- * without its name (the primary key); the API key and the URL's userinfo (`user:password@`)
- * are encrypted through the SecretBox and never written in clear.
+ * without its name (the primary key); the API key, each key of a pool (`api_keys`) and the URL's
+ * userinfo (`user:password@`) are encrypted through the SecretBox and never written in clear.
  */
 import type { Statement } from 'better-sqlite3';
 import { BACKEND_DEFAULTS } from '../config/defaults.ts';
@@ -11,7 +11,11 @@ import type { SecretBox } from './secret-box.ts';
 import { joinUserinfo, splitUserinfo } from '../config/url-userinfo.ts';
 
 /** The JSON in `backends.spec`: the URL without its userinfo, which is encrypted like the key. */
-type StoredSpec = Omit<BackendSpec, 'name' | 'api_key'> & { api_key_cipher?: string; url_userinfo_cipher?: string };
+type StoredSpec = Omit<BackendSpec, 'name' | 'api_key' | 'api_keys'> & {
+  api_key_cipher?: string;
+  api_keys_cipher?: string[];
+  url_userinfo_cipher?: string;
+};
 
 interface BackendRow {
   name: string;
@@ -48,10 +52,11 @@ export class BackendsRepo {
 
   /** Inserts or replaces the whole spec of `spec.name` (an absent api_key removes the stored one). */
   upsert(spec: BackendSpec): void {
-    const { name, api_key, ...rest } = spec;
+    const { name, api_key, api_keys, ...rest } = spec;
     const { url, userinfo } = splitUserinfo(rest.url);
     const stored: StoredSpec = { ...rest, url };
     if (api_key !== undefined) stored.api_key_cipher = this.#box.encrypt(api_key);
+    if (api_keys !== undefined) stored.api_keys_cipher = api_keys.map((key) => this.#box.encrypt(key));
     if (userinfo !== undefined) stored.url_userinfo_cipher = this.#box.encrypt(userinfo);
     this.#upsert.run(name, JSON.stringify(stored), Date.now());
   }
@@ -62,10 +67,11 @@ export class BackendsRepo {
   }
 
   #fromRow(row: BackendRow): BackendSpec {
-    const { api_key_cipher, url_userinfo_cipher, ...rest } = JSON.parse(row.spec) as StoredSpec;
+    const { api_key_cipher, api_keys_cipher, url_userinfo_cipher, ...rest } = JSON.parse(row.spec) as StoredSpec;
     const spec: BackendSpec = { ...BACKEND_DEFAULTS, ...rest, name: row.name };
     if (url_userinfo_cipher !== undefined) spec.url = joinUserinfo(spec.url, this.#box.decrypt(url_userinfo_cipher));
     if (api_key_cipher !== undefined) spec.api_key = this.#box.decrypt(api_key_cipher);
+    if (api_keys_cipher !== undefined) spec.api_keys = api_keys_cipher.map((c) => this.#box.decrypt(c));
     return spec;
   }
 }

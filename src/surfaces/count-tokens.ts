@@ -9,7 +9,8 @@ import { estimateInputTokens } from '../wire/prompt-tokens.ts';
 import { AnthropicPassthrough } from './anthropic-passthrough.ts';
 import { forward, type UpstreamHeaders } from '../upstream/forward.ts';
 import type { MessagesCall } from './messages-call.ts';
-import { scrubSecret } from './call-bytes.ts';
+import { withKey } from '../backends/credentials.ts';
+import { redactBackendText } from '../backends/secret-scrub.ts';
 import type { Candidate } from '../scheduler/types.ts';
 import type { IncomingHttpHeaders } from 'node:http';
 import { kindOf, speaks } from '../backends/kinds/index.ts';
@@ -36,7 +37,9 @@ export class TokenCounter {
     if (!backend || !speaks(kindOf(backend.spec), 'count_tokens')) {
       return { kind: 'estimated', backend: backend?.name ?? null, inputTokens: estimateInputTokens(call.body) };
     }
-    const wire = new AnthropicPassthrough(call, backend.spec);
+    // a pool's key not muted (counting is the gateway's own request: no rotation)
+    const spec = backend.keys ? withKey(backend.spec, backend.keys.peek(Date.now())) : backend.spec;
+    const wire = new AnthropicPassthrough(call, spec);
     const request = wire.upstreamRequest(healthy!.c.model);
     const timeout = AbortSignal.timeout(this.deps.timeoutMs());
     const result = await forward({
@@ -58,7 +61,7 @@ export class TokenCounter {
           backend: backend.name,
           status: result.status,
           headers: result.headers,
-          body: scrubSecret(result.text, backend.spec.api_key),
+          body: redactBackendText(result.text, backend.spec),
         };
     }
     // unreachable, broken or refusing the gateway's key: an estimate is better than no answer

@@ -10,7 +10,7 @@ import type { Dispatcher } from 'undici';
 import { credentialHeaders } from '../backends/credentials.ts';
 import type { BackendRegistry, BackendState } from '../backends/registry.ts';
 import { GatewayError } from '../errors.ts';
-import { scrubSecret } from './call-bytes.ts';
+import { redactBackendText } from '../backends/secret-scrub.ts';
 
 export interface ReadBackDeps {
   registry: BackendRegistry;
@@ -66,6 +66,6 @@ export class NativeReadBack {
     const contentType = String(res.headers['content-type'] ?? 'application/json');
     if (res.statusCode === 200) return { status: 200, contentType, body: res.body };
     const text = await res.body.text().catch(() => '');
-    return { status: res.statusCode, contentType, body: scrubSecret(text, backend.spec.api_key) };
+    return { status: res.statusCode, contentType, body: redactBackendText(text, backend.spec) };
   }
 }

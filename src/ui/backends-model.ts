@@ -36,6 +36,10 @@ export interface BackendRow {
   prices?: RowPrices;
   /** LLM backends that completed a call: what the scheduler learnt of their speed. */
   learnt?: RowLearnt;
+  /** A key pool: how many keys, how many muted now. */
+  keys?: { total: number; muted: number };
+  /** Out of rotation until then (unix ms): rate-limited, or every pooled key muted. */
+  resting?: { until: number; reason: number };
 }
 
 /** Learnt figures as shown (absent = never measured). */
@@ -164,6 +168,8 @@ export function backendRow(b: BackendView, slots?: BackendSlotsSnapshot): Backen
   if (b.group) row.group = b.group;
   if (b.discoveredAt !== undefined) row.discoveredAt = b.discoveredAt;
   if (b.prices && b.models > 0) row.prices = rowPrices(b.prices);
+  if (b.keys) row.keys = { total: b.keys.length, muted: b.keys.filter((k) => k.state === 'muted').length };
+  if (b.resting) row.resting = b.resting;
   const learnt = rowLearnt(slots);
   if (learnt) row.learnt = learnt;
   return row;

@@ -4,6 +4,7 @@
  * the first render and for every `/ui/events` update.
  */
 import type { BackendState } from '../backends/registry.ts';
+import type { KeyStateView } from '../backends/key-pool.ts';
 import type { BackendSlotsSnapshot } from '../scheduler/index.ts';
 import type { CallRow } from '../stats/call-log.ts';
 import type { JobView, MediaCaller } from '../media/service-types.ts';
@@ -40,6 +41,10 @@ export interface BackendCard {
   group: string | null;
   /** Wake-on-LAN: its state and the seconds since its packet; null without `wake`. */
   wake: { state: string; sinceS: number | null } | null;
+  /** A key pool's states, masked (never a key); null without a pool. */
+  keys: KeyStateView[] | null;
+  /** Out of rotation: rate-limited (a sole key, or every pooled key muted), for this long. */
+  resting: { reason: number; secondsLeft: number } | null;
 }
 
 export interface QueueRow {
@@ -65,7 +70,9 @@ export interface DashboardModel {
 export function dashboardModel(services: UiServices, now = Date.now()): DashboardModel {
   const snapshot = services.slots();
   const slotsOf = new Map(snapshot.backends.map((s) => [s.name, s]));
-  const backends = services.registry.list().map((b) => card(b, slotsOf.get(b.name), services.wake?.stateOf(b.name)));
+  const backends = services.registry
+    .list()
+    .map((b) => card(b, slotsOf.get(b.name), now, services.wake?.stateOf(b.name)));
   const generationAliases = new Set(services.generations.names());
   const queue = snapshot.parked.map((p, i): QueueRow => ({
     alias: p.alias,
@@ -97,7 +104,13 @@ export function dashboardModel(services: UiServices, now = Date.now()): Dashboar
   };
 }
 
-function card(b: BackendState, slots: BackendSlotsSnapshot | undefined, wake?: WakeStateView | null): BackendCard {
+function card(
+  b: BackendState,
+  slots: BackendSlotsSnapshot | undefined,
+  now: number,
+  wake?: WakeStateView | null,
+): BackendCard {
+  const rest = b.resting && b.resting.until > now ? b.resting : undefined;
   return {
     name: b.name,
     type: b.spec.type,
@@ -115,5 +128,7 @@ function card(b: BackendState, slots: BackendSlotsSnapshot | undefined, wake?: W
     lastTypeKey: slots?.lastTypeKey ?? null,
     group: b.spec.gpu_group ?? null,
     wake: wake ? { state: wake.state, sinceS: wake.since_s } : null,
+    keys: b.keys?.states(now) ?? null,
+    resting: rest ? { reason: rest.reason, secondsLeft: Math.ceil((rest.until - now) / 1000) } : null,
   };
 }

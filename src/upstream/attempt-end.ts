@@ -28,4 +28,6 @@ export interface AttemptEnd {
   answer?: AttemptFailure['answer'];
   /** With `failover`: the backend answered a body the gateway could not read. */
   badAnswer?: true;
+  /** With `failover`: the attempt's pooled key was refused and another key of the same backend is usable. */
+  rotateKey?: true;
 }

@@ -13,6 +13,8 @@ import { forward } from './forward.ts';
 import type { CallState, ProxyDeps } from './proxy-call.ts';
 import type { AttemptFailure } from './refusals.ts';
 import { jsonSpeedSample } from './speed-sample.ts';
+import { withKey } from '../backends/credentials.ts';
+import { keyRefused, keyServed, keysExhausted, refusesKey } from './key-turn.ts';
 
 /** One try on the leased backend: forwards, writes what the client gets, says how it ended. */
 export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease): Promise<AttemptEnd> {
@@ -21,6 +23,9 @@ export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease
   if (!backend) return { health: 'none', error: { kind: 'error', detail: 'backend was removed' }, failover: true };
   const deadline = state.upstream;
   const attemptStartedAt = deps.now();
+  // a pooled backend: this attempt's key (every key muted since the lease: leave it for another)
+  const key = backend.keys?.next(attemptStartedAt);
+  if (backend.keys && key === undefined) return keysExhausted(deps.registry, backend, attemptStartedAt);
   try {
     if (state.sse)
       deadline.arm(
@@ -28,7 +33,7 @@ export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease
         `no first byte within ${cfg.first_byte_timeout_s} s (first_byte_timeout_s)`,
       );
     else deadline.arm(cfg.request_timeout_s * 1000, `no answer within ${cfg.request_timeout_s} s (request_timeout_s)`);
-    const wire = call.surface.attempt(backend.spec);
+    const wire = call.surface.attempt(key === undefined ? backend.spec : withKey(backend.spec, key));
     const request = wire.upstreamRequest(lease.model, backend.modelsById.get(lease.model)?.context_length);
     const dispatch = deps.onDispatch?.(backend.name, lease.model);
     const result = await forward({
@@ -44,6 +49,7 @@ export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease
       bodyIdleMs: bodyDeadlines(cfg).idleTimeoutMs,
     });
     const served = { backend: backend.name, model: lease.model, reasoning: request.reasoning, route: lease.route };
+    if ((key !== undefined || backend.restStrikes) && result.kind.startsWith('ok-')) keyServed(backend, key);
     switch (result.kind) {
       case 'transport-error':
         return noAnswer(state, result.error);
@@ -52,6 +58,12 @@ export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease
       case 'upstream-status': {
         const text = redactBackendText(result.text, backend.spec);
         const verdict = classifyStatus(result.status, text);
+        const turn = refusesKey(result.status, backend, key)
+          ? keyRefused(deps.registry, backend, key, result.status, result.headers, deps.now())
+          : undefined;
+        // another key of the same backend comes first; the refusal never reaches the client
+        if (turn?.rotate && verdict.action === 'failover')
+          return { health: 'none', error: verdict.error, failover: true, rotateKey: true };
         const answer = {
           status: result.status,
           headers: result.headers,
@@ -60,7 +72,7 @@ export async function runAttempt(deps: ProxyDeps, state: CallState, lease: Lease
         };
         if (verdict.action === 'failover')
           return {
-            health: verdict.health,
+            health: turn?.health ?? verdict.health,
             error: verdict.error,
             failover: true,
             answer: verdict.relayable ? answer : undefined,

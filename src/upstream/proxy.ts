@@ -11,6 +11,11 @@ import { settleAttempt } from './settle.ts';
 import { leaseAfterWake, wakingKeepalive } from './wake-wait.ts';
 import { StreamKeepalive } from '../wire/sse-response.ts';
 
+/** At most one attempt per key of the leased backend (each refusal mutes its key, so fewer in practice). */
+function keyTurns(deps: ProxyDeps, lease: Lease): number {
+  return deps.registry.get(lease.backend)?.keys?.size ?? 1;
+}
+
 /**
  * Forwards one call in its surface's wire format: a lease from the scheduler (parking when
  * every candidate is busy), one attempt per backend, failover to the next candidate (parking
@@ -52,6 +57,19 @@ export class UpstreamProxy {
       let end: AttemptEnd;
       try {
         end = await runAttempt(this.deps, state, lease);
+        // a pooled key refused before any answer went out: the next key, on the same slot, before any other candidate
+        for (
+          let turns = 1;
+          end.rotateKey && !state.upstream.clientGone && turns < keyTurns(this.deps, lease);
+          turns++
+        ) {
+          const { backend } = lease;
+          this.deps.log.warn(
+            { backend, reqId: state.call.req.id, error: end.error },
+            'a key was refused; trying the next',
+          );
+          end = await runAttempt(this.deps, state, lease);
+        }
       } catch (err) {
         lease.release();
         // once the stream's head is out (a keep-alive wrote it) the route can no longer answer:

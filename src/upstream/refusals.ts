@@ -53,10 +53,17 @@ export function rejectionError(err: SchedulerRejection, alias: string, explained
     code: err.reason === 'no_backend' ? 'no_healthy_backend' : err.reason,
     type: 'api_error',
     message: explained?.message || (messages[err.reason] ?? err.message),
-    retryAfter: retryAfterSeconds(err.retryAfter),
+    retryAfter: retryAfterSeconds(err.retryAfter ?? restEndsIn(explained)),
     reason: err.reason,
     candidates: explained?.candidates,
   });
+}
+
+/** Every candidate rests (its keys rate-limited or refused): seconds until the first comes back. */
+function restEndsIn(explained: RefusalExplanation | undefined): number | undefined {
+  const reasons = explained?.candidates ?? [];
+  if (reasons.length === 0 || reasons.some((r) => r.reason !== 'keys_muted' || r.until === undefined)) return undefined;
+  return Math.max(0, (Math.min(...reasons.map((r) => Date.parse(r.until!))) - Date.now()) / 1000);
 }
 
 /**
@@ -84,7 +91,7 @@ export function exhaustedError(failure: AttemptFailure | undefined, names = true
       reason: 'upstream_auth',
       message:
         `${backend} refused the gateway's own credential for it (HTTP ${error?.status ?? '401'}); ` +
-        "your key is fine. The gateway's operator must fix that backend's api_key.",
+        "your key is fine. The gateway's operator must fix that backend's api_key (or api_keys).",
     });
   }
   if (error?.kind === 'timeout') {

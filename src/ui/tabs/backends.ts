@@ -236,6 +236,8 @@ function editLocals(d: EditData, slots: BackendSlotsSnapshot | undefined) {
     row: v && backendRow(v, slots),
     typeLabels: TYPE_LABELS,
     secret: v?.spec.api_key,
+    // a key pool (api_keys) is kept as it is unless a key is typed here; shown as hints only
+    pool: v?.spec.api_keys,
     action: v ? `/ui/backends/${encodeURIComponent(v.name)}/edit` : '/ui/backends',
     test: d.test,
     now: Date.now(),
