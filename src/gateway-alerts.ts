@@ -1,10 +1,10 @@
 /**
  * The alerts wired to the gateway: built over the config in force, fed by the registry's
- * verdicts, and the three places gateway.ts hands over: a call's end, a media job's end, the start.
+ * verdicts and refused pool keys, and the three places gateway.ts hands over: a call's end, a media job's end, the start.
  */
 import type { Logger } from 'pino';
 import { Alerts } from './alerts/alerts.ts';
-import { backendVerdict, callEnded, jobEnded, type CallAlertDeps } from './alerts/sources.ts';
+import { backendVerdict, callEnded, jobEnded, keyRejected, type CallAlertDeps } from './alerts/sources.ts';
 import type { BackendRegistry } from './backends/registry.ts';
 import type { GatewayConfig } from './config/types.ts';
 import type { CallOutcome } from './stats/call-outcome.ts';
@@ -24,6 +24,7 @@ export class GatewayAlerts extends Alerts {
   constructor(private readonly w: AlertWiring) {
     super({ targets: () => w.config().alerts, log: w.log.child({ part: 'alerts' }) });
     w.registry.onVerdict((name, now, before) => backendVerdict(this, name, now, before));
+    w.registry.onKeyRejected((e) => keyRejected(this, e));
     this.calls = {
       isPaid: (backend) => w.registry.get(backend)?.spec.paid === true,
       budgetSpent: () => {

@@ -16,7 +16,7 @@ import type { Waker } from './backends/wake/waker.ts';
 
 /** The parts of the gateway /health reads (the gateway itself is one). */
 export interface HealthSources {
-  readonly registry: Pick<BackendRegistry, 'list'>;
+  readonly registry: Pick<BackendRegistry, 'list' | 'keyStates'>;
   readonly scheduler: Pick<Scheduler, 'snapshot'>;
   readonly residency: Pick<ResidencyTracker, 'view'>;
   readonly authenticator: Pick<Authenticator, 'isOpen'>;
@@ -50,6 +50,7 @@ export function gatewayHealthView(g: HealthSources, reloadProblems: () => Config
     reloadProblems,
     startedAt: g.startedAt,
     wake: (name) => g.waker?.stateOf(name) ?? null,
+    keys: (name) => g.registry.keyStates(name) ?? null,
     readiness: () => {
       const cfg = g.config();
       const enabled = g.registry.list().filter((b) => b.spec.enabled);

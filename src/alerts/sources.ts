@@ -4,7 +4,7 @@
  * spent the budget) and a media job's end. The wiring (gateway-alerts.ts) calls them; each
  * returns at once when no target is configured.
  */
-import type { Verdict } from '../backends/registry.ts';
+import type { KeyRejection, Verdict } from '../backends/registry.ts';
 import type { CallOutcome } from '../stats/call-outcome.ts';
 import { RefusalReason } from '../stats/record.ts';
 import type { Alerts } from './alerts.ts';
@@ -30,6 +30,16 @@ export function backendVerdict(alerts: Emitter, name: string, now: Verdict, befo
     const detail = `${name} answers again${was ? ` (it was down: ${was})` : ''}`;
     alerts.emit('backend_up', { backend: name, ...(was && { kind: was }), detail });
   }
+}
+
+/**
+ * One key of a backend's pool refused (401/403): `credential_rejected` naming the key by its hint
+ * (the dedupe keeps keys apart). A 429 only mutes the key for a while: no alert.
+ */
+export function keyRejected(alerts: Emitter, e: KeyRejection): void {
+  if (!alerts.active || e.status === 429) return;
+  const detail = `${e.backend} refused key ${e.key_hint} (HTTP ${e.status}); it is muted and the pool's other keys serve`;
+  alerts.emit('credential_rejected', { backend: e.backend, key: e.key_hint, kind: 'auth', detail });
 }
 
 export interface CallAlertDeps {
