@@ -8,7 +8,8 @@
  * `ollama` client on the gateway's native Ollama API (scripts/demo-ollama.ts), then
  * media on two fake ComfyUI boxes (scripts/demo-media.ts): generation aliases, the Images API,
  * a native async job followed through its events, a thumbnail, an edit and a parked cancel;
- * a sleeping box woken by its Wake-on-LAN packet (scripts/demo-wake.ts); and the /ui console.
+ * a sleeping box woken by its Wake-on-LAN packet (scripts/demo-wake.ts); a key pool, alerts and
+ * an online backup (scripts/demo-ops.ts); and the /ui console.
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
@@ -28,6 +29,7 @@ import { startOllamaFake } from '../test/fakes/ollama-server.ts';
 import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
 import { ollamaWalkthrough } from './demo-ollama.ts';
 import { startSleepyBox, wakeWalkthrough } from './demo-wake.ts';
+import { opsWalkthrough, startOpsRig } from './demo-ops.ts';
 import { schedulerAliases, schedulerWalkthrough, stickinessAndBudget } from './demo-scheduler.ts';
 
 const once = process.argv.includes('--once');
@@ -46,6 +48,7 @@ const spec = (s: Partial<BackendSpec> & { name: string; url: string }): BackendS
   ({ type: 'openai', enabled: true, paid: false, local: false, chat_only: false, serverless_only: false, ...s });
 const media = await startMediaFleet(spec);
 const sleepy = await startSleepyBox(spec);
+const ops = await startOpsRig(spec);
 const spill = schedulerAliases('gpu-box', 'qwen3-8b-q4_k_m', 'openrouter', 'acme/chat-mini');
 const dataDir = mkdtempSync(join(tmpdir(), 'llm-gateway-demo-'));
 const config: GatewayConfig = {
@@ -65,7 +68,9 @@ const config: GatewayConfig = {
     spec({ name: 'claude', url: claude.url, type: 'anthropic', api_key: ANTHROPIC_FAKE_API_KEY, paid: true }),
     ...media.backends,
     sleepy.backend,
+    ops.backend,
   ],
+  alerts: ops.alerts,
   image_models: media.imageModels,
   virtual_models: {
     fast: 'qwen3-8b-q4_k_m',
@@ -265,7 +270,9 @@ await mediaWalkthrough(base, oai, say, 13);
 
 await wakeWalkthrough(base, say, 14, sleepy, () => gateway.discovery.probe('sleepy'));
 
-say('\n15. the console — /ui, server-rendered, live over one event stream:');
+await opsWalkthrough(base, say, 15, ops);
+
+say('\n16. the console — /ui, server-rendered, live over one event stream:');
 for (const path of ['/ui', '/ui/backends', '/ui/calls', '/ui/stats', '/ui/jobs']) {
   const page = await fetch(`${base}${path}`);
   const title = /<title>([^<]*)<\/title>/.exec(await page.text())?.[1] ?? '';
@@ -285,6 +292,7 @@ const stop = async () => {
   await Promise.all([gpu, swap, ollama, ollamaBox, cloud, claude].map((f) => f.close()));
   await media.close();
   await sleepy.close();
+  await ops.close();
   process.exit(0);
 };
 if (once) await stop();
