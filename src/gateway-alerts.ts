@@ -1,6 +1,7 @@
 /**
  * The alerts wired to the gateway: built over the config in force, fed by the registry's
- * verdicts and refused pool keys, and the three places gateway.ts hands over: a call's end, a media job's end, the start.
+ * verdicts and refused pool keys, and the three places gateway.ts hands over: a call's end, a
+ * media job's end, the start.
  */
 import type { Logger } from 'pino';
 import { Alerts } from './alerts/alerts.ts';

@@ -44,7 +44,7 @@ test('a 401 on one pooled key: one credential_rejected alert with its hint; a 42
   assert.equal(body.event, 'credential_rejected');
   assert.equal(body.backend, 'pool');
   assert.equal(body.key, '#1 sk-…1111');
-  assert.match(String(body.detail), /refused key #1 sk-…1111 \(HTTP 401\)/);
+  assert.match(String(body.detail), /refused key #1 sk-…1111 \(HTTP 401\); muted/);
   for (const key of [A, B, C]) assert.ok(!alert.body.includes(key), 'no key in clear in the alert');
   // the 429 on B mutes it for a while: no alert for that, now or after the queue drained
   await new Promise((r) => setTimeout(r, 300));

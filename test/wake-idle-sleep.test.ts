@@ -64,9 +64,9 @@ test('idle_sleep is called once after the woken box was idle, never while a call
   await waitFor(() => sleeps.length === 1, 'the sleep URL called', 5000);
   assert.equal(sleeps[0].method, 'POST');
   assert.equal(sleeps[0].url, '/sleep?token=t0k');
-  // the gateway's idle clock starts when it saw the call end, a little before this process read
-  // the body's end under load: well over half of after_s, never at once
-  assert.ok(sleeps[0].at - ended >= 500, `after about after_s of idleness (${sleeps[0].at - ended} ms)`);
+  // idleness counts from the first tick that finds the box idle, so at least after_s after the
+  // call's end (less this process's own lag in reading that end)
+  assert.ok(sleeps[0].at - ended >= 900, `after about after_s of idleness (${sleeps[0].at - ended} ms)`);
   const health = (await (await fetch(`${gw.url}/health`)).json()) as {
     backends: { box: { wake: { state: string; sleep_requested_at: string | null } } };
   };

@@ -38,7 +38,7 @@ export function backendVerdict(alerts: Emitter, name: string, now: Verdict, befo
  */
 export function keyRejected(alerts: Emitter, e: KeyRejection): void {
   if (!alerts.active || e.status === 429) return;
-  const detail = `${e.backend} refused key ${e.key_hint} (HTTP ${e.status}); it is muted and the pool's other keys serve`;
+  const detail = `${e.backend} refused key ${e.key_hint} (HTTP ${e.status}); muted, the pool's other keys serve`;
   alerts.emit('credential_rejected', { backend: e.backend, key: e.key_hint, kind: 'auth', detail });
 }
 

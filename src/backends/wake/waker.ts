@@ -278,11 +278,13 @@ export class Waker {
 
   private tickAwake(name: string, rec: Record_, settings: WakeSettings, now: number): boolean {
     const sleep = settings.idleSleep!;
+    // idle from the first tick that finds it idle (never from the last busy one: up to a tick early)
     if (this.deps.busy(name)) {
-      rec.idleSince = now;
+      rec.idleSince = undefined;
       return true;
     }
-    if (now - (rec.idleSince ?? now) < sleep.afterMs) return true;
+    rec.idleSince ??= now;
+    if (now - rec.idleSince < sleep.afterMs) return true;
     rec.phase = 'sleep_requested';
     rec.sleepAt = now;
     this.deps.log.info({ backend: name, idle_s: (now - rec.idleSince!) / 1000 }, 'asking an idle woken box to sleep');
