@@ -36,6 +36,7 @@ import { adminConfigRoutes } from './routes/admin-config.ts';
 import { adminBackupRoutes } from './routes/admin-backup.ts';
 import { backupServiceOf } from './gateway-backup.ts';
 import { GatewayLock } from './store/backup/lock.ts';
+import { ClusterNode } from './cluster/node.ts';
 import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
 import { mediaNativeRoutes } from './routes/media-native.ts';
@@ -73,16 +74,23 @@ export interface App {
 export async function buildApp(opts: AppOptions): Promise<App> {
   // <store_dir>/gateway.lock before anything opens: held while the app runs (a restore refuses meanwhile)
   const lock = GatewayLock.acquire(opts.config.store_dir);
-  const gateway = lock.guard(
-    () =>
-      new Gateway({
+  // several gateways as one (`cluster`): Redis must answer before anything starts
+  const cluster = opts.config.cluster && (await lock.guardAsync(() => ClusterNode.connect(opts.config.cluster!)));
+  const gateway = lock.guard(() => {
+    try {
+      return new Gateway({
         fileConfig: opts.config,
         configSource: opts.configSource,
         logger: opts.logger,
         clock: opts.clock,
         processMetrics: opts.processMetrics,
-      }),
-  );
+        cluster: cluster || undefined,
+      });
+    } catch (err) {
+      if (cluster) void cluster.close();
+      throw err;
+    }
+  });
   // a client's own x-request-id, unless it is in recent use: one row per call (stats/request-ids.ts)
   const requestIds = new RequestIds((id) => gateway.callLog.hasRecord(id));
   const app: FastifyInstance = Fastify({
@@ -118,6 +126,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   app.addHook('onClose', async () => {
     background.close();
     await gateway.close();
+    await gateway.cluster?.close();
     lock.release();
   });
   // fastify logs through a child of opts.logger, made just now: reloads must reach it too

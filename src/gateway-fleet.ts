@@ -3,12 +3,12 @@
  * functions of the registry's backends, the effective config and the scheduler's snapshot.
  */
 import { kindOf } from './backends/kinds/index.ts';
-import type { BackendState } from './backends/registry.ts';
+import type { BackendRegistry, BackendState } from './backends/registry.ts';
 import { gpuGroupSettings } from './config/defaults.ts';
 import type { GatewayConfig } from './config/types.ts';
 import type { GpuSwitchMember } from './media/gpu-switch.ts';
-import type { GroupLimits, SchedulerSnapshot } from './scheduler/index.ts';
-import type { BackendGauges } from './stats/metrics.ts';
+import type { GroupLimits, Scheduler, SchedulerSnapshot } from './scheduler/index.ts';
+import type { BackendGauges, GatewayMetrics } from './stats/metrics.ts';
 
 /** A backend as the scheduler sees it: its slots, whether it is paid, and whether it may take work now. */
 export function slotSpec(b: BackendState) {
@@ -53,4 +53,16 @@ export function backendGauges(backends: readonly BackendState[], snapshot: Sched
     inflight: slots.get(b.name)?.inflight ?? 0,
     cap: b.cap,
   }));
+}
+
+/** The Prometheus text of /metrics, with the fleet's gauges read off live state just now. */
+export function renderFleetMetrics(
+  metrics: GatewayMetrics,
+  registry: Pick<BackendRegistry, 'list'>,
+  scheduler: Pick<Scheduler, 'snapshot'>,
+): Promise<string> {
+  const snapshot = scheduler.snapshot();
+  metrics.setBackendGauges(backendGauges(registry.list(), snapshot));
+  metrics.setParked(snapshot.parkedByAlias);
+  return metrics.render();
 }

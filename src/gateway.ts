@@ -33,7 +33,8 @@ import { ConfigInForce } from './gateway-config.ts';
 import { GatewayAlerts } from './gateway-alerts.ts';
 import { gatewayWaker, type Waker } from './gateway-wake.ts';
 import { gatewayHealthView } from './gateway-health.ts';
-import { backendGauges, groupCaps, groupMembers, slotSpec } from './gateway-fleet.ts';
+import { groupCaps, groupMembers, renderFleetMetrics, slotSpec } from './gateway-fleet.ts';
+import type { ClusterNode } from './cluster/node.ts';
 import { Authenticator, effectiveMasterKey } from './auth/authenticator.ts';
 import { UsersRepo } from './store/users-repo.ts';
 import { IpAliasesRepo } from './store/ip-aliases-repo.ts';
@@ -54,6 +55,8 @@ export interface GatewayOptions {
   clock?: Clock;
   /** Process metrics (GC, event loop) on /metrics; tests building many apps turn them off. */
   processMetrics?: boolean;
+  /** This instance's cluster membership (`cluster`); absent = a single gateway. */
+  cluster?: ClusterNode;
 }
 
 /**
@@ -106,6 +109,7 @@ export class Gateway {
   /** Settings and backends as the admin API and the console read and change them. */
   readonly admin: ConfigService;
   readonly configSource: string;
+  readonly cluster?: ClusterNode;
   readonly startedAt = Date.now();
   private readonly inForce: ConfigInForce;
   private refreshQueued = false;
@@ -113,6 +117,7 @@ export class Gateway {
 
   constructor(opts: GatewayOptions) {
     this.log = opts.logger;
+    this.cluster = opts.cluster;
     this.comfy = new ComfyHealth({ log: this.log });
     this.configSource = opts.configSource;
     this.store = openStore(opts.fileConfig.store_dir);
@@ -300,14 +305,7 @@ export class Gateway {
 
   /** The Prometheus text of /metrics, with the gauges read off live state just now. */
   renderMetrics(): Promise<string> {
-    this.refreshGauges();
-    return this.metrics.render();
-  }
-
-  private refreshGauges(): void {
-    const snapshot = this.scheduler.snapshot();
-    this.metrics.setBackendGauges(backendGauges(this.registry.list(), snapshot));
-    this.metrics.setParked(snapshot.parkedByAlias);
+    return renderFleetMetrics(this.metrics, this.registry, this.scheduler);
   }
 
   private purgeTimer?: NodeJS.Timeout;

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { buildApp } from './app.ts';
+import { ClusterUnreachableError } from './cluster/redis.ts';
 import { isLoopbackHost } from './auth/loopback.ts';
 import { parseCommandLine, USAGE, type RunOptions } from './cli.ts';
 import { loadBootConfig, noConfigFileMessage } from './config/load.ts';
@@ -100,6 +101,7 @@ function fail(message: string): never {
 }
 
 main().catch((err) => {
+  if (err instanceof ClusterUnreachableError) fail(err.message);
   process.stderr.write(`llm-gateway: failed to start: ${err?.stack ?? err}\n`);
   process.exit(1);
 });

@@ -143,6 +143,7 @@ export const RESTART_ONLY_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze
   'stats_flush_ms',
   'trust_proxy',
   'log_format',
+  'cluster',
 ]);
 
 /** Printed when the gateway starts without a config file. */

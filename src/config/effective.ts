@@ -16,7 +16,7 @@ export interface StoreOverlay {
  * the API), `backends`, and `alerts` (its URLs may hold webhook secrets, which the store's settings
  * would keep in clear).
  */
-const FILE_ONLY_KEYS: readonly string[] = ['store_dir', 'jobs_dir', 'backup_dir', 'backends', 'alerts'];
+const FILE_ONLY_KEYS: readonly string[] = ['store_dir', 'jobs_dir', 'backup_dir', 'backends', 'alerts', 'cluster'];
 
 /** Top-level keys a store setting may override: all but the file-only ones. */
 export const STORE_SETTING_KEYS: readonly (keyof GatewayConfig)[] = Object.freeze(

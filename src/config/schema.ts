@@ -8,6 +8,7 @@
 import { Ajv } from 'ajv';
 import { problemFromAjv, uniqueProblems } from './ajv-problems.ts';
 import { alertsProblems, alertsTopLevelProperties } from './alerts-schema.ts';
+import { clusterProblems, clusterTopLevelProperties } from './cluster-schema.ts';
 import { keyPoolProblems, keyPoolProperties } from './key-pool-schema.ts';
 import { isObject as isPlainObject } from '../json.ts';
 import { BACKEND_DEFAULTS, DEFAULTS } from './defaults.ts';
@@ -180,6 +181,7 @@ export const configSchema = {
     responses_ttl_h: { type: 'number', exclusiveMinimum: 0, default: DEFAULTS.responses_ttl_h },
     ...mediaTopLevelProperties,
     ...alertsTopLevelProperties,
+    ...clusterTopLevelProperties,
   },
 } as const;
 
@@ -309,6 +311,7 @@ function semanticProblems(raw: unknown, source: ImageModelsSource): ConfigProble
     }
   }
   problems.push(...imageModelsProblems(raw.image_models, types, source), ...alertsProblems(raw.alerts));
+  problems.push(...clusterProblems(raw.cluster));
   if (isPlainObject(raw.virtual_models)) {
     for (const [alias, target] of Object.entries(raw.virtual_models)) {
       if (!isPlainObject(target)) continue;

@@ -160,6 +160,17 @@ export interface AliasDefaults {
 
 export type AuthMode = 'api_key' | 'subscription';
 
+/** `cluster`: the Redis the instances share, and how this instance is named and reached. */
+export interface ClusterSpec {
+  redis_url: string;
+  /** Unique per instance; default: host name and port-less process id. */
+  instance_id?: string;
+  /** The URL other instances reach this one at (media job results, summed statistics). */
+  advertise_url?: string;
+  /** Seconds a slot lease lives unless refreshed (default 6). */
+  lease_ttl_s?: number;
+}
+
 /** An alias maps to one model id (any backend serving it) or to one model per backend. */
 export type VirtualModel = string | Record<string, string>;
 
@@ -171,6 +182,8 @@ export interface GatewayConfig {
   jobs_dir: string;
   /** Where POST /admin/api/backup writes its folders; unset = `<store_dir>/backups`. Only config.yaml sets it. */
   backup_dir?: string;
+  /** Several gateways as one scheduler over Redis; absent = one gateway on SQLite alone. Only config.yaml sets it. */
+  cluster?: ClusterSpec;
   log_level: LogLevel;
   /** auto = pretty when stdout is a terminal, JSON otherwise. */
   log_format: LogFormat;

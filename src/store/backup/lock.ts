@@ -94,6 +94,16 @@ export class GatewayLock {
     }
   }
 
+  /** The same for work that resolves later. */
+  async guardAsync<T>(build: () => Promise<T>): Promise<T> {
+    try {
+      return await build();
+    } catch (err) {
+      this.release();
+      throw err;
+    }
+  }
+
   /** Removes the lock if it is still this taker's (idempotent). */
   release(): void {
     if (this.#released) return;
