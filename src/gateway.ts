@@ -14,7 +14,8 @@ import { ModelCacheRepo } from './store/model-cache-repo.ts';
 import { ResponsesRepo } from './store/responses-repo.ts';
 import { loadOrCreateSecretBox } from './store/secret.ts';
 import type { SecretBox } from './store/secret-box.ts';
-import { Scheduler, systemClock, type Clock } from './scheduler/index.ts';
+import { systemClock, type Clock, type Scheduler } from './scheduler/index.ts';
+import { schedulerFor } from './cluster/scheduler.ts';
 import { UpstreamPools } from './backends/pools.ts';
 import { UpstreamProxy } from './upstream/proxy.ts';
 import { TokenCounter } from './surfaces/count-tokens.ts';
@@ -166,7 +167,7 @@ export class Gateway {
       dispatcherFor: (name, url) => this.pools.get(name, url),
       log: this.log,
     });
-    this.scheduler = new Scheduler({
+    this.scheduler = schedulerFor(opts.cluster, {
       clock,
       maxParked: this.effective.max_parked,
       affinityMaxWaitMs: this.effective.affinity_max_wait_s * 1000,

@@ -35,6 +35,7 @@ const LAYER: Record<string, number> = {
   admin: 9,
   routes: 9,
   ui: 10,
+  cluster: 10,
   top: 11,
 };
 

@@ -21,6 +21,7 @@ export class ClusterNode {
   readonly leaseTtlMs: number;
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly reconnectHooks = new Set<() => void>();
+  private readonly closeHooks: (() => void)[] = [];
   private heartbeat?: NodeJS.Timeout;
   private closed = false;
   private wasDown = false;
@@ -103,6 +104,11 @@ export class ClusterNode {
     return () => this.reconnectHooks.delete(hook);
   }
 
+  /** Runs `hook` first when the node closes (the parts stop their timers). */
+  onClose(hook: () => void): void {
+    this.closeHooks.push(hook);
+  }
+
   /** Instances alive now (their heartbeat not expired), this one included. */
   async aliveInstances(): Promise<{ id: string; url?: string }[]> {
     const now = Date.now();
@@ -130,6 +136,7 @@ export class ClusterNode {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.heartbeat);
+    for (const hook of this.closeHooks.splice(0)) hook();
     try {
       if (this.connected) await this.redis.zrem(this.key('alive'), this.instanceId);
     } catch {

@@ -6,7 +6,7 @@
  */
 import { sortMediaCandidates } from './ordering.ts';
 import { compareScored, predict, runnableBeside, type Ranked, type Residency } from './prediction.ts';
-import { hasFreeSlot, type BackendSlots } from './slots.ts';
+import { hasFreeSlot, occupied, type BackendSlots } from './slots.ts';
 import type { Candidate, FleetView } from './types.ts';
 
 /** What the score reads of the scheduler. */
@@ -56,7 +56,7 @@ export class FleetScore {
     if (!fleet) return UNKNOWN_RESIDENCY;
     const name = slots.spec.name;
     const last = slots.lastTypeKey;
-    const other = last !== undefined && last !== model && slots.inflight > 0;
+    const other = last !== undefined && last !== model && occupied(slots) > 0;
     return { model: fleet.isResident(name, model), lastTypeKey: other ? fleet.isResident(name, last) : undefined };
   }
 
@@ -67,7 +67,7 @@ export class FleetScore {
 
   /** For hand-off on a box: which type keys can start there now; undefined = all (idle box, or no fleet view). */
   runnableOn(slots: BackendSlots): ((typeKey: string) => boolean) | undefined {
-    if (!this.fleet || slots.inflight === 0) return undefined;
+    if (!this.fleet || occupied(slots) === 0) return undefined;
     return (typeKey) => runnableBeside(slots, typeKey, this.residencyOf(slots, typeKey));
   }
 

@@ -93,7 +93,13 @@ export function handOffGroup(ctx: HandOffContext, group: GroupSlots): void {
 }
 
 /** Hands a slot to a parked call: a paid one says why it spilled, the conversation's box 'sticky'. */
-function grantParked(ctx: HandOffContext, waiter: ParkedCall, slots: BackendSlots, typeKey: string, now: number): void {
+export function grantParked(
+  ctx: HandOffContext,
+  waiter: ParkedCall,
+  slots: BackendSlots,
+  typeKey: string,
+  now: number,
+): void {
   const route = slots.spec.paid ? waiter.paidRoute : waiter.sticky === slots.spec.name ? 'sticky' : undefined;
   // granted before unparked, so the user is never idle in between (fair-share.ts)
   const lease = ctx.grant(slots, typeKey, now - waiter.enqueuedAt, waiter.user, route);

@@ -31,4 +31,5 @@ export {
   type FleetView,
   type FailoverTicket,
   type QueuePosition,
+  type ParkedPlace,
 } from './types.ts';

@@ -123,6 +123,11 @@ export class ParkingLot {
 
   constructor(private readonly ctx: ParkingContext) {}
 
+  /** An arrival number for a call that may park later (cluster mode: its place is its arrival). */
+  reserveSeq(): number {
+    return this.nextSeq++;
+  }
+
   /** The ticket's call while it is parked. */
   callOf(ticket: Ticket): ParkedCall | undefined {
     const call = this.calls.get(ticket);
@@ -134,13 +139,15 @@ export class ParkingLot {
     const { clock, waiters } = this.ctx;
     const plan = planParking(ticket.candidates, (backend) => this.ctx.isPaid(backend), request);
     return new Promise<Lease>((resolve, reject) => {
-      const enqueuedAt = clock.now();
+      const now = clock.now();
+      const resume = ticket.resume;
+      const enqueuedAt = resume?.enqueuedAt ?? now;
       const call: ParkedCall = {
-        seq: this.nextSeq++,
+        seq: resume?.seq ?? this.nextSeq++,
         alias: ticket.alias,
         user: userOf(ticket.user),
         enqueuedAt,
-        deadline: enqueuedAt + ticket.parkMs,
+        deadline: now + ticket.parkMs,
         typeKeysByBackend: typeKeysByBackend(plan.queues),
         refresh: ticket.refresh,
         resolve,
@@ -173,7 +180,7 @@ export class ParkingLot {
         signal.addEventListener('abort', onAbort, { once: true });
         call.detachAbort = () => signal.removeEventListener('abort', onAbort);
       }
-      waiters.add(call);
+      waiters.add(call, resume !== undefined);
       this.calls.set(ticket, call);
     });
   }

@@ -7,7 +7,7 @@
  * (service-time.ts). Pure: no clock, no I/O; residency is passed in as the fleet view said it.
  */
 import { swapSecondsFor } from './swap-cost.ts';
-import { hasFreeSlot, type BackendSlots } from './slots.ts';
+import { hasFreeSlot, occupied, type BackendSlots } from './slots.ts';
 import type { Candidate } from './types.ts';
 
 /** Seconds a never-measured box is assumed to hold a slot, for the wait behind its busy slots. */
@@ -76,7 +76,7 @@ export interface Residency {
  * model: a call that needs a load on a busy box would only queue inside the box.
  */
 export function runnableBeside(slots: BackendSlots, model: string, residency: Residency): boolean {
-  if (slots.inflight === 0 || slots.lastTypeKey === model) return true;
+  if (occupied(slots) === 0 || slots.lastTypeKey === model) return true;
   if (residency.model === false) return false;
   return slots.lastTypeKey === undefined || residency.lastTypeKey !== false;
 }
@@ -126,9 +126,9 @@ export function slotWaitSeconds(
 ): number {
   const cap = slots.spec.cap;
   const service = serviceSeconds(slots, model) ?? DEFAULT_SERVICE_S;
-  if (resident === false) return ((slots.inflight + queued) * service) / Math.max(cap, 1);
+  if (resident === false) return ((occupied(slots) + queued) * service) / Math.max(cap, 1);
   if (cap === 0) return 0;
-  const ahead = slots.inflight + queued - cap + 1;
+  const ahead = occupied(slots) + queued - cap + 1;
   return ahead > 0 ? (ahead * service) / cap : 0;
 }
 

@@ -1,11 +1,11 @@
 import { parkedEtas, shownEta, waiterEta } from './eta.ts';
 import { FairShare, userOf } from './fair-share.ts';
 import { GroupTable } from './groups.ts';
-import { handOff, handOffGroup, handOffOn, takeFreeSlot, type HandOffContext } from './hand-off.ts';
+import { grantParked, handOff, handOffGroup, handOffOn, takeFreeSlot, type HandOffContext } from './hand-off.ts';
 import { grantLease, type LeaseDeskContext } from './lease-desk.ts';
 import { FleetScore, stickyPick } from './fleet-score.ts';
 import { abortedRejection, ParkingLot, parkedSnapshot, refreshedCandidates, type ParkedCall } from './parking.ts';
-import { backendSnapshot, kindOf, type BackendSlots } from './slots.ts';
+import { backendSnapshot, hasFreeSlot, kindOf, occupied, type BackendSlots } from './slots.ts';
 import { paidAllowed, paidBudgetRejection, paidGate } from './spill.ts';
 import { learnJobSeconds } from './learning.ts';
 import { learnSpeed } from './learn-speed.ts';
@@ -17,6 +17,7 @@ import {
   type FailoverTicket,
   type GroupLimits,
   type Lease,
+  type ParkedPlace,
   type QueuePosition,
   type SchedulerOptions,
   type SchedulerSnapshot,
@@ -81,7 +82,7 @@ export class Scheduler {
       overrunning: (backend) => this.score.overrunning(backend, this.clock.now()),
       freeSlotsOn: (backend) => {
         const slots = this.routable(backend);
-        return slots && (slots.spec.cap === 0 ? Infinity : Math.max(0, slots.spec.cap - slots.inflight));
+        return slots && (slots.spec.cap === 0 ? Infinity : Math.max(0, slots.spec.cap - occupied(slots)));
       },
     });
     this.desk = {
@@ -262,6 +263,48 @@ export class Scheduler {
   swapSecondsOf(backend: string, model: string): number | undefined {
     const slots = this.backends.get(backend);
     return slots && swapSecondsFor(slots, model);
+  }
+
+  /**
+   * Cluster mode: the slots other gateways hold on `backend` now (cluster/scheduler.ts), counted
+   * as in use here. Fewer than before: the freed ones are handed to waiters at once.
+   */
+  setExternal(backend: string, slotsElsewhere: number, handOut = true): void {
+    const slots = this.backends.get(backend);
+    if (!slots || slots.external === slotsElsewhere) return;
+    const freed = slotsElsewhere < (slots.external ?? 0);
+    slots.external = slotsElsewhere;
+    if (freed && handOut) handOffOn(this.hand, [backend]);
+  }
+
+  /** The ticket's place in line while it is parked. */
+  parkedPlace(ticket: Ticket): ParkedPlace | undefined {
+    const call = this.parking.callOf(ticket);
+    return call && { seq: call.seq, enqueuedAt: call.enqueuedAt };
+  }
+
+  /** A place in line by arrival now, for a call that may park later (cluster mode). */
+  placeNow(): ParkedPlace {
+    return { seq: this.parking.reserveSeq(), enqueuedAt: this.clock.now() };
+  }
+
+  /**
+   * Hands a free slot of `backend` to this parked ticket, whoever is first in the local line
+   * (cluster mode: the shared line says it is entitled). False when it is not parked there or
+   * no slot is free. O(1) plus the grant.
+   */
+  grantTo(ticket: Ticket, backend: string): boolean {
+    const call = this.parking.callOf(ticket);
+    const slots = this.routable(backend);
+    const typeKey = call?.typeKeysByBackend.get(backend)?.[0];
+    if (!call || !slots || typeKey === undefined || slots.group !== undefined || !hasFreeSlot(slots)) return false;
+    grantParked(this.hand, call, slots, typeKey, this.clock.now());
+    return true;
+  }
+
+  /** The backend's slot cap (0 = unlimited); undefined for one not in the fleet. O(1). */
+  capOf(backend: string): number | undefined {
+    return this.backends.get(backend)?.spec.cap;
   }
 
   /** Leases out on `backend` now (0 for one not in the fleet). O(1). */

@@ -23,6 +23,11 @@ export interface BackendSlots {
   swapSecondsMean?: number;
   /** EWMA of seconds per job, by type key (media jobs); created on the first measurement. */
   jobSeconds?: Map<string, number>;
+  /**
+   * Slots other gateways of a cluster hold on the backend now (and one a cluster keeps for an older
+   * waiter elsewhere), as the shared ledger last said; absent = a single gateway.
+   */
+  external?: number;
   /** Removed from the fleet but leases are still out: kept only so they release cleanly. */
   removed: boolean;
   /** The GPU group the backend is in now; undefined = none. */
@@ -42,8 +47,13 @@ export interface GroupSlots {
   lastKind?: BackendKind;
 }
 
+/** Slots in use on the backend: this gateway's leases, and the cluster's others' when it is one of several. */
+export function occupied(slots: BackendSlots): number {
+  return slots.external === undefined ? slots.inflight : slots.inflight + slots.external;
+}
+
 export function hasFreeSlot(slots: BackendSlots): boolean {
-  return slots.spec.cap === 0 || slots.inflight < slots.spec.cap;
+  return slots.spec.cap === 0 || occupied(slots) < slots.spec.cap;
 }
 
 export function groupHasFreeSlot(group: GroupSlots): boolean {

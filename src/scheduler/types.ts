@@ -88,6 +88,17 @@ export interface Ticket {
    * up hands the ticket its slot. Absent = such a ticket is refused with 'no_backend'.
    */
   parkWhileDown?: boolean;
+  /**
+   * Cluster mode: the place in line of a call that parks again after the shared ledger refused the
+   * slot its first park won (cluster/scheduler.ts); it keeps its age rather than go to the back.
+   */
+  resume?: ParkedPlace;
+}
+
+/** A parked call's place in line: its arrival number and when it parked. */
+export interface ParkedPlace {
+  seq: number;
+  enqueuedAt: number;
 }
 
 /** The user a ticket is charged to: fair share between users, and each user's concurrency cap. */
@@ -143,9 +154,11 @@ export interface AheadCount {
 
 /**
  * Why a ticket got no lease. 'paid_budget': its only candidates are paid and its paid gate
- * (`Ticket.paidAllowed`) is closed; it never parks.
+ * (`Ticket.paidAllowed`) is closed; it never parks. 'cluster_unavailable': cluster mode, and the
+ * shared ledger (Redis) does not answer.
  */
-export type RejectReason = 'no_backend' | 'parking_off' | 'queue_full' | 'park_timeout' | 'aborted' | 'paid_budget';
+export type RejectReason =
+  'no_backend' | 'parking_off' | 'queue_full' | 'park_timeout' | 'aborted' | 'paid_budget' | 'cluster_unavailable';
 
 /**
  * Why a ticket got no lease; `retryAfter` (seconds) is set where the client should retry (for a

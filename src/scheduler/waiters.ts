@@ -117,12 +117,12 @@ export class WaiterIndex {
     return this.parked.size;
   }
 
-  /** Parks a waiter younger than every parked one (it has the highest `seq`). */
-  add(waiter: Waiter): void {
+  /** Parks a waiter younger than every parked one (it has the highest `seq`), or a `late` one in its place. */
+  add(waiter: Waiter, late = false): void {
     this.parked.add(waiter);
     this.countByAlias.set(waiter.alias, (this.countByAlias.get(waiter.alias) ?? 0) + 1);
     this.fair.waiterAdded(waiter.user);
-    for (const [backend, typeKeys] of waiter.typeKeysByBackend) this.enqueue(waiter, backend, typeKeys, false);
+    for (const [backend, typeKeys] of waiter.typeKeysByBackend) this.enqueue(waiter, backend, typeKeys, late);
   }
 
   /**

@@ -42,6 +42,16 @@ export function rejectionError(err: SchedulerRejection, alias: string, explained
       message: `Only paid backends serve \`${alias}\`, and the paid budget allows no more calls to them now.`,
     });
   }
+  if (err.reason === 'cluster_unavailable') {
+    return new GatewayError({
+      status: 503,
+      code: err.reason,
+      type: 'api_error',
+      reason: err.reason,
+      message: 'The cluster store (Redis) is unreachable, so this gateway takes no new calls; retry shortly.',
+      retryAfter: 2,
+    });
+  }
   const messages: Record<string, string> = {
     no_backend: `No healthy backend is serving \`${alias}\` right now.`,
     parking_off: `Every backend serving \`${alias}\` is busy and parking is off for it; retry shortly.`,
