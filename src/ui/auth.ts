@@ -6,7 +6,9 @@
  * changed master key ends it. While the gateway is bootstrap-open the console needs no login
  * for a local request only (like the admin API: a loopback caller that addresses the gateway as
  * localhost / 127.x / [::1], not a page of another site rebinding its name to 127.0.0.1), and
- * offers to create the first admin user (its key shown once).
+ * offers to create the first admin user (its key shown once). Sessions and the throttle live in
+ * `ctx` (memory, or Redis in cluster mode: src/ui/cluster-stores.ts); a memory store answers
+ * synchronously, so the single-instance path never waits on a promise it does not need.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isLocalRequest, isLoopbackIp } from '../auth/loopback.ts';
@@ -27,11 +29,11 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
     return loginPage(ctx, reply, req, {});
   });
 
-  const throttle = new LoginThrottle(LOGIN_ATTEMPTS_PER_MINUTE);
+  const throttle = ctx.throttle ?? new LoginThrottle(LOGIN_ATTEMPTS_PER_MINUTE);
   app.post<{ Body: { key?: unknown; next?: unknown } }>('/ui/login', async (req, reply) => {
     // one host rotates its IPv6 addresses within its /64: count them as one
     const address = foldIp(req.ip);
-    const wait = throttle.retryAfter(address, Date.now());
+    const wait = await throttle.retryAfter(address, Date.now());
     if (wait > 0) {
       reply.header('retry-after', String(wait));
       return loginPage(ctx, reply, req, {
@@ -42,19 +44,19 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
     const key = typeof req.body?.key === 'string' ? req.body.key.trim() : '';
     const who = key ? adminBehind(ctx, key) : undefined;
     if (!who) {
-      throttle.failed(address, Date.now());
+      await throttle.failed(address, Date.now());
       return loginPage(ctx, reply, req, {
         status: 401,
         errors: { key: key ? 'This is not an admin key of this gateway.' : 'Enter an admin key.' },
       });
     }
-    startSession(ctx, req, reply, who.who, who.name);
+    await startSession(ctx, req, reply, who.who, who.name);
     return reply.redirect(safeNext(req.body?.next), 303);
   });
 
   app.post('/ui/logout', async (req, reply) => {
-    ctx.sessions.delete(sessionIdOf(req));
     reply.clearCookie(SESSION_COOKIE, { path: '/ui' });
+    await ctx.sessions.delete(sessionIdOf(req)); // in cluster mode: gone for every instance
     return reply.redirect('/ui/login?bye=1', 303);
   });
 
@@ -75,7 +77,7 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
       role: 'admin',
       note: 'created from the console',
     });
-    startSession(
+    await startSession(
       ctx,
       req,
       reply,
@@ -89,7 +91,7 @@ export async function authRoutes(app: FastifyInstance, ctx: UiContext): Promise<
 
 /** The viewer of a console request, or a redirect to the login (GET) / a 401 (anything else). */
 export async function requireViewer(ctx: UiContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const viewer = currentViewer(ctx, req);
+  const viewer = await currentViewer(ctx, req);
   if (viewer) {
     setViewer(req, viewer);
     return;
@@ -101,21 +103,41 @@ export async function requireViewer(ctx: UiContext, req: FastifyRequest, reply: 
   throw Object.assign(new Error('Log in to the console first.'), { statusCode: 401 });
 }
 
+/** A stream's last answer from the cluster's store, and whether a lookup is under way. */
+const verdicts = new WeakMap<FastifyRequest, { ok: boolean; pending: boolean }>();
+
 /**
  * Whether the request that opened a stream may still watch: its session re-checked now (an event
- * stream asks every tick).
+ * stream asks every tick). With sessions in Redis the lookup is asked now and its answer used at
+ * the next tick (a second late); while Redis does not answer the last answer stands.
  */
 export function stillViewing(ctx: UiContext, req: FastifyRequest): boolean {
-  return currentViewer(ctx, req) !== undefined;
+  const last = verdicts.get(req);
+  if (last?.pending) return last.ok;
+  const viewer = currentViewer(ctx, req);
+  if (!(viewer instanceof Promise)) return viewer !== undefined;
+  const entry = last ?? { ok: true, pending: false };
+  verdicts.set(req, entry);
+  entry.pending = true;
+  viewer.then(
+    (v) => ((entry.ok = v !== undefined), (entry.pending = false)),
+    () => (entry.pending = false),
+  );
+  return entry.ok;
 }
 
-function currentViewer(ctx: UiContext, req: FastifyRequest): Viewer | undefined {
+function currentViewer(ctx: UiContext, req: FastifyRequest): Viewer | undefined | Promise<Viewer | undefined> {
   if (ctx.services.authenticator.isOpen())
     return isLocalRequest(req.ip, req.headers) ? { name: 'open gateway', open: true } : undefined;
   const id = sessionIdOf(req);
   const session = ctx.sessions.get(id, Date.now());
+  return session instanceof Promise ? session.then((s) => viewerOf(ctx, id, s)) : viewerOf(ctx, id, session);
+}
+
+function viewerOf(ctx: UiContext, id: string | undefined, session: Session | undefined): Viewer | undefined {
   if (!session || !stillAdmin(ctx, session)) {
-    ctx.sessions.delete(id);
+    // no longer an admin's: ended here (in Redis: a failed delete leaves the key to its TTL, re-checked anyway)
+    if (session) void Promise.resolve(ctx.sessions.delete(id)).catch(() => {});
     return undefined;
   }
   return { name: session.name, open: false };
@@ -156,9 +178,15 @@ function adminBehind(ctx: UiContext, key: string): { who: SessionWho; name: stri
   return undefined;
 }
 
-function startSession(ctx: UiContext, req: FastifyRequest, reply: FastifyReply, who: SessionWho, name: string): void {
-  ctx.sessions.delete(sessionIdOf(req)); // a new login never keeps an old id
-  const session = ctx.sessions.create(who, name, Date.now());
+async function startSession(
+  ctx: UiContext,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  who: SessionWho,
+  name: string,
+): Promise<void> {
+  await ctx.sessions.delete(sessionIdOf(req)); // a new login never keeps an old id
+  const session = await ctx.sessions.create(who, name, Date.now());
   reply.setCookie(SESSION_COOKIE, session.id, {
     path: '/ui',
     httpOnly: true,

@@ -2,11 +2,18 @@
  * Failed console logins per client address: after `max` failures within a minute the address
  * is refused (429) until the minute is over. Only failures count, so an admin logging in
  * often is never locked out; a guesser is held to a few keys a minute. Bounded memory.
+ * In cluster mode the count is Redis's (src/ui/cluster-stores.ts), shared by every instance.
  */
-const WINDOW_MS = 60_000;
+export const WINDOW_MS = 60_000;
 const MAX_ADDRESSES = 10_000;
 
-export class LoginThrottle {
+/** This process's count (`LoginThrottle`, synchronous) or the cluster's (promises). */
+export interface ThrottleStore {
+  retryAfter(address: string, now: number): number | Promise<number>;
+  failed(address: string, now: number): void | Promise<void>;
+}
+
+export class LoginThrottle implements ThrottleStore {
   private readonly failures = new Map<string, { count: number; since: number }>();
 
   constructor(private readonly max: number) {}

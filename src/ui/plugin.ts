@@ -13,9 +13,11 @@ import fastifyStatic from '@fastify/static';
 import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authRoutes, requireViewer } from './auth.ts';
+import type { ClusterNode } from '../cluster/node.ts';
+import { authRoutes, LOGIN_ATTEMPTS_PER_MINUTE, requireViewer } from './auth.ts';
+import { clusterConsoleStores } from './cluster-stores.ts';
 import { PUBLIC_DIR, UPLOT_DIR, VIEWS_DIR } from './paths.ts';
-import { renderError } from './render.ts';
+import { renderError, showInstance } from './render.ts';
 import { Sessions } from './sessions.ts';
 import { TAB_MODULES } from './tabs/index.ts';
 import type { UiContext } from './context.ts';
@@ -23,14 +25,19 @@ import type { UiServices } from './services.ts';
 
 export interface ConsoleOptions {
   services: UiServices;
+  /** Cluster mode: sessions, the login throttle and the cookie secret shared through Redis; pages name the instance. */
+  cluster?: ClusterNode;
 }
 
 /** Everything under /ui. */
 export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions): Promise<void> {
   await app.register(async (ui) => {
-    const ctx: UiContext = { services: opts.services, sessions: new Sessions() };
-    // sessions live in memory, so a per-process cookie secret loses nothing a restart keeps
-    await ui.register(cookie, { secret: randomBytes(32).toString('hex') });
+    const shared = opts.cluster && (await clusterConsoleStores(opts.cluster, LOGIN_ATTEMPTS_PER_MINUTE));
+    const ctx: UiContext = shared
+      ? { services: opts.services, sessions: shared.sessions, throttle: shared.throttle }
+      : { services: opts.services, sessions: new Sessions() };
+    // sessions live in memory, so a per-process cookie secret loses nothing a restart keeps (a cluster shares one)
+    await ui.register(cookie, { secret: shared ? shared.signer : randomBytes(32).toString('hex') });
     await ui.register(formbody, { bodyLimit: 4 * 1024 * 1024 });
     await ui.register(csrf, {
       sessionPlugin: '@fastify/cookie',
@@ -60,6 +67,8 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
     });
 
     ui.addHook('onRequest', async (req, reply) => securityHeaders(req, reply));
+    const instanceId = opts.cluster?.instanceId;
+    if (instanceId !== undefined) ui.addHook('onRequest', async (req) => showInstance(req, instanceId));
     // every change is a POST with the form's (or the page's) CSRF token; checked once the body is parsed
     ui.addHook('preValidation', async (req, reply) => {
       if (req.method !== 'GET' && req.method !== 'HEAD' && !isAsset(req.url)) {

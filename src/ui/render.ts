@@ -5,6 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Viewer } from './context.ts';
+import { STORE_UNREACHABLE } from './cluster-stores.ts';
 import { fmt } from './format.ts';
 import { TABS } from './tabs/list.ts';
 
@@ -21,6 +22,12 @@ export interface PageData {
 }
 
 const viewers = new WeakMap<FastifyRequest, Viewer>();
+/** Cluster mode: the instance answering, named at the foot of every page. */
+const instances = new WeakMap<FastifyRequest, string>();
+
+export function showInstance(req: FastifyRequest, instanceId: string): void {
+  instances.set(req, instanceId);
+}
 
 export function setViewer(req: FastifyRequest, viewer: Viewer): void {
   viewers.set(req, viewer);
@@ -41,7 +48,17 @@ export async function renderPage(reply: FastifyReply, template: string, data: Pa
 /** The page's HTML: `views/<template>.eta` inside the layout, with what every page gets (what renderPage sends). */
 export async function renderHtml(reply: FastifyReply, template: string, data: PageData): Promise<string> {
   const viewer = viewerOf(reply.request);
-  const locals = { errors: {}, notice: undefined, ...data, csrf: reply.generateCsrf(), nav: TABS, viewer, fmt };
+  const instanceId = instances.get(reply.request);
+  const locals = {
+    errors: {},
+    notice: undefined,
+    ...data,
+    csrf: reply.generateCsrf(),
+    nav: TABS,
+    viewer,
+    fmt,
+    instanceId,
+  };
   return reply.viewAsync(`${template}.eta`, locals, { layout: 'layout.eta' }) as Promise<string>;
 }
 
@@ -51,12 +68,19 @@ export async function renderError(req: FastifyRequest, reply: FastifyReply, err:
   let status = e.statusCode ?? e.status ?? 500;
   if (status < 400 || status > 599) status = 500;
   const csrfFailed = typeof e.code === 'string' && e.code.startsWith('FST_CSRF');
+  // cluster mode, Redis not answering: its own words, a warning without a stack (src/ui/cluster-stores.ts)
+  const storeDown = e.code === STORE_UNREACHABLE && status === 503;
   const message = csrfFailed
     ? 'This form has expired or did not come from this console (CSRF check failed). Reload the page and try again.'
-    : status >= 500
-      ? 'Something went wrong on the gateway; the log has the details.'
-      : (e.message ?? 'Request refused.');
-  if (status >= 500) req.log.error({ err }, 'console request failed');
+    : storeDown
+      ? (e.message ?? 'The cluster store is unreachable.')
+      : status >= 500
+        ? 'Something went wrong on the gateway; the log has the details.'
+        : (e.message ?? 'Request refused.');
+  if (storeDown) {
+    req.log.warn('console request refused: the cluster store (Redis) is unreachable');
+    reply.header('retry-after', '5');
+  } else if (status >= 500) req.log.error({ err }, 'console request failed');
   if (wantsJson(req))
     return reply
       .code(status)

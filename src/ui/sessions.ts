@@ -5,6 +5,7 @@
  * remembers the digest of the key it logged in with and is re-checked against the live state
  * on every request, and every second by an open event stream (src/ui/auth.ts `stillViewing`):
  * a disabled or demoted user, a rotated user key, or a changed master key ends it.
+ * In cluster mode the same API is backed by Redis (src/ui/cluster-stores.ts, `SessionStore`).
  */
 import { createHash, randomBytes } from 'node:crypto';
 
@@ -27,11 +28,21 @@ export interface Session {
   expiresAt: number;
 }
 
+/**
+ * Where sessions live: this process (`Sessions`, synchronous) or the cluster's Redis (promises). Callers
+ * take the value as it comes, so the single-instance path never waits on a promise.
+ */
+export interface SessionStore {
+  create(who: SessionWho, name: string, now: number): Session | Promise<Session>;
+  get(id: string | undefined, now: number): Session | undefined | Promise<Session | undefined>;
+  delete(id: string | undefined): void | Promise<void>;
+}
+
 export function keyDigest(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-export class Sessions {
+export class Sessions implements SessionStore {
   private readonly byId = new Map<string, Session>();
 
   create(who: SessionWho, name: string, now: number): Session {
