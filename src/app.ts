@@ -37,6 +37,7 @@ import { adminBackupRoutes } from './routes/admin-backup.ts';
 import { backupServiceOf } from './gateway-backup.ts';
 import { GatewayLock } from './store/backup/lock.ts';
 import { ClusterNode } from './cluster/node.ts';
+import { attachCluster } from './cluster/attach.ts';
 import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
 import { mediaNativeRoutes } from './routes/media-native.ts';
@@ -129,6 +130,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await gateway.cluster?.close();
     lock.release();
   });
+  // several instances as one: shared health, jobs and statistics reachable from any (cluster/attach.ts)
+  const clustered = gateway.cluster && (await attachCluster(app, gateway, gateway.cluster));
   // fastify logs through a child of opts.logger, made just now: reloads must reach it too
   gateway.followLogLevel(app.log);
   if (opts.watchConfigPath) {

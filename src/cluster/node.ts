@@ -17,7 +17,8 @@ type Listener = (message: string) => void;
 
 export class ClusterNode {
   readonly instanceId: string;
-  readonly advertiseUrl?: string;
+  /** Where the other instances reach this one: `advertise_url`, else learnt from the listening address. */
+  advertiseUrl?: string;
   readonly leaseTtlMs: number;
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly reconnectHooks = new Set<() => void>();
@@ -101,6 +102,13 @@ export class ClusterNode {
   onReconnect(hook: () => void): () => void {
     this.reconnectHooks.add(hook);
     return () => this.reconnectHooks.delete(hook);
+  }
+
+  /** The URL derived from the listening address, used while `advertise_url` is unset. */
+  learnUrl(url: string): void {
+    if (this.advertiseUrl) return;
+    this.advertiseUrl = url;
+    void this.beat();
   }
 
   /** Instances alive now (their heartbeat not expired), this one included. */
