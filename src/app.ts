@@ -259,7 +259,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(adminStatsRoutes, { callLog: gateway.callLog, paidBudget, requireAdmin });
   await app.register(adminAlertsRoutes, { alerts: gateway.alerts, requireAdmin });
   // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
-  await app.register(consoleRoutes, { services: uiServicesOf(gateway) });
+  await app.register(consoleRoutes, { services: { ...uiServicesOf(gateway), cluster: clustered?.stats } });
   await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });
   await app.register(adminBackupRoutes, { backups: backupServiceOf(gateway), requireAdmin });
 

@@ -50,7 +50,7 @@ describe('cluster: media jobs across instances', () => {
     await redis?.stop();
   });
 
-  test("a job made on A: B answers its status, events and files as A does; another user's key gets A's 404", async () => {
+  test("a job made on A: B answers its status, events and files; another user gets A's 404", async () => {
     // users live in A's store (each instance has its own here); B checks no key itself, A does
     const alice = await createUser(a.url, 'alice');
     const bob = await createUser(a.url, 'bob');

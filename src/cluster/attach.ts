@@ -4,21 +4,37 @@
  * from every instance, statistics summed over the instances. Without `cluster` nothing here runs.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Gateway } from '../gateway.ts';
+import type { BackendRegistry } from '../backends/registry.ts';
+import type { Discovery } from '../backends/discovery.ts';
+import type { GatewayConfig } from '../config/types.ts';
+import type { MediaJobs } from '../media/service.ts';
+import type { CallLog } from '../stats/call-log.ts';
 import { selfUrl } from '../responses/internal-call.ts';
 import { shareBackendHealth } from './health-share.ts';
 import { ClusterMarks } from './internal-auth.ts';
 import { forwardJobs } from './jobs-forward.ts';
 import type { ClusterNode } from './node.ts';
 import { Peers } from './peers.ts';
+import { clusterStats, type ClusterStatsView } from './stats-sum.ts';
 
 export interface ClusterAttachment {
   peers: Peers;
+  /** The Statistics tab's sum over the instances. */
+  stats: ClusterStatsView;
   /** True for a request a peer instance forwarded (its mark verified). */
   fromPeer(req: FastifyRequest): boolean;
 }
 
-export async function attachCluster(app: FastifyInstance, gateway: Gateway, node: ClusterNode) {
+/** The parts of the gateway the cluster reaches (the Gateway is one; no import of it from here). */
+export interface ClusterHost {
+  readonly registry: BackendRegistry;
+  readonly discovery: Pick<Discovery, 'probe'>;
+  readonly media: MediaJobs;
+  readonly callLog: Pick<CallLog, 'summary'>;
+  config(): Pick<GatewayConfig, 'fast_probe_interval_s'>;
+}
+
+export async function attachCluster(app: FastifyInstance, gateway: ClusterHost, node: ClusterNode) {
   const marks = new ClusterMarks(node);
   // a failure here leaves marks that nobody accepts until the reconnect below reads the secret
   await marks.load().catch((err: Error) => app.log.warn({ err: err.message }, 'cluster: no internal secret yet'));
@@ -55,6 +71,7 @@ export async function attachCluster(app: FastifyInstance, gateway: Gateway, node
     stopHealth();
     await peers.close();
   });
-  const attachment: ClusterAttachment = { peers, fromPeer };
+  const stats = clusterStats(app, { node, peers, fromPeer, summary: (range) => gateway.callLog.summary(range) });
+  const attachment: ClusterAttachment = { peers, fromPeer, stats };
   return attachment;
 }
