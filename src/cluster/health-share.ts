@@ -82,8 +82,8 @@ export function shareBackendHealth(node: ClusterNode, deps: HealthShareDeps): ()
       } finally {
         applying = false;
       }
+      reprobeSoon(change.b);
     }
-    reprobeSoon(change.b);
   });
   return () => {
     unsubscribe();
