@@ -37,6 +37,7 @@ import { adminBackupRoutes } from './routes/admin-backup.ts';
 import { backupServiceOf } from './gateway-backup.ts';
 import { GatewayLock } from './store/backup/lock.ts';
 import { ClusterNode } from './cluster/node.ts';
+import { attachCluster } from './cluster/attach.ts';
 import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
 import { mediaNativeRoutes } from './routes/media-native.ts';
@@ -129,6 +130,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await gateway.cluster?.close();
     lock.release();
   });
+  // several instances as one: shared health, jobs and statistics reachable from any (cluster/attach.ts)
+  const clustered = gateway.cluster && (await attachCluster(app, gateway, gateway.cluster));
   // fastify logs through a child of opts.logger, made just now: reloads must reach it too
   gateway.followLogLevel(app.log);
   if (opts.watchConfigPath) {
@@ -256,7 +259,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(adminStatsRoutes, { callLog: gateway.callLog, paidBudget, requireAdmin });
   await app.register(adminAlertsRoutes, { alerts: gateway.alerts, requireAdmin });
   // tier 4: the /ui console (its own cookies, forms and templates, encapsulated)
-  await app.register(consoleRoutes, { services: uiServicesOf(gateway), cluster: gateway.cluster });
+  const services = { ...uiServicesOf(gateway), cluster: clustered?.stats };
+  await app.register(consoleRoutes, { services, cluster: gateway.cluster });
   await app.register(adminConfigRoutes, { config: gateway.admin, requireAdmin });
   await app.register(adminBackupRoutes, { backups: backupServiceOf(gateway), requireAdmin });
 

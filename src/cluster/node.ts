@@ -17,7 +17,8 @@ type Listener = (message: string) => void;
 
 export class ClusterNode {
   readonly instanceId: string;
-  readonly advertiseUrl?: string;
+  /** Where the other instances reach this one: `advertise_url`, else learnt from the listening address. */
+  advertiseUrl?: string;
   readonly leaseTtlMs: number;
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly reconnectHooks = new Set<() => void>();
@@ -107,6 +108,13 @@ export class ClusterNode {
   /** Runs `hook` first when the node closes (the parts stop their timers). */
   onClose(hook: () => void): void {
     this.closeHooks.push(hook);
+  }
+
+  /** The URL derived from the listening address, used while `advertise_url` is unset. */
+  learnUrl(url: string): void {
+    if (this.advertiseUrl) return;
+    this.advertiseUrl = url;
+    void this.beat();
   }
 
   /** Instances alive now (their heartbeat not expired), this one included. */

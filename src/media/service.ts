@@ -68,6 +68,8 @@ export class MediaJobs implements MediaService {
   private readonly finishing: FinishDeps;
   private pruneTimer?: NodeJS.Timeout;
   private closed = false;
+  /** Told of each job made, with when it expires (cluster mode: the job's id is registered as this instance's). */
+  jobCreated?: (id: string, expiresAt: number) => void;
 
   constructor(private readonly deps: MediaJobsDeps) {
     this.store = JobStore.open(deps.jobsDir);
@@ -171,6 +173,7 @@ export class MediaJobs implements MediaService {
         })),
       },
     });
+    this.jobCreated?.(id, job.expiresAt);
     const live = this.live.start(id);
     const fail = (code: string, message: string): GatewayError => {
       const end: RunEnd = { status: 'failed', backend: null, error: { code, message } };

@@ -19,6 +19,7 @@ import type { SchedulerSnapshot } from '../scheduler/index.ts';
 import type { CallLog } from '../stats/call-log.ts';
 import type { QuotaGate } from '../stats/quota.ts';
 import type { Waker } from '../backends/wake/waker.ts';
+import type { ClusterStatsView } from '../cluster/stats-sum.ts';
 
 export interface UiServices {
   /** The effective configuration (config.yaml ⊕ store) in force now. */
@@ -55,6 +56,8 @@ export interface UiServices {
   readonly alerts: Pick<Alerts, 'targetsView' | 'test'>;
   /** Wake-on-LAN state of backends with `wake` (null without); absent = none shown. */
   readonly wake?: Pick<Waker, 'stateOf'>;
+  /** Cluster mode: this instance's name and the Statistics tab's sum over every instance; absent = one gateway. */
+  readonly cluster?: ClusterStatsView;
 }
 
 export type UiUsers = Pick<

@@ -5,6 +5,7 @@
  * split: cached / written / fresh, and the calls whose backend never reports cache use counted
  * as "no cache reporting", never as misses. Read from the call log's rollup
  * (stats/calls-rollup.ts), so a 30-day view of 100,000 calls renders in a few milliseconds.
+ * In cluster mode it names the instance shown, and `?instances=all` sums every alive instance's.
  */
 import type { FastifyInstance } from 'fastify';
 import { DAY_MS } from '../../stats/period.ts';
@@ -16,7 +17,11 @@ export async function statsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
   app.get('/ui/stats', async (req, reply) => {
     const now = Date.now();
     const { input, range, errors } = parseStatsQuery(req.query, now);
-    const summary = await ctx.services.callLog.summary(range);
+    // cluster mode: this instance's call log, or (`instances=all`) every alive instance's summed
+    const cluster = ctx.services.cluster;
+    const all = cluster !== undefined && (req.query as Record<string, unknown>).instances === 'all';
+    const summed = all ? await cluster.sum(range) : undefined;
+    const summary = summed?.summary ?? (await ctx.services.callLog.summary(range));
     const view = statsView(summary);
     const custom = input.range === 'custom';
     return renderPage(reply, 'stats', {
@@ -36,6 +41,7 @@ export async function statsTab(app: FastifyInstance, ctx: UiContext): Promise<vo
       rangeLabel: rangeLabel(range, summary.since, summary.until),
       step: summary.step,
       v: view,
+      cluster: cluster && { instanceId: cluster.instanceId, all, instances: summed?.instances ?? null },
     });
   });
 }
