@@ -16,6 +16,7 @@ import { loadOrCreateSecretBox } from './store/secret.ts';
 import type { SecretBox } from './store/secret-box.ts';
 import { systemClock, type Clock, type Scheduler } from './scheduler/index.ts';
 import { schedulerFor } from './cluster/scheduler.ts';
+import { quotaAdmission } from './cluster/quotas.ts';
 import { UpstreamPools } from './backends/pools.ts';
 import { UpstreamProxy } from './upstream/proxy.ts';
 import { TokenCounter } from './surfaces/count-tokens.ts';
@@ -150,7 +151,7 @@ export class Gateway {
     this.callers = new Callers({
       authenticate: (headers) => this.authenticator.authenticate(headers),
       ipAliases: () => this.ipAliases.current(),
-      admit: (user, now, hasUnpaid) => this.callLog.quotas.admit(user, now, hasUnpaid),
+      admit: quotaAdmission(opts.cluster, this.callLog),
       paidBudget: (now) => this.paidGate.budgetRefusal(now),
       paidAllowed: (user) => this.paidGate.allows(user),
       isPaid: (backend) => this.registry.get(backend)?.spec.paid,

@@ -29,7 +29,7 @@ export interface CallersDeps {
    * The quota gate: admits a user's call (counting it as running) or refuses it. `hasUnpaid`:
    * the call has an unpaid candidate, so a spent cost quota does not refuse it.
    */
-  admit: (user: QuotaUser, now: number, hasUnpaid: boolean) => Admission;
+  admit: (user: QuotaUser, now: number, hasUnpaid: boolean) => Admission | Promise<Admission>;
   /** Whether `user` (undefined = the master key or anonymous) may spend on paid backends now; absent = always. */
   paidAllowed?: (user: QuotaUser | undefined) => boolean;
   /** The refusal of a call that could only go paid while `paid_budget_usd_month` is spent; undefined otherwise. */
@@ -77,21 +77,23 @@ export class Callers {
    * Calls admitted but not yet finished count too, so concurrent calls cannot all slip past a
    * limit; the returned `done` (idempotent) ends that count once the call is on record.
    */
-  admit(ctx: CallerContext, paid: PaidChoice = ONLY_PAID): () => void {
+  admit(ctx: CallerContext, paid: PaidChoice = ONLY_PAID): (() => void) | Promise<() => void> {
     const now = Date.now();
     const user = ctx.caller.user;
-    let done = noop;
-    if (user) {
-      const admission = this.deps.admit(user, now, paid.hasUnpaid);
-      if (!admission.ok) {
-        throw quotaError(
-          admission.message,
-          admission.retryAfterSec,
-          admission.kind === 'day' ? RefusalReason.quotaDay : RefusalReason.quotaMonth,
-        );
-      }
-      done = admission.done;
-    }
+    if (!user) return this.withinBudget(noop, now, paid);
+    const admission = this.deps.admit(user, now, paid.hasUnpaid);
+    if (!(admission instanceof Promise)) return this.withinBudget(admitted(admission), now, paid);
+    // cluster mode: the shared counters answer later
+    return admission.then(
+      (a) => this.withinBudget(admitted(a), now, paid),
+      () => {
+        throw clusterStoreError();
+      },
+    );
+  }
+
+  /** The paid budget's part of `admit`: `done` is ended at once when the budget refuses the call. */
+  private withinBudget(done: () => void, now: number, paid: PaidChoice): () => void {
     const spent = paid.hasUnpaid ? undefined : this.deps.paidBudget?.(now);
     if (spent) {
       done();
@@ -134,6 +136,25 @@ export class Callers {
 }
 
 const noop = () => {};
+
+/** An admission's `done`, or the 429 of its refusal. */
+function admitted(admission: Admission): () => void {
+  if (admission.ok) return admission.done;
+  const reason = admission.kind === 'day' ? RefusalReason.quotaDay : RefusalReason.quotaMonth;
+  throw quotaError(admission.message, admission.retryAfterSec, reason);
+}
+
+/** Cluster mode, and the shared quota counters (Redis) do not answer. */
+function clusterStoreError(): GatewayError {
+  return new GatewayError({
+    status: 503,
+    code: 'cluster_unavailable',
+    type: 'api_error',
+    reason: 'cluster_unavailable',
+    message: 'The cluster store (Redis) is unreachable, so this gateway takes no new calls; retry shortly.',
+    retryAfter: 2,
+  });
+}
 
 /** 429 `insufficient_quota` (OpenAI's type and code for a spent budget), with Retry-After. */
 function quotaError(message: string, retryAfter: number, reason: string): GatewayError {

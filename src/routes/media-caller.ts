@@ -85,10 +85,10 @@ export class MediaRequest {
    * Authenticates (401 otherwise) and admits the job against the caller's quotas (429), holding
    * it as running (`release`) until the job's row is on record: pass `release` to the service.
    */
-  identify(): MediaCaller {
+  async identify(): Promise<MediaCaller> {
     this.ctx = this.deps.callers.identify(this.req);
     // a job reports no cost: a spent cost quota or budget does not refuse it (its ticket's paid gate still applies)
-    this.release = this.deps.callers.admit(this.ctx, { hasUnpaid: true });
+    this.release = await this.deps.callers.admit(this.ctx, { hasUnpaid: true });
     return mediaCaller(this.ctx, this.req.ip);
   }
 

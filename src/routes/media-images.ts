@@ -76,7 +76,7 @@ export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDe
 
   app.post(GENERATIONS, { bodyLimit: MEDIA_JSON_BODY_LIMIT, preParsing: generationsBudget }, (req, reply) =>
     withRefusals(deps, GENERATIONS, req, reply, async (r) => {
-      const caller = r.identify();
+      const caller = await r.identify();
       const body = req.body;
       if (typeof body !== 'object' || body === null || Array.isArray(body))
         throw badRequest('The request body must be a JSON object.');
@@ -92,7 +92,7 @@ export async function mediaImagesRoutes(app: FastifyInstance, deps: MediaRouteDe
   app.post(EDITS, { bodyLimit: editLimit, preParsing: editsBudget }, (req, reply) =>
     withRefusals(deps, EDITS, req, reply, async (r) => {
       // an unknown caller's upload is not read: identify throws first
-      const caller = r.identify();
+      const caller = await r.identify();
       const form = await readImageForm(req, spoolDir(deps.config().jobs_dir), uploadHoldOf(req));
       if (form.images.length === 0) {
         throw badRequest('You must provide an image in the `image` (or `image[]`) part.', 'image', 'missing_image');

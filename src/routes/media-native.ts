@@ -40,7 +40,7 @@ export async function mediaNativeRoutes(app: FastifyInstance, deps: MediaRouteDe
   const budget = reserveUpload(uploadBudgetOf(app, deps.config), uploadRefusal(deps, GENERATIONS));
   app.post(GENERATIONS, { bodyLimit: MEDIA_JSON_BODY_LIMIT, preParsing: budget }, (req, reply) =>
     withRefusals(deps, GENERATIONS, req, reply, async (r) => {
-      const caller = r.identify();
+      const caller = await r.identify();
       const body = req.body;
       if (typeof body !== 'object' || body === null || Array.isArray(body))
         throw badRequest('The request body must be a JSON object.');

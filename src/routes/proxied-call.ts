@@ -35,7 +35,7 @@ export type PrepareCall = (
   ctx: CallerContext,
   body: Record<string, unknown>,
   model: string,
-) => PreparedCall | AnsweredHere;
+) => PreparedCall | AnsweredHere | Promise<PreparedCall | AnsweredHere>;
 
 type PreparedCall = Omit<ProxyCall, 'req' | 'reply' | 'caller' | 'promptTokens' | 'conversationKey'> & {
   answered?: () => void;
@@ -95,14 +95,14 @@ export async function runProxiedCall(
       throw badRequest('`model` must be a non-empty string.', 'model', 'invalid_model');
     requested = model;
     const fields = body as Record<string, unknown>;
-    const call = prepare(ctx, fields, model);
+    const call = await prepare(ctx, fields, model);
     if ('answeredHere' in call) {
       record(200, call.answeredHere.reason);
       return reply.send(call.answeredHere.body);
     }
     const ticketUser = ticketUserOf(ctx.caller);
     const surface = seedSurfaceOf(endpoint);
-    const done = deps.callers.admit(ctx, { hasUnpaid: deps.callers.hasUnpaid(call.resolution.candidates) });
+    const done = await deps.callers.admit(ctx, { hasUnpaid: deps.callers.hasUnpaid(call.resolution.candidates) });
     try {
       dispatched = true;
       // written out, not spread (the hot path's rule)

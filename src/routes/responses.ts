@@ -76,7 +76,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
     const internal = opts.internalCall(req);
     const body = req.body as Record<string, unknown>;
     const startBackground = !internal && body && typeof body === 'object' && body.background === true;
-    return runProxiedCall(opts, 'responses', req, reply, (ctx, parsed, model) => {
+    return runProxiedCall(opts, 'responses', req, reply, async (ctx, parsed, model) => {
       const who = viewerOf(req, ctx);
       const gated = nativeChainGate(who, parsed, model, gateOpenAIModel(catalog, model, ctx.caller.allow));
       const history = historyOf(
@@ -112,7 +112,7 @@ export async function responsesRoutes(app: FastifyInstance, opts: ResponsesRoute
         // refused now, as the run's own call would be, rather than told `queued` and failed at once:
         // over the quota (held until the run's call is admitted itself), or by the scheduler
         const { candidates, alias } = gated.resolution;
-        const releaseQuota = callers.admit(ctx, { hasUnpaid: callers.hasUnpaid(candidates) });
+        const releaseQuota = await callers.admit(ctx, { hasUnpaid: callers.hasUnpaid(candidates) });
         const admitted = opts.admission.admit(candidates, alias ?? model);
         if (admitted.refused) {
           releaseQuota();

@@ -78,6 +78,8 @@ const DUPLICATE_REPORT_MS = 60_000;
 export class CallLog {
   /** The quota counters, and the calls admitted against them and still running. */
   readonly quotas = new QuotaGate();
+  /** Each call's quota usage as it goes on record (cluster mode adds it to the shared counters). */
+  onUsage?: (usage: DayUsage) => void;
   /** What paid backends spent per UTC day, every caller together (`paid_budget_usd_month`). */
   readonly paidSpend = new PaidSpend();
   private readonly repo: CallsRepo;
@@ -145,7 +147,10 @@ export class CallLog {
       return false;
     }
     const usage = dayUsageOf(rec);
-    if (usage) this.quotas.count(usage);
+    if (usage) {
+      this.quotas.count(usage);
+      this.onUsage?.(usage);
+    }
     const spend = daySpendOf({ ts: rec.ts, cost: effectiveCost(rec) });
     if (spend) this.paidSpend.count(spend);
     // folded 401s are one row per source and minute anyway: a scanner repeating an id is counted there
