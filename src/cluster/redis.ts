@@ -34,6 +34,8 @@ function options(): RedisOptions {
     // a lost connection fails commands at once (the call gets its 503) rather than queueing them
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
+    // a Redis that hangs (not gone, just silent) fails each command after this: every wait has a deadline
+    commandTimeout: 2000,
     connectTimeout: BOOT_TIMEOUT_MS,
     retryStrategy: (attempt) => Math.min(2000, 100 * attempt),
     enableAutoPipelining: true,
