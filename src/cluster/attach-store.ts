@@ -4,12 +4,35 @@
  * A failure at boot (Redis, a different secret.key) closes what was opened and is thrown.
  */
 import type { Logger } from 'pino';
-import type { Gateway } from '../gateway.ts';
+import type { Db } from '../store/db.ts';
+import type { IpAliasesRepo } from '../store/ip-aliases-repo.ts';
+import type { SecretBox } from '../store/secret-box.ts';
 import { TableSnapshots } from '../store/table-snapshot.ts';
+import type { UsersRepo } from '../store/users-repo.ts';
+import type { ClusterNode } from './node.ts';
 import { StoreSync } from './store-sync.ts';
 
+/** A service whose commits are announced (ConfigService, UsersService). */
+interface Announcing {
+  onChange(fn: () => void): unknown;
+}
+
+/** What of the Gateway this needs (structural: the cluster room does not import the top). */
+export interface StoreHost {
+  readonly cluster?: ClusterNode;
+  readonly store: Db;
+  readonly secrets: SecretBox;
+  readonly users: Pick<UsersRepo, 'invalidate'>;
+  readonly ipAliases: Pick<IpAliasesRepo, 'replace'>;
+  readonly admin: Announcing;
+  readonly usersService: Announcing;
+  config(): { store_dir: string };
+  applyStoreChange(): void;
+  close(): Promise<void>;
+}
+
 /** Undefined without `cluster` (nothing is built: a single gateway is as before). */
-export async function attachClusterStore(gateway: Gateway, log: Logger): Promise<StoreSync | undefined> {
+export async function attachClusterStore(gateway: StoreHost, log: Logger): Promise<StoreSync | undefined> {
   const node = gateway.cluster;
   if (!node) return undefined;
   const snapshots = new TableSnapshots(gateway.store);

@@ -170,7 +170,7 @@ export class StoreSync {
           ? remote.snapshot
           : this.merged(table, columns, base.snapshot, local, remote.snapshot);
         if (!sameRows(next.rows, local.rows, table, columns) || (next.seq ?? 0) > (local.seq ?? 0)) {
-          this.deps.importTable(table, next);
+          this.importOrTheirs(table, next, remote.snapshot);
           imported.add(table);
           local = this.deps.snapshots.read(table);
         }
@@ -189,6 +189,20 @@ export class StoreSync {
       // another instance pushed first: the next turn merges with its snapshot
     }
     throw new Error(`table ${table}: still racing other instances after ${MAX_ATTEMPTS} attempts`);
+  }
+
+  /** Imports `next`; a merge SQLite refuses (a constraint) gives way to the cluster's own snapshot. */
+  private importOrTheirs(table: SyncedTable, next: TableSnapshot, theirs: TableSnapshot): void {
+    try {
+      this.deps.importTable(table, next);
+    } catch (err) {
+      if (next === theirs) throw err;
+      this.deps.log.warn(
+        `cluster store sync: ${table}: this instance's changes could not be merged with another's ` +
+          `(${(err as Error).message}); the other instance's table is kept`,
+      );
+      this.deps.importTable(table, theirs);
+    }
   }
 
   private merged(
