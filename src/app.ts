@@ -38,6 +38,7 @@ import { backupServiceOf } from './gateway-backup.ts';
 import { GatewayLock } from './store/backup/lock.ts';
 import { ClusterNode } from './cluster/node.ts';
 import { attachCluster } from './cluster/attach.ts';
+import { attachClusterStore } from './cluster/attach-store.ts';
 import { mediaCaller, type MediaRouteDeps } from './routes/media-caller.ts';
 import { mediaImagesRoutes } from './routes/media-images.ts';
 import { mediaNativeRoutes } from './routes/media-native.ts';
@@ -92,6 +93,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
       throw err;
     }
   });
+  const storeSync = await lock.guardAsync(() => attachClusterStore(gateway, opts.logger)); // cluster: one store
   // a client's own x-request-id, unless it is in recent use: one row per call (stats/request-ids.ts)
   const requestIds = new RequestIds((id) => gateway.callLog.hasRecord(id));
   const app: FastifyInstance = Fastify({
@@ -125,6 +127,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     log: opts.logger,
   });
   app.addHook('onClose', async () => {
+    await storeSync?.close();
     background.close();
     await gateway.close();
     await gateway.cluster?.close();

@@ -85,6 +85,19 @@ export class ConfigService {
     this.validator = deps.validator ?? createConfigValidator();
   }
 
+  private readonly changeListeners = new Set<() => void>();
+
+  /** Calls `fn` after each change written to the store and applied (cluster mode pushes it to the others). */
+  onChange(fn: () => void): () => void {
+    this.changeListeners.add(fn);
+    return () => this.changeListeners.delete(fn);
+  }
+
+  private applied(): void {
+    this.deps.apply();
+    for (const fn of this.changeListeners) fn();
+  }
+
   // ---------------------------------------------------------------- settings
 
   /** Every top-level key except `backends`; `api_key` only as set / not set. */
@@ -106,7 +119,7 @@ export class ConfigService {
     const checked = this.checkSetting(key, value);
     if (!checked.ok) return refused(checked.problems);
     this.deps.settings.set(key, checked.value);
-    this.deps.apply();
+    this.applied();
     return { ok: true };
   }
 
@@ -133,7 +146,7 @@ export class ConfigService {
     if (problems.length) return refused(problems);
     if (checked.length === 0) return { ok: true, note: 'nothing changed' };
     for (const [key, value] of checked) this.deps.settings.set(key, value);
-    this.deps.apply();
+    this.applied();
     return { ok: true };
   }
 
@@ -166,7 +179,7 @@ export class ConfigService {
     if (!(STORE_SETTING_KEYS as readonly string[]).includes(key))
       return refused([{ path: key, message: 'is not a setting the store may hold' }]);
     const existed = this.deps.settings.delete(key);
-    if (existed) this.deps.apply();
+    if (existed) this.applied();
     return existed ? { ok: true } : { ok: true, note: `${key} had no stored value` };
   }
 
@@ -203,7 +216,7 @@ export class ConfigService {
       if (disableOld) this.deps.backends.upsert(disableOld);
       this.deps.backends.upsert(spec);
     });
-    this.deps.apply();
+    this.applied();
     return note ? { ok: true, note } : { ok: true };
   }
 
@@ -268,7 +281,7 @@ export class ConfigService {
     const source = sourceOf(name, this.deps.fileConfig().backends, this.deps.backends.list());
     if (source !== 'store') {
       this.deps.backends.upsert({ ...spec, enabled: false });
-      this.deps.apply();
+      this.applied();
       return {
         ok: true,
         note:
@@ -278,7 +291,7 @@ export class ConfigService {
     }
     const dangling = this.newFleetProblems(this.deps.backends.list().filter((b) => b.name !== name));
     this.deps.backends.delete(name);
-    this.deps.apply();
+    this.applied();
     if (dangling.length === 0) return { ok: true };
     return { ok: true, note: `still named by ${dangling.map((p) => p.path).join(', ')}` };
   }
@@ -297,7 +310,7 @@ export class ConfigService {
         },
       ]);
     this.deps.backends.delete(name);
-    this.deps.apply();
+    this.applied();
     return { ok: true };
   }
 

@@ -88,6 +88,19 @@ export class UsersService {
     this.guard = lockoutGuard(deps);
   }
 
+  private readonly changeListeners = new Set<() => void>();
+
+  /** Calls `fn` after each change written to the store (cluster mode pushes it to the others). */
+  onChange(fn: () => void): () => void {
+    this.changeListeners.add(fn);
+    return () => this.changeListeners.delete(fn);
+  }
+
+  private changed<T>(result: T): T {
+    for (const fn of this.changeListeners) fn();
+    return result;
+  }
+
   /** The lockout guard's rule, for forms that offer the admin role first. */
   firstMustBeAdmin(): boolean {
     return this.guard.firstMustBeAdmin();
@@ -120,7 +133,7 @@ export class UsersService {
   create(input: NewUser): { user: User; key: string } {
     refuseProblems(this.checkCreate(input));
     this.guard.beforeCreate(input);
-    return this.users.create(input);
+    return this.changed(this.users.create(input));
   }
 
   /** 404 for an unknown id, 400 for a bad patch, 409 for a taken name or a lockout. */
@@ -128,19 +141,19 @@ export class UsersService {
     const current = this.get(id);
     refuseProblems(this.checkPatch(patch));
     this.guard.beforeUpdate(current, patch);
-    return this.users.update(id, patch);
+    return this.changed(this.users.update(id, patch));
   }
 
   delete(id: number): void {
     this.guard.beforeDelete(this.get(id));
-    this.users.delete(id);
+    this.changed(this.users.delete(id));
   }
 
   /** Replaces the user's key (generated unless pasted); the old one stops working at once. */
   rotate(id: number, key?: string): string {
     this.get(id);
     refuseProblems(this.checkRotate(key === undefined ? {} : { key }));
-    return this.users.rotate(id, key);
+    return this.changed(this.users.rotate(id, key));
   }
 
   /**
@@ -168,7 +181,7 @@ export class UsersService {
       if (problem) throw badRequest(problem.message, rawIp.trim());
       map[rawIp.trim()] = alias.trim();
     }
-    this.ipAliasesRepo.replace(map);
+    this.changed(this.ipAliasesRepo.replace(map));
     return this.ipAliasesRepo.all();
   }
 
@@ -184,7 +197,7 @@ export class UsersService {
     const map = this.ipAliases();
     if (!(ip in map)) return false;
     delete map[ip];
-    this.ipAliasesRepo.replace(map);
+    this.changed(this.ipAliasesRepo.replace(map));
     return true;
   }
 }

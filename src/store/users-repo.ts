@@ -239,8 +239,8 @@ export class UsersRepo {
     return this.userCount;
   }
 
-  /** Forgets what the read caches hold; called after every write. */
-  private invalidate(): void {
+  /** Forgets what the read caches hold; called after every write, and after a cluster import changed the table. */
+  invalidate(): void {
     this.writes++;
     this.byDigest.clear();
     this.userCount = undefined;
