@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { embeddedDefaultConfig } from '../../src/config/defaults.ts';
 import type { GatewayConfig } from '../../src/config/types.ts';
-import { backendSpec, type BackendInput } from './gateway.ts';
+import { backendSpec, shareClusterSecret, type BackendInput } from './gateway.ts';
 
 export interface ClusterInstance {
   id: string;
@@ -35,6 +35,7 @@ export async function startInstance(
     cluster: { redis_url: redisUrl, instance_id: id, lease_ttl_s: 3, ...overrides.cluster },
     backends: backends.map(backendSpec),
   };
+  shareClusterSecret(dir, redisUrl);
   const file = join(dir, 'config.json');
   writeFileSync(file, JSON.stringify(config));
   const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'cluster-child.ts'), file], {

@@ -2,7 +2,8 @@
  * Starts a real gateway on 127.0.0.1 port 0 with a temporary store, wired to the given
  * backends, and waits until discovery has spoken for each of them.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -45,6 +46,7 @@ export async function startGateway(
     ...overrides,
     backends: backends.map(backendSpec),
   };
+  if (config.cluster) shareClusterSecret(storeDir, config.cluster.redis_url);
   const logger = pino({ level: config.log_level }, opts.logStream ?? pino.destination({ dest: 2, sync: false }));
   const built = await buildApp({ config, configSource: opts.configSource ?? 'test', logger, processMetrics: false });
   const host = opts.host ?? '127.0.0.1';
@@ -62,4 +64,14 @@ export async function startGateway(
       if (!opts.storeDir) rmSync(storeDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The instances of one cluster share `secret.key` (the store's snapshots travel sealed with it):
+ * a test instance without one gets the cluster's, derived from its Redis URL.
+ */
+export function shareClusterSecret(storeDir: string, redisUrl: string): void {
+  const file = join(storeDir, 'secret.key');
+  if (existsSync(file)) return;
+  writeFileSync(file, createHash('sha256').update(`test cluster ${redisUrl}`).digest(), { mode: 0o600 });
 }
