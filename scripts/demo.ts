@@ -9,7 +9,8 @@
  * media on two fake ComfyUI boxes (scripts/demo-media.ts): generation aliases, the Images API,
  * a native async job followed through its events, a thumbnail, an edit and a parked cancel;
  * a sleeping box woken by its Wake-on-LAN packet (scripts/demo-wake.ts); a key pool, alerts and
- * an online backup (scripts/demo-ops.ts); and the /ui console.
+ * an online backup (scripts/demo-ops.ts); two gateway instances sharing one Redis as one scheduler
+ * (scripts/demo-cluster.ts); and the /ui console.
  * Everything listens on 127.0.0.1 only.
  *   npm run demo             keeps running after the walk-through (Ctrl-C to stop)
  *   npm run demo -- --once   exits after it
@@ -30,6 +31,7 @@ import { mediaWalkthrough, startMediaFleet } from './demo-media.ts';
 import { ollamaWalkthrough } from './demo-ollama.ts';
 import { startSleepyBox, wakeWalkthrough } from './demo-wake.ts';
 import { opsWalkthrough, startOpsRig } from './demo-ops.ts';
+import { clusterWalkthrough } from './demo-cluster.ts';
 import { schedulerAliases, schedulerWalkthrough, stickinessAndBudget } from './demo-scheduler.ts';
 
 const once = process.argv.includes('--once');
@@ -272,7 +274,9 @@ await wakeWalkthrough(base, say, 14, sleepy, () => gateway.discovery.probe('slee
 
 await opsWalkthrough(base, say, 15, ops);
 
-say('\n16. the console — /ui, server-rendered, live over one event stream:');
+await clusterWalkthrough(say, 16, spec);
+
+say('\n17. the console — /ui, server-rendered, live over one event stream:');
 for (const path of ['/ui', '/ui/backends', '/ui/calls', '/ui/stats', '/ui/jobs']) {
   const page = await fetch(`${base}${path}`);
   const title = /<title>([^<]*)<\/title>/.exec(await page.text())?.[1] ?? '';
