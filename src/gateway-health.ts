@@ -13,6 +13,7 @@ import type { GatewayConfig } from './config/types.ts';
 import type { Db } from './store/db.ts';
 import { storeWritable } from './store/writable.ts';
 import type { Waker } from './backends/wake/waker.ts';
+import type { ClusterNode } from './cluster/node.ts';
 
 /** The parts of the gateway /health reads (the gateway itself is one). */
 export interface HealthSources {
@@ -28,6 +29,7 @@ export interface HealthSources {
   readonly startedAt: number;
   readonly store: Db;
   readonly waker?: Pick<Waker, 'stateOf'>;
+  readonly cluster?: Pick<ClusterNode, 'instanceId' | 'connected'>;
   config(): Pick<GatewayConfig, 'store_dir' | 'ready_requires_backend'>;
 }
 
@@ -64,6 +66,7 @@ export function gatewayHealthView(g: HealthSources, reloadProblems: () => Config
           unknown: enabled.filter((b) => !b.known).length,
         },
         requiresBackend: cfg.ready_requires_backend,
+        ...(g.cluster ? { cluster: { instance: g.cluster.instanceId, reachable: g.cluster.connected } } : {}),
       };
     },
   };

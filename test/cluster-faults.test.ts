@@ -2,7 +2,7 @@
  * Redis lost while the cluster runs: new calls get a 503 that says the cluster store is
  * unreachable, a call already streaming finishes, and when Redis comes back (empty) the running
  * call's slot is held again once (its lease id), so a box of `max_concurrent: 1` still runs one
- * call at a time.
+ * call at a time. /health/ready says 503 while Redis is away.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -63,6 +63,12 @@ describe('cluster: Redis lost while running', () => {
       assert.match(body.error.message, /cluster store \(Redis\) is unreachable/);
     }
 
+    const notReady = await fetch(`${a.url}/health/ready`);
+    assert.equal(notReady.status, 503, 'a load balancer is told to look elsewhere');
+    const verdict = (await notReady.json()) as { reasons: string[]; checks: { cluster?: { ok: boolean } } };
+    assert.ok(verdict.reasons.includes('the cluster store (Redis) is unreachable'), verdict.reasons.join('; '));
+    assert.equal(verdict.checks.cluster?.ok, false);
+
     await redis.restart();
     const back = new Redis(redis.url);
     try {
@@ -78,6 +84,7 @@ describe('cluster: Redis lost while running', () => {
       const after = await meanwhile;
       clearInterval(sampler);
       assert.equal(after.status, 200, 'calls are served again');
+      assert.equal((await fetch(`${a.url}/health/ready`)).status, 200, 'ready again');
       assert.ok(peak <= 1, `the ledger counted ${peak} slots of a box of cap 1`);
       assert.equal(fake.maxInflight, 1, 'the box never ran two calls at once');
     } finally {

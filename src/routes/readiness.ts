@@ -15,6 +15,8 @@ export interface ReadinessInputs {
   /** Enabled backends, and how many of them are up; `unknown`: not probed yet. */
   backends: { enabled: number; up: number; unknown: number };
   requiresBackend: boolean;
+  /** Cluster mode: this instance's name and whether the cluster store (Redis) answers; absent = one gateway. */
+  cluster?: { instance: string; reachable: boolean };
 }
 
 export interface Readiness {
@@ -24,6 +26,7 @@ export interface Readiness {
     store: { ok: boolean; reason?: string; free_bytes?: number };
     config: { ok: boolean; source: string | null; reload_rejected: boolean };
     backends: { ok: boolean; required: boolean; enabled: number; up: number; not_probed_yet: number };
+    cluster?: { ok: boolean; instance: string };
   };
 }
 
@@ -34,6 +37,8 @@ export function readiness(i: ReadinessInputs): Readiness {
   if (!configOk) reasons.push('no configuration is loaded');
   const backendsOk = !i.requiresBackend || i.backends.up > 0;
   if (!backendsOk) reasons.push(noBackendReason(i.backends));
+  // a load balancer should send nothing here while this instance cannot reach the others' Redis
+  if (i.cluster && !i.cluster.reachable) reasons.push('the cluster store (Redis) is unreachable');
   return {
     ready: reasons.length === 0,
     reasons,
@@ -47,6 +52,7 @@ export function readiness(i: ReadinessInputs): Readiness {
         up: i.backends.up,
         not_probed_yet: i.backends.unknown,
       },
+      ...(i.cluster ? { cluster: { ok: i.cluster.reachable, instance: i.cluster.instance } } : {}),
     },
   };
 }
