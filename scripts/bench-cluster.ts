@@ -10,12 +10,13 @@
  * Env: DURATION (s per measurement, default 5), RUNS.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { HAS_TASKSET, sleep, startFakeProcess, startGatewayProcess } from './lib/processes.ts';
+import { cpuMs, HAS_TASKSET, sleep, startFakeProcess, startGatewayProcess } from './lib/processes.ts';
 
 const DURATION_S = Number(process.env.DURATION ?? 5);
 const RUNS = Number(process.env.RUNS ?? 3);
@@ -42,13 +43,15 @@ async function startRedis(): Promise<string> {
 }
 
 interface Result {
+  /** Gateway CPU (ms) per request over the measurement. */
+  cpu: number;
   rps: number;
   p50: number;
   p99: number;
   errors: number;
 }
 
-async function load(base: string, connections: number): Promise<Result> {
+async function load(base: string, pid: number, connections: number): Promise<Result> {
   const agent = new Agent({ connections });
   const headers = { 'content-type': 'application/json' };
   const latencies: number[] = [];
@@ -76,15 +79,18 @@ async function load(base: string, connections: number): Promise<Result> {
   const workers = Array.from({ length: connections }, worker);
   await sleep(1000);
   measuring = true;
+  const cpuBefore = cpuMs(pid);
   const started = performance.now();
   await sleep(DURATION_S * 1000);
   measuring = false;
   const elapsed = (performance.now() - started) / 1000;
+  const cpu = (cpuMs(pid) - cpuBefore) / Math.max(1, latencies.length);
   stop = true;
   await Promise.all(workers);
   await agent.close();
   latencies.sort((a, b) => a - b);
   return {
+    cpu,
     rps: latencies.length / elapsed,
     p50: latencies[Math.floor(latencies.length * 0.5)],
     p99: latencies[Math.floor(latencies.length * 0.99)],
@@ -99,43 +105,38 @@ async function main(): Promise<void> {
   const redisUrl = await startRedis();
   const common = ['max_concurrent: 256', 'park_timeout_s: 30'];
   const single = await startGatewayProcess('single', { box: fake }, common);
-  const clustered = await startGatewayProcess('cluster-a', { box: fake }, [
-    ...common,
-    `cluster: { redis_url: "${redisUrl}", instance_id: a }`,
-  ]);
-  await startGatewayProcess('cluster-b', { box: fake }, [
-    ...common,
-    `cluster: { redis_url: "${redisUrl}", instance_id: b }`,
-  ]);
+  const secretKey = randomBytes(32); // the instances of one cluster share secret.key
+  const member = (id: string) => [...common, `cluster: { redis_url: "${redisUrl}", instance_id: ${id} }`];
+  const clustered = await startGatewayProcess('cluster-a', { box: fake }, member('a'), { secretKey });
+  await startGatewayProcess('cluster-b', { box: fake }, member('b'), { secretKey });
+  // a few thousand calls through each first, so the JIT has done its work before anything is measured
+  for (const gw of [single, clustered]) await load(gw.url, gw.pid, 16);
   const rows: Record<string, Result[]> = { 'single c1': [], 'cluster c1': [], 'single c64': [], 'cluster c64': [] };
   for (let run = 0; run < RUNS; run++) {
     for (const c of [1, 64]) {
-      rows[`single c${c}`].push(await load(single.url, c));
-      rows[`cluster c${c}`].push(await load(clustered.url, c));
+      rows[`single c${c}`].push(await load(single.url, single.pid, c));
+      rows[`cluster c${c}`].push(await load(clustered.url, clustered.pid, c));
     }
   }
   console.log(`pinned: ${HAS_TASKSET}  runs: ${RUNS}  duration: ${DURATION_S} s each (medians over runs)`);
-  console.log('workload        p50 ms   p99 ms      req/s  errors');
+  console.log('workload        p50 ms   p99 ms      req/s  CPU ms/req  errors');
   for (const [name, results] of Object.entries(rows)) {
-    const line = [
-      name.padEnd(14),
-      median(results.map((r) => r.p50))
-        .toFixed(3)
-        .padStart(7),
-      median(results.map((r) => r.p99))
-        .toFixed(3)
-        .padStart(8),
-      median(results.map((r) => r.rps))
-        .toFixed(0)
-        .padStart(10),
-      String(results.reduce((n, r) => n + r.errors, 0)).padStart(7),
-    ];
+    const at = (pick: (r: Result) => number, digits: number, width: number) =>
+      median(results.map(pick)).toFixed(digits).padStart(width);
+    const errors = String(results.reduce((n, r) => n + r.errors, 0)).padStart(7);
+    const line = [name.padEnd(14), at((r) => r.p50, 3, 7), at((r) => r.p99, 3, 8), at((r) => r.rps, 0, 10)];
+    line.push(
+      at((r) => r.cpu, 3, 10),
+      errors,
+    );
     console.log(line.join('  '));
   }
   const p50 = (k: string) => median(rows[k].map((r) => r.p50));
   const rps = (k: string) => median(rows[k].map((r) => r.rps));
   console.log(`c1 added p50: ${(p50('cluster c1') - p50('single c1')).toFixed(3)} ms (target ≤ +0.3 ms)`);
   console.log(`c64 throughput: ${(rps('cluster c64') / rps('single c64')).toFixed(2)}× single (target ≥ 0.8×)`);
+  const cpu = (k: string) => median(rows[k].map((r) => r.cpu));
+  console.log(`c64 gateway CPU per call: ${(cpu('cluster c64') / cpu('single c64')).toFixed(2)}× single`);
   process.exit(0);
 }
 

@@ -4,7 +4,7 @@
  * Everything listens on 127.0.0.1; every child is killed when the benchmark exits.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -61,9 +61,14 @@ export async function startGatewayProcess(
   name: string,
   backends: Record<string, BenchBackend>,
   extra: string[],
-  opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {},
+  opts: { nodeArgs?: string[]; env?: NodeJS.ProcessEnv; secretKey?: Buffer } = {},
 ): Promise<{ url: string; pid: number }> {
   const port = 18_300 + Math.floor(Math.random() * 1000);
+  if (opts.secretKey) {
+    // the instances of one cluster share secret.key
+    mkdirSync(join(scratch, name), { recursive: true });
+    writeFileSync(join(scratch, name, 'secret.key'), opts.secretKey, { mode: 0o600 });
+  }
   const config = join(scratch, `${name}.yaml`);
   writeFileSync(config, [
     `store_dir: ${join(scratch, name)}`,

@@ -11,6 +11,7 @@ import type { Redis } from 'ioredis';
 import type { DayUsage } from '../store/calls-repo.ts';
 import { DAY_MS, startOfNextUtcMonth, startOfUtcDay, utcDayNumber } from '../stats/period.ts';
 import { COST_EPSILON_USD, iso, secondsUntil, type Admission, type QuotaUser } from '../stats/quota.ts';
+import { LuaScript } from './lua-script.ts';
 import type { ClusterNode } from './node.ts';
 
 /**
@@ -41,18 +42,16 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[6])
 return {1, '', '0'}
 `;
 
-type QuotaRedis = Redis & { gwAdmit(...args: (string | number)[]): Promise<[number, string, string]> };
+const admitScript = new LuaScript(ADMIT);
 
 /** Thrown by `admit` when Redis does not answer: the call gets a 503. */
 export class QuotaStoreUnreachable extends Error {}
 
 export class ClusterQuotas {
-  private readonly redis: QuotaRedis;
+  private readonly redis: Redis;
 
   constructor(private readonly node: ClusterNode) {
-    const redis = node.redis as QuotaRedis;
-    if (typeof redis.gwAdmit !== 'function') redis.defineCommand('gwAdmit', { numberOfKeys: 4, lua: ADMIT });
-    this.redis = redis;
+    this.redis = node.redis;
   }
 
   /** Admits a call of `user` at `now`, counting it as running here until `done()`, or refuses it. */
@@ -64,11 +63,8 @@ export class ClusterQuotas {
     const running = this.key(user.id, 'running', day);
     let verdict: [number, string, string];
     try {
-      verdict = await this.redis.gwAdmit(
-        this.key(user.id, 'used', day),
-        running,
-        this.monthKey(user.id, now),
-        this.node.key('alive'),
+      const keys = [this.key(user.id, 'used', day), running, this.monthKey(user.id, now), this.node.key('alive')];
+      verdict = await admitScript.run<[number, string, string]>(this.redis, keys, [
         dayLimit,
         monthLimit,
         hasUnpaid ? '1' : '0',
@@ -76,7 +72,7 @@ export class ClusterQuotas {
         now,
         (day + 2) * DAY_MS,
         COST_EPSILON_USD,
-      );
+      ]);
     } catch {
       throw new QuotaStoreUnreachable('the cluster store (Redis) is unreachable');
     }

@@ -108,7 +108,11 @@ export class ClusterScheduler extends Scheduler {
       for (;;) {
         this.attempts.set(ticket, attempt);
         const pending = super.acquire(attempt);
-        if (!entry && this.parkedPlace(attempt)) entry = this.joinLine(waitId, arrivedAt, deadline, attempt.candidates);
+        if (!entry && this.parkedPlace(attempt)) {
+          entry = this.joinLine(waitId, arrivedAt, deadline, attempt.candidates);
+          // the counts it parked on may be old (nothing is published while nobody waits): read them now
+          void this.recount([...entry.members.keys()]);
+        }
         if (entry) this.waiting.set(waitId, attempt);
         const lease = await pending;
         const cap = this.capOf(lease.backend) ?? 0;
@@ -209,8 +213,14 @@ export class ClusterScheduler extends Scheduler {
 
   /** While calls are parked here: the slot counts of their backends, read again (covers a lost message). */
   private async recheck(): Promise<void> {
-    if (!this.hasParked() || !this.ledger.reachable) return;
-    const backends = [...this.names].filter((name) => this.parkedOn(name) > 0 && (this.capOf(name) ?? 0) > 0);
+    if (!this.hasParked()) return;
+    await this.recount([...this.names].filter((name) => this.parkedOn(name) > 0));
+  }
+
+  /** The slot counts of these backends across the cluster, read now. */
+  private async recount(names: readonly string[]): Promise<void> {
+    const backends = names.filter((name) => this.names.has(name) && (this.capOf(name) ?? 0) > 0);
+    if (backends.length === 0 || !this.ledger.reachable) return;
     try {
       const counts = await this.ledger.counts(backends);
       backends.forEach((name, i) => this.setExternal(name, Math.max(0, counts[i] - this.ledger.heldOn(name))));

@@ -6,18 +6,16 @@
  * scheduler does with the answers is in cluster/scheduler.ts.
  */
 import type { Redis } from 'ioredis';
-import type { ClusterNode } from './node.ts';
-import { COUNT, LEAVE, RELEASE, TAKE } from './slot-scripts.ts';
+import { KEY_PREFIX, type ClusterNode } from './node.ts';
+import { LuaScript } from './lua-script.ts';
+import { COUNT, LEAVE, SETTLE } from './slot-scripts.ts';
 
 /** The channel every take, release and leave publishes `<leases held>|<backend>` on. */
 export const SLOTS_CHANNEL = 'slots';
 
-type LedgerRedis = Redis & {
-  gwTake(...args: (string | number)[]): Promise<[number, number, string]>;
-  gwRelease(...args: (string | number)[]): Promise<number>;
-  gwLeave(...args: (string | number)[]): Promise<number>;
-  gwCount(n: number, ...args: (string | number)[]): Promise<number[]>;
-};
+const settle = new LuaScript(SETTLE);
+const leaveLine = new LuaScript(LEAVE);
+const countLeases = new LuaScript(COUNT);
 
 export interface TakeRequest {
   backend: string;
@@ -30,6 +28,12 @@ export interface TakeRequest {
   affinityMs: number;
 }
 
+interface PendingTake {
+  req: TakeRequest;
+  resolve: (verdict: TakeVerdict) => void;
+  reject: (err: unknown) => void;
+}
+
 export type TakeVerdict = { held: true; leases: number } | { held: false; leases: number; entitled: string };
 
 /** A parked call's places in the shared lines: its member in each backend's (`id|deadline|model`). */
@@ -39,22 +43,21 @@ export interface WaitEntry {
 }
 
 export class SlotLedger {
-  private readonly redis: LedgerRedis;
+  private readonly redis: Redis;
   /** Lease id → backend, of the leases this instance holds (refreshed while they run). */
   private readonly held = new Map<string, string>();
   private readonly heldCount = new Map<string, number>();
+  /** Takes asked for in this turn of the event loop, sent together. */
+  private readonly takes: PendingTake[] = [];
+  /** Releases not sent yet: backend, lease id, … */
+  private readonly releases: string[] = [];
+  private flushScheduled = false;
   /** Releases and leaves Redis did not take (it was unreachable): sent again when it is back. */
   private readonly owed = new Map<string, () => Promise<unknown>>();
   private refresher?: NodeJS.Timeout;
 
   constructor(private readonly node: ClusterNode) {
-    const redis = node.redis as LedgerRedis;
-    if (typeof redis.gwTake !== 'function') {
-      redis.defineCommand('gwTake', { numberOfKeys: 4, lua: TAKE });
-      redis.defineCommand('gwRelease', { numberOfKeys: 1, lua: RELEASE });
-      redis.defineCommand('gwLeave', { numberOfKeys: 2, lua: LEAVE });
-      redis.defineCommand('gwCount', { lua: COUNT });
-    }
+    const redis = node.redis;
     this.redis = redis;
     this.refresher = setInterval(() => void this.refresh(), Math.max(250, node.leaseTtlMs / 3));
     this.refresher.unref();
@@ -69,40 +72,71 @@ export class SlotLedger {
     return this.node.connected;
   }
 
-  /** Holds one slot of `backend` for this instance, or says why not. Rejects when Redis does not answer. */
-  async take(req: TakeRequest): Promise<TakeVerdict> {
-    const { node } = this;
-    const [ok, leases, entitled] = await this.redis.gwTake(
-      node.key('slots', req.backend),
-      node.key('queue', req.backend),
-      node.key('last', req.backend),
-      node.key('alive'),
-      req.leaseId,
-      req.cap,
-      Date.now(),
-      node.leaseTtlMs,
-      req.waitMember,
-      req.arrivedAt,
-      req.model,
-      req.affinityMs,
-      node.key(SLOTS_CHANNEL),
-      req.backend,
-    );
-    if (ok !== 1) return { held: false, leases, entitled };
-    this.held.set(req.leaseId, req.backend);
-    this.heldCount.set(req.backend, (this.heldCount.get(req.backend) ?? 0) + 1);
-    return { held: true, leases };
+  /**
+   * Holds one slot of `backend` for this instance, or says why not. Rejects when Redis does not
+   * answer. The takes (and releases) of one turn of the event loop go to Redis as one script call.
+   */
+  take(req: TakeRequest): Promise<TakeVerdict> {
+    return new Promise((resolve, reject) => {
+      this.takes.push({ req, resolve, reject });
+      this.flushSoon();
+    });
   }
 
-  /** Gives a held slot back (once); sent again after a reconnect if Redis did not take it. */
+  /** Gives a held slot back (once), at the end of this turn; sent again after a reconnect if Redis did not take it. */
   release(leaseId: string): void {
     const backend = this.held.get(leaseId);
     if (backend === undefined) return;
     this.held.delete(leaseId);
     this.heldCount.set(backend, (this.heldCount.get(backend) ?? 1) - 1);
-    const send = () =>
-      this.redis.gwRelease(this.node.key('slots', backend), leaseId, Date.now(), this.node.key(SLOTS_CHANNEL), backend);
-    this.sendOrOwe(`release:${leaseId}`, send);
+    this.releases.push(backend, leaseId);
+    this.flushSoon();
+  }
+
+  /** Schedules one flush at the end of this turn of the event loop (what every socket read of the turn asked for). */
+  private flushSoon(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const takes = this.takes.splice(0);
+    const releases = this.releases.splice(0);
+    const args: (string | number)[] = [KEY_PREFIX, 0, this.node.leaseTtlMs, releases.length / 2, ...releases];
+    for (const { req } of takes) {
+      args.push(req.backend, req.leaseId, req.cap, req.waitMember, req.arrivedAt, req.model, req.affinityMs);
+    }
+    if (takes.length === 0) {
+      const send = () => settle.run(this.redis, [], ((args[1] = Date.now()), args));
+      return this.sendOrOwe(`release:${releases[1]}`, send);
+    }
+    args[1] = Date.now();
+    settle.run<[number, number, string][]>(this.redis, [], args).then(
+      (verdicts) => this.settled(takes, verdicts),
+      (err: unknown) => {
+        // the takes fail (their calls get a 503); the releases are owed until Redis is back
+        if (releases.length > 0) this.owe(releases);
+        for (const t of takes) t.reject(err);
+      },
+    );
+  }
+
+  private settled(takes: PendingTake[], verdicts: [number, number, string][]): void {
+    takes.forEach(({ req, resolve }, i) => {
+      const [ok, leases, entitled] = verdicts[i];
+      if (ok !== 1) return resolve({ held: false, leases, entitled });
+      this.held.set(req.leaseId, req.backend);
+      this.heldCount.set(req.backend, (this.heldCount.get(req.backend) ?? 0) + 1);
+      resolve({ held: true, leases });
+    });
+  }
+
+  /** Releases Redis did not take: sent (alone) once it is back. */
+  private owe(releases: string[]): void {
+    const send = () => settle.run(this.redis, [], [KEY_PREFIX, Date.now(), 0, releases.length / 2, ...releases]);
+    this.owed.set(`release:${releases[1]}`, send);
   }
 
   /** Slots this instance holds on `backend` now. */
@@ -122,13 +156,10 @@ export class SlotLedger {
   leave(entry: WaitEntry): void {
     for (const [backend, member] of entry.members) {
       const send = () =>
-        this.redis.gwLeave(
-          this.node.key('slots', backend),
-          this.node.key('queue', backend),
-          member,
-          Date.now(),
-          this.node.key(SLOTS_CHANNEL),
-          backend,
+        leaveLine.run(
+          this.redis,
+          [this.node.key('slots', backend), this.node.key('queue', backend)],
+          [member, Date.now(), this.node.key(SLOTS_CHANNEL), backend],
         );
       this.sendOrOwe(`leave:${backend}:${member}`, send);
     }
@@ -138,7 +169,7 @@ export class SlotLedger {
   async counts(backends: readonly string[]): Promise<number[]> {
     if (backends.length === 0) return [];
     const keys = backends.map((b) => this.node.key('slots', b));
-    return this.redis.gwCount(keys.length, ...keys, Date.now());
+    return countLeases.run<number[]>(this.redis, keys, [Date.now()]);
   }
 
   close(): void {
