@@ -3,9 +3,10 @@
  * Redis, so a take and a release never interleave with another instance's.
  *
  * The scripts build their keys from the prefix they are given (a single Redis, not Redis Cluster:
- * one instance's takes and releases of a turn then go as one command). Keys, per backend B: `slots:B` (a sorted set: lease id → expiry, ms), `queue:B` (parked calls
- * waiting on B: `instance|wait id|deadline|model` → arrival time, ms), `last:B` (the model of B's
- * latest lease, for model affinity); `alive` (instance → heartbeat expiry). While anyone waits for
+ * one instance's takes and releases of a turn then go as one command). Keys, per backend B:
+ * `slots:B` (a sorted set: lease id → expiry, ms), `queue:B` (parked calls waiting on B:
+ * `instance|wait id|deadline|model` → arrival time, ms), `last:B` (the model of B's latest
+ * lease, for model affinity); `alive` (instance → heartbeat expiry). While anyone waits for
  * B, every take, release and leave publishes `<leases held>|B` so the instances with parked calls
  * see the slot count move; with nobody waiting nothing is published (an idle cluster sends no
  * message per call; a call that parks joins the line first, so it hears every release after).
