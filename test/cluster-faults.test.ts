@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startGateway, type TestGateway } from './helpers/gateway.ts';
 import { startRedis, type RedisServer } from './helpers/redis-server.ts';
+import { waitFor } from './helpers/wait.ts';
 
 function chat(base: string, label: string, stream = false) {
   return fetch(`${base}/v1/chat/completions`, {
@@ -17,14 +18,6 @@ function chat(base: string, label: string, stream = false) {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'm1', stream, messages: [{ role: 'user', content: label }] }),
   });
-}
-
-async function waitFor(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('cluster: Redis lost while running', () => {
@@ -51,7 +44,7 @@ describe('cluster: Redis lost while running', () => {
     fake.setKnobs({ tokensPerSecond: 10, chunkCount: 40 }); // a 4 s stream
     const running = chat(a.url, 'long', true);
     const probe = new Redis(redis.url);
-    await waitFor(async () => (await probe.zcard('llmgw:slots:box')) === 1, 3000, 'the stream holds its slot');
+    await waitFor(async () => (await probe.zcard('llmgw:slots:box')) === 1, 'the stream holds its slot');
     probe.disconnect();
     await redis.kill();
 
@@ -73,7 +66,7 @@ describe('cluster: Redis lost while running', () => {
     const back = new Redis(redis.url);
     try {
       // the running call's lease is held again (re-added by its id), once
-      await waitFor(async () => (await back.zcard('llmgw:slots:box')) === 1, 5000, 'the lease is back');
+      await waitFor(async () => (await back.zcard('llmgw:slots:box')) === 1, 'the lease is back', 5000);
       const meanwhile = chat(b.url, 'after-restart');
       let peak = 0;
       const sampler = setInterval(() => void back.zcard('llmgw:slots:box').then((n) => (peak = Math.max(peak, n))), 20);

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { startFake, type FakeBackend } from './fakes/index.ts';
 import { startRedis, type RedisServer } from './helpers/redis-server.ts';
 import { startInstance, type ClusterInstance } from './helpers/cluster-rig.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const TTL_S = 3;
 
@@ -95,7 +96,7 @@ describe('cluster: shared slots and queue over three instances', () => {
     for (const f of fakes) f.setKnobs({ latencyMs: 0, tokensPerSecond: 4, chunkCount: 200 }); // ~50 s streams
     const victim = instances[2];
     const streams = [0, 1].map((i) => chat(victim.url, `victim-${i}`, true).catch(() => -1));
-    await waitFor(async () => (await leasesHeld(probe)) === 2, 5000);
+    await waitFor(async () => (await leasesHeld(probe)) === 2, 'the victim holds both slots', 5000);
     // the other two instances' calls park behind the victim's two slots plus two of their own
     for (const f of fakes) f.setKnobs({ tokensPerSecond: 0, chunkCount: 3, latencyMs: 20 });
     const others = Array.from({ length: 12 }, (_, i) => chat(instances[i % 2].url, `other-${i}`));
@@ -103,7 +104,7 @@ describe('cluster: shared slots and queue over three instances', () => {
     const killedAt = Date.now();
     await victim.kill();
     await Promise.all(streams);
-    await waitFor(async () => (await leasesHeld(probe)) === 0, (TTL_S + 2) * 1000);
+    await waitFor(async () => (await leasesHeld(probe)) === 0, 'the slots come back', (TTL_S + 2) * 1000);
     const freedAfterMs = Date.now() - killedAt;
     assert.ok(freedAfterMs <= (TTL_S + 1) * 1000, `slots came back after ${freedAfterMs} ms (TTL ${TTL_S} s)`);
     const statuses = await Promise.all(others);
@@ -117,14 +118,6 @@ async function leasesHeld(redis: Redis): Promise<number> {
   let n = 0;
   for (const box of ['box0', 'box1']) n += await redis.zcount(`llmgw:slots:${box}`, now, '+inf');
   return n;
-}
-
-async function waitFor(check: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not true within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Chat labels both boxes got, merged by when each request arrived there. */

@@ -9,8 +9,14 @@
  */
 import type { Redis } from 'ioredis';
 import type { DayUsage } from '../store/calls-repo.ts';
-import { DAY_MS, startOfNextUtcMonth, startOfUtcDay, utcDayNumber } from '../stats/period.ts';
-import { COST_EPSILON_USD, iso, secondsUntil, type Admission, type QuotaUser } from '../stats/quota.ts';
+import { DAY_MS, startOfNextUtcMonth, utcDayNumber } from '../stats/period.ts';
+import {
+  COST_EPSILON_USD,
+  dayQuotaRefusal,
+  monthQuotaRefusal,
+  type Admission,
+  type QuotaUser,
+} from '../stats/quota.ts';
 import { LuaScript } from './lua-script.ts';
 import type { ClusterNode } from './node.ts';
 
@@ -77,24 +83,9 @@ export class ClusterQuotas {
       throw new QuotaStoreUnreachable('the cluster store (Redis) is unreachable');
     }
     if (verdict[0] === 1) return { ok: true, done: this.doneOnce(running) };
-    if (verdict[1] === 'day') {
-      const resetAt = startOfUtcDay(now) + DAY_MS;
-      return {
-        ok: false,
-        kind: 'day',
-        retryAfterSec: secondsUntil(resetAt, now),
-        message: `Daily request quota reached (${dayLimit} requests per day); it resets at ${iso(resetAt)}.`,
-      };
-    }
-    const resetAt = startOfNextUtcMonth(now);
-    return {
-      ok: false,
-      kind: 'month',
-      retryAfterSec: secondsUntil(resetAt, now),
-      message:
-        `Monthly cost quota reached ($${Number(verdict[2]).toFixed(4)} of $${monthLimit.toFixed(2)}); it resets at ` +
-        `${iso(resetAt)}.`,
-    };
+    return verdict[1] === 'day'
+      ? dayQuotaRefusal(dayLimit, now)
+      : monthQuotaRefusal(Number(verdict[2]), monthLimit, now);
   }
 
   /** A call went on record: its requests count on its day, its spend on its month (before its `done`). */

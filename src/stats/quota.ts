@@ -92,15 +92,7 @@ export function checkQuota(
   const perDay = user.quota_req_day;
   if (isLimit(perDay)) {
     const used = log.requestsSince(user.id, startOfUtcDay(now)) + running;
-    if (used >= perDay) {
-      const resetAt = startOfUtcDay(now) + DAY_MS;
-      return {
-        ok: false,
-        kind: 'day',
-        retryAfterSec: secondsUntil(resetAt, now),
-        message: `Daily request quota reached (${perDay} requests per day); it resets at ${iso(resetAt)}.`,
-      };
-    }
+    if (used >= perDay) return dayQuotaRefusal(perDay, now);
   }
   return hasUnpaid ? { ok: true } : checkMonthQuota(user, log, now);
 }
@@ -110,19 +102,33 @@ export function checkMonthQuota(user: QuotaUser, log: Pick<QuotaGate, 'costSince
   const perMonth = user.quota_cost_month;
   if (isLimit(perMonth)) {
     const spent = log.costSince(user.id, startOfUtcMonth(now));
-    if (spent >= perMonth - COST_EPSILON_USD) {
-      const resetAt = startOfNextUtcMonth(now);
-      return {
-        ok: false,
-        kind: 'month',
-        retryAfterSec: secondsUntil(resetAt, now),
-        message:
-          `Monthly cost quota reached ($${spent.toFixed(4)} of $${perMonth.toFixed(2)}); it resets ` +
-          `at ${iso(resetAt)}.`,
-      };
-    }
+    if (spent >= perMonth - COST_EPSILON_USD) return monthQuotaRefusal(spent, perMonth, now);
   }
   return { ok: true };
+}
+
+/** The refusal of a call over its user's day limit at `now`: it resets at the next UTC midnight. */
+export function dayQuotaRefusal(perDay: number, now: number): Extract<QuotaVerdict, { ok: false }> {
+  const resetAt = startOfUtcDay(now) + DAY_MS;
+  return {
+    ok: false,
+    kind: 'day',
+    retryAfterSec: secondsUntil(resetAt, now),
+    message: `Daily request quota reached (${perDay} requests per day); it resets at ${iso(resetAt)}.`,
+  };
+}
+
+/** The refusal of a paid call once its user spent `spent` of `perMonth` USD: it resets next month. */
+export function monthQuotaRefusal(spent: number, perMonth: number, now: number): Extract<QuotaVerdict, { ok: false }> {
+  const resetAt = startOfNextUtcMonth(now);
+  return {
+    ok: false,
+    kind: 'month',
+    retryAfterSec: secondsUntil(resetAt, now),
+    message:
+      `Monthly cost quota reached ($${spent.toFixed(4)} of $${perMonth.toFixed(2)}); it resets ` +
+      `at ${iso(resetAt)}.`,
+  };
 }
 
 /** The quota counters in memory, and the calls admitted and still running, per user. */
