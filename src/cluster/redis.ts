@@ -38,7 +38,9 @@ function options(): RedisOptions {
     commandTimeout: 2000,
     connectTimeout: BOOT_TIMEOUT_MS,
     retryStrategy: (attempt) => Math.min(2000, 100 * attempt),
-    enableAutoPipelining: true,
+    // the ledger batches its own calls (one script call per batch); auto-pipelining would add a turn of the
+    // event loop to each command (115 µs vs 58 µs a sequential EVALSHA on loopback here)
+    enableAutoPipelining: false,
   };
 }
 

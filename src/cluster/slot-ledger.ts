@@ -52,6 +52,8 @@ export class SlotLedger {
   /** Releases not sent yet: backend, lease id, … */
   private readonly releases: string[] = [];
   private flushScheduled = false;
+  /** A script call is out (its answer not back yet). */
+  private inFlight = false;
   /** Releases and leaves Redis did not take (it was unreachable): sent again when it is back. */
   private readonly owed = new Map<string, () => Promise<unknown>>();
   private refresher?: NodeJS.Timeout;
@@ -93,34 +95,40 @@ export class SlotLedger {
     this.flushSoon();
   }
 
-  /** Schedules one flush at the end of this turn of the event loop (what every socket read of the turn asked for). */
+  /**
+   * Sends what is pending now, unless a script call is still out: then it goes when that one's
+   * answer is back. One call alone goes at once; under load the calls that come in the
+   * meantime ride together (one script call for many).
+   */
   private flushSoon(): void {
-    if (this.flushScheduled) return;
+    if (this.flushScheduled || this.inFlight) return;
     this.flushScheduled = true;
-    setImmediate(() => this.flush());
+    queueMicrotask(() => this.flush());
   }
 
   private flush(): void {
     this.flushScheduled = false;
     const takes = this.takes.splice(0);
     const releases = this.releases.splice(0);
-    const args: (string | number)[] = [KEY_PREFIX, 0, this.node.leaseTtlMs, releases.length / 2, ...releases];
+    if (takes.length === 0 && releases.length === 0) return;
+    const failed = (err: unknown) => {
+      // the takes fail (their calls get a 503); the releases are owed until Redis is back
+      if (releases.length > 0) this.owe(releases);
+      for (const t of takes) t.reject(err);
+    };
+    if (!this.reachable) return failed(new Error('the cluster store (Redis) is unreachable'));
+    const args: (string | number)[] = [KEY_PREFIX, Date.now(), this.node.leaseTtlMs, releases.length / 2, ...releases];
     for (const { req } of takes) {
       args.push(req.backend, req.leaseId, req.cap, req.waitMember, req.arrivedAt, req.model, req.affinityMs);
     }
-    if (takes.length === 0) {
-      const send = () => settle.run(this.redis, [], ((args[1] = Date.now()), args));
-      return this.sendOrOwe(`release:${releases[1]}`, send);
-    }
-    args[1] = Date.now();
-    settle.run<[number, number, string][]>(this.redis, [], args).then(
-      (verdicts) => this.settled(takes, verdicts),
-      (err: unknown) => {
-        // the takes fail (their calls get a 503); the releases are owed until Redis is back
-        if (releases.length > 0) this.owe(releases);
-        for (const t of takes) t.reject(err);
-      },
-    );
+    this.inFlight = true;
+    settle
+      .run<[number, number, string][]>(this.redis, [], args)
+      .then((verdicts) => this.settled(takes, verdicts), failed)
+      .finally(() => {
+        this.inFlight = false;
+        if (this.takes.length > 0 || this.releases.length > 0) this.flushSoon();
+      });
   }
 
   private settled(takes: PendingTake[], verdicts: [number, number, string][]): void {
