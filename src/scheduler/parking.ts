@@ -107,8 +107,9 @@ export const SPILL_RECHECK_MS = 1000;
 const NEARLY_SERVED_SCAN = 64;
 /**
  * A call that waited the spill threshold stays local while a box is predicted to serve it within
- * this share of the threshold again. 1 (was 0.5): on ../shared/bench/sched with spill_after_s 15,
- * paid calls 59 → 53 (seed 1) at p95 21.6 → 22.6 s; seed 2: 49 paid, p95 24.6 s.
+ * this share of the threshold again. 1 (was 0.5): on the simulated-fleet scheduling benchmark with
+ * spill_after_s 15, paid calls 59 → 53 (seed 1) at p95 21.6 → 22.6 s; seed 2: 49 paid, p95 24.6 s
+ * (the test in test/scheduler-spill.test.ts fails with 0.5).
  */
 const NEARLY_SERVED_SHARE = 1;
 
