@@ -10,7 +10,8 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
-export const HAS_TASKSET = spawnSync('taskset', ['-V']).status === 0;
+/** Pin with taskset when it exists, unless UNPINNED=1 (the same benchmarks, unpinned). */
+export const HAS_TASKSET = !process.env.UNPINNED && spawnSync('taskset', ['-V']).status === 0;
 const children: ChildProcess[] = [];
 const scratch = mkdtempSync(join(tmpdir(), 'llmgw-bench-'));
 
